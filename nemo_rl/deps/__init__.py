@@ -1,0 +1,1 @@
+"""`nemo-rl deps`: fork pins, lock and environment status, fork bumps and patch records."""

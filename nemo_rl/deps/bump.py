@@ -1,0 +1,95 @@
+"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nemo_rl.deps import forkrepo, git, lockfile, patches, uv
+from nemo_rl.deps.files import Transaction, write_atomic
+from nemo_rl.deps.patch_records import read_index
+from nemo_rl.errors import NemoRLError
+
+
+def write_pin(project: Path, distribution: str, rev: str, branch: str | None) -> None:
+    import tomlkit  # noqa: PLC0415 - only bump writes TOML
+
+    path = project / "pyproject.toml"
+    doc = tomlkit.parse(path.read_text())
+    doc["tool"]["uv"]["sources"][distribution]["rev"] = rev
+    if branch:
+        doc["tool"]["nemo-rl"]["forks"][distribution]["branch"] = branch
+    write_atomic(path, tomlkit.dumps(doc))
+
+
+def write_base(project: Path, distribution: str, base: str) -> None:
+    import tomlkit  # noqa: PLC0415
+
+    path = project / "pyproject.toml"
+    doc = tomlkit.parse(path.read_text())
+    doc["tool"]["nemo-rl"]["forks"][distribution]["base"] = base
+    write_atomic(path, tomlkit.dumps(doc))
+
+
+def lock_versions(project: Path) -> dict[str, str]:
+    return {name: (p.commit[:12] if p.commit else str(p.version)) for name, p in lockfile.locked_packages(project).items()}
+
+
+def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    changes = [f"{name}: {old[name]} -> {new[name]}" for name in sorted(old.keys() & new.keys()) if old[name] != new[name]]
+    changes += [f"{name}: added ({new[name]})" for name in sorted(new.keys() - old.keys())]
+    changes += [f"{name}: removed (was {old[name]})" for name in sorted(old.keys() - new.keys())]
+    return changes
+
+
+def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, records, changes: list[str], dry_run: bool) -> str:
+    old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
+    new_commits = {r.patch_id: r for r in records}
+    added = [r for pid, r in new_commits.items() if pid not in old_commits]
+    removed = [e for pid, e in old_commits.items() if pid not in new_commits]
+    old_base = old_index.base if old_index else fork.base
+    lines = [
+        f"bump {fork.distribution}{' (dry run: nothing written)' if dry_run else ''}",
+        f"  commit    {fork.rev} -> {new_rev}",
+        f"  upstream  base {'moved ' + str(old_base)[:12] + ' -> ' + base[:12] if old_base != base else 'unchanged ' + base[:12]}",
+        f"  downstream commits: {len(records)} ({len(added)} added, {len(removed)} removed)",
+    ]
+    lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
+    lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
+    lines.append(f"  uv.lock: {len(changes)} change(s)" if changes else "  uv.lock: no other change")
+    lines += [f"    {change}" for change in changes]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    project = lockfile.find_project(args.project)
+    fork = lockfile.fork(project, args.distribution)
+    new_rev = forkrepo.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
+    repo = forkrepo.repo_for(fork)
+    forkrepo.fetch_commit(repo, fork, new_rev)
+    forkrepo.progress("computing the downstream commits over upstream")
+    base, records = patches.compute(repo, fork, new_rev)
+    patch_dir = project / "patches" / fork.distribution
+    old_index = read_index(patch_dir)
+    old_lock = lock_versions(project)
+    with Transaction([project / "pyproject.toml", project / "uv.lock"], [patch_dir]) as transaction:
+        write_pin(project, fork.distribution, new_rev, args.branch)
+        if fork.base != base:
+            write_base(project, fork.distribution, base)
+        forkrepo.progress(f"uv lock --upgrade-package {fork.distribution}")
+        uv.lock(project, upgrade_package=fork.distribution)
+        forkrepo.progress(f"writing patches/{fork.distribution}/")
+        new_fork = lockfile.fork(project, fork.distribution)
+        patches.write(project, new_fork, new_rev, base, records)
+        problems = patches.check_offline(project, new_fork, lockfile.locked_packages(project))
+        if any("why-note" not in problem for problem in problems):
+            raise NemoRLError("the bumped records do not validate: " + "; ".join(problems),
+                              "report this as a bug in nemo-rl; nothing was changed")
+        changes = [c for c in lock_changes(old_lock, lock_versions(project)) if not c.startswith(f"{fork.distribution}:")]
+        if args.dry_run:
+            transaction.rollback()
+    print(report(fork, new_rev, old_index, base, records, changes, args.dry_run))
+    if not args.dry_run:
+        print(f"next: review patches/{fork.distribution}/index.toml (why-note), then commit pyproject.toml, "
+              f"uv.lock and patches/{fork.distribution}/ together")
+    return 0

@@ -1,0 +1,55 @@
+"""`nemo-rl deps ...`: argparse and dispatch only."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DESCRIPTION = """\
+Fork pins of the mcore extra. Everything honours git's url.<base>.insteadOf, so a site with a mirror
+runs these unchanged after `git config --global url.<mirror>.insteadOf https://github.com/<owner>/<repo>.git`."""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show full tracebacks of failures")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from nemo_rl.deps import bump, patches, status  # noqa: PLC0415
+
+    deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
+                                 description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = deps.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = verbs.add_parser("status", help="pinned, locked and installed commit of each fork (no network)")
+    _common(p)
+    p.add_argument("--env", help="environment to inspect (default: the running one)")
+    p.add_argument("--check", action="store_true", help="exit 1 when the lock or the environment is stale")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=status.run)
+
+    p = verbs.add_parser("bump", help="move a fork to a new commit: pyproject, uv.lock and patches/ at once",
+                         description="Resolve the new commit, write it to pyproject.toml, run "
+                         "`uv lock --upgrade-package DIST`, regenerate patches/DIST. All or nothing.")
+    _common(p)
+    p.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--rev", help="full 40-hex commit SHA that exists in the fork")
+    target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")
+    p.add_argument("--dry-run", action="store_true", help="print the bump report, write nothing")
+    p.set_defaults(handler=bump.run)
+
+    p = verbs.add_parser(
+        "patches", help="generate or check patches/<dist>/ records; export a fork's patch series",
+        usage="nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR",
+        description="Without --check: regenerate the records of DIST (default: every fork) from the fork and its "
+        "upstream. --check: recompute and fail on drift. --check --offline: validate the records against "
+        "pyproject.toml and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch "
+        "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree.")
+    _common(p)
+    p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
+    p.add_argument("--check", action="store_true", help="fail on drift instead of writing")
+    p.add_argument("--offline", action="store_true", help="with --check: no fetch, validate the records only")
+    p.set_defaults(handler=patches.run)

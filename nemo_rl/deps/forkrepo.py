@@ -1,0 +1,64 @@
+"""A local bare cache per fork holding the fork's and its upstream's commits, so that merge-base,
+patch-ids and format-patch run locally. Fetches go through git, so insteadOf mirrors apply."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from nemo_rl.deps import git
+from nemo_rl.deps.lockfile import Fork
+from nemo_rl.errors import NemoRLError
+
+UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
+
+
+def progress(message: str) -> None:
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("NEMO_RL_CACHE_DIR"):
+        return Path(os.environ["NEMO_RL_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "nemo-rl"
+
+
+def repo_for(fork: Fork) -> Path:
+    key = hashlib.sha256(f"{fork.url}\n{fork.upstream_url}".encode()).hexdigest()[:16]
+    repo = git.init_cache(cache_dir() / "git" / f"{fork.distribution}-{key}")
+    git.set_remote(repo, "fork", fork.url)
+    if fork.upstream_url:
+        git.set_remote(repo, "upstream", fork.upstream_url)
+    return repo
+
+
+def resolve_branch(fork: Fork, branch: str) -> str:
+    progress(f"resolving branch {branch} of {fork.url}")
+    sha = git.ls_remote(fork.url, f"refs/heads/{branch}")
+    if sha is None:
+        raise NemoRLError(f"branch {branch!r} does not exist in {fork.url}",
+                          f"check the name with `git ls-remote --heads {fork.url}`")
+    return sha
+
+
+def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
+    """Make `sha` (from the fork) and the upstream branch available in `repo`."""
+    if not git.has_commit(repo, sha):
+        progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
+        git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
+        try:
+            git.fetch(repo, "fork", fork.url, [sha])
+        except NemoRLError as exc:
+            raise NemoRLError(
+                f"commit {sha} does not exist in {fork.url} (or the server refuses to serve it by SHA)",
+                f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
+            ) from exc
+    if not fork.upstream_url:
+        raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
+                          "add upstream-url and upstream-branch to the fork table")
+    progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
+    ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
+    git.fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])

@@ -1,0 +1,124 @@
+"""The handful of git commands nemo-rl needs, as small named functions.
+
+Every call honours the user's git configuration, `url.<base>.insteadOf` mirrors included: nemo-rl never
+rewrites a URL itself. Inherited GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE (set, for example, when we run
+inside a git hook) would point these commands at the wrong repository, so they are dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import Result, run
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+_MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}
+    env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt would hang a non-interactive bump
+    env["LC_ALL"] = "C"  # we parse git's output
+    return env
+
+
+def git(
+    args: list[str], *, repo: Path | None = None, remedy: str | None = None, check: bool = True,
+    input_text: str | None = None,
+) -> Result:
+    prefix = ["git", "-C", str(repo)] if repo else ["git"]
+    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text)
+
+
+def unreachable(url: str) -> str:
+    return (
+        f"check the network, or point git at a mirror: "
+        f"`git config --global url.<mirror>.insteadOf {url}`"
+    )
+
+
+def ls_remote(url: str, ref: str) -> str | None:
+    """The commit `ref` names on `url`, or None when the remote has no such ref."""
+    out = git(["ls-remote", "--", url, ref], remedy=unreachable(url)).stdout
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref:
+            return sha
+    return None
+
+
+def init_cache(path: Path) -> Path:
+    if not (path / "HEAD").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        git(["init", "--quiet", "--bare", str(path)])
+        # A partial clone (extensions need format version 1): fetches bring commits and trees only, and
+        # git fetches a blob lazily when a diffstat or patch-id needs it. On a fork the size of NeMo that
+        # is the difference between a few MB and the whole history.
+        git(["config", "core.repositoryformatversion", "1"], repo=path)
+    return path
+
+
+def set_remote(repo: Path, name: str, url: str) -> None:
+    """Point remote `name` at `url` as a blob-less promisor. The URL is stored as given: insteadOf applies."""
+    git(["config", f"remote.{name}.url", url], repo=repo)
+    git(["config", f"remote.{name}.promisor", "true"], repo=repo)
+    git(["config", f"remote.{name}.partialclonefilter", "blob:none"], repo=repo)
+    if git(["config", "extensions.partialClone"], repo=repo, check=False).returncode != 0:
+        git(["config", "extensions.partialClone", name], repo=repo)
+
+
+def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
+    git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
+        remedy=unreachable(url))
+
+
+def has_commit(repo: Path, sha: str) -> bool:
+    return git(["cat-file", "-e", f"{sha}^{{commit}}"], repo=repo, check=False).returncode == 0
+
+
+def merge_base(repo: Path, a: str, b: str) -> str:
+    return git(["merge-base", a, b], repo=repo).stdout.strip()
+
+
+def rev_list(repo: Path, revision_range: str) -> list[str]:
+    """Commits in `revision_range`, oldest first (the order `git am` applies them)."""
+    out = git(["rev-list", "--reverse", "--topo-order", revision_range], repo=repo).stdout
+    return out.split()
+
+
+def commit_fields(repo: Path, sha: str) -> dict[str, str]:
+    fmt = "%H%x00%an <%ae>%x00%aI%x00%s"
+    sha_, author, date, subject = git(["show", "-s", f"--format={fmt}", sha], repo=repo).stdout.rstrip("\n").split("\0")
+    return {"commit": sha_, "author": author, "date": date, "subject": subject}
+
+
+def diffstat(repo: Path, sha: str) -> str:
+    # --first-parent keeps merge commits readable; -M makes renames one line, as format-patch shows them.
+    out = git(["show", "--format=", "--stat=100", "-M", "--first-parent", sha], repo=repo).stdout
+    return out.strip("\n")
+
+
+def patch_id(repo: Path, sha: str) -> str:
+    """`git patch-id --stable`: unchanged when a commit is rebased without changing its diff."""
+    diff = git(["show", "--format=", "--first-parent", "-M", sha], repo=repo).stdout
+    out = git(["patch-id", "--stable"], repo=repo, input_text=diff).stdout
+    return out.split()[0] if out.strip() else "0" * 40  # an empty commit has no patch-id
+
+
+def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
+    out = git(["format-patch", "--quiet", "-o", str(out_dir), revision_range], repo=repo).stdout
+    return out.split()
+
+
+def require_full_sha(rev: str) -> str:
+    rev = rev.strip().lower()
+    if not FULL_SHA.match(rev):
+        raise NemoRLError(
+            f"refusing rev {rev!r}: a fork pin must be a full 40-hex commit SHA, and short or symbolic revs "
+            "can become ambiguous or move",
+            "pass the full SHA (`git rev-parse <rev>` in a clone of the fork), or use --branch NAME",
+        )
+    return rev

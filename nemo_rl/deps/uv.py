@@ -1,0 +1,68 @@
+"""uv, found the way pypa/build finds it, and the few uv commands nemo-rl runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import Result, run
+
+INSTALL_UV = "install uv (`pip install uv`) or set $UV to the uv executable"
+
+
+def find_uv_bin() -> str:
+    """The `uv` package's binary first (it is a dependency), then $UV, then PATH."""
+    try:
+        import uv  # noqa: PLC0415 - the uv package is tiny, but only these commands need it
+
+        return uv.find_uv_bin()
+    except (ModuleNotFoundError, FileNotFoundError):
+        pass
+    # `uv run` exports $UV pointing at itself, which finds the right binary inside worker processes.
+    from_env = os.environ.get("UV")
+    if from_env and Path(from_env).is_file():
+        return from_env
+    on_path = shutil.which("uv")
+    if on_path:
+        return on_path
+    raise NemoRLError("cannot find the uv executable", INSTALL_UV)
+
+
+def uv(
+    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None, remedy: str | None = None
+) -> Result:
+    return run([find_uv_bin(), *args], cwd=cwd, env=env, remedy=remedy)
+
+
+def version() -> str:
+    return uv(["--version"]).stdout.strip()
+
+
+def lock(project: Path, *, upgrade_package: str | None = None) -> Result:
+    args = ["lock", "--project", str(project)]
+    if upgrade_package:
+        args += ["--upgrade-package", upgrade_package]
+    return uv(
+        args,
+        cwd=project,
+        remedy="read uv's message above; for an unreachable git host, configure a mirror with "
+        "`git config --global url.<mirror>.insteadOf <url>`",
+    )
+
+
+def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None) -> Result:
+    env = dict(os.environ)
+    if environment is not None:
+        env["UV_PROJECT_ENVIRONMENT"] = str(environment)
+        env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it
+    return uv(["sync", "--project", str(project), *flags], cwd=project, env=env)
+
+
+def venv(path: Path, *, python: str | None = None) -> Result:
+    args = ["venv", "--allow-existing", "--quiet", str(path)]
+    if python:
+        args += ["--python", python]
+    return uv(args)

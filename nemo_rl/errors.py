@@ -1,0 +1,24 @@
+"""The one user-facing error type: its message says what failed and what to do."""
+
+from __future__ import annotations
+
+
+class NemoRLError(Exception):
+    """An expected failure. `str(error)` reads "what failed: what to do"; the CLI exits 1 on it."""
+
+    def __init__(self, what: str, remedy: str | None = None) -> None:
+        self.what = what
+        self.remedy = remedy
+        super().__init__(f"{what}\n  what to do: {remedy}" if remedy else what)
+
+
+class MissingExtraError(NemoRLError, ImportError):
+    """A Megatron/NeMo code path ran without a working mcore extra.
+
+    It subclasses ImportError too, so code written against the upstream layout that catches
+    ImportError around optional backends keeps working.
+    """
+
+    def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
+        self.missing = missing
+        NemoRLError.__init__(self, what, remedy)
