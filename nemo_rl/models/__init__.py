@@ -1,0 +1,1 @@
+"""Model configs and backends (torch, megatron) chosen by name; see nemo_rl.models.build."""

@@ -1,0 +1,61 @@
+"""Shared fixtures. Tests never write to $HOME, never use the user's uv cache and reach no network but PyPI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import extras
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "mcore" in item.keywords:
+            probe = extras.probe("megatron")
+            if not probe.installed:
+                item.add_marker(pytest.mark.skip(reason=f"needs the mcore extra: {probe.reason}"))
+        if "gpu" in item.keywords and not _cuda_available():
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)"))
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.fixture(scope="session")
+def uv_cache(tmp_path_factory) -> Path:
+    """One private uv cache for the session: PyPI downloads (hatchling) happen once, never in ~/.cache."""
+    return tmp_path_factory.mktemp("uv-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch, uv_cache):
+    """$HOME, caches and git's global config point into tmp, so a test cannot touch the user's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "nemo-rl-cache"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("UV_NO_GITHUB_FAST_PATH", "1")
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "GIT_CONFIG_COUNT", "UV_OFFLINE", "UV_FROZEN", "UV_LOCKED"):
+        monkeypatch.delenv(name, raising=False)
+    yield home
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """Fixture forks and a locked fixture project, reached through insteadOf (see tests/forkworld.py)."""
+    import forkworld
+
+    w = forkworld.make_world(tmp_path / "world")
+    forkworld.apply_env(w, monkeypatch)
+    forkworld.uv_run(w, "lock", "--quiet")
+    return w

@@ -1,0 +1,125 @@
+"""A fixture world: upstream and fork repositories of tiny megatron-core / nemo-toolkit packages, and a
+project pinning the forks through [tool.uv.sources], reached through insteadOf as a mirror site would."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitfixtures import commit, git, init, package_files
+
+from nemo_rl.process import run
+
+FORKS = {
+    "megatron-core": ("megatron.core", "megatron-lm"),
+    "nemo-toolkit": ("nemo", "nemo"),
+}
+
+
+@dataclass
+class Fork:
+    distribution: str
+    module: str
+    upstream: Path
+    fork: Path
+    fork_url: str
+    upstream_url: str
+    base: str
+    head: str
+    downstream: list[str] = field(default_factory=list)
+
+
+@dataclass
+class World:
+    root: Path
+    project: Path
+    forks: dict[str, Fork]
+    insteadof: dict[str, str]
+
+    def git_env(self) -> dict[str, str]:
+        env = {"GIT_CONFIG_COUNT": str(len(self.insteadof))}
+        for i, (url, path) in enumerate(self.insteadof.items()):
+            env[f"GIT_CONFIG_KEY_{i}"] = f"url.{path}.insteadOf"
+            env[f"GIT_CONFIG_VALUE_{i}"] = url
+        return env
+
+    def files(self) -> dict[str, bytes]:
+        """Every file bump may touch, by relative path: pyproject.toml, uv.lock and patches/."""
+        paths = [self.project / "pyproject.toml", self.project / "uv.lock", *(self.project / "patches").rglob("*")]
+        return {str(p.relative_to(self.project)): p.read_bytes() for p in paths if p.is_file()}
+
+
+def make_fork(root: Path, distribution: str) -> Fork:
+    module, repo_name = FORKS[distribution]
+    upstream = init(root / "upstream" / repo_name)
+    commit(upstream, "initial import", package_files(distribution, module, "0.1.0"))
+    base = commit(upstream, "upstream feature", {"/".join(module.split(".")) + "/feature.py": "FEATURE = 1\n"})
+    fork = root / "fork" / repo_name
+    run(["git", "clone", "-q", str(upstream), str(fork)])
+    git(fork, "checkout", "-q", "-b", "nemo-rl/main")
+    first = commit(fork, "add tokens entry", {"/".join(module.split(".")) + "/tokens.py": "def tokens():\n    return [1, 2]\n"})
+    head = commit(fork, "fix: pad tokens", {"/".join(module.split(".")) + "/tokens.py": "def tokens():\n    return [1, 2, 0]\n"})
+    # upstream moves on after the fork point, as real upstreams do
+    commit(upstream, "upstream later work", {"/".join(module.split(".")) + "/later.py": "LATER = 1\n"})
+    return Fork(distribution, module, upstream, fork, f"https://forks.nemo-rl.invalid/{repo_name}.git",
+                f"https://upstream.nemo-rl.invalid/{repo_name}.git", base, head, [first, head])
+
+
+def project_pyproject(forks: dict[str, Fork]) -> str:
+    sources = "\n".join(f'{f.distribution} = {{ git = "{f.fork_url}", rev = "{f.head}" }}' for f in forks.values())
+    tables = "\n".join(
+        textwrap.dedent(f"""
+        [tool.nemo-rl.forks.{f.distribution}]
+        branch = "nemo-rl/main"
+        upstream-url = "{f.upstream_url}"
+        upstream-branch = "main"
+        base = "{f.base}"
+        """) for f in forks.values())
+    return textwrap.dedent("""\
+        [project]
+        name = "fixture-project"
+        version = "0.1.0"
+        requires-python = ">=3.10"
+        dependencies = []
+
+        [project.optional-dependencies]
+        mcore = ["megatron-core", "nemo-toolkit"]
+
+        [tool.uv]
+        package = false
+
+        [tool.uv.sources]
+        # the forks: full SHAs only
+        """) + sources + "\n" + tables
+
+
+def make_world(root: Path) -> World:
+    forks = {d: make_fork(root, d) for d in FORKS}
+    insteadof = {}
+    for f in forks.values():
+        insteadof[f.fork_url] = str(f.fork)
+        insteadof[f.upstream_url] = str(f.upstream)
+    project = root / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(project_pyproject(forks))
+    return World(root, project, forks, insteadof)
+
+
+def apply_env(world: World, monkeypatch) -> None:
+    for key, value in world.git_env().items():
+        monkeypatch.setenv(key, value)
+
+
+def uv_bin() -> str:
+    from nemo_rl.deps.uv import find_uv_bin
+
+    return find_uv_bin()
+
+
+def uv_run(world: World, *args: str, env_dir: Path | None = None) -> str:
+    env = dict(os.environ)
+    if env_dir is not None:
+        env["UV_PROJECT_ENVIRONMENT"] = str(env_dir)
+    return run([uv_bin(), *args], cwd=world.project, env=env).stdout

@@ -1,0 +1,92 @@
+"""Probes and the missing-extra guard, with the extra absent and with planted broken packages."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from nemo_rl import extras
+from nemo_rl.errors import MissingExtraError, NemoRLError
+
+PROBE_SCRIPT = """
+import json
+from nemo_rl.extras import probe
+p = probe({key!r})
+print(json.dumps({{"installed": p.installed, "present": p.present, "reason": p.reason, "commit": p.commit}}))
+"""
+
+
+def plant(root, distribution, module, init_body, direct_url=None):
+    """A fake installed distribution: its module and a dist-info, as an installer would leave them."""
+    package = root.joinpath(*module.split("."))
+    package.mkdir(parents=True)
+    for parent in list(package.relative_to(root).parents)[:-1]:
+        (root / parent / "__init__.py").touch()
+    (package / "__init__.py").write_text(textwrap.dedent(init_body))
+    info = root / f"{distribution.replace('-', '_')}-9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 9.9\n")
+    if direct_url:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
+
+
+def probe_in_subprocess(key, path):
+    env = {"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT.format(key=key)], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_absent_extra_is_reported_not_raised():
+    if extras.probe("megatron").present:
+        pytest.skip("megatron-core is installed in this environment")
+    probe = extras.probe("megatron")
+    assert probe.installed is False and probe.reason == "megatron-core is not installed"
+    assert extras.is_megatron_installed() is False
+
+
+def test_megatron_raising_calledprocesserror_is_broken_with_reason(tmp_path):
+    plant(tmp_path, "megatron-core", "megatron.core", """
+        import subprocess
+        raise subprocess.CalledProcessError(1, ["nvidia-smi"])  # what TE 2.3 does without CUDA libraries
+    """)
+    result = probe_in_subprocess("megatron", tmp_path)
+    assert result["installed"] is False and result["present"] is True
+    assert result["reason"].startswith("import megatron.core failed: CalledProcessError:")
+
+
+def test_missing_dependency_is_broken_not_absent(tmp_path):
+    plant(tmp_path, "nemo-toolkit", "nemo", "import lightning_not_installed_anywhere\n")
+    result = probe_in_subprocess("nemo", tmp_path)
+    assert result["present"] is True and "ModuleNotFoundError" in result["reason"]
+    assert "lightning_not_installed_anywhere" in result["reason"]
+
+
+def test_working_fork_reports_its_commit(tmp_path):
+    sha = "a768e50588f6e833741dcd25cfda64a8798f4d8e"
+    plant(tmp_path, "megatron-core", "megatron.core", "VERSION = 1\n",
+          {"url": "https://github.com/terrykong/Megatron-LM.git", "vcs_info": {"vcs": "git", "commit_id": sha}})
+    result = probe_in_subprocess("megatron", tmp_path)
+    assert result == {"installed": True, "present": True, "reason": None, "commit": sha}
+
+
+def test_upstream_compat_modules_expose_installed(tmp_path):
+    code = "import is_megatron_installed, is_nemo_installed; print(is_megatron_installed.INSTALLED, is_nemo_installed.INSTALLED)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(extras.is_megatron_installed()), str(extras.is_nemo_installed())]
+
+
+def test_guard_message_names_distribution_reason_and_remedy(monkeypatch):
+    broken = extras.Probe(extras.COMPONENTS["megatron"], False, True, "0.13.0rc0", None,
+                          "import megatron.core failed: CalledProcessError: boom")
+    monkeypatch.setattr(extras, "probe", lambda key: broken)
+    with pytest.raises(MissingExtraError) as info:
+        extras.require("megatron", purpose="the Megatron GPT backend")
+    message = str(info.value)
+    assert message.startswith("the Megatron GPT backend needs the mcore extra, but megatron-core is not usable")
+    assert "CalledProcessError: boom" in message
+    assert "uv sync --extra mcore" in message and "uv run --extra mcore" in message
+    assert info.value.missing == ["megatron-core"]
+    assert isinstance(info.value, NemoRLError) and isinstance(info.value, ImportError)

@@ -1,0 +1,70 @@
+"""import hygiene, PY_EXECUTABLES, create_local_venv, the CLI's exit codes."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import venvs
+from nemo_rl.cli import main
+from nemo_rl.errors import NemoRLError
+
+HEAVY = ("torch", "megatron", "nemo", "transformer_engine")
+
+
+def test_import_nemo_rl_stays_light():
+    code = ("import sys, nemo_rl, nemo_rl.extras, nemo_rl.venvs, nemo_rl.cli, nemo_rl.deps.status, "
+            "nemo_rl.doctor.report, nemo_rl.models; "
+            f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_py_executables():
+    assert venvs.PY_EXECUTABLES.SYSTEM == sys.executable
+    assert venvs.PY_EXECUTABLES.BASE == "uv run --locked"
+    assert venvs.PY_EXECUTABLES.MCORE == "uv run --locked --extra mcore"
+    assert "--reinstall" not in venvs.PY_EXECUTABLES.MCORE
+
+
+def test_create_local_venv_builds_a_real_environment(tmp_path, monkeypatch):
+    project = tmp_path / "tiny"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "tiny"\nversion = "0.1.0"\nrequires-python = ">=3.10"\ndependencies = []\n'
+        "[project.optional-dependencies]\nextra1 = []\n[tool.uv]\npackage = false\n")
+    subprocess.run([sys.executable, "-m", "uv", "lock", "--quiet"], cwd=project, check=True)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    python = venvs.create_local_venv("uv run --locked --extra extra1", "worker-1", project=project)
+    assert python == str(tmp_path / "venvs" / "worker-1" / "bin" / "python")
+    out = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True)
+    assert Path(out.stdout.strip()) == tmp_path / "venvs" / "worker-1"
+    assert venvs.create_local_venv(venvs.PY_EXECUTABLES.SYSTEM, "ignored") == sys.executable
+
+
+@pytest.mark.parametrize("py_executable, name", [("python3 -m foo", "ok"), ("uv run --reinstall", "ok"),
+                                                  ("uv run --locked", "../escape")])
+def test_create_local_venv_refuses_what_it_cannot_honour(py_executable, name):
+    with pytest.raises(NemoRLError):
+        venvs.create_local_venv(py_executable, name)
+
+
+def test_cli_maps_errors_to_exit_codes(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["deps", "status"]) == 1  # no project here: an expected error
+    assert "no pyproject.toml with a [tool.nemo-rl.forks] table" in capsys.readouterr().err
+    from nemo_rl.deps import status
+
+    def explode(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(status, "run", explode)
+    assert main(["deps", "status"]) == 3
+    assert "unexpected error: RuntimeError: boom" in capsys.readouterr().err
+
+    def interrupt(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status, "run", interrupt)
+    assert main(["deps", "status"]) == 130
