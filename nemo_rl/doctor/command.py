@@ -18,6 +18,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="also run small forward/backward checks of each installed component")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="with --smoke: full tracebacks of failed checks")
     parser.set_defaults(handler=run)
 
 
@@ -38,7 +40,7 @@ def render(data: dict) -> str:
     ]
     for c in data["components"]:
         lines.append(f"  {c['distribution']:<20} {c['state']:<14} version {c['version'] or '-':<12}"
-                     f" installed {_short(c['installed_commit'])}  locked {_short(c['locked_commit'])}")
+                     f" installed {_short(c['installed_commit'])}  locked {_short(c['locked_commit']) if c['locked_commit'] else c['locked_version'] or '-'}")
         if c["reason"]:
             lines.append(f"      why: {c['reason']}")
         if c["remedy"]:

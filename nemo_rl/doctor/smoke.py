@@ -1,0 +1,196 @@
+"""`nemo-rl doctor --smoke`: small real runs of each installed component, each pass / fail / skip + reason.
+
+A failure is shown as its exception type and message, the first frame inside nemo_rl and the remedy; the
+full traceback only with --verbose. Checks of the mcore components count against health only when the
+mcore extra is requested (`--extra mcore`); torch's always do.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nemo_rl import extras
+from nemo_rl.models.config import ModelConfig
+
+CONFIG = ModelConfig()
+NEMO_TRON_ENTRY_POINTS = ("nemo.tron.init", "nemo.tron.config", "nemo.tron.model", "nemo.tron.train")
+REMEDIES = {"torch": "run `uv sync` (torch is a base dependency)", "megatron": extras.SYNC_REMEDY,
+            "transformer_engine": extras.SYNC_REMEDY + "; transformer-engine needs CUDA libraries and a GPU",
+            "nemo": extras.SYNC_REMEDY + "; NeMo at this pin needs Python 3.12"}
+
+
+class Skip(Exception):
+    """The check does not apply here; its message says why."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    component: str
+    run: Callable[[], str]
+
+
+def _cuda() -> bool:
+    import torch  # noqa: PLC0415
+
+    return torch.cuda.is_available()
+
+
+def _need(key: str) -> None:
+    probe = extras.probe(key)
+    if not probe.present and not probe.installed:
+        raise Skip(f"{probe.reason}; {extras.SYNC_REMEDY}")
+    extras.require(key, purpose=f"the {key} smoke check")  # present but broken: a failure with the reason
+
+
+def _need_gpu(what: str) -> None:
+    if not _cuda():
+        raise Skip(f"no CUDA device: {what}")
+
+
+def torch_lm(device: str) -> str:
+    import torch  # noqa: PLC0415
+
+    from nemo_rl.models.torch_lm import build_torch_lm, next_token_loss  # noqa: PLC0415
+
+    if device == "cuda":
+        _need_gpu("the GPU run of the torch model needs one")
+    model = build_torch_lm(CONFIG).to(device)
+    tokens = torch.randint(0, CONFIG.vocab_size, (4, CONFIG.max_sequence_length), device=device)
+    loss = next_token_loss(model, tokens)
+    loss.backward()
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise AssertionError(f"loss is not finite: {value}")
+    params = list(model.named_parameters())
+    no_grad = [name for name, p in params if p.grad is None or not torch.isfinite(p.grad).all()]
+    if no_grad:
+        raise AssertionError(f"parameters without finite gradients: {', '.join(no_grad)}")
+    return f"loss {value:.3f}, gradients on all {len(params)} parameters"
+
+
+def megatron_parallel_state() -> str:
+    _need("megatron")
+    from nemo_rl.models.megatron_gpt import init_parallel_state  # noqa: PLC0415
+
+    return f"world size 1 over {init_parallel_state()}"
+
+
+def megatron_build() -> str:
+    _need("megatron")
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt, init_parallel_state  # noqa: PLC0415
+
+    init_parallel_state()
+    model = build_megatron_gpt(CONFIG)
+    count = sum(p.numel() for p in model.parameters())
+    return f"GPTModel, local layer spec, {count} parameters on {next(model.parameters()).device}"
+
+
+def megatron_forward_backward(use_transformer_engine: bool) -> str:
+    _need("megatron")
+    _need_gpu("Megatron's forward pass calls torch.cuda (attention buffers), so on CPU it stops at the build")
+    if use_transformer_engine:
+        _need("transformer_engine")
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt, gpt_forward_backward, init_parallel_state  # noqa: PLC0415
+
+    init_parallel_state()
+    model = build_megatron_gpt(CONFIG, use_transformer_engine=use_transformer_engine)
+    loss = gpt_forward_backward(model, CONFIG)
+    if not math.isfinite(loss):
+        raise AssertionError(f"loss is not finite: {loss}")
+    return f"loss {loss:.3f}"
+
+
+def te_linear(fp8: bool) -> str:
+    _need("transformer_engine")
+    _need_gpu("transformer-engine runs on GPUs only")
+    import torch  # noqa: PLC0415
+    import transformer_engine.pytorch as te  # noqa: PLC0415
+
+    if fp8:
+        capability = torch.cuda.get_device_capability()
+        if capability < (8, 9):
+            raise Skip(f"fp8 needs compute capability 8.9 or newer; this GPU has {capability[0]}.{capability[1]}")
+    layer = te.Linear(64, 64).cuda()
+    inputs = torch.randn(32, 64, device="cuda", requires_grad=True)
+    if fp8:
+        from transformer_engine.common import recipe  # noqa: PLC0415
+
+        with te.fp8_autocast(enabled=True, fp8_recipe=recipe.DelayedScaling(fp8_format=recipe.Format.E4M3)):
+            out = layer(inputs)
+    else:
+        out = layer(inputs)
+    out.sum().backward()
+    if inputs.grad is None or not torch.isfinite(inputs.grad).all():
+        raise AssertionError("no finite input gradient")
+    return "forward and backward" + (" under fp8 autocast (E4M3)" if fp8 else "")
+
+
+def nemo_entry_points() -> str:
+    _need("nemo")
+    import importlib  # noqa: PLC0415
+
+    for module in NEMO_TRON_ENTRY_POINTS:
+        importlib.import_module(module)
+    return "imported " + ", ".join(NEMO_TRON_ENTRY_POINTS)
+
+
+CHECKS = [
+    Check("torch: causal LM fwd/bwd (cpu)", "torch", lambda: torch_lm("cpu")),
+    Check("torch: causal LM fwd/bwd (cuda)", "torch", lambda: torch_lm("cuda")),
+    Check("megatron: parallel state", "megatron", megatron_parallel_state),
+    Check("megatron: build GPT (local spec)", "megatron", megatron_build),
+    Check("megatron: GPT fwd/bwd (local spec)", "megatron", lambda: megatron_forward_backward(False)),
+    Check("megatron: GPT fwd/bwd (TE spec)", "megatron", lambda: megatron_forward_backward(True)),
+    Check("transformer-engine: Linear fwd/bwd", "transformer_engine", lambda: te_linear(False)),
+    Check("transformer-engine: fp8 autocast", "transformer_engine", lambda: te_linear(True)),
+    Check("nemo: nemo.tron entry points", "nemo", nemo_entry_points),
+]
+
+
+def failure_lines(exc: BaseException, remedy: str, verbose: bool) -> list[str]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/nemo_rl/" in f.filename.replace("\\", "/")]
+    lines = []
+    if ours:
+        lines.append(f"at {ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}")
+    lines.append(f"fix: {remedy}")
+    if verbose:
+        lines += "".join(traceback.format_exception(exc)).rstrip().splitlines()
+    return lines
+
+
+def run_check(check: Check, verbose: bool) -> dict:
+    start = time.perf_counter()
+    result = {"name": check.name, "component": check.component, "failure_lines": []}
+    try:
+        result.update(status="pass", detail=check.run())
+    except Skip as skip:
+        result.update(status="skip", detail=str(skip))
+    except Exception as exc:  # a smoke check reports every fault instead of raising it
+        result.update(status="fail", detail=f"{type(exc).__name__}: {exc}".splitlines()[0],
+                      failure_lines=failure_lines(exc, REMEDIES[check.component], verbose))
+    result["seconds"] = round(time.perf_counter() - start, 3)
+    return result
+
+
+def run_all(data: dict, verbose: bool = False) -> list[dict]:
+    results = [run_check(check, verbose) for check in CHECKS]
+    if extras.probe("megatron").installed:
+        try:
+            from nemo_rl.models.megatron_gpt import destroy_parallel_state  # noqa: PLC0415
+
+            destroy_parallel_state()
+        except Exception:  # cleanup only; the checks already reported what failed
+            pass
+    requested = {"torch"} | ({"megatron", "transformer_engine", "nemo"} if data["requested_extra"] else set())
+    for result in results:
+        if result["status"] == "fail" and result["component"] in requested:
+            data["problems"].append(f"smoke check failed: {result['name']}: {result['detail']}")
+    data["smoke"] = results
+    data["healthy"] = not data["problems"]
+    return results

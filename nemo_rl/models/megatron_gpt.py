@@ -1,0 +1,90 @@
+"""The Megatron GPT backend: built from the shared ModelConfig. megatron is imported inside the functions,
+after the guard, so a missing or broken extra is one MissingExtraError with the remedy."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from nemo_rl import extras
+from nemo_rl.models.config import ModelConfig
+
+
+def init_parallel_state(backend: str | None = None) -> str:
+    """Initialise torch.distributed and Megatron's parallel state at world size 1; return the backend used."""
+    extras.require("megatron", purpose="Megatron parallel-state initialisation")
+    import torch  # noqa: PLC0415
+    from megatron.core import parallel_state  # noqa: PLC0415
+
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    if not torch.distributed.is_initialized():
+        with socket.socket() as sock:  # a free port, so concurrent runs on one host don't collide
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        torch.distributed.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", world_size=1, rank=0)
+    if not parallel_state.model_parallel_is_initialized():
+        parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
+    return backend
+
+
+def destroy_parallel_state() -> None:
+    import torch  # noqa: PLC0415
+    from megatron.core import parallel_state  # noqa: PLC0415
+
+    parallel_state.destroy_model_parallel()
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
+def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:
+    """A megatron.core GPTModel for `config`; local layer spec unless `use_transformer_engine`.
+
+    Needs parallel state (init_parallel_state). Builds on CPU; Megatron's forward pass calls torch.cuda.
+    """
+    extras.require("megatron", purpose="the Megatron GPT backend")
+    if use_transformer_engine:
+        extras.require("transformer_engine", purpose="the Megatron transformer-engine layer spec")
+    import torch  # noqa: PLC0415
+    from megatron.core import tensor_parallel  # noqa: PLC0415
+    from megatron.core.models.gpt import GPTModel  # noqa: PLC0415
+    from megatron.core.models.gpt.gpt_layer_specs import (  # noqa: PLC0415
+        get_gpt_layer_local_spec,
+        get_gpt_layer_with_transformer_engine_spec,
+    )
+    from megatron.core.transformer.transformer_config import TransformerConfig  # noqa: PLC0415
+
+    on_gpu = torch.cuda.is_available()
+    torch.manual_seed(config.seed)
+    if on_gpu:
+        tensor_parallel.model_parallel_cuda_manual_seed(config.seed)
+    transformer_config = TransformerConfig(
+        num_layers=config.num_layers,
+        hidden_size=config.hidden_size,
+        num_attention_heads=config.num_attention_heads,
+        ffn_hidden_size=config.ffn_size,
+        use_cpu_initialization=not on_gpu,
+        params_dtype=torch.float32,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )
+    spec = get_gpt_layer_with_transformer_engine_spec() if use_transformer_engine else get_gpt_layer_local_spec()
+    model = GPTModel(config=transformer_config, transformer_layer_spec=spec, vocab_size=config.vocab_size,
+                     max_sequence_length=config.max_sequence_length)
+    return model.cuda() if on_gpu else model
+
+
+def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:
+    """One forward/backward with a next-token loss; returns the loss. Needs a GPU (Megatron's forward)."""
+    import torch  # noqa: PLC0415
+
+    device = next(model.parameters()).device
+    length = config.max_sequence_length
+    tokens = torch.randint(0, config.vocab_size, (batch_size, length), device=device)
+    positions = torch.arange(length, device=device).unsqueeze(0).expand(batch_size, -1)
+    mask = torch.tril(torch.ones(length, length, device=device, dtype=torch.bool)).logical_not()
+    losses = model(tokens, positions, mask.view(1, 1, length, length), labels=torch.roll(tokens, -1, dims=1))
+    loss = losses.float().mean()
+    loss.backward()
+    return float(loss.detach())
