@@ -39,7 +39,7 @@ def run(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     remedy: str | None = None,
-    input_text: str | None = None,
+    input_text: str | bytes | None = None,
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
@@ -51,10 +51,8 @@ def run(
             argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            input=input_text,
+            input=input_text.encode() if isinstance(input_text, str) else input_text,
             capture_output=True,
-            text=True,
-            errors="replace",
             check=False,
         )
     except FileNotFoundError as exc:
@@ -62,7 +60,9 @@ def run(
         raise NemoRLError(
             f"cannot run {missing}: {exc.strerror}", remedy or f"install {missing} and make sure it is on PATH"
         ) from exc
-    result = Result(argv, completed.returncode, completed.stdout, completed.stderr)
+    # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
+    result = Result(argv, completed.returncode, completed.stdout.decode(errors="replace"),
+                    completed.stderr.decode(errors="replace"))
     if check and result.returncode != 0:
         raise NemoRLError(describe_failure(result), remedy)
     return result

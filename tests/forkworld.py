@@ -59,8 +59,9 @@ def make_fork(root: Path, distribution: str) -> Fork:
     fork = root / "fork" / repo_name
     run(["git", "clone", "-q", str(upstream), str(fork)])
     git(fork, "checkout", "-q", "-b", "nemo-rl/main")
-    first = commit(fork, "add tokens entry", {"/".join(module.split(".")) + "/tokens.py": "def tokens():\n    return [1, 2]\n"})
-    head = commit(fork, "fix: pad tokens", {"/".join(module.split(".")) + "/tokens.py": "def tokens():\n    return [1, 2, 0]\n"})
+    tokens = "/".join(module.split(".")) + "/tokens.py"
+    first = commit(fork, "add tokens entry", {tokens: "def tokens():\n    return [1, 2]\n"})
+    head = commit(fork, "fix: pad tokens", {tokens: "def tokens():\n    return [1, 2, 0]\n"})
     # upstream moves on after the fork point, as real upstreams do
     commit(upstream, "upstream later work", {"/".join(module.split(".")) + "/later.py": "LATER = 1\n"})
     return Fork(distribution, module, upstream, fork, f"https://forks.nemo-rl.invalid/{repo_name}.git",

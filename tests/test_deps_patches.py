@@ -3,6 +3,7 @@ import tomllib
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.deps.patches import WHY_PLACEHOLDER
 from nemo_rl.process import run
 
 
@@ -12,7 +13,7 @@ def patches(world, *args):
 
 def write_why(world, dist, text="Ours: why the fork exists."):
     path = world.project / "patches" / dist / "index.toml"
-    path.write_text(path.read_text().replace("TODO: say what this fork adds over its upstream and why nemo-rl needs it.", text))
+    path.write_text(path.read_text().replace(WHY_PLACEHOLDER, text))
 
 
 def test_generate_then_check_clean(world, capsys):

@@ -73,7 +73,8 @@ def test_working_fork_reports_its_commit(tmp_path):
 
 
 def test_upstream_compat_modules_expose_installed(tmp_path):
-    code = "import is_megatron_installed, is_nemo_installed; print(is_megatron_installed.INSTALLED, is_nemo_installed.INSTALLED)"
+    code = ("import is_megatron_installed, is_nemo_installed; "
+            "print(is_megatron_installed.INSTALLED, is_nemo_installed.INSTALLED)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(extras.is_megatron_installed()), str(extras.is_nemo_installed())]
 

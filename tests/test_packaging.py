@@ -47,6 +47,13 @@ def test_lock_is_current_offline():
     uv("lock", "--check", "--offline")
 
 
+def test_patch_records_match_the_pins_offline(capsys):
+    from nemo_rl.cli import main
+
+    assert main(["deps", "patches", "--check", "--offline", "--project", str(ROOT)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["megatron-core: ok", "nemo-toolkit: ok"]
+
+
 def test_default_export_has_no_git_requirement_and_mcore_has_exactly_the_pins():
     default = uv("export", "--frozen", "--no-hashes", "--no-emit-project")
     assert "git+" not in default and "megatron" not in default and "nemo-toolkit" not in default

@@ -32,11 +32,13 @@ def write_base(project: Path, distribution: str, base: str) -> None:
 
 
 def lock_versions(project: Path) -> dict[str, str]:
-    return {name: (p.commit[:12] if p.commit else str(p.version)) for name, p in lockfile.locked_packages(project).items()}
+    packages = lockfile.locked_packages(project)
+    return {name: (p.commit[:12] if p.commit else str(p.version)) for name, p in packages.items()}
 
 
 def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
-    changes = [f"{name}: {old[name]} -> {new[name]}" for name in sorted(old.keys() & new.keys()) if old[name] != new[name]]
+    common = sorted(old.keys() & new.keys())
+    changes = [f"{name}: {old[name]} -> {new[name]}" for name in common if old[name] != new[name]]
     changes += [f"{name}: added ({new[name]})" for name in sorted(new.keys() - old.keys())]
     changes += [f"{name}: removed (was {old[name]})" for name in sorted(old.keys() - new.keys())]
     return changes
@@ -48,10 +50,11 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, records, cha
     added = [r for pid, r in new_commits.items() if pid not in old_commits]
     removed = [e for pid, e in old_commits.items() if pid not in new_commits]
     old_base = old_index.base if old_index else fork.base
+    moved = f"moved {str(old_base)[:12]} -> {base[:12]}" if old_base != base else f"unchanged {base[:12]}"
     lines = [
         f"bump {fork.distribution}{' (dry run: nothing written)' if dry_run else ''}",
         f"  commit    {fork.rev} -> {new_rev}",
-        f"  upstream  base {'moved ' + str(old_base)[:12] + ' -> ' + base[:12] if old_base != base else 'unchanged ' + base[:12]}",
+        f"  upstream  base {moved}",
         f"  downstream commits: {len(records)} ({len(added)} added, {len(removed)} removed)",
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
@@ -85,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         if any("why-note" not in problem for problem in problems):
             raise NemoRLError("the bumped records do not validate: " + "; ".join(problems),
                               "report this as a bug in nemo-rl; nothing was changed")
-        changes = [c for c in lock_changes(old_lock, lock_versions(project)) if not c.startswith(f"{fork.distribution}:")]
+        changes = lock_changes(old_lock, lock_versions(project))
+        changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
         if args.dry_run:
             transaction.rollback()
     print(report(fork, new_rev, old_index, base, records, changes, args.dry_run))

@@ -93,7 +93,8 @@ def read_index(directory: Path) -> Index | None:
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
-        raise NemoRLError(f"cannot parse {path}: {exc}", "fix the TOML or regenerate with `nemo-rl deps patches`")
+        raise NemoRLError(f"cannot parse {path}: {exc}",
+                          "fix the TOML or regenerate with `nemo-rl deps patches`") from exc
     return Index(
         distribution=data.get("distribution", directory.name), fork_url=data.get("fork-url", ""),
         branch=data.get("branch"), pinned=data.get("pinned", ""), upstream_url=data.get("upstream-url"),

@@ -63,7 +63,8 @@ def render(rows: list[dict]) -> str:
             f"  pinned     {short(row['pinned_rev'])}   locked {short(row['locked_commit'])}"
             f"   installed {short(row['installed_commit']) if row['installed_version'] else 'not installed'}",
             f"  upstream   {row['upstream_url'] or '-'} base {short(row['upstream_base'])}, "
-            f"{'?' if row['downstream_commits'] is None else row['downstream_commits']} downstream commit(s) in patches/",
+            f"{'?' if row['downstream_commits'] is None else row['downstream_commits']} downstream commit(s) "
+            "in patches/",
         ]
         if row["remedy"]:
             lines.append(f"  fix        {row['remedy']}")

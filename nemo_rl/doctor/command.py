@@ -39,8 +39,9 @@ def render(data: dict) -> str:
         "mcore extra" + ("" if data["requested_extra"] else " (optional; `--extra mcore` requires it)"),
     ]
     for c in data["components"]:
+        locked = _short(c["locked_commit"]) if c["locked_commit"] else c["locked_version"] or "-"
         lines.append(f"  {c['distribution']:<20} {c['state']:<14} version {c['version'] or '-':<12}"
-                     f" installed {_short(c['installed_commit'])}  locked {_short(c['locked_commit']) if c['locked_commit'] else c['locked_version'] or '-'}")
+                     f" installed {_short(c['installed_commit'])}  locked {locked}")
         if c["reason"]:
             lines.append(f"      why: {c['reason']}")
         if c["remedy"]:
