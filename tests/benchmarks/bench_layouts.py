@@ -286,7 +286,7 @@ def table(r: dict) -> str:
                 f"{mb(m['submodules']['git_bytes_fetched'])} git in uv's cache |")
     rows.append(f"| peak RSS of that sync | {m['ours']['peak_rss_kib'] / 1024:.0f} MiB | "
                 f"{m['submodules']['peak_rss_kib'] / 1024:.0f} MiB |")
-    rows.append(f"| of which uv's git db / checkouts | {mb(m['ours']['git_db_bytes'])} / "
+    rows.append(f"| cold sync: uv's git db / checkout worktrees | {mb(m['ours']['git_db_bytes'])} / "
                 f"{mb(m['ours']['git_checkout_bytes'])} | – |")
     a = r["sync_after_bump"]
     rows.append(f"| `uv sync --extra mcore` after a bump, warm cache | {a['seconds']:.3f} s, "
