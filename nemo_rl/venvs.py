@@ -55,9 +55,13 @@ def create_local_venv(py_executable: str, venv_name: str, *, project: Path | Non
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", venv_name):
         raise NemoRLError(f"invalid venv name {venv_name!r}", "use letters, digits, '.', '_' and '-' only")
     flags = _sync_flags(py_executable)
+    project = project or PROJECT_DIR
+    if not (project / "pyproject.toml").exists():
+        raise NemoRLError(f"no pyproject.toml in {project} to build {venv_name!r} from",
+                          "pass project= the nemo-rl checkout (workers are built from its uv.lock)")
     venv_dir = default_venv_dir() / venv_name
     uv.venv(venv_dir, python=sys.executable)
-    uv.sync(project or PROJECT_DIR, flags=flags, environment=venv_dir)
+    uv.sync(project, flags=flags, environment=venv_dir)
     python = venv_dir / "bin" / "python"
     if not python.exists():
         raise NemoRLError(f"uv sync finished but {python} does not exist", f"remove {venv_dir} and try again")

@@ -40,6 +40,13 @@ def test_bump_updates_pin_lock_and_records_together(world, capsys):
     assert "why-note" in capsys.readouterr().out
 
 
+def test_bump_to_the_pinned_commit_is_a_no_op(world, capsys):
+    before = world.files()
+    assert bump(world, "megatron-core", "--rev", world.forks["megatron-core"].head) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert world.files() == before
+
+
 def test_bump_dry_run_writes_nothing(world, capsys):
     before = world.files()
     new_head = commit(world.forks["nemo-toolkit"].fork, "feat: x", {"nemo/x.py": "X = 1\n"})

@@ -62,6 +62,11 @@ def test_status_json_schema(world, tmp_path, capsys):
     assert [r["distribution"] for r in data["forks"]] == ["megatron-core", "nemo-toolkit"]
 
 
+def test_status_refuses_a_directory_that_is_no_environment(world, tmp_path, capsys):
+    assert main(["deps", "status", "--project", str(world.project), "--env", str(tmp_path / "nothing")]) == 1
+    assert "is not a Python environment" in capsys.readouterr().err
+
+
 def test_status_text_names_the_remedy(world, tmp_path, capsys):
     env = tmp_path / "env"
     forkworld.uv_run(world, "venv", "--quiet", str(env))

@@ -20,6 +20,11 @@ def test_doctor_json_on_the_default_environment(capsys):
     assert by_name["nemo-toolkit"]["locked_commit"] == "95b6daf96ada0fbdc1aaba81e2a778a4fea2da82"
 
 
+def test_doctor_wrong_project_is_an_error(tmp_path, capsys):
+    assert main(["doctor", "--project", str(tmp_path)]) == 1
+    assert "no pyproject.toml with a [tool.nemo-rl.forks] table" in capsys.readouterr().err
+
+
 def test_doctor_text_and_requested_extra(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out

@@ -68,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
     project = lockfile.find_project(args.project)
     fork = lockfile.fork(project, args.distribution)
     new_rev = forkrepo.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
+    locked = lockfile.locked_packages(project).get(fork.distribution)
+    if new_rev == fork.rev and locked and locked.commit == new_rev and (args.branch or fork.branch) == fork.branch:
+        print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
+        return 0
     repo = forkrepo.repo_for(fork)
     forkrepo.fetch_commit(repo, fork, new_rev)
     forkrepo.progress("computing the downstream commits over upstream")

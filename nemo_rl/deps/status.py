@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from nemo_rl.deps import environment, lockfile, patch_records
+from nemo_rl.errors import NemoRLError
 
 REMEDIES = {
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
@@ -74,6 +75,9 @@ def render(rows: list[dict]) -> str:
 def run(args: argparse.Namespace) -> int:
     project = lockfile.find_project(args.project)
     env = Path(args.env) if args.env else Path(sys.prefix)
+    if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
+        raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
+                          "pass the directory of a virtual environment, e.g. --env .venv")
     rows = collect(project, env)
     if args.json:
         print(json.dumps({"schema": 1, "project": str(project), "environment": str(env), "forks": rows}, indent=2))

@@ -35,7 +35,9 @@ def _uv() -> dict:
 
 
 def _project(start: Path | None) -> Path | None:
-    for candidate in (start, None, Path(__file__).resolve().parents[2]):
+    if start is not None:  # asked for explicitly: a wrong path is an error, not a silent fallback
+        return lockfile.find_project(start)
+    for candidate in (None, Path(__file__).resolve().parents[2]):
         try:
             return lockfile.find_project(candidate)
         except NemoRLError:
