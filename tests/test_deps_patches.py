@@ -80,3 +80,24 @@ def test_export_and_git_am_reproduce_the_fork(world, tmp_path, capsys):
     git(check, "checkout", "-q", megatron.base)
     git(check, "am", "-q", *[str(out_dir / n) for n in names])
     assert git(check, "rev-parse", "HEAD^{tree}") == git(megatron.fork, "rev-parse", f"{megatron.head}^{{tree}}")
+
+
+def test_record_names_are_git_format_patch_names(tmp_path):
+    from gitfixtures import init
+
+    from nemo_rl.deps.patch_records import patch_filename
+
+    repo = init(tmp_path / "names")
+    subjects = [
+        "Add ConfigContainer plus data and tokenizer modules to nemo/tron (#12241)",
+        "missed a change when renaming mlm -> tron. pushing fix for that in CI (#13038)",
+        "  ...leading punctuation, trailing dots...",
+        "feat: sahil patch",
+        "unicode – dash and ümlauts__under_scores",
+        "a..b...c --- d",
+    ]
+    for i, subject in enumerate(subjects):
+        commit(repo, subject, {f"f{i}.txt": subject})
+    out = run(["git", "-C", str(repo), "format-patch", "-o", str(tmp_path / "out"), "--root", "HEAD"]).stdout
+    written = [line.rsplit("/", 1)[-1] for line in out.split()]
+    assert written == [patch_filename(n, s) for n, s in enumerate(subjects, start=1)]

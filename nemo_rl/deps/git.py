@@ -109,8 +109,8 @@ def patch_id(repo: Path, sha: str) -> str:
 
 
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
-    out = git(["format-patch", "--quiet", "-o", str(out_dir), revision_range], repo=repo).stdout
-    return out.split()
+    """Write the series into `out_dir`; return the written paths (format-patch prints one per line)."""
+    return git(["format-patch", "-o", str(out_dir), revision_range], repo=repo).stdout.split()
 
 
 def require_full_sha(rev: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ class Record:
 
     @property
     def filename(self) -> str:
-        return f"{self.number:04d}-{slug(self.subject)}.patch"
+        return patch_filename(self.number, self.subject)
 
     def render(self) -> str:
         stat = "\n".join(f"  {line}" for line in self.diffstat.splitlines())
@@ -54,11 +53,34 @@ class Index:
     commits: list[dict] = field(default_factory=list)
 
 
+# git format-patch's default limit on a file name, suffix included (log-tree.c, FORMAT_PATCH_NAME_MAX_DEFAULT).
+PATCH_NAME_MAX = 64
+_TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._")
+
+
 def slug(subject: str) -> str:
-    """The file-name part `git format-patch` derives from a subject (its format_sanitized_subject)."""
-    name = re.sub(r"[^A-Za-z0-9._]+", "-", subject).strip("-.")
-    name = re.sub(r"\.+", ".", name)
-    return name[:64].rstrip("-.") or "patch"
+    """git's format_sanitized_subject: runs of other characters become one '-', '.' runs one '.'."""
+    out: list[str] = []
+    space = 2  # 2: nothing written yet (no leading '-'); 1: a separator is pending
+    previous = ""
+    for char in subject:
+        if char in _TITLE_CHARS:
+            if char == "." and previous == ".":
+                continue
+            if space == 1:
+                out.append("-")
+            space = 0
+            out.append(char)
+        else:
+            space |= 1
+        previous = char
+    return "".join(out).rstrip(".-")
+
+
+def patch_filename(number: int, subject: str) -> str:
+    """The name `git format-patch` gives patch `number`: cut to the limit after sanitizing, not re-trimmed."""
+    suffix = ".patch"
+    return f"{number:04d}-{slug(subject)}"[: PATCH_NAME_MAX - len(suffix) - 1] + suffix
 
 
 def parse_record(text: str) -> Record:
