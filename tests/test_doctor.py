@@ -33,3 +33,23 @@ def test_doctor_text_and_requested_extra(capsys):
         assert "fix: run `uv sync --extra mcore`" in out
         assert main(["doctor", "--extra", "mcore"]) == 1
         assert "result: NOT healthy (the mcore environment)" in capsys.readouterr().out
+
+
+def test_component_state_agrees_with_deps_status():
+    from nemo_rl import extras
+    from nemo_rl.doctor.report import component_state
+
+    locked = "a768e50588f6e833741dcd25cfda64a8798f4d8e"
+    megatron = extras.COMPONENTS["megatron"]
+
+    def probe(commit, installed=True, present=True):
+        return extras.Probe(megatron, installed, present, "0.13.0rc0", commit, None if installed else "boom")
+
+    assert component_state(probe(locked), locked) == ("ok", None)
+    state, remedy = component_state(probe("0" * 40), locked)
+    assert state == "env stale" and "another commit than uv.lock" in remedy
+    state, remedy = component_state(probe(None), locked)  # a local wheel: no PEP 610 commit
+    assert state == "env stale" and "without a git commit record" in remedy
+    assert component_state(probe(None), None) == ("ok", None)  # a registry package has no locked commit
+    assert component_state(probe(None, installed=False), locked)[0] == "broken"
+    assert component_state(probe(None, installed=False, present=False), locked)[0] == "not installed"

@@ -48,7 +48,7 @@ def write(project: Path, fork: lockfile.Fork, pinned: str, base: str, records: l
     return directory
 
 
-def check_offline(project: Path, fork: lockfile.Fork, locked: dict) -> list[str]:
+def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True) -> list[str]:
     """Problems with patches/<dist>/ that need no network: pins agree, index complete, why-note written."""
     directory = project / "patches" / fork.distribution
     index = read_index(directory)
@@ -63,7 +63,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict) -> list[str]
         problems.append(f"uv.lock has {str(locked_commit)[:12]} but pyproject.toml pins {fork.rev[:12]}")
     if fork.base and index.base != fork.base:
         problems.append(f"index base {index.base[:12]} differs from the fork table's base {fork.base[:12]}")
-    if not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER:
+    if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):
         problems.append("the index has no why-note: say what the fork adds and why nemo-rl needs it")
     records = read_records(directory)
     listed = [entry.get("commit") for entry in index.commits]

@@ -19,6 +19,16 @@ REMEDIES = {
 STALE = {"lock stale", "env stale"}
 
 
+def commit_mismatch(installed_commit: str | None, locked_commit: str) -> str | None:
+    """The remedy when an installed fork is not the locked commit (None when it is). Shared with doctor."""
+    if installed_commit == locked_commit:
+        return None
+    if installed_commit is None:
+        return ("run `uv sync --extra mcore` (installed without a git commit record, "
+                "so not from uv.lock's git source)")
+    return REMEDIES["env stale"]
+
+
 def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict) -> dict:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
@@ -28,11 +38,11 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict) -> 
         state = "lock stale"
     elif not present:
         state = "not installed"
-    elif installed_commit != locked_commit:
+    elif commit_mismatch(installed_commit, locked_commit):
         state = "env stale"
     else:
         state = "ok"
-    remedy = REMEDIES[state]
+    remedy = commit_mismatch(installed_commit, locked_commit) if state == "env stale" else REMEDIES[state]
     return {
         "distribution": fork.distribution,
         "url": fork.url,

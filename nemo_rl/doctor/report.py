@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nemo_rl import extras
 from nemo_rl.deps import lockfile, uv
+from nemo_rl.deps.status import commit_mismatch
 from nemo_rl.errors import NemoRLError
 
 SCHEMA_VERSION = 1
@@ -51,9 +52,8 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
         return "not installed", extras.SYNC_REMEDY
     if not probe.installed:
         return "broken", f"{extras.SYNC_REMEDY}; if it still fails, the reason above names the missing piece"
-    if locked_commit and probe.commit and probe.commit != locked_commit:
-        return "env stale", "run `uv sync --extra mcore` to install the locked commit"
-    return "ok", None
+    mismatch = commit_mismatch(probe.commit, locked_commit) if locked_commit else None
+    return ("env stale", mismatch) if mismatch else ("ok", None)
 
 
 def collect(project_dir: Path | None = None, extra: str | None = None) -> dict:
