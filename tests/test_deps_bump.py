@@ -5,6 +5,7 @@ import sys
 import time
 import tomllib
 
+import forkworld
 import pytest
 from gitfixtures import commit, git
 
@@ -121,3 +122,33 @@ def test_bump_interrupted_changes_nothing(world):
     assert proc.wait(timeout=60) == 130
     assert "interrupted" in proc.stderr.read()
     assert world.files() == before
+
+
+def declare_metadata(world, version):
+    pyproject = world.project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[[tool.uv.dependency-metadata]]\n"
+                         f'name = "megatron-core"\nversion = "{version}"\nrequires-dist = []\n')
+    forkworld.uv_run(world, "lock", "--quiet")
+
+
+def test_bump_refuses_a_version_the_declared_metadata_does_not_have(world, capsys):
+    declare_metadata(world, "0.1.0")
+    megatron = world.forks["megatron-core"]
+    pyproject = (megatron.fork / "pyproject.toml").read_text()
+    newer = commit(megatron.fork, "release 0.2.0", {"pyproject.toml": pyproject.replace('"0.1.0"', '"0.2.0"')})
+    before = world.files()
+    assert bump(world, "megatron-core", "--rev", newer) == 1
+    err = capsys.readouterr().err
+    assert "declares version 0.2.0, but [[tool.uv.dependency-metadata]]" in err and "says 0.1.0" in err
+    assert world.files() == before
+
+
+def test_bump_reminds_when_the_fork_version_is_dynamic(world, capsys):
+    declare_metadata(world, "0.1.0")
+    megatron = world.forks["megatron-core"]
+    pyproject = (megatron.fork / "pyproject.toml").read_text()
+    dynamic_pyproject = pyproject.replace('version = "0.1.0"', 'dynamic = ["version"]').replace(
+        "[tool.hatch.build", '[tool.hatch.version]\npath = "megatron/core/__init__.py"\n\n[tool.hatch.build')
+    dynamic = commit(megatron.fork, "dynamic version", {"pyproject.toml": dynamic_pyproject})
+    assert bump(world, "megatron-core", "--rev", dynamic) == 0
+    assert "megatron-core's version is not static" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import tomllib
 from pathlib import Path
 
 from nemo_rl.deps import forkrepo, git, lockfile, patches, uv
@@ -24,6 +25,29 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
     if table.get("base") != base:
         table["base"] = base
     write_atomic(path, tomlkit.dumps(doc))
+
+
+def check_declared_metadata(project: Path, repo: Path, distribution: str, rev: str) -> str | None:
+    """Refuse a bump that would lock a version the fork no longer has; a reminder when that cannot be known."""
+    declared = lockfile.declared_metadata(project, distribution)
+    if declared is None:
+        return None
+    text = git.show_file(repo, rev, "pyproject.toml")
+    try:
+        project_table = tomllib.loads(text).get("project", {}) if text else {}
+    except tomllib.TOMLDecodeError:
+        project_table = {}
+    fork_version = None if "version" in project_table.get("dynamic", []) else project_table.get("version")
+    if fork_version and fork_version != declared.get("version"):
+        raise NemoRLError(
+            f"{distribution} at {rev[:12]} declares version {fork_version}, but [[tool.uv.dependency-metadata]] "
+            f"in pyproject.toml says {declared.get('version')}: uv would lock metadata the fork no longer has",
+            "update that entry's version (and requires-dist) to the fork's, then run the bump again",
+        )
+    if fork_version is None:
+        return (f"{distribution}'s version is not static at {rev[:12]}; [[tool.uv.dependency-metadata]] declares "
+                f"{declared.get('version')}: check that version and requires-dist against the fork before committing")
+    return None
 
 
 def lock_versions(project: Path) -> dict[str, str]:
@@ -71,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     forkrepo.fetch_commit(repo, fork, new_rev)
     forkrepo.progress("computing the downstream commits over upstream")
     base, records = patches.compute(repo, fork, new_rev)
+    metadata_note = check_declared_metadata(project, repo, fork.distribution, new_rev)
     patch_dir = project / "patches" / fork.distribution
     old_index = read_index(patch_dir)
     old_lock = lock_versions(project)
@@ -91,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             transaction.rollback()
     print(report(fork, new_rev, old_index, base, records, changes, args.dry_run))
+    if metadata_note:
+        print(f"  metadata: {metadata_note}")
     if not args.dry_run:
         print(f"next: review patches/{fork.distribution}/index.toml (why-note), then commit pyproject.toml, "
               f"uv.lock and patches/{fork.distribution}/ together")

@@ -108,6 +108,12 @@ def patch_id(repo: Path, sha: str) -> str:
     return out.split()[0] if out.strip() else "0" * 40  # an empty commit has no patch-id
 
 
+def show_file(repo: Path, sha: str, path: str) -> str | None:
+    """`path` at commit `sha`, or None when the commit has no such file."""
+    result = git(["show", f"{sha}:{path}"], repo=repo, check=False)
+    return result.stdout if result.returncode == 0 else None
+
+
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
     """Write the series into `out_dir`; return the written paths (format-patch prints one per line)."""
     return git(["format-patch", "-o", str(out_dir), revision_range], repo=repo).stdout.split()

@@ -93,6 +93,13 @@ def fork(project: Path, distribution: str) -> Fork:
     return known[distribution]
 
 
+def declared_metadata(project: Path, distribution: str) -> dict | None:
+    """The [[tool.uv.dependency-metadata]] entry for `distribution`: uv locks its version and requirements
+    instead of the fork's own, so a bump must keep it true."""
+    entries = load_toml(project / "pyproject.toml").get("tool", {}).get("uv", {}).get("dependency-metadata", [])
+    return next((e for e in entries if e.get("name") == distribution), None)
+
+
 def locked_packages(project: Path) -> dict[str, LockedPackage]:
     lock_path = project / "uv.lock"
     if not lock_path.exists():
