@@ -318,15 +318,33 @@ def make_fixture_forks(root: Path, shape: fixture_forks.Shape) -> list[Fork]:
     return forks
 
 
+def measure(source: str, args: argparse.Namespace) -> dict:
+    """Build both layouts against one fork source and measure them; returns the results."""
+    root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-"))
+    try:
+        if source == "fixture":
+            forks = make_fixture_forks(root, fixture_forks.Shape())
+        else:
+            url, _, path = args.mirror[0].partition("=")
+            # NeMo is left out: its local mirror lacks blobs of 4 MiB and more, so neither a submodule clone
+            # nor uv's checkout of it can complete here. Megatron-LM's mirror is whole.
+            forks = [Fork("megatron-core", "megatron", url, Path(path), args.rev, workspace="Megatron-LM")]
+        return Bench(root, forks, args.repeats).run_all()
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--forks", choices=["fixture", "mirror"], default="fixture")
+    parser.add_argument("--forks", choices=["fixture", "mirror", "both"], default="fixture",
+                        help="fork source: generated fixtures, local mirrors of the real forks, or both in turn")
     parser.add_argument("--mirror", action="append", default=[], metavar="URL=PATH",
-                        help="with --forks mirror: a local bare mirror of the Megatron-LM fork URL")
+                        help="with --forks mirror/both: a local bare mirror of the Megatron-LM fork URL")
     parser.add_argument("--rev", default="a768e50588f6e833741dcd25cfda64a8798f4d8e", help="with --forks mirror")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json-out", type=Path, default=Path("benchmark-results"))
-    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directories")
     parser.add_argument("--render", type=Path, metavar="JSON", help="print the table of an earlier run and exit")
     args = parser.parse_args(argv)
     if args.render:
@@ -334,34 +352,23 @@ def main(argv: list[str] | None = None) -> int:
         print(header(saved))
         print(table(saved["results"]))
         return 0
-    root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-"))
-    try:
-        if args.forks == "fixture":
-            forks = make_fixture_forks(root, fixture_forks.Shape())
-        else:
-            if not args.mirror:
-                parser.error("--forks mirror needs --mirror https://github.com/terrykong/Megatron-LM.git=PATH")
-            url, _, path = args.mirror[0].partition("=")
-            # NeMo is left out: its local mirror lacks blobs of 4 MiB and more, so neither a submodule clone
-            # nor uv's checkout of it can complete here. Megatron-LM's mirror is whole.
-            forks = [Fork("megatron-core", "megatron", url, Path(path), args.rev, workspace="Megatron-LM")]
-        results = Bench(root, forks, args.repeats).run_all()
-    finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-    meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "machine": {"cores": os.cpu_count(),
-                        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-                        "platform": platform.platform(), "python": platform.python_version()},
-            "uv": run([find_uv_bin(), "--version"]).stdout.strip(), "forks": args.forks,
-            "command": "uv run python tests/benchmarks/bench_layouts.py "
-                       + " ".join(argv if argv is not None else sys.argv[1:])}
+    sources = ["fixture", "mirror"] if args.forks == "both" else [args.forks]
+    if "mirror" in sources and not args.mirror:
+        parser.error(f"--forks {args.forks} needs --mirror https://github.com/terrykong/Megatron-LM.git=PATH")
+    command = "uv run python tests/benchmarks/bench_layouts.py " + " ".join(argv if argv is not None else sys.argv[1:])
     args.json_out.mkdir(parents=True, exist_ok=True)
-    out = args.json_out / f"layouts-{args.forks}.json"
-    out.write_text(json.dumps({**meta, "results": results}, indent=2, default=str))
-    print(header(meta))
-    print(table(results))
-    print(f"\nJSON: {out}")
+    for source in sources:
+        results = measure(source, args)
+        meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "machine": {"cores": os.cpu_count(),
+                            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+                            "platform": platform.platform(), "python": platform.python_version()},
+                "uv": run([find_uv_bin(), "--version"]).stdout.strip(), "forks": source, "command": command}
+        out = args.json_out / f"layouts-{source}.json"
+        out.write_text(json.dumps({**meta, "results": results}, indent=2, default=str))
+        print(header(meta))
+        print(table(results))
+        print(f"\nJSON: {out}\n")
     return 0
 
 
