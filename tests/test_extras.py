@@ -45,6 +45,9 @@ def test_absent_extra_is_reported_not_raised():
     probe = extras.probe("megatron")
     assert probe.installed is False and probe.reason == "megatron-core is not installed"
     assert extras.is_megatron_installed() is False
+    if not extras.probe("transformer_engine").present:
+        assert extras.is_te_installed() is False
+        assert extras.probe("transformer_engine").reason == "transformer-engine is not installed"
 
 
 def test_megatron_raising_calledprocesserror_is_broken_with_reason(tmp_path):
@@ -91,3 +94,16 @@ def test_guard_message_names_distribution_reason_and_remedy(monkeypatch):
     assert "uv sync --extra mcore" in message and "uv run --extra mcore" in message
     assert info.value.missing == ["megatron-core"]
     assert isinstance(info.value, NemoRLError) and isinstance(info.value, ImportError)
+
+
+def test_installed_commit_reads_pep_610(tmp_path, monkeypatch):
+    sha = "95b6daf96ada0fbdc1aaba81e2a778a4fea2da82"
+    plant(tmp_path, "nemo-toolkit", "nemo", "",
+          {"url": "https://github.com/NVIDIA/NeMo.git", "vcs_info": {"vcs": "git", "commit_id": sha}})
+    plant(tmp_path / "wheel", "megatron-core", "megatron.core", "", {"url": "https://wheels.example.invalid/megatron_core.whl",
+                                                                      "archive_info": {}})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path / "wheel"))
+    assert extras.installed_commit("nemo-toolkit") == sha
+    assert extras.installed_commit("megatron-core") is None  # installed from a wheel: no commit recorded
+    assert extras.installed_commit("no-such-distribution") is None
