@@ -50,8 +50,7 @@ def check_declared_metadata(project: Path, repo: Path, distribution: str, rev: s
     return None
 
 
-def lock_versions(project: Path) -> dict[str, str]:
-    packages = lockfile.locked_packages(project)
+def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
     return {name: (p.commit[:12] if p.commit else str(p.version)) for name, p in packages.items()}
 
 
@@ -87,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     project = lockfile.find_project(args.project)
     fork = lockfile.fork(project, args.distribution)
     new_rev = forkrepo.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
-    locked = lockfile.locked_packages(project).get(fork.distribution)
+    locked_before = lockfile.locked_packages(project)
+    locked = locked_before.get(fork.distribution)
     if new_rev == fork.rev and locked and locked.commit == new_rev and (args.branch or fork.branch) == fork.branch:
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     metadata_note = check_declared_metadata(project, repo, fork.distribution, new_rev)
     patch_dir = project / "patches" / fork.distribution
     old_index = read_index(patch_dir)
-    old_lock = lock_versions(project)
+    old_lock = lock_versions(locked_before)
     with Transaction([project / "pyproject.toml", project / "uv.lock"], [patch_dir]) as transaction:
         write_pin(project, fork.distribution, new_rev, args.branch, base)
         forkrepo.progress(f"uv lock --upgrade-package {fork.distribution}")
@@ -107,11 +107,12 @@ def run(args: argparse.Namespace) -> int:
         new_fork = lockfile.fork(project, fork.distribution)
         patches.write(project, new_fork, new_rev, base, records)
         # The why-note may still be a placeholder for a new fork: the report asks the maintainer to write it.
-        problems = patches.check_offline(project, new_fork, lockfile.locked_packages(project), require_why=False)
+        locked_after = lockfile.locked_packages(project)
+        problems = patches.check_offline(project, new_fork, locked_after, require_why=False)
         if problems:
             raise NemoRLError("the bumped records do not validate: " + "; ".join(problems),
                               "report this as a bug in nemo-rl; nothing was changed")
-        changes = lock_changes(old_lock, lock_versions(project))
+        changes = lock_changes(old_lock, lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
         if args.dry_run:
             transaction.rollback()

@@ -19,9 +19,9 @@ def site_packages(env: Path) -> list[str] | None:
 def installed(env: Path, distribution: str) -> tuple[bool, str | None, str | None]:
     """(installed, version, commit) of `distribution` in `env`."""
     path = site_packages(env)
-    normalized = distribution.replace("-", "_").lower()
-    for dist in importlib.metadata.distributions(**({"path": path} if path is not None else {})):
-        name = (dist.metadata["Name"] or "").replace("-", "_").lower()
-        if name == normalized:
-            return True, dist.version, commit_from_direct_url(dist.read_text("direct_url.json"))
-    return False, None, None
+    # importlib.metadata normalises the name (megatron-core finds megatron_core-*.dist-info)
+    found = importlib.metadata.distributions(name=distribution, **({"path": path} if path is not None else {}))
+    dist = next(iter(found), None)
+    if dist is None:
+        return False, None, None
+    return True, dist.version, commit_from_direct_url(dist.read_text("direct_url.json"))

@@ -7,13 +7,13 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, data: str | bytes) -> None:
     """Write through a temporary file in the same directory, then os.replace: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         os.replace(tmp, path)
@@ -55,10 +55,7 @@ class Transaction:
             if data is None:
                 path.unlink(missing_ok=True)
             elif not path.exists() or path.read_bytes() != data:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.restore")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
+                write_atomic(path, data)
         for directory in self.created_dirs:
             if directory.exists() and not any(directory.rglob("*")):
                 directory.rmdir()

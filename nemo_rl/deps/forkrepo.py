@@ -46,6 +46,9 @@ def resolve_branch(fork: Fork, branch: str) -> str:
 
 def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
     """Make `sha` (from the fork) and the upstream branch available in `repo`."""
+    if not fork.upstream_url:
+        raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
+                          "add upstream-url and upstream-branch to the fork table")
     if not git.has_commit(repo, sha):
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
@@ -56,9 +59,6 @@ def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
                 f"commit {sha} does not exist in {fork.url} (or the server refuses to serve it by SHA)",
                 f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
             ) from exc
-    if not fork.upstream_url:
-        raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
-                          "add upstream-url and upstream-branch to the fork table")
     progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
     ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
     git.fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])

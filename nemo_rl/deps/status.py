@@ -34,15 +34,14 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict) -> 
     locked_commit = package.commit if package else None
     present, version, installed_commit = environment.installed(env, fork.distribution)
     index = patch_records.read_index(project / "patches" / fork.distribution)
+    mismatch = commit_mismatch(installed_commit, locked_commit)
     if locked_commit != fork.rev:
         state = "lock stale"
     elif not present:
         state = "not installed"
-    elif commit_mismatch(installed_commit, locked_commit):
-        state = "env stale"
     else:
-        state = "ok"
-    remedy = commit_mismatch(installed_commit, locked_commit) if state == "env stale" else REMEDIES[state]
+        state = "env stale" if mismatch else "ok"
+    remedy = mismatch if state == "env stale" else REMEDIES[state]
     return {
         "distribution": fork.distribution,
         "url": fork.url,
