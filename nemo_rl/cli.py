@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import signal
 import sys
 import traceback
 
 from nemo_rl import __version__
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import Interrupted, NemoRLError
+
+# OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
+# file), not a fault in nemo-rl: they exit 1 with the path, like any other expected failure.
+USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EISDIR,
+               errno.EEXIST, errno.ENOENT}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nemo_rl.deps import cli as deps_cli  # noqa: PLC0415 - keeps `import nemo_rl.cli` cheap
+    from nemo_rl.deps import cli as deps_cli
     from nemo_rl.doctor import command as doctor
 
     parser = argparse.ArgumentParser(
         prog="nemo-rl",
         description="nemo-rl: post-training for LLMs; environment checks and fork-pin tooling.",
+        epilog="exit codes: 0 ok, 1 an expected failure (the message says what to do), 2 bad arguments, "
+        "3 a bug in nemo-rl (--verbose shows the traceback), 130 interrupted (143 SIGTERM, 129 SIGHUP)",
     )
     parser.add_argument("--version", action="version", version=f"nemo-rl {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks of failures")
@@ -26,19 +35,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _os_error_message(exc: OSError) -> str | None:
+    if exc.errno not in USER_ERRNOS or not exc.filename:
+        return None
+    return (f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check that the path exists, is of the "
+            "right kind (file or directory) and that you may write there")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; 0 ok, 1 expected failure (NemoRLError), 3 unexpected error, 130 Ctrl-C."""
+    """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
     except NemoRLError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return exc.exit_code
+    except KeyboardInterrupt as exc:
+        print("interrupted; nothing was changed by an unfinished step", file=sys.stderr)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:
+        message = _os_error_message(exc) if isinstance(exc, OSError) else None
+        if message:
+            print(f"error: {message}", file=sys.stderr)
+            return 1
         if args.verbose:
             traceback.print_exc()
         print(f"unexpected error: {type(exc).__name__}: {exc}\n"
@@ -47,4 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    # A cancelled CI job sends SIGTERM, a closed terminal SIGHUP: both unwind like Ctrl-C, so every
+    # rollback and child clean-up runs.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_interrupted)
     sys.exit(main())

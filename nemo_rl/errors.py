@@ -6,10 +6,26 @@ from __future__ import annotations
 class NemoRLError(Exception):
     """An expected failure. `str(error)` reads "what failed: what to do"; the CLI exits 1 on it."""
 
+    exit_code = 1
+
     def __init__(self, what: str, remedy: str | None = None) -> None:
         self.what = what
         self.remedy = remedy
         super().__init__(f"{what}\n  what to do: {remedy}" if remedy else what)
+
+
+class UsageError(NemoRLError):
+    """Arguments that do not fit together: exit 2, like argparse's own errors."""
+
+    exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP arrived: unwind (rollbacks run) and exit 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signum)
 
 
 class MissingExtraError(NemoRLError, ImportError):

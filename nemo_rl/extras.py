@@ -1,4 +1,5 @@
-"""What of the mcore extra is installed, at which commit, and the one guard every Megatron/NeMo path uses.
+"""The mcore components, declared once; what of them is installed, at which commit; and the one guard every
+Megatron/NeMo path uses.
 
 Probes never raise: a half-working transformer-engine raises CalledProcessError (not ImportError) from
 `import megatron.core` on machines without CUDA libraries, so they catch Exception and keep the reason.
@@ -12,24 +13,44 @@ import importlib.metadata
 import json
 from dataclasses import dataclass
 
-from nemo_rl.errors import MissingExtraError
+from nemo_rl.errors import MissingExtraError, NemoRLError
 
 SYNC_REMEDY = "run `uv sync --extra mcore`, or prefix your command with `uv run --extra mcore`"
+TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
 
 
 @dataclass(frozen=True)
 class Component:
     key: str
     distribution: str
-    module: str
+    module: str  # the module nemo-rl itself uses: only its import proves the component works
+    remedy: str
+    extra: str = "mcore"
 
 
-COMPONENTS: dict[str, Component] = {
-    "megatron": Component("megatron", "megatron-core", "megatron.core"),
-    "nemo": Component("nemo", "nemo-toolkit", "nemo"),
+# The one table of mcore components: doctor, smoke, status and `deps verify` derive from it.
+COMPONENTS: dict[str, Component] = {c.key: c for c in (
+    Component("megatron", "megatron-core", "megatron.core", SYNC_REMEDY),
+    # `nemo` alone imports on Python 3.11; nemo.tron.init (what nemo-rl calls) does not: NeMo at our pin uses
+    # 3.12 f-string syntax below it. Upstream's is_nemo_installed imported nemo.tron.init too.
+    Component("nemo", "nemo-toolkit", "nemo.tron.init",
+              SYNC_REMEDY + " on Python 3.12 (NeMo at our pin needs 3.12: `uv sync --python 3.12 --extra mcore`)"),
     # transformer_engine alone imports without its torch extension; .pytorch is what Megatron uses.
-    "transformer_engine": Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch"),
-}
+    Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
+              SYNC_REMEDY + "; transformer-engine needs CUDA libraries (its build: a CUDA 12 nvcc and cuDNN "
+              "headers, see `nemo-rl doctor --extra mcore`)"),
+)}
+
+
+def component(key: str) -> Component:
+    if key not in COMPONENTS:
+        raise NemoRLError(f"unknown mcore component {key!r}", f"use one of: {', '.join(sorted(COMPONENTS))}")
+    return COMPONENTS[key]
+
+
+def remedy_for(key: str) -> str:
+    """The fix for a component key, torch (a base dependency) included."""
+    return TORCH_REMEDY if key == "torch" else component(key).remedy
 
 
 @dataclass(frozen=True)
@@ -69,29 +90,21 @@ def commit_from_direct_url(text: str | None) -> str | None:
     return commit if isinstance(commit, str) else None
 
 
-def _is_missing_module(exc: ModuleNotFoundError, module: str) -> bool:
-    parts = module.split(".")
-    return exc.name in {".".join(parts[: i + 1]) for i in range(len(parts))}
-
-
 @functools.cache
 def probe(key: str) -> Probe:
-    component = COMPONENTS[key]
-    dist = _distribution(component.distribution)
-    version = dist.version if dist else None
-    commit = commit_from_direct_url(dist.read_text("direct_url.json")) if dist else None
+    """Whether component `key` works here. Costs one metadata lookup when the distribution is absent, else the
+    import of its module (megatron.core ~2 s, nemo.tron.init ~15 s cold); cached for the process."""
+    comp = component(key)
+    dist = _distribution(comp.distribution)
+    if dist is None:  # fast: no import needed to know it is absent
+        return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
+    commit = commit_from_direct_url(dist.read_text("direct_url.json"))
     try:
-        importlib.import_module(component.module)
-    except ModuleNotFoundError as exc:
-        if dist is None and _is_missing_module(exc, component.module):
-            reason = f"{component.distribution} is not installed"
-        else:  # a dependency of an installed package is missing: a broken install, not an absent one
-            reason = f"import {component.module} failed: {type(exc).__name__}: {exc}"
-        return Probe(component, False, dist is not None, version, commit, reason)
-    except (Exception, SystemExit) as exc:
-        reason = f"import {component.module} failed: {type(exc).__name__}: {exc}"
-        return Probe(component, False, dist is not None, version, commit, reason)
-    return Probe(component, True, dist is not None, version, commit, None)
+        importlib.import_module(comp.module)
+    except (Exception, SystemExit) as exc:  # SyntaxError on the wrong Python, CalledProcessError from TE
+        reason = f"import {comp.module} failed: {type(exc).__name__}: {exc}"
+        return Probe(comp, False, True, dist.version, commit, reason)
+    return Probe(comp, True, True, dist.version, commit, None)
 
 
 def is_megatron_installed() -> bool:
@@ -117,9 +130,10 @@ def require(*keys: str, purpose: str) -> None:
         return
     missing = [p.component.distribution for p in failed]
     details = "; ".join(str(p.reason) for p in failed)
+    remedies = dict.fromkeys(p.component.remedy for p in failed)
     raise MissingExtraError(
         f"{purpose} needs the mcore extra, but {', '.join(missing)} "
         f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{SYNC_REMEDY}; `nemo-rl doctor --extra mcore` shows what is installed and why it fails",
+        f"{'; '.join(remedies)}; `nemo-rl doctor --extra mcore` shows what is installed and why it fails",
         missing,
     )

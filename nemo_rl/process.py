@@ -1,15 +1,26 @@
-"""The one runner for external commands. Nothing else in nemo_rl calls subprocess."""
+"""The one runner for external commands. Nothing else in nemo_rl calls subprocess.
+
+Children run in their own process group, so a Ctrl-C at the terminal reaches nemo-rl alone and nemo-rl
+decides: on any interruption it ends the whole group (uv's build backends included) before unwinding,
+and on Linux the direct child also gets SIGKILL if nemo-rl itself is killed, so no `uv lock` lives on
+to rewrite files after nemo-rl has exited.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shlex
+import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
+
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,26 @@ def describe_failure(result: Result) -> str:
     )
 
 
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    try:  # the leader is gone; grandchildren may still hold the group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -40,29 +71,40 @@ def run(
     check: bool = True,
     remedy: str | None = None,
     input_text: str | bytes | None = None,
+    timeout: float | None = None,
+    stream: bool = False,
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
-    `env` replaces the environment entirely; callers build it from os.environ on purpose.
+    `env` replaces the environment entirely; callers build it from os.environ on purpose. `stream`
+    passes stderr through to the user (long builds show their progress) and captures stdout only.
+    `timeout` ends the command's whole process group and raises NemoRLError.
     """
     argv = [os.fspath(a) for a in args]
     try:
-        completed = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            input=input_text.encode() if isinstance(input_text, str) else input_text,
-            capture_output=True,
-            check=False,
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
+            start_new_session=True, preexec_fn=_die_with_parent,
         )
     except FileNotFoundError as exc:
+        # The caller's remedy is about the command's work (a network, a SHA); a missing program is not.
         missing = Path(argv[0]).name
-        raise NemoRLError(
-            f"cannot run {missing}: {exc.strerror}", remedy or f"install {missing} and make sure it is on PATH"
-        ) from exc
+        raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
+                          f"install {missing} and make sure it is on PATH") from exc
+    data = input_text.encode() if isinstance(input_text, str) else input_text
+    try:
+        stdout, stderr = proc.communicate(data, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _end_group(proc)
+        raise NemoRLError(f"{shlex.join(argv)} did not finish within {timeout:g} s", remedy) from exc
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: nothing we started may outlive us
+        _end_group(proc)
+        raise
     # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
-    result = Result(argv, completed.returncode, completed.stdout.decode(errors="replace"),
-                    completed.stderr.decode(errors="replace"))
+    result = Result(argv, proc.returncode, stdout.decode(errors="replace"),
+                    stderr.decode(errors="replace") if stderr is not None else "")
     if check and result.returncode != 0:
         raise NemoRLError(describe_failure(result), remedy)
     return result

@@ -19,7 +19,7 @@ from nemo_rl.errors import NemoRLError
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
-class PY_EXECUTABLES:  # noqa: N801 - the name and attributes are the upstream project's public contract
+class PY_EXECUTABLES:
     SYSTEM = sys.executable
     # --locked: a worker must run exactly what uv.lock says, never a silently re-resolved set.
     BASE = "uv run --locked"

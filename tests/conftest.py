@@ -58,4 +58,5 @@ def world(tmp_path, monkeypatch):
     w = forkworld.make_world(tmp_path / "world")
     forkworld.apply_env(w, monkeypatch)
     forkworld.uv_run(w, "lock", "--quiet")
+    forkworld.make_records(w)
     return w

@@ -64,6 +64,9 @@ def make_fork(root: Path, distribution: str) -> Fork:
     head = commit(fork, "fix: pad tokens", {tokens: "def tokens():\n    return [1, 2, 0]\n"})
     # upstream moves on after the fork point, as real upstreams do
     commit(upstream, "upstream later work", {"/".join(module.split(".")) + "/later.py": "LATER = 1\n"})
+    for repo in (upstream, fork):  # served as GitHub serves: blob filters and fetches by SHA
+        git(repo, "config", "uploadpack.allowFilter", "true")
+        git(repo, "config", "uploadpack.allowAnySHA1InWant", "true")
     return Fork(distribution, module, upstream, fork, f"https://forks.nemo-rl.invalid/{repo_name}.git",
                 f"https://upstream.nemo-rl.invalid/{repo_name}.git", base, head, [first, head])
 
@@ -124,3 +127,17 @@ def uv_run(world: World, *args: str, env_dir: Path | None = None) -> str:
     if env_dir is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(env_dir)
     return run([uv_bin(), *args], cwd=world.project, env=env).stdout
+
+
+WHY = "Ours: why the fork exists."
+
+
+def make_records(world: World) -> None:
+    """patches/<dist>/ for every fork, with a why-note: a complete project, as a maintainer commits it."""
+    from nemo_rl.cli import main
+    from nemo_rl.deps.records import WHY_PLACEHOLDER
+
+    assert main(["deps", "patches", "--project", str(world.project)]) == 0
+    for dist in world.forks:
+        path = world.project / "patches" / dist / "index.toml"
+        path.write_text(path.read_text().replace(WHY_PLACEHOLDER, WHY))

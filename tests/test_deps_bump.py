@@ -19,7 +19,6 @@ def bump(world, *args):
 
 def test_bump_updates_pin_lock_and_records_together(world, capsys):
     megatron = world.forks["megatron-core"]
-    assert main(["deps", "patches", "--project", str(world.project)]) == 0
     before = (world.project / "pyproject.toml").read_text()
     new_head = commit(megatron.fork, "feat: fused tokens", {"megatron/core/fused.py": "FUSED = True\n"})
     capsys.readouterr()
@@ -37,8 +36,8 @@ def test_bump_updates_pin_lock_and_records_together(world, capsys):
     assert f"{megatron.head} -> {new_head}" in out
     assert "3 (1 added, 0 removed)" in out and "+ " + new_head[:12] + " feat: fused tokens" in out
     assert "base unchanged" in out
-    assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 1  # why-note
-    assert "why-note" in capsys.readouterr().out
+    assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
+    assert main(["deps", "patches", "--check", "--project", str(world.project)]) == 0
 
 
 def test_bump_to_the_pinned_commit_is_a_no_op(world, capsys):
@@ -49,11 +48,15 @@ def test_bump_to_the_pinned_commit_is_a_no_op(world, capsys):
 
 
 def test_bump_dry_run_writes_nothing(world, capsys):
-    before = world.files()
+    def inodes():
+        return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in world.project.rglob("*") if p.is_file()}
+
+    before, untouched = world.files(), inodes()
     new_head = commit(world.forks["nemo-toolkit"].fork, "feat: x", {"nemo/x.py": "X = 1\n"})
     assert bump(world, "nemo-toolkit", "--rev", new_head, "--dry-run") == 0
     assert "dry run" in capsys.readouterr().out
     assert world.files() == before
+    assert inodes() == untouched  # no file was replaced or rewritten, not even with the same bytes
 
 
 def test_bump_branch_records_the_branch(world):
@@ -102,26 +105,170 @@ def test_bump_failing_uv_lock_changes_nothing(world, capsys):
     assert world.files() == before
 
 
-def test_bump_interrupted_changes_nothing(world):
-    """SIGINT while `uv lock` builds the fork's metadata: everything is restored and the exit code is 130."""
-    megatron = world.forks["megatron-core"]
-    slow = commit(megatron.fork, "dynamic metadata", {
+def slow_commit(world, seconds):
+    """A fork commit whose metadata needs a setup.py run that sleeps: `uv lock` holds for `seconds`."""
+    return commit(world.forks["megatron-core"].fork, "dynamic metadata", {
         "pyproject.toml": "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n",
-        "setup.py": "import time\ntime.sleep(120)\nfrom setuptools import setup\n"
+        "setup.py": f"import time\ntime.sleep({seconds})\nfrom setuptools import setup\n"
                     "setup(name='megatron-core', version='0.2.0', packages=['megatron', 'megatron.core'])\n",
     })
-    before = world.files()
-    proc = subprocess.Popen([sys.executable, "-m", "nemo_rl", "deps", "bump", "megatron-core", "--rev", slow,
+
+
+def state(world):
+    """Bytes and mode of every file bump may touch: what "nothing changed" compares."""
+    paths = [world.project / "pyproject.toml", world.project / "uv.lock", *(world.project / "patches").rglob("*")]
+    return {str(p.relative_to(world.project)): (p.read_bytes(), p.stat().st_mode) for p in paths if p.is_file()}
+
+
+def descendants(pid):
+    children = {}
+    for stat in os.listdir("/proc"):
+        if stat.isdigit():
+            try:
+                fields = open(f"/proc/{stat}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(stat))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def start_bump_and_wait_for_uv_lock(world, rev):
+    proc = subprocess.Popen([sys.executable, "-m", "nemo_rl", "deps", "bump", "megatron-core", "--rev", rev,
                              "--project", str(world.project)], stderr=subprocess.PIPE, text=True, env=os.environ)
     deadline = time.monotonic() + 120
-    while slow not in (world.project / "pyproject.toml").read_text():  # bump has begun writing
+    # the staged pyproject holds the new rev and uv is running: files have been written, uv lock holds
+    while not any(rev in p.read_text() for p in (world.project / ".nemo-rl").glob("staging-*/pyproject.toml")) \
+            or not any("uv" in open(f"/proc/{c}/cmdline").read() for c in descendants(proc.pid)
+                       if os.path.exists(f"/proc/{c}/cmdline")):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
         time.sleep(0.05)
     time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    return proc
+
+
+def wait_gone(pids, timeout=90):
+    deadline = time.monotonic() + timeout
+    while any(os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1][:3]
+              for pid in pids):
+        assert time.monotonic() < deadline, "children outlived nemo-rl"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_bump_interrupted_changes_nothing(world, signum, code):
+    """A signal while `uv lock` builds the fork's metadata: no change, every child ended, 128+N."""
+    before = state(world)
+    proc = start_bump_and_wait_for_uv_lock(world, slow_commit(world, 120))
+    children = descendants(proc.pid)
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == code
     assert "interrupted" in proc.stderr.read()
-    assert world.files() == before
+    wait_gone(children, timeout=10)  # the 120 s build did not outlive nemo-rl
+    assert state(world) == before
+    assert not (world.project / ".nemo-rl").exists()
+
+
+def test_bump_killed_changes_nothing_and_recover_cleans_up(world, capsys):
+    before = state(world)
+    proc = start_bump_and_wait_for_uv_lock(world, slow_commit(world, 8))
+    children = descendants(proc.pid)
+    proc.kill()
+    proc.wait(timeout=30)
+    wait_gone(children)  # whatever survived the kill has finished: nothing may change the project after
+    assert state(world) == before
+    assert main(["deps", "status", "--project", str(world.project), "--json"]) == 0
+    assert "killed before it changed anything" in capsys.readouterr().err
+    assert main(["deps", "recover", "--project", str(world.project)]) == 0
+    assert not (world.project / ".nemo-rl").exists()
+
+
+def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeypatch):
+    """The one window: between the first and the last rename. status names it, recover finishes it."""
+    from nemo_rl.deps import files
+
+    new_head = commit(world.forks["megatron-core"].fork, "feat: landing", {"megatron/core/landing.py": "L = 1\n"})
+    real_replace = os.replace
+    calls = []
+
+    def die_after_first_move(source, target):
+        real_replace(source, target)
+        if ".nemo-rl" in str(source) and "LANDING" not in str(source) and ".tmp" not in str(source):
+            calls.append(target)
+            if len(calls) == 1:
+                raise SystemExit("killed")  # one path landed, the journal written
+
+    monkeypatch.setattr(files.os, "replace", die_after_first_move)
+    monkeypatch.setattr(files.Staging, "__exit__", lambda self, *exc: False)  # a SIGKILL runs no clean-up
+    with pytest.raises(SystemExit):
+        bump(world, "megatron-core", "--rev", new_head)
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    # the staging carries its owner's pid (a live owner is a bump in progress); ours "died" in the landing
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for staging in (world.project / ".nemo-rl").glob(f"staging-{os.getpid()}-*"):
+        staging.rename(staging.with_name(staging.name.replace(str(os.getpid()), str(dead.pid), 1)))
+    capsys.readouterr()
+    assert main(["deps", "status", "--json", "--project", str(world.project)]) == 0
+    assert '"state": "bump interrupted"' in capsys.readouterr().out
+    assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
+    assert "nemo-rl deps recover" in capsys.readouterr().out
+    assert main(["deps", "recover", "--project", str(world.project)]) == 0
+    assert lockfile.fork(world.project, "megatron-core").rev == new_head
+    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
+
+
+def test_bump_validation_after_writing_stops_a_bad_landing(world, capsys, monkeypatch):
+    """A fault after the staged files were written (a record lost): validation refuses, nothing lands."""
+    from nemo_rl.deps import records
+
+    real_write = records.write
+
+    def lose_a_record(directory, index, recs):
+        real_write(directory, index, recs)
+        (directory / recs[0].filename).unlink()
+
+    monkeypatch.setattr(records, "write", lose_a_record)
+    before = state(world)
+    new_head = commit(world.forks["megatron-core"].fork, "feat: y", {"megatron/core/y.py": "Y = 1\n"})
+    assert bump(world, "megatron-core", "--rev", new_head) == 1
+    assert "do not validate" in capsys.readouterr().err
+    assert state(world) == before
+
+
+def test_bump_keeps_modes_and_refuses_read_only_files(world, capsys):
+    (world.project / "pyproject.toml").chmod(0o640)
+    (world.project / "uv.lock").chmod(0o600)
+    new_head = commit(world.forks["megatron-core"].fork, "feat: z", {"megatron/core/z.py": "Z = 1\n"})
+    assert bump(world, "megatron-core", "--rev", new_head) == 0
+    assert (world.project / "pyproject.toml").stat().st_mode & 0o777 == 0o640
+    assert (world.project / "uv.lock").stat().st_mode & 0o777 == 0o600
+    new_record = world.project / "patches/megatron-core/0003-feat-z.patch"
+    assert new_record.stat().st_mode & 0o777 == 0o644  # the umask's mode, not mkstemp's 0600
+    (world.project / "uv.lock").chmod(0o444)
+    before = state(world)
+    newer = commit(world.forks["megatron-core"].fork, "feat: w", {"megatron/core/w.py": "W = 1\n"})
+    assert bump(world, "megatron-core", "--rev", newer) == 1
+    err = capsys.readouterr().err
+    assert "uv.lock is not writable" in err and "chmod u+w" in err
+    assert state(world) == before
+
+
+def test_bump_refuses_a_renamed_distribution(world, capsys):
+    megatron = world.forks["megatron-core"]
+    pyproject = (megatron.fork / "pyproject.toml").read_text()
+    renamed = commit(megatron.fork, "rename", {"pyproject.toml": pyproject.replace('name = "megatron-core"',
+                                                                                   'name = "megatron-tron"')})
+    before = state(world)
+    assert bump(world, "megatron-core", "--rev", renamed) == 1
+    err = capsys.readouterr().err
+    assert "'megatron-tron'" in err and "'megatron-core'" in err
+    assert state(world) == before
 
 
 def declare_metadata(world, version):

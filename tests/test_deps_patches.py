@@ -1,9 +1,12 @@
+import shutil
 import tomllib
 
+import forkworld
+import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
-from nemo_rl.deps.patches import WHY_PLACEHOLDER
+from nemo_rl.deps.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
 
 
@@ -11,13 +14,13 @@ def patches(world, *args):
     return main(["deps", "patches", *args, "--project", str(world.project)])
 
 
-def write_why(world, dist, text="Ours: why the fork exists."):
-    path = world.project / "patches" / dist / "index.toml"
-    path.write_text(path.read_text().replace(WHY_PLACEHOLDER, text))
+def edit(path, old, new, count=1):
+    text = path.read_text()
+    assert old in text, (old, path)
+    path.write_text(text.replace(old, new, count))
 
 
 def test_generate_then_check_clean(world, capsys):
-    assert patches(world) == 0
     megatron = world.forks["megatron-core"]
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
     assert index["base"] == megatron.base and index["pinned"] == megatron.head
@@ -25,45 +28,137 @@ def test_generate_then_check_clean(world, capsys):
     record = (world.project / "patches/megatron-core/0002-fix-pad-tokens.patch").read_text()
     assert f"commit: {megatron.head}" in record and "tokens.py | 2 +-" in record
     assert "def tokens" not in record  # facts only, never the fork's code
-    assert patches(world, "--check", "--offline") == 1  # the why-note is still the placeholder
-    for dist in world.forks:
-        write_why(world, dist)
     assert patches(world, "--check", "--offline") == 0
     assert patches(world, "--check") == 0
+    edit(world.project / "patches/nemo-toolkit/index.toml", forkworld.WHY, WHY_PLACEHOLDER)
+    assert patches(world, "--check", "--offline") == 1  # the why-note is the placeholder again
+    assert "why: expected a note" in capsys.readouterr().out
 
 
 def test_notes_survive_regeneration(world):
-    assert patches(world) == 0
-    write_why(world, "nemo-toolkit", "Keep me.")
+    edit(world.project / "patches/nemo-toolkit/index.toml", forkworld.WHY, "Keep me.")
     record = world.project / "patches/nemo-toolkit/0001-add-tokens-entry.patch"
     record.write_text(record.read_text() + "  reviewed: upstream PR pending\n")
+    assert patches(world, "--check", "--offline") == 0  # notes are ours: not compared
     assert patches(world, "nemo-toolkit") == 0
     assert "Keep me." in (world.project / "patches/nemo-toolkit/index.toml").read_text()
     assert "reviewed: upstream PR pending" in record.read_text()
 
 
+def test_generated_files_get_the_umask_mode(world):
+    for path in (world.project / "patches").rglob("*"):
+        if path.is_file():
+            assert path.stat().st_mode & 0o777 == 0o666 & ~0o022, path  # pytest runs with umask 022
+
+
 def test_check_catches_drift(world, capsys):
-    assert patches(world) == 0
-    for dist in world.forks:
-        write_why(world, dist)
     nemo = world.forks["nemo-toolkit"]
-    # Rewrite the pinned commit's diff in place (force-push): same SHA pinned nowhere, new content.
+    # Rewrite the pinned commit's diff in place (force-push): same subject, new content and SHA.
     git(nemo.fork, "reset", "-q", "--hard", nemo.downstream[0])
     rewritten = commit(nemo.fork, "fix: pad tokens", {"nemo/tokens.py": "def tokens():\n    return [1, 2, 0, 0]\n"})
-    pyproject = world.project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace(nemo.head, rewritten))
+    edit(world.project / "pyproject.toml", nemo.head, rewritten)
     capsys.readouterr()
     assert patches(world, "nemo-toolkit", "--check") == 1
     out = capsys.readouterr().out
-    assert "DRIFT" in out and "added: " + rewritten[:12] in out and "no longer in the fork" in out
+    assert "DRIFT" in out
+    assert f"0002-fix-pad-tokens.patch: commit: expected {rewritten}, found {nemo.head}" in out
+    assert "0002-fix-pad-tokens.patch: patch-id: expected" in out
 
 
-def test_offline_check_catches_a_missing_record(world, capsys):
-    assert patches(world) == 0
-    write_why(world, "megatron-core")
-    (world.project / "patches/megatron-core/0001-add-tokens-entry.patch").unlink()
+RECORD = "patches/megatron-core/0001-add-tokens-entry.patch"
+RECORD_FACT_EDITS = {"subject", "author", "diffstat", "date", "patch-id in record"}
+INDEX = "patches/megatron-core/index.toml"
+
+
+def hand_edits(world):
+    """Each a hand edit to records or index that leaves every file parseable; (name, edit, expected text)."""
+    m = world.forks["megatron-core"]
+    project = world.project
+
+    def on(relative, old, new):
+        return lambda: edit(project / relative, old, new)
+
+    def duplicate():
+        shutil.copy(project / RECORD, project / "patches/megatron-core/0003-add-tokens-entry.patch")
+
+    def reorder():
+        text = (project / INDEX).read_text()
+        head, first, second = text.split("[[commit]]")
+        (project / INDEX).write_text(head + "[[commit]]" + second.rstrip("\n") + "\n\n[[commit]]" + first.rstrip("\n"))
+
+    return [
+        ("subject", on(RECORD, "subject: add tokens entry", "subject: add tokens entries"), "subject"),
+        ("author", on(RECORD, "author: Fixture Author", "author: Someone Else"), "author"),
+        ("diffstat", on(RECORD, "| 2 ++", "| 3 +++"), "diffstat"),
+        ("date", on(RECORD, "date: 2025", "date: 2024"), "date"),
+        ("patch-id in record", on(RECORD, "patch-id: ", "patch-id: 0"), "patch-id"),
+        ("reordered", reorder, "number"),
+        ("duplicate record", duplicate, "0003-add-tokens-entry.patch"),
+        ("fork url", on(INDEX, f'fork-url = "{m.fork_url}"', 'fork-url = "https://elsewhere.invalid/x.git"'),
+         "fork-url"),
+        ("upstream url", on(INDEX, f'upstream-url = "{m.upstream_url}"', 'upstream-url = "https://x.invalid/u.git"'),
+         "upstream-url"),
+        ("branch", on(INDEX, 'branch = "nemo-rl/main"', 'branch = "other"'), "branch"),
+        ("pinned", on(INDEX, f'pinned = "{m.head}"', f'pinned = "{m.downstream[0]}"'), "pinned"),
+        ("outside", on(INDEX, 'record = "0001-add-tokens-entry.patch"', 'record = "../nemo-toolkit/0001-add-tokens'
+                       '-entry.patch"'), "a file name inside patches/megatron-core/"),
+        ("index base", on(INDEX, f'base = "{m.base}"', f'base = "{m.head}"'), "base"),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["--offline", "online"])
+def test_every_hand_edit_is_caught(world, capsys, mode):
+    """One world, each edit applied to pristine records in turn: both modes must fail and name the field."""
+    pristine = {p: p.read_bytes() for p in (world.project / "patches").rglob("*") if p.is_file()}
+    args = ["megatron-core", "--check"] + (["--offline"] if mode == "--offline" else [])
+    for name, apply, expected in hand_edits(world):
+        apply()
+        capsys.readouterr()
+        assert patches(world, *args) == 1, name
+        out = capsys.readouterr().out
+        # offline, a record's facts can only be proved unedited through the index's digest of them
+        wanted = "digest" if mode == "--offline" and name in RECORD_FACT_EDITS else expected
+        assert "DRIFT" in out and wanted in out, (name, out)
+        for path in list((world.project / "patches").rglob("*")):
+            if path.is_file() and path not in pristine:
+                path.unlink()
+        for path, data in pristine.items():
+            path.write_bytes(data)
+        assert patches(world, *args) == 0, f"restoring after {name}"
+
+
+def test_online_check_reports_field_expected_found(world, capsys):
+    edit(world.project / RECORD, "author: Fixture Author <author@fixture.invalid>", "author: Someone <s@x.invalid>")
+    capsys.readouterr()
+    assert patches(world, "megatron-core", "--check") == 1
+    out = capsys.readouterr().out
+    assert ("0001-add-tokens-entry.patch: author: expected Fixture Author <author@fixture.invalid>, "
+            "found Someone <s@x.invalid>") in out
+
+
+def test_offline_check_catches_a_missing_record_and_a_deleted_fork_table(world, capsys):
+    (world.project / RECORD).unlink()
     assert patches(world, "megatron-core", "--check", "--offline") == 1
-    assert "0001-add-tokens-entry.patch listed in the index is missing" in capsys.readouterr().out
+    assert "record: expected 0001-add-tokens-entry.patch to exist, found missing" in capsys.readouterr().out
+    pyproject = world.project / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text[:text.index("[tool.nemo-rl.forks.nemo-toolkit]")])
+    assert patches(world, "--check", "--offline") == 1
+    assert "patches/nemo-toolkit/: fork: expected [tool.nemo-rl.forks.nemo-toolkit]" in capsys.readouterr().out
+
+
+def test_offline_check_compares_the_lock_in_full(world, capsys):
+    lock = world.project / "uv.lock"
+    head = world.forks["megatron-core"].head
+    edit(lock, f"#{head}", f"#{head[:7]}{'0' * 33}")
+    assert patches(world, "megatron-core", "--check", "--offline") == 1
+    assert "uv.lock: megatron-core commit" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args", [["export", "megatron-core"], ["--offline"], ["a", "b"]])
+def test_bad_arguments_exit_2(world, capsys, args):
+    assert patches(world, *args) == 2
+    assert "what to do:" in capsys.readouterr().err
 
 
 def test_export_and_git_am_reproduce_the_fork(world, tmp_path, capsys):
@@ -72,7 +167,7 @@ def test_export_and_git_am_reproduce_the_fork(world, tmp_path, capsys):
     assert patches(world, "export", "megatron-core", str(out_dir)) == 0
     names = sorted(p.name for p in out_dir.iterdir())
     assert names == ["0001-add-tokens-entry.patch", "0002-fix-pad-tokens.patch"]
-    assert patches(world) == 0
+    assert str(out_dir / names[0]) in capsys.readouterr().out  # it names what it wrote
     recorded = sorted(p.name for p in (world.project / "patches/megatron-core").glob("0*.patch"))
     assert recorded == names  # our record names are format-patch's
     check = tmp_path / "check"

@@ -4,6 +4,7 @@ import forkworld
 from gitfixtures import git
 
 from nemo_rl.cli import main
+from nemo_rl.deps import status
 
 
 def status_json(world, capsys, env) -> dict:
@@ -53,12 +54,13 @@ def test_status_json_schema(world, tmp_path, capsys):
     forkworld.uv_run(world, "venv", "--quiet", str(env))
     assert main(["deps", "status", "--json", "--project", str(world.project), "--env", str(env)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"schema", "project", "environment", "forks"} and data["schema"] == 1
+    assert set(data) == {"schema", "project", "environment", "forks", "orphaned_records"} and data["schema"] == 2
     expected = {"distribution", "url", "branch", "pinned_rev", "locked_commit", "installed_commit",
-                "installed_version", "upstream_url", "upstream_base", "downstream_commits", "state", "remedy"}
+                "installed_version", "upstream_url", "upstream_base", "downstream_commits", "records_problems",
+                "developing", "state", "remedy"}
     for row in data["forks"]:
         assert set(row) == expected
-        assert row["state"] in {"ok", "lock stale", "env stale", "not installed"}
+        assert row["state"] in set(status.REMEDIES)
     assert [r["distribution"] for r in data["forks"]] == ["megatron-core", "nemo-toolkit"]
 
 
@@ -74,3 +76,50 @@ def test_status_text_names_the_remedy(world, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "megatron-core: not installed" in out
     assert git(world.forks["nemo-toolkit"].fork, "rev-parse", "HEAD")[:12] in out
+
+
+def status_check(world, env) -> int:
+    return main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)])
+
+
+def test_status_knows_about_records(world, tmp_path, capsys):
+    """The README's manual recipe (edit rev, relock) without the records step: status says so and how to fix."""
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "venv", "--quiet", str(env))
+    assert status_check(world, env) == 0
+    megatron = world.forks["megatron-core"]
+    new_head = forkworld.commit(megatron.fork, "more tokens", {"megatron/core/more.py": "X = 1\n"})
+    pyproject = world.project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(megatron.head, new_head))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    rows = status_json(world, capsys, env)
+    assert rows["megatron-core"]["state"] == "records stale"
+    assert rows["megatron-core"]["remedy"].startswith("run `nemo-rl deps patches megatron-core`")
+    assert any("pinned" in p for p in rows["megatron-core"]["records_problems"])
+    assert status_check(world, env) == 1
+    assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
+    assert status_json(world, capsys, env)["megatron-core"]["state"] == "not installed"
+    assert status_check(world, env) == 0
+
+
+def test_status_flags_a_pin_that_is_not_a_full_sha(world, tmp_path, capsys):
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "venv", "--quiet", str(env))
+    megatron = world.forks["megatron-core"]
+    pyproject = world.project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(megatron.head, megatron.head[:10]))
+    row = status_json(world, capsys, env)["megatron-core"]
+    assert row["state"] == "bad pin" and "full 40-hex" in row["remedy"] and "uv lock" not in row["remedy"]
+    assert status_check(world, env) == 1
+
+
+def test_status_fails_when_a_fork_table_is_deleted_but_its_records_remain(world, tmp_path, capsys):
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "venv", "--quiet", str(env))
+    pyproject = world.project / "pyproject.toml"
+    text = pyproject.read_text()
+    start = text.index("[tool.nemo-rl.forks.nemo-toolkit]")
+    pyproject.write_text(text[:start])
+    capsys.readouterr()
+    assert status_check(world, env) == 1
+    assert "patches/nemo-toolkit/: fork: expected [tool.nemo-rl.forks.nemo-toolkit]" in capsys.readouterr().out

@@ -1,7 +1,12 @@
 import json
+import shutil
+from pathlib import Path
+
+import pytest
 
 from nemo_rl.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 COMPONENT_KEYS = {"name", "distribution", "module", "state", "installed", "version", "installed_commit",
                   "locked_commit", "locked_version", "reason", "remedy"}
 
@@ -9,13 +14,15 @@ COMPONENT_KEYS = {"name", "distribution", "module", "state", "installed", "versi
 def test_doctor_json_on_the_default_environment(capsys):
     assert main(["doctor", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["schema"] == 1 and data["healthy"] is True and data["problems"] == []
-    assert set(data) >= {"python", "uv", "torch", "project", "requested_extra", "components"}
+    assert data["schema"] == 2 and data["healthy"] is True and data["problems"] == []
+    assert set(data) >= {"python", "uv", "torch", "project", "requested_extra", "components", "preflight", "smoke"}
+    assert data["python"]["requires_python"] == ">=3.12,<3.13" and data["python"]["satisfied"] is True
     assert data["torch"]["installed"] is True and data["torch"]["version"].startswith("2.7.0")
     by_name = {c["distribution"]: c for c in data["components"]}
     assert set(by_name) == {"megatron-core", "nemo-toolkit", "transformer-engine"}
     for component in by_name.values():
         assert set(component) == COMPONENT_KEYS
+    assert by_name["nemo-toolkit"]["module"] == "nemo.tron.init"  # what nemo-rl uses, not bare `nemo`
     assert by_name["megatron-core"]["locked_commit"] == "a768e50588f6e833741dcd25cfda64a8798f4d8e"
     assert by_name["nemo-toolkit"]["locked_commit"] == "95b6daf96ada0fbdc1aaba81e2a778a4fea2da82"
 
@@ -32,7 +39,63 @@ def test_doctor_text_and_requested_extra(capsys):
     if "megatron-core        not installed" in out:
         assert "fix: run `uv sync --extra mcore`" in out
         assert main(["doctor", "--extra", "mcore"]) == 1
-        assert "result: NOT healthy (the mcore environment)" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "result: NOT healthy (the mcore environment)" in out
+        # the pre-flight answers before the long build, each item with pass/FAIL and a fix on failure
+        assert "pre-flight for `uv sync --extra mcore`" in out
+        assert "nvcc" in out and "cudnn headers" in out and "python" in out
+
+
+def copy_project(tmp_path) -> Path:
+    project = tmp_path / "checkout"
+    project.mkdir()
+    for name in ("pyproject.toml", "uv.lock", ".python-version"):
+        shutil.copy(ROOT / name, project / name)
+    return project
+
+
+@pytest.mark.parametrize("name, damage, expected", [
+    ("pyproject.toml", b"[project\n", "cannot parse"),
+    ("pyproject.toml", b"\xff\xfe[project]\n", "not valid UTF-8"),
+    ("uv.lock", b"version = 1\n[[package]\nname = 'x'\n", "cannot parse"),
+    ("uv.lock", b"version = 1\n\xe9\n", "not valid UTF-8"),
+    ("uv.lock", None, "uv.lock is missing"),
+])
+def test_doctor_is_unhealthy_when_project_files_cannot_be_read(tmp_path, capsys, monkeypatch, name, damage, expected):
+    project = copy_project(tmp_path)
+    if damage is None:
+        (project / name).unlink()
+    elif name == "uv.lock":
+        (project / name).write_bytes(damage)
+    else:
+        (project / name).write_bytes(damage + (ROOT / name).read_bytes())
+    monkeypatch.chdir(project)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "result: NOT healthy" in out and expected in out and "Traceback" not in out
+
+
+def test_doctor_is_unhealthy_without_uv(capsys, monkeypatch):
+    from nemo_rl.deps import uv
+    from nemo_rl.errors import NemoRLError
+
+    def missing():
+        raise NemoRLError("cannot find the uv executable", uv.INSTALL_UV)
+
+    monkeypatch.setattr(uv, "find_uv_bin", missing)
+    assert main(["doctor"]) == 1
+    assert "uv is missing" in capsys.readouterr().out
+
+
+def test_doctor_is_unhealthy_when_python_misses_the_requirement(tmp_path, capsys, monkeypatch):
+    project = copy_project(tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('requires-python = ">=3.12,<3.13"',
+                                                       'requires-python = ">=3.99"'))
+    monkeypatch.chdir(project)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "does not satisfy the project's requires-python >=3.99" in out and "--python 3.12" in out
 
 
 def test_component_state_agrees_with_deps_status():
@@ -48,6 +111,8 @@ def test_component_state_agrees_with_deps_status():
     assert component_state(probe(locked), locked) == ("ok", None)
     state, remedy = component_state(probe("0" * 40), locked)
     assert state == "env stale" and "another commit than uv.lock" in remedy
+    state, remedy = component_state(probe(locked[:7]), locked)  # commits compare in full
+    assert state == "env stale"
     state, remedy = component_state(probe(None), locked)  # a local wheel: no PEP 610 commit
     assert state == "env stale" and "without a git commit record" in remedy
     assert component_state(probe(None), None) == ("ok", None)  # a registry package has no locked commit

@@ -52,10 +52,10 @@ def test_gpt_forward_backward_on_gpu(parallel_state):
 @pytest.mark.gpu
 def test_transformer_engine_linear_and_fp8_gating():
     result = smoke.run_check(smoke.CHECKS[6], verbose=True)
-    assert result["status"] in {"pass", "skip"}, result
+    assert result.status in {"pass", "skip"}, result
     fp8 = smoke.run_check(smoke.CHECKS[7], verbose=True)
-    assert fp8["status"] in {"pass", "skip"}, fp8
-    if fp8["status"] == "skip" and "compute capability" in fp8["detail"]:
+    assert fp8.status in {"pass", "skip"}, fp8
+    if fp8.status == "skip" and "compute capability" in fp8.detail:
         import torch
 
         assert torch.cuda.get_device_capability() < (8, 9)

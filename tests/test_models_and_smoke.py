@@ -69,11 +69,20 @@ def test_failure_shows_type_message_our_frame_and_remedy():
         raise RuntimeError("kernel exploded\nsecond line")
 
     result = smoke.run_check(smoke.Check("demo", "megatron", broken), verbose=False)
-    assert result["status"] == "fail" and result["detail"] == "RuntimeError: kernel exploded"
-    assert result["failure_lines"][0].startswith("at ") and "test_models_and_smoke.py" not in result["failure_lines"][0]
-    assert result["failure_lines"][-1].startswith("fix: run `uv sync --extra mcore`")
+    assert result.status == "fail" and result.detail == "RuntimeError: kernel exploded"
+    assert result.failure_lines[0].startswith("at ") and "test_models_and_smoke.py" not in result.failure_lines[0]
+    assert result.failure_lines[-1].startswith("fix: run `uv sync --extra mcore`")
     verbose = smoke.run_check(smoke.Check("demo", "megatron", broken), verbose=True)
-    assert any("Traceback (most recent call last)" in line for line in verbose["failure_lines"])
+    assert any("Traceback (most recent call last)" in line for line in verbose.failure_lines)
+
+
+def test_every_smoke_component_has_a_remedy_from_the_one_table():
+    from nemo_rl import extras
+
+    for check in smoke.CHECKS:
+        assert extras.remedy_for(check.component)
+    with pytest.raises(NemoRLError, match="(?s)unknown mcore component 'megatrn'.*megatron, nemo, transformer_engine"):
+        extras.require("megatrn", purpose="x")
 
 
 def plant(root, files):

@@ -1,4 +1,8 @@
-"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step."""
+"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step.
+
+Everything is prepared in a private staging copy (pyproject.toml, `uv lock`, patches/DIST) and lands by
+renames at the very end, so no signal, SIGKILL included, leaves the project half-bumped.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +10,58 @@ import argparse
 import tomllib
 from pathlib import Path
 
-from nemo_rl.deps import forkrepo, git, lockfile, patches, uv
-from nemo_rl.deps.files import Transaction, write_atomic
+from packaging.utils import canonicalize_name
+
+from nemo_rl.deps import files, forkrepo, git, lockfile, records, uv
 from nemo_rl.deps.patch_records import read_index
 from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
+
+LANDED = ["pyproject.toml", "uv.lock"]
+CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
 
 
 def write_pin(project: Path, distribution: str, rev: str, branch: str | None, base: str) -> None:
     """Set the source's rev and the fork table's base (and branch, when given); comments and layout stay."""
-    import tomlkit  # noqa: PLC0415 - only bump writes TOML
+    import tomlkit
 
     path = project / "pyproject.toml"
-    doc = tomlkit.parse(path.read_text())
+    doc = tomlkit.parse(lockfile.read_text(path))
     doc["tool"]["uv"]["sources"][distribution]["rev"] = rev
     table = doc["tool"]["nemo-rl"]["forks"][distribution]
     if branch:
         table["branch"] = branch
     if table.get("base") != base:
         table["base"] = base
-    write_atomic(path, tomlkit.dumps(doc))
+    files.write_atomic(path, tomlkit.dumps(doc))
 
 
-def check_declared_metadata(project: Path, repo: Path, distribution: str, rev: str) -> str | None:
+def fork_project_table(repo: Path, rev: str) -> dict:
+    text = git.show_file(repo, rev, "pyproject.toml")
+    try:
+        return tomllib.loads(text).get("project", {}) if text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def check_distribution_name(fork_table: dict, distribution: str, rev: str) -> None:
+    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning one would drop our distribution."""
+    name = fork_table.get("name")
+    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
+        raise NemoRLError(
+            f"the fork at {rev[:12]} builds distribution {name!r}, not {distribution!r} "
+            "(its pyproject.toml renames it)",
+            f"pick a commit that still builds {distribution}, or rename the dependency, its [tool.uv.sources] "
+            f"entry and [tool.nemo-rl.forks.{distribution}] to {name} first",
+        )
+
+
+def check_declared_metadata(project: Path, fork_table: dict, distribution: str, rev: str) -> str | None:
     """Refuse a bump that would lock a version the fork no longer has; a reminder when that cannot be known."""
     declared = lockfile.declared_metadata(project, distribution)
     if declared is None:
         return None
-    text = git.show_file(repo, rev, "pyproject.toml")
-    try:
-        project_table = tomllib.loads(text).get("project", {}) if text else {}
-    except tomllib.TOMLDecodeError:
-        project_table = {}
-    fork_version = None if "version" in project_table.get("dynamic", []) else project_table.get("version")
+    fork_version = None if "version" in fork_table.get("dynamic", []) else fork_table.get("version")
     if fork_version and fork_version != declared.get("version"):
         raise NemoRLError(
             f"{distribution} at {rev[:12]} declares version {fork_version}, but [[tool.uv.dependency-metadata]] "
@@ -51,7 +75,7 @@ def check_declared_metadata(project: Path, repo: Path, distribution: str, rev: s
 
 
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
-    return {name: (p.commit[:12] if p.commit else str(p.version)) for name, p in packages.items()}
+    return {name: (p.commit or str(p.version)) for name, p in packages.items()}
 
 
 def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
@@ -62,9 +86,9 @@ def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return changes
 
 
-def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, records, changes: list[str], dry_run: bool) -> str:
+def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool) -> str:
     old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
-    new_commits = {r.patch_id: r for r in records}
+    new_commits = {r.patch_id: r for r in recs}
     added = [r for pid, r in new_commits.items() if pid not in old_commits]
     removed = [e for pid, e in old_commits.items() if pid not in new_commits]
     old_base = old_index.base if old_index else fork.base
@@ -73,13 +97,26 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, records, cha
         f"bump {fork.distribution}{' (dry run: nothing written)' if dry_run else ''}",
         f"  commit    {fork.rev} -> {new_rev}",
         f"  upstream  base {moved}",
-        f"  downstream commits: {len(records)} ({len(added)} added, {len(removed)} removed)",
+        f"  downstream commits: {len(recs)} ({len(added)} added, {len(removed)} removed)",
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
     lines.append(f"  uv.lock: {len(changes)} change(s)" if changes else "  uv.lock: no other change")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
+
+
+def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
+    """The staged state must be exactly what we meant before anything lands; returns its locked packages."""
+    locked = lockfile.locked_packages(staged)
+    problems = []
+    if fork.rev != new_rev:
+        problems.append(f"pyproject.toml pins {fork.rev}, not {new_rev}")
+    problems += [str(d) for d in records.check_offline(staged, fork, locked, require_why=False)]
+    if problems:
+        raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
+                          "report this as a bug in nemo-rl; nothing was changed")
+    return locked
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,35 +128,36 @@ def run(args: argparse.Namespace) -> int:
     if new_rev == fork.rev and locked and locked.commit == new_rev and (args.branch or fork.branch) == fork.branch:
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
+    patch_dir = records.records_dir(project, fork.distribution)
+    if not args.dry_run:
+        files.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
     repo = forkrepo.repo_for(fork)
     forkrepo.fetch_commit(repo, fork, new_rev)
-    forkrepo.progress("computing the downstream commits over upstream")
-    base, records = patches.compute(repo, fork, new_rev)
-    metadata_note = check_declared_metadata(project, repo, fork.distribution, new_rev)
-    patch_dir = project / "patches" / fork.distribution
+    fork_table = fork_project_table(repo, new_rev)
+    check_distribution_name(fork_table, fork.distribution, new_rev)
+    metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
+    progress("computing the downstream commits over upstream")
+    base, recs = records.compute(repo, fork, new_rev)
     old_index = read_index(patch_dir)
-    old_lock = lock_versions(locked_before)
-    with Transaction([project / "pyproject.toml", project / "uv.lock"], [patch_dir]) as transaction:
-        write_pin(project, fork.distribution, new_rev, args.branch, base)
-        forkrepo.progress(f"uv lock --upgrade-package {fork.distribution}")
-        uv.lock(project, upgrade_package=fork.distribution)
-        forkrepo.progress(f"writing patches/{fork.distribution}/")
-        new_fork = lockfile.fork(project, fork.distribution)
-        patches.write(project, new_fork, new_rev, base, records)
-        # The why-note may still be a placeholder for a new fork: the report asks the maintainer to write it.
-        locked_after = lockfile.locked_packages(project)
-        problems = patches.check_offline(project, new_fork, locked_after, require_why=False)
-        if problems:
-            raise NemoRLError("the bumped records do not validate: " + "; ".join(problems),
-                              "report this as a bug in nemo-rl; nothing was changed")
-        changes = lock_changes(old_lock, lock_versions(locked_after))
+    relative_patches = f"patches/{fork.distribution}"
+    with files.Staging(project, LANDED, [relative_patches], CONTEXT) as staging:
+        write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+        progress(f"uv lock --upgrade-package {fork.distribution}")
+        uv.lock(staging.path, upgrade_package=fork.distribution)
+        staging.keep_mode("uv.lock")
+        progress(f"writing {relative_patches}/")
+        new_fork = lockfile.fork(staging.path, fork.distribution)
+        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
+        records.write(staging.path / relative_patches, index, noted)
+        locked_after = validate(staging.path, new_fork, new_rev)
+        changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
-        if args.dry_run:
-            transaction.rollback()
-    print(report(fork, new_rev, old_index, base, records, changes, args.dry_run))
+        if not args.dry_run:
+            staging.land()
+    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run))
     if metadata_note:
         print(f"  metadata: {metadata_note}")
     if not args.dry_run:
-        print(f"next: review patches/{fork.distribution}/index.toml (why-note), then commit pyproject.toml, "
-              f"uv.lock and patches/{fork.distribution}/ together")
+        print(f"next: review {relative_patches}/index.toml (why-note), then commit pyproject.toml, "
+              f"uv.lock and {relative_patches}/ together")
     return 0

@@ -17,7 +17,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from nemo_rl.deps import bump, patches, status  # noqa: PLC0415
+    from nemo_rl.deps import bump, patches, recover, status
 
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -26,7 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("status", help="pinned, locked and installed commit of each fork (no network)")
     _common(p)
     p.add_argument("--env", help="environment to inspect (default: the running one)")
-    p.add_argument("--check", action="store_true", help="exit 1 when the lock or the environment is stale")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
+                   "developing checkout, an interrupted bump all fail)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=status.run)
 
@@ -38,8 +40,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--rev", help="full 40-hex commit SHA that exists in the fork")
     target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")
-    p.add_argument("--dry-run", action="store_true", help="print the bump report, write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the bump report; no project file is opened for writing")
     p.set_defaults(handler=bump.run)
+
+    p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
+                         description="A bump stages everything in .nemo-rl/ and lands it by renames. If it was "
+                         "killed while landing, this finishes the landing; if it was killed before, this removes "
+                         "the unused copy. `deps status` says when it is needed.")
+    _common(p)
+    p.set_defaults(handler=recover.run)
 
     p = verbs.add_parser(
         "patches", help="generate or check patches/<dist>/ records; export a fork's patch series",
@@ -47,7 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Without --check: regenerate the records of DIST (default: every fork) from the fork and its "
         "upstream. --check: recompute and fail on drift. --check --offline: validate the records against "
         "pyproject.toml and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch "
-        "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree.")
+        "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: "
+        "0 ok, 1 drift or an expected failure, 2 bad arguments.")
     _common(p)
     p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")

@@ -1,4 +1,5 @@
-"""The installed commit of each fork in an environment (PEP 610), read from its site-packages, no import."""
+"""The installed commit of each fork in an environment (PEP 610), read from its site-packages, no import;
+and the one rule for an installed fork against the lock, shared by `deps status`, doctor and worker envs."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from nemo_rl.extras import commit_from_direct_url
+from nemo_rl.extras import SYNC_REMEDY, commit_from_direct_url
+
+ENV_STALE = "run `uv sync --extra mcore` (the environment has another commit than uv.lock)"
 
 
 def site_packages(env: Path) -> list[str] | None:
@@ -25,3 +28,12 @@ def installed(env: Path, distribution: str) -> tuple[bool, str | None, str | Non
     if dist is None:
         return False, None, None
     return True, dist.version, commit_from_direct_url(dist.read_text("direct_url.json"))
+
+
+def commit_mismatch(installed_commit: str | None, locked_commit: str | None) -> str | None:
+    """The remedy when an installed fork is not the locked commit (None when it is). Full SHAs compared."""
+    if installed_commit == locked_commit:
+        return None
+    if installed_commit is None:
+        return f"{SYNC_REMEDY} (installed without a git commit record, so not from uv.lock's git source)"
+    return ENV_STALE

@@ -5,25 +5,32 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 from nemo_rl.deps import git
 from nemo_rl.deps.lockfile import Fork
 from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
 
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
 
 
-def progress(message: str) -> None:
-    print(f"==> {message}", file=sys.stderr, flush=True)
-
-
 def cache_dir() -> Path:
-    if os.environ.get("NEMO_RL_CACHE_DIR"):
-        return Path(os.environ["NEMO_RL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "nemo-rl"
+    """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
+    setting to fix, not a crash."""
+    setting = os.environ.get("NEMO_RL_CACHE_DIR")
+    path = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
+    name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise NemoRLError(f"{name} {path} is not a directory", "point NEMO_RL_CACHE_DIR at a directory") from exc
+    except PermissionError as exc:
+        raise NemoRLError(f"cannot create {name} {path}: permission denied",
+                          "point NEMO_RL_CACHE_DIR at a directory you may write") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise NemoRLError(f"{name} {path} is not writable", "point NEMO_RL_CACHE_DIR at a directory you may write")
+    return path
 
 
 def repo_for(fork: Fork) -> Path:
@@ -44,6 +51,11 @@ def resolve_branch(fork: Fork, branch: str) -> str:
     return sha
 
 
+def _fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
+    if not git.fetch(repo, remote, url, refspecs):
+        progress(f"warning: {url} ignored the blob filter and sent whole history; {git.MIRROR_SETTINGS}")
+
+
 def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
     """Make `sha` (from the fork) and the upstream branch available in `repo`."""
     if not fork.upstream_url:
@@ -53,12 +65,19 @@ def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
         try:
-            git.fetch(repo, "fork", fork.url, [sha])
+            _fetch(repo, "fork", fork.url, [sha])
         except NemoRLError as exc:
+            # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching the
+            # branch tells the two apart.
+            if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
+                _fetch(repo, "fork", fork.url, [f"refs/heads/{fork.branch}"])
+                if git.has_commit(repo, sha):
+                    raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
+                                      f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
             raise NemoRLError(
-                f"commit {sha} does not exist in {fork.url} (or the server refuses to serve it by SHA)",
+                f"commit {sha} does not exist in {fork.url}",
                 f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
             ) from exc
     progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
     ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
-    git.fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])
+    _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])

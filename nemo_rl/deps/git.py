@@ -15,6 +15,11 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, run
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+FILTER_IGNORED = "filtering not recognized by server"
+MIRROR_SETTINGS = (
+    "the git server (your mirror) must serve what GitHub serves: on the mirror run "
+    "`git config uploadpack.allowFilter true` and `git config uploadpack.allowAnySHA1InWant true`"
+)
 _MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
@@ -27,10 +32,10 @@ def _env() -> dict[str, str]:
 
 def git(
     args: list[str], *, repo: Path | None = None, remedy: str | None = None, check: bool = True,
-    input_text: str | None = None,
+    input_text: str | None = None, timeout: float | None = None,
 ) -> Result:
     prefix = ["git", "-C", str(repo)] if repo else ["git"]
-    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text)
+    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text, timeout=timeout)
 
 
 def unreachable(url: str) -> str:
@@ -40,9 +45,9 @@ def unreachable(url: str) -> str:
     )
 
 
-def ls_remote(url: str, ref: str) -> str | None:
+def ls_remote(url: str, ref: str, timeout: float | None = None) -> str | None:
     """The commit `ref` names on `url`, or None when the remote has no such ref."""
-    out = git(["ls-remote", "--", url, ref], remedy=unreachable(url)).stdout
+    out = git(["ls-remote", "--", url, ref], remedy=unreachable(url), timeout=timeout).stdout
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
         if name == ref:
@@ -70,13 +75,28 @@ def set_remote(repo: Path, name: str, url: str) -> None:
         git(["config", "extensions.partialClone", name], repo=repo)
 
 
-def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
-    git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
-        remedy=unreachable(url))
+def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
+    """Fetch blob-less; False when the server ignored the filter (it then sent every blob: slow, not wrong)."""
+    result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
+                 remedy=unreachable(url))
+    return FILTER_IGNORED not in result.stderr
 
 
 def has_commit(repo: Path, sha: str) -> bool:
     return git(["cat-file", "-e", f"{sha}^{{commit}}"], repo=repo, check=False).returncode == 0
+
+
+def rev_parse(repo: Path, rev: str) -> str:
+    return git(["rev-parse", "--verify", f"{rev}^{{commit}}"], repo=repo).stdout.strip()
+
+
+def count(repo: Path, revision_range: str) -> int:
+    result = git(["rev-list", "--count", revision_range], repo=repo, check=False)
+    return int(result.stdout.strip()) if result.returncode == 0 else -1  # -1: the pin is not in this checkout
+
+
+def is_dirty(repo: Path) -> bool:
+    return bool(git(["status", "--porcelain", "--untracked-files=no"], repo=repo).stdout.strip())
 
 
 def merge_base(repo: Path, a: str, b: str) -> str:

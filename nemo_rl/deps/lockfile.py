@@ -1,4 +1,8 @@
-"""Reading pyproject.toml's fork pins and uv.lock. Read-only and fast: `deps status` runs on every check."""
+"""Reading pyproject.toml's fork pins and uv.lock. Read-only and fast: `deps status` runs on every check.
+
+Every way these files can be wrong by hand (bad TOML, bad UTF-8, a value of the wrong type) becomes a
+NemoRLError naming the file and the key, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -31,17 +35,48 @@ class LockedPackage:
     def commit(self) -> str | None:
         """The commit uv resolved a git source to: `git = "<url>?rev=<rev>#<commit>"`."""
         git_url = self.source.get("git")
-        return urlsplit(git_url).fragment or None if git_url else None
+        return urlsplit(git_url).fragment or None if isinstance(git_url, str) else None
+
+
+class ProjectNotFound(NemoRLError):
+    """No nemo-rl project at or above a directory (as opposed to one that is there but broken)."""
+
+
+def read_text(path: Path) -> str:
+    """A project file as text; bad UTF-8 is the user's to fix, so it is a NemoRLError with the byte offset."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError as exc:
+        raise NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR") from exc
+    except UnicodeDecodeError as exc:
+        raise NemoRLError(f"{path} is not valid UTF-8 (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
+                          f"re-save {path.name} as UTF-8 (TOML files must be UTF-8)") from exc
 
 
 def load_toml(path: Path) -> dict:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError as exc:
-        raise NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR") from exc
+        return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise NemoRLError(f"cannot parse {path}: {exc}", f"fix the TOML syntax in {path.name}") from exc
+
+
+def table(value: object, where: str, path: Path) -> dict:
+    """`value` when it is a TOML table; else an error naming the key, so a wrong shape is no KeyError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise NemoRLError(f"{path.name}: {where} must be a table, found {type(value).__name__} {value!r:.60}",
+                          f"fix {where} in {path}")
+    return value
+
+
+def _string(value: object, where: str, path: Path, required: bool = False) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise NemoRLError(f"{path.name}: {where} must be a string, found {type(value).__name__} {value!r:.60}",
+                          f"fix {where} in {path}")
+    return value
 
 
 def find_project(start: Path | None = None) -> Path:
@@ -49,35 +84,45 @@ def find_project(start: Path | None = None) -> Path:
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file() and "forks" in load_toml(pyproject).get("tool", {}).get("nemo-rl", {}):
+        if pyproject.is_file() and "forks" in table(load_toml(pyproject).get("tool"), "[tool]", pyproject).get(
+                "nemo-rl", {}):
             return candidate
-    raise NemoRLError(
+    raise ProjectNotFound(
         f"no pyproject.toml with a [tool.nemo-rl.forks] table at or above {here}",
         "run inside the nemo-rl checkout, or pass --project DIR",
     )
 
 
+def tool_tables(project: Path) -> tuple[dict, dict]:
+    """([tool.uv], [tool.nemo-rl]) of the project's pyproject.toml, shape-checked."""
+    path = project / "pyproject.toml"
+    tool = table(load_toml(path).get("tool"), "[tool]", path)
+    return table(tool.get("uv"), "[tool.uv]", path), table(tool.get("nemo-rl"), "[tool.nemo-rl]", path)
+
+
 def forks(project: Path) -> list[Fork]:
-    data = load_toml(project / "pyproject.toml")
-    tool = data.get("tool", {})
-    sources = tool.get("uv", {}).get("sources", {})
+    path = project / "pyproject.toml"
+    uv_table, nemo_rl_table = tool_tables(project)
+    sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     result = []
-    for dist, meta in tool.get("nemo-rl", {}).get("forks", {}).items():
+    for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items():
+        where = f"[tool.nemo-rl.forks.{dist}]"
+        meta = table(meta, where, path)
         source = sources.get(dist)
         if not isinstance(source, dict) or "git" not in source or "rev" not in source:
             raise NemoRLError(
-                f"[tool.nemo-rl.forks.{dist}] has no matching git source with a rev in [tool.uv.sources]",
+                f"{where} has no matching git source with a rev in [tool.uv.sources]",
                 f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
             )
         result.append(
             Fork(
                 distribution=dist,
-                url=source["git"],
-                rev=source["rev"],
-                branch=meta.get("branch") or source.get("branch"),
-                upstream_url=meta.get("upstream-url"),
-                upstream_branch=meta.get("upstream-branch", "main"),
-                base=meta.get("base"),
+                url=_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
+                rev=_string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True),
+                branch=_string(meta.get("branch") or source.get("branch"), f"{where} branch", path),
+                upstream_url=_string(meta.get("upstream-url"), f"{where} upstream-url", path),
+                upstream_branch=_string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path),
+                base=_string(meta.get("base"), f"{where} base", path),
             )
         )
     return result
@@ -96,15 +141,26 @@ def fork(project: Path, distribution: str) -> Fork:
 def declared_metadata(project: Path, distribution: str) -> dict | None:
     """The [[tool.uv.dependency-metadata]] entry for `distribution`: uv locks its version and requirements
     instead of the fork's own, so a bump must keep it true."""
-    entries = load_toml(project / "pyproject.toml").get("tool", {}).get("uv", {}).get("dependency-metadata", [])
-    return next((e for e in entries if e.get("name") == distribution), None)
+    entries = tool_tables(project)[0].get("dependency-metadata", [])
+    if not isinstance(entries, list):
+        raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
+                          "write each entry as a [[tool.uv.dependency-metadata]] table")
+    return next((e for e in entries if isinstance(e, dict) and e.get("name") == distribution), None)
+
+
+def requires_python(project: Path) -> str | None:
+    path = project / "pyproject.toml"
+    return _string(table(load_toml(path).get("project"), "[project]", path).get("requires-python"),
+                   "[project] requires-python", path)
 
 
 def locked_packages(project: Path) -> dict[str, LockedPackage]:
     lock_path = project / "uv.lock"
     if not lock_path.exists():
         return {}
-    data = load_toml(lock_path)
-    return {
-        p["name"]: LockedPackage(p["name"], p.get("version"), p.get("source", {})) for p in data.get("package", [])
-    }
+    packages = load_toml(lock_path).get("package", [])
+    if not isinstance(packages, list) or not all(isinstance(p, dict) and "name" in p for p in packages):
+        raise NemoRLError(f"{lock_path} has [[package]] entries without a name",
+                          "regenerate it with `uv lock` (never edit uv.lock by hand)")
+    return {p["name"]: LockedPackage(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
+            for p in packages}

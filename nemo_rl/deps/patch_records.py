@@ -1,11 +1,18 @@
-"""patches/<dist>/: an index.toml and one record per downstream commit. Facts and our words, no fork code."""
+"""patches/<dist>/: an index.toml and one record per downstream commit. Facts and our words, no fork code.
+
+The index carries a digest of every fact it and its records hold (notes and the why-note excluded), so
+`deps patches --check --offline` can tell a hand edit from a generated file without git.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from nemo_rl.deps.lockfile import read_text
 from nemo_rl.errors import NemoRLError
 
 RECORD_HEADER = (
@@ -13,9 +20,11 @@ RECORD_HEADER = (
     "# `nemo-rl deps patches export DIST DIR` writes the applicable patch from the fork itself.\n"
 )
 NOTE_MARKER = "note:"
+RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
+INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Record:
     number: int
     commit: str
@@ -30,6 +39,13 @@ class Record:
     def filename(self) -> str:
         return patch_filename(self.number, self.subject)
 
+    def facts(self) -> dict[str, str]:
+        return {"commit": self.commit, "author": self.author, "date": self.date, "subject": self.subject,
+                "patch-id": self.patch_id, "diffstat": self.diffstat}
+
+    def digest(self) -> str:
+        return _digest(self.facts())
+
     def render(self) -> str:
         stat = "\n".join(f"  {line}" for line in self.diffstat.splitlines())
         note = "\n".join(f"  {line}" for line in self.note.strip().splitlines())
@@ -40,7 +56,7 @@ class Record:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Index:
     distribution: str
     fork_url: str
@@ -51,6 +67,27 @@ class Index:
     base: str
     why: str
     commits: list[dict] = field(default_factory=list)
+    digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
+
+    def facts(self) -> dict[str, str]:
+        return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",
+                "pinned": self.pinned, "upstream-url": self.upstream_url or "",
+                "upstream-branch": self.upstream_branch, "base": self.base}
+
+    def expected_digest(self) -> str:
+        return _digest({"index": self.facts(), "commits": self.commits})
+
+
+def _digest(value: object) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str, upstream_url: str | None,
+              upstream_branch: str, base: str, why: str, records: list[Record]) -> Index:
+    commits = [{"number": r.number, "commit": r.commit, "subject": r.subject, "patch-id": r.patch_id,
+                "record": r.filename, "digest": r.digest()} for r in records]
+    index = Index(distribution, fork_url, branch, pinned, upstream_url, upstream_branch, base, why, commits)
+    return replace(index, digest=index.expected_digest())
 
 
 # git format-patch's default limit on a file name, suffix included (log-tree.c, FORMAT_PATCH_NAME_MAX_DEFAULT).
@@ -83,7 +120,7 @@ def patch_filename(number: int, subject: str) -> str:
     return f"{number:04d}-{slug(subject)}"[: PATCH_NAME_MAX - len(suffix) - 1] + suffix
 
 
-def parse_record(text: str) -> Record:
+def parse_record(text: str, where: str = "patch record") -> Record:
     fields: dict[str, str] = {}
     lines = text.splitlines()
     i = 0
@@ -103,9 +140,14 @@ def parse_record(text: str) -> Record:
             fields[key] = value.strip()
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
     if missing:
-        raise NemoRLError(f"patch record is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")
+        raise NemoRLError(f"{where} is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")
     return Record(0, fields["commit"], fields["author"], fields["date"], fields["subject"], fields["patch-id"],
                   fields.get("diffstat", ""), fields.get("note", ""))
+
+
+def read_record(path: Path) -> Record:
+    record = parse_record(read_text(path), str(path))
+    return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
 
 
 def read_index(directory: Path) -> Index | None:
@@ -113,15 +155,22 @@ def read_index(directory: Path) -> Index | None:
     if not path.exists():
         return None
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise NemoRLError(f"cannot parse {path}: {exc}",
                           "fix the TOML or regenerate with `nemo-rl deps patches`") from exc
+    commits = data.get("commit", [])
+    if not isinstance(commits, list) or not all(isinstance(c, dict) for c in commits):
+        raise NemoRLError(f"{path}: [[commit]] must be an array of tables", "regenerate with `nemo-rl deps patches`")
+    text = {key: data.get(key) for key in (*INDEX_FACTS, "why", "digest")}
+    bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
+    if bad:
+        raise NemoRLError(f"{path}: {', '.join(bad)} must be strings", "regenerate with `nemo-rl deps patches`")
     return Index(
-        distribution=data.get("distribution", directory.name), fork_url=data.get("fork-url", ""),
-        branch=data.get("branch"), pinned=data.get("pinned", ""), upstream_url=data.get("upstream-url"),
-        upstream_branch=data.get("upstream-branch", "main"), base=data.get("base", ""),
-        why=data.get("why", ""), commits=list(data.get("commit", [])),
+        distribution=text["distribution"] or directory.name, fork_url=text["fork-url"] or "",
+        branch=text["branch"] or None, pinned=text["pinned"] or "", upstream_url=text["upstream-url"] or None,
+        upstream_branch=text["upstream-branch"] or "main", base=text["base"] or "",
+        why=text["why"] or "", commits=commits, digest=text["digest"],
     )
 
 
@@ -129,30 +178,28 @@ def read_records(directory: Path) -> dict[str, Record]:
     """Existing records by commit SHA (used to carry notes over a regeneration)."""
     records = {}
     for path in sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch")):
-        record = parse_record(path.read_text())
-        record.number = int(path.name[:4])
+        record = read_record(path)
         records[record.commit] = record
     return records
 
 
 def render_index(index: Index) -> str:
-    import tomlkit  # noqa: PLC0415 - writing only; status and --check --offline read with tomllib
+    import tomlkit
 
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Downstream commits nemo-rl's {index.distribution} fork carries over its upstream."))
     doc.add(tomlkit.comment("Generated by `nemo-rl deps patches`; `why` and each record's note are ours and"))
     doc.add(tomlkit.comment("survive regeneration. Records hold facts (SHA, author, diffstat, patch-id), no code."))
-    for key, value in (("distribution", index.distribution), ("fork-url", index.fork_url),
-                       ("branch", index.branch or ""), ("pinned", index.pinned),
-                       ("upstream-url", index.upstream_url or ""), ("upstream-branch", index.upstream_branch),
-                       ("base", index.base)):
+    doc.add(tomlkit.comment("`digest` covers every fact here and in the records: edit facts by regenerating."))
+    for key, value in index.facts().items():
         doc[key] = value
+    doc["digest"] = index.digest or index.expected_digest()
     doc["why"] = tomlkit.string(index.why.strip() + "\n", multiline=True)
     commits = tomlkit.aot()
     for entry in index.commits:
-        table = tomlkit.table()
+        entry_table = tomlkit.table()
         for key, value in entry.items():
-            table[key] = value
-        commits.append(table)
+            entry_table[key] = value
+        commits.append(entry_table)
     doc["commit"] = commits
     return tomlkit.dumps(doc)

@@ -1,83 +1,109 @@
-"""`nemo-rl deps status`: pinned vs locked vs installed commit of every fork. No network, no imports."""
+"""`nemo-rl deps status`: pinned vs locked vs installed commit of every fork, and its records. No network."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl.deps import environment, lockfile, patch_records
+from nemo_rl import develop as develop_state
+from nemo_rl.deps import environment, files, git, lockfile, patch_records, records
 from nemo_rl.errors import NemoRLError
+from nemo_rl.jsonout import dumps
 
 REMEDIES = {
+    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
+               "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
+    "bump interrupted": "run `nemo-rl deps recover` (it finishes the interrupted bump's landing)",
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
-    "env stale": "run `uv sync --extra mcore` (the environment has another commit than uv.lock)",
+    "records stale": records.REGENERATE,
+    "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
+    "env stale": environment.ENV_STALE,
     "not installed": "run `uv sync --extra mcore` if you need it",
     "ok": None,
 }
-STALE = {"lock stale", "env stale"}
+# States --check fails on: anything that means the committed pin is not what runs or what is recorded.
+FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "developing", "env stale"}
 
 
-def commit_mismatch(installed_commit: str | None, locked_commit: str) -> str | None:
-    """The remedy when an installed fork is not the locked commit (None when it is). Shared with doctor."""
-    if installed_commit == locked_commit:
-        return None
-    if installed_commit is None:
-        return ("run `uv sync --extra mcore` (installed without a git commit record, "
-                "so not from uv.lock's git source)")
-    return REMEDIES["env stale"]
+@dataclass(frozen=True)
+class ForkStatus:
+    distribution: str
+    url: str
+    branch: str | None
+    pinned_rev: str
+    locked_commit: str | None
+    installed_commit: str | None
+    installed_version: str | None
+    upstream_url: str | None
+    upstream_base: str | None
+    downstream_commits: int | None
+    records_problems: list[str]
+    developing: dict | None
+    state: str
+    remedy: str | None
 
 
-def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict) -> dict:
+def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, interrupted: bool) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
     present, version, installed_commit = environment.installed(env, fork.distribution)
-    index = patch_records.read_index(project / "patches" / fork.distribution)
-    mismatch = commit_mismatch(installed_commit, locked_commit)
-    if locked_commit != fork.rev:
+    index = patch_records.read_index(records.records_dir(project, fork.distribution))
+    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False)]
+    developing = develop_state.status(project, fork.distribution, fork.rev)
+    mismatch = environment.commit_mismatch(installed_commit, locked_commit)
+    if not git.FULL_SHA.match(fork.rev):
+        state = "bad pin"
+    elif interrupted:
+        state = "bump interrupted"
+    elif locked_commit != fork.rev:
         state = "lock stale"
+    elif problems:
+        state = "records stale"
+    elif developing:
+        state = "developing"
     elif not present:
         state = "not installed"
     else:
         state = "env stale" if mismatch else "ok"
     remedy = mismatch if state == "env stale" else REMEDIES[state]
-    return {
-        "distribution": fork.distribution,
-        "url": fork.url,
-        "branch": fork.branch,
-        "pinned_rev": fork.rev,
-        "locked_commit": locked_commit,
-        "installed_commit": installed_commit,
-        "installed_version": version,
-        "upstream_url": fork.upstream_url,
-        "upstream_base": fork.base,
-        "downstream_commits": len(index.commits) if index else None,
-        "state": state,
-        "remedy": remedy.format(dist=fork.distribution) if remedy else None,
-    }
+    return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
+                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems, developing,
+                      state, remedy.format(dist=fork.distribution) if remedy else None)
 
 
-def collect(project: Path, env: Path) -> list[dict]:
+def collect(project: Path, env: Path) -> list[ForkStatus]:
     locked = lockfile.locked_packages(project)
-    return [fork_status(project, env, fork, locked) for fork in lockfile.forks(project)]
+    interrupted = any(journal for _, journal in files.leftovers(project))
+    return [fork_status(project, env, fork, locked, interrupted) for fork in lockfile.forks(project)]
 
 
-def render(rows: list[dict]) -> str:
-    short = lambda sha: sha[:12] if sha else "-"  # noqa: E731
+def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
+    def short(sha: str | None) -> str:
+        return sha[:12] if sha else "-"
+
     lines = []
     for row in rows:
         lines += [
-            f"{row['distribution']}: {row['state']}",
-            f"  fork       {row['url']} ({row['branch'] or 'no branch recorded'})",
-            f"  pinned     {short(row['pinned_rev'])}   locked {short(row['locked_commit'])}"
-            f"   installed {short(row['installed_commit']) if row['installed_version'] else 'not installed'}",
-            f"  upstream   {row['upstream_url'] or '-'} base {short(row['upstream_base'])}, "
-            f"{'?' if row['downstream_commits'] is None else row['downstream_commits']} downstream commit(s) "
-            "in patches/",
+            f"{row.distribution}: {row.state}",
+            f"  fork       {row.url} ({row.branch or 'no branch recorded'})",
+            f"  pinned     {short(row.pinned_rev)}   locked {short(row.locked_commit)}"
+            f"   installed {short(row.installed_commit) if row.installed_version else 'not installed'}",
+            f"  upstream   {row.upstream_url or '-'} base {short(row.upstream_base)}, "
+            f"{'?' if row.downstream_commits is None else row.downstream_commits} downstream commit(s) in patches/",
         ]
-        if row["remedy"]:
-            lines.append(f"  fix        {row['remedy']}")
+        if row.developing:
+            d = row.developing
+            lines.append(f"  developing {d['path']} (missing)" if d.get("missing") else
+                         f"  developing {d['path']} at {short(d['head'])}, {d['ahead']} commit(s) ahead of the pin"
+                         f"{', dirty' if d['dirty'] else ''}")
+        lines += [f"  records    {problem}" for problem in row.records_problems[:5]]
+        if len(row.records_problems) > 5:
+            lines.append(f"  records    ... and {len(row.records_problems) - 5} more")
+        if row.remedy:
+            lines.append(f"  fix        {row.remedy}")
+    lines += [f"{o}\n  fix        add the fork table back, or remove {o.file}" for o in orphans]
     return "\n".join(lines)
 
 
@@ -88,10 +114,16 @@ def run(args: argparse.Namespace) -> int:
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
     rows = collect(project, env)
+    orphans = records.orphans(project, lockfile.forks(project))
     if args.json:
-        print(json.dumps({"schema": 1, "project": str(project), "environment": str(env), "forks": rows}, indent=2))
+        print(dumps({"schema": 2, "project": str(project), "environment": str(env), "forks": rows,
+                     "orphaned_records": [str(o) for o in orphans]}))
     else:
-        print(render(rows))
-    if args.check and any(row["state"] in STALE for row in rows):
+        print(render(rows, orphans))
+    for path, journal in files.leftovers(project):
+        if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
+            print(f"note: {path} is left from a bump that was killed before it changed anything; "
+                  "`nemo-rl deps recover` removes it", file=sys.stderr)
+    if args.check and (orphans or any(row.state in FAILING for row in rows)):
         return 1
     return 0

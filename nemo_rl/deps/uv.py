@@ -16,7 +16,7 @@ INSTALL_UV = "install uv (`pip install uv`) or set $UV to the uv executable"
 def find_uv_bin() -> str:
     """The `uv` package's binary first (it is a dependency), then $UV, then PATH."""
     try:
-        import uv  # noqa: PLC0415 - the uv package is tiny, but only these commands need it
+        import uv
 
         return uv.find_uv_bin()
     except (ModuleNotFoundError, FileNotFoundError):

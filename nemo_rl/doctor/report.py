@@ -1,94 +1,197 @@
-"""Collect the environment facts `nemo-rl doctor` prints. Nothing here raises: every fault becomes a field."""
+"""The facts `nemo-rl doctor` prints, as typed results; health is computed once, from all of them.
+
+Collecting never raises: every fault becomes a field or a problem with its fix.
+"""
 
 from __future__ import annotations
 
 import platform
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_rl import extras
-from nemo_rl.deps import lockfile, uv
-from nemo_rl.deps.status import commit_mismatch
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from nemo_rl import develop, extras
+from nemo_rl.deps import environment, lockfile, uv
 from nemo_rl.errors import NemoRLError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MEGATRON_TRAINING_NOTE = (
+    "megatron.training is not installed: megatron-core installed from git packages `megatron.core` only "
+    "(Megatron's setup.py lists megatron.core*). nemo-rl's own Megatron path does not need it: "
+    "nemo_rl.models.batch provides the causal attention mask and position ids."
+)
 
 
-def _torch() -> dict:
+@dataclass(frozen=True)
+class PythonInfo:
+    version: str
+    executable: str
+    requires_python: str | None  # the project's requires-python
+    satisfied: bool
+
+
+@dataclass(frozen=True)
+class UvInfo:
+    path: str | None
+    version: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    installed: bool
+    version: str | None
+    cuda_available: bool
+    cuda_version: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ComponentReport:
+    name: str
+    distribution: str
+    module: str
+    state: str  # ok | not installed | broken | env stale | developing
+    installed: bool
+    version: str | None
+    installed_commit: str | None
+    locked_commit: str | None
+    locked_version: str | None
+    reason: str | None
+    remedy: str | None
+
+
+@dataclass(frozen=True)
+class Report:
+    python: PythonInfo
+    uv: UvInfo
+    torch: TorchInfo
+    project: str | None
+    requested_extra: str | None
+    components: list[ComponentReport]
+    preflight: list = field(default_factory=list)  # preflight.Item, only when the extra is requested, absent
+    smoke: list = field(default_factory=list)  # smoke.Result, only with --smoke
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    healthy: bool = True  # computed once, in collect(), from every problem found
+    schema: int = SCHEMA_VERSION
+
+
+def torch_info() -> TorchInfo:
     try:
-        import torch  # noqa: PLC0415 - heavy, and optional for `nemo-rl deps`
+        import torch
     except Exception as exc:  # a broken CUDA install can raise OSError from torch's own import
-        return {"installed": False, "version": None, "cuda_available": False, "cuda_version": None,
-                "error": f"{type(exc).__name__}: {exc}"}
+        return TorchInfo(False, None, False, None, f"{type(exc).__name__}: {exc}")
     try:
         cuda = bool(torch.cuda.is_available())
     except Exception:  # a driver problem must not hide that torch itself works
         cuda = False
-    return {"installed": True, "version": torch.__version__, "cuda_available": cuda,
-            "cuda_version": torch.version.cuda, "error": None}
+    return TorchInfo(True, torch.__version__, cuda, torch.version.cuda, None)
 
 
-def _uv() -> dict:
+def uv_info() -> UvInfo:
     try:
-        return {"path": uv.find_uv_bin(), "version": uv.version(), "error": None}
+        return UvInfo(uv.find_uv_bin(), uv.version(), None)
     except NemoRLError as exc:
-        return {"path": None, "version": None, "error": exc.what}
+        return UvInfo(None, None, exc.what)
 
 
-def _project(start: Path | None) -> Path | None:
-    if start is not None:  # asked for explicitly: a wrong path is an error, not a silent fallback
-        return lockfile.find_project(start)
+def find_project(start: Path | None) -> tuple[Path | None, list[str]]:
+    """The project to compare with, and the problems found reading it. An explicit --project must exist."""
+    if start is not None:
+        return lockfile.find_project(start), []
     for candidate in (None, Path(__file__).resolve().parents[2]):
         try:
-            return lockfile.find_project(candidate)
-        except NemoRLError:
+            return lockfile.find_project(candidate), []
+        except lockfile.ProjectNotFound:
             continue
-    return None
+        except NemoRLError as exc:  # found, but unreadable: that is unhealthy, not "no project"
+            return None, [str(exc)]
+    return None, []
+
+
+def python_info(project: Path | None) -> tuple[PythonInfo, list[str]]:
+    version = platform.python_version()
+    spec = None
+    try:
+        spec = lockfile.requires_python(project) if project else None
+        ok = spec is None or version in SpecifierSet(spec)
+    except (NemoRLError, InvalidSpecifier) as exc:
+        return PythonInfo(version, sys.executable, spec, False), [f"cannot read requires-python: {exc}"]
+    problems = [] if ok else [
+        f"Python {version} does not satisfy the project's requires-python {spec} (the mcore extra needs 3.12: NeMo "
+        "at our pin uses 3.12 syntax): run `uv sync --python 3.12` (uv reads .python-version)"]
+    return PythonInfo(version, sys.executable, spec, ok), problems
 
 
 def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str, str | None]:
     """(state, remedy) of one mcore component against the lock."""
     if not probe.present and not probe.installed:
-        return "not installed", extras.SYNC_REMEDY
+        return "not installed", probe.component.remedy
     if not probe.installed:
-        return "broken", f"{extras.SYNC_REMEDY}; if it still fails, the reason above names the missing piece"
-    mismatch = commit_mismatch(probe.commit, locked_commit) if locked_commit else None
+        return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
+    mismatch = environment.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     return ("env stale", mismatch) if mismatch else ("ok", None)
 
 
-def collect(project_dir: Path | None = None, extra: str | None = None) -> dict:
-    project = _project(project_dir)
-    try:
-        locked = lockfile.locked_packages(project) if project else {}
-    except NemoRLError:
-        locked = {}
-    components = []
-    for key, component in extras.COMPONENTS.items():
+def components(project: Path | None, locked: dict) -> list[ComponentReport]:
+    developing = develop.read(project) if project else {}
+    result = []
+    for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
-        locked_package = locked.get(component.distribution)
-        locked_commit = locked_package.commit if locked_package else None
-        state, remedy = component_state(probe, locked_commit)
-        components.append({
-            "name": key, "distribution": component.distribution, "module": component.module,
-            "state": state, "installed": probe.installed, "version": probe.version,
-            "installed_commit": probe.commit, "locked_commit": locked_commit,
-            "locked_version": locked_package.version if locked_package else None,
-            "reason": probe.reason, "remedy": remedy,
-        })
-    torch_info = _torch()
-    problems = []
-    if not torch_info["installed"]:
-        problems.append(f"torch does not import ({torch_info['error']}): run `uv sync`")
+        package = locked.get(comp.distribution)
+        state, remedy = component_state(probe, package.commit if package else None)
+        if comp.distribution in developing and state in ("ok", "env stale"):
+            state = "developing"
+            remedy = (f"running {comp.distribution} from {developing[comp.distribution]['path']}; "
+                      f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
+        result.append(ComponentReport(key, comp.distribution, comp.module, state, probe.installed, probe.version,
+                                      probe.commit, package.commit if package else None,
+                                      package.version if package else None, probe.reason, remedy))
+    return result
+
+
+def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
+            verbose: bool = False) -> Report:
+    project, problems = find_project(project_dir)
+    locked = {}
+    if project:
+        try:
+            locked = lockfile.locked_packages(project)
+            if not (project / "uv.lock").exists():
+                problems.append(f"{project / 'uv.lock'} is missing: run `uv lock` (it is committed; "
+                                "`git checkout uv.lock` restores it)")
+        except NemoRLError as exc:
+            problems.append(str(exc))
+    python, python_problems = python_info(project)
+    problems += python_problems
+    uv_facts = uv_info()
+    if uv_facts.error:
+        problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; "
+                        "run `python3 -m pip install uv` inside the checkout")
+    torch = torch_info()
+    if not torch.installed:
+        problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
+    comps = components(project, locked)
+    notes = []
+    if extras.probe("megatron").installed:
+        notes.append(MEGATRON_TRAINING_NOTE)
+    preflight_items = []
     if extra == "mcore":
-        problems += [f"{c['distribution']}: {c['state']}" for c in components if c["state"] != "ok"]
-    return {
-        "schema": SCHEMA_VERSION,
-        "python": {"version": platform.python_version(), "executable": sys.executable},
-        "uv": _uv(),
-        "torch": torch_info,
-        "project": str(project) if project else None,
-        "requested_extra": extra,
-        "components": components,
-        "healthy": not problems,
-        "problems": problems,
-    }
+        problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]
+        if any(not c.installed for c in comps):
+            from nemo_rl.doctor import preflight
+
+            preflight_items = preflight.run_all(project, torch)
+    smoke_results = []
+    if smoke:
+        from nemo_rl.doctor import smoke as smoke_checks
+
+        smoke_results = smoke_checks.run_all(verbose=verbose)
+        counted = {"torch"} | (set(extras.COMPONENTS) if extra == "mcore" else set())
+        problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results
+                     if r.status == "fail" and r.component in counted]
+    return Report(python, uv_facts, torch, str(project) if project else None, extra, comps, preflight_items,
+                  smoke_results, notes, problems, healthy=not problems)

@@ -11,16 +11,13 @@ import math
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nemo_rl import extras
 from nemo_rl.models.config import ModelConfig
 
 CONFIG = ModelConfig()
 NEMO_TRON_ENTRY_POINTS = ("nemo.tron.init", "nemo.tron.config", "nemo.tron.model", "nemo.tron.train")
-REMEDIES = {"torch": "run `uv sync` (torch is a base dependency)", "megatron": extras.SYNC_REMEDY,
-            "transformer_engine": extras.SYNC_REMEDY + "; transformer-engine needs CUDA libraries and a GPU",
-            "nemo": extras.SYNC_REMEDY + "; NeMo at this pin needs Python 3.12"}
 
 
 class Skip(Exception):
@@ -30,12 +27,22 @@ class Skip(Exception):
 @dataclass(frozen=True)
 class Check:
     name: str
-    component: str
+    component: str  # "torch" or a key of extras.COMPONENTS: its remedy is the fix shown on failure
     run: Callable[[], str]
 
 
+@dataclass(frozen=True)
+class Result:
+    name: str
+    component: str
+    status: str  # pass | fail | skip
+    detail: str
+    seconds: float
+    failure_lines: list[str] = field(default_factory=list)
+
+
 def _cuda() -> bool:
-    import torch  # noqa: PLC0415
+    import torch
 
     return torch.cuda.is_available()
 
@@ -53,9 +60,9 @@ def _need_gpu(what: str) -> None:
 
 
 def torch_lm(device: str) -> str:
-    import torch  # noqa: PLC0415
+    import torch
 
-    from nemo_rl.models.torch_lm import build_torch_lm, next_token_loss  # noqa: PLC0415
+    from nemo_rl.models.torch_lm import build_torch_lm, next_token_loss
 
     if device == "cuda":
         _need_gpu("the GPU run of the torch model needs one")
@@ -75,14 +82,14 @@ def torch_lm(device: str) -> str:
 
 def megatron_parallel_state() -> str:
     _need("megatron")
-    from nemo_rl.models.megatron_gpt import init_parallel_state  # noqa: PLC0415
+    from nemo_rl.models.megatron_gpt import init_parallel_state
 
     return f"world size 1 over {init_parallel_state()}"
 
 
 def megatron_build() -> str:
     _need("megatron")
-    from nemo_rl.models.megatron_gpt import build_megatron_gpt, init_parallel_state  # noqa: PLC0415
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt, init_parallel_state
 
     init_parallel_state()
     model = build_megatron_gpt(CONFIG)
@@ -95,7 +102,7 @@ def megatron_forward_backward(use_transformer_engine: bool) -> str:
     _need_gpu("Megatron's forward pass calls torch.cuda (attention buffers), so on CPU it stops at the build")
     if use_transformer_engine:
         _need("transformer_engine")
-    from nemo_rl.models.megatron_gpt import build_megatron_gpt, gpt_forward_backward, init_parallel_state  # noqa: PLC0415
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt, gpt_forward_backward, init_parallel_state
 
     init_parallel_state()
     model = build_megatron_gpt(CONFIG, use_transformer_engine=use_transformer_engine)
@@ -108,8 +115,8 @@ def megatron_forward_backward(use_transformer_engine: bool) -> str:
 def te_linear(fp8: bool) -> str:
     _need("transformer_engine")
     _need_gpu("transformer-engine runs on GPUs only")
-    import torch  # noqa: PLC0415
-    import transformer_engine.pytorch as te  # noqa: PLC0415
+    import torch
+    import transformer_engine.pytorch as te
 
     if fp8:
         capability = torch.cuda.get_device_capability()
@@ -118,7 +125,7 @@ def te_linear(fp8: bool) -> str:
     layer = te.Linear(64, 64).cuda()
     inputs = torch.randn(32, 64, device="cuda", requires_grad=True)
     if fp8:
-        from transformer_engine.common import recipe  # noqa: PLC0415
+        from transformer_engine.common import recipe
 
         with te.fp8_autocast(enabled=True, fp8_recipe=recipe.DelayedScaling(fp8_format=recipe.Format.E4M3)):
             out = layer(inputs)
@@ -132,7 +139,7 @@ def te_linear(fp8: bool) -> str:
 
 def nemo_entry_points() -> str:
     _need("nemo")
-    import importlib  # noqa: PLC0415
+    import importlib
 
     for module in NEMO_TRON_ENTRY_POINTS:
         importlib.import_module(module)
@@ -164,33 +171,26 @@ def failure_lines(exc: BaseException, remedy: str, verbose: bool) -> list[str]:
     return lines
 
 
-def run_check(check: Check, verbose: bool) -> dict:
+def run_check(check: Check, verbose: bool) -> Result:
     start = time.perf_counter()
-    result = {"name": check.name, "component": check.component, "failure_lines": []}
+    lines: list[str] = []
     try:
-        result.update(status="pass", detail=check.run())
+        status, detail = "pass", check.run()
     except Skip as skip:
-        result.update(status="skip", detail=str(skip))
+        status, detail = "skip", str(skip)
     except Exception as exc:  # a smoke check reports every fault instead of raising it
-        result.update(status="fail", detail=f"{type(exc).__name__}: {exc}".splitlines()[0],
-                      failure_lines=failure_lines(exc, REMEDIES[check.component], verbose))
-    result["seconds"] = round(time.perf_counter() - start, 3)
-    return result
+        status, detail = "fail", f"{type(exc).__name__}: {exc}".splitlines()[0]
+        lines = failure_lines(exc, extras.remedy_for(check.component), verbose)
+    return Result(check.name, check.component, status, detail, round(time.perf_counter() - start, 3), lines)
 
 
-def run_all(data: dict, verbose: bool = False) -> list[dict]:
+def run_all(verbose: bool = False) -> list[Result]:
     results = [run_check(check, verbose) for check in CHECKS]
     if extras.probe("megatron").installed:
         try:
-            from nemo_rl.models.megatron_gpt import destroy_parallel_state  # noqa: PLC0415
+            from nemo_rl.models.megatron_gpt import destroy_parallel_state
 
             destroy_parallel_state()
         except Exception:  # cleanup only; the checks already reported what failed
             pass
-    requested = {"torch"} | ({"megatron", "transformer_engine", "nemo"} if data["requested_extra"] else set())
-    for result in results:
-        if result["status"] == "fail" and result["component"] in requested:
-            data["problems"].append(f"smoke check failed: {result['name']}: {result['detail']}")
-    data["smoke"] = results
-    data["healthy"] = not data["problems"]
     return results

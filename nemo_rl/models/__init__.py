@@ -10,13 +10,13 @@ from nemo_rl.models.config import ModelConfig
 
 
 def _torch_backend(config: ModelConfig) -> Any:
-    from nemo_rl.models.torch_lm import build_torch_lm  # noqa: PLC0415
+    from nemo_rl.models.torch_lm import build_torch_lm
 
     return build_torch_lm(config)
 
 
 def _megatron_backend(config: ModelConfig) -> Any:
-    from nemo_rl.models.megatron_gpt import build_megatron_gpt  # noqa: PLC0415 - guarded inside
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt
 
     return build_megatron_gpt(config)
 

@@ -8,14 +8,15 @@ import socket
 from typing import Any
 
 from nemo_rl import extras
+from nemo_rl.errors import NemoRLError
 from nemo_rl.models.config import ModelConfig
 
 
 def init_parallel_state(backend: str | None = None) -> str:
     """Initialise torch.distributed and Megatron's parallel state at world size 1; return the backend used."""
     extras.require("megatron", purpose="Megatron parallel-state initialisation")
-    import torch  # noqa: PLC0415
-    from megatron.core import parallel_state  # noqa: PLC0415
+    import torch
+    from megatron.core import parallel_state
 
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     if not torch.distributed.is_initialized():
@@ -30,8 +31,8 @@ def init_parallel_state(backend: str | None = None) -> str:
 
 
 def destroy_parallel_state() -> None:
-    import torch  # noqa: PLC0415
-    from megatron.core import parallel_state  # noqa: PLC0415
+    import torch
+    from megatron.core import parallel_state
 
     parallel_state.destroy_model_parallel()
     if torch.distributed.is_initialized():
@@ -46,14 +47,14 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
     extras.require("megatron", purpose="the Megatron GPT backend")
     if use_transformer_engine:
         extras.require("transformer_engine", purpose="the Megatron transformer-engine layer spec")
-    import torch  # noqa: PLC0415
-    from megatron.core import tensor_parallel  # noqa: PLC0415
-    from megatron.core.models.gpt import GPTModel  # noqa: PLC0415
-    from megatron.core.models.gpt.gpt_layer_specs import (  # noqa: PLC0415
+    import torch
+    from megatron.core import tensor_parallel
+    from megatron.core.models.gpt import GPTModel
+    from megatron.core.models.gpt.gpt_layer_specs import (
         get_gpt_layer_local_spec,
         get_gpt_layer_with_transformer_engine_spec,
     )
-    from megatron.core.transformer.transformer_config import TransformerConfig  # noqa: PLC0415
+    from megatron.core.transformer.transformer_config import TransformerConfig
 
     on_gpu = torch.cuda.is_available()
     torch.manual_seed(config.seed)
@@ -77,14 +78,20 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
 
 def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:
     """One forward/backward with a next-token loss; returns the loss. Needs a GPU (Megatron's forward)."""
-    import torch  # noqa: PLC0415
+    import torch
+
+    from nemo_rl.models.batch import causal_mask_and_position_ids
 
     device = next(model.parameters()).device
+    if device.type != "cuda" or not torch.cuda.is_available():
+        raise NemoRLError(
+            f"the Megatron GPT forward/backward needs a CUDA device; the model is on {device} and "
+            f"torch.cuda.is_available() is {torch.cuda.is_available()} (Megatron's attention allocates CUDA buffers)",
+            "run it on a machine with an NVIDIA GPU; on CPU only the model build works")
     length = config.max_sequence_length
     tokens = torch.randint(0, config.vocab_size, (batch_size, length), device=device)
-    positions = torch.arange(length, device=device).unsqueeze(0).expand(batch_size, -1)
-    mask = torch.tril(torch.ones(length, length, device=device, dtype=torch.bool)).logical_not()
-    losses = model(tokens, positions, mask.view(1, 1, length, length), labels=torch.roll(tokens, -1, dims=1))
+    mask, positions = causal_mask_and_position_ids(tokens)
+    losses = model(tokens, positions, mask, labels=torch.roll(tokens, -1, dims=1))
     loss = losses.float().mean()
     loss.backward()
     return float(loss.detach())

@@ -8,8 +8,8 @@ from nemo_rl.models.config import ModelConfig
 
 
 def build_torch_lm(config: ModelConfig) -> Any:
-    import torch  # noqa: PLC0415 - nemo_rl must import without torch
-    from torch import nn  # noqa: PLC0415
+    import torch
+    from torch import nn
 
     class CausalLM(nn.Module):
         def __init__(self) -> None:
@@ -36,7 +36,7 @@ def build_torch_lm(config: ModelConfig) -> Any:
 
 def next_token_loss(model: Any, tokens: Any) -> Any:
     """Mean cross-entropy of predicting tokens[:, 1:] from tokens[:, :-1]."""
-    import torch.nn.functional as F  # noqa: PLC0415, N812
+    import torch.nn.functional as F
 
     logits = model(tokens[:, :-1])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))

@@ -1,0 +1,185 @@
+"""Making and verifying patches/<dist>/: the library under `deps patches`, `deps bump` and `deps status`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from nemo_rl.deps import forkrepo, git, lockfile
+from nemo_rl.deps.files import write_atomic
+from nemo_rl.deps.patch_records import (
+    INDEX_FACTS,
+    RECORD_FACTS,
+    Index,
+    Record,
+    index_for,
+    patch_filename,
+    read_index,
+    read_record,
+    read_records,
+    render_index,
+)
+
+WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
+REGENERATE = "run `nemo-rl deps patches {dist}` (and review the why-note), then commit patches/{dist}/"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One fact that disagrees: where, which field, what it should be, what it is."""
+
+    file: str
+    field: str
+    expected: str
+    found: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: expected {self.expected}, found {self.found}"
+
+
+def records_dir(project: Path, distribution: str) -> Path:
+    return project / "patches" / distribution
+
+
+def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
+    """(base, records) of `pinned` against the fork's upstream branch, both already fetched into `repo`."""
+    base = git.merge_base(repo, pinned, forkrepo.UPSTREAM_REF.format(branch=fork.upstream_branch))
+    records = []
+    for number, sha in enumerate(git.rev_list(repo, f"{base}..{pinned}"), start=1):
+        fields = git.commit_fields(repo, sha)
+        records.append(Record(number, fields["commit"], fields["author"], fields["date"], fields["subject"],
+                              git.patch_id(repo, sha), git.diffstat(repo, sha)))
+    return base, records
+
+
+def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record]) -> tuple[Index, list]:
+    """The index and records for `pinned`, keeping our why-note and notes from the records in `previous`."""
+    old_index = read_index(previous)
+    old_records = read_records(previous) if previous.exists() else {}
+    old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
+    # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.
+    noted = [replace(r, note=old_records[r.commit].note if r.commit in old_records
+                     else old_notes_by_patch_id.get(r.patch_id, "")) for r in records]
+    why = old_index.why if old_index and old_index.why.strip() else WHY_PLACEHOLDER
+    index = index_for(fork.distribution, fork.url, fork.branch, pinned, fork.upstream_url, fork.upstream_branch,
+                      base, why, noted)
+    return index, noted
+
+
+def write(directory: Path, index: Index, records: list[Record]) -> None:
+    """Make `directory` hold exactly `index` and its records (stale records removed)."""
+    keep = {r.filename for r in records} | {"index.toml"}
+    for stale in directory.iterdir() if directory.exists() else ():
+        if stale.is_file() and stale.name not in keep:
+            stale.unlink()
+    for record in records:
+        write_atomic(directory / record.filename, record.render())
+    write_atomic(directory / "index.toml", render_index(index))
+
+
+def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit: str | None) -> list[Difference]:
+    expected = {"fork-url": fork.url, "branch": fork.branch or "", "pinned": fork.rev,
+                "upstream-url": fork.upstream_url or "", "upstream-branch": fork.upstream_branch}
+    if fork.base:
+        expected["base"] = fork.base
+    found = index.facts()
+    diffs = [Difference(name, key, f"{value!r} (pyproject.toml)", repr(found[key]))
+             for key, value in expected.items() if found[key] != value]
+    if locked_commit != fork.rev:
+        diffs.append(Difference("uv.lock", f"{fork.distribution} commit", f"{fork.rev} (pyproject.toml)",
+                                str(locked_commit)))
+    return diffs
+
+
+def _entry_differences(directory: Path, position: int, entry: dict) -> list[Difference]:
+    name = f"index.toml [[commit]] #{position}"
+    record_name = entry.get("record")
+    diffs = []
+    if entry.get("number") != position:
+        diffs.append(Difference(name, "number", str(position), str(entry.get("number"))))
+    subject = entry.get("subject")
+    if isinstance(subject, str) and record_name != patch_filename(position, subject):
+        diffs.append(Difference(name, "record", patch_filename(position, subject), str(record_name)))
+    if not isinstance(record_name, str) or Path(record_name).name != record_name or record_name in ("", ".", ".."):
+        return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/",
+                                   repr(record_name))]
+    path = directory / record_name
+    if not path.is_file():
+        return [*diffs, Difference(name, "record", f"{record_name} to exist", "missing")]
+    record = read_record(path)
+    for key, value in (("commit", record.commit), ("subject", record.subject), ("patch-id", record.patch_id),
+                       ("digest", record.digest())):
+        if entry.get(key) != value:
+            what = "the facts' digest (a fact was edited by hand)" if key == "digest" else key
+            diffs.append(Difference(record_name, what, str(entry.get(key)), value))
+    return diffs
+
+
+def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True) -> list[Difference]:
+    """What can be proved without git: files = index entries, pins agree, no fact edited since generation."""
+    directory = records_dir(project, fork.distribution)
+    rel = f"patches/{fork.distribution}/index.toml"
+    index = read_index(directory)
+    if index is None:
+        return [Difference(rel, "file", "to exist", "missing")]
+    package = locked.get(fork.distribution)
+    diffs = _pin_differences(rel, index, fork, package.commit if package else None)
+    if index.distribution != fork.distribution:
+        diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
+    if index.digest != index.expected_digest():
+        diffs.append(Difference(rel, "digest (a fact in the index was edited by hand)", index.expected_digest(),
+                                str(index.digest)))
+    if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):
+        diffs.append(Difference(rel, "why", "a note saying what the fork adds and why nemo-rl needs it",
+                                "the placeholder"))
+    for position, entry in enumerate(index.commits, start=1):
+        diffs += _entry_differences(directory, position, entry)
+    listed = {str(entry.get("record")) for entry in index.commits} | {"index.toml"}
+    for path in sorted(directory.iterdir()):
+        if path.name not in listed:
+            diffs.append(Difference(f"patches/{fork.distribution}/{path.name}", "file", "listed in index.toml",
+                                    "not listed (stray or duplicate)"))
+    return diffs
+
+
+def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
+    """Records directories without a fork in pyproject.toml: a deleted fork table must not vanish silently."""
+    known = {f.distribution for f in forks}
+    root = project / "patches"
+    return [Difference(f"patches/{d.name}/", "fork", f"[tool.nemo-rl.forks.{d.name}] in pyproject.toml", "missing")
+            for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known]
+
+
+def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
+    """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
+    repo = forkrepo.repo_for(fork)
+    forkrepo.fetch_commit(repo, fork, fork.rev)
+    base, fresh = compute(repo, fork, fork.rev)
+    directory = records_dir(project, fork.distribution)
+    rel = f"patches/{fork.distribution}/index.toml"
+    index = read_index(directory)
+    if index is None:
+        return [Difference(rel, "file", "to exist", "missing")]
+    expected = index_for(fork.distribution, fork.url, fork.branch, fork.rev, fork.upstream_url,
+                         fork.upstream_branch, base, "", fresh)
+    diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
+             for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]
+    if len(index.commits) != len(fresh):
+        diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
+    for position, record in enumerate(fresh, start=1):
+        entry = index.commits[position - 1] if position <= len(index.commits) else {}
+        name = str(entry.get("record", "-"))
+        if name != record.filename:
+            diffs.append(Difference(rel, f"[[commit]] #{position} record", record.filename, name))
+        path = directory / name
+        if not entry or Path(name).name != name or not path.is_file():
+            diffs.append(Difference(record.filename, "file", f"record of {record.commit}", "missing"))
+            continue
+        found = read_record(path).facts()
+        diffs += [Difference(name, key, record.facts()[key], found[key])
+                  for key in RECORD_FACTS if found[key] != record.facts()[key]]
+    for entry in index.commits[len(fresh):]:
+        diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
+                                f"{entry.get('commit')} {entry.get('subject')}"))
+    return diffs
+

@@ -1,0 +1,25 @@
+"""`nemo-rl deps recover`: finish or discard what a killed bump left in .nemo-rl/."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+from nemo_rl.deps import files, lockfile
+
+
+def run(args: argparse.Namespace) -> int:
+    project = lockfile.find_project(args.project)
+    found = files.leftovers(project)
+    if not found:
+        print("nothing to recover: no interrupted bump in this project")
+        return 0
+    for path, journal in found:
+        if journal:  # killed while landing: every staged file is complete, so landing the rest is correct
+            moved = files.finish(project, path)
+            print(f"finished an interrupted landing: {', '.join(moved)}")
+        else:  # killed before landing: the project was never touched
+            shutil.rmtree(path, ignore_errors=True)
+            print(f"removed {path} (a bump killed before it changed anything)")
+    files.remove_empty(project / files.STAGING_ROOT)
+    return 0

@@ -1,0 +1,55 @@
+"""Which forks are being developed from a local checkout instead of the pin (`nemo-rl deps develop`).
+
+The state lives in <project>/.nemo-rl/develop.json (git-ignored, never committed): pyproject.toml and
+uv.lock stay untouched, and every environment made from the project reads this file to put the checkout
+in front of the locked install.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nemo_rl.deps import files, git
+from nemo_rl.errors import NemoRLError
+
+STATE = Path(files.STAGING_ROOT) / "develop.json"
+
+
+def read(project: Path) -> dict[str, dict]:
+    path = project / STATE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise NemoRLError(f"cannot read {path}: {exc}",
+                          f"fix or delete {path} (then run `nemo-rl deps develop` again)") from exc
+    if not isinstance(data, dict):
+        raise NemoRLError(f"{path} is not a JSON object", f"delete {path} and run `nemo-rl deps develop` again")
+    return data
+
+
+def write(project: Path, state: dict[str, dict]) -> None:
+    path = project / STATE
+    if state:
+        files.write_atomic(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    else:
+        path.unlink(missing_ok=True)
+
+
+def checkout_facts(checkout: Path, pinned: str) -> dict:
+    """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes."""
+    head = git.rev_parse(checkout, "HEAD")
+    return {"path": str(checkout), "head": head, "ahead": git.count(checkout, f"{pinned}..{head}"),
+            "dirty": git.is_dirty(checkout)}
+
+
+def status(project: Path, distribution: str, pinned: str) -> dict | None:
+    entry = read(project).get(distribution)
+    if not entry:
+        return None
+    checkout = Path(entry["path"])
+    if not checkout.is_dir():
+        return {"path": str(checkout), "head": None, "ahead": 0, "dirty": False, "missing": True}
+    return checkout_facts(checkout, pinned)

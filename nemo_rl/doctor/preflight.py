@@ -1,0 +1,126 @@
+"""Before the long build: can `uv sync --extra mcore` succeed here? Answers in seconds.
+
+transformer-engine-torch compiles against the installed torch and stops minutes in when the toolkit is
+wrong ("The detected CUDA version (13.0) mismatches the version that was used to compile PyTorch (12.6)"),
+when nvcc rejects the host compiler, or when cuDNN headers are missing; and the forks are git sources.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+
+from nemo_rl.deps import git, lockfile
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import run
+
+CUDA_TOOLKIT_FIX = ("install a CUDA {major} toolkit (NVIDIA publishes no CUDA 12 nvcc on PyPI: use NVIDIA's "
+                    "installer or your cluster's module) and set CUDA_HOME to it, with $CUDA_HOME/bin on PATH")
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None
+
+
+def find_nvcc() -> Path | None:
+    """nvcc as transformer-engine's build finds it: $CUDA_HOME (or $CUDA_PATH), then PATH, then /usr/local/cuda."""
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and (Path(home) / "bin" / "nvcc").is_file():
+            return Path(home) / "bin" / "nvcc"
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return Path(on_path)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return default if default.is_file() else None
+
+
+def nvcc_version(nvcc: Path) -> str | None:
+    out = run([nvcc, "--version"], check=False, timeout=20).stdout
+    match = re.search(r"release (\d+\.\d+)", out)
+    return match.group(1) if match else None
+
+
+def check_python(project: Path | None) -> Item:
+    spec = lockfile.requires_python(project) if project else None
+    version = platform.python_version()
+    if spec is None or version in SpecifierSet(spec):
+        return Item("python", True, f"{version} satisfies {spec or 'any'}", None)
+    return Item("python", False, f"{version} does not satisfy {spec}",
+                "run with Python 3.12: `uv sync --python 3.12 --extra mcore` (NeMo at our pin needs 3.12)")
+
+
+def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
+    if torch_cuda is None:
+        return Item("nvcc", False, "torch is a CPU build (torch.version.cuda is None)",
+                    "run `uv sync`: the locked torch is a CUDA 12 build"), None
+    major = torch_cuda.split(".")[0]
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return Item("nvcc", False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}",
+                    CUDA_TOOLKIT_FIX.format(major=major)), None
+    version = nvcc_version(nvcc)
+    if version is None or version.split(".")[0] != major:
+        return Item("nvcc", False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}",
+                    CUDA_TOOLKIT_FIX.format(major=major)), nvcc
+    return Item("nvcc", True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", None), nvcc
+
+
+def check_host_compiler(nvcc: Path | None) -> Item:
+    if nvcc is None:
+        return Item("host compiler", False, "not checked: no nvcc", "fix nvcc first")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.cu"
+        source.write_text("__global__ void probe() {}\n")
+        result = run([nvcc, "-c", source, "-o", Path(tmp) / "probe.o"], check=False, timeout=120)
+    if result.returncode == 0:
+        return Item("host compiler", True, f"{nvcc} compiled a kernel with the host compiler", None)
+    first = (result.stderr.strip() or result.stdout.strip()).splitlines()[:1]
+    return Item("host compiler", False, f"nvcc could not compile a kernel: {first[0] if first else 'no output'}",
+                "install a host compiler this nvcc supports (e.g. an older gcc) and set CC/CXX, or use NVCC_CCBIN")
+
+
+def cudnn_header_dirs() -> list[Path]:
+    candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
+    dirs = [Path(c) / "include" for c in candidates if c]
+    dirs += [Path(p) / "nvidia" / "cudnn" / "include" for p in sys.path if p]  # the nvidia-cudnn-cu12 wheel
+    return [*dirs, Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
+            Path("/usr/local/cuda/include")]
+
+
+def check_cudnn() -> Item:
+    for directory in cudnn_header_dirs():
+        if (directory / "cudnn_version.h").is_file() or (directory / "cudnn.h").is_file():
+            return Item("cudnn headers", True, f"found in {directory}", None)
+    return Item("cudnn headers", False, "no cudnn.h / cudnn_version.h found",
+                "install cuDNN's headers (the nvidia-cudnn-cu12 wheel torch brings has them) or set CUDNN_PATH")
+
+
+def check_hosts(project: Path | None) -> list[Item]:
+    items = []
+    for fork in lockfile.forks(project) if project else []:
+        try:
+            git.ls_remote(fork.url, "HEAD", timeout=20)
+            items.append(Item(f"reach {fork.distribution}", True, f"{fork.url} answers", None))
+        except NemoRLError as exc:
+            items.append(Item(f"reach {fork.distribution}", False, f"{fork.url}: {exc.what.splitlines()[0]}",
+                              f"check the network, or `git config --global url.<mirror>.insteadOf {fork.url}` "
+                              "and `export UV_NO_GITHUB_FAST_PATH=1`"))
+    return items
+
+
+def run_all(project: Path | None, torch) -> list[Item]:
+    nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
+    return [check_python(project), nvcc_item, check_host_compiler(nvcc), check_cudnn(),
+            *check_hosts(project)]

@@ -1,0 +1,9 @@
+"""One line per phase on stderr, so long steps (a fetch, `uv lock`, a cold build) are never silent."""
+
+from __future__ import annotations
+
+import sys
+
+
+def progress(message: str) -> None:
+    print(f"==> {message}", file=sys.stderr, flush=True)
