@@ -26,6 +26,7 @@ class Component:
     module: str  # the module nemo-rl itself uses: only its import proves the component works
     remedy: str
     extra: str = "mcore"
+    entry_points: tuple[str, ...] = ()  # further modules nemo-rl imports (smoke and `deps verify` import them)
 
 
 # The one table of mcore components: doctor, smoke, status and `deps verify` derive from it.
@@ -34,7 +35,8 @@ COMPONENTS: dict[str, Component] = {c.key: c for c in (
     # `nemo` alone imports on Python 3.11; nemo.tron.init (what nemo-rl calls) does not: NeMo at our pin uses
     # 3.12 f-string syntax below it. Upstream's is_nemo_installed imported nemo.tron.init too.
     Component("nemo", "nemo-toolkit", "nemo.tron.init",
-              SYNC_REMEDY + " on Python 3.12 (NeMo at our pin needs 3.12: `uv sync --python 3.12 --extra mcore`)"),
+              SYNC_REMEDY + " on Python 3.12 (NeMo at our pin needs 3.12: `uv sync --python 3.12 --extra mcore`)",
+              entry_points=("nemo.tron.init", "nemo.tron.config", "nemo.tron.model", "nemo.tron.train")),
     # transformer_engine alone imports without its torch extension; .pytorch is what Megatron uses.
     Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
               SYNC_REMEDY + "; transformer-engine needs CUDA libraries (its build: a CUDA 12 nvcc and cuDNN "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl.deps import files, forkrepo, git, lockfile, records, uv
+from nemo_rl.deps import files, forkmeta, forkrepo, git, lockfile, records, uv
 from nemo_rl.deps.patch_records import read_index
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
@@ -106,6 +106,20 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     return "\n".join(lines)
 
 
+def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str) -> list[str]:
+    """The bump report's requirement lines: what the fork itself declares, old commit against new."""
+    progress("reading the fork's own metadata at the old and the new commit (its build backend)")
+    try:
+        if not git.has_commit(repo, fork.rev):
+            forkrepo.fetch_commit(repo, fork, fork.rev)
+        old, new = forkmeta.read(repo, fork.rev), forkmeta.read(repo, new_rev)
+    except NemoRLError as exc:
+        return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
+                f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
+                f"`nemo-rl deps verify {fork.distribution}`"]
+    return forkmeta.drift(old, new, lockfile.declared_metadata(project, fork.distribution)).lines(fork.distribution)
+
+
 def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
     """The staged state must be exactly what we meant before anything lands; returns its locked packages."""
     locked = lockfile.locked_packages(staged)
@@ -152,12 +166,14 @@ def run(args: argparse.Namespace) -> int:
         locked_after = validate(staging.path, new_fork, new_rev)
         changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
+        drift_lines = requirement_drift(project, repo, fork, new_rev)
         if not args.dry_run:
             staging.land()
     print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run))
+    print("\n".join(drift_lines))
     if metadata_note:
         print(f"  metadata: {metadata_note}")
     if not args.dry_run:
-        print(f"next: review {relative_patches}/index.toml (why-note), then commit pyproject.toml, "
-              f"uv.lock and {relative_patches}/ together")
+        print(f"next: review {relative_patches}/index.toml (why-note), run `nemo-rl deps verify {fork.distribution}`, "
+              f"then commit pyproject.toml, uv.lock and {relative_patches}/ together")
     return 0

@@ -17,7 +17,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from nemo_rl.deps import bump, patches, recover, status
+    from nemo_rl.deps import bump, patches, recover, status, verify
 
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,6 +43,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the bump report; no project file is opened for writing")
     p.set_defaults(handler=bump.run)
+
+    p = verbs.add_parser("verify", help="build a throwaway environment from uv.lock and import what nemo-rl uses",
+                         description="Build a throwaway environment from the current uv.lock with the fork's extra "
+                         "(uv's cache makes a second run cheap) and import the modules nemo-rl relies on. A missing "
+                         "module is reported with the line to add to [[tool.uv.dependency-metadata]]. Packages this "
+                         "machine cannot build (transformer-engine without a CUDA 12 toolkit) are skipped and named.")
+    _common(p)
+    p.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    p.set_defaults(handler=verify.run)
 
     p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
                          description="A bump stages everything in .nemo-rl/ and lands it by renames. If it was "

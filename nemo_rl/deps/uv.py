@@ -32,9 +32,10 @@ def find_uv_bin() -> str:
 
 
 def uv(
-    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None, remedy: str | None = None
+    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None, remedy: str | None = None,
+    stream: bool = False,
 ) -> Result:
-    return run([find_uv_bin(), *args], cwd=cwd, env=env, remedy=remedy)
+    return run([find_uv_bin(), *args], cwd=cwd, env=env, remedy=remedy, stream=stream)
 
 
 def version() -> str:
@@ -53,12 +54,12 @@ def lock(project: Path, *, upgrade_package: str | None = None) -> Result:
     )
 
 
-def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None) -> Result:
+def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False) -> Result:
     env = dict(os.environ)
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)
         env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it
-    return uv(["sync", "--project", str(project), *flags], cwd=project, env=env)
+    return uv(["sync", "--project", str(project), *flags], cwd=project, env=env, stream=stream)
 
 
 def venv(path: Path, *, python: str | None = None) -> Result:

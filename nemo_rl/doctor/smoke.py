@@ -17,7 +17,7 @@ from nemo_rl import extras
 from nemo_rl.models.config import ModelConfig
 
 CONFIG = ModelConfig()
-NEMO_TRON_ENTRY_POINTS = ("nemo.tron.init", "nemo.tron.config", "nemo.tron.model", "nemo.tron.train")
+NEMO_TRON_ENTRY_POINTS = extras.COMPONENTS["nemo"].entry_points
 
 
 class Skip(Exception):

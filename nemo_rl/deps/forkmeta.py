@@ -1,0 +1,126 @@
+"""What a fork itself declares at a commit, asked of its own build backend (PEP 517
+prepare_metadata_for_build_wheel), not parsed from setup.py or requirements files by hand.
+
+uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump compares the two.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nemo_rl.deps import git, uv
+from nemo_rl.errors import NemoRLError
+
+# Runs inside a throwaway environment holding only the fork's build requirements.
+HOOK = """
+import importlib, os, sys
+source, out, backend, backend_path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+os.chdir(source)
+sys.path[:0] = [os.path.join(source, p) for p in backend_path]
+module, _, attr = backend.partition(":")
+hooks = importlib.import_module(module)
+for part in filter(None, attr.split(".")):
+    hooks = getattr(hooks, part)
+print(hooks.prepare_metadata_for_build_wheel(out))
+"""
+
+
+@dataclass(frozen=True)
+class Metadata:
+    name: str
+    version: str
+    requires: dict[str, str]  # canonical name -> the requirement as the fork writes it (extras' excluded)
+
+
+def _requirements(lines: list[str]) -> dict[str, str]:
+    result = {}
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker and "extra" in str(req.marker):
+            continue  # optional features of the fork, not what `import` needs
+        result[canonicalize_name(req.name)] = str(req)
+    return result
+
+
+def read(repo: Path, rev: str) -> Metadata:
+    """The fork's metadata at `rev` (already fetched into the cache `repo`)."""
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-meta-") as tmp:
+        source, out = Path(tmp) / "src", Path(tmp) / "out"
+        out.mkdir()
+        try:
+            git.git(["worktree", "add", "--quiet", "--detach", "--force", str(source), rev], repo=repo)
+        except NemoRLError as exc:
+            raise NemoRLError(f"cannot check out {rev[:12]} to read its metadata: {exc.what.splitlines()[0]}",
+                              "check that the fork serves every blob of that commit (mirrors may lack large files)"
+                              ) from exc
+        try:
+            return _build_metadata(source, out, rev)
+        finally:
+            shutil.rmtree(source, ignore_errors=True)
+            git.git(["worktree", "prune"], repo=repo, check=False)
+
+
+def _build_metadata(source: Path, out: Path, rev: str) -> Metadata:
+    try:
+        build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
+            if (source / "pyproject.toml").exists() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
+                          "pick another commit, or fix the fork") from exc
+    requires = build.get("requires", ["setuptools>=40.8.0"])
+    backend = build.get("build-backend", "setuptools.build_meta:__legacy__")
+    with_args = [arg for req in requires for arg in ("--with", req)]
+    try:
+        result = uv.uv(["run", "--no-project", "--isolated", "--quiet", "--python", sys.executable, *with_args,
+                        "python", "-c", HOOK, str(source), str(out), backend, *build.get("backend-path", [])],
+                       cwd=source)
+    except NemoRLError as exc:
+        raise NemoRLError(f"the fork's build backend could not produce metadata at {rev[:12]}",
+                          f"read its output:\n{exc.what}") from exc
+    dist_info = out / result.stdout.strip().splitlines()[-1]
+    message = Parser().parsestr((dist_info / "METADATA").read_text())
+    return Metadata(message["Name"], message["Version"], _requirements(message.get_all("Requires-Dist") or []))
+
+
+@dataclass(frozen=True)
+class Drift:
+    added: list[str]
+    removed: list[str]
+    changed: list[tuple[str, str]]
+    uncovered: list[str]  # new-side requirements our declared entry does not name
+
+    def lines(self, distribution: str) -> list[str]:
+        lines = [f"  requirements (the fork's own metadata): {len(self.added)} added, {len(self.removed)} removed, "
+                 f"{len(self.changed)} changed"]
+        lines += [f"    + {r}{'   NOT COVERED' if canonicalize_name(Requirement(r).name) in self.uncovered else ''}"
+                  for r in self.added]
+        lines += [f"    - {r}" for r in self.removed]
+        lines += [f"    ~ {old} -> {new}" for old, new in self.changed]
+        new_uncovered = [n for n in self.uncovered if n in {canonicalize_name(Requirement(r).name) for r in self.added}]
+        if new_uncovered:
+            lines.append(f"  not covered by [[tool.uv.dependency-metadata]] {distribution}: {', '.join(new_uncovered)}"
+                         f" - if the fork imports them, add them to that entry's requires-dist in pyproject.toml, "
+                         f"relock, then `nemo-rl deps verify {distribution}`")
+        return lines
+
+
+def drift(old: Metadata, new: Metadata, declared: dict | None) -> Drift:
+    covered = {canonicalize_name(Requirement(r).name) for r in (declared or {}).get("requires-dist", [])}
+    added = [new.requires[n] for n in sorted(new.requires.keys() - old.requires.keys())]
+    removed = [old.requires[n] for n in sorted(old.requires.keys() - new.requires.keys())]
+    changed = [(old.requires[n], new.requires[n]) for n in sorted(old.requires.keys() & new.requires.keys())
+               if old.requires[n] != new.requires[n]]
+    uncovered = sorted(n for n in new.requires if n not in covered) if declared is not None else []
+    return Drift(added, removed, changed, uncovered)
