@@ -20,6 +20,7 @@ USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUO
 def build_parser() -> argparse.ArgumentParser:
     from nemo_rl.deps import cli as deps_cli
     from nemo_rl.doctor import command as doctor
+    from nemo_rl.envs import command as envs
 
     parser = argparse.ArgumentParser(
         prog="nemo-rl",
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     doctor.add_parser(subparsers)
     deps_cli.add_parser(subparsers)
+    envs.add_parser(subparsers)
     return parser
 
 

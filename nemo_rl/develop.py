@@ -7,6 +7,7 @@ in front of the locked install.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -53,3 +54,26 @@ def status(project: Path, distribution: str, pinned: str) -> dict | None:
     if not checkout.is_dir():
         return {"path": str(checkout), "head": None, "ahead": 0, "dirty": False, "missing": True}
     return checkout_facts(checkout, pinned)
+
+
+def overlay_name(checkout: Path) -> str:
+    return f"_nemo_rl_develop_{hashlib.sha256(str(checkout).encode()).hexdigest()[:12]}.pth"
+
+
+def install_overlay(env: Path, checkout: Path) -> Path:
+    """Put `checkout` in front of the locked install in `env`: a .pth line, the mechanism editable installs use,
+    written outside uv's records so `uv sync` neither sees nor removes it and uv.lock never changes."""
+    site = sorted(env.glob("lib/python3*/site-packages"))
+    if not site:
+        raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
+    path = site[0] / overlay_name(checkout)
+    files.write_atomic(path, f"import sys; sys.path.insert(0, {str(checkout)!r})\n")
+    return path
+
+
+def remove_overlay(env: Path, checkout: Path) -> bool:
+    found = False
+    for path in env.glob(f"lib/python3*/site-packages/{overlay_name(checkout)}"):
+        path.unlink()
+        found = True
+    return found

@@ -1,22 +1,20 @@
-"""Python executables for workers, and materialising them as environments created with uv.
+"""Python executables for workers, and materialising them as keyed, verified environments (nemo_rl.workerenv).
 
 A worker declares how its Python is obtained (one of PY_EXECUTABLES); `create_local_venv` turns a
-`uv run ...` declaration into a real environment under NEMO_RL_VENV_DIR and returns its interpreter, so
-process launchers (Ray actors, subprocesses) can start it directly without uv on their hot path.
+`uv run ...` declaration into the environment for this project's uv.lock and returns its interpreter, so
+process launchers (Ray actors, subprocesses) start it directly without uv on their hot path.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import sys
 from pathlib import Path
 
-from nemo_rl.deps import uv
 from nemo_rl.errors import NemoRLError
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+SYNC_OPTIONS = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "--no-dev", "--offline"}
 
 
 class PY_EXECUTABLES:
@@ -27,11 +25,7 @@ class PY_EXECUTABLES:
     MCORE = "uv run --locked --extra mcore"
 
 
-def default_venv_dir() -> Path:
-    return Path(os.environ.get("NEMO_RL_VENV_DIR") or PROJECT_DIR / "venvs")
-
-
-def _sync_flags(py_executable: str) -> list[str]:
+def sync_flags(py_executable: str) -> list[str]:
     words = shlex.split(py_executable)
     if words[:2] != ["uv", "run"]:
         raise NemoRLError(
@@ -40,29 +34,25 @@ def _sync_flags(py_executable: str) -> list[str]:
         )
     flags = words[2:]
     # `uv run` options that `uv sync` also takes; anything else (a command to run) makes no sense here.
-    allowed = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "--no-dev", "--offline"}
     for word in flags:
-        if word.startswith("-") and word.split("=")[0] not in allowed:
+        if word.startswith("-") and word.split("=")[0] not in SYNC_OPTIONS:
             raise NemoRLError(f"py_executable {py_executable!r} has {word!r}, which `uv sync` does not take",
-                              f"use only {', '.join(sorted(allowed))}")
+                              f"use only {', '.join(sorted(SYNC_OPTIONS))}")
     return flags
 
 
 def create_local_venv(py_executable: str, venv_name: str, *, project: Path | None = None) -> str:
-    """Create (or bring up to date) the worker environment `venv_name`; return its python's path."""
+    """The verified worker environment for `py_executable` and the project's uv.lock; return its python.
+
+    `venv_name` names the worker in messages only: environments are keyed by what defines them (uv.lock,
+    flags, Python, platform), so two names with the same definition share one environment.
+    """
+    from nemo_rl import workerenv
+
     if py_executable == PY_EXECUTABLES.SYSTEM:
         return sys.executable
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", venv_name):
-        raise NemoRLError(f"invalid venv name {venv_name!r}", "use letters, digits, '.', '_' and '-' only")
-    flags = _sync_flags(py_executable)
     project = project or PROJECT_DIR
     if not (project / "pyproject.toml").exists():
         raise NemoRLError(f"no pyproject.toml in {project} to build {venv_name!r} from",
                           "pass project= the nemo-rl checkout (workers are built from its uv.lock)")
-    venv_dir = default_venv_dir() / venv_name
-    uv.venv(venv_dir, python=sys.executable)
-    uv.sync(project, flags=flags, environment=venv_dir)
-    python = venv_dir / "bin" / "python"
-    if not python.exists():
-        raise NemoRLError(f"uv sync finished but {python} does not exist", f"remove {venv_dir} and try again")
-    return str(python)
+    return str(workerenv.ensure(project, sync_flags(py_executable)).python)

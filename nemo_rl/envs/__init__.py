@@ -1,0 +1,1 @@
+"""`nemo-rl envs`: worker environments built from uv.lock."""

@@ -1,0 +1,63 @@
+"""Ray actors in exact worker environments. Ray is the distributed engine; this is only what it needs from us:
+the options that start an actor with a verified environment's interpreter, and that environment on every node.
+
+Ray is imported inside the functions: `import nemo_rl` stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nemo_rl import venvs, workerenv
+
+
+def start_ray(**init_kwargs):
+    """ray.init with Ray's `uv run` detection off: a driver run under `uv run` (as CI runs pytest) would otherwise
+    make Ray package a copy of the working directory for every worker, so workers would import the copy's code
+    instead of the checkout's, and our worker environments would be replaced by Ray's own `uv run`."""
+    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"  # for processes Ray starts from here
+    import ray
+    from ray._private import ray_constants
+
+    # Ray reads the variable once, when ray_constants is first imported, which may have happened already.
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
+    return ray.init(**init_kwargs)
+
+
+def actor_options(py_executable: str, project: Path | None = None) -> dict:
+    """Ray options for an actor that must run in `py_executable` (one of venvs.PY_EXECUTABLES).
+
+    The environment is built (once) and verified here, in seconds when it exists: a bad environment is a
+    NemoRLError before Ray starts any worker with it, never a registration timeout minutes later.
+    """
+    if py_executable == venvs.PY_EXECUTABLES.SYSTEM:
+        return {}
+    env = workerenv.ensure(project or venvs.PROJECT_DIR, venvs.sync_flags(py_executable))
+    return {"runtime_env": {
+        "py_executable": str(env.python),
+        # self-contained: the env's own VIRTUAL_ENV, and uv pointed at it, whatever the driver had activated
+        "env_vars": {"VIRTUAL_ENV": str(env.path), "UV_PROJECT_ENVIRONMENT": str(env.path),
+                     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"},
+    }}
+
+
+def prepare_on_every_node(py_executable: str, project: Path | None = None) -> dict[str, str]:
+    """Build and verify the environment on every alive node (one task pinned to each), as the upstream project
+    does; returns node id -> interpreter path, the same path on every node (the key names it)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    project = project or venvs.PROJECT_DIR
+    flags = venvs.sync_flags(py_executable)
+    venv_dir = str(workerenv.envs_dir())
+
+    @ray.remote(num_cpus=0)
+    def build_here() -> str:
+        os.environ["NEMO_RL_VENV_DIR"] = venv_dir
+        return str(workerenv.ensure(project, flags).python)
+
+    nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+    refs = [build_here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+            for node in nodes]
+    return dict(zip(nodes, ray.get(refs), strict=True))
