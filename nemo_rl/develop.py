@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from nemo_rl.deps import files, git
@@ -77,3 +78,13 @@ def remove_overlay(env: Path, checkout: Path) -> bool:
         path.unlink()
         found = True
     return found
+
+
+def project_environment(project: Path) -> Path:
+    """The environment `uv run` and `uv sync` use for the project: $UV_PROJECT_ENVIRONMENT, else .venv."""
+    setting = os.environ.get("UV_PROJECT_ENVIRONMENT")
+    return Path(setting) if setting else project / ".venv"
+
+
+def worker_overlays(checkout: Path, envs_dir: Path) -> list[Path]:
+    return sorted(envs_dir.glob(f"*/lib/python3*/site-packages/{overlay_name(checkout)}"))

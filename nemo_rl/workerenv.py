@@ -161,16 +161,18 @@ def verify(env: WorkerEnv, project: Path) -> dict:
 
 
 def listing(project: Path | None) -> list[dict]:
-    current = lock_hash(project) if project else None
+    """Every environment under envs_dir(); current when its key is what the project gives its flags now (same
+    uv.lock, Python, platform and developed forks), else stale."""
     rows = []
     for path in sorted(envs_dir().iterdir()):
         env = describe(path) if path.is_dir() and not path.name.startswith(".") else None
         if env is None:
             continue
+        current = project is not None and env.project == str(project) and env.key == key_for(project, env.flags)
         used = path / LAST_USED
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
         rows.append({"key": env.key, "path": str(path), "flags": env.flags, "project": env.project,
-                     "state": "current" if env.lock_hash == current and env.project == str(project) else "stale",
+                     "state": "current" if current else "stale",
                      "size_mb": round(size / 1e6, 1), "last_used": used.stat().st_mtime if used.exists() else None})
     return rows
 

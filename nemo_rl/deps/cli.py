@@ -17,7 +17,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from nemo_rl.deps import bump, patches, recover, status, verify
+    from nemo_rl.deps import bump, develop, patches, recover, status, verify
 
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,6 +52,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
     p.set_defaults(handler=verify.run)
+
+    p = verbs.add_parser(
+        "develop", help="run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)",
+        usage="nemo-rl deps develop DIST [PATH] [--branch NAME]\n       nemo-rl deps develop --stop DIST [--remove]",
+        description="Without PATH: make a checkout of the fork at the pinned commit in .nemo-rl/develop/DIST (fork "
+        "and upstream remotes, a work branch); with PATH: use that checkout. From then on the project's "
+        "environment and every worker environment import DIST from the checkout: an edit is live at the next "
+        "process start. `deps status --check` fails while developing. --stop returns to the pin and leaves the "
+        "checkout on disk (--remove deletes it when it is clean and nemo-rl made it).")
+    _common(p)
+    p.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    p.add_argument("path", metavar="PATH", nargs="?", help="an existing checkout of the fork")
+    p.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
+    p.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
+    p.add_argument("--remove", action="store_true", help="with --stop: delete the checkout nemo-rl made, if clean")
+    p.set_defaults(handler=develop.run)
 
     p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
                          description="A bump stages everything in .nemo-rl/ and lands it by renames. If it was "

@@ -99,6 +99,24 @@ def is_dirty(repo: Path) -> bool:
     return bool(git(["status", "--porcelain", "--untracked-files=no"], repo=repo).stdout.strip())
 
 
+def toplevel(path: Path) -> Path | None:
+    """The work tree `path` belongs to, or None when it is no git checkout."""
+    result = git(["rev-parse", "--show-toplevel"], repo=path, check=False)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def init_checkout(path: Path, remotes: dict[str, str]) -> None:
+    """An empty work tree with `remotes` (URLs stored as given: insteadOf applies)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(["init", "--quiet", str(path)])
+    for name, url in remotes.items():
+        git(["remote", "add", name, url], repo=path)
+
+
+def switch_new_branch(path: Path, branch: str, rev: str) -> None:
+    git(["switch", "--quiet", "--create", branch, rev], repo=path)
+
+
 def merge_base(repo: Path, a: str, b: str) -> str:
     return git(["merge-base", a, b], repo=repo).stdout.strip()
 

@@ -175,7 +175,8 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
     comps = components(project, locked)
-    notes = []
+    notes = [f"{dist} is developing: imported from {entry['path']}, not the pin (`nemo-rl deps develop --stop "
+             f"{dist}` returns to it)" for dist, entry in (develop.read(project) if project else {}).items()]
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
     preflight_items = []

@@ -1,0 +1,124 @@
+"""The submodule edit loop without submodules: develop -> edit -> run -> push -> bump -> stop."""
+
+import json
+
+import forkworld
+import pytest
+from gitfixtures import commit, git
+
+from nemo_rl import workerenv
+from nemo_rl.cli import main
+from nemo_rl.deps import environment, lockfile
+from nemo_rl.process import run
+
+TOKENS = "megatron/core/tokens.py"
+
+
+@pytest.fixture
+def env(world, tmp_path, monkeypatch):
+    """The project's environment with the mcore extra, as `uv sync --extra mcore` makes it."""
+    path = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(path))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=path)
+    return path
+
+
+def tokens_in(world, env):
+    """What the next process sees: `uv run` (which syncs first) in the project's environment."""
+    return forkworld.uv_run(world, "run", "--quiet", "--extra", "mcore", "python", "-c",
+                            "from megatron.core.tokens import tokens; print(tokens())", env_dir=env).strip()
+
+
+def status_row(world, env, capsys):
+    capsys.readouterr()
+    main(["deps", "status", "--json", "--project", str(world.project), "--env", str(env)])
+    return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}["megatron-core"]
+
+
+def deps(world, *args):
+    return main(["deps", *args, "--project", str(world.project)])
+
+
+def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypatch):
+    megatron = world.forks["megatron-core"]
+    pinned_files = world.files()
+    pinned_key = workerenv.key_for(world.project, ["--locked", "--extra", "mcore"])
+    assert tokens_in(world, env) == "[1, 2, 0]"
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    assert git(checkout, "rev-parse", "HEAD") == megatron.head
+    assert git(checkout, "config", "remote.origin.url") == megatron.fork_url  # public URLs; insteadOf applies
+    assert git(checkout, "config", "remote.upstream.url") == megatron.upstream_url
+    assert git(checkout, "branch", "--show-current") == "develop/megatron-core"
+
+    (checkout / TOKENS).write_text("def tokens():\n    return ['edited']\n")
+    assert tokens_in(world, env) == "['edited']"  # live at the next process start, through uv run
+    row = status_row(world, env, capsys)
+    assert row["state"] == "developing" and row["developing"]["dirty"] is True
+    assert row["developing"]["ahead"] == 0 and row["developing"]["path"] == str(checkout)
+    assert deps(world, "status", "--check", "--env", str(env)) == 1
+    capsys.readouterr()
+    main(["doctor", "--project", str(world.project)])
+    assert f"megatron-core is developing: imported from {checkout}" in capsys.readouterr().out
+    # worker environments run the checkout's code too, under a key of their own (the fixture has no Ray, so
+    # the build is called without the Ray check that ensure() adds; tests/test_ray_workers.py covers that)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    flags = ["--locked", "--extra", "mcore"]
+    developing_key = workerenv.key_for(world.project, flags)
+    assert developing_key != pinned_key
+    workerenv._build(world.project, flags, developing_key, tmp_path / "venvs" / developing_key)
+    worker_python = tmp_path / "venvs" / developing_key / "bin" / "python"
+    out = run([worker_python, "-c", "from megatron.core.tokens import tokens; print(tokens())"]).stdout.strip()
+    assert out == "['edited']"
+
+    work = commit(checkout, "feat: edited tokens", {})
+    row = status_row(world, env, capsys)
+    assert row["developing"]["ahead"] == 1 and row["developing"]["dirty"] is False
+    assert world.files() == pinned_files  # pyproject.toml, uv.lock and patches/ never changed
+    forkworld.uv_run(world, "lock", "--check", "--quiet")
+
+    git(checkout, "push", "-q", "origin", "HEAD:refs/heads/work")  # the fork gets the work
+    assert deps(world, "bump", "megatron-core", "--rev", work) == 0
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert checkout.exists()  # the developer's checkout stays
+    assert not list(env.glob("lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
+    assert not list((tmp_path / "venvs").glob("*/lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+    assert status_row(world, env, capsys)["state"] == "ok"
+    assert environment.installed(env, "megatron-core")[2] == work == lockfile.fork(world.project, "megatron-core").rev
+    assert tokens_in(world, env) == "['edited']"  # now from the pin, not the checkout
+
+
+def test_stop_returns_to_the_locked_code(world, env, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    (checkout / TOKENS).write_text("def tokens():\n    return ['local']\n")
+    assert tokens_in(world, env) == "['local']"
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1  # dirty: --remove would lose work
+    assert "uncommitted changes" in capsys.readouterr().err
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert tokens_in(world, env) == "[1, 2, 0]"
+    assert environment.installed(env, "megatron-core")[2] == world.forks["megatron-core"].head
+    assert status_row(world, env, capsys)["state"] == "ok"
+    assert deps(world, "develop", "--stop", "megatron-core") == 1  # nothing developing
+    assert "is not being developed" in capsys.readouterr().err
+
+
+def test_develop_with_a_path_and_its_refusals(world, env, capsys, tmp_path):
+    megatron = world.forks["megatron-core"]
+    mine = tmp_path / "my-megatron"
+    run(["git", "clone", "-q", str(megatron.fork), str(mine)])
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    assert status_row(world, env, capsys)["developing"]["path"] == str(mine)
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1  # not ours to delete
+    assert deps(world, "develop", "--stop", "megatron-core") == 0 and mine.exists()
+
+    assert deps(world, "develop", "megatron-core", str(tmp_path)) == 1
+    assert "is not a git checkout" in capsys.readouterr().err
+    assert deps(world, "develop", "megatron-core", str(world.forks["nemo-toolkit"].fork)) == 1
+    assert "lacks the pinned commit" in capsys.readouterr().err
+    pyproject = (mine / "pyproject.toml").read_text()
+    commit(mine, "rename", {"pyproject.toml": pyproject.replace('name = "megatron-core"', 'name = "megatron-tron"')})
+    assert deps(world, "develop", "megatron-core", str(mine)) == 1
+    err = capsys.readouterr().err
+    assert "'megatron-tron'" in err and "'megatron-core'" in err
