@@ -145,13 +145,31 @@ class Bench:
 
     # -- measurements ----------------------------------------------------------------------------
     def clone(self, source: Path, name: str, flags: list[str]) -> dict:
-        times, sizes = [], []
+        times, sizes, ignored = [], [], False
         for i in range(self.repeats):
             dest = self.root / "clones" / f"{name}-{i}"
-            seconds, _ = timed(["git", "clone", "-q", *flags, source.resolve().as_uri(), dest], env=self.env)
-            times.append(seconds)
+            start = time.perf_counter()
+            result = run(["git", "clone", "-q", *flags, source.resolve().as_uri(), dest], env=self.env)
+            times.append(time.perf_counter() - start)
             sizes.append(du(dest))
-        return {"bytes": statistics.median(sizes), "seconds": median_spread(times), "dest": str(dest)}
+            # a server that does not allow filters sends everything: the row would measure a full clone
+            ignored |= "filtering not recognized by server" in result.stderr
+        return {"bytes": statistics.median(sizes), "seconds": median_spread(times), "dest": str(dest),
+                "filter_ignored": ignored}
+
+    def fork_build(self) -> dict:
+        """The fork's own build alone (`uv build --wheel` of a checkout at the pin): what a cold mcore sync pays
+        on top of fetching; Megatron's setup.py compiles its C++ dataset helper here."""
+        fork = self.forks[0]
+        times = []
+        for i in range(self.repeats):
+            checkout = self.root / "builds" / f"{fork.workspace}-{i}"
+            run(["git", "clone", "-q", "--shared", "--no-checkout", str(fork.path), str(checkout)], env=self.env)
+            self.git(checkout, "checkout", "-q", fork.rev)
+            seconds, _ = timed([self.uv, "build", "--wheel", "--quiet", "--out-dir", self.root / "builds" / "wheels",
+                                checkout], env=self.env)
+            times.append(seconds)
+        return median_spread(times)
 
     def cold_sync(self, project: Path, extra: bool) -> dict:
         times, fetched, rss = [], [], []
@@ -212,6 +230,7 @@ class Bench:
         r["mcore_sync"] = {"ours": self.cold_sync(ours_clone, extra=True)}
         r["sync_after_bump"] = self.sync_after_bump(ours_clone)  # while uv's git cache is still warm
         r["mcore_sync"]["submodules"] = self.cold_sync(subs_clone, extra=True)
+        r["fork_build"] = self.fork_build()
         r["worker_start"] = {"ours": self.worker(ours_clone, "uv run --locked --extra mcore"),
                              "submodules": self.worker(subs_clone, "uv run --reinstall --extra mcore")}
         py = [sys.executable, "-c"]
@@ -274,8 +293,10 @@ def table(r: dict) -> str:
                 f"{s(c['this repository']['seconds'])} | – |")
     rows.append(f"| clone, `--depth 1 --shallow-submodules` | (same as above) | "
                 f"{mb(c['submodules --depth 1']['bytes'])}, {s(c['submodules --depth 1']['seconds'])} |")
-    rows.append(f"| clone, `--filter=blob:none --also-filter-submodules` | (same as above) | "
-                f"{mb(c['submodules blob:none']['bytes'])}, {s(c['submodules blob:none']['seconds'])} |")
+    blobless = c["submodules blob:none"]
+    rows.append("| clone, `--filter=blob:none --also-filter-submodules` | (same as above) | " + (
+        "invalid: the server ignored the filter (allow uploadpack.allowFilter) |" if blobless.get("filter_ignored")
+        else f"{mb(blobless['bytes'])}, {s(blobless['seconds'])} |"))
     d = r["default_sync"]
     rows.append(f"| fork bytes fetched by default `uv sync` | {mb(d['ours']['git_bytes_fetched'])} | "
                 f"{mb(d['submodules']['git_bytes_fetched'])} by uv, but {mb(d['submodules']['fork_bytes_in_clone'])} "
@@ -284,6 +305,9 @@ def table(r: dict) -> str:
     rows.append(f"| cold `uv sync --extra mcore` | {s(m['ours']['seconds'])}, {mb(m['ours']['git_bytes_fetched'])} "
                 f"git in uv's cache | {s(m['submodules']['seconds'])}, "
                 f"{mb(m['submodules']['git_bytes_fetched'])} git in uv's cache |")
+    if "fork_build" in r:
+        rows.append(f"| of which the fork's own build (`uv build --wheel` alone) | {s(r['fork_build'])} | not done: "
+                    "the wrapper installs the submodule tree editable, with no build step |")
     rows.append(f"| peak RSS of that sync | {m['ours']['peak_rss_kib'] / 1024:.0f} MiB | "
                 f"{m['submodules']['peak_rss_kib'] / 1024:.0f} MiB |")
     rows.append(f"| cold sync: uv's git db / checkout worktrees | {mb(m['ours']['git_db_bytes'])} / "
@@ -313,6 +337,9 @@ def make_fixture_forks(root: Path, shape: fixture_forks.Shape) -> list[Fork]:
         upstream, fork = root / "repos" / f"upstream-{name}.git", root / "repos" / f"fork-{name}.git"
         shas = fixture_forks.fast_import(upstream, dist, module, shape, seed)
         head = fixture_forks.make_fork(upstream, fork, shas["base"], module, shape, seed)
+        for repo in (upstream, fork):  # served as GitHub serves them
+            for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+                run(["git", "-C", str(repo), "config", key, "true"])
         forks.append(Fork(dist, module, f"https://forks.bench.invalid/{name}.git", fork, head,
                           f"https://upstream.bench.invalid/{name}.git", upstream, name))
     return forks
@@ -328,7 +355,13 @@ def measure(source: str, args: argparse.Namespace) -> dict:
             url, _, path = args.mirror[0].partition("=")
             # NeMo is left out: its local mirror lacks blobs of 4 MiB and more, so neither a submodule clone
             # nor uv's checkout of it can complete here. Megatron-LM's mirror is whole.
-            forks = [Fork("megatron-core", "megatron", url, Path(path), args.rev, workspace="Megatron-LM")]
+            # Served as GitHub serves it (blob filters, by-SHA fetches) from a shared copy, so the user's mirror
+            # is not reconfigured and the filtered-clone row measures a filtered clone.
+            served = root / "served" / "Megatron-LM.git"
+            run(["git", "clone", "-q", "--mirror", "--shared", path, str(served)])
+            for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+                run(["git", "-C", str(served), "config", key, "true"])
+            forks = [Fork("megatron-core", "megatron", url, served, args.rev, workspace="Megatron-LM")]
         return Bench(root, forks, args.repeats).run_all()
     finally:
         if not args.keep:

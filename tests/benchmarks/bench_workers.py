@@ -1,0 +1,142 @@
+"""Benchmark: Ray actors started in worker environments, three ways, and the environments themselves.
+
+    uv run python tests/benchmarks/bench_workers.py [--actors 1 4 8] [--repeats 2]
+
+In one temporary directory: the hermetic fixture forks (tests/forkworld.py) in a project that also locks the
+driver's Ray, a private uv cache, a local Ray cluster under the temporary directory. Measures
+  - environment build, cold (empty uv cache) and warm (cache filled, environment removed), and
+    `nemo-rl envs verify`;
+  - actor start-to-first-call for N actors at once with py_executable =
+    (a) the verified environment's python (nemo-rl), (b) `uv run --locked --extra mcore`,
+    (c) `uv run --reinstall --extra mcore` (the upstream project's).
+Prints a markdown table; writes JSON to benchmark-results/workers.json. Not a test: pytest does not collect it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import forkworld
+
+from nemo_rl import workerenv, workers
+from nemo_rl.deps.uv import find_uv_bin
+from nemo_rl.process import run
+
+MCORE = ["--locked", "--extra", "mcore"]
+
+
+def world_with_ray(root: Path) -> forkworld.World:
+    world = forkworld.make_world(root / "world")
+    pyproject = world.project / "pyproject.toml"
+    ray_version = importlib.metadata.version("ray")
+    pyproject.write_text(pyproject.read_text().replace("dependencies = []", f'dependencies = ["ray=={ray_version}"]'))
+    os.environ.update(world.git_env())
+    run([find_uv_bin(), "lock", "--quiet"], cwd=world.project)
+    return world
+
+
+def timed(function) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = function()
+    return time.perf_counter() - start, value
+
+
+def start_actors(count: int, options: dict) -> float:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def ping(self) -> str:
+            import sys
+
+            return sys.prefix
+
+    start = time.perf_counter()
+    actors = [Probe.options(**options).remote() for _ in range(count)]
+    ray.get([a.ping.remote() for a in actors], timeout=600)
+    seconds = time.perf_counter() - start
+    for actor in actors:
+        ray.kill(actor)
+    return seconds
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f}, n={len(values)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--actors", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json-out", type=Path, default=Path("benchmark-results") / "workers.json")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-workers-"))
+    os.environ.update({"UV_CACHE_DIR": str(root / "uv-cache"), "NEMO_RL_VENV_DIR": str(root / "venvs"),
+                       "NEMO_RL_CACHE_DIR": str(root / "nemo-rl-cache"), "UV_NO_GITHUB_FAST_PATH": "1",
+                       "RAY_TMPDIR": str(root / "ray"), "GIT_CONFIG_GLOBAL": os.devnull})
+    (root / "ray").mkdir()
+    results: dict = {}
+    try:
+        world = world_with_ray(root)
+        project = world.project
+        cold, env = timed(lambda: workerenv.ensure(project, MCORE))
+        shutil.rmtree(env.path)
+        warm, env = timed(lambda: workerenv.ensure(project, MCORE))
+        verify = [timed(lambda: run([sys.executable, "-m", "nemo_rl", "envs", "verify", " ".join(["uv", "run",
+                                                                                                   *MCORE]),
+                                     "--project", str(project)]))[0] for _ in range(5)]
+        results["environment"] = {"cold build": cold, "warm build": warm, "envs verify": verify}
+        workers.start_ray(num_cpus=2, include_dashboard=False)
+        uv_env = {"UV_PROJECT_ENVIRONMENT": str(root / "uv-run-env"), "VIRTUAL_ENV": str(root / "uv-run-env")}
+        ways = {
+            "verified environment's python (nemo-rl)": workers.actor_options("uv run " + " ".join(MCORE), project),
+            "`uv run --locked --extra mcore`": {"runtime_env": {
+                "py_executable": f"{find_uv_bin()} run --project {project} --locked --extra mcore",
+                "env_vars": uv_env}},
+            "`uv run --reinstall --extra mcore` (upstream)": {"runtime_env": {
+                "py_executable": f"{find_uv_bin()} run --project {project} --reinstall --extra mcore",
+                "env_vars": uv_env}},
+        }
+        start_actors(1, ways["`uv run --locked --extra mcore`"])  # make the uv-run environment once
+        results["actors"] = {way: {n: [start_actors(n, options) for _ in range(args.repeats)] for n in args.actors}
+                             for way, options in ways.items()}
+    finally:
+        try:
+            import ray
+
+            ray.shutdown()
+        except Exception:
+            pass
+        shutil.rmtree(root, ignore_errors=True)
+    meta = {"date": datetime.date.today().isoformat(), "cores": os.cpu_count(), "platform": platform.platform(),
+            "ray": importlib.metadata.version("ray"), "command": " ".join(["bench_workers.py", *(argv or sys.argv[1:])])}
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps({"meta": meta, **results}, indent=2))
+    env_results = results["environment"]
+    print(f"Worker environments ({meta['date']}, {meta['cores']} cores, Ray {meta['ray']}; fixture forks):\n")
+    print("| metric | time |\n|---|---|")
+    print(f"| environment build, cold uv cache | {env_results['cold build']:.2f} s |")
+    print(f"| environment build, warm uv cache | {env_results['warm build']:.2f} s |")
+    print(f"| `nemo-rl envs verify` | {summary(env_results['envs verify'])} |")
+    print("\nActor start to first call, N actors at once:\n")
+    print("| py_executable | " + " | ".join(f"N={n}" for n in args.actors) + " |")
+    print("|---|" + "---|" * len(args.actors))
+    for way, by_n in results["actors"].items():
+        print(f"| {way} | " + " | ".join(summary(by_n[n]) for n in args.actors) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
