@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         shutil.rmtree(root, ignore_errors=True)
     meta = {"date": datetime.date.today().isoformat(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "ray": importlib.metadata.version("ray"), "command": " ".join(["bench_workers.py", *(argv or sys.argv[1:])])}
+            "ray": importlib.metadata.version("ray"),
+            "command": " ".join(["uv run python tests/benchmarks/bench_workers.py", *(argv or sys.argv[1:])])}
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"meta": meta, **results}, indent=2))
     env_results = results["environment"]
