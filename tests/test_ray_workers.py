@@ -27,7 +27,9 @@ def ray_world(tmp_path_factory, uv_cache):
     pyproject.write_text(pyproject.read_text().replace("dependencies = []", f'dependencies = ["ray=={ray_version}"]'))
     saved = dict(os.environ)
     os.environ.update(world.git_env())
-    os.environ.update({"UV_CACHE_DIR": str(uv_cache), "UV_NO_GITHUB_FAST_PATH": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+    os.environ.update({"UV_CACHE_DIR": str(uv_cache), "UV_NO_GITHUB_FAST_PATH": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                       # Ray writes ~/.ray/auth_token: the session's Ray gets a home of its own
+                       "HOME": str(tmp_path_factory.mktemp("ray-home"))})
     forkworld.uv_run(world, "lock", "--quiet")
     forkworld.make_records(world)
     yield world

@@ -6,6 +6,7 @@ uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump co
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nemo_rl.deps import git, uv
+from nemo_rl.deps.files import write_atomic
 from nemo_rl.errors import NemoRLError
 
 # Runs inside a throwaway environment holding only the fork's build requirements.
@@ -55,7 +57,19 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 
 
 def read(repo: Path, rev: str) -> Metadata:
-    """The fork's metadata at `rev` (already fetched into the cache `repo`)."""
+    """The fork's metadata at `rev` (already fetched into the cache `repo`). A commit's metadata never changes,
+    so it is kept beside the fork cache: a bump reads the old commit's for free."""
+    cached = repo / "nemo-rl-metadata" / f"{rev}.json"
+    if cached.exists():
+        data = json.loads(cached.read_text())
+        return Metadata(data["name"], data["version"], data["requires"])
+    metadata = _read_uncached(repo, rev)
+    write_atomic(cached, json.dumps({"name": metadata.name, "version": metadata.version,
+                                     "requires": metadata.requires}))
+    return metadata
+
+
+def _read_uncached(repo: Path, rev: str) -> Metadata:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-meta-") as tmp:
         source, out = Path(tmp) / "src", Path(tmp) / "out"
         out.mkdir()

@@ -77,8 +77,15 @@ def set_remote(repo: Path, name: str, url: str) -> None:
 
 def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
     """Fetch blob-less; False when the server ignored the filter (it then sent every blob: slow, not wrong)."""
-    result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
-                 remedy=unreachable(url))
+    try:
+        result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
+                     remedy=unreachable(url))
+    except NemoRLError as exc:
+        if "corruption on the remote side" in exc.what and FILTER_IGNORED in exc.what:
+            # a mirror that lacks some objects (e.g. large files) can still serve a blob-less fetch
+            raise NemoRLError(exc.what, f"{url} is missing objects and ignored the blob filter, so git asked for "
+                              f"all of them; {MIRROR_SETTINGS}, or re-sync the mirror") from exc
+        raise
     return FILTER_IGNORED not in result.stderr
 
 
