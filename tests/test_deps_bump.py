@@ -299,3 +299,28 @@ def test_bump_reminds_when_the_fork_version_is_dynamic(world, capsys):
     dynamic = commit(megatron.fork, "dynamic version", {"pyproject.toml": dynamic_pyproject})
     assert bump(world, "megatron-core", "--rev", dynamic) == 0
     assert "megatron-core's version is not static" in capsys.readouterr().out
+
+
+def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
+    """Ctrl-C between two renames of the landing: the rest lands too, never a mix of old and new."""
+    from nemo_rl.deps import files
+
+    new_head = commit(world.forks["megatron-core"].fork, "feat: roll", {"megatron/core/roll.py": "R = 1\n"})
+    real_replace = os.replace
+    landed = []
+
+    def interrupt_after_first_move(source, target):
+        real_replace(source, target)
+        if ".nemo-rl" in str(source) and "LANDING" not in str(source) and ".tmp" not in str(source):
+            landed.append(target)
+            if len(landed) == 1:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "replace", interrupt_after_first_move)
+    assert bump(world, "megatron-core", "--rev", new_head) == 130
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    assert len(landed) >= 3  # the interrupted landing was finished
+    assert lockfile.fork(world.project, "megatron-core").rev == new_head
+    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
+    assert not (world.project / ".nemo-rl").exists()

@@ -196,3 +196,34 @@ def test_record_names_are_git_format_patch_names(tmp_path):
     out = run(["git", "-C", str(repo), "format-patch", "-o", str(tmp_path / "out"), "--root", "HEAD"]).stdout
     written = [line.rsplit("/", 1)[-1] for line in out.split()]
     assert written == [patch_filename(n, s) for n, s in enumerate(subjects, start=1)]
+
+
+def test_a_careful_hand_edit_is_still_caught_by_the_index_digest(world, capsys):
+    """A record edited together with its entry's digest: only the index's own digest can tell."""
+    from nemo_rl.deps.patch_records import read_record
+
+    record = world.project / RECORD
+    old_digest = read_record(record).digest()
+    edit(record, "author: Fixture Author", "author: Someone Else")
+    edit(world.project / INDEX, old_digest, read_record(record).digest())
+    capsys.readouterr()
+    assert patches(world, "megatron-core", "--check", "--offline") == 1
+    assert "digest (a fact in the index was edited by hand)" in capsys.readouterr().out
+
+
+def test_online_check_finds_a_wrong_base_that_agrees_everywhere_else(world, capsys):
+    """pyproject and index agree on a wrong base (digest recomputed): offline cannot know, online must."""
+    from dataclasses import replace
+
+    from nemo_rl.deps.patch_records import read_index, render_index
+
+    megatron = world.forks["megatron-core"]
+    wrong = megatron.downstream[0]
+    edit(world.project / "pyproject.toml", f'base = "{megatron.base}"', f'base = "{wrong}"')
+    directory = world.project / "patches/megatron-core"
+    index = replace(read_index(directory), base=wrong)
+    (directory / "index.toml").write_text(render_index(replace(index, digest=index.expected_digest())))
+    assert patches(world, "megatron-core", "--check", "--offline") == 0
+    capsys.readouterr()
+    assert patches(world, "megatron-core", "--check") == 1
+    assert f"index.toml: base: expected {megatron.base}, found {wrong}" in capsys.readouterr().out
