@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import signal
 import sys
 import traceback
@@ -53,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        # handlers are "module:function", imported only for the command that runs: `nemo-rl deps status`
+        # must not pay for doctor's or the worker code's imports
+        module, _, function = args.handler.partition(":")
+        return getattr(importlib.import_module(module), function)(args)
     except NemoRLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

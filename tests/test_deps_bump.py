@@ -187,26 +187,34 @@ def test_bump_killed_changes_nothing_and_recover_cleans_up(world, capsys):
     assert not (world.project / ".nemo-rl").exists()
 
 
+def strike_after_first_landed_move(monkeypatch, exception):
+    """Raise `exception` right after the landing's first rename (the journal is already written)."""
+    from nemo_rl.deps import files
+
+    real_replace = os.replace
+    landed = []
+
+    def replace_then_strike(source, target):
+        real_replace(source, target)
+        if ".nemo-rl" in str(source) and "LANDING" not in str(source) and ".tmp" not in str(source):
+            landed.append(target)
+            if len(landed) == 1:
+                raise exception
+
+    monkeypatch.setattr(files.os, "replace", replace_then_strike)
+    return landed, lambda: monkeypatch.setattr(files.os, "replace", real_replace)
+
+
 def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeypatch):
     """The one window: between the first and the last rename. status names it, recover finishes it."""
     from nemo_rl.deps import files
 
     new_head = commit(world.forks["megatron-core"].fork, "feat: landing", {"megatron/core/landing.py": "L = 1\n"})
-    real_replace = os.replace
-    calls = []
-
-    def die_after_first_move(source, target):
-        real_replace(source, target)
-        if ".nemo-rl" in str(source) and "LANDING" not in str(source) and ".tmp" not in str(source):
-            calls.append(target)
-            if len(calls) == 1:
-                raise SystemExit("killed")  # one path landed, the journal written
-
-    monkeypatch.setattr(files.os, "replace", die_after_first_move)
+    _, restore = strike_after_first_landed_move(monkeypatch, SystemExit("killed"))  # journal written, 1 move done
     monkeypatch.setattr(files.Staging, "__exit__", lambda self, *exc: False)  # a SIGKILL runs no clean-up
     with pytest.raises(SystemExit):
         bump(world, "megatron-core", "--rev", new_head)
-    monkeypatch.setattr(files.os, "replace", real_replace)
+    restore()
     # the staging carries its owner's pid (a live owner is a bump in progress); ours "died" in the landing
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -303,22 +311,10 @@ def test_bump_reminds_when_the_fork_version_is_dynamic(world, capsys):
 
 def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
     """Ctrl-C between two renames of the landing: the rest lands too, never a mix of old and new."""
-    from nemo_rl.deps import files
-
     new_head = commit(world.forks["megatron-core"].fork, "feat: roll", {"megatron/core/roll.py": "R = 1\n"})
-    real_replace = os.replace
-    landed = []
-
-    def interrupt_after_first_move(source, target):
-        real_replace(source, target)
-        if ".nemo-rl" in str(source) and "LANDING" not in str(source) and ".tmp" not in str(source):
-            landed.append(target)
-            if len(landed) == 1:
-                raise KeyboardInterrupt
-
-    monkeypatch.setattr(files.os, "replace", interrupt_after_first_move)
+    landed, restore = strike_after_first_landed_move(monkeypatch, KeyboardInterrupt())
     assert bump(world, "megatron-core", "--rev", new_head) == 130
-    monkeypatch.setattr(files.os, "replace", real_replace)
+    restore()
     assert len(landed) >= 3  # the interrupted landing was finished
     assert lockfile.fork(world.project, "megatron-core").rev == new_head
     assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head

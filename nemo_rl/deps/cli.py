@@ -17,8 +17,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from nemo_rl.deps import bump, develop, patches, recover, status, verify
-
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = deps.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -30,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
                    "developing checkout, an interrupted bump all fail)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(handler=status.run)
+    p.set_defaults(handler="nemo_rl.deps.status:run")
 
     p = verbs.add_parser("bump", help="move a fork to a new commit: pyproject, uv.lock and patches/ at once",
                          description="Resolve the new commit, write it to pyproject.toml, run "
@@ -42,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the bump report; no project file is opened for writing")
-    p.set_defaults(handler=bump.run)
+    p.set_defaults(handler="nemo_rl.deps.bump:run")
 
     p = verbs.add_parser("verify", help="build a throwaway environment from uv.lock and import what nemo-rl uses",
                          description="Build a throwaway environment from the current uv.lock with the fork's extra "
@@ -51,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          "machine cannot build (transformer-engine without a CUDA 12 toolkit) are skipped and named.")
     _common(p)
     p.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
-    p.set_defaults(handler=verify.run)
+    p.set_defaults(handler="nemo_rl.deps.verify:run")
 
     p = verbs.add_parser(
         "develop", help="run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)",
@@ -67,14 +65,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
     p.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     p.add_argument("--remove", action="store_true", help="with --stop: delete the checkout nemo-rl made, if clean")
-    p.set_defaults(handler=develop.run)
+    p.set_defaults(handler="nemo_rl.deps.develop:run")
 
     p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
                          description="A bump stages everything in .nemo-rl/ and lands it by renames. If it was "
                          "killed while landing, this finishes the landing; if it was killed before, this removes "
                          "the unused copy. `deps status` says when it is needed.")
     _common(p)
-    p.set_defaults(handler=recover.run)
+    p.set_defaults(handler="nemo_rl.deps.recover:run")
 
     p = verbs.add_parser(
         "patches", help="generate or check patches/<dist>/ records; export a fork's patch series",
@@ -88,4 +86,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")
     p.add_argument("--offline", action="store_true", help="with --check: no fetch, validate the records only")
-    p.set_defaults(handler=patches.run)
+    p.set_defaults(handler="nemo_rl.deps.patches:run")

@@ -53,11 +53,27 @@ def read_text(path: Path) -> str:
                           f"re-save {path.name} as UTF-8 (TOML files must be UTF-8)") from exc
 
 
+_PARSED: dict[tuple[str, int, int, int], dict] = {}
+
+
 def load_toml(path: Path) -> dict:
+    """The parsed file, parsed once per content (path, inode, mtime, size; atomic rewrites get a new inode):
+    status reads pyproject.toml from several places, and a rewritten file (a bump) is parsed again.
+    Callers must not mutate the result."""
     try:
-        return tomllib.loads(read_text(path))
+        stat = path.stat()
+    except FileNotFoundError:
+        stat = None
+    key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size) if stat else None
+    if key in _PARSED:
+        return _PARSED[key]
+    try:
+        data = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise NemoRLError(f"cannot parse {path}: {exc}", f"fix the TOML syntax in {path.name}") from exc
+    if key:
+        _PARSED[key] = data
+    return data
 
 
 def table(value: object, where: str, path: Path) -> dict:

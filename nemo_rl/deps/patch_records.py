@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from nemo_rl.deps.lockfile import read_text
+from nemo_rl.deps.lockfile import load_toml, read_text
 from nemo_rl.errors import NemoRLError
 
 RECORD_HEADER = (
@@ -154,11 +153,7 @@ def read_index(directory: Path) -> Index | None:
     path = directory / "index.toml"
     if not path.exists():
         return None
-    try:
-        data = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise NemoRLError(f"cannot parse {path}: {exc}",
-                          "fix the TOML or regenerate with `nemo-rl deps patches`") from exc
+    data = load_toml(path)  # parsed once per process: status and the records check both read it
     commits = data.get("commit", [])
     if not isinstance(commits, list) or not all(isinstance(c, dict) for c in commits):
         raise NemoRLError(f"{path}: [[commit]] must be an array of tables", "regenerate with `nemo-rl deps patches`")

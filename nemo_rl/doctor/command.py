@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl.doctor import report
-from nemo_rl.jsonout import dumps
-
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
 
 
@@ -23,14 +20,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="with --smoke: full tracebacks of failed checks")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler="nemo_rl.doctor.command:run")
 
 
 def _short(commit: str | None) -> str:
     return commit[:12] if commit else "-"
 
 
-def render(data: report.Report) -> str:
+def render(data) -> str:
     torch = data.torch
     lines = [
         f"python   {data.python.version} ({data.python.executable})"
@@ -73,6 +70,9 @@ def render(data: report.Report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nemo_rl.doctor import report
+    from nemo_rl.jsonout import dumps
+
     data = report.collect(args.project, args.extra, smoke=args.smoke, verbose=args.verbose)
     print(dumps(data) if args.json else render(data))
     return 0 if data.healthy else 1

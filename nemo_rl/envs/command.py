@@ -6,11 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from nemo_rl import venvs, workerenv
-from nemo_rl.deps import lockfile
-from nemo_rl.jsonout import dumps
+from nemo_rl.venvs import PY_EXECUTABLES
 
-NAMES = {"BASE": venvs.PY_EXECUTABLES.BASE, "MCORE": venvs.PY_EXECUTABLES.MCORE}
+NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,10 +29,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
-        p.set_defaults(handler=run)
+        p.set_defaults(handler="nemo_rl.envs.command:run")
 
 
 def run(args: argparse.Namespace) -> int:
+    from nemo_rl import venvs, workerenv
+    from nemo_rl.deps import lockfile
+    from nemo_rl.jsonout import dumps
+
     project = lockfile.find_project(args.project)
     if args.verb == "list":
         rows = workerenv.listing(project)
