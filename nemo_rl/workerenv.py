@@ -59,9 +59,11 @@ class WorkerEnv:
         return self.path / "bin" / "python"
 
 
-def envs_dir() -> Path:
+def envs_dir(create: bool = True) -> Path:
     setting = os.environ.get("NEMO_RL_VENV_DIR")
     path = Path(setting) if setting else Path(__file__).resolve().parent.parent / "venvs"
+    if not create:
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:
@@ -164,7 +166,8 @@ def listing(project: Path | None) -> list[dict]:
     """Every environment under envs_dir(); current when its key is what the project gives its flags now (same
     uv.lock, Python, platform and developed forks), else stale."""
     rows = []
-    for path in sorted(envs_dir().iterdir()):
+    root = envs_dir(create=False)  # listing creates nothing (a read-only checkout can still list)
+    for path in sorted(root.iterdir() if root.is_dir() else ()):
         env = describe(path) if path.is_dir() and not path.name.startswith(".") else None
         if env is None:
             continue

@@ -104,7 +104,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     touched = [Path(e) for e in entry.get("envs", [])] + [develop.project_environment(project)]
     for env in dict.fromkeys(touched):
         develop.remove_overlay(env, checkout)
-    for overlay in develop.worker_overlays(checkout, workerenv.envs_dir()):
+    for overlay in develop.worker_overlays(checkout, workerenv.envs_dir(create=False)):
         overlay.unlink()
     del state[args.distribution]
     develop.write(project, state)

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row['key']}  {row['state']:<7}  {row['size_mb']:>8.1f} MB  last used {used}  "
                   f"{' '.join(row['flags']) or '(no flags)'}  {row['path']}")
         if not rows:
-            print(f"no worker environments in {workerenv.envs_dir()}")
+            print(f"no worker environments in {workerenv.envs_dir(create=False)}")
         return 0
     if args.verb == "prune":
         removed = workerenv.prune(project)
