@@ -42,13 +42,20 @@ def cluster(ray_world, tmp_path_factory):
     from ray.cluster_utils import Cluster
 
     os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"  # what workers.start_ray does, before any node starts
+    # Loopback only: Ray's single-machine mode (its default on macOS and Windows) uses 127.0.0.1 for every node,
+    # where node_ip_address="127.0.0.1" alone leaves clients dialling the machine's own address.
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
     os.environ["RAY_TMPDIR"] = str(tmp_path_factory.mktemp("ray"))  # sessions, sockets and logs under the test's tmp
     head = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     head.add_node(num_cpus=1)
     workers.start_ray(address=head.address)
-    yield head
     import ray
 
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+    yield head
     ray.shutdown()
     head.shutdown()
 
