@@ -53,10 +53,13 @@ def test_bump_dry_run_writes_nothing(world, capsys):
 
     before, untouched = world.files(), inodes()
     new_head = commit(world.forks["nemo-toolkit"].fork, "feat: x", {"nemo/x.py": "X = 1\n"})
+    project_mtime = world.project.stat().st_mtime_ns
     assert bump(world, "nemo-toolkit", "--rev", new_head, "--dry-run") == 0
-    assert "dry run" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "dry run" in out and "+ " + new_head[:12] + " feat: x" in out
     assert world.files() == before
     assert inodes() == untouched  # no file was replaced or rewritten, not even with the same bytes
+    assert world.project.stat().st_mtime_ns == project_mtime  # nothing created in the project, even briefly
 
 
 def test_bump_branch_records_the_branch(world):

@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     base, recs = records.compute(repo, fork, new_rev)
     old_index = read_index(patch_dir)
     relative_patches = f"patches/{fork.distribution}"
-    with files.Staging(project, LANDED, [relative_patches], CONTEXT) as staging:
+    with files.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
         progress(f"uv lock --upgrade-package {fork.distribution}")
         uv.lock(staging.path, upgrade_package=fork.distribution)

@@ -53,14 +53,18 @@ def require_writable(paths: list[Path]) -> None:
 class Staging:
     """A private copy of the files a change touches. Nothing in the project changes until `land()`."""
 
-    def __init__(self, project: Path, files: list[str], directories: list[str], context: list[str] = ()) -> None:
+    def __init__(self, project: Path, files: list[str], directories: list[str], context: list[str] = (),
+                 inside: bool = True) -> None:
         self.project = project
         self.files = files  # landed by land()
         self.directories = directories  # landed by land()
         self.context = list(context)  # copied for the tools that run in the staging copy, never landed
-        root = project / STAGING_ROOT
+        # Inside the project (same filesystem) when it will land by rename; a dry run never lands, so it
+        # stages in the system's temporary directory and works in a read-only checkout too.
+        root = project / STAGING_ROOT if inside else Path(tempfile.gettempdir())
         root.mkdir(exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-", dir=root))
+        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else "nemo-rl-dry-run-",
+                                          dir=root))
 
     def __enter__(self) -> Staging:
         for name in (*self.files, *self.context):

@@ -59,24 +59,17 @@ def skipped_here(locked: dict) -> dict[str, str]:
     return {} if item.ok else {name: f"its build needs a matching CUDA toolkit: {item.detail}" for name in present}
 
 
-def suggestion(project: Path, fork: lockfile.Fork, module: str) -> str:
-    """The distribution that most likely provides `module`: one the fork declares with that name, else the name."""
+def suggestion(fork: lockfile.Fork, module: str) -> str:
+    """The requirement that most likely provides `module`: one the fork itself declares under that name (read
+    from its build backend at the pinned commit), else the module's top-level name as a distribution."""
     top = module.split(".")[0]
-    candidates = {canonicalize_name(top)}
     try:
-        declared = forkmeta.read(forkrepo.repo_for(fork), fork.rev).requires if _fetched(fork) else {}
-    except NemoRLError:
+        repo = forkrepo.repo_for(fork)
+        forkrepo.fetch_commit(repo, fork, fork.rev)
+        declared = forkmeta.read(repo, fork.rev).requires
+    except NemoRLError:  # offline or unreadable: the module's name is still the best guess
         declared = {}
-    match = next((req for name, req in declared.items() if name in candidates), None)
-    return match or top.replace("_", "-")
-
-
-def _fetched(fork: lockfile.Fork) -> bool:
-    try:
-        forkrepo.fetch_commit(forkrepo.repo_for(fork), fork, fork.rev)
-        return True
-    except NemoRLError:
-        return False
+    return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                 failed = True
                 print(f"{fork.distribution}: import {module}: FAILED: {error[0]}: {error[1]}")
                 if error[0] == "ModuleNotFoundError" and error[2]:
-                    print(f"  fix: add \"{suggestion(project, fork, error[2])}\" to requires-dist of the "
+                    print(f"  fix: add \"{suggestion(fork, error[2])}\" to requires-dist of the "
                           f"[[tool.uv.dependency-metadata]] entry for {fork.distribution} in pyproject.toml, run "
                           f"`uv lock`, then verify again")
     return 1 if failed else 0
