@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import develop
-from nemo_rl.deps import environment, lockfile, uv
+from nemo_rl import settings
+from nemo_rl.deps import developing, environment, lockfile, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
@@ -59,27 +59,14 @@ class WorkerEnv:
         return self.path / "bin" / "python"
 
 
-def envs_dir(create: bool = True) -> Path:
-    setting = os.environ.get("NEMO_RL_VENV_DIR")
-    path = Path(setting) if setting else Path(__file__).resolve().parent.parent / "venvs"
-    if not create:
-        return path
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError, PermissionError) as exc:
-        raise NemoRLError(f"NEMO_RL_VENV_DIR {path} cannot be used: {exc.strerror}",
-                          "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)") from exc
-    return path
-
-
 def lock_hash(project: Path) -> str:
     return hashlib.sha256(lockfile.read_text(project / "uv.lock").encode()).hexdigest()
 
 
 def key_for(project: Path, flags: list[str]) -> str:
-    developing = {dist: entry.get("path") for dist, entry in sorted(develop.read(project).items())}
+    developed = {dist: entry.get("path") for dist, entry in sorted(developing.read(project).items())}
     facts = {"lock": lock_hash(project), "flags": sorted(flags), "python": platform.python_version(),
-             "platform": f"{sys.platform}-{platform.machine()}", "developing": developing}
+             "platform": f"{sys.platform}-{platform.machine()}", "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -94,7 +81,7 @@ def describe(path: Path) -> WorkerEnv | None:
 def ensure(project: Path, flags: list[str]) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it."""
     key = key_for(project, flags)
-    root = envs_dir()
+    root = settings.venv_dir()
     final = root / key
     with open(root / f".{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # others asking for the same key wait here, then reuse the result
@@ -126,9 +113,9 @@ def _build(project: Path, flags: list[str], key: str, final: Path) -> None:
 
 
 def _overlay_developed(project: Path, env: Path) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.develop)."""
-    for entry in develop.read(project).values():
-        develop.install_overlay(env, Path(entry["path"]))
+    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.deps.developing)."""
+    for entry in developing.read(project).values():
+        developing.install_overlay(env, Path(entry["path"]))
 
 
 def verify(env: WorkerEnv, project: Path) -> dict:
@@ -163,10 +150,10 @@ def verify(env: WorkerEnv, project: Path) -> dict:
 
 
 def listing(project: Path | None) -> list[dict]:
-    """Every environment under envs_dir(); current when its key is what the project gives its flags now (same
+    """Every environment under settings.venv_dir(); current when its key is what the project gives its flags now (same
     uv.lock, Python, platform and developed forks), else stale."""
     rows = []
-    root = envs_dir(create=False)  # listing creates nothing (a read-only checkout can still list)
+    root = settings.venv_dir(create=False)  # listing creates nothing (a read-only checkout can still list)
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         env = describe(path) if path.is_dir() and not path.name.startswith(".") else None
         if env is None:
@@ -186,13 +173,13 @@ def prune(project: Path | None) -> list[str]:
     for row in listing(project):
         if row["state"] != "stale" or _in_use(Path(row["path"])):
             continue
-        with open(envs_dir() / f".{row['key']}.lock", "w") as lock:
+        with open(settings.venv_dir() / f".{row['key']}.lock", "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue
             shutil.rmtree(row["path"], ignore_errors=True)
-        (envs_dir() / f".{row['key']}.lock").unlink(missing_ok=True)
+        (settings.venv_dir() / f".{row['key']}.lock").unlink(missing_ok=True)
         removed.append(row["path"])
     return removed
 

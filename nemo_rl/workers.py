@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nemo_rl import venvs, workerenv
+from nemo_rl import settings, venvs, workerenv
 
 
 def start_ray(**init_kwargs):
@@ -50,7 +50,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None) -> di
 
     project = project or venvs.PROJECT_DIR
     flags = venvs.sync_flags(py_executable)
-    venv_dir = str(workerenv.envs_dir())
+    venv_dir = str(settings.venv_dir())
 
     @ray.remote(num_cpus=0)
     def build_here() -> str:

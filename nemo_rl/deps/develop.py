@@ -15,8 +15,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl import develop, workerenv
-from nemo_rl.deps import forkrepo, git, lockfile
+from nemo_rl import settings
+from nemo_rl.deps import developing, git, lockfile
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
 
@@ -63,22 +63,22 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 def start(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
-    state = develop.read(project)
+    state = developing.read(project)
     if fork.distribution in state:
         raise NemoRLError(f"{fork.distribution} is already developed from {state[fork.distribution]['path']}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
     if args.path:
         checkout = check_checkout(Path(args.path).resolve(), fork)
     else:
-        forkrepo.cache_dir()  # the same checks on the settings as a fetch
+        settings.cache_dir()  # the same checks on the setting as a fetch
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
-    env = develop.project_environment(project)
+    env = developing.project_environment(project)
     state[fork.distribution] = {"path": str(checkout), "managed": not args.path, "envs": []}
     if env.exists():
-        develop.install_overlay(env, checkout)
+        developing.install_overlay(env, checkout)
         state[fork.distribution]["envs"] = [str(env)]
-    develop.write(project, state)
-    facts = develop.checkout_facts(checkout, fork.rev)
+    developing.write(project, state)
+    facts = developing.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {facts['head'][:12]}")
     print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
           "unchanged; worker environments get it under their own keys")
@@ -88,7 +88,7 @@ def start(project: Path, args: argparse.Namespace) -> int:
 
 
 def stop(project: Path, args: argparse.Namespace) -> int:
-    state = develop.read(project)
+    state = developing.read(project)
     entry = state.get(args.distribution)
     if entry is None:
         raise NemoRLError(f"{args.distribution} is not being developed",
@@ -101,13 +101,13 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         if checkout.exists() and git.is_dirty(checkout):
             raise NemoRLError(f"{checkout} has uncommitted changes: --remove would lose them",
                               "commit or stash them (or stop without --remove: the checkout stays)")
-    touched = [Path(e) for e in entry.get("envs", [])] + [develop.project_environment(project)]
+    touched = [Path(e) for e in entry.get("envs", [])] + [developing.project_environment(project)]
     for env in dict.fromkeys(touched):
-        develop.remove_overlay(env, checkout)
-    for overlay in develop.worker_overlays(checkout, workerenv.envs_dir(create=False)):
+        developing.remove_overlay(env, checkout)
+    for overlay in developing.worker_overlays(checkout, settings.venv_dir(create=False)):
         overlay.unlink()
     del state[args.distribution]
-    develop.write(project, state)
+    developing.write(project, state)
     if args.remove and checkout.exists():
         shutil.rmtree(checkout)
         print(f"removed {checkout}")

@@ -4,9 +4,9 @@ patch-ids and format-patch run locally. Fetches go through git, so insteadOf mir
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from nemo_rl import settings
 from nemo_rl.deps import git
 from nemo_rl.deps.lockfile import Fork
 from nemo_rl.errors import NemoRLError
@@ -15,27 +15,9 @@ from nemo_rl.progress import progress
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
 
 
-def cache_dir() -> Path:
-    """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
-    setting to fix, not a crash."""
-    setting = os.environ.get("NEMO_RL_CACHE_DIR")
-    path = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
-    name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as exc:
-        raise NemoRLError(f"{name} {path} is not a directory", "point NEMO_RL_CACHE_DIR at a directory") from exc
-    except PermissionError as exc:
-        raise NemoRLError(f"cannot create {name} {path}: permission denied",
-                          "point NEMO_RL_CACHE_DIR at a directory you may write") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise NemoRLError(f"{name} {path} is not writable", "point NEMO_RL_CACHE_DIR at a directory you may write")
-    return path
-
-
 def repo_for(fork: Fork) -> Path:
     key = hashlib.sha256(f"{fork.url}\n{fork.upstream_url}".encode()).hexdigest()[:16]
-    repo = git.init_cache(cache_dir() / "git" / f"{fork.distribution}-{key}")
+    repo = git.init_cache(settings.cache_dir() / "git" / f"{fork.distribution}-{key}")
     git.set_remote(repo, "fork", fork.url)
     if fork.upstream_url:
         git.set_remote(repo, "upstream", fork.upstream_url)

@@ -7,8 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import develop as develop_state
-from nemo_rl.deps import environment, files, git, lockfile, patch_records, records
+from nemo_rl.deps import developing, environment, files, git, lockfile, patch_records, records
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 
@@ -51,7 +50,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     present, version, installed_commit = environment.installed(env, fork.distribution)
     index = patch_records.read_index(records.records_dir(project, fork.distribution))
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False)]
-    developing = develop_state.status(project, fork.distribution, fork.rev)
+    developed = developing.status(project, fork.distribution, fork.rev)
     mismatch = environment.commit_mismatch(installed_commit, locked_commit)
     if not git.FULL_SHA.match(fork.rev):
         state = "bad pin"
@@ -61,7 +60,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "lock stale"
     elif problems:
         state = "records stale"
-    elif developing:
+    elif developed:
         state = "developing"
     elif not present:
         state = "not installed"
@@ -69,7 +68,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "env stale" if mismatch else "ok"
     remedy = mismatch if state == "env stale" else REMEDIES[state]
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
-                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems, developing,
+                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems, developed,
                       state, remedy.format(dist=fork.distribution) if remedy else None)
 
 

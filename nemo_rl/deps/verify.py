@@ -11,7 +11,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import extras
+from nemo_rl import extras, toolchain
 from nemo_rl.deps import forkmeta, forkrepo, lockfile, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run as run_command
@@ -49,14 +49,12 @@ def extra_for(project: Path, distribution: str) -> str:
 
 def skipped_here(locked: dict) -> dict[str, str]:
     """Packages that cannot be built on this machine, with why: they are left out and said so."""
-    from nemo_rl.doctor import preflight
-    from nemo_rl.doctor.report import torch_info
-
     present = [name for name in TRANSFORMER_ENGINE if name in locked]
     if not present:
         return {}
-    item, _ = preflight.check_nvcc(torch_info().cuda_version)
-    return {} if item.ok else {name: f"its build needs a matching CUDA toolkit: {item.detail}" for name in present}
+    toolkit = toolchain.cuda_toolkit(toolchain.torch_info().cuda_version)
+    why = f"its build needs a matching CUDA toolkit: {toolkit.detail}"
+    return {} if toolkit.ok else dict.fromkeys(present, why)
 
 
 def suggestion(fork: lockfile.Fork, module: str) -> str:

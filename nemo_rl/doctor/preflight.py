@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
-import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
+from nemo_rl import toolchain
 from nemo_rl.deps import git, lockfile
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
@@ -34,24 +33,6 @@ class Item:
     fix: str | None
 
 
-def find_nvcc() -> Path | None:
-    """nvcc as transformer-engine's build finds it: $CUDA_HOME (or $CUDA_PATH), then PATH, then /usr/local/cuda."""
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if home and (Path(home) / "bin" / "nvcc").is_file():
-            return Path(home) / "bin" / "nvcc"
-    on_path = shutil.which("nvcc")
-    if on_path:
-        return Path(on_path)
-    default = Path("/usr/local/cuda/bin/nvcc")
-    return default if default.is_file() else None
-
-
-def nvcc_version(nvcc: Path) -> str | None:
-    out = run([nvcc, "--version"], check=False, timeout=20).stdout
-    match = re.search(r"release (\d+\.\d+)", out)
-    return match.group(1) if match else None
-
-
 def check_python(project: Path | None) -> Item:
     spec = lockfile.requires_python(project) if project else None
     version = platform.python_version()
@@ -62,19 +43,10 @@ def check_python(project: Path | None) -> Item:
 
 
 def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
-    if torch_cuda is None:
-        return Item("nvcc", False, "torch is a CPU build (torch.version.cuda is None)",
-                    "run `uv sync`: the locked torch is a CUDA 12 build"), None
-    major = torch_cuda.split(".")[0]
-    nvcc = find_nvcc()
-    if nvcc is None:
-        return Item("nvcc", False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}",
-                    CUDA_TOOLKIT_FIX.format(major=major)), None
-    version = nvcc_version(nvcc)
-    if version is None or version.split(".")[0] != major:
-        return Item("nvcc", False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}",
-                    CUDA_TOOLKIT_FIX.format(major=major)), nvcc
-    return Item("nvcc", True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", None), nvcc
+    toolkit = toolchain.cuda_toolkit(torch_cuda)
+    fix = None if toolkit.ok else (CUDA_TOOLKIT_FIX.format(major=torch_cuda.split(".")[0]) if torch_cuda
+                                   else "run `uv sync`: the locked torch is a CUDA 12 build")
+    return Item("nvcc", toolkit.ok, toolkit.detail, fix), toolkit.nvcc
 
 
 def check_host_compiler(nvcc: Path | None) -> Item:

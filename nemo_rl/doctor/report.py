@@ -12,8 +12,8 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from nemo_rl import develop, extras
-from nemo_rl.deps import environment, lockfile, uv
+from nemo_rl import extras, toolchain
+from nemo_rl.deps import developing, environment, lockfile, uv
 from nemo_rl.errors import NemoRLError
 
 SCHEMA_VERSION = 2
@@ -40,15 +40,6 @@ class UvInfo:
 
 
 @dataclass(frozen=True)
-class TorchInfo:
-    installed: bool
-    version: str | None
-    cuda_available: bool
-    cuda_version: str | None
-    error: str | None
-
-
-@dataclass(frozen=True)
 class ComponentReport:
     name: str
     distribution: str
@@ -67,7 +58,7 @@ class ComponentReport:
 class Report:
     python: PythonInfo
     uv: UvInfo
-    torch: TorchInfo
+    torch: toolchain.TorchInfo
     project: str | None
     requested_extra: str | None
     components: list[ComponentReport]
@@ -77,18 +68,6 @@ class Report:
     problems: list[str] = field(default_factory=list)
     healthy: bool = True  # computed once, in collect(), from every problem found
     schema: int = SCHEMA_VERSION
-
-
-def torch_info() -> TorchInfo:
-    try:
-        import torch
-    except Exception as exc:  # a broken CUDA install can raise OSError from torch's own import
-        return TorchInfo(False, None, False, None, f"{type(exc).__name__}: {exc}")
-    try:
-        cuda = bool(torch.cuda.is_available())
-    except Exception:  # a driver problem must not hide that torch itself works
-        cuda = False
-    return TorchInfo(True, torch.__version__, cuda, torch.version.cuda, None)
 
 
 def uv_info() -> UvInfo:
@@ -137,15 +116,15 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
 
 
 def components(project: Path | None, locked: dict) -> list[ComponentReport]:
-    developing = develop.read(project) if project else {}
+    developed = developing.read(project) if project else {}
     result = []
     for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
         package = locked.get(comp.distribution)
         state, remedy = component_state(probe, package.commit if package else None)
-        if comp.distribution in developing and state in ("ok", "env stale"):
+        if comp.distribution in developed and state in ("ok", "env stale"):
             state = "developing"
-            remedy = (f"running {comp.distribution} from {developing[comp.distribution]['path']}; "
+            remedy = (f"running {comp.distribution} from {developed[comp.distribution]['path']}; "
                       f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
         result.append(ComponentReport(key, comp.distribution, comp.module, state, probe.installed, probe.version,
                                       probe.commit, package.commit if package else None,
@@ -171,12 +150,12 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     if uv_facts.error:
         problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; "
                         "run `python3 -m pip install uv` inside the checkout")
-    torch = torch_info()
+    torch = toolchain.torch_info()
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
     comps = components(project, locked)
     notes = [f"{dist} is developing: imported from {entry['path']}, not the pin (`nemo-rl deps develop --stop "
-             f"{dist}` returns to it)" for dist, entry in (develop.read(project) if project else {}).items()]
+             f"{dist}` returns to it)" for dist, entry in (developing.read(project) if project else {}).items()]
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
     preflight_items = []

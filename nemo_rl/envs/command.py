@@ -33,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_rl import venvs, workerenv
+    from nemo_rl import settings, venvs, workerenv
     from nemo_rl.deps import lockfile
     from nemo_rl.jsonout import dumps
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row['key']}  {row['state']:<7}  {row['size_mb']:>8.1f} MB  last used {used}  "
                   f"{' '.join(row['flags']) or '(no flags)'}  {row['path']}")
         if not rows:
-            print(f"no worker environments in {workerenv.envs_dir(create=False)}")
+            print(f"no worker environments in {settings.venv_dir(create=False)}")
         return 0
     if args.verb == "prune":
         removed = workerenv.prune(project)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verb == "build":
         env = workerenv.ensure(project, flags)
     else:
-        env = workerenv.describe(workerenv.envs_dir() / workerenv.key_for(project, flags))
+        env = workerenv.describe(settings.venv_dir() / workerenv.key_for(project, flags))
         if env is None:
             print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
             return 1

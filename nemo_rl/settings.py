@@ -1,0 +1,40 @@
+"""The directories nemo-rl keeps state in, from their settings, checked: a setting that points at a file or
+at a directory the user may not write is theirs to fix (a NemoRLError), never a crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+
+
+def cache_dir() -> Path:
+    """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
+    setting to fix, not a crash."""
+    setting = os.environ.get("NEMO_RL_CACHE_DIR")
+    path = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
+    name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise NemoRLError(f"{name} {path} is not a directory", "point NEMO_RL_CACHE_DIR at a directory") from exc
+    except PermissionError as exc:
+        raise NemoRLError(f"cannot create {name} {path}: permission denied",
+                          "point NEMO_RL_CACHE_DIR at a directory you may write") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise NemoRLError(f"{name} {path} is not writable", "point NEMO_RL_CACHE_DIR at a directory you may write")
+    return path
+
+
+def venv_dir(create: bool = True) -> Path:
+    setting = os.environ.get("NEMO_RL_VENV_DIR")
+    path = Path(setting) if setting else Path(__file__).resolve().parent.parent / "venvs"
+    if not create:
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, PermissionError) as exc:
+        raise NemoRLError(f"NEMO_RL_VENV_DIR {path} cannot be used: {exc.strerror}",
+                          "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)") from exc
+    return path

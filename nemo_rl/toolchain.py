@@ -1,0 +1,72 @@
+"""The build toolchain the mcore extra needs, and torch as installed: facts that doctor's pre-flight and
+`deps verify` both read. Nothing here raises."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl.process import run
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    installed: bool
+    version: str | None
+    cuda_available: bool
+    cuda_version: str | None
+    error: str | None
+
+
+def torch_info() -> TorchInfo:
+    try:
+        import torch
+    except Exception as exc:  # a broken CUDA install can raise OSError from torch's own import
+        return TorchInfo(False, None, False, None, f"{type(exc).__name__}: {exc}")
+    try:
+        cuda = bool(torch.cuda.is_available())
+    except Exception:  # a driver problem must not hide that torch itself works
+        cuda = False
+    return TorchInfo(True, torch.__version__, cuda, torch.version.cuda, None)
+
+
+def find_nvcc() -> Path | None:
+    """nvcc as transformer-engine's build finds it: $CUDA_HOME (or $CUDA_PATH), then PATH, then /usr/local/cuda."""
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and (Path(home) / "bin" / "nvcc").is_file():
+            return Path(home) / "bin" / "nvcc"
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return Path(on_path)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return default if default.is_file() else None
+
+
+def nvcc_version(nvcc: Path) -> str | None:
+    out = run([nvcc, "--version"], check=False, timeout=20).stdout
+    match = re.search(r"release (\d+\.\d+)", out)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class CudaToolkit:
+    ok: bool  # an nvcc whose CUDA major version equals torch's
+    detail: str
+    nvcc: Path | None
+
+
+def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
+    """Whether transformer-engine's torch extension can be built here: nvcc's CUDA major must be torch's."""
+    if torch_cuda is None:
+        return CudaToolkit(False, "torch is a CPU build (torch.version.cuda is None)", None)
+    major = torch_cuda.split(".")[0]
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return CudaToolkit(False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}", None)
+    version = nvcc_version(nvcc)
+    if version is None or version.split(".")[0] != major:
+        return CudaToolkit(False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}", nvcc)
+    return CudaToolkit(True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", nvcc)
