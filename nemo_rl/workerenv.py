@@ -120,7 +120,7 @@ def _overlay_developed(project: Path, env: Path) -> None:
 
 def verify(env: WorkerEnv, project: Path) -> dict:
     """The interpreter runs, its Python and Ray equal the driver's, every installed fork is the locked commit."""
-    rebuild = f"remove {env.path} (or `nemo-rl envs prune`) and ask again; it is rebuilt from uv.lock"
+    rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     forks = lockfile.forks(project)

@@ -61,7 +61,7 @@ MUTATIONS = [
     ("status: records stale", "nemo_rl/deps/status.py", "    elif problems:\n", "    elif False:\n", STATUS),
     ("status: lock stale", "nemo_rl/deps/status.py", "    elif locked_commit != fork.rev:\n", "    elif False:\n", STATUS),
     ("status: interrupted bump", "nemo_rl/deps/status.py", "    elif interrupted:\n", "    elif False:\n", BUMP),
-    ("status: developing", "nemo_rl/deps/status.py", "    elif developing:\n", "    elif False:\n",
+    ("status: developing", "nemo_rl/deps/status.py", "    elif developed:\n", "    elif False:\n",
      "tests/test_deps_develop.py"),
     ("workers: Ray version", "nemo_rl/workerenv.py", 'if facts["ray"] != driver_ray:', "if False:",
      "tests/test_ray_workers.py tests/test_runtime.py"),
