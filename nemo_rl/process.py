@@ -43,9 +43,12 @@ def describe_failure(result: Result) -> str:
     )
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None  # loaded once, not per child
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _end_group(proc: subprocess.Popen) -> None:

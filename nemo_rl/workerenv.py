@@ -153,12 +153,15 @@ def listing(project: Path | None) -> list[dict]:
     """Every environment under settings.venv_dir(); current when its key is what the project gives its flags now (same
     uv.lock, Python, platform and developed forks), else stale."""
     rows = []
+    current_keys: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
     root = settings.venv_dir(create=False)  # listing creates nothing (a read-only checkout can still list)
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         env = describe(path) if path.is_dir() and not path.name.startswith(".") else None
         if env is None:
             continue
-        current = project is not None and env.project == str(project) and env.key == key_for(project, env.flags)
+        if project is not None and tuple(env.flags) not in current_keys:
+            current_keys[tuple(env.flags)] = key_for(project, env.flags)
+        current = project is not None and env.project == str(project) and env.key == current_keys[tuple(env.flags)]
         used = path / LAST_USED
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
         rows.append({"key": env.key, "path": str(path), "flags": env.flags, "project": env.project,

@@ -113,7 +113,7 @@ class Drift:
     added: list[str]
     removed: list[str]
     changed: list[tuple[str, str]]
-    uncovered: list[str]  # new-side requirements our declared entry does not name
+    uncovered: list[str]  # added requirements our declared entry does not name
 
     def lines(self, distribution: str) -> list[str]:
         lines = [f"  requirements (the fork's own metadata): {len(self.added)} added, {len(self.removed)} removed, "
@@ -122,9 +122,8 @@ class Drift:
                   for r in self.added]
         lines += [f"    - {r}" for r in self.removed]
         lines += [f"    ~ {old} -> {new}" for old, new in self.changed]
-        new_uncovered = [n for n in self.uncovered if n in {canonicalize_name(Requirement(r).name) for r in self.added}]
-        if new_uncovered:
-            lines.append(f"  not covered by [[tool.uv.dependency-metadata]] {distribution}: {', '.join(new_uncovered)}"
+        if self.uncovered:
+            lines.append(f"  not covered by [[tool.uv.dependency-metadata]] {distribution}: {', '.join(self.uncovered)}"
                          f" - if the fork imports them, add them to that entry's requires-dist in pyproject.toml, "
                          f"relock, then `nemo-rl deps verify {distribution}`")
         return lines
@@ -132,9 +131,11 @@ class Drift:
 
 def drift(old: Metadata, new: Metadata, declared: dict | None) -> Drift:
     covered = {canonicalize_name(Requirement(r).name) for r in (declared or {}).get("requires-dist", [])}
-    added = [new.requires[n] for n in sorted(new.requires.keys() - old.requires.keys())]
+    added_names = sorted(new.requires.keys() - old.requires.keys())
+    added = [new.requires[n] for n in added_names]
     removed = [old.requires[n] for n in sorted(old.requires.keys() - new.requires.keys())]
     changed = [(old.requires[n], new.requires[n]) for n in sorted(old.requires.keys() & new.requires.keys())
                if old.requires[n] != new.requires[n]]
-    uncovered = sorted(n for n in new.requires if n not in covered) if declared is not None else []
+    # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
+    uncovered = [n for n in added_names if n not in covered] if declared is not None else []
     return Drift(added, removed, changed, uncovered)
