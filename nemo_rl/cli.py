@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from nemo_rl import __version__
 from nemo_rl.errors import Interrupted, NemoRLError
@@ -49,15 +51,30 @@ def _os_error_message(exc: OSError) -> str | None:
             "right kind (file or directory) and that you may write there")
 
 
+def _project(args: argparse.Namespace) -> Path | None:
+    """The project every handler works on, found once here. doctor runs without one (it reports that)."""
+    from nemo_rl.project import lockfile
+
+    if args.project is None and not getattr(args, "project_required", True):
+        return None
+    return lockfile.find_project(args.project)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        project = _project(args)
         # handlers are "module:function", imported only for the command that runs: `nemo-rl deps status`
         # must not pay for doctor's or the worker code's imports
         module, _, function = args.handler.partition(":")
-        return getattr(importlib.import_module(module), function)(args)
+        return getattr(importlib.import_module(module), function)(project, args)
+    except BrokenPipeError:
+        # `nemo-rl deps status | head -1`: the reader left; nothing failed. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except NemoRLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -79,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 def entry_point() -> None:
     # A cancelled CI job sends SIGTERM, a closed terminal SIGHUP: both unwind like Ctrl-C, so every
     # rollback and child clean-up runs.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    # SIGINT too: a parent that ignored SIGINT (a job started with `&` in a script) must not make us ignore it.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_interrupted)
     sys.exit(main())

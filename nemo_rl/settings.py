@@ -8,6 +8,10 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 
+# The checkout nemo_rl runs from (an editable install): the default project of workers and doctor, and where
+# the default venvs/ lives.
+CHECKOUT_DIR = Path(__file__).resolve().parent.parent
+
 
 def cache_dir() -> Path:
     """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
@@ -29,7 +33,7 @@ def cache_dir() -> Path:
 
 def venv_dir(create: bool = True) -> Path:
     setting = os.environ.get("NEMO_RL_VENV_DIR")
-    path = Path(setting) if setting else Path(__file__).resolve().parent.parent / "venvs"
+    path = Path(setting) if setting else CHECKOUT_DIR / "venvs"
     if not create:
         return path
     try:

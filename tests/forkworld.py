@@ -117,7 +117,7 @@ def apply_env(world: World, monkeypatch) -> None:
 
 
 def uv_bin() -> str:
-    from nemo_rl.deps.uv import find_uv_bin
+    from nemo_rl.uv import find_uv_bin
 
     return find_uv_bin()
 

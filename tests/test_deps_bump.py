@@ -10,7 +10,7 @@ import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
-from nemo_rl.deps import lockfile
+from nemo_rl.project import lockfile
 
 
 def bump(world, *args):
@@ -192,7 +192,7 @@ def test_bump_killed_changes_nothing_and_recover_cleans_up(world, capsys):
 
 def strike_after_first_landed_move(monkeypatch, exception):
     """Raise `exception` right after the landing's first rename (the journal is already written)."""
-    from nemo_rl.deps import files
+    from nemo_rl.project import landing
 
     real_replace = os.replace
     landed = []
@@ -204,17 +204,17 @@ def strike_after_first_landed_move(monkeypatch, exception):
             if len(landed) == 1:
                 raise exception
 
-    monkeypatch.setattr(files.os, "replace", replace_then_strike)
-    return landed, lambda: monkeypatch.setattr(files.os, "replace", real_replace)
+    monkeypatch.setattr(landing.os, "replace", replace_then_strike)
+    return landed, lambda: monkeypatch.setattr(landing.os, "replace", real_replace)
 
 
 def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeypatch):
     """The one window: between the first and the last rename. status names it, recover finishes it."""
-    from nemo_rl.deps import files
+    from nemo_rl.project import landing
 
     new_head = commit(world.forks["megatron-core"].fork, "feat: landing", {"megatron/core/landing.py": "L = 1\n"})
     _, restore = strike_after_first_landed_move(monkeypatch, SystemExit("killed"))  # journal written, 1 move done
-    monkeypatch.setattr(files.Staging, "__exit__", lambda self, *exc: False)  # a SIGKILL runs no clean-up
+    monkeypatch.setattr(landing.Staging, "__exit__", lambda self, *exc: False)  # a SIGKILL runs no clean-up
     with pytest.raises(SystemExit):
         bump(world, "megatron-core", "--rev", new_head)
     restore()

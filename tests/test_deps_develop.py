@@ -6,10 +6,10 @@ import forkworld
 import pytest
 from gitfixtures import commit, git
 
-from nemo_rl import workerenv
 from nemo_rl.cli import main
-from nemo_rl.deps import environment, lockfile
 from nemo_rl.process import run
+from nemo_rl.project import installed, lockfile
+from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
 
@@ -42,7 +42,7 @@ def deps(world, *args):
 def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypatch):
     megatron = world.forks["megatron-core"]
     pinned_files = world.files()
-    pinned_key = workerenv.key_for(world.project, ["--locked", "--extra", "mcore"])
+    pinned_key = environments.key_for(world.project, ["--locked", "--extra", "mcore"])
     assert tokens_in(world, env) == "[1, 2, 0]"
     assert deps(world, "develop", "megatron-core") == 0
     checkout = world.project / ".nemo-rl/develop/megatron-core"
@@ -64,9 +64,9 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     # the build is called without the Ray check that ensure() adds; tests/test_ray_workers.py covers that)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     flags = ["--locked", "--extra", "mcore"]
-    developing_key = workerenv.key_for(world.project, flags)
+    developing_key = environments.key_for(world.project, flags)
     assert developing_key != pinned_key
-    workerenv._build(world.project, flags, developing_key, tmp_path / "venvs" / developing_key)
+    environments._build(world.project, flags, developing_key, tmp_path / "venvs" / developing_key)
     worker_python = tmp_path / "venvs" / developing_key / "bin" / "python"
     out = run([worker_python, "-c", "from megatron.core.tokens import tokens; print(tokens())"]).stdout.strip()
     assert out == "['edited']"
@@ -85,7 +85,7 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     assert not list((tmp_path / "venvs").glob("*/lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
     assert status_row(world, env, capsys)["state"] == "ok"
-    assert environment.installed(env, "megatron-core")[2] == work == lockfile.fork(world.project, "megatron-core").rev
+    assert installed.installed(env, "megatron-core")[2] == work == lockfile.fork(world.project, "megatron-core").rev
     assert tokens_in(world, env) == "['edited']"  # now from the pin, not the checkout
 
 
@@ -98,7 +98,7 @@ def test_stop_returns_to_the_locked_code(world, env, capsys):
     assert "uncommitted changes" in capsys.readouterr().err
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert tokens_in(world, env) == "[1, 2, 0]"
-    assert environment.installed(env, "megatron-core")[2] == world.forks["megatron-core"].head
+    assert installed.installed(env, "megatron-core")[2] == world.forks["megatron-core"].head
     assert status_row(world, env, capsys)["state"] == "ok"
     assert deps(world, "develop", "--stop", "megatron-core") == 1  # nothing developing
     assert "is not being developed" in capsys.readouterr().err

@@ -76,7 +76,7 @@ def test_doctor_is_unhealthy_when_project_files_cannot_be_read(tmp_path, capsys,
 
 
 def test_doctor_is_unhealthy_without_uv(capsys, monkeypatch):
-    from nemo_rl.deps import uv
+    from nemo_rl import uv
     from nemo_rl.errors import NemoRLError
 
     def missing():

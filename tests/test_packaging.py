@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nemo_rl.deps import lockfile
-from nemo_rl.deps.uv import find_uv_bin
 from nemo_rl.process import run
+from nemo_rl.project import lockfile
+from nemo_rl.uv import find_uv_bin
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

@@ -7,9 +7,10 @@ from pathlib import Path
 import forkworld
 import pytest
 
-from nemo_rl import workerenv, workers
+from nemo_rl import workers
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import environments
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE, MCORE = "uv run --locked", "uv run --locked --extra mcore"
@@ -117,7 +118,7 @@ def test_actors_run_in_their_keyed_environments(cluster, ray_world, venv_dir):
 
 def test_same_key_at_once_builds_once(cluster, ray_world, venv_dir, capfd):
     results = []
-    threads = [threading.Thread(target=lambda: results.append(workerenv.ensure(ray_world.project, ["--locked"])))
+    threads = [threading.Thread(target=lambda: results.append(environments.ensure(ray_world.project, ["--locked"])))
                for _ in range(2)]
     for thread in threads:
         thread.start()
@@ -133,7 +134,7 @@ def test_every_node_gets_the_environment_once(cluster, ray_world, venv_dir, capf
 
 
 def test_bump_gives_a_new_environment_and_prune_removes_the_stale_one(cluster, ray_world, venv_dir, capsys):
-    old = workerenv.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    old = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
     megatron = ray_world.forks["megatron-core"]
     new_head = forkworld.commit(megatron.fork, "worker change", {"megatron/core/worker.py": "W = 1\n"})
     try:
@@ -152,7 +153,7 @@ def test_bump_gives_a_new_environment_and_prune_removes_the_stale_one(cluster, r
 
 
 def test_broken_environments_are_refused_in_seconds(cluster, ray_world, venv_dir):
-    env = workerenv.ensure(ray_world.project, ["--locked"])
+    env = environments.ensure(ray_world.project, ["--locked"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     for dist_info in site.glob("ray-*.dist-info"):
         import shutil
@@ -184,7 +185,7 @@ def test_megatron_actor_reports_the_locked_commit(cluster, venv_dir):
         return installed_commit("megatron-core")
 
     options = workers.actor_options(MCORE, ROOT)
-    from nemo_rl.deps import lockfile
+    from nemo_rl.project import lockfile
 
     locked = lockfile.locked_packages(ROOT)["megatron-core"].commit
     assert ray.get(megatron_commit.options(**options).remote()) == locked

@@ -12,10 +12,12 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl.deps import files, forkmeta, forkrepo, git, lockfile, records, uv
-from nemo_rl.deps.patch_records import read_index
+from nemo_rl import git, uv
+from nemo_rl.deps import fork_cache, fork_metadata, records
+from nemo_rl.deps.record_files import read_index
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.project import landing, lockfile
 
 LANDED = ["pyproject.toml", "uv.lock"]
 CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
@@ -33,7 +35,7 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
         table["branch"] = branch
     if table.get("base") != base:
         table["base"] = base
-    files.write_atomic(path, tomlkit.dumps(doc))
+    landing.write_atomic(path, tomlkit.dumps(doc))
 
 
 def fork_project_table(repo: Path, rev: str) -> dict:
@@ -111,13 +113,14 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
         if not git.has_commit(repo, fork.rev):
-            forkrepo.fetch_commit(repo, fork, fork.rev)
-        old, new = forkmeta.read(repo, fork.rev), forkmeta.read(repo, new_rev)
+            fork_cache.fetch_commit(repo, fork, fork.rev)
+        old, new = fork_metadata.read(repo, fork.rev), fork_metadata.read(repo, new_rev)
     except NemoRLError as exc:
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
                 f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
                 f"`nemo-rl deps verify {fork.distribution}`"]
-    return forkmeta.drift(old, new, lockfile.declared_metadata(project, fork.distribution)).lines(fork.distribution)
+    declared = lockfile.declared_metadata(project, fork.distribution)
+    return fork_metadata.drift(old, new, declared).lines(fork.distribution)
 
 
 def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
@@ -133,10 +136,9 @@ def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
     return locked
 
 
-def run(args: argparse.Namespace) -> int:
-    project = lockfile.find_project(args.project)
+def run(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
-    new_rev = forkrepo.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
+    new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
     locked_before = lockfile.locked_packages(project)
     locked = locked_before.get(fork.distribution)
     if new_rev == fork.rev and locked and locked.commit == new_rev and (args.branch or fork.branch) == fork.branch:
@@ -144,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     patch_dir = records.records_dir(project, fork.distribution)
     if not args.dry_run:
-        files.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
-    repo = forkrepo.repo_for(fork)
-    forkrepo.fetch_commit(repo, fork, new_rev)
+        landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
+    repo = fork_cache.repo_for(fork)
+    fork_cache.fetch_commit(repo, fork, new_rev)
     fork_table = fork_project_table(repo, new_rev)
     check_distribution_name(fork_table, fork.distribution, new_rev)
     metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     base, recs = records.compute(repo, fork, new_rev)
     old_index = read_index(patch_dir)
     relative_patches = f"patches/{fork.distribution}"
-    with files.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
+    with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
         progress(f"uv lock --upgrade-package {fork.distribution}")
         uv.lock(staging.path, upgrade_package=fork.distribution)

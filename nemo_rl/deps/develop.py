@@ -15,10 +15,10 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl import settings
-from nemo_rl.deps import developing, git, lockfile
+from nemo_rl import git, settings
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
+from nemo_rl.project import develop_state, lockfile
 
 MANAGED = Path(".nemo-rl") / "develop"
 
@@ -63,7 +63,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 def start(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
-    state = developing.read(project)
+    state = develop_state.read(project)
     if fork.distribution in state:
         raise NemoRLError(f"{fork.distribution} is already developed from {state[fork.distribution]['path']}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
@@ -72,13 +72,13 @@ def start(project: Path, args: argparse.Namespace) -> int:
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
-    env = developing.project_environment(project)
+    env = develop_state.project_environment(project)
     state[fork.distribution] = {"path": str(checkout), "managed": not args.path, "envs": []}
     if env.exists():
-        developing.install_overlay(env, checkout)
+        develop_state.install_overlay(env, checkout)
         state[fork.distribution]["envs"] = [str(env)]
-    developing.write(project, state)
-    facts = developing.checkout_facts(checkout, fork.rev)
+    develop_state.write(project, state)
+    facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {facts['head'][:12]}")
     print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
           "unchanged; worker environments get it under their own keys")
@@ -88,7 +88,7 @@ def start(project: Path, args: argparse.Namespace) -> int:
 
 
 def stop(project: Path, args: argparse.Namespace) -> int:
-    state = developing.read(project)
+    state = develop_state.read(project)
     entry = state.get(args.distribution)
     if entry is None:
         raise NemoRLError(f"{args.distribution} is not being developed",
@@ -101,13 +101,13 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         if checkout.exists() and git.is_dirty(checkout):
             raise NemoRLError(f"{checkout} has uncommitted changes: --remove would lose them",
                               "commit or stash them (or stop without --remove: the checkout stays)")
-    touched = [Path(e) for e in entry.get("envs", [])] + [developing.project_environment(project)]
+    touched = [Path(e) for e in entry.get("envs", [])] + [develop_state.project_environment(project)]
     for env in dict.fromkeys(touched):
-        developing.remove_overlay(env, checkout)
-    for overlay in developing.worker_overlays(checkout, settings.venv_dir(create=False)):
+        develop_state.remove_overlay(env, checkout)
+    for overlay in develop_state.worker_overlays(checkout, settings.venv_dir(create=False)):
         overlay.unlink()
     del state[args.distribution]
-    developing.write(project, state)
+    develop_state.write(project, state)
     if args.remove and checkout.exists():
         shutil.rmtree(checkout)
         print(f"removed {checkout}")
@@ -116,8 +116,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    project = lockfile.find_project(args.project)
+def run(project: Path, args: argparse.Namespace) -> int:
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl.deps import files, forkrepo, git, lockfile, records
+from nemo_rl import git
+from nemo_rl.deps import fork_cache, records
 from nemo_rl.errors import UsageError
+from nemo_rl.project import landing, lockfile
 
 
 def _export(project: Path, distribution: str, directory: Path) -> int:
     fork = lockfile.fork(project, distribution)
-    repo = forkrepo.repo_for(fork)
-    forkrepo.fetch_commit(repo, fork, fork.rev)
-    base = git.merge_base(repo, fork.rev, forkrepo.UPSTREAM_REF.format(branch=fork.upstream_branch))
+    repo = fork_cache.repo_for(fork)
+    fork_cache.fetch_commit(repo, fork, fork.rev)
+    base = git.merge_base(repo, fork.rev, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     directory.mkdir(parents=True, exist_ok=True)
     written = git.format_patch(repo, f"{base}..{fork.rev}", directory.resolve())
     for path in written:
@@ -24,13 +26,13 @@ def _export(project: Path, distribution: str, directory: Path) -> int:
 
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     for fork in forks:
-        repo = forkrepo.repo_for(fork)
-        forkrepo.fetch_commit(repo, fork, fork.rev)
+        repo = fork_cache.repo_for(fork)
+        fork_cache.fetch_commit(repo, fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         relative = f"patches/{fork.distribution}"
-        files.require_writable([project, project / "patches", project / relative])
+        landing.require_writable([project, project / "patches", project / relative])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
-        with files.Staging(project, [], [relative]) as staging:
+        with landing.Staging(project, [], [relative]) as staging:
             index, noted = records.build(staging.path / relative, fork, fork.rev, base, recs)
             records.write(staging.path / relative, index, noted)
             staging.land()
@@ -38,17 +40,16 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def run(project: Path, args: argparse.Namespace) -> int:
     words = list(args.words)
     if words and words[0] == "export":
         if len(words) != 3:
             raise UsageError("`patches export` needs DIST and DIR", "run `nemo-rl deps patches export DIST DIR`")
-        return _export(lockfile.find_project(args.project), words[1], Path(words[2]))
+        return _export(project, words[1], Path(words[2]))
     if len(words) > 1:
         raise UsageError(f"unexpected arguments {' '.join(words[1:])!r}", "see `nemo-rl deps patches --help`")
     if args.offline and not args.check:
         raise UsageError("--offline only applies to --check", "add --check, or drop --offline")
-    project = lockfile.find_project(args.project)
     all_forks = lockfile.forks(project)
     forks = [lockfile.fork(project, words[0])] if words else all_forks
     if not args.check:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nemo_rl.deps import forkrepo, git, lockfile
-from nemo_rl.deps.files import write_atomic
-from nemo_rl.deps.patch_records import (
+from nemo_rl import git
+from nemo_rl.deps import fork_cache
+from nemo_rl.deps.record_files import (
     INDEX_FACTS,
     RECORD_FACTS,
     Index,
@@ -19,6 +19,8 @@ from nemo_rl.deps.patch_records import (
     read_records,
     render_index,
 )
+from nemo_rl.project import lockfile
+from nemo_rl.project.landing import write_atomic
 
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
 REGENERATE = "run `nemo-rl deps patches {dist}` (and review the why-note), then commit patches/{dist}/"
@@ -43,7 +45,7 @@ def records_dir(project: Path, distribution: str) -> Path:
 
 def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
     """(base, records) of `pinned` against the fork's upstream branch, both already fetched into `repo`."""
-    base = git.merge_base(repo, pinned, forkrepo.UPSTREAM_REF.format(branch=fork.upstream_branch))
+    base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     records = []
     for number, sha in enumerate(git.rev_list(repo, f"{base}..{pinned}"), start=1):
         fields = git.commit_fields(repo, sha)
@@ -152,8 +154,8 @@ def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
 
 def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
-    repo = forkrepo.repo_for(fork)
-    forkrepo.fetch_commit(repo, fork, fork.rev)
+    repo = fork_cache.repo_for(fork)
+    fork_cache.fetch_commit(repo, fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
     rel = f"patches/{fork.distribution}/index.toml"

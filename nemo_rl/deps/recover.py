@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from pathlib import Path
 
-from nemo_rl.deps import files, lockfile
+from nemo_rl.project import landing
 
 
-def run(args: argparse.Namespace) -> int:
-    project = lockfile.find_project(args.project)
-    found = files.leftovers(project)
+def run(project: Path, args: argparse.Namespace) -> int:
+    found = landing.leftovers(project)
     if not found:
         print("nothing to recover: no interrupted bump in this project")
         return 0
     for path, journal in found:
         if journal:  # killed while landing: every staged file is complete, so landing the rest is correct
-            moved = files.finish(project, path)
+            moved = landing.finish(project, path)
             print(f"finished an interrupted landing: {', '.join(moved)}")
         else:  # killed before landing: the project was never touched
             shutil.rmtree(path, ignore_errors=True)
             print(f"removed {path} (a bump killed before it changed anything)")
-    files.remove_empty(project / files.STAGING_ROOT)
+    landing.remove_empty(project / landing.STAGING_ROOT)
     return 0

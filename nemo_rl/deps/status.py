@@ -7,9 +7,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl.deps import developing, environment, files, git, lockfile, patch_records, records
+from nemo_rl import git
+from nemo_rl.deps import record_files, records
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
+from nemo_rl.project import develop_state, installed, landing, lockfile
 
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
@@ -18,7 +20,7 @@ REMEDIES = {
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
     "records stale": records.REGENERATE,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
-    "env stale": environment.ENV_STALE,
+    "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --extra mcore` if you need it",
     "ok": None,
 }
@@ -47,11 +49,11 @@ class ForkStatus:
 def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, interrupted: bool) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
-    present, version, installed_commit = environment.installed(env, fork.distribution)
-    index = patch_records.read_index(records.records_dir(project, fork.distribution))
+    present, version, installed_commit = installed.installed(env, fork.distribution)
+    index = record_files.read_index(records.records_dir(project, fork.distribution))
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False)]
-    developed = developing.status(project, fork.distribution, fork.rev)
-    mismatch = environment.commit_mismatch(installed_commit, locked_commit)
+    developed = develop_state.status(project, fork.distribution, fork.rev)
+    mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     if not git.FULL_SHA.match(fork.rev):
         state = "bad pin"
     elif interrupted:
@@ -74,7 +76,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
 
 def collect(project: Path, env: Path) -> list[ForkStatus]:
     locked = lockfile.locked_packages(project)
-    interrupted = any(journal for _, journal in files.leftovers(project))
+    interrupted = any(journal for _, journal in landing.leftovers(project))
     return [fork_status(project, env, fork, locked, interrupted) for fork in lockfile.forks(project)]
 
 
@@ -106,8 +108,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    project = lockfile.find_project(args.project)
+def run(project: Path, args: argparse.Namespace) -> int:
     env = Path(args.env) if args.env else Path(sys.prefix)
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                      "orphaned_records": [str(o) for o in orphans]}))
     else:
         print(render(rows, orphans))
-    for path, journal in files.leftovers(project):
+    for path, journal in landing.leftovers(project):
         if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
             print(f"note: {path} is left from a bump that was killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)

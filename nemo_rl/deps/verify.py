@@ -11,11 +11,12 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import extras, toolchain
-from nemo_rl.deps import forkmeta, forkrepo, lockfile, uv
+from nemo_rl import extras, toolchain, uv
+from nemo_rl.deps import fork_cache, fork_metadata
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run as run_command
 from nemo_rl.progress import progress
+from nemo_rl.project import lockfile
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
 IMPORTS = """
@@ -62,16 +63,15 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     from its build backend at the pinned commit), else the module's top-level name as a distribution."""
     top = module.split(".")[0]
     try:
-        repo = forkrepo.repo_for(fork)
-        forkrepo.fetch_commit(repo, fork, fork.rev)
-        declared = forkmeta.read(repo, fork.rev).requires
+        repo = fork_cache.repo_for(fork)
+        fork_cache.fetch_commit(repo, fork, fork.rev)
+        declared = fork_metadata.read(repo, fork.rev).requires
     except NemoRLError:  # offline or unreadable: the module's name is still the best guess
         declared = {}
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
-def run(args: argparse.Namespace) -> int:
-    project = lockfile.find_project(args.project)
+def run(project: Path, args: argparse.Namespace) -> int:
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
     locked = lockfile.locked_packages(project)
     skipped = skipped_here(locked)

@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="with --smoke: full tracebacks of failed checks")
-    parser.set_defaults(handler="nemo_rl.doctor.command:run")
+    parser.set_defaults(handler="nemo_rl.doctor.command:run", project_required=False)
 
 
 def _short(commit: str | None) -> str:
@@ -69,10 +69,10 @@ def render(data) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import report
     from nemo_rl.jsonout import dumps
 
-    data = report.collect(args.project, args.extra, smoke=args.smoke, verbose=args.verbose)
+    data = report.collect(project, args.extra, smoke=args.smoke, verbose=args.verbose)
     print(dumps(data) if args.json else render(data))
     return 0 if data.healthy else 1

@@ -14,12 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
-
-from nemo_rl import toolchain
-from nemo_rl.deps import git, lockfile
+from nemo_rl import git, toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
+from nemo_rl.project import lockfile
 
 CUDA_TOOLKIT_FIX = ("install a CUDA {major} toolkit (NVIDIA publishes no CUDA 12 nvcc on PyPI: use NVIDIA's "
                     "installer or your cluster's module) and set CUDA_HOME to it, with $CUDA_HOME/bin on PATH")
@@ -33,12 +31,11 @@ class Item:
     fix: str | None
 
 
-def check_python(project: Path | None) -> Item:
-    spec = lockfile.requires_python(project) if project else None
-    version = platform.python_version()
-    if spec is None or version in SpecifierSet(spec):
-        return Item("python", True, f"{version} satisfies {spec or 'any'}", None)
-    return Item("python", False, f"{version} does not satisfy {spec}",
+def check_python(python) -> Item:
+    """From the report's PythonInfo: requires-python is read and checked once, in report.python_info."""
+    if python.satisfied:
+        return Item("python", True, f"{python.version} satisfies {python.requires_python or 'any'}", None)
+    return Item("python", False, f"{python.version} does not satisfy {python.requires_python}",
                 "run with Python 3.12: `uv sync --python 3.12 --extra mcore` (NeMo at our pin needs 3.12)")
 
 
@@ -92,7 +89,7 @@ def check_hosts(project: Path | None) -> list[Item]:
     return items
 
 
-def run_all(project: Path | None, torch) -> list[Item]:
+def run_all(project: Path | None, python, torch) -> list[Item]:
     nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
-    return [check_python(project), nvcc_item, check_host_compiler(nvcc), check_cudnn(),
+    return [check_python(python), nvcc_item, check_host_compiler(nvcc), check_cudnn(),
             *check_hosts(project)]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from nemo_rl import extras, toolchain
-from nemo_rl.deps import developing, environment, lockfile, uv
+from nemo_rl import extras, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state, installed, lockfile
 
 SCHEMA_VERSION = 2
 MEGATRON_TRAINING_NOTE = (
@@ -77,18 +77,22 @@ def uv_info() -> UvInfo:
         return UvInfo(None, None, exc.what)
 
 
-def find_project(start: Path | None) -> tuple[Path | None, list[str]]:
-    """The project to compare with, and the problems found reading it. An explicit --project must exist."""
-    if start is not None:
-        return lockfile.find_project(start), []
-    for candidate in (None, Path(__file__).resolve().parents[2]):
+def locate_project() -> tuple[Path | None, list[str], list[str]]:
+    """(project, problems, notes) when no --project was given: the one at or above the current directory, else
+    nemo-rl's own checkout, said in a note. Unlike lockfile.find_project it never raises: an unreadable
+    project is a problem in the report, not a crash."""
+    for candidate in (None, settings.CHECKOUT_DIR):
         try:
-            return lockfile.find_project(candidate), []
+            found = lockfile.find_project(candidate)
         except lockfile.ProjectNotFound:
             continue
         except NemoRLError as exc:  # found, but unreadable: that is unhealthy, not "no project"
-            return None, [str(exc)]
-    return None, []
+            return None, [str(exc)], []
+        notes = [] if candidate is None else [
+            f"no nemo-rl project at or above {Path.cwd()}: compared with nemo-rl's own checkout {found} "
+            "(pass --project DIR for another)"]
+        return found, [], notes
+    return None, [], [f"no nemo-rl project at or above {Path.cwd()}: locked commits unknown (pass --project DIR)"]
 
 
 def python_info(project: Path | None) -> tuple[PythonInfo, list[str]]:
@@ -111,12 +115,12 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
         return "not installed", probe.component.remedy
     if not probe.installed:
         return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
-    mismatch = environment.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
+    mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     return ("env stale", mismatch) if mismatch else ("ok", None)
 
 
 def components(project: Path | None, locked: dict) -> list[ComponentReport]:
-    developed = developing.read(project) if project else {}
+    developed = develop_state.read(project) if project else {}
     result = []
     for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
@@ -134,7 +138,8 @@ def components(project: Path | None, locked: dict) -> list[ComponentReport]:
 
 def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
             verbose: bool = False) -> Report:
-    project, problems = find_project(project_dir)
+    """The report on `project_dir` (already found by the caller), or on the project located from here."""
+    project, problems, located_notes = (project_dir, [], []) if project_dir is not None else locate_project()
     locked = {}
     if project:
         try:
@@ -154,8 +159,9 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
     comps = components(project, locked)
-    notes = [f"{dist} is developing: imported from {entry['path']}, not the pin (`nemo-rl deps develop --stop "
-             f"{dist}` returns to it)" for dist, entry in (developing.read(project) if project else {}).items()]
+    notes = [*located_notes]
+    notes += [f"{dist} is developing: imported from {entry['path']}, not the pin (`nemo-rl deps develop --stop "
+             f"{dist}` returns to it)" for dist, entry in (develop_state.read(project) if project else {}).items()]
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
     preflight_items = []
@@ -164,7 +170,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         if any(not c.installed for c in comps):
             from nemo_rl.doctor import preflight
 
-            preflight_items = preflight.run_all(project, torch)
+            preflight_items = preflight.run_all(project, python, torch)
     smoke_results = []
     if smoke:
         from nemo_rl.doctor import smoke as smoke_checks

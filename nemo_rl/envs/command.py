@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from nemo_rl.venvs import PY_EXECUTABLES
+from nemo_rl.workers.executables import PY_EXECUTABLES
 
 NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
 
@@ -32,14 +32,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.set_defaults(handler="nemo_rl.envs.command:run")
 
 
-def run(args: argparse.Namespace) -> int:
-    from nemo_rl import settings, venvs, workerenv
-    from nemo_rl.deps import lockfile
+def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl import settings
     from nemo_rl.jsonout import dumps
+    from nemo_rl.workers import environments, executables
 
-    project = lockfile.find_project(args.project)
     if args.verb == "list":
-        rows = workerenv.listing(project)
+        rows = environments.listing(project)
         if args.json:
             print(dumps(rows))
         for row in rows if not args.json else []:
@@ -50,17 +49,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"no worker environments in {settings.venv_dir(create=False)}")
         return 0
     if args.verb == "prune":
-        removed = workerenv.prune(project)
+        removed = environments.prune(project)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
         return 0
-    flags = venvs.sync_flags(NAMES.get(args.py_executable, args.py_executable))
+    flags = executables.sync_flags(NAMES.get(args.py_executable, args.py_executable))
     if args.verb == "build":
-        env = workerenv.ensure(project, flags)
+        env = environments.ensure(project, flags)
     else:
-        env = workerenv.describe(settings.venv_dir() / workerenv.key_for(project, flags))
+        env = environments.describe(settings.venv_dir() / environments.key_for(project, flags))
         if env is None:
             print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
             return 1
-        workerenv.verify(env, project)
+        environments.verify(env, project)
     print(f"ok: {env.python}")
     return 0

@@ -30,9 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import forkworld
 
-from nemo_rl import workerenv, workers
-from nemo_rl.deps.uv import find_uv_bin
+from nemo_rl import workers
 from nemo_rl.process import run
+from nemo_rl.uv import find_uv_bin
+from nemo_rl.workers import environments
 
 MCORE = ["--locked", "--extra", "mcore"]
 
@@ -100,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         world = world_with_ray(root)
         project = world.project
-        cold, env = timed(lambda: workerenv.ensure(project, MCORE))
+        cold, env = timed(lambda: environments.ensure(project, MCORE))
         shutil.rmtree(env.path)
-        warm, env = timed(lambda: workerenv.ensure(project, MCORE))
+        warm, env = timed(lambda: environments.ensure(project, MCORE))
         verify = [timed(lambda: run([sys.executable, "-m", "nemo_rl", "envs", "verify", " ".join(["uv", "run",
                                                                                                    *MCORE]),
                                      "--project", str(project)]))[0] for _ in range(5)]

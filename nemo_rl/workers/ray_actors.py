@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nemo_rl import settings, venvs, workerenv
+from nemo_rl import settings
+from nemo_rl.settings import CHECKOUT_DIR
+from nemo_rl.workers import environments, executables
 
 
 def start_ray(**init_kwargs):
@@ -26,14 +28,14 @@ def start_ray(**init_kwargs):
 
 
 def actor_options(py_executable: str, project: Path | None = None) -> dict:
-    """Ray options for an actor that must run in `py_executable` (one of venvs.PY_EXECUTABLES).
+    """Ray options for an actor that must run in `py_executable` (one of executables.PY_EXECUTABLES).
 
     The environment is built (once) and verified here, in seconds when it exists: a bad environment is a
     NemoRLError before Ray starts any worker with it, never a registration timeout minutes later.
     """
-    if py_executable == venvs.PY_EXECUTABLES.SYSTEM:
+    if py_executable == executables.PY_EXECUTABLES.SYSTEM:
         return {}
-    env = workerenv.ensure(project or venvs.PROJECT_DIR, venvs.sync_flags(py_executable))
+    env = environments.ensure(project or CHECKOUT_DIR, executables.sync_flags(py_executable))
     return {"runtime_env": {
         "py_executable": str(env.python),
         # self-contained: the env's own VIRTUAL_ENV, and uv pointed at it, whatever the driver had activated
@@ -48,14 +50,14 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None) -> di
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    project = project or venvs.PROJECT_DIR
-    flags = venvs.sync_flags(py_executable)
+    project = project or CHECKOUT_DIR
+    flags = executables.sync_flags(py_executable)
     venv_dir = str(settings.venv_dir())
 
     @ray.remote(num_cpus=0)
     def build_here() -> str:
         os.environ["NEMO_RL_VENV_DIR"] = venv_dir
-        return str(workerenv.ensure(project, flags).python)
+        return str(environments.ensure(project, flags).python)
 
     nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
     refs = [build_here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()

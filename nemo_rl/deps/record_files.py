@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from nemo_rl.deps.lockfile import load_toml, read_text
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.lockfile import load_toml, read_text
 
 RECORD_HEADER = (
     "# nemo-rl patch record: facts about one downstream commit of a fork, not its code.\n"

@@ -1,4 +1,4 @@
-"""Python executables for workers, and materialising them as keyed, verified environments (nemo_rl.workerenv).
+"""Python executables for workers, and turning them into keyed, verified environments (workers.environments).
 
 A worker declares how its Python is obtained (one of PY_EXECUTABLES); `create_local_venv` turns a
 `uv run ...` declaration into the environment for this project's uv.lock and returns its interpreter, so
@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.settings import CHECKOUT_DIR
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 SYNC_OPTIONS = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "--no-dev", "--offline"}
 
 
@@ -47,12 +47,12 @@ def create_local_venv(py_executable: str, venv_name: str, *, project: Path | Non
     `venv_name` names the worker in messages only: environments are keyed by what defines them (uv.lock,
     flags, Python, platform), so two names with the same definition share one environment.
     """
-    from nemo_rl import workerenv
+    from nemo_rl.workers import environments
 
     if py_executable == PY_EXECUTABLES.SYSTEM:
         return sys.executable
-    project = project or PROJECT_DIR
+    project = project or CHECKOUT_DIR
     if not (project / "pyproject.toml").exists():
         raise NemoRLError(f"no pyproject.toml in {project} to build {venv_name!r} from",
                           "pass project= the nemo-rl checkout (workers are built from its uv.lock)")
-    return str(workerenv.ensure(project, sync_flags(py_executable)).python)
+    return str(environments.ensure(project, sync_flags(py_executable)).python)

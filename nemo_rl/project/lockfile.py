@@ -6,6 +6,7 @@ NemoRLError naming the file and the key, never a traceback.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,13 +96,27 @@ def _string(value: object, where: str, path: Path, required: bool = False) -> st
     return value
 
 
+def _is_project(directory: Path) -> bool:
+    pyproject = directory / "pyproject.toml"
+    return pyproject.is_file() and "forks" in table(
+        table(load_toml(pyproject).get("tool"), "[tool]", pyproject).get("nemo-rl"), "[tool.nemo-rl]", pyproject)
+
+
 def find_project(start: Path | None = None) -> Path:
-    """The nearest directory at or above `start` whose pyproject.toml declares [tool.nemo-rl.forks]."""
-    here = (start or Path.cwd()).resolve()
+    """The project: exactly `start` when given (--project), else the nearest directory at or above the current
+    one whose pyproject.toml declares [tool.nemo-rl.forks]."""
+    if start is not None:
+        # An explicit --project is taken literally: a typo must not silently fall back to an enclosing project.
+        directory = Path(os.path.expanduser(start)).resolve()
+        if not directory.is_dir():
+            raise NemoRLError(f"--project {start}: no such directory", "pass the directory holding pyproject.toml")
+        if not _is_project(directory):
+            raise ProjectNotFound(f"no pyproject.toml with a [tool.nemo-rl.forks] table in {directory} "
+                                  f"(--project {start})", "pass the nemo-rl checkout's directory")
+        return directory
+    here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file() and "forks" in table(load_toml(pyproject).get("tool"), "[tool]", pyproject).get(
-                "nemo-rl", {}):
+        if _is_project(candidate):
             return candidate
     raise ProjectNotFound(
         f"no pyproject.toml with a [tool.nemo-rl.forks] table at or above {here}",

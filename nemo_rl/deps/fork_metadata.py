@@ -18,9 +18,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl.deps import git, uv
-from nemo_rl.deps.files import write_atomic
+from nemo_rl import git, uv
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.landing import write_atomic
 
 # Runs inside a throwaway environment holding only the fork's build requirements.
 HOOK = """

@@ -6,11 +6,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from nemo_rl import settings
-from nemo_rl.deps import git
-from nemo_rl.deps.lockfile import Fork
+from nemo_rl import git, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.project.lockfile import Fork
 
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
 

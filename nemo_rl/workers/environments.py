@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import settings
-from nemo_rl.deps import developing, environment, lockfile, uv
+from nemo_rl import settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
+from nemo_rl.project import develop_state, installed, lockfile
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
@@ -64,7 +64,7 @@ def lock_hash(project: Path) -> str:
 
 
 def key_for(project: Path, flags: list[str]) -> str:
-    developed = {dist: entry.get("path") for dist, entry in sorted(developing.read(project).items())}
+    developed = {dist: entry.get("path") for dist, entry in sorted(develop_state.read(project).items())}
     facts = {"lock": lock_hash(project), "flags": sorted(flags), "python": platform.python_version(),
              "platform": f"{sys.platform}-{platform.machine()}", "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -113,9 +113,9 @@ def _build(project: Path, flags: list[str], key: str, final: Path) -> None:
 
 
 def _overlay_developed(project: Path, env: Path) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.deps.developing)."""
-    for entry in developing.read(project).values():
-        developing.install_overlay(env, Path(entry["path"]))
+    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.project.develop_state)."""
+    for entry in develop_state.read(project).values():
+        develop_state.install_overlay(env, Path(entry["path"]))
 
 
 def verify(env: WorkerEnv, project: Path) -> dict:
@@ -142,7 +142,7 @@ def verify(env: WorkerEnv, project: Path) -> dict:
     for name, installed_commit in facts["forks"].items():
         package = locked.get(name)
         if installed_commit and package and package.commit:
-            if environment.commit_mismatch(installed_commit, package.commit):
+            if installed.commit_mismatch(installed_commit, package.commit):
                 problems.append(f"{name} is {installed_commit[:12]} there, uv.lock pins {package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} does not match the driver: {'; '.join(problems)}", rebuild)

@@ -12,10 +12,11 @@ import json
 import os
 from pathlib import Path
 
-from nemo_rl.deps import files, git
+from nemo_rl import git
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import landing
 
-STATE = Path(files.STAGING_ROOT) / "develop.json"
+STATE = Path(landing.STAGING_ROOT) / "develop.json"
 
 
 def read(project: Path) -> dict[str, dict]:
@@ -35,7 +36,7 @@ def read(project: Path) -> dict[str, dict]:
 def write(project: Path, state: dict[str, dict]) -> None:
     path = project / STATE
     if state:
-        files.write_atomic(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+        landing.write_atomic(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
     else:
         path.unlink(missing_ok=True)
 
@@ -68,7 +69,7 @@ def install_overlay(env: Path, checkout: Path) -> Path:
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
     path = site[0] / overlay_name(checkout)
-    files.write_atomic(path, f"import sys; sys.path.insert(0, {str(checkout)!r})\n")
+    landing.write_atomic(path, f"import sys; sys.path.insert(0, {str(checkout)!r})\n")
     return path
 
 

@@ -1,0 +1,11 @@
+"""Distributed workers: Ray actors started in exact environments built from uv.lock.
+
+- `executables`: how a worker's Python is declared (PY_EXECUTABLES) and turned into an interpreter path.
+- `environments`: the keyed, verified worker environments on disk (build, verify, list, prune).
+- `ray_actors`: what Ray needs from us (actor options, every-node preparation); Ray is imported lazily.
+"""
+
+from nemo_rl.workers.executables import PY_EXECUTABLES, create_local_venv
+from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, start_ray
+
+__all__ = ["PY_EXECUTABLES", "actor_options", "create_local_venv", "prepare_on_every_node", "start_ray"]
