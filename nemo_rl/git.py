@@ -8,13 +8,13 @@ inside a git hook) would point these commands at the wrong repository, so they a
 from __future__ import annotations
 
 import os
-import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, run
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 FILTER_IGNORED = "filtering not recognized by server"
 MIRROR_SETTINGS = (
     "the git server (your mirror) must serve what GitHub serves: on the mirror run "
@@ -78,7 +78,8 @@ def set_remote(repo: Path, name: str, url: str) -> None:
 def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
     """Fetch blob-less; False when the server ignored the filter (it then sent every blob: slow, not wrong)."""
     try:
-        result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", remote, *refspecs], repo=repo,
+        result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", "--end-of-options", remote, *refspecs],
+                     repo=repo,
                      remedy=unreachable(url))
     except NemoRLError as exc:
         if "corruption on the remote side" in exc.what and FILTER_IGNORED in exc.what:
@@ -89,21 +90,59 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
     return FILTER_IGNORED not in result.stderr
 
 
+def ref_exists(repo: Path, ref: str) -> bool:
+    return git(["show-ref", "--verify", "--quiet", ref], repo=repo, check=False).returncode == 0
+
+
+def delete_ref(repo: Path, ref: str) -> None:
+    git(["update-ref", "-d", ref], repo=repo, check=False)
+
+
+def object_type(repo: Path, sha: str) -> str:
+    """commit, tree, blob or tag (git cat-file -t); `sha` is a validated full SHA."""
+    return git(["cat-file", "-t", sha], repo=repo).stdout.strip()
+
+
+def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    result = git(["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant], repo=repo, check=False)
+    return result.returncode == 0
+
+
 def has_commit(repo: Path, sha: str) -> bool:
     return git(["cat-file", "-e", f"{sha}^{{commit}}"], repo=repo, check=False).returncode == 0
 
 
 def rev_parse(repo: Path, rev: str) -> str:
-    return git(["rev-parse", "--verify", f"{rev}^{{commit}}"], repo=repo).stdout.strip()
+    return git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], repo=repo).stdout.strip()
 
 
 def count(repo: Path, revision_range: str) -> int:
-    result = git(["rev-list", "--count", revision_range], repo=repo, check=False)
+    result = git(["rev-list", "--count", "--end-of-options", revision_range], repo=repo, check=False)
     return int(result.stdout.strip()) if result.returncode == 0 else -1  # -1: the pin is not in this checkout
 
 
 def is_dirty(repo: Path) -> bool:
-    return bool(git(["status", "--porcelain", "--untracked-files=no"], repo=repo).stdout.strip())
+    """Changed or untracked files (not ignored ones): what a `git clean`/delete would lose from the work tree."""
+    return bool(git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.strip())
+
+
+def unsaved_work(repo: Path) -> list[str]:
+    """What deleting `repo` would lose, in words: local changes, untracked files, stashes, and commits that no
+    remote-tracking branch holds (a pushed branch is safe; a local-only commit is not)."""
+    found = []
+    status = git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.splitlines()
+    if any(not line.startswith("??") for line in status):
+        found.append("uncommitted changes")
+    if any(line.startswith("??") for line in status):
+        found.append("untracked files")
+    stashes = git(["stash", "list"], repo=repo).stdout.splitlines()
+    if stashes:
+        found.append(f"{len(stashes)} stash(es)")
+    # every commit reachable from a local branch, HEAD or the stash that no remote-tracking ref reaches
+    local = git(["rev-list", "--count", "HEAD", "--branches", "--not", "--remotes"], repo=repo, check=False)
+    if local.returncode == 0 and int(local.stdout.strip() or 0):
+        found.append(f"{local.stdout.strip()} commit(s) on no remote branch")
+    return found
 
 
 def toplevel(path: Path) -> Path | None:
@@ -121,52 +160,60 @@ def init_checkout(path: Path, remotes: dict[str, str]) -> None:
 
 
 def switch_new_branch(path: Path, branch: str, rev: str) -> None:
-    git(["switch", "--quiet", "--create", branch, rev], repo=path)
+    git(["switch", "--quiet", "--create", branch, "--end-of-options", rev], repo=path)
 
 
 def merge_base(repo: Path, a: str, b: str) -> str:
-    return git(["merge-base", a, b], repo=repo).stdout.strip()
+    return git(["merge-base", "--end-of-options", a, b], repo=repo).stdout.strip()
 
 
 def rev_list(repo: Path, revision_range: str) -> list[str]:
     """Commits in `revision_range`, oldest first (the order `git am` applies them)."""
-    out = git(["rev-list", "--reverse", "--topo-order", revision_range], repo=repo).stdout
+    out = git(["rev-list", "--reverse", "--topo-order", "--end-of-options", revision_range], repo=repo).stdout
     return out.split()
 
 
-def commit_fields(repo: Path, sha: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    author: str  # "Name <email>"
+    date: str  # ISO 8601, the author date
+    subject: str
+
+
+def commit_fields(repo: Path, sha: str) -> Commit:
     fmt = "%H%x00%an <%ae>%x00%aI%x00%s"
-    sha_, author, date, subject = git(["show", "-s", f"--format={fmt}", sha], repo=repo).stdout.rstrip("\n").split("\0")
-    return {"commit": sha_, "author": author, "date": date, "subject": subject}
+    out = git(["show", "-s", f"--format={fmt}", "--end-of-options", sha], repo=repo).stdout
+    return Commit(*out.rstrip("\n").split("\0"))
 
 
 def diffstat(repo: Path, sha: str) -> str:
     # --first-parent keeps merge commits readable; -M makes renames one line, as format-patch shows them.
-    out = git(["show", "--format=", "--stat=100", "-M", "--first-parent", sha], repo=repo).stdout
+    out = git(["show", "--format=", "--stat=100", "-M", "--first-parent", "--end-of-options", sha], repo=repo).stdout
     return out.strip("\n")
 
 
 def patch_id(repo: Path, sha: str) -> str:
     """`git patch-id --stable`: unchanged when a commit is rebased without changing its diff."""
-    diff = git(["show", "--format=", "--first-parent", "-M", sha], repo=repo).stdout
+    diff = git(["show", "--format=", "--first-parent", "-M", "--end-of-options", sha], repo=repo).stdout
     out = git(["patch-id", "--stable"], repo=repo, input_text=diff).stdout
     return out.split()[0] if out.strip() else "0" * 40  # an empty commit has no patch-id
 
 
 def show_file(repo: Path, sha: str, path: str) -> str | None:
     """`path` at commit `sha`, or None when the commit has no such file."""
-    result = git(["show", f"{sha}:{path}"], repo=repo, check=False)
+    result = git(["show", "--end-of-options", f"{sha}:{path}"], repo=repo, check=False)
     return result.stdout if result.returncode == 0 else None
 
 
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
     """Write the series into `out_dir`; return the written paths (format-patch prints one per line)."""
-    return git(["format-patch", "-o", str(out_dir), revision_range], repo=repo).stdout.split()
+    return git(["format-patch", "-o", str(out_dir), "--end-of-options", revision_range], repo=repo).stdout.split()
 
 
 def require_full_sha(rev: str) -> str:
     rev = rev.strip().lower()
-    if not FULL_SHA.match(rev):
+    if not values.FULL_SHA.match(rev):
         raise NemoRLError(
             f"refusing rev {rev!r}: a fork pin must be a full 40-hex commit SHA, and short or symbolic revs "
             "can become ambiguous or move",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import PurePath
 
 
 def plain(value: object) -> object:
@@ -11,6 +12,8 @@ def plain(value: object) -> object:
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value

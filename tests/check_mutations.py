@@ -57,7 +57,7 @@ MUTATIONS = [
      "if False:", BUMP),
     ("bump: landing journal rolls forward", "nemo_rl/project/landing.py", "if (self.path / JOURNAL).exists():", "if False:",
      BUMP),
-    ("status: bad pin", "nemo_rl/deps/status.py", "if not git.FULL_SHA.match(fork.rev):", "if False:", STATUS),
+    ("status: bad pin", "nemo_rl/deps/status.py", "if fork.bad_rev:", "if False:", STATUS),
     ("status: records stale", "nemo_rl/deps/status.py", "    elif problems:\n", "    elif False:\n", STATUS),
     ("status: lock stale", "nemo_rl/deps/status.py", "    elif locked_commit != fork.rev:\n", "    elif False:\n", STATUS),
     ("status: interrupted bump", "nemo_rl/deps/status.py", "    elif interrupted:\n", "    elif False:\n", BUMP),

@@ -59,7 +59,8 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     assert deps(world, "status", "--check", "--env", str(env)) == 1
     capsys.readouterr()
     main(["doctor", "--project", str(world.project)])
-    assert f"megatron-core is developing: imported from {checkout}" in capsys.readouterr().out
+    # doctor runs here, in an interpreter without the overlay: it says so instead of claiming "developing"
+    assert f"megatron-core is under `nemo-rl deps develop` ({checkout}), but this interpreter" in capsys.readouterr().out
     # worker environments run the checkout's code too, under a key of their own (the fixture has no Ray, so
     # the build is called without the Ray check that ensure() adds; tests/test_ray_workers.py covers that)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
@@ -78,7 +79,11 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     forkworld.uv_run(world, "lock", "--check", "--quiet")
 
     git(checkout, "push", "-q", "origin", "HEAD:refs/heads/work")  # the fork gets the work
-    assert deps(world, "bump", "megatron-core", "--rev", work) == 0
+    # --rev of a commit on another branch than the recorded one is refused: the record would name the wrong branch
+    assert deps(world, "bump", "megatron-core", "--rev", work) == 1
+    assert "is not on nemo-rl/main, the branch pyproject.toml records" in capsys.readouterr().err
+    assert deps(world, "bump", "megatron-core", "--branch", "work") == 0
+    assert lockfile.fork(world.project, "megatron-core").branch == "work"
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert checkout.exists()  # the developer's checkout stays
     assert not list(env.glob("lib/python3*/site-packages/_nemo_rl_develop_*.pth"))

@@ -7,15 +7,12 @@ renames at the very end, so no signal, SIGKILL included, leaves the project half
 from __future__ import annotations
 
 import argparse
-import tomllib
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
-from nemo_rl import git, uv
+from nemo_rl import git, uv, values
 from nemo_rl.deps import fork_cache, fork_metadata, records
 from nemo_rl.deps.record_files import read_index
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
 
@@ -37,25 +34,6 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
         table["base"] = base
     landing.write_atomic(path, tomlkit.dumps(doc))
 
-
-def fork_project_table(repo: Path, rev: str) -> dict:
-    text = git.show_file(repo, rev, "pyproject.toml")
-    try:
-        return tomllib.loads(text).get("project", {}) if text else {}
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
-def check_distribution_name(fork_table: dict, distribution: str, rev: str) -> None:
-    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning one would drop our distribution."""
-    name = fork_table.get("name")
-    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
-        raise NemoRLError(
-            f"the fork at {rev[:12]} builds distribution {name!r}, not {distribution!r} "
-            "(its pyproject.toml renames it)",
-            f"pick a commit that still builds {distribution}, or rename the dependency, its [tool.uv.sources] "
-            f"entry and [tool.nemo-rl.forks.{distribution}] to {name} first",
-        )
 
 
 def check_declared_metadata(project: Path, fork_table: dict, distribution: str, rev: str) -> str | None:
@@ -112,8 +90,7 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     """The bump report's requirement lines: what the fork itself declares, old commit against new."""
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
-        if not git.has_commit(repo, fork.rev):
-            fork_cache.fetch_commit(repo, fork, fork.rev)
+        fork_cache.fetched(fork, fork.rev)
         old, new = fork_metadata.read(repo, fork.rev), fork_metadata.read(repo, new_rev)
     except NemoRLError as exc:
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
@@ -136,7 +113,32 @@ def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
     return locked
 
 
+def check_on_branch(repo: Path, fork: lockfile.Fork, new_rev: str, branch_argument: str | None) -> None:
+    """A --rev must be on the branch pyproject.toml records, or the record would name the wrong branch."""
+    if branch_argument or not fork.branch:
+        return
+    head = fork_cache.fetch_branch(repo, fork, fork.branch)
+    if not git.is_ancestor(repo, new_rev, head):
+        raise NemoRLError(
+            f"{new_rev[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
+            "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push it "
+            f"to {fork.branch} first")
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
+    if args.branch is not None:
+        try:
+            values.branch_name(args.branch, "--branch")
+        except NemoRLError as exc:
+            raise UsageError(exc.what, exc.remedy) from exc
+    if args.dry_run:  # writes nothing, so it needs no lock (and works in a read-only checkout)
+        return bump(project, args)
+    # Taken before anything is read: a second bump waits, then starts from what the first one landed.
+    with landing.project_lock(project, wait=not args.no_wait):
+        return bump(project, args)
+
+
+def bump(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
     locked_before = lockfile.locked_packages(project)
@@ -147,10 +149,10 @@ def run(project: Path, args: argparse.Namespace) -> int:
     patch_dir = records.records_dir(project, fork.distribution)
     if not args.dry_run:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
-    repo = fork_cache.repo_for(fork)
-    fork_cache.fetch_commit(repo, fork, new_rev)
-    fork_table = fork_project_table(repo, new_rev)
-    check_distribution_name(fork_table, fork.distribution, new_rev)
+    repo = fork_cache.fetched(fork, new_rev)
+    check_on_branch(repo, fork, new_rev, args.branch)
+    fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
+    fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
     metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
     progress("computing the downstream commits over upstream")
     base, recs = records.compute(repo, fork, new_rev)

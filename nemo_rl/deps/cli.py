@@ -16,6 +16,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="show full tracebacks of failures")
 
 
+def _writes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-wait", action="store_true",
+                        help="fail at once when another nemo-rl command is changing the project (default: wait)")
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,6 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the bump report; no project file is opened for writing")
+    _writes(p)
     p.set_defaults(handler="nemo_rl.deps.bump:run")
 
     p = verbs.add_parser("verify", help="build a throwaway environment from uv.lock and import what nemo-rl uses",
@@ -65,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
     p.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     p.add_argument("--remove", action="store_true", help="with --stop: delete the checkout nemo-rl made, if clean")
+    _writes(p)
     p.set_defaults(handler="nemo_rl.deps.develop:run")
 
     p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
@@ -72,6 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          "killed while landing, this finishes the landing; if it was killed before, this removes "
                          "the unused copy. `deps status` says when it is needed.")
     _common(p)
+    _writes(p)
     p.set_defaults(handler="nemo_rl.deps.recover:run")
 
     p = verbs.add_parser(
@@ -86,4 +94,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")
     p.add_argument("--offline", action="store_true", help="with --check: no fetch, validate the records only")
+    _writes(p)
     p.set_defaults(handler="nemo_rl.deps.patches:run")

@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tomllib
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from nemo_rl import git, settings
+from nemo_rl.deps import fork_metadata
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, lockfile
-
-MANAGED = Path(".nemo-rl") / "develop"
+from nemo_rl.project import develop_state, landing, lockfile
 
 
 def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
     """A work tree of the fork at the pin (fork and upstream remotes, a branch for the work), blob-less."""
-    path = project / MANAGED / fork.distribution
+    path = develop_state.managed_checkout(project, fork.distribution)
     if path.exists():
-        if git.toplevel(path) != path.resolve():
+        if git.toplevel(path) != path:
             raise NemoRLError(f"{path} exists but is not a git checkout", "move it away, or pass it as PATH")
         return path
     remotes = {"origin": fork.url, **({"upstream": fork.upstream_url} if fork.upstream_url else {})}
@@ -52,67 +48,84 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
                           f"{fork.rev[:12]}", f"`git -C {top} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
-        name = tomllib.loads(pyproject.read_text()).get("project", {}).get("name") if pyproject.exists() else None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"{pyproject} does not parse: {exc}", "fix it, or check out another commit") from exc
-    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(fork.distribution):
-        raise NemoRLError(f"{top} builds distribution {name!r}, not {fork.distribution!r}",
-                          f"check out a commit of the fork that still builds {fork.distribution}")
+        text = pyproject.read_text() if pyproject.exists() else None
+    except UnicodeDecodeError as exc:
+        raise NemoRLError(f"{pyproject} is not UTF-8: {exc}", "fix it, or check out another commit") from exc
+    fork_metadata.require_builds(fork_metadata.project_table(text), fork.distribution, str(top))
     return top
 
 
 def start(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
     state = develop_state.read(project)
-    if fork.distribution in state:
-        raise NemoRLError(f"{fork.distribution} is already developed from {state[fork.distribution]['path']}",
+    env = develop_state.project_environment(project)
+    active = develop_state.active_checkout(env, fork.distribution) if env.exists() else None
+    if fork.distribution in state or active:
+        raise NemoRLError(f"{fork.distribution} is already developed from "
+                          f"{state[fork.distribution].checkout if fork.distribution in state else active}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
     if args.path:
         checkout = check_checkout(Path(args.path).resolve(), fork)
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
-    env = develop_state.project_environment(project)
-    state[fork.distribution] = {"path": str(checkout), "managed": not args.path, "envs": []}
     if env.exists():
-        develop_state.install_overlay(env, checkout)
-        state[fork.distribution]["envs"] = [str(env)]
+        develop_state.install_overlay(env, fork.distribution, checkout)
+    state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
+                                                       (env,) if env.exists() else ())
     develop_state.write(project, state)
     facts = develop_state.checkout_facts(checkout, fork.rev)
-    print(f"{fork.distribution}: developing from {checkout} at {facts['head'][:12]}")
-    print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
-          "unchanged; worker environments get it under their own keys")
+    print(f"{fork.distribution}: developing from {checkout} at {facts.head[:12]}")
+    if env.exists():
+        print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
+              "unchanged; worker environments get it under their own keys")
+    else:
+        print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again to "
+              "put the checkout in front (worker environments get it under their own keys already)")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
     return 0
 
 
+def _check_removable(project: Path, entry: develop_state.Developed) -> None:
+    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere
+    else: no changes, no untracked files, no stash, no commit that no remote branch has."""
+    checkout = entry.checkout
+    if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):
+        raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
+                          f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
+    if checkout.exists():
+        unsaved = git.unsaved_work(checkout)
+        if unsaved:
+            raise NemoRLError(f"{checkout} has {', '.join(unsaved)}: --remove would lose them",
+                              "commit and push them (or stash-pop and commit), or stop without --remove: the "
+                              "checkout stays")
+
+
 def stop(project: Path, args: argparse.Namespace) -> int:
     state = develop_state.read(project)
     entry = state.get(args.distribution)
-    if entry is None:
+    env = develop_state.project_environment(project)
+    if entry is None and not develop_state.active_checkout(env, args.distribution):
         raise NemoRLError(f"{args.distribution} is not being developed",
                           "`nemo-rl deps status` shows what is; nothing to stop")
-    checkout = Path(entry["path"])
     if args.remove:
-        if not entry.get("managed"):
-            raise NemoRLError(f"--remove only removes checkouts nemo-rl made; {checkout} is yours",
-                              f"remove {checkout} yourself if you no longer need it")
-        if checkout.exists() and git.is_dirty(checkout):
-            raise NemoRLError(f"{checkout} has uncommitted changes: --remove would lose them",
-                              "commit or stash them (or stop without --remove: the checkout stays)")
-    touched = [Path(e) for e in entry.get("envs", [])] + [develop_state.project_environment(project)]
-    for env in dict.fromkeys(touched):
-        develop_state.remove_overlay(env, checkout)
-    for overlay in develop_state.worker_overlays(checkout, settings.venv_dir(create=False)):
-        overlay.unlink()
-    del state[args.distribution]
+        if entry is None:
+            raise NemoRLError(f"no develop state for {args.distribution}, so nemo-rl cannot tell whether it made the "
+                              "checkout", "stop without --remove, then remove the checkout yourself")
+        _check_removable(project, entry)
+    for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
+        develop_state.remove_overlay(touched, args.distribution)
+    venvs = settings.venv_dir(create=False)
+    for worker_env in sorted(venvs.iterdir()) if venvs.is_dir() else ():
+        develop_state.remove_overlay(worker_env, args.distribution)
+    state.pop(args.distribution, None)
     develop_state.write(project, state)
-    if args.remove and checkout.exists():
-        shutil.rmtree(checkout)
-        print(f"removed {checkout}")
-    print(f"{args.distribution}: back to the pinned commit; the next process runs the locked code"
-          + ("" if args.remove else f" (the checkout stays at {checkout})"))
+    if args.remove and entry.checkout.exists():
+        shutil.rmtree(entry.checkout)
+        print(f"removed {entry.checkout}")
+    stays = f" (the checkout stays at {entry.checkout})" if entry and not args.remove else ""
+    print(f"{args.distribution}: back to the pinned commit; the next process runs the locked code{stays}")
     return 0
 
 
@@ -120,7 +133,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")
-        return stop(project, args)
+        with landing.project_lock(project, wait=not args.no_wait):
+            return stop(project, args)
     if args.remove:
         raise UsageError("--remove only applies to --stop", "run `nemo-rl deps develop --stop DIST --remove`")
-    return start(project, args)
+    with landing.project_lock(project, wait=not args.no_wait):
+        return start(project, args)

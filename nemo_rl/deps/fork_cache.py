@@ -1,9 +1,17 @@
 """A local bare cache per fork holding the fork's and its upstream's commits, so that merge-base,
-patch-ids and format-patch run locally. Fetches go through git, so insteadOf mirrors apply."""
+patch-ids and format-patch run locally. Fetches go through git, so insteadOf mirrors apply.
+
+The cache is shared by every checkout of the user's; a lock beside each repository serialises the commands
+that change it (two bumps at once would otherwise race on its config and refs).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from nemo_rl import git, settings
@@ -12,15 +20,51 @@ from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
+# A commit fetched from the fork itself gets a ref here: the cache also holds upstream's objects, so only
+# this ref proves a commit exists in the fork (and keeps it from being garbage-collected).
+FORK_COMMIT_REF = "refs/nemo-rl/fork-commits/{sha}"
+FORK_BRANCH_REF = "refs/nemo-rl/fork/{branch}"
 
 
-def repo_for(fork: Fork) -> Path:
+def _path(fork: Fork) -> Path:
     key = hashlib.sha256(f"{fork.url}\n{fork.upstream_url}".encode()).hexdigest()[:16]
-    repo = git.init_cache(settings.cache_dir() / "git" / f"{fork.distribution}-{key}")
-    git.set_remote(repo, "fork", fork.url)
-    if fork.upstream_url:
-        git.set_remote(repo, "upstream", fork.upstream_url)
+    return settings.cache_dir() / "git" / f"{fork.distribution}-{key}"  # distribution: validated, no '/'
+
+
+@contextlib.contextmanager
+def _locked(repo: Path) -> Iterator[None]:
+    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock
+    file lets two processes lock two different files)."""
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another nemo-rl command using the fork cache {repo}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def fetched(fork: Fork, sha: str) -> Path:
+    """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch."""
+    repo = _path(fork)
+    with _locked(repo):
+        git.init_cache(repo)
+        git.set_remote(repo, "fork", fork.url)
+        if fork.upstream_url:
+            git.set_remote(repo, "upstream", fork.upstream_url)
+        _fetch_commit(repo, fork, sha)
     return repo
+
+
+@contextlib.contextmanager
+def using(repo: Path) -> Iterator[Path]:
+    """Hold the cache repository for work that writes into it (worktrees, lazily fetched blobs)."""
+    with _locked(repo):
+        yield repo
 
 
 def resolve_branch(fork: Fork, branch: str) -> str:
@@ -37,28 +81,41 @@ def _fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
         progress(f"warning: {url} ignored the blob filter and sent whole history; {git.MIRROR_SETTINGS}")
 
 
-def fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
-    """Make `sha` (from the fork) and the upstream branch available in `repo`."""
+def fetch_branch(repo: Path, fork: Fork, branch: str) -> str:
+    """Fetch the fork's `branch` into the cache; its head."""
+    ref = FORK_BRANCH_REF.format(branch=branch)
+    _fetch(repo, "fork", fork.url, [f"+refs/heads/{branch}:{ref}"])
+    return git.rev_parse(repo, ref)
+
+
+def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
     if not fork.upstream_url:
         raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
                           "add upstream-url and upstream-branch to the fork table")
-    if not git.has_commit(repo, sha):
+    pin_ref = FORK_COMMIT_REF.format(sha=sha)
+    if not git.ref_exists(repo, pin_ref):
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
         try:
-            _fetch(repo, "fork", fork.url, [sha])
+            _fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
         except NemoRLError as exc:
             # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching the
             # branch tells the two apart.
             if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
-                _fetch(repo, "fork", fork.url, [f"refs/heads/{fork.branch}"])
-                if git.has_commit(repo, sha):
+                head = fetch_branch(repo, fork, fork.branch)
+                if git.has_commit(repo, sha) and git.is_ancestor(repo, sha, head):
                     raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
                                       f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
+            where = " (it is a commit of upstream, not of the fork)" if git.has_commit(repo, sha) else ""
             raise NemoRLError(
-                f"commit {sha} does not exist in {fork.url}",
+                f"commit {sha} does not exist in {fork.url}{where}",
                 f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
             ) from exc
+    kind = git.object_type(repo, sha)
+    if kind != "commit":
+        git.delete_ref(repo, pin_ref)
+        raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
+                          "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
     progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
     ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
     _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])

@@ -19,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nemo_rl import git, uv
+from nemo_rl.deps import fork_cache
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.landing import write_atomic
 
@@ -34,6 +35,26 @@ for part in filter(None, attr.split(".")):
     hooks = getattr(hooks, part)
 print(hooks.prepare_metadata_for_build_wheel(out))
 """
+
+
+def project_table(pyproject_text: str | None) -> dict:
+    """The fork's static [project] table ({} when it has none or it does not parse: setup.py forks)."""
+    try:
+        table = tomllib.loads(pyproject_text).get("project", {}) if pyproject_text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def require_builds(table: dict, distribution: str, where: str) -> None:
+    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution."""
+    name = table.get("name")
+    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
+        raise NemoRLError(
+            f"{where} builds distribution {name!r}, not {distribution!r} (its pyproject.toml renames it)",
+            f"pick a commit that still builds {distribution}, or rename the dependency, its [tool.uv.sources] "
+            f"entry and [tool.nemo-rl.forks.{distribution}] to {name} first",
+        )
 
 
 @dataclass(frozen=True)
@@ -63,7 +84,8 @@ def read(repo: Path, rev: str) -> Metadata:
     if cached.exists():
         data = json.loads(cached.read_text())
         return Metadata(data["name"], data["version"], data["requires"])
-    metadata = _read_uncached(repo, rev)
+    with fork_cache.using(repo):  # a worktree of the shared cache: one command at a time
+        metadata = _read_uncached(repo, rev)
     write_atomic(cached, json.dumps({"name": metadata.name, "version": metadata.version,
                                      "requires": metadata.requires}))
     return metadata

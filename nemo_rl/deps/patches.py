@@ -13,8 +13,7 @@ from nemo_rl.project import landing, lockfile
 
 def _export(project: Path, distribution: str, directory: Path) -> int:
     fork = lockfile.fork(project, distribution)
-    repo = fork_cache.repo_for(fork)
-    fork_cache.fetch_commit(repo, fork, fork.rev)
+    repo = fork_cache.fetched(fork, fork.rev)
     base = git.merge_base(repo, fork.rev, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     directory.mkdir(parents=True, exist_ok=True)
     written = git.format_patch(repo, f"{base}..{fork.rev}", directory.resolve())
@@ -26,8 +25,7 @@ def _export(project: Path, distribution: str, directory: Path) -> int:
 
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     for fork in forks:
-        repo = fork_cache.repo_for(fork)
-        fork_cache.fetch_commit(repo, fork, fork.rev)
+        repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         relative = f"patches/{fork.distribution}"
         landing.require_writable([project, project / "patches", project / relative])
@@ -53,7 +51,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     all_forks = lockfile.forks(project)
     forks = [lockfile.fork(project, words[0])] if words else all_forks
     if not args.check:
-        return _generate(project, forks)
+        with landing.project_lock(project, wait=not args.no_wait):
+            # read again under the lock: a bump that landed while we waited changed the pins
+            return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)
     failed = False
     for fork in forks:

@@ -48,8 +48,8 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     records = []
     for number, sha in enumerate(git.rev_list(repo, f"{base}..{pinned}"), start=1):
-        fields = git.commit_fields(repo, sha)
-        records.append(Record(number, fields["commit"], fields["author"], fields["date"], fields["subject"],
+        commit = git.commit_fields(repo, sha)
+        records.append(Record(number, commit.sha, commit.author, commit.date, commit.subject,
                               git.patch_id(repo, sha), git.diffstat(repo, sha)))
     return base, records
 
@@ -154,8 +154,7 @@ def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
 
 def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
-    repo = fork_cache.repo_for(fork)
-    fork_cache.fetch_commit(repo, fork, fork.rev)
+    repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
     rel = f"patches/{fork.distribution}/index.toml"

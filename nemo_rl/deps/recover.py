@@ -10,7 +10,12 @@ from nemo_rl.project import landing
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
-    found = landing.leftovers(project)
+    with landing.project_lock(project, wait=not args.no_wait):
+        return _recover(project)
+
+
+def _recover(project: Path) -> int:
+    found = landing.leftovers(project, locked=True)
     if not found:
         print("nothing to recover: no interrupted bump in this project")
         return 0

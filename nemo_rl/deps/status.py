@@ -7,7 +7,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import git
 from nemo_rl.deps import record_files, records
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
@@ -20,12 +19,15 @@ REMEDIES = {
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
     "records stale": records.REGENERATE,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
+    "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
+                           "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --extra mcore` if you need it",
     "ok": None,
 }
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
-FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "developing", "env stale"}
+FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "developing", "develop not applied",
+           "env stale"}
 
 
 @dataclass(frozen=True)
@@ -41,20 +43,23 @@ class ForkStatus:
     upstream_base: str | None
     downstream_commits: int | None
     records_problems: list[str]
-    developing: dict | None
+    developing: develop_state.CheckoutFacts | None  # what the environment imports, from its overlay
     state: str
     remedy: str | None
 
 
-def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, interrupted: bool) -> ForkStatus:
+def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, interrupted: bool,
+                develop_entry: develop_state.Developed | None) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
     present, version, installed_commit = installed.installed(env, fork.distribution)
     index = record_files.read_index(records.records_dir(project, fork.distribution))
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False)]
-    developed = develop_state.status(project, fork.distribution, fork.rev)
+    # a bad pin never reaches git (it could be read as an option); its development state waits for a good one
+    active = develop_state.active_checkout(env, fork.distribution)
+    developed = develop_state.checkout_facts(active, fork.rev) if active and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
-    if not git.FULL_SHA.match(fork.rev):
+    if fork.bad_rev:
         state = "bad pin"
     elif interrupted:
         state = "bump interrupted"
@@ -62,8 +67,10 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "lock stale"
     elif problems:
         state = "records stale"
-    elif developed:
+    elif active:
         state = "developing"
+    elif develop_entry:
+        state = "develop not applied"
     elif not present:
         state = "not installed"
     else:
@@ -74,10 +81,11 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
                       state, remedy.format(dist=fork.distribution) if remedy else None)
 
 
-def collect(project: Path, env: Path) -> list[ForkStatus]:
+def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
     locked = lockfile.locked_packages(project)
     interrupted = any(journal for _, journal in landing.leftovers(project))
-    return [fork_status(project, env, fork, locked, interrupted) for fork in lockfile.forks(project)]
+    developed = develop_state.read(project)
+    return [fork_status(project, env, fork, locked, interrupted, developed.get(fork.distribution)) for fork in forks]
 
 
 def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
@@ -96,9 +104,9 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
         ]
         if row.developing:
             d = row.developing
-            lines.append(f"  developing {d['path']} (missing)" if d.get("missing") else
-                         f"  developing {d['path']} at {short(d['head'])}, {d['ahead']} commit(s) ahead of the pin"
-                         f"{', dirty' if d['dirty'] else ''}")
+            lines.append(f"  developing {d.path} (missing)" if d.missing else
+                         f"  developing {d.path} at {short(d.head)}, {d.ahead} commit(s) ahead of the pin"
+                         f"{', dirty' if d.dirty else ''}")
         lines += [f"  records    {problem}" for problem in row.records_problems[:5]]
         if len(row.records_problems) > 5:
             lines.append(f"  records    ... and {len(row.records_problems) - 5} more")
@@ -113,8 +121,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
-    rows = collect(project, env)
-    orphans = records.orphans(project, lockfile.forks(project))
+    forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report, not the end of it
+    rows = collect(project, env, forks)
+    orphans = records.orphans(project, forks)
     if args.json:
         print(dumps({"schema": 2, "project": str(project), "environment": str(env), "forks": rows,
                      "orphaned_records": [str(o) for o in orphans]}))

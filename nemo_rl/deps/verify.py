@@ -63,9 +63,7 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     from its build backend at the pinned commit), else the module's top-level name as a distribution."""
     top = module.split(".")[0]
     try:
-        repo = fork_cache.repo_for(fork)
-        fork_cache.fetch_commit(repo, fork, fork.rev)
-        declared = fork_metadata.read(repo, fork.rev).requires
+        declared = fork_metadata.read(fork_cache.fetched(fork, fork.rev), fork.rev).requires
     except NemoRLError:  # offline or unreadable: the module's name is still the best guess
         declared = {}
     return declared.get(canonicalize_name(top), top.replace("_", "-"))

@@ -120,20 +120,33 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
 
 
 def components(project: Path | None, locked: dict) -> list[ComponentReport]:
-    developed = develop_state.read(project) if project else {}
+    env = Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
     result = []
     for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
         package = locked.get(comp.distribution)
         state, remedy = component_state(probe, package.commit if package else None)
-        if comp.distribution in developed and state in ("ok", "env stale"):
+        checkout = develop_state.active_checkout(env, comp.distribution)
+        if checkout and state in ("ok", "env stale"):
             state = "developing"
-            remedy = (f"running {comp.distribution} from {developed[comp.distribution]['path']}; "
+            remedy = (f"running {comp.distribution} from {checkout}; "
                       f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
         result.append(ComponentReport(key, comp.distribution, comp.module, state, probe.installed, probe.version,
                                       probe.commit, package.commit if package else None,
                                       package.version if package else None, probe.reason, remedy))
     return result
+
+
+def develop_notes(project: Path | None) -> list[str]:
+    """Forks the project's develop state names that this interpreter does not import from their checkout."""
+    try:
+        state = develop_state.read(project) if project else {}
+    except NemoRLError as exc:
+        return [str(exc)]
+    env = Path(sys.prefix)
+    return [f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
+            "installed code: run from the project's environment (`uv run`), or `nemo-rl deps develop --stop "
+            f"{dist}`" for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 
 
 def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
@@ -160,8 +173,8 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
     comps = components(project, locked)
     notes = [*located_notes]
-    notes += [f"{dist} is developing: imported from {entry['path']}, not the pin (`nemo-rl deps develop --stop "
-             f"{dist}` returns to it)" for dist, entry in (develop_state.read(project) if project else {}).items()]
+    notes += [f"{c.distribution} is developing: {c.remedy}" for c in comps if c.state == "developing"]
+    notes += develop_notes(project)
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
     preflight_items = []

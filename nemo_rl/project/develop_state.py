@@ -1,83 +1,138 @@
 """Which forks are being developed from a local checkout instead of the pin (`nemo-rl deps develop`).
 
-The state lives in <project>/.nemo-rl/develop.json (git-ignored, never committed): pyproject.toml and
-uv.lock stay untouched, and every environment made from the project reads this file to put the checkout
-in front of the locked install.
+Two records exist, and the environment's is the truth: the overlay file in an environment's site-packages
+(what a process there imports) and <project>/.nemo-rl/develop.json (git-ignored: which checkout, whether
+nemo-rl made it, which environments got an overlay). Status and doctor compare the two and say how to mend
+a difference; pyproject.toml and uv.lock are never touched.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import git
+from nemo_rl import git, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import landing
+from nemo_rl.project import installed, landing
 
 STATE = Path(landing.STAGING_ROOT) / "develop.json"
+MANAGED_DIR = Path(landing.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
+OVERLAY_PREFIX = "_nemo_rl_develop_"
+CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
 
 
-def read(project: Path) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Developed:
+    """One develop.json entry, checked when read."""
+
+    distribution: str
+    checkout: Path  # absolute
+    managed: bool  # nemo-rl made it under .nemo-rl/develop/ (only such a checkout may be removed)
+    envs: tuple[Path, ...]  # environments that got an overlay besides the project's own
+
+
+@dataclass(frozen=True)
+class CheckoutFacts:
+    path: Path
+    head: str | None
+    ahead: int
+    dirty: bool
+    missing: bool = False
+
+
+def _entry(path: Path, distribution: object, entry: object) -> Developed:
+    where = f"{path}: entry {distribution!r}"
+    fix = (f"delete {path} (overlays already in environments stay until `nemo-rl deps develop --stop DIST`, "
+           "which works without it)")
+    if not isinstance(distribution, str) or not values.DISTRIBUTION_NAME.match(distribution):
+        raise NemoRLError(f"{where} is not a distribution name", fix)
+    if not isinstance(entry, dict):
+        raise NemoRLError(f"{where} must be an object", fix)
+    checkout, managed, envs = entry.get("path"), entry.get("managed", False), entry.get("envs", [])
+    if not isinstance(checkout, str) or not os.path.isabs(checkout):
+        raise NemoRLError(f"{where}: path must be an absolute path, found {checkout!r:.80}", fix)
+    if not isinstance(managed, bool):
+        raise NemoRLError(f"{where}: managed must be true or false, found {managed!r:.40}", fix)
+    if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):
+        raise NemoRLError(f"{where}: envs must be a list of absolute paths, found {envs!r:.80}", fix)
+    return Developed(distribution, Path(checkout), managed, tuple(Path(e) for e in envs))
+
+
+def read(project: Path) -> dict[str, Developed]:
     path = project / STATE
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"cannot read {path}: {exc}",
-                          f"fix or delete {path} (then run `nemo-rl deps develop` again)") from exc
+        raise NemoRLError(f"cannot read {path}: {exc}", f"fix or delete {path}") from exc
     if not isinstance(data, dict):
-        raise NemoRLError(f"{path} is not a JSON object", f"delete {path} and run `nemo-rl deps develop` again")
-    return data
+        raise NemoRLError(f"{path} is not a JSON object", f"fix or delete {path}")
+    return {dist: _entry(path, dist, entry) for dist, entry in data.items()}
 
 
-def write(project: Path, state: dict[str, dict]) -> None:
+def write(project: Path, state: dict[str, Developed]) -> None:
     path = project / STATE
-    if state:
-        landing.write_atomic(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs]}
+            for d in state.values()}
+    if data:
+        landing.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     else:
         path.unlink(missing_ok=True)
 
 
-def checkout_facts(checkout: Path, pinned: str) -> dict:
+def managed_checkout(project: Path, distribution: str) -> Path:
+    return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
+
+
+def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
     """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes."""
-    head = git.rev_parse(checkout, "HEAD")
-    return {"path": str(checkout), "head": head, "ahead": git.count(checkout, f"{pinned}..{head}"),
-            "dirty": git.is_dirty(checkout)}
-
-
-def status(project: Path, distribution: str, pinned: str) -> dict | None:
-    entry = read(project).get(distribution)
-    if not entry:
-        return None
-    checkout = Path(entry["path"])
     if not checkout.is_dir():
-        return {"path": str(checkout), "head": None, "ahead": 0, "dirty": False, "missing": True}
-    return checkout_facts(checkout, pinned)
+        return CheckoutFacts(checkout, None, 0, False, missing=True)
+    head = git.rev_parse(checkout, "HEAD")
+    return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout))
 
 
-def overlay_name(checkout: Path) -> str:
-    return f"_nemo_rl_develop_{hashlib.sha256(str(checkout).encode()).hexdigest()[:12]}.pth"
+def overlay_name(distribution: str) -> str:
+    return f"{OVERLAY_PREFIX}{distribution.replace('-', '_').replace('.', '_').lower()}.pth"
 
 
-def install_overlay(env: Path, checkout: Path) -> Path:
+def install_overlay(env: Path, distribution: str, checkout: Path) -> Path:
     """Put `checkout` in front of the locked install in `env`: a .pth line, the mechanism editable installs use,
     written outside uv's records so `uv sync` neither sees nor removes it and uv.lock never changes."""
-    site = sorted(env.glob("lib/python3*/site-packages"))
+    site = installed.site_packages_dirs(env)
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
-    path = site[0] / overlay_name(checkout)
-    landing.write_atomic(path, f"import sys; sys.path.insert(0, {str(checkout)!r})\n")
+    path = site[0] / overlay_name(distribution)
+    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(checkout)!r})\n")
     return path
 
 
-def remove_overlay(env: Path, checkout: Path) -> bool:
+def overlays(env: Path) -> dict[str, Path]:
+    """Overlay file name -> the checkout it puts first, for every overlay in `env`: what a process there runs."""
+    found = {}
+    for site in installed.site_packages_dirs(env):
+        for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
+            first = path.read_text(errors="replace").splitlines()[:1]
+            if first and first[0].startswith(CHECKOUT_LINE):
+                found[path.name] = Path(first[0][len(CHECKOUT_LINE):])
+    return found
+
+
+def active_checkout(env: Path, distribution: str) -> Path | None:
+    """The checkout `env` imports `distribution` from, or None when it runs the installed (pinned) code."""
+    return overlays(env).get(overlay_name(distribution))
+
+
+def remove_overlay(env: Path, distribution: str) -> bool:
     found = False
-    for path in env.glob(f"lib/python3*/site-packages/{overlay_name(checkout)}"):
-        path.unlink()
-        found = True
+    for site in installed.site_packages_dirs(env):
+        path = site / overlay_name(distribution)
+        if path.exists():
+            path.unlink()
+            found = True
     return found
 
 
@@ -85,7 +140,3 @@ def project_environment(project: Path) -> Path:
     """The environment `uv run` and `uv sync` use for the project: $UV_PROJECT_ENVIRONMENT, else .venv."""
     setting = os.environ.get("UV_PROJECT_ENVIRONMENT")
     return Path(setting) if setting else project / ".venv"
-
-
-def worker_overlays(checkout: Path, envs_dir: Path) -> list[Path]:
-    return sorted(envs_dir.glob(f"*/lib/python3*/site-packages/{overlay_name(checkout)}"))

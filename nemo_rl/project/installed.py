@@ -12,11 +12,16 @@ from nemo_rl.extras import SYNC_REMEDY, commit_from_direct_url
 ENV_STALE = "run `uv sync --extra mcore` (the environment has another commit than uv.lock)"
 
 
+def site_packages_dirs(env: Path) -> list[Path]:
+    """The site-packages directories of the environment at `env` (lib/ and lib64/ layouts alike)."""
+    return sorted(env.glob("lib*/python3*/site-packages"))
+
+
 def site_packages(env: Path) -> list[str] | None:
     """Search path for `env`; None means the running interpreter's own sys.path."""
     if Path(sys.prefix).resolve() == env.resolve():
         return None
-    return [str(p) for p in sorted(env.glob("lib*/python3*/site-packages"))]
+    return [str(p) for p in site_packages_dirs(env)]
 
 
 def installed(env: Path, distribution: str) -> tuple[bool, str | None, str | None]:

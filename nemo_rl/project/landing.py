@@ -8,16 +8,22 @@ lets `nemo-rl deps recover` finish the landing, and `nemo-rl deps status` says s
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
 
 STAGING_ROOT = ".nemo-rl"
 JOURNAL = "LANDING.json"
+LANDABLE_FILES = ("pyproject.toml", "uv.lock")
 
 
 def umask() -> int:
@@ -99,9 +105,37 @@ class Staging:
         finish(self.project, self.path)
 
 
+def _landable(name: object) -> bool:
+    """What a landing may move: the project files a bump or a records regeneration changes, nothing else."""
+    if name in LANDABLE_FILES:
+        return True
+    parts = name.split("/") if isinstance(name, str) else []
+    return len(parts) == 2 and parts[0] == "patches" and bool(values.DISTRIBUTION_NAME.match(parts[1]))
+
+
+def read_journal(staging: Path) -> list[str]:
+    """The moves a journal names, checked: a hand-edited or corrupt journal can never move anything else."""
+    path = staging / JOURNAL
+    fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
+           f"(`git checkout -- <file>` restores one), then delete {staging}")
+    try:
+        moves = json.loads(path.read_text())["moves"]
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
+    if not isinstance(moves, list) or not all(_landable(name) for name in moves):
+        raise NemoRLError(f"{path} names paths a landing never moves: {moves!r:.200}", fix)
+    for name in moves:
+        values.inside(project_of(staging), name, str(path))
+    return moves
+
+
+def project_of(staging: Path) -> Path:
+    return staging.parent.parent  # <project>/.nemo-rl/staging-*
+
+
 def finish(project: Path, staging: Path) -> list[str]:
     """Complete a landing whose journal exists; idempotent, so a landing cut short can be run again."""
-    moves = json.loads((staging / JOURNAL).read_text())["moves"]
+    moves = read_journal(staging)
     for name in moves:
         source, target = staging / name, project / name
         if not source.exists():
@@ -118,26 +152,47 @@ def finish(project: Path, staging: Path) -> list[str]:
     return moves
 
 
-def _pid_alive(pid: int) -> bool:
+@contextlib.contextmanager
+def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
+    """Held by every command that writes project files, for its whole run. It locks the project directory
+    itself: renames inside it (a landing) keep its inode, nothing is created (a read-only checkout can be
+    locked), and the kernel releases it when the holder dies, whatever its PID becomes later."""
+    fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                raise NemoRLError(f"another nemo-rl command (bump, patches, develop or recover) is changing {project}",
+                                  "wait for it to finish, or run again without --no-wait to wait") from None
+            progress(f"waiting for another nemo-rl command (bump, patches, develop or recover) in {project}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def command_running(project: Path) -> bool:
+    """Whether a command holds the project lock now (a probe: it takes and drops the lock when free)."""
+    fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
-    except PermissionError:
+    except BlockingIOError:
         return True
-    return True
+    finally:
+        os.close(fd)
 
 
-def leftovers(project: Path) -> list[tuple[Path, bool]]:
-    """(staging dir, has a landing journal) for every staging left by a process that no longer runs."""
+def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]:
+    """(staging dir, has a landing journal) left by commands that no longer run. A staging dir belongs to a
+    live command only while the project lock is held, so with the lock held (`locked`) or free, every one is
+    a leftover; while another command holds it, none is."""
     root = project / STAGING_ROOT
-    found = []
-    for path in sorted(root.glob("staging-*")) if root.is_dir() else ():
-        pid = path.name.split("-")[1]
-        if pid.isdigit() and _pid_alive(int(pid)):
-            continue  # a bump in progress
-        found.append((path, (path / JOURNAL).exists()))
-    return found
+    stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
+    if not stagings or (not locked and command_running(project)):
+        return []
+    return [(path, (path / JOURNAL).exists()) for path in stagings]
 
 
 def remove_empty(directory: Path) -> None:

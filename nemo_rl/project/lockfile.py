@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 
 
 @dataclass(frozen=True)
 class Fork:
+    """One fork, checked where pyproject.toml is read: the name is a distribution name, URLs are git URLs,
+    branches are plain branch names, base is a full SHA, and `rev` is a full SHA unless `bad_rev` says why not
+    (only `forks(strict=False)`, for `deps status`, returns such a fork; nothing hands its rev to git)."""
+
     distribution: str
     url: str
     rev: str
@@ -24,6 +29,7 @@ class Fork:
     upstream_url: str | None
     upstream_branch: str
     base: str | None
+    bad_rev: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,32 +137,47 @@ def tool_tables(project: Path) -> tuple[dict, dict]:
     return table(tool.get("uv"), "[tool.uv]", path), table(tool.get("nemo-rl"), "[tool.nemo-rl]", path)
 
 
-def forks(project: Path) -> list[Fork]:
+def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fork:
+    where = f"[tool.nemo-rl.forks.{dist}]"
+    values.distribution_name(dist, where)
+    if not isinstance(source, dict) or "git" not in source or "rev" not in source:
+        raise NemoRLError(
+            f"{where} has no matching git source with a rev in [tool.uv.sources]",
+            f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
+        )
+    rev = _string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
+    bad_rev = None
+    try:
+        values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")
+    except NemoRLError as exc:
+        if strict:
+            raise NemoRLError(exc.what, f"{exc.remedy}, or run `nemo-rl deps bump {dist} --branch <branch>`") from exc
+        bad_rev = exc.what
+    branch = _string(meta.get("branch") or source.get("branch"), f"{where} branch", path)
+    upstream_url = _string(meta.get("upstream-url"), f"{where} upstream-url", path)
+    upstream_branch = _string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path, True)
+    base = _string(meta.get("base"), f"{where} base", path)
+    return Fork(
+        distribution=dist,
+        url=values.git_url(_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
+                           f"[tool.uv.sources] {dist}.git"),
+        rev=rev,
+        branch=values.branch_name(branch, f"{where} branch") if branch is not None else None,
+        upstream_url=values.git_url(upstream_url, f"{where} upstream-url") if upstream_url is not None else None,
+        upstream_branch=values.branch_name(upstream_branch, f"{where} upstream-branch"),
+        base=values.full_sha(base, f"{where} base") if base is not None else None,
+        bad_rev=bad_rev,
+    )
+
+
+def forks(project: Path, *, strict: bool = True) -> list[Fork]:
+    """Every fork, validated (see Fork). `strict=False` keeps a fork whose rev is not a full SHA, marked, so
+    `deps status` can show it as a bad pin beside the others; everything that acts on forks reads strictly."""
     path = project / "pyproject.toml"
     uv_table, nemo_rl_table = tool_tables(project)
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
-    result = []
-    for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items():
-        where = f"[tool.nemo-rl.forks.{dist}]"
-        meta = table(meta, where, path)
-        source = sources.get(dist)
-        if not isinstance(source, dict) or "git" not in source or "rev" not in source:
-            raise NemoRLError(
-                f"{where} has no matching git source with a rev in [tool.uv.sources]",
-                f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
-            )
-        result.append(
-            Fork(
-                distribution=dist,
-                url=_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
-                rev=_string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True),
-                branch=_string(meta.get("branch") or source.get("branch"), f"{where} branch", path),
-                upstream_url=_string(meta.get("upstream-url"), f"{where} upstream-url", path),
-                upstream_branch=_string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path),
-                base=_string(meta.get("base"), f"{where} base", path),
-            )
-        )
-    return result
+    return [_fork(dist, sources.get(dist), table(meta, f"[tool.nemo-rl.forks.{dist}]", path), path, strict)
+            for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items()]
 
 
 def fork(project: Path, distribution: str) -> Fork:
@@ -190,8 +211,9 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
     if not lock_path.exists():
         return {}
     packages = load_toml(lock_path).get("package", [])
-    if not isinstance(packages, list) or not all(isinstance(p, dict) and "name" in p for p in packages):
-        raise NemoRLError(f"{lock_path} has [[package]] entries without a name",
+    if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                                  for p in packages):
+        raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)",
                           "regenerate it with `uv lock` (never edit uv.lock by hand)")
     return {p["name"]: LockedPackage(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
             for p in packages}

@@ -64,7 +64,7 @@ def lock_hash(project: Path) -> str:
 
 
 def key_for(project: Path, flags: list[str]) -> str:
-    developed = {dist: entry.get("path") for dist, entry in sorted(develop_state.read(project).items())}
+    developed = {dist: str(entry.checkout) for dist, entry in sorted(develop_state.read(project).items())}
     facts = {"lock": lock_hash(project), "flags": sorted(flags), "python": platform.python_version(),
              "platform": f"{sys.platform}-{platform.machine()}", "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -115,7 +115,7 @@ def _build(project: Path, flags: list[str], key: str, final: Path) -> None:
 def _overlay_developed(project: Path, env: Path) -> None:
     """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.project.develop_state)."""
     for entry in develop_state.read(project).values():
-        develop_state.install_overlay(env, Path(entry["path"]))
+        develop_state.install_overlay(env, entry.distribution, entry.checkout)
 
 
 def verify(env: WorkerEnv, project: Path) -> dict:
