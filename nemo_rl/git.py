@@ -94,6 +94,10 @@ def ref_exists(repo: Path, ref: str) -> bool:
     return git(["show-ref", "--verify", "--quiet", ref], repo=repo, check=False).returncode == 0
 
 
+def update_ref(repo: Path, ref: str, sha: str) -> None:
+    git(["update-ref", "--end-of-options", ref, sha], repo=repo)
+
+
 def delete_ref(repo: Path, ref: str) -> None:
     git(["update-ref", "-d", ref], repo=repo, check=False)
 

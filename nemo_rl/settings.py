@@ -17,7 +17,11 @@ def cache_dir() -> Path:
     """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
     setting to fix, not a crash."""
     setting = os.environ.get("NEMO_RL_CACHE_DIR")
-    path = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
+    if setting and not os.path.isabs(os.path.expanduser(setting)):
+        raise NemoRLError(f"NEMO_RL_CACHE_DIR {setting!r} is not an absolute path (a relative one would put the "
+                          "cache wherever the command runs)", "set NEMO_RL_CACHE_DIR to an absolute path")
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
+    path = Path(os.path.expanduser(setting)) if setting else default
     name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
     try:
         path.mkdir(parents=True, exist_ok=True)

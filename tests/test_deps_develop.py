@@ -60,7 +60,8 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     capsys.readouterr()
     main(["doctor", "--project", str(world.project)])
     # doctor runs here, in an interpreter without the overlay: it says so instead of claiming "developing"
-    assert f"megatron-core is under `nemo-rl deps develop` ({checkout}), but this interpreter" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"megatron-core is under `nemo-rl deps develop` ({checkout}), but this interpreter" in out
     # worker environments run the checkout's code too, under a key of their own (the fixture has no Ray, so
     # the build is called without the Ray check that ensure() adds; tests/test_ray_workers.py covers that)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))

@@ -93,6 +93,14 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
         raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
                           "add upstream-url and upstream-branch to the fork table")
     pin_ref = FORK_COMMIT_REF.format(sha=sha)
+    if not git.ref_exists(repo, pin_ref) and git.has_commit(repo, sha) and fork.branch:
+        # Already here, but from upstream: git would not ask the fork for an object it has, so the fork's
+        # branch is the proof.
+        if not git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch)):
+            raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
+                              "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch with "
+                              "--branch NAME")
+        git.update_ref(repo, pin_ref, sha)
     if not git.ref_exists(repo, pin_ref):
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error

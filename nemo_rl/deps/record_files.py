@@ -136,7 +136,8 @@ def parse_record(text: str, where: str = "patch record") -> Record:
                 i += 1
             fields[key] = "\n".join(block)
         else:
-            fields[key] = value.strip()
+            # only the single space render() writes after "key:" is syntax: a subject may start with spaces
+            fields[key] = value[1:] if value.startswith(" ") else value
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
     if missing:
         raise NemoRLError(f"{where} is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")

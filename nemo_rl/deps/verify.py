@@ -8,7 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nemo_rl import extras, toolchain, uv
@@ -42,7 +42,12 @@ def extra_for(project: Path, distribution: str) -> str:
     optional = lockfile.table(lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path)
                               .get("optional-dependencies"), "[project.optional-dependencies]", path)
     for extra, requirements in optional.items():
-        if any(canonicalize_name(Requirement(r).name) == canonicalize_name(distribution) for r in requirements):
+        try:
+            names = [canonicalize_name(Requirement(r).name) for r in requirements]
+        except (InvalidRequirement, TypeError) as exc:
+            raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
+                              f"{exc}", "fix it (PEP 508), then run `uv lock`") from exc
+        if canonicalize_name(distribution) in names:
             return extra
     raise NemoRLError(f"no extra in [project.optional-dependencies] requires {distribution}",
                       f"add {distribution} to the extra that needs it")

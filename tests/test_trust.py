@@ -1,0 +1,241 @@
+"""Everything read from disk is data: a hostile pyproject.toml, hand-edited state files and two commands at once
+never run a command, reach outside the project, or lose work (issue: "Trust nothing you read")."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import forkworld
+import pytest
+from gitfixtures import commit, git
+
+from nemo_rl.cli import main
+from nemo_rl.project import landing, lockfile
+
+HOSTILE_REV = "--upload-pack=touch {marker};git-upload-pack"
+
+
+def deps(world, *args):
+    return main(["deps", *args, "--project", str(world.project)])
+
+
+def set_rev(world, distribution, rev, url=None):
+    path = world.project / "pyproject.toml"
+    fork = world.forks[distribution]
+    text = path.read_text().replace(f'rev = "{fork.head}"', f'rev = "{rev}"')
+    if url is not None:
+        text = text.replace(f'git = "{fork.fork_url}"', f'git = "{url}"')
+    path.write_text(text)
+
+
+@pytest.mark.parametrize("url", [None, "."])
+def test_a_hostile_rev_runs_no_command(world, tmp_path, capsys, url):
+    marker = tmp_path / "pwned"
+    set_rev(world, "megatron-core", HOSTILE_REV.format(marker=marker), url)
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: x", {"nemo/x.py": "X = 1\n"})
+    attempts = [
+        ["patches", "--check", "megatron-core"], ["patches", "megatron-core"],
+        ["patches", "export", "megatron-core", str(tmp_path / "out")], ["develop", "megatron-core"],
+        ["bump", "megatron-core", "--rev", new_head, "--dry-run"], ["verify", "megatron-core"],
+    ]
+    for args in attempts:
+        assert deps(world, *args) == 1, args
+        err = capsys.readouterr().err
+        assert "megatron-core" in err and ("full 40-hex" in err or "git URL" in err), (args, err)
+        assert not marker.exists(), args
+    # status shows the bad pin as a row (exit 0 without --check) and hands it to nothing
+    if url is None:
+        assert deps(world, "status") == 0
+        assert "megatron-core: bad pin" in capsys.readouterr().out
+        assert deps(world, "status", "--check") == 1
+    assert not marker.exists()
+
+
+def test_a_fork_key_is_never_a_path(world, tmp_path, capsys):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("\nmegatron-core = {", '\n"../../victim" = {')
+                    .replace("[tool.nemo-rl.forks.megatron-core]", '[tool.nemo-rl.forks."../../victim"]'))
+    for args in (["patches"], ["patches", "--check"], ["status"], ["develop", "../../victim"]):
+        assert deps(world, *args) == 1, args
+        assert "is not a distribution name" in capsys.readouterr().err
+    assert (victim / "keep.txt").read_text() == "mine"
+    cache = tmp_path / "nemo-rl-cache"
+    assert not any(".." in p.name for p in cache.rglob("*")) if cache.exists() else True
+    assert not list(tmp_path.glob("victim-*"))
+
+
+def test_a_landing_journal_moves_only_project_files(world, tmp_path, capsys):
+    outside = world.project.parent / "outside.txt"
+    outside.write_text("untouched")
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    staging.mkdir(parents=True)
+    (staging / "../../outside.txt").resolve()  # the hostile target
+    (staging / "outside.txt").write_text("overwritten")
+    for moves in (["../outside.txt"], ["patches/../../outside.txt"], ["README.md"], "uv.lock"):
+        (staging / "LANDING.json").write_text(json.dumps({"moves": moves}))
+        assert deps(world, "recover") == 1, moves
+        err = capsys.readouterr().err
+        assert "names paths a landing never moves" in err and "git status" in err
+    assert outside.read_text() == "untouched"
+    (staging / "LANDING.json").write_text("{not json")  # a corrupt journal is no dead end
+    assert deps(world, "recover") == 1
+    assert "cannot read the landing journal" in capsys.readouterr().err
+
+
+def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
+    """In a container the PID of a killed bump is alive again (often our own): liveness is the lock, not the PID."""
+    new_pyproject = (world.project / "pyproject.toml").read_text() + "\n# landed\n"
+    staging = world.project / ".nemo-rl" / f"staging-{os.getpid()}-reused"
+    staging.mkdir(parents=True)
+    (staging / "pyproject.toml").write_text(new_pyproject)
+    (staging / "LANDING.json").write_text(json.dumps({"moves": ["pyproject.toml"]}))
+    assert deps(world, "status", "--json") == 0
+    assert {r["state"] for r in json.loads(capsys.readouterr().out)["forks"]} == {"bump interrupted"}
+    assert deps(world, "recover") == 0
+    assert "finished an interrupted landing" in capsys.readouterr().out
+    assert (world.project / "pyproject.toml").read_text() == new_pyproject
+    # while a command holds the project lock, its staging is its own, not a leftover
+    staging.mkdir(parents=True)
+    with landing.project_lock(world.project):
+        assert landing.leftovers(world.project) == []
+    assert landing.leftovers(world.project) == [(staging, False)]
+
+
+def test_develop_state_steers_no_delete(world, tmp_path, capsys):
+    victim = tmp_path / "clean-repo"
+    victim.mkdir()
+    git(victim, "init", "-q")
+    commit(victim, "mine", {"a.txt": "a"})
+    state = world.project / ".nemo-rl" / "develop.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"megatron-core": {"path": str(victim), "managed": True, "envs": []}}))
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "only removes checkouts nemo-rl made under" in capsys.readouterr().err
+    assert (victim / "a.txt").exists()
+    for bad in ({"megatron-core": {"path": str(victim), "envs": "abc"}}, {"megatron-core": "x"},
+                {"../x": {"path": str(victim)}}, {"megatron-core": {"path": "relative/dir"}}, ["list"]):
+        state.write_text(json.dumps(bad))
+        for args in (["status"], ["develop", "--stop", "megatron-core"]):
+            assert deps(world, *args) == 1, (bad, args)
+            assert str(state) in capsys.readouterr().err
+        assert main(["doctor", "--project", str(world.project)]) in (0, 1)  # never 3: a note names the file
+        assert str(state) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unsaved", ["untracked", "unpushed", "stash"])
+def test_remove_refuses_unsaved_work(world, capsys, unsaved):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    if unsaved == "untracked":
+        (checkout / "new_module.py").write_text("NEW = 1\n")
+    elif unsaved == "unpushed":
+        commit(checkout, "local only", {"megatron/core/local.py": "L = 1\n"})
+    else:
+        (checkout / "megatron/core/tokens.py").write_text("stashed\n")
+        git(checkout, "stash", "-q")
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "--remove would lose them" in capsys.readouterr().err
+    assert checkout.exists()
+
+
+def test_status_follows_what_the_environment_imports(world, tmp_path, monkeypatch, capsys):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+
+    def state():
+        capsys.readouterr()
+        deps(world, "status", "--json", "--env", str(env))
+        return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}["megatron-core"]["state"]
+
+    assert deps(world, "develop", "megatron-core") == 0
+    (world.project / ".nemo-rl" / "develop.json").unlink()  # `git clean -fdx` or `rm -rf .nemo-rl` takes the state
+    assert state() == "developing"  # the overlay still puts the checkout first, so status says so
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # and stop works without the state
+    assert state() == "ok"
+    assert deps(world, "develop", "megatron-core") == 0
+    forkworld.uv_run(world, "venv", "--quiet", "--allow-existing", str(env))
+    import shutil
+
+    shutil.rmtree(env)
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)  # a rebuilt env runs the pin
+    assert state() == "develop not applied"
+    assert deps(world, "status", "--check", "--env", str(env)) == 1
+
+
+def test_two_bumps_at_once_lose_nothing(world):
+    heads = {d: commit(f.fork, f"feat: {d} next", {f"{f.module.replace('.', '/')}/next.py": "N = 1\n"})
+             for d, f in world.forks.items()}
+    env = {**os.environ, "PYTHONPATH": str(world.root)}
+    procs = [subprocess.Popen([sys.executable, "-m", "nemo_rl", "deps", "bump", d, "--rev", sha, "--project",
+                               str(world.project)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for d, sha in heads.items()]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    assert any("waiting for another nemo-rl command" in err for _, err in results)
+    for dist, sha in heads.items():
+        assert lockfile.fork(world.project, dist).rev == sha
+        assert lockfile.locked_packages(world.project)[dist].commit == sha
+    assert main(["deps", "patches", "--check", "--project", str(world.project)]) == 0
+    assert main(["deps", "status", "--check", "--project", str(world.project)]) in (0, 1)
+
+
+def test_no_wait_refuses_while_another_command_writes(world, capsys):
+    with landing.project_lock(world.project):
+        assert deps(world, "patches", "--no-wait") == 1
+    assert "another nemo-rl command" in capsys.readouterr().err
+
+
+def test_mistakes_are_exit_1_or_2_never_3(world, tmp_path, capsys, monkeypatch):
+    assert deps(world, "bump", "megatron-core", "--branch", "") == 2
+    assert main(["deps", "status", "--project", str(world.project / "pyproject.toml")]) == 1
+    assert main(["deps", "status", "--project", str(world.project / "no-such-dir")]) == 1
+    lock = world.project / "uv.lock"
+    good_lock = lock.read_text()
+    lock.write_text(re.sub(r'(?m)^name = "megatron-core"', 'name = ["megatron-core"]', good_lock))
+    assert deps(world, "status") == 1
+    assert "without a name (a string)" in capsys.readouterr().err
+    lock.write_text(good_lock)
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace('mcore = ["megatron-core", "nemo-toolkit"]',
+                                             'mcore = ["megatron-core", "nemo-toolkit", "not a requirement!"]')
+                    .replace('requires-python = ">=3.10"', 'requires-python = "not a spec"'))
+    assert deps(world, "verify", "megatron-core") == 1
+    assert "has an invalid requirement" in capsys.readouterr().err
+    assert main(["doctor", "--extra", "mcore", "--project", str(world.project)]) == 1
+    assert "cannot read requires-python" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", "~/x")
+    assert deps(world, "patches", "--check") in (0, 1)
+    assert not (tmp_path / "~").exists()
+
+
+def test_status_into_a_closed_pipe_is_no_error(world):
+    result = subprocess.run(f"{sys.executable} -m nemo_rl deps status --project {world.project} | head -c 1",
+                            shell=True, capture_output=True, text=True)
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_revs_that_are_not_fork_commits_are_answered_at_once(world, capsys):
+    megatron = world.forks["megatron-core"]
+    tree = git(megatron.fork, "rev-parse", "HEAD^{tree}")
+    upstream_only = git(megatron.upstream, "rev-parse", "main")
+    assert deps(world, "bump", "megatron-core", "--rev", tree) == 1
+    err = capsys.readouterr().err
+    assert "not a commit" in err or "does not exist in" in err
+    assert deps(world, "bump", "megatron-core", "--rev", upstream_only) == 1
+    assert "(it is a commit of upstream, not of the fork)" in capsys.readouterr().err
+
+
+def test_records_survive_any_subject(world, capsys):
+    megatron = world.forks["megatron-core"]
+    new_head = commit(megatron.fork, "   indented: subject  ", {"megatron/core/s.py": "S = 1\n"})
+    assert deps(world, "bump", "megatron-core", "--rev", new_head) == 0
+    assert deps(world, "patches", "--check", "--offline", "megatron-core") == 0
+    assert deps(world, "patches", "--check", "megatron-core") == 0
