@@ -35,14 +35,21 @@ def cache_dir() -> Path:
     return path
 
 
+def venv_dir_error(path: Path, exc: OSError) -> NemoRLError:
+    name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
+    return NemoRLError(f"{name} {path} cannot be used: {exc.strerror or exc}",
+                       "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)")
+
+
 def venv_dir(create: bool = True) -> Path:
     setting = os.environ.get("NEMO_RL_VENV_DIR")
-    path = Path(setting) if setting else CHECKOUT_DIR / "venvs"
+    path = Path(os.path.expanduser(setting)).absolute() if setting else CHECKOUT_DIR / "venvs"
     if not create:
         return path
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:
-        raise NemoRLError(f"NEMO_RL_VENV_DIR {path} cannot be used: {exc.strerror}",
-                          "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)") from exc
+        raise venv_dir_error(path, exc) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
     return path

@@ -1,5 +1,5 @@
 """Delete each check once and see a test fail: a hand-made mutation run over the checks of `deps patches --check`,
-bump's validation, status's states and the worker-environment verification.
+bump's validation, status's states, what is read from disk, and the worker environments.
 
     uv run python tests/check_mutations.py            # every mutation
     uv run python tests/check_mutations.py -k digest  # those whose name contains "digest"
@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PATCHES = "tests/test_deps_patches.py"
 STATUS = "tests/test_deps_status.py"
 BUMP = "tests/test_deps_bump.py"
+DEVELOP = "tests/test_deps_develop.py"
+TRUST = "tests/test_trust.py"
+GUARDS = "tests/test_guards.py"
+RAY = "tests/test_ray_workers.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -53,18 +57,76 @@ MUTATIONS = [
      "    if False:\n        raise NemoRLError(\"the bumped", BUMP),
     ("bump: read-only refusal", "nemo_rl/project/landing.py", "if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):",
      "if False:", BUMP),
-    ("bump: renamed distribution", "nemo_rl/deps/bump.py", "if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):",
-     "if False:", BUMP),
+    ("bump: renamed distribution", "nemo_rl/deps/fork_metadata.py", "if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):",
+     "if False:", f"{BUMP} {DEVELOP}"),
     ("bump: landing journal rolls forward", "nemo_rl/project/landing.py", "if (self.path / JOURNAL).exists():", "if False:",
      BUMP),
     ("status: bad pin", "nemo_rl/deps/status.py", "if fork.bad_rev:", "if False:", STATUS),
     ("status: records stale", "nemo_rl/deps/status.py", "    elif problems:\n", "    elif False:\n", STATUS),
     ("status: lock stale", "nemo_rl/deps/status.py", "    elif locked_commit != fork.rev:\n", "    elif False:\n", STATUS),
     ("status: interrupted bump", "nemo_rl/deps/status.py", "    elif interrupted:\n", "    elif False:\n", BUMP),
-    ("status: developing", "nemo_rl/deps/status.py", "    elif developed:\n", "    elif False:\n",
-     "tests/test_deps_develop.py"),
-    ("workers: Ray version", "nemo_rl/workers/environments.py", 'if facts["ray"] != driver_ray:', "if False:",
-     "tests/test_ray_workers.py tests/test_runtime.py"),
+    ("status: developing (from the environment)", "nemo_rl/deps/status.py", "    elif active:\n", "    elif False:\n",
+     f"{DEVELOP} {TRUST}"),
+    ("status: develop not applied", "nemo_rl/deps/status.py", "    elif develop_entry:\n", "    elif False:\n", TRUST),
+    ("workers: Ray version", "nemo_rl/workers/environments.py", "if ray_there != driver_ray:", "if False:", RAY),
+    # issue 15: everything read from disk is data
+    ("trust: fork key is a distribution name", "nemo_rl/project/lockfile.py", "    values.distribution_name(dist, where)\n",
+     "", TRUST),
+    ("trust: rev is a full SHA", "nemo_rl/project/lockfile.py", "        values.full_sha(rev, f\"[tool.uv.sources] {dist}.rev\")",
+     "        pass", TRUST),
+    ("trust: git URL", "nemo_rl/project/lockfile.py", "        url=values.git_url(_string(", "        url=(lambda u, w: u)(_string(", TRUST),
+    ("trust: journal names landable paths only", "nemo_rl/project/landing.py",
+     "if not isinstance(moves, list) or not all(_landable(name) for name in moves):", "if not isinstance(moves, list):", TRUST),
+    ("trust: leftovers only while no command holds the lock", "nemo_rl/project/landing.py",
+     "if not stagings or (not locked and command_running(project)):", "if not stagings:", TRUST),
+    ("trust: bump holds the project lock", "nemo_rl/deps/bump.py", "    with landing.project_lock(project, wait=not args.no_wait):\n        return bump(project, args)",
+     "    return bump(project, args)", TRUST),
+    ("trust: develop state entries typed", "nemo_rl/project/develop_state.py",
+     "    if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):", "    if False:", TRUST),
+    ("trust: --remove only under .nemo-rl/develop", "nemo_rl/deps/develop.py",
+     "if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):",
+     "if not entry.managed:", TRUST),
+    ("trust: untracked files are work", "nemo_rl/git.py", '    if any(line.startswith("??") for line in status):', "    if False:", TRUST),
+    ("trust: stashes are work", "nemo_rl/git.py", "    if stashes:", "    if False:", TRUST),
+    ("trust: unpushed commits are work", "nemo_rl/git.py", "    if local.returncode == 0 and int(local.stdout.strip() or 0):",
+     "    if False:", TRUST),
+    ("trust: rev on the recorded branch", "nemo_rl/deps/bump.py", "    if not git.is_ancestor(repo, new_rev, head):", "    if False:",
+     f"{TRUST} {DEVELOP}"),
+    ("trust: upstream commit is not a fork commit", "nemo_rl/deps/fork_cache.py",
+     "        if not git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch)):", "        if False:", TRUST),
+    ("trust: subject keeps its leading spaces", "nemo_rl/deps/record_files.py",
+     'fields[key] = value[1:] if value.startswith(" ") else value', "fields[key] = value.strip()", TRUST),
+    ("trust: ~ in NEMO_RL_CACHE_DIR", "nemo_rl/settings.py", "    path = Path(os.path.expanduser(setting)) if setting else default",
+     "    path = Path(setting) if setting else default", TRUST),
+    # checks an earlier review found unguarded
+    ("guard: PR_SET_PDEATHSIG", "nemo_rl/process.py", "        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)", "        pass", GUARDS),
+    ("guard: inherited GIT_DIR dropped", "nemo_rl/git.py", "    env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}",
+     "    env = dict(os.environ)", GUARDS),
+    ("guard: notes follow a rebased commit", "nemo_rl/deps/records.py", "else old_notes_by_patch_id.get(r.patch_id, \"\")", "else \"\"",
+     GUARDS),
+    ("guard: drift's changed", "nemo_rl/deps/fork_metadata.py", "               if old.requires[n] != new.requires[n]]", "               if False]",
+     GUARDS),
+    ("guard: drift leaves out extras", "nemo_rl/deps/fork_metadata.py", '        if req.marker and "extra" in str(req.marker):', "        if False:",
+     GUARDS),
+    ("guard: verify --locked", "nemo_rl/deps/verify.py", 'flags = ["--locked", "--extra", extra', 'flags = ["--extra", extra', GUARDS),
+    ("guard: doctor's developing", "nemo_rl/doctor/report.py", '        if checkout and state in ("ok", "env stale"):', "        if False:",
+     GUARDS),
+    # issue 16: worker environments that never lie
+    ("workers: fork commit checked", "nemo_rl/workers/environments.py", "            if mismatch:\n", "            if False:\n", RAY),
+    ("workers: Python version checked", "nemo_rl/workers/environments.py", "    if facts[\"python\"] != platform.python_version():",
+     "    if False:", RAY),
+    ("workers: Python version in the key", "nemo_rl/workers/environments.py", '"python": platform.python_version(), "platform"',
+     '"platform"', RAY),
+    ("workers: project in the key", "nemo_rl/workers/environments.py", '    facts = {"project": str(project.resolve()), "lock"',
+     '    facts = {"lock"', RAY),
+    ("workers: prune's in-use check", "nemo_rl/workers/housekeeping.py",
+     '        if row.state not in ("stale", "broken", "unfinished build") or row.users:', '        if row.state not in ("stale", "broken", "unfinished build"):',
+     RAY),
+    ("workers: in use through VIRTUAL_ENV or mapped files", "nemo_rl/workers/housekeeping.py",
+     '    if f"\\0VIRTUAL_ENV={prefix}\\0" in "\\0" + _read(f"/proc/{pid}/environ"):', "    if False:", RAY),
+    ("workers: import check", "nemo_rl/workers/environments.py", '    problems = [f"import {module} fails: {error}" for module, error in facts["failed"].items()]',
+     "    problems = []", RAY),
+    ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
 ]

@@ -9,9 +9,15 @@ import pytest
 
 from nemo_rl import extras
 
+# Tests that build fixture repositories, run real uv/git end to end or start Ray: `pytest -m "not slow"` leaves
+# them out for a quick inner loop (CI runs everything).
+SLOW_FIXTURES = {"world", "ray_world", "cluster", "venv_dir"}
+
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         if "mcore" in item.keywords:
             probe = extras.probe("megatron")
             if not probe.installed:
@@ -50,13 +56,31 @@ def isolated_home(tmp_path, monkeypatch, uv_cache):
     yield home
 
 
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    """Fixture forks and a locked fixture project, reached through insteadOf (see tests/forkworld.py)."""
+@pytest.fixture(scope="session")
+def world_template(tmp_path_factory, uv_cache):
+    """The fixture world built once per test run (repositories, `uv lock`, records); each test gets a copy."""
     import forkworld
 
-    w = forkworld.make_world(tmp_path / "world")
+    root = tmp_path_factory.mktemp("world-template") / "world"
+    w = forkworld.make_world(root)
+    env = {"HOME": str(root.parent), "UV_CACHE_DIR": str(uv_cache), "GIT_CONFIG_GLOBAL": os.devnull,
+           "UV_NO_GITHUB_FAST_PATH": "1", "NEMO_RL_CACHE_DIR": str(root.parent / "cache"), **w.git_env()}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "UV_OFFLINE", "UV_FROZEN", "UV_LOCKED"):
+            monkeypatch.delenv(name, raising=False)
+        forkworld.uv_run(w, "lock", "--quiet")
+        forkworld.make_records(w)
+    return w
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch, world_template):
+    """Fixture forks and a locked fixture project, reached through insteadOf (see tests/forkworld.py): a private
+    copy of the session's template, so a test may change anything in it."""
+    import forkworld
+
+    w = forkworld.copy_world(world_template, tmp_path / "world")
     forkworld.apply_env(w, monkeypatch)
-    forkworld.uv_run(w, "lock", "--quiet")
-    forkworld.make_records(w)
     return w

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gitfixtures import commit, git, init, package_files
@@ -109,6 +109,21 @@ def make_world(root: Path) -> World:
     project.mkdir()
     (project / "pyproject.toml").write_text(project_pyproject(forks))
     return World(root, project, forks, insteadof)
+
+
+def copy_world(template: World, root: Path) -> World:
+    """A copy of `template` at `root`: repositories, locked project and records (uv.lock and patches/ hold public
+    URLs only, so only the insteadOf map and the recorded paths change)."""
+    import shutil
+
+    shutil.copytree(template.root, root, symlinks=True)
+
+    def moved(path: Path) -> Path:
+        return root / path.relative_to(template.root)
+
+    forks = {d: replace(f, upstream=moved(f.upstream), fork=moved(f.fork)) for d, f in template.forks.items()}
+    insteadof = {url: str(moved(Path(path))) for url, path in template.insteadof.items()}
+    return World(root, moved(template.project), forks, insteadof)
 
 
 def apply_env(world: World, monkeypatch) -> None:

@@ -1,7 +1,11 @@
 """Ray actors in keyed worker environments, on a real local Ray cluster (one per test session, two nodes)."""
 
 import os
+import shutil
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import forkworld
@@ -10,7 +14,7 @@ import pytest
 from nemo_rl import workers
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import environments
+from nemo_rl.workers import environments, housekeeping
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE, MCORE = "uv run --locked", "uv run --locked --extra mcore"
@@ -189,3 +193,146 @@ def test_megatron_actor_reports_the_locked_commit(cluster, venv_dir):
 
     locked = lockfile.locked_packages(ROOT)["megatron-core"].commit
     assert ray.get(megatron_commit.options(**options).remote()) == locked
+
+
+def stale_lock(project):
+    """Make every environment of `project` stale (uv.lock's bytes change, so the key does); undo with the result."""
+    lock = project / "uv.lock"
+    text = lock.read_text()
+    lock.write_text(text + "\n")
+    return lambda: lock.write_text(text)
+
+
+def test_prune_never_removes_an_environment_a_ray_worker_uses(cluster, ray_world, venv_dir, capsys):
+    import ray
+
+    options = workers.actor_options(BASE, ray_world.project)
+    env_path = Path(options["runtime_env"]["env_vars"]["VIRTUAL_ENV"])
+    actor = reporter().options(**options).remote()
+    assert ray.get(actor.facts.remote(), timeout=120)["prefix"] == str(env_path)
+    restore = stale_lock(ray_world.project)
+    try:
+        assert main(["envs", "list", "--project", str(ray_world.project)]) == 0
+        assert "stale (in use: pid" in capsys.readouterr().out  # its title is ray::Reporter, its exe the base python
+        assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
+        assert "nothing to prune" in capsys.readouterr().out
+        assert env_path.exists()
+        assert ray.get(actor.facts.remote(), timeout=60)["prefix"] == str(env_path)  # and it still works
+        ray.kill(actor)
+        for _ in range(100):  # the worker process exits shortly after the kill
+            if not housekeeping.users(env_path):
+                break
+            time.sleep(0.1)
+        assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
+        assert f"removed {env_path}" in capsys.readouterr().out
+    finally:
+        restore()
+
+
+def test_two_checkouts_sharing_a_venv_dir_get_their_own_environments(ray_world, venv_dir, tmp_path, capsys):
+    other = tmp_path / "other-checkout"
+    shutil.copytree(ray_world.project, other, ignore=shutil.ignore_patterns(".venv", ".nemo-rl"))
+    mine = environments.ensure(ray_world.project, ["--locked"])
+    theirs = environments.ensure(other, ["--locked"])
+    assert mine.path != theirs.path  # each holds an editable install of its own checkout's code
+    assert main(["envs", "list", "--project", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert f"{mine.key}  other checkout" in out and f"of {ray_world.project}" in out
+    assert f"{theirs.key}  current" in out
+    restore = stale_lock(other)
+    try:
+        assert main(["envs", "prune", "--project", str(other)]) == 0
+        out = capsys.readouterr().out
+        assert f"removed {theirs.path}" in out and mine.path.exists()  # the other checkout's is not ours to prune
+    finally:
+        restore()
+
+
+def test_a_killed_build_is_listed_then_cleaned_up(ray_world, venv_dir, capsys):
+    build = subprocess.Popen([sys.executable, "-m", "nemo_rl", "envs", "build", "BASE", "--project",
+                              str(ray_world.project)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):  # strike once the build has written files
+        staged = list(venv_dir.glob(".*.building-*/pyvenv.cfg"))
+        if staged:
+            break
+        time.sleep(0.05)
+    build.kill()
+    build.wait()
+    assert staged, "the build never started"
+    leftover = staged[0].parent
+    assert leftover.exists()
+    assert main(["envs", "list", "--project", str(ray_world.project)]) == 0
+    assert "unfinished build" in capsys.readouterr().out
+    env = environments.ensure(ray_world.project, ["--locked"])  # the next build of the key removes it
+    assert not leftover.exists() and env.python.exists()
+    other_leftover = venv_dir / f".{'0' * 24}.building-1"  # another key's, its builder gone
+    (other_leftover / "lib").mkdir(parents=True)
+    assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
+    assert f"removed {other_leftover}" in capsys.readouterr().out and env.path.exists()
+
+
+def test_verification_imports_what_a_worker_needs(cluster, ray_world, venv_dir):
+    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    site = next(env.path.glob("lib/python3*/site-packages"))
+    shutil.rmtree(site / "msgpack")  # `import ray` needs it; Ray's metadata still says 2.x
+    started = time.monotonic()
+    with pytest.raises(NemoRLError, match="import ray fails"):
+        workers.actor_options(MCORE, ray_world.project)
+    assert time.monotonic() - started < 30
+    shutil.rmtree(env.path)
+    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    site = next(env.path.glob("lib/python3*/site-packages"))
+    shutil.rmtree(site / "megatron")
+    for dist_info in site.glob("megatron_core-*.dist-info"):
+        shutil.rmtree(dist_info)  # the fork gone entirely: its commit is no longer "missing, so skipped"
+    with pytest.raises(NemoRLError, match="megatron-core is missing there"):
+        workers.actor_options(MCORE, ray_world.project)
+    shutil.rmtree(env.path)
+    env = environments.ensure(ray_world.project, ["--locked"])
+    shutil.rmtree(next(env.path.glob("lib/python3*/site-packages")) / "ray")  # package gone, metadata kept
+    with pytest.raises(NemoRLError, match="import ray fails"):
+        environments.verify(environments.describe(env.path), ray_world.project)
+
+
+def test_an_unusable_venv_dir_names_the_setting(ray_world, tmp_path, monkeypatch, capsys):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(not_a_dir))
+    assert main(["envs", "build", "BASE", "--project", str(ray_world.project)]) == 1
+    assert f"NEMO_RL_VENV_DIR {not_a_dir} cannot be used" in capsys.readouterr().err
+    with pytest.raises(NemoRLError, match="NEMO_RL_VENV_DIR"):
+        workers.actor_options(BASE, ray_world.project)
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(read_only))
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(read_only))  # root writes anywhere
+    with pytest.raises(NemoRLError, match=f"NEMO_RL_VENV_DIR {read_only} cannot be used"):
+        workers.actor_options(BASE, ray_world.project)
+    assert main(["envs", "build", "BASE", "--project", str(ray_world.project)]) == 1
+
+
+def test_a_waiting_build_says_who_builds(ray_world, venv_dir):
+    where = environments.slot(environments.key_for(ray_world.project, ["--locked"]))
+    with where.locked():
+        waiter = subprocess.Popen([sys.executable, "-m", "nemo_rl", "envs", "build", "BASE", "--project",
+                                   str(ray_world.project)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = waiter.stderr.readline()
+    assert f"waiting for pid {os.getpid()}" in line and "since" in line
+    assert waiter.wait(timeout=300) == 0
+    assert "the other build finished" in waiter.stderr.read()
+
+
+def test_envs_build_of_an_unknown_name_is_a_usage_error(ray_world, venv_dir, capsys):
+    assert main(["envs", "build", "NOPE", "--project", str(ray_world.project)]) == 2
+    assert "unknown PY_EXECUTABLE 'NOPE'" in capsys.readouterr().err
+
+
+def test_another_python_is_another_environment(ray_world, venv_dir, monkeypatch):
+    env = environments.ensure(ray_world.project, ["--locked"])
+    key = environments.key_for(ray_world.project, ["--locked"])
+    import platform
+
+    monkeypatch.setattr(platform, "python_version", lambda: "3.12.99")  # the driver moved to another Python
+    assert environments.key_for(ray_world.project, ["--locked"]) != key
+    with pytest.raises(NemoRLError, match="Python 3.12.[0-9]+ there, 3.12.99 in the driver"):
+        environments.verify(env, ray_world.project)

@@ -93,9 +93,11 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
         raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
                           "add upstream-url and upstream-branch to the fork table")
     pin_ref = FORK_COMMIT_REF.format(sha=sha)
-    if not git.ref_exists(repo, pin_ref) and git.has_commit(repo, sha) and fork.branch:
-        # Already here, but from upstream: git would not ask the fork for an object it has, so the fork's
-        # branch is the proof.
+    upstream_ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
+    if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
+            and git.is_ancestor(repo, sha, upstream_ref)):
+        # An upstream commit is already in the cache, and git never asks a server for an object it has: the
+        # fork's branch is the proof that the fork has it too.
         if not git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch)):
             raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                               "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch with "
@@ -114,9 +116,11 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
                 if git.has_commit(repo, sha) and git.is_ancestor(repo, sha, head):
                     raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
                                       f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
-            where = " (it is a commit of upstream, not of the fork)" if git.has_commit(repo, sha) else ""
+            _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"])
+            upstream_only = git.is_ancestor(repo, sha, upstream_ref)
             raise NemoRLError(
-                f"commit {sha} does not exist in {fork.url}{where}",
+                f"commit {sha} does not exist in {fork.url}"
+                + (" (it is a commit of upstream, not of the fork)" if upstream_only else ""),
                 f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
             ) from exc
     kind = git.object_type(repo, sha)
@@ -125,5 +129,4 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
         raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
                           "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
     progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
-    ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
-    _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{ref}"])
+    _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"])

@@ -32,31 +32,39 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.set_defaults(handler="nemo_rl.envs.command:run")
 
 
+def _describe(row) -> str:
+    used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "never"
+    state = row.state + (f" (in use: pid {', '.join(map(str, row.users))})" if row.users else "")
+    whose = f"  of {row.project}" if row.state == "other checkout" and row.project else ""
+    detail = f"  ({row.detail})" if row.detail else ""
+    return (f"{row.key}  {state:<16}  {row.size_mb:>8.1f} MB  last used {used}  "
+            f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
     from nemo_rl import settings
+    from nemo_rl.errors import UsageError
     from nemo_rl.jsonout import dumps
-    from nemo_rl.workers import environments, executables
+    from nemo_rl.workers import environments, executables, housekeeping
 
     if args.verb == "list":
-        rows = environments.listing(project)
-        if args.json:
-            print(dumps(rows))
-        for row in rows if not args.json else []:
-            used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["last_used"])) if row["last_used"] else "never"
-            print(f"{row['key']}  {row['state']:<7}  {row['size_mb']:>8.1f} MB  last used {used}  "
-                  f"{' '.join(row['flags']) or '(no flags)'}  {row['path']}")
-        if not rows:
-            print(f"no worker environments in {settings.venv_dir(create=False)}")
+        rows = housekeeping.listing(project)
+        print(dumps(rows) if args.json else "\n".join(_describe(row) for row in rows)
+              or f"no worker environments in {settings.venv_dir(create=False)}")
         return 0
     if args.verb == "prune":
-        removed = environments.prune(project)
+        removed = housekeeping.prune(project)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
         return 0
-    flags = executables.sync_flags(NAMES.get(args.py_executable, args.py_executable))
+    py_executable = NAMES.get(args.py_executable, args.py_executable)
+    if not py_executable.startswith("uv run"):
+        raise UsageError(f"unknown PY_EXECUTABLE {args.py_executable!r}",
+                         f"use one of {', '.join(NAMES)} or a `uv run ...` string")
+    flags = executables.sync_flags(py_executable)
     if args.verb == "build":
         env = environments.ensure(project, flags)
     else:
-        env = environments.describe(settings.venv_dir() / environments.key_for(project, flags))
+        env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
         if env is None:
             print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
             return 1

@@ -1,26 +1,31 @@
 """Worker environments: built once per node from uv.lock, keyed by what defines them, verified before use.
 
-The key hashes uv.lock's bytes, the sync flags, the Python version, the platform and any fork developed
-from a local checkout, so a changed lock gives a new environment and never reuses a stale one. Concurrent
+The key hashes the project's path, uv.lock's bytes, the sync flags, the Python version, the platform and any
+fork developed from a local checkout, so a changed lock gives a new environment and never reuses a stale one,
+and two checkouts sharing NEMO_RL_VENV_DIR never share one (each holds an editable install of its own code). Concurrent
 requests for a key build it once (a lock file); a build happens beside its final path and is renamed into
 place (uv's --relocatable venvs survive the move), so a half-built environment is never used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import settings, uv
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nemo_rl import extras, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
@@ -28,30 +33,28 @@ from nemo_rl.project import develop_state, installed, lockfile
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
-VERIFY = """
-import importlib.metadata, json, sys
-def commit(name):
+# Runs in the environment: what a worker imports to come up (Ray), then the modules of the forks the
+# environment has. A deleted or corrupted package fails here, in seconds, not in Ray's scheduler minutes later.
+IMPORT_CHECK = """
+import importlib, json, sys
+failed = {}
+for module in sys.argv[1:]:
     try:
-        dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    text = dist.read_text("direct_url.json")
-    return (json.loads(text).get("vcs_info") or {}).get("commit_id") if text else "not from git"
-try:
-    ray = importlib.metadata.version("ray")
-except importlib.metadata.PackageNotFoundError:
-    ray = None
-print(json.dumps({"python": sys.version.split()[0], "prefix": sys.prefix, "ray": ray,
-                  "forks": {name: commit(name) for name in sys.argv[1:]}}))
+        importlib.import_module(module)
+    except BaseException as exc:
+        failed[module] = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"python": sys.version.split()[0], "failed": failed}))
 """
 
 
 @dataclass(frozen=True)
 class WorkerEnv:
+    """One environment's metadata, checked when read."""
+
     key: str
     path: Path
-    flags: list[str]
-    project: str
+    flags: tuple[str, ...]
+    project: Path
     lock_hash: str
 
     @property
@@ -59,140 +62,179 @@ class WorkerEnv:
         return self.path / "bin" / "python"
 
 
+@dataclass(frozen=True)
+class Slot:
+    """Where the environment of one key lives, and the files beside it: the one place these names are made."""
+
+    root: Path
+    key: str
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.key
+
+    @property
+    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; never deleted
+        return self.root / f".{self.key}.lock"
+
+    def building(self) -> list[Path]:
+        """Directories of builds of this key in progress, or left by killed builds."""
+        return sorted(self.root.glob(f".{self.key}.building-*"))
+
+    def staging(self) -> Path:
+        return self.root / f".{self.key}.building-{os.getpid()}"
+
+    @contextlib.contextmanager
+    def locked(self, *, wait: bool = True) -> Iterator[bool]:
+        """Hold the key's lock (yields False when busy and not `wait`); a waiter is told who builds since when."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise settings.venv_dir_error(self.root, exc) from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    yield False
+                    return
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                progress(f"waiting for {holder} to finish worker environment {self.key}")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                progress(f"worker environment {self.key}: the other build finished")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)
+            yield True
+        finally:
+            os.close(fd)
+
+
+def slot(key: str, *, create: bool = True) -> Slot:
+    return Slot(settings.venv_dir(create=create), key)
+
+
 def lock_hash(project: Path) -> str:
     return hashlib.sha256(lockfile.read_text(project / "uv.lock").encode()).hexdigest()
 
 
-def key_for(project: Path, flags: list[str]) -> str:
+def key_for(project: Path, flags: list[str] | tuple[str, ...]) -> str:
     developed = {dist: str(entry.checkout) for dist, entry in sorted(develop_state.read(project).items())}
-    facts = {"lock": lock_hash(project), "flags": sorted(flags), "python": platform.python_version(),
-             "platform": f"{sys.platform}-{platform.machine()}", "developing": developed}
+    facts = {"project": str(project.resolve()), "lock": lock_hash(project), "flags": sorted(flags),
+             "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
+             "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def describe(path: Path) -> WorkerEnv | None:
+    """The environment at `path` from its metadata; None when there is none (never built, or a build that did
+    not finish). Metadata of the wrong shape is a NemoRLError naming the file, never a crash."""
+    meta_path = path / META
     try:
-        meta = json.loads((path / META).read_text())
-    except (OSError, ValueError):
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
         return None
-    return WorkerEnv(meta["key"], path, meta["flags"], meta["project"], meta["lock_hash"])
+    except (OSError, ValueError) as exc:
+        raise NemoRLError(f"cannot read {meta_path}: {exc}", f"remove {path}: it is rebuilt from uv.lock") from exc
+    fields = ("key", "flags", "project", "lock_hash")
+    if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in ("key", "project", "lock_hash"))
+            or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
+            or meta["key"] != path.name):
+        raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(fields)}, key = "
+                          "directory name)", f"remove {path}: it is rebuilt from uv.lock")
+    return WorkerEnv(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
 
 
 def ensure(project: Path, flags: list[str]) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it."""
-    key = key_for(project, flags)
-    root = settings.venv_dir()
-    final = root / key
-    with open(root / f".{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # others asking for the same key wait here, then reuse the result
-        if describe(final) is None:
-            _build(project, flags, key, final)
-    env = describe(final)
-    verify(env, project)
-    (final / LAST_USED).touch()
+    where = slot(key_for(project, flags))
+    with where.locked():  # others asking for the same key wait here, then reuse the result
+        for leftover in where.building():  # we hold the lock, so whoever made these is gone
+            shutil.rmtree(leftover, ignore_errors=True)
+        if describe(where.path) is None:
+            _build(project, flags, where)
+        env = describe(where.path)
+        verify(env, project)
+    (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Path, flags: list[str], key: str, final: Path) -> None:
-    staging = final.with_name(f".{key}.building-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(final, ignore_errors=True)  # a directory without metadata is a build that never finished
-    progress(f"building worker environment {key} (uv sync {' '.join(flags)}); a cold mcore build takes minutes")
+def _build(project: Path, flags: list[str], where: Slot) -> None:
+    staging = where.staging()
+    shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
+    progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
+             "minutes")
     try:
         uv.uv(["venv", "--quiet", "--relocatable", "--python", sys.executable, str(staging)])
         uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
-        meta = {"key": key, "flags": flags, "project": str(project), "lock_hash": lock_hash(project),
-                "python": platform.python_version(), "created": time.time()}
+        meta = {"key": where.key, "flags": flags, "project": str(project.resolve()),
+                "lock_hash": lock_hash(project), "python": platform.python_version(), "created": time.time()}
         (staging / META).write_text(json.dumps(meta, indent=2))
-        os.replace(staging, final)
+        os.replace(staging, where.path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    progress(f"worker environment ready: {final}")
+    progress(f"worker environment ready: {where.path}")
 
 
 def _overlay_developed(project: Path, env: Path) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see nemo_rl.project.develop_state)."""
+    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see project.develop_state)."""
     for entry in develop_state.read(project).values():
         develop_state.install_overlay(env, entry.distribution, entry.checkout)
 
 
-def verify(env: WorkerEnv, project: Path) -> dict:
-    """The interpreter runs, its Python and Ray equal the driver's, every installed fork is the locked commit."""
+def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
+    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's)."""
+    present = {f.distribution for f in forks if installed.installed(env, f.distribution)[0]}
+    return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
+
+
+def verify(env: WorkerEnv, project: Path) -> None:
+    """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
+    fork the lock pins is installed at the locked commit."""
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     forks = lockfile.forks(project)
+    modules = modules_to_import(forks, env.path)
     try:
-        out = run([env.python, "-c", VERIFY, *(f.distribution for f in forks)], timeout=60).stdout
+        out = run([env.python, "-c", IMPORT_CHECK, *modules], timeout=120).stdout
         facts = json.loads(out.strip().splitlines()[-1])
     except (NemoRLError, ValueError, IndexError) as exc:
         raise NemoRLError(f"the interpreter of worker environment {env.path} does not run: {exc}", rebuild) from exc
-    problems = []
+    problems = [f"import {module} fails: {error}" for module, error in facts["failed"].items()]
     if facts["python"] != platform.python_version():
         problems.append(f"Python {facts['python']} there, {platform.python_version()} in the driver")
-    try:
-        driver_ray = importlib.metadata.version("ray")
-    except importlib.metadata.PackageNotFoundError:
-        driver_ray = None
-    if facts["ray"] != driver_ray:
-        problems.append(f"Ray {facts['ray']} there, {driver_ray} in the driver")
+    driver_ray = installed.installed(Path(sys.prefix), "ray")[1]
+    ray_there = installed.installed(env.path, "ray")[1]
+    if ray_there != driver_ray:
+        problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     locked = lockfile.locked_packages(project)
-    for name, installed_commit in facts["forks"].items():
-        package = locked.get(name)
-        if installed_commit and package and package.commit:
-            if installed.commit_mismatch(installed_commit, package.commit):
-                problems.append(f"{name} is {installed_commit[:12]} there, uv.lock pins {package.commit[:12]}")
+    wanted = set(env.flags)
+    for fork in forks:
+        package = locked.get(fork.distribution)
+        present, _, commit = installed.installed(env.path, fork.distribution)
+        if package and package.commit and (present or "--all-extras" in wanted or _extra_of(project, fork, wanted)):
+            mismatch = installed.commit_mismatch(commit, package.commit)
+            if mismatch:
+                problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
+                                f"{package.commit[:12]}")
     if problems:
-        raise NemoRLError(f"worker environment {env.path} does not match the driver: {'; '.join(problems)}", rebuild)
-    return facts
+        raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
 
 
-def listing(project: Path | None) -> list[dict]:
-    """Every environment under settings.venv_dir(); current when its key is what the project gives its flags now (same
-    uv.lock, Python, platform and developed forks), else stale."""
-    rows = []
-    current_keys: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
-    root = settings.venv_dir(create=False)  # listing creates nothing (a read-only checkout can still list)
-    for path in sorted(root.iterdir() if root.is_dir() else ()):
-        env = describe(path) if path.is_dir() and not path.name.startswith(".") else None
-        if env is None:
+def _extra_of(project: Path, fork: lockfile.Fork, flags: set[str]) -> bool:
+    """Whether the flags ask for an extra that requires `fork` (so the fork must be there)."""
+    path = project / "pyproject.toml"
+    optional = lockfile.table(lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path)
+                              .get("optional-dependencies"), "[project.optional-dependencies]", path)
+    for extra, requirements in optional.items():
+        if extra not in flags or not isinstance(requirements, list):
             continue
-        if project is not None and tuple(env.flags) not in current_keys:
-            current_keys[tuple(env.flags)] = key_for(project, env.flags)
-        current = project is not None and env.project == str(project) and env.key == current_keys[tuple(env.flags)]
-        used = path / LAST_USED
-        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-        rows.append({"key": env.key, "path": str(path), "flags": env.flags, "project": env.project,
-                     "state": "current" if current else "stale",
-                     "size_mb": round(size / 1e6, 1), "last_used": used.stat().st_mtime if used.exists() else None})
-    return rows
-
-
-def prune(project: Path | None) -> list[str]:
-    """Remove stale environments that no process holds (the build lock is free and no process runs from it)."""
-    removed = []
-    for row in listing(project):
-        if row["state"] != "stale" or _in_use(Path(row["path"])):
-            continue
-        with open(settings.venv_dir() / f".{row['key']}.lock", "w") as lock:
+        for requirement in requirements:
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                if canonicalize_name(Requirement(requirement).name) == canonicalize_name(fork.distribution):
+                    return True
+            except (InvalidRequirement, TypeError):
                 continue
-            shutil.rmtree(row["path"], ignore_errors=True)
-        (settings.venv_dir() / f".{row['key']}.lock").unlink(missing_ok=True)
-        removed.append(row["path"])
-    return removed
-
-
-def _in_use(path: Path) -> bool:
-    prefix = str(path.resolve())
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/exe").startswith(prefix) or prefix in open(f"/proc/{pid}/cmdline").read():
-                return True
-        except OSError:
-            continue
     return False

@@ -1,0 +1,114 @@
+"""What is in NEMO_RL_VENV_DIR, who uses it, and removing what is stale: `nemo-rl envs list` and `prune`.
+
+An environment is in use when a live process runs from it. A Ray worker hides that twice over: its command
+line is its process title (`ray::Actor`) and its /proc/PID/exe is the base interpreter (a relocatable venv's
+python is a symlink). So a process also counts when its environment names the venv (VIRTUAL_ENV, which
+actor_options sets) or when it has a file of the venv mapped (every worker maps Ray's compiled modules).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl import settings
+from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import environments
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    path: Path
+    flags: tuple[str, ...]
+    project: Path | None
+    state: str  # current | stale | other checkout | broken | unfinished build
+    size_mb: float
+    last_used: float | None
+    users: tuple[int, ...]  # PIDs running from it
+    detail: str | None = None
+
+
+def users(path: Path) -> tuple[int, ...]:
+    """PIDs of live processes running from the environment at `path` (see the module docstring)."""
+    prefix = str(path.resolve())
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            if _runs_from(pid, prefix):
+                found.append(int(pid))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return tuple(found)
+
+
+def _runs_from(pid: str, prefix: str) -> bool:
+    inside = (prefix, prefix + "/")
+    if os.readlink(f"/proc/{pid}/exe").startswith(inside[1]):
+        return True
+    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):
+        return True
+    if f"\0VIRTUAL_ENV={prefix}\0" in "\0" + _read(f"/proc/{pid}/environ"):
+        return True
+    return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()
+               if line.count(" ") >= 5)
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as fh:
+        return fh.read().decode(errors="replace")
+
+
+def _size_mb(path: Path) -> float:
+    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6, 1)
+
+
+def listing(project: Path | None) -> list[Row]:
+    """Every environment (and unfinished build) under the venv directory; listing creates nothing."""
+    root = settings.venv_dir(create=False)
+    rows: list[Row] = []
+    current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
+    for path in sorted(root.iterdir() if root.is_dir() else ()):
+        if path.name.startswith(".") and ".building-" in path.name and path.is_dir():
+            key = path.name[1:].split(".building-")[0]
+            rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
+            continue
+        if not path.is_dir() or path.name.startswith("."):
+            continue
+        try:
+            env = environments.describe(path)
+        except NemoRLError as exc:
+            rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path), exc.what))
+            continue
+        if env is None:
+            continue
+        if project is not None and env.flags not in current:
+            current[env.flags] = environments.key_for(project, env.flags)
+        if project is None or env.project != project.resolve():
+            state = "other checkout"
+        else:
+            state = "current" if env.key == current[env.flags] else "stale"
+        used = path / environments.LAST_USED
+        rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
+                        used.stat().st_mtime if used.exists() else None, users(path)))
+    return rows
+
+
+def prune(project: Path | None) -> list[Path]:
+    """Remove this checkout's stale environments, broken ones and killed builds that no process uses; an
+    environment of another checkout is that checkout's to prune."""
+    removed = []
+    for row in listing(project):
+        if row.state not in ("stale", "broken", "unfinished build") or row.users:
+            continue
+        where = environments.Slot(row.path.parent, row.key)
+        with where.locked(wait=False) as free:  # a build or a user of the key holds it: leave it
+            if not free or users(row.path):  # checked again under the lock
+                continue
+            shutil.rmtree(row.path, ignore_errors=True)
+        removed.append(row.path)
+    return removed
