@@ -1,4 +1,5 @@
-"""The `nemo-rl` command: argparse and dispatch only; each verb lives in its own module."""
+"""The `nemo-rl` command: argparse, finding the project once, dispatch and exit codes; each verb lives in its
+own module as `run(project, args) -> int`."""
 
 from __future__ import annotations
 

@@ -70,3 +70,17 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
     if version is None or version.split(".")[0] != major:
         return CudaToolkit(False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}", nvcc)
     return CudaToolkit(True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", nvcc)
+
+
+TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
+CUDA_TOOLKIT_FIX = ("install a CUDA {major} toolkit (NVIDIA publishes no CUDA 12 nvcc on PyPI: use NVIDIA's "
+                    "installer or your cluster's module) and set CUDA_HOME to it, with $CUDA_HOME/bin on PATH")
+
+
+def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit] | None:
+    """(the transformer-engine packages in the lock, the toolkit found) when they cannot be built here."""
+    present = [name for name in TRANSFORMER_ENGINE if name in locked_names]
+    if not present:
+        return None
+    toolkit = cuda_toolkit(torch_info().cuda_version)
+    return None if toolkit.ok else (present, toolkit)

@@ -54,16 +54,25 @@ def lock(project: Path, *, upgrade_package: str | None = None) -> Result:
     )
 
 
-def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False) -> Result:
-    env = dict(os.environ)
+def lock_mismatch(project: Path) -> str | None:
+    """Why uv.lock does not match pyproject.toml (uv's own words), or None when it does. No network."""
+    result = run([find_uv_bin(), "lock", "--check", "--offline", "--project", str(project)], cwd=project,
+                 check=False, timeout=60)
+    if result.returncode == 0:
+        return None
+    lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else f"uv lock --check exited {result.returncode}"
+
+
+def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,
+         extra_env: Mapping[str, str] | None = None) -> Result:
+    env = {**os.environ, **(extra_env or {})}
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)
         env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it
     return uv(["sync", "--project", str(project), *flags], cwd=project, env=env, stream=stream)
 
 
-def venv(path: Path, *, python: str | None = None) -> Result:
-    args = ["venv", "--allow-existing", "--quiet", str(path)]
-    if python:
-        args += ["--python", python]
-    return uv(args)
+def venv(path: Path, *, python: str) -> Result:
+    """A relocatable environment: it is built beside its final path and renamed into place."""
+    return uv(["venv", "--quiet", "--relocatable", "--python", python, str(path)])

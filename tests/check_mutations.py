@@ -113,7 +113,7 @@ MUTATIONS = [
      GUARDS),
     # issue 16: worker environments that never lie
     ("workers: fork commit checked", "nemo_rl/workers/environments.py", "            if mismatch:\n", "            if False:\n", RAY),
-    ("workers: Python version checked", "nemo_rl/workers/environments.py", "    if facts[\"python\"] != platform.python_version():",
+    ("workers: Python version checked", "nemo_rl/workers/environments.py", "    if result.python != platform.python_version():",
      "    if False:", RAY),
     ("workers: Python version in the key", "nemo_rl/workers/environments.py", '"python": platform.python_version(), "platform"',
      '"platform"', RAY),
@@ -124,7 +124,7 @@ MUTATIONS = [
      RAY),
     ("workers: in use through VIRTUAL_ENV or mapped files", "nemo_rl/workers/housekeeping.py",
      '    if f"\\0VIRTUAL_ENV={prefix}\\0" in "\\0" + _read(f"/proc/{pid}/environ"):', "    if False:", RAY),
-    ("workers: import check", "nemo_rl/workers/environments.py", '    problems = [f"import {module} fails: {error}" for module, error in facts["failed"].items()]',
+    ("workers: import check", "nemo_rl/workers/environments.py", '    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]',
      "    problems = []", RAY),
     ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",

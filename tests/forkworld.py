@@ -54,7 +54,9 @@ class World:
 def make_fork(root: Path, distribution: str) -> Fork:
     module, repo_name = FORKS[distribution]
     upstream = init(root / "upstream" / repo_name)
-    commit(upstream, "initial import", package_files(distribution, module, "0.1.0"))
+    # the module nemo-rl imports to prove the fork works (the component table's), as the real forks have it
+    proof = {"nemo-toolkit": {"nemo/tron/__init__.py": "", "nemo/tron/init.py": "READY = True\n"}}
+    commit(upstream, "initial import", {**package_files(distribution, module, "0.1.0"), **proof.get(distribution, {})})
     base = commit(upstream, "upstream feature", {"/".join(module.split(".")) + "/feature.py": "FEATURE = 1\n"})
     fork = root / "fork" / repo_name
     run(["git", "clone", "-q", str(upstream), str(fork)])

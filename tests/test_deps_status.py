@@ -47,6 +47,7 @@ def test_status_walks_every_state(world, tmp_path, capsys):
     rows = status_json(world, capsys, env)
     assert rows["megatron-core"]["state"] == "lock stale"
     assert "uv lock --upgrade-package megatron-core" in rows["megatron-core"]["remedy"]
+    assert not any("uv.lock" in p for p in rows["megatron-core"]["records_problems"])  # said once, as the state
 
 
 def test_status_json_schema(world, tmp_path, capsys):
@@ -54,7 +55,8 @@ def test_status_json_schema(world, tmp_path, capsys):
     forkworld.uv_run(world, "venv", "--quiet", str(env))
     assert main(["deps", "status", "--json", "--project", str(world.project), "--env", str(env)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"schema", "project", "environment", "forks", "orphaned_records"} and data["schema"] == 2
+    assert set(data) == {"schema", "project", "environment", "lock_problem", "forks", "orphaned_records"}
+    assert data["schema"] == 2 and data["lock_problem"] is None
     expected = {"distribution", "url", "branch", "pinned_rev", "locked_commit", "installed_commit",
                 "installed_version", "upstream_url", "upstream_base", "downstream_commits", "records_problems",
                 "developing", "state", "remedy"}

@@ -239,3 +239,17 @@ def test_records_survive_any_subject(world, capsys):
     assert deps(world, "bump", "megatron-core", "--rev", new_head) == 0
     assert deps(world, "patches", "--check", "--offline", "megatron-core") == 0
     assert deps(world, "patches", "--check", "megatron-core") == 0
+
+
+def test_status_and_doctor_see_the_lock_itself(world, capsys):
+    path = world.project / "pyproject.toml"
+    original = path.read_text()
+    path.write_text(original.replace("dependencies = []", 'dependencies = ["iniconfig"]'))  # not relocked
+    assert deps(world, "status", "--check") == 1
+    assert "uv.lock does not match pyproject.toml" in capsys.readouterr().out
+    assert main(["doctor", "--project", str(world.project)]) == 1
+    assert "uv.lock does not match pyproject.toml" in capsys.readouterr().out
+    path.write_text(original)
+    (world.project / "uv.lock").unlink()
+    assert deps(world, "status", "--check") == 1
+    assert "uv.lock is missing: `git checkout uv.lock`" in capsys.readouterr().out

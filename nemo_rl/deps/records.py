@@ -117,7 +117,8 @@ def _entry_differences(directory: Path, position: int, entry: dict) -> list[Diff
     return diffs
 
 
-def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True) -> list[Difference]:
+def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True,
+                  compare_lock: bool = True) -> list[Difference]:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation."""
     directory = records_dir(project, fork.distribution)
     rel = f"patches/{fork.distribution}/index.toml"
@@ -125,7 +126,9 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
     package = locked.get(fork.distribution)
-    diffs = _pin_differences(rel, index, fork, package.commit if package else None)
+    # `deps status` reports pyproject against uv.lock as its own state (lock stale): not twice
+    locked_commit = (package.commit if package else None) if compare_lock else fork.rev
+    diffs = _pin_differences(rel, index, fork, locked_commit)
     if index.distribution != fork.distribution:
         diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
     if index.digest != index.expected_digest():

@@ -54,7 +54,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     locked_commit = package.commit if package else None
     present, version, installed_commit = installed.installed(env, fork.distribution)
     index = record_files.read_index(records.records_dir(project, fork.distribution))
-    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False)]
+    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False)]
     # a bad pin never reaches git (it could be read as an option); its development state waits for a good one
     active = develop_state.active_checkout(env, fork.distribution)
     developed = develop_state.checkout_facts(active, fork.rev) if active and not fork.bad_rev else None
@@ -124,15 +124,17 @@ def run(project: Path, args: argparse.Namespace) -> int:
     forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report, not the end of it
     rows = collect(project, env, forks)
     orphans = records.orphans(project, forks)
+    lock_problem = lockfile.lock_problem(project, forks)
     if args.json:
-        print(dumps({"schema": 2, "project": str(project), "environment": str(env), "forks": rows,
-                     "orphaned_records": [str(o) for o in orphans]}))
+        print(dumps({"schema": 2, "project": str(project), "environment": str(env), "lock_problem": lock_problem,
+                     "forks": rows, "orphaned_records": [str(o) for o in orphans]}))
     else:
+        print(f"uv.lock: {lock_problem}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
     for path, journal in landing.leftovers(project):
         if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
             print(f"note: {path} is left from a bump that was killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
-    if args.check and (orphans or any(row.state in FAILING for row in rows)):
+    if args.check and (lock_problem or orphans or any(row.state in FAILING for row in rows)):
         return 1
     return 0

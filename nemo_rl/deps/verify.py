@@ -4,32 +4,17 @@ with the fork's extra, then the modules nemo-rl relies on, each imported in it."
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import extras, toolchain, uv
+from nemo_rl import extras, imports, toolchain, uv
 from nemo_rl.deps import fork_cache, fork_metadata
 from nemo_rl.errors import NemoRLError
-from nemo_rl.process import run as run_command
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
-
-TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
-IMPORTS = """
-import importlib, json, sys
-results = {}
-for module in sys.argv[1:]:
-    try:
-        importlib.import_module(module)
-        results[module] = None
-    except BaseException as exc:
-        results[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
-print(json.dumps(results))
-"""
 
 
 def modules_for(distribution: str) -> list[str]:
@@ -55,12 +40,11 @@ def extra_for(project: Path, distribution: str) -> str:
 
 def skipped_here(locked: dict) -> dict[str, str]:
     """Packages that cannot be built on this machine, with why: they are left out and said so."""
-    present = [name for name in TRANSFORMER_ENGINE if name in locked]
-    if not present:
+    unbuildable = toolchain.transformer_engine_unbuildable(locked)
+    if unbuildable is None:
         return {}
-    toolkit = toolchain.cuda_toolkit(toolchain.torch_info().cuda_version)
-    why = f"its build needs a matching CUDA toolkit: {toolkit.detail}"
-    return {} if toolkit.ok else dict.fromkeys(present, why)
+    present, toolkit = unbuildable
+    return dict.fromkeys(present, f"its build needs a matching CUDA toolkit: {toolkit.detail}")
 
 
 def suggestion(fork: lockfile.Fork, module: str) -> str:
@@ -74,10 +58,26 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
+def _sync(project: Path, env: Path, flags: list[str]) -> None:
+    try:
+        uv.sync(project, flags=flags, environment=env, stream=True)
+    except NemoRLError as exc:
+        raise NemoRLError(
+            f"uv could not build the throwaway environment from uv.lock (its reason is printed above): "
+            f"{exc.what.splitlines()[0]}",
+            "a git host it cannot reach: configure a mirror (`git config --global url.<mirror>.insteadOf <url>`); "
+            "\"lockfile needs to be updated\": run `uv lock` and commit it; a failed build: read uv's output above"
+        ) from exc
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
+    others = [f.distribution for f in lockfile.forks(project) if f not in forks]
     locked = lockfile.locked_packages(project)
     skipped = skipped_here(locked)
+    # Verifying one fork installs that fork's closure only: the other forks are left out, so one that cannot be
+    # fetched here does not stop the check of this one.
+    skipped.update({name: f"not part of verifying {args.distribution}" for name in others})
     failed = False
     with tempfile.TemporaryDirectory(prefix="nemo-rl-verify-") as tmp:
         built: dict[str, Path] = {}
@@ -89,20 +89,20 @@ def run(project: Path, args: argparse.Namespace) -> int:
                 flags = ["--locked", "--extra", extra, "--no-install-project"]
                 flags += [arg for name in skipped for arg in ("--no-install-package", name)]
                 progress(f"building a throwaway environment from uv.lock with the {extra} extra")
-                uv.sync(project, flags=flags, environment=env, stream=True)
+                _sync(project, env, flags)
             for name, why in skipped.items():
                 print(f"skipped {name}: {why}")
             modules = modules_for(fork.distribution) or [fork.distribution.replace("-", "_")]
-            out = run_command([env / "bin" / "python", "-c", IMPORTS, *modules], cwd=tmp).stdout
-            results = json.loads(out.strip().splitlines()[-1])
-            for module, error in results.items():
+            result = imports.check(env / "bin" / "python", modules, cwd=Path(tmp))
+            for module in modules:
+                error = result.failed.get(module)
                 if error is None:
                     print(f"{fork.distribution}: import {module}: ok")
                     continue
                 failed = True
-                print(f"{fork.distribution}: import {module}: FAILED: {error[0]}: {error[1]}")
-                if error[0] == "ModuleNotFoundError" and error[2]:
-                    print(f"  fix: add \"{suggestion(fork, error[2])}\" to requires-dist of the "
+                print(f"{fork.distribution}: import {module}: FAILED: {error}")
+                if error.type == "ModuleNotFoundError" and error.missing_module:
+                    print(f"  fix: add \"{suggestion(fork, error.missing_module)}\" to requires-dist of the "
                           f"[[tool.uv.dependency-metadata]] entry for {fork.distribution} in pyproject.toml, run "
                           f"`uv lock`, then verify again")
     return 1 if failed else 0

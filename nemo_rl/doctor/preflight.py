@@ -19,9 +19,6 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project import lockfile
 
-CUDA_TOOLKIT_FIX = ("install a CUDA {major} toolkit (NVIDIA publishes no CUDA 12 nvcc on PyPI: use NVIDIA's "
-                    "installer or your cluster's module) and set CUDA_HOME to it, with $CUDA_HOME/bin on PATH")
-
 
 @dataclass(frozen=True)
 class Item:
@@ -41,7 +38,7 @@ def check_python(python) -> Item:
 
 def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
     toolkit = toolchain.cuda_toolkit(torch_cuda)
-    fix = None if toolkit.ok else (CUDA_TOOLKIT_FIX.format(major=torch_cuda.split(".")[0]) if torch_cuda
+    fix = None if toolkit.ok else (toolchain.CUDA_TOOLKIT_FIX.format(major=torch_cuda.split(".")[0]) if torch_cuda
                                    else "run `uv sync`: the locked torch is a CUDA 12 build")
     return Item("nvcc", toolkit.ok, toolkit.detail, fix), toolkit.nvcc
 

@@ -157,9 +157,9 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     if project:
         try:
             locked = lockfile.locked_packages(project)
-            if not (project / "uv.lock").exists():
-                problems.append(f"{project / 'uv.lock'} is missing: run `uv lock` (it is committed; "
-                                "`git checkout uv.lock` restores it)")
+            lock_problem = lockfile.lock_problem(project, lockfile.forks(project, strict=False))
+            if lock_problem:
+                problems.append(lock_problem)
         except NemoRLError as exc:
             problems.append(str(exc))
     python, python_problems = python_info(project)

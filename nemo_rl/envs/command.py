@@ -1,4 +1,4 @@
-"""`nemo-rl envs list | build | verify | prune`: the worker environments of this project."""
+"""`nemo-rl envs list | build | verify | prune | pack`: the worker environments of this project."""
 
 from __future__ import annotations
 
@@ -9,24 +9,34 @@ from pathlib import Path
 from nemo_rl.workers.executables import PY_EXECUTABLES
 
 NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
+VERBS = (
+    ("list", "every environment and bundle: key, state, in use, size, last use"),
+    ("build", "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"),
+    ("verify", "verify the environment of a PY_EXECUTABLE (it must exist)"),
+    ("prune", "remove this checkout's stale and broken environments and killed builds that no process uses"),
+    ("pack", "make a bundle: what a node with no network and no compiler needs to build the environment"),
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     envs = subparsers.add_parser(
-        "envs", help="worker environments: list, build ahead of time, verify, prune stale ones",
+        "envs", help="worker environments: list, build ahead of time, verify, prune, pack for offline nodes",
         description="Worker environments live under $NEMO_RL_VENV_DIR (default venvs/ in the checkout), one per "
-        "key: a hash of uv.lock, the sync flags, Python, platform and any developed fork. Build them ahead of time "
-        "for images and offline nodes; prune removes stale ones no process is using.")
+        "key: a hash of the checkout's path, uv.lock, the sync flags, Python, platform and any developed fork. "
+        "Build them ahead of time for images; pack a bundle on a builder for nodes without internet "
+        "(docs/workers.md).")
     verbs = envs.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for verb, text in (("list", "key, flags, current or stale against uv.lock, size, last use"),
-                       ("build", "build (once) and verify the environment of a PY_EXECUTABLES value"),
-                       ("verify", "verify the environment of a PY_EXECUTABLES value (it must exist)"),
-                       ("prune", "remove stale environments no process is using")):
+    for verb, text in VERBS:
         p = verbs.add_parser(verb, help=text, description=text)
         p.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
-        if verb in ("build", "verify"):
+        if verb in ("build", "verify", "pack"):
             p.add_argument("py_executable", metavar="PY_EXECUTABLE",
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")
+        if verb == "pack":
+            p.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
+        if verb == "build":
+            p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
+                           help="build from this bundle, offline (it is checked first; it may be read-only)")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler="nemo_rl.envs.command:run")
@@ -41,28 +51,45 @@ def _describe(row) -> str:
             f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
 
 
+def _flags(py_executable: str) -> list[str]:
+    from nemo_rl.errors import UsageError
+    from nemo_rl.workers import executables
+
+    command = NAMES.get(py_executable, py_executable)
+    if not command.startswith("uv run"):
+        raise UsageError(f"unknown PY_EXECUTABLE {py_executable!r}", f"use one of {', '.join(NAMES)} or a "
+                         "`uv run ...` string")
+    return executables.sync_flags(command)
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
     from nemo_rl import settings
-    from nemo_rl.errors import UsageError
     from nemo_rl.jsonout import dumps
-    from nemo_rl.workers import environments, executables, housekeeping
+    from nemo_rl.workers import bundles, environments, housekeeping
 
     if args.verb == "list":
-        rows = housekeeping.listing(project)
-        print(dumps(rows) if args.json else "\n".join(_describe(row) for row in rows)
-              or f"no worker environments in {settings.venv_dir(create=False)}")
+        rows, packed = housekeeping.listing(project), housekeeping.bundle_rows(project)
+        if args.json:
+            print(dumps({"environments": rows, "bundles": packed}))
+            return 0
+        print("\n".join(_describe(row) for row in rows) or f"no worker environments in {settings.venv_dir(False)}")
+        for row in packed:
+            print(f"bundle {row.path.name}  {row.state:<7}  {row.size_mb:>8.1f} MB  {' '.join(row.flags)}  {row.path}"
+                  + (f"  ({row.detail})" if row.detail else ""))
         return 0
     if args.verb == "prune":
         removed = housekeeping.prune(project)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
         return 0
-    py_executable = NAMES.get(args.py_executable, args.py_executable)
-    if not py_executable.startswith("uv run"):
-        raise UsageError(f"unknown PY_EXECUTABLE {args.py_executable!r}",
-                         f"use one of {', '.join(NAMES)} or a `uv run ...` string")
-    flags = executables.sync_flags(py_executable)
+    flags = _flags(args.py_executable)
+    if args.verb == "pack":
+        manifest = bundles.pack(project, flags, args.bundle)
+        print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
+        print(f"  on a node: `nemo-rl envs build {args.py_executable} --from {args.bundle}`, or set "
+              f"NEMO_RL_BUNDLE_DIR to its parent directory")
+        return 0
     if args.verb == "build":
-        env = environments.ensure(project, flags)
+        env = environments.ensure(project, flags, bundle=args.bundle)
     else:
         env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
         if env is None:

@@ -217,3 +217,17 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
                           "regenerate it with `uv lock` (never edit uv.lock by hand)")
     return {p["name"]: LockedPackage(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
             for p in packages}
+
+
+def lock_problem(project: Path, forks: list[Fork]) -> str | None:
+    """What is wrong with uv.lock as a whole (missing, or not matching pyproject.toml), with the fix; None when
+    it is current. A fork whose rev is not a full SHA is never handed to uv (status reports it as a bad pin)."""
+    from nemo_rl import uv
+
+    if not (project / "uv.lock").exists():
+        return (f"{project / 'uv.lock'} is missing: `git checkout uv.lock` restores the committed one "
+                "(or `uv lock` makes a new one)")
+    if any(f.bad_rev for f in forks):
+        return None
+    why = uv.lock_mismatch(project)
+    return f"uv.lock does not match pyproject.toml ({why}): run `uv lock` and commit it" if why else None

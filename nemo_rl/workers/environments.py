@@ -25,26 +25,14 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import extras, settings, uv
+from nemo_rl import extras, imports, settings, uv
 from nemo_rl.errors import NemoRLError
-from nemo_rl.process import run
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.workers import bundles
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
-# Runs in the environment: what a worker imports to come up (Ray), then the modules of the forks the
-# environment has. A deleted or corrupted package fails here, in seconds, not in Ray's scheduler minutes later.
-IMPORT_CHECK = """
-import importlib, json, sys
-failed = {}
-for module in sys.argv[1:]:
-    try:
-        importlib.import_module(module)
-    except BaseException as exc:
-        failed[module] = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"python": sys.version.split()[0], "failed": failed}))
-"""
 
 
 @dataclass(frozen=True)
@@ -144,28 +132,34 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
 
 
-def ensure(project: Path, flags: list[str]) -> WorkerEnv:
-    """The verified environment for (project's uv.lock, flags), built first if this node lacks it."""
+def ensure(project: Path, flags: list[str], *, bundle: Path | None = None) -> WorkerEnv:
+    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`,
+    else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
     where = slot(key_for(project, flags))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
         if describe(where.path) is None:
-            _build(project, flags, where)
+            _build(project, flags, where, bundle or bundles.find(project, flags))
         env = describe(where.path)
         verify(env, project)
     (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Path, flags: list[str], where: Slot) -> None:
+def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None) -> None:
+    if bundle is not None:
+        bundles.check(bundle, project, flags)  # before anything is installed
     staging = where.staging()
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
              "minutes")
     try:
-        uv.uv(["venv", "--quiet", "--relocatable", "--python", sys.executable, str(staging)])
-        uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
+        uv.venv(staging, python=sys.executable)
+        if bundle is not None:
+            bundles.sync_from(bundle, project, flags, staging)
+        else:
+            uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
         meta = {"key": where.key, "flags": flags, "project": str(project.resolve()),
                 "lock_hash": lock_hash(project), "python": platform.python_version(), "created": time.time()}
@@ -197,14 +191,15 @@ def verify(env: WorkerEnv, project: Path) -> None:
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     forks = lockfile.forks(project)
     modules = modules_to_import(forks, env.path)
+    # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
+    # in seconds, not in Ray's scheduler minutes later.
     try:
-        out = run([env.python, "-c", IMPORT_CHECK, *modules], timeout=120).stdout
-        facts = json.loads(out.strip().splitlines()[-1])
-    except (NemoRLError, ValueError, IndexError) as exc:
+        result = imports.check(env.python, modules)
+    except NemoRLError as exc:
         raise NemoRLError(f"the interpreter of worker environment {env.path} does not run: {exc}", rebuild) from exc
-    problems = [f"import {module} fails: {error}" for module, error in facts["failed"].items()]
-    if facts["python"] != platform.python_version():
-        problems.append(f"Python {facts['python']} there, {platform.python_version()} in the driver")
+    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]
+    if result.python != platform.python_version():
+        problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.installed(Path(sys.prefix), "ray")[1]
     ray_there = installed.installed(env.path, "ray")[1]
     if ray_there != driver_ray:

@@ -112,3 +112,30 @@ def prune(project: Path | None) -> list[Path]:
             shutil.rmtree(row.path, ignore_errors=True)
         removed.append(row.path)
     return removed
+
+
+@dataclass(frozen=True)
+class BundleRow:
+    path: Path
+    flags: tuple[str, ...]
+    state: str  # current (fits this checkout's uv.lock, Python, platform and uv) | stale | broken
+    size_mb: float
+    detail: str | None
+
+
+def bundle_rows(project: Path | None) -> list[BundleRow]:
+    """The bundles under $NEMO_RL_BUNDLE_DIR, each against this checkout's inputs for its flags."""
+    from nemo_rl.workers import bundles
+
+    rows = []
+    for path in bundles.configured():
+        try:
+            manifest = bundles.read_manifest(path)
+        except NemoRLError as exc:
+            rows.append(BundleRow(path, (), "broken", _size_mb(path), exc.what))
+            continue
+        different = bundles.differences(manifest, bundles.inputs_for(project, manifest.inputs.flags)) \
+            if project else ["no project"]
+        rows.append(BundleRow(path, manifest.inputs.flags, "stale" if different else "current",
+                              round(manifest.bytes / 1e6, 1), "; ".join(different) or None))
+    return rows

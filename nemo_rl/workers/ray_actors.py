@@ -44,9 +44,11 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
     }}
 
 
-def prepare_on_every_node(py_executable: str, project: Path | None = None) -> dict[str, str]:
+def prepare_on_every_node(py_executable: str, project: Path | None = None,
+                          bundle: Path | None = None) -> dict[str, str]:
     """Build and verify the environment on every alive node (one task pinned to each), as the upstream project
-    does; returns node id -> interpreter path, the same path on every node (the key names it)."""
+    does; returns node id -> interpreter path, the same path on every node (the key names it). With `bundle` (a
+    path every node sees), a node that lacks the environment builds it from the bundle, offline."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -57,7 +59,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None) -> di
     @ray.remote(num_cpus=0)
     def build_here() -> str:
         os.environ["NEMO_RL_VENV_DIR"] = venv_dir
-        return str(environments.ensure(project, flags).python)
+        return str(environments.ensure(project, flags, bundle=bundle).python)
 
     nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
     refs = [build_here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()

@@ -1,0 +1,237 @@
+"""Bundles: a worker environment made once on a builder and built on nodes with no network and no compiler.
+
+A bundle is a directory holding a uv cache trimmed to what `uv sync --locked --offline` needs for one key's
+inputs (index wheels, and the wheels uv built from the forks and from sdists, compiled parts included; no git
+history, no build scratch) and a manifest: every input of the key, uv's version, the distributions, and a
+digest of the content. A node checks the manifest against its own inputs and the content against the digest
+before it installs anything, so a bundle for another uv.lock, Python, platform or uv, a truncated copy or an
+edited file is refused with its own message.
+
+`pack` builds in `.<name>.packing-<pid>` beside the destination and renames it into place last, so a pack
+killed at any instant leaves nothing that passes as a bundle.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl import settings, uv
+from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
+from nemo_rl.project import develop_state, installed
+
+MANIFEST = "nemo-rl-bundle.json"
+CACHE = "uv-cache"
+SCHEMA = 1
+# uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
+# own interpreters and environments, which uv recomputes.
+DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What must be equal on the builder and the node, apart from the checkout's path (each node's own)."""
+
+    lock_hash: str
+    flags: tuple[str, ...]
+    python: str
+    platform: str
+    uv_version: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    schema: int
+    inputs: Inputs
+    distributions: dict[str, str]  # name -> "version" or "version git <commit>"
+    files: int
+    bytes: int
+    digest: str
+    created: float
+
+
+def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
+    from nemo_rl.workers import environments
+
+    return Inputs(environments.lock_hash(project), tuple(sorted(flags)), platform.python_version(),
+                  f"{sys.platform}-{platform.machine()}", uv.version())
+
+
+def content_digest(root: Path) -> tuple[int, int, str]:
+    """(files, bytes, sha256) over every path under `root`: names, sizes, contents and link targets."""
+    digest, files, total = hashlib.sha256(), 0, 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                digest.update(f"L {relative} {os.readlink(path)}\n".encode())
+                continue
+            size = path.stat().st_size
+            file_hash = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    file_hash.update(block)
+            digest.update(f"F {relative} {size} {file_hash.hexdigest()}\n".encode())
+            files, total = files + 1, total + size
+    return files, total, "sha256:" + digest.hexdigest()
+
+
+def read_manifest(bundle: Path) -> Manifest:
+    path = bundle / MANIFEST
+    fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
+    try:
+        data = json.loads(path.read_text())
+        inputs = data["inputs"]
+        manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
+                                                        str(inputs["python"]), str(inputs["platform"]),
+                                                        str(inputs["uv_version"])),
+                            {str(k): str(v) for k, v in data["distributions"].items()}, int(data["files"]),
+                            int(data["bytes"]), str(data["digest"]), float(data["created"]))
+    except FileNotFoundError as exc:
+        raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
+    if manifest.schema != SCHEMA:
+        raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)
+    return manifest
+
+
+def differences(manifest: Manifest, local: Inputs) -> list[str]:
+    names = {"lock_hash": "uv.lock changed", "flags": "other sync flags", "python": "another Python",
+             "platform": "another platform", "uv_version": "another uv"}
+    return [f"{names[field]} (bundle: {getattr(manifest.inputs, field)}, here: {getattr(local, field)})"
+            for field in names if getattr(manifest.inputs, field) != getattr(local, field)]
+
+
+def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]) -> Manifest:
+    """The bundle's manifest, once its inputs are this node's and its content is what the manifest says."""
+    manifest = read_manifest(bundle)
+    different = differences(manifest, inputs_for(project, flags))
+    if different:
+        raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
+                          "make a bundle from this uv.lock with this Python and uv on the builder "
+                          f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
+    progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its digest")
+    files, total, digest = content_digest(bundle / CACHE)
+    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
+        raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
+                          f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
+                          "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
+    return manifest
+
+
+def _distributions(env: Path) -> dict[str, str]:
+    import importlib.metadata
+
+    result = {}
+    for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
+        commit = installed.commit_from_direct_url(dist.read_text("direct_url.json"))
+        result[dist.metadata["Name"]] = f"{dist.version} git {commit}" if commit else dist.version
+    return dict(sorted(result.items()))
+
+
+def _remove_dead_packs(dest: Path) -> None:
+    for leftover in dest.parent.glob(f".{dest.name}.packing-*"):
+        fd = os.open(leftover, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live pack: leave it
+        except BlockingIOError:
+            continue
+        finally:
+            os.close(fd)
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
+    """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet."""
+    if develop_state.read(project):
+        raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
+                          "run `nemo-rl deps develop --stop DIST` first")
+    if dest.exists():
+        raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
+    dest = dest.absolute()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_dead_packs(dest)
+    work = dest.parent / f".{dest.name}.packing-{os.getpid()}"
+    work.mkdir()
+    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # while held, no other pack takes this directory for a leftover
+    try:
+        cache, env = work / CACHE, work / "env"
+        progress(f"building the environment once into a fresh uv cache ({cache})")
+        uv.venv(env, python=sys.executable)
+        uv.sync(project, flags=flags, environment=env, stream=True,
+                extra_env={"UV_CACHE_DIR": str(cache)})
+        distributions = _distributions(env)
+        shutil.rmtree(env)
+        for bucket in cache.iterdir():
+            if bucket.name.startswith(DROPPED_BUCKETS):
+                shutil.rmtree(bucket)
+        files, total, digest = content_digest(cache)
+        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time())
+        from nemo_rl.jsonout import dumps
+
+        (work / MANIFEST).write_text(dumps(manifest) + "\n")
+        os.rename(work, dest)  # the commit point: before it, nothing at dest
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        os.close(fd)
+    return manifest
+
+
+def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) -> None:
+    """Install the environment from a checked bundle: `uv sync --locked --offline` against a copy of its cache
+    (uv writes lock files into its cache, and a bundle lives on read-only filesystems)."""
+    copy = settings.venv_dir() / f".bundle-cache-{os.getpid()}"
+    progress(f"copying the bundle's uv cache to {copy} (the bundle stays read-only; the copy is removed after)")
+    shutil.rmtree(copy, ignore_errors=True)
+    try:
+        shutil.copytree(bundle / CACHE, copy, symlinks=True)
+        uv.sync(project, flags=[*flags, "--offline", "--inexact"], environment=environment, stream=True,
+                extra_env={"UV_CACHE_DIR": str(copy), "UV_OFFLINE": "1"})
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def configured() -> list[Path]:
+    """Bundles under $NEMO_RL_BUNDLE_DIR (each a directory with a manifest), or none when it is not set."""
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
+    if not setting:
+        return []
+    root = Path(os.path.expanduser(setting))
+    if not root.is_dir():
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory", "point it at the directory holding "
+                          "bundles made by `nemo-rl envs pack`, or unset it")
+    return sorted(p for p in root.iterdir() if (p / MANIFEST).is_file())
+
+
+def find(project: Path, flags: list[str]) -> Path | None:
+    """The configured bundle for these inputs; an error saying why when bundles are configured but none fits
+    (a node that should be offline must not fall back to the network)."""
+    bundles = configured()
+    if not bundles:
+        return None
+    local = inputs_for(project, flags)
+    why = {}
+    for bundle in bundles:
+        different = differences(read_manifest(bundle), local)
+        if not different:
+            return bundle
+        why[bundle.name] = "; ".join(different)
+    raise NemoRLError(f"no bundle in NEMO_RL_BUNDLE_DIR fits {' '.join(flags)}: "
+                      + " | ".join(f"{name}: {reason}" for name, reason in why.items()),
+                      "pack one for this uv.lock on the builder (`nemo-rl envs pack`), or unset NEMO_RL_BUNDLE_DIR "
+                      "to build from the network")
