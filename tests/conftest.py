@@ -84,3 +84,61 @@ def world(tmp_path, monkeypatch, world_template):
     w = forkworld.copy_world(world_template, tmp_path / "world")
     forkworld.apply_env(w, monkeypatch)
     return w
+
+
+@pytest.fixture(scope="session")
+def ray_world(tmp_path_factory, uv_cache):
+    """The fixture project plus Ray (the driver's version), locked; its git and uv settings exported before Ray
+    starts, so tasks on every node see the same mirrors and the session's private uv cache."""
+    import importlib.metadata
+
+    import forkworld
+
+    world = forkworld.make_world(tmp_path_factory.mktemp("rayworld"))
+    pyproject = world.project / "pyproject.toml"
+    ray_version = importlib.metadata.version("ray")
+    pyproject.write_text(pyproject.read_text().replace("dependencies = []", f'dependencies = ["ray=={ray_version}"]'))
+    saved = dict(os.environ)
+    os.environ.update(world.git_env())
+    os.environ.update({"UV_CACHE_DIR": str(uv_cache), "UV_NO_GITHUB_FAST_PATH": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                       # Ray writes ~/.ray/auth_token: the session's Ray gets a home of its own
+                       "HOME": str(tmp_path_factory.mktemp("ray-home"))})
+    forkworld.uv_run(world, "lock", "--quiet")
+    forkworld.make_records(world)
+    yield world
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def cluster(ray_world, tmp_path_factory):
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"  # what workers.start_ray does, before any node starts
+    # Loopback only: Ray's single-machine mode (its default on macOS and Windows) uses 127.0.0.1 for every node,
+    # where node_ip_address="127.0.0.1" alone leaves clients dialling the machine's own address.
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ["RAY_TMPDIR"] = str(tmp_path_factory.mktemp("ray"))  # sessions, sockets and logs under the test's tmp
+    head = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    head.add_node(num_cpus=1)
+    from nemo_rl import workers
+
+    workers.start_ray(address=head.address)
+    import ray
+
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+    yield head
+    ray.shutdown()
+    head.shutdown()
+
+
+@pytest.fixture
+def venv_dir(tmp_path, monkeypatch, ray_world):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setenv("UV_CACHE_DIR", os.environ["UV_CACHE_DIR"])
+    for key, value in ray_world.git_env().items():
+        monkeypatch.setenv(key, value)
+    return tmp_path / "venvs"

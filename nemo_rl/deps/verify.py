@@ -7,7 +7,6 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nemo_rl import extras, imports, toolchain, uv
@@ -23,15 +22,7 @@ def modules_for(distribution: str) -> list[str]:
 
 
 def extra_for(project: Path, distribution: str) -> str:
-    path = project / "pyproject.toml"
-    optional = lockfile.table(lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path)
-                              .get("optional-dependencies"), "[project.optional-dependencies]", path)
-    for extra, requirements in optional.items():
-        try:
-            names = [canonicalize_name(Requirement(r).name) for r in requirements]
-        except (InvalidRequirement, TypeError) as exc:
-            raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
-                              f"{exc}", "fix it (PEP 508), then run `uv lock`") from exc
+    for extra, names in lockfile.optional_dependencies(project).items():
         if canonicalize_name(distribution) in names:
             return extra
     raise NemoRLError(f"no extra in [project.optional-dependencies] requires {distribution}",

@@ -231,3 +231,32 @@ def lock_problem(project: Path, forks: list[Fork]) -> str | None:
         return None
     why = uv.lock_mismatch(project)
     return f"uv.lock does not match pyproject.toml ({why}): run `uv lock` and commit it" if why else None
+
+
+def optional_dependencies(project: Path) -> dict[str, list[str]]:
+    """[project.optional-dependencies] as extra -> canonical distribution names, each requirement checked."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    path = project / "pyproject.toml"
+    optional = table(table(load_toml(path).get("project"), "[project]", path).get("optional-dependencies"),
+                     "[project.optional-dependencies]", path)
+    result = {}
+    for extra, requirements in optional.items():
+        try:
+            result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]
+        except (InvalidRequirement, TypeError) as exc:
+            raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
+                              f"{exc}", "fix it (PEP 508), then run `uv lock`") from exc
+    return result
+
+
+def extras_require(project: Path, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
+    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution`."""
+    from packaging.utils import canonicalize_name
+
+    optional = optional_dependencies(project)
+    chosen = set(optional) if "--all-extras" in flags else {
+        word.split("=", 1)[1] if word.startswith("--extra=") else flags[i + 1]
+        for i, word in enumerate(flags) if (word == "--extra" and i + 1 < len(flags)) or word.startswith("--extra=")}
+    return any(canonicalize_name(distribution) in optional.get(extra, []) for extra in chosen)

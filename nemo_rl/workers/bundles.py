@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import settings, uv
+from nemo_rl import settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, installed
+from nemo_rl.project import develop_state, installed, lockfile
 
 MANIFEST = "nemo-rl-bundle.json"
 CACHE = "uv-cache"
@@ -62,7 +62,7 @@ class Manifest:
 def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
     from nemo_rl.workers import environments
 
-    return Inputs(environments.lock_hash(project), tuple(sorted(flags)), platform.python_version(),
+    return Inputs(environments.lock_hash(project), tuple(flags), platform.python_version(),
                   f"{sys.platform}-{platform.machine()}", uv.version())
 
 
@@ -90,6 +90,8 @@ def content_digest(root: Path) -> tuple[int, int, str]:
 def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
     fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
+    if ".packing-" in bundle.name:
+        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
     try:
         data = json.loads(path.read_text())
         inputs = data["inputs"]
@@ -160,6 +162,14 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
                           "run `nemo-rl deps develop --stop DIST` first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
+    if lockfile.extras_require(project, flags, "transformer-engine"):
+        unbuildable = toolchain.transformer_engine_unbuildable(lockfile.locked_packages(project))
+        if unbuildable:
+            present, toolkit = unbuildable
+            major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
+            raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
+                              toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again (`nemo-rl doctor "
+                              "--extra mcore` runs the whole pre-flight)")
     dest = dest.absolute()
     dest.parent.mkdir(parents=True, exist_ok=True)
     _remove_dead_packs(dest)
@@ -215,7 +225,7 @@ def configured() -> list[Path]:
     if not root.is_dir():
         raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory", "point it at the directory holding "
                           "bundles made by `nemo-rl envs pack`, or unset it")
-    return sorted(p for p in root.iterdir() if (p / MANIFEST).is_file())
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())
 
 
 def find(project: Path, flags: list[str]) -> Path | None:

@@ -22,9 +22,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from nemo_rl import extras, imports, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
@@ -205,31 +202,13 @@ def verify(env: WorkerEnv, project: Path) -> None:
     if ray_there != driver_ray:
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     locked = lockfile.locked_packages(project)
-    wanted = set(env.flags)
     for fork in forks:
         package = locked.get(fork.distribution)
         present, _, commit = installed.installed(env.path, fork.distribution)
-        if package and package.commit and (present or "--all-extras" in wanted or _extra_of(project, fork, wanted)):
+        if package and package.commit and (present or lockfile.extras_require(project, env.flags, fork.distribution)):
             mismatch = installed.commit_mismatch(commit, package.commit)
             if mismatch:
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
                                 f"{package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-
-
-def _extra_of(project: Path, fork: lockfile.Fork, flags: set[str]) -> bool:
-    """Whether the flags ask for an extra that requires `fork` (so the fork must be there)."""
-    path = project / "pyproject.toml"
-    optional = lockfile.table(lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path)
-                              .get("optional-dependencies"), "[project.optional-dependencies]", path)
-    for extra, requirements in optional.items():
-        if extra not in flags or not isinstance(requirements, list):
-            continue
-        for requirement in requirements:
-            try:
-                if canonicalize_name(Requirement(requirement).name) == canonicalize_name(fork.distribution):
-                    return True
-            except (InvalidRequirement, TypeError):
-                continue
-    return False

@@ -1,0 +1,224 @@
+"""A cluster without internet: pack a worker environment once on a builder, build it on nodes offline.
+
+The builder's megatron-core fork has a small C extension: a node that builds from the bundle has no compiler on
+PATH, no package index (a closed local port), no git host and an empty uv cache, so its build can only succeed
+by installing what the builder compiled."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import forkworld
+import pytest
+from gitfixtures import commit
+
+from nemo_rl.cli import main
+from nemo_rl.project import installed, lockfile
+from nemo_rl.workers import bundles
+
+MCORE = "uv run --locked --extra mcore"
+HELPER_C = textwrap.dedent("""\
+    #include <Python.h>
+    static PyObject *answer(PyObject *self, PyObject *args) { return PyLong_FromLong(42); }
+    static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, NULL}, {NULL, NULL, 0, NULL}};
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_helpers", NULL, -1, methods};
+    PyMODINIT_FUNC PyInit__helpers(void) { return PyModule_Create(&module); }
+    """)
+
+
+@pytest.fixture(scope="module")
+def builder(ray_world, tmp_path_factory):
+    """A copy of the Ray world whose megatron-core pin has a compiled helper, and its bundle."""
+    root = tmp_path_factory.mktemp("builder")
+    world = forkworld.copy_world(ray_world, root / "world")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        forkworld.apply_env(world, monkeypatch)
+        monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(root / "cache"))
+        monkeypatch.setenv("NEMO_RL_VENV_DIR", str(root / "venvs"))
+        megatron = world.forks["megatron-core"]
+        head = commit(megatron.fork, "C helper, as Megatron's dataset helper", {
+            "pyproject.toml": """\
+                [build-system]
+                requires = ["setuptools>=68"]
+                build-backend = "setuptools.build_meta"
+
+                [project]
+                name = "megatron-core"
+                version = "0.1.0"
+                requires-python = ">=3.10"
+
+                [tool.setuptools.packages.find]
+                include = ["megatron*"]
+                """,
+            "setup.py": "from setuptools import Extension, setup\n"
+                        "setup(ext_modules=[Extension('megatron.core._helpers', ['megatron/core/helpers.c'])])\n",
+            "megatron/core/helpers.c": HELPER_C,
+        })
+        assert main(["deps", "bump", "megatron-core", "--rev", head, "--project", str(world.project)]) == 0
+        bundle = root / "bundles" / "mcore"
+        assert main(["envs", "pack", "MCORE", str(bundle), "--project", str(world.project)]) == 0
+    return world, bundle, head
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size, p.is_dir())
+            for p in [root, *root.rglob("*")] if not p.is_symlink()}
+
+
+def offline_node(tmp_path: Path, builder_world) -> tuple[Path, dict[str, str]]:
+    """A node: another checkout of the same project, and an environment that reaches nothing and compiles nothing."""
+    project = tmp_path / "node" / "project"
+    shutil.copytree(builder_world.project, project, ignore=shutil.ignore_patterns(".venv", ".nemo-rl"))
+    tools = tmp_path / "node" / "bin"
+    tools.mkdir()
+    for tool in ("git", "sh", "env"):  # no cc, gcc, c++ or ld: a build would fail
+        os.symlink(shutil.which(tool), tools / tool)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG", "UV_", "NEMO_RL_", "VIRTUAL_ENV"))}
+    blocked = {url: "file:///nonexistent/blocked.git" for url in builder_world.insteadof}
+    closed = "http://127.0.0.1:9"  # every HTTP(S) connection goes to a closed local port
+    env.update({"PATH": str(tools), "CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
+                "HTTP_PROXY": closed, "HTTPS_PROXY": closed, "ALL_PROXY": closed, "NO_PROXY": "",
+                "UV_CACHE_DIR": str(tmp_path / "node" / "empty-uv-cache"), "UV_NO_GITHUB_FAST_PATH": "1",
+                "NEMO_RL_VENV_DIR": str(tmp_path / "node" / "venvs"), "GIT_CONFIG_COUNT": str(len(blocked)),
+                "HOME": str(tmp_path / "node")})
+    for i, url in enumerate(blocked):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = f"url.{blocked[url]}.insteadOf", url
+    return project, env
+
+
+def node_build(project: Path, env: dict[str, str], bundle: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nemo_rl", "envs", "build", "MCORE", "--from", str(bundle),
+                           "--project", str(project)], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_bundle_carries_what_was_built_and_no_history(builder):
+    _, bundle, head = builder
+    manifest = bundles.read_manifest(bundle)
+    assert manifest.distributions["megatron-core"] == f"0.1.0 git {head}"
+    assert "ray" in manifest.distributions and manifest.files > 0 and manifest.digest.startswith("sha256:")
+    cache = bundle / bundles.CACHE
+    assert not list(cache.glob("git-v*"))  # no git history
+    assert list(cache.rglob("_helpers*.so"))  # the compiled helper, built once, here
+
+
+def test_a_node_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path, monkeypatch):
+    world, bundle, head = builder
+    project, env = offline_node(tmp_path, world)
+    before = snapshot(bundle)
+    result = node_build(project, env, bundle)
+    assert result.returncode == 0, result.stderr
+    assert snapshot(bundle) == before  # nothing written into the bundle: a read-only one works
+    assert "copying the bundle's uv cache to" in result.stderr
+    venvs = tmp_path / "node" / "venvs"
+    (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
+    assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
+    # an actor in that environment imports the compiled fork and reports the locked commit
+    import ray
+
+    from nemo_rl import workers
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+
+    @ray.remote(num_cpus=0)
+    def report():
+        from megatron.core import _helpers
+
+        from nemo_rl.extras import installed_commit
+
+        return _helpers.answer(), installed_commit("megatron-core")
+
+    assert ray.get(report.options(**workers.actor_options(MCORE, project)).remote(), timeout=120) == (42, head)
+
+
+@pytest.mark.parametrize("damage", ["one byte changed", "truncated", "another uv.lock"])
+def test_a_damaged_or_foreign_bundle_is_refused_before_anything_is_installed(builder, tmp_path, damage):
+    world, bundle, _ = builder
+    project, env = offline_node(tmp_path, world)
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy, symlinks=True)
+    biggest = max((p for p in (copy / bundles.CACHE).rglob("*") if p.is_file() and not p.is_symlink()),
+                  key=lambda p: p.stat().st_size)
+    if damage == "one byte changed":
+        data = bytearray(biggest.read_bytes())
+        data[len(data) // 2] ^= 1
+        biggest.write_bytes(bytes(data))
+        expected = "does not match its manifest"
+    elif damage == "truncated":
+        biggest.write_bytes(biggest.read_bytes()[: biggest.stat().st_size // 2])
+        expected = "does not match its manifest"
+    else:
+        (project / "uv.lock").write_text((project / "uv.lock").read_text() + "\n")
+        expected = "uv.lock changed"
+    result = node_build(project, env, copy)
+    assert result.returncode == 1 and expected in result.stderr, result.stderr
+    venvs = tmp_path / "node" / "venvs"
+    assert not venvs.exists() or not [p for p in venvs.iterdir() if not p.name.endswith(".lock")]
+
+
+def test_a_pack_killed_before_its_last_step_leaves_no_bundle(builder, tmp_path):
+    """SIGKILL at the last instant (the manifest written, the rename not done): nothing passes as a bundle."""
+    world, _, _ = builder
+    dest = tmp_path / "bundles" / "killed"
+    strike = ("import os, signal, sys; from nemo_rl.workers import bundles; "
+              "bundles.os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL); "
+              "from nemo_rl.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, **world.git_env(), "NEMO_RL_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", strike, "envs", "pack", "BASE", str(dest), "--project",
+                           str(world.project)], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL
+    (leftover,) = dest.parent.glob(".killed.packing-*")
+    assert (leftover / bundles.MANIFEST).exists()  # struck after the manifest was written
+    assert not dest.exists()
+    with pytest.raises(Exception, match="not a bundle|unfinished pack"):
+        bundles.check(leftover, world.project, ["--locked"])
+    os.environ.update({"NEMO_RL_BUNDLE_DIR": str(dest.parent)})
+    try:
+        assert bundles.configured() == []
+    finally:
+        del os.environ["NEMO_RL_BUNDLE_DIR"]
+
+
+def test_envs_list_shows_bundles_and_pack_refuses_what_it_cannot_make(builder, tmp_path, monkeypatch, capsys):
+    world, bundle, _ = builder
+    forkworld.apply_env(world, monkeypatch)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    assert main(["envs", "list", "--json", "--project", str(world.project)]) == 0
+    rows = json.loads(capsys.readouterr().out)["bundles"]
+    assert [(Path(r["path"]).name, r["state"]) for r in rows] == [("mcore", "current")]
+    assert main(["envs", "pack", "MCORE", str(bundle), "--project", str(world.project)]) == 1
+    assert "exists" in capsys.readouterr().err
+    assert main(["deps", "develop", "nemo-toolkit", "--project", str(world.project)]) == 0
+    assert main(["envs", "pack", "MCORE", str(tmp_path / "b"), "--project", str(world.project)]) == 1
+    assert "deps develop" in capsys.readouterr().err
+    assert main(["deps", "develop", "--stop", "nemo-toolkit", "--project", str(world.project)]) == 0
+
+
+def test_the_digest_covers_names_contents_and_links(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x")
+    os.symlink("f", tmp_path / "a" / "l")
+    first = bundles.content_digest(tmp_path)
+    (tmp_path / "a" / "f").write_bytes(b"y")
+    assert bundles.content_digest(tmp_path)[2] != first[2]
+    (tmp_path / "a" / "f").write_bytes(b"x")
+    os.remove(tmp_path / "a" / "l")
+    os.symlink("g", tmp_path / "a" / "l")
+    assert bundles.content_digest(tmp_path)[2] != first[2]
+
+
+def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys):
+    """This repository's mcore extra has transformer-engine; this machine has no CUDA 12 nvcc."""
+    root = Path(__file__).resolve().parent.parent
+    from nemo_rl import toolchain
+
+    if toolchain.transformer_engine_unbuildable(lockfile.locked_packages(root)) is None:
+        pytest.skip("transformer-engine can be built here")
+    assert main(["envs", "pack", "MCORE", str(tmp_path / "bundles" / "b"), "--project", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "transformer-engine cannot be built on this builder" in err and "CUDA_HOME" in err
+    assert not (tmp_path / "bundles").exists()  # refused before anything started
