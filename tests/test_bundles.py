@@ -113,7 +113,7 @@ def test_a_node_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_pat
     result = node_build(project, env, bundle)
     assert result.returncode == 0, result.stderr
     assert snapshot(bundle) == before  # nothing written into the bundle: a read-only one works
-    assert "copying the bundle's uv cache to" in result.stderr
+    assert "through a working uv cache in" in result.stderr
     venvs = tmp_path / "node" / "venvs"
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
@@ -209,6 +209,14 @@ def test_the_digest_covers_names_contents_and_links(tmp_path):
     os.remove(tmp_path / "a" / "l")
     os.symlink("g", tmp_path / "a" / "l")
     assert bundles.content_digest(tmp_path)[2] != first[2]
+    os.remove(tmp_path / "a" / "l")
+    os.symlink("f", tmp_path / "a" / "l")
+    (tmp_path / "b").mkdir()
+    os.symlink("../b", tmp_path / "a" / "dir-link")  # as uv's wheel entries point into archive-v0
+    with_link = bundles.content_digest(tmp_path)[2]
+    os.remove(tmp_path / "a" / "dir-link")
+    os.symlink("../a", tmp_path / "a" / "dir-link")
+    assert bundles.content_digest(tmp_path)[2] != with_link
 
 
 def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys):

@@ -35,6 +35,8 @@ SCHEMA = 1
 # uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
 # own interpreters and environments, which uv recomputes.
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
+# Buckets uv only reads when everything is there (unpacked wheels): a node links them instead of copying.
+READ_ONLY_BUCKETS = ("archive-v",)
 
 
 @dataclass(frozen=True)
@@ -66,24 +68,35 @@ def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
                   f"{sys.platform}-{platform.machine()}", uv.version())
 
 
+def _file_entry(root: Path, path: Path) -> tuple[str, int]:
+    relative = path.relative_to(root).as_posix()
+    if path.is_symlink():
+        return f"L {relative} {os.readlink(path)}\n", -1
+    file_hash, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            file_hash.update(block)  # releases the GIL: files hash in parallel
+            size += len(block)
+    return f"F {relative} {size} {file_hash.hexdigest()}\n", size
+
+
 def content_digest(root: Path) -> tuple[int, int, str]:
-    """(files, bytes, sha256) over every path under `root`: names, sizes, contents and link targets."""
-    digest, files, total = hashlib.sha256(), 0, 0
+    """(files, bytes, sha256) over every path under `root`: names, sizes, contents and link targets, in a
+    fixed order (files are hashed on all cores; the order of the entries does not depend on it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            relative = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                digest.update(f"L {relative} {os.readlink(path)}\n".encode())
-                continue
-            size = path.stat().st_size
-            file_hash = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    file_hash.update(block)
-            digest.update(f"F {relative} {size} {file_hash.hexdigest()}\n".encode())
-            files, total = files + 1, total + size
+        # a link to a directory (uv's wheel entries point into archive-v0) is listed among dirnames, not walked
+        links = [name for name in dirnames if (Path(dirpath) / name).is_symlink()]
+        paths += [Path(dirpath) / name for name in sorted([*filenames, *links])]
+    digest, files, total = hashlib.sha256(), 0, 0
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for entry, size in pool.map(lambda path: _file_entry(root, path), paths):
+            digest.update(entry.encode())
+            if size >= 0:
+                files, total = files + 1, total + size
     return files, total, "sha256:" + digest.hexdigest()
 
 
@@ -203,17 +216,27 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
 
 
 def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) -> None:
-    """Install the environment from a checked bundle: `uv sync --locked --offline` against a copy of its cache
-    (uv writes lock files into its cache, and a bundle lives on read-only filesystems)."""
-    copy = settings.venv_dir() / f".bundle-cache-{os.getpid()}"
-    progress(f"copying the bundle's uv cache to {copy} (the bundle stays read-only; the copy is removed after)")
-    shutil.rmtree(copy, ignore_errors=True)
+    """Install the environment from a checked bundle: `uv sync --locked --offline` against a working cache made
+    from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
+    buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
+    read and stay in the bundle behind a link. Files are copied into the environment (never hard links into the
+    bundle), and the working cache is removed after."""
+    work = settings.venv_dir() / f".bundle-cache-{os.getpid()}"
+    progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
     try:
-        shutil.copytree(bundle / CACHE, copy, symlinks=True)
+        for bucket in sorted((bundle / CACHE).iterdir()):
+            if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir():
+                os.symlink(bucket.resolve(), work / bucket.name)
+            elif bucket.is_dir():
+                shutil.copytree(bucket, work / bucket.name, symlinks=True)
+            else:
+                shutil.copy2(bucket, work / bucket.name)
         uv.sync(project, flags=[*flags, "--offline", "--inexact"], environment=environment, stream=True,
-                extra_env={"UV_CACHE_DIR": str(copy), "UV_OFFLINE": "1"})
+                extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
     finally:
-        shutil.rmtree(copy, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def configured() -> list[Path]:
