@@ -60,6 +60,14 @@ def builder(ray_world, tmp_path_factory):
             "megatron/core/helpers.c": HELPER_C,
         })
         assert main(["deps", "bump", "megatron-core", "--rev", head, "--project", str(world.project)]) == 0
+        # the project installs itself (an editable build, as nemo-rl does): the node builds that wheel anew
+        pyproject = world.project / "pyproject.toml"
+        pyproject.write_text(pyproject.read_text().replace("package = false", "package = true") +
+                             '\n[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+                             '[tool.hatch.build.targets.wheel]\npackages = ["fixture_project"]\n')
+        (world.project / "fixture_project").mkdir()
+        (world.project / "fixture_project" / "__init__.py").write_text("")
+        forkworld.uv_run(world, "lock", "--quiet")
         bundle = root / "bundles" / "mcore"
         assert main(["envs", "pack", "MCORE", str(bundle), "--project", str(world.project)]) == 0
     return world, bundle, head

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl import git
-from nemo_rl.deps import fork_cache
+from nemo_rl.deps import fork_cache, patch_ids
 from nemo_rl.deps.record_files import (
     INDEX_FACTS,
     RECORD_FACTS,
@@ -46,11 +46,13 @@ def records_dir(project: Path, distribution: str) -> Path:
 def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
     """(base, records) of `pinned` against the fork's upstream branch, both already fetched into `repo`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
+    shas = git.rev_list(repo, f"{base}..{pinned}")
+    ids = patch_ids.patch_ids(repo, "fork", shas)  # the diffs' blobs in one request, not one per object
     records = []
-    for number, sha in enumerate(git.rev_list(repo, f"{base}..{pinned}"), start=1):
+    for number, sha in enumerate(shas, start=1):
         commit = git.commit_fields(repo, sha)
-        records.append(Record(number, commit.sha, commit.author, commit.date, commit.subject,
-                              git.patch_id(repo, sha), git.diffstat(repo, sha)))
+        records.append(Record(number, commit.sha, commit.author, commit.date, commit.subject, ids[sha],
+                              git.diffstat(repo, sha)))
     return base, records
 
 

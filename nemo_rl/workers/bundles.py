@@ -215,6 +215,22 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     return manifest
 
 
+def _link_tree(source: Path, target: Path) -> None:
+    """`target` with the directories of `source` and a link to each of its files: uv reads (and copies) the
+    files through the links, and whatever it adds (the project's own editable wheel) lands in `target`, never in
+    the bundle. A link to a file is what uv's copy mode accepts; a link to a directory it does not."""
+    source = source.resolve()
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = target / Path(dirpath).relative_to(source)
+        here.mkdir(exist_ok=True)
+        for name in filenames:
+            path = Path(dirpath) / name
+            os.symlink(os.readlink(path) if path.is_symlink() else path, here / name)
+        for name in dirnames:
+            if (Path(dirpath) / name).is_symlink():
+                os.symlink(os.readlink(Path(dirpath) / name), here / name)
+
+
 def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) -> None:
     """Install the environment from a checked bundle: `uv sync --locked --offline` against a working cache made
     from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
@@ -228,7 +244,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir():
-                os.symlink(bucket.resolve(), work / bucket.name)
+                _link_tree(bucket, work / bucket.name)
             elif bucket.is_dir():
                 shutil.copytree(bucket, work / bucket.name, symlinks=True)
             else:

@@ -1,0 +1,39 @@
+"""Stable patch-ids of many commits at once, cached per commit beside the fork cache.
+
+A patch-id reads every blob a commit's diff touches; in the blob-less cache git would fetch them one request
+per object (a real bump of 181 commits spent 18 s there). Here the blobs of all the commits still unknown are
+listed from trees and fetched in one request, and each commit's patch-id is kept: a commit never changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nemo_rl import git, git_history
+from nemo_rl.deps import fork_cache
+from nemo_rl.project.landing import write_atomic
+
+CACHE = "nemo-rl-patch-ids.json"
+
+
+def _read(repo: Path) -> dict[str, str]:
+    try:
+        data = json.loads((repo / CACHE).read_text())
+    except (OSError, ValueError):
+        return {}  # a missing or damaged cache only costs a recomputation
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def patch_ids(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
+    """sha -> `git patch-id --stable` for each of `shas` (blobs fetched from `remote`, in one request)."""
+    with fork_cache.using(repo):
+        known = _read(repo)
+        todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
+        if todo:
+            git_history.prefetch_diffs(repo, remote, todo)
+            known.update({sha: git.patch_id(repo, sha) for sha in todo})
+            write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
+    return {sha: known[sha] for sha in shas}

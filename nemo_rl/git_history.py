@@ -1,0 +1,137 @@
+"""History questions for the blob-less fork cache, answered with as few round trips as possible.
+
+A blob-less (partial) clone has every commit and tree but fetches a blob the first time something reads it,
+one request per object. Patch-ids and trial applications read many blobs, so these functions list what the
+answers need from trees alone (which the cache has), fetch those blobs in one request, and only then read
+them. Everything here takes commits as validated full SHAs or after `--end-of-options`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl.git import git
+
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path a commit changes (against its first parent): blob ids before and after (ZERO when absent)."""
+
+    path: str
+    old_blob: str
+    new_blob: str
+    status: str  # A, M, D, T (renames are a D and an A: no blob content is needed to list them)
+
+
+def changes(repo: Path, sha: str) -> list[Change]:
+    """What `sha` changes against its first parent, from trees only (no blob is fetched)."""
+    out = git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
+               "--end-of-options", sha], repo=repo).stdout
+    return _parse_raw(out)
+
+
+def _parse_raw(out: str) -> list[Change]:
+    fields = out.split("\0")
+    result = []
+    for i in range(0, len(fields) - 1, 2):
+        meta, path = fields[i], fields[i + 1]
+        if not meta.startswith(":"):
+            continue
+        _, _, old, new, status = meta[1:].split(" ")
+        result.append(Change(path, old, new, status[0]))
+    return result
+
+
+def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]]:
+    """Every commit of `revision_range` (first-parent diffs) with the set of paths it changes; trees only."""
+    out = git(["log", "--format=%x01%H", "--name-only", "-z", "--no-renames", "--first-parent", "-m",
+               "--end-of-options", revision_range], repo=repo).stdout
+    result: dict[str, frozenset[str]] = {}
+    for chunk in out.split("\x01")[1:]:
+        sha, _, rest = chunk.partition("\0")
+        result[sha.strip()] = frozenset(p.strip("\n") for p in rest.split("\0") if p.strip("\n"))
+    return result
+
+
+def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
+    """Fetch `blobs` from `remote` in one request (what git's own lazy fetch does per object)."""
+    wanted = sorted(b for b in blobs if b != ZERO)
+    if not wanted:
+        return
+    git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+         "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options", remote], repo=repo,
+        input_text="\n".join(wanted) + "\n")
+
+
+def prefetch_diffs(repo: Path, remote: str, shas: list[str]) -> None:
+    """One request for every blob the diffs of `shas` read (before and after each change)."""
+    blobs = {b for sha in shas for c in changes(repo, sha) for b in (c.old_blob, c.new_blob)}
+    fetch_blobs(repo, remote, blobs)
+
+
+def message(repo: Path, sha: str) -> str:
+    return git(["show", "-s", "--format=%B", "--end-of-options", sha], repo=repo).stdout
+
+
+def commit_date(repo: Path, sha: str) -> str:
+    return git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
+
+
+def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
+    """path -> blob id at `sha` for those of `paths` that exist there (trees only)."""
+    if not paths:
+        return {}
+    out = git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
+    result = {}
+    for entry in filter(None, out.split("\0")):
+        meta, _, path = entry.partition("\t")
+        kind, blob = meta.split()[1:3]
+        if kind == "blob":
+            result[path] = blob
+    return result
+
+
+class TrialIndex:
+    """An index outside any work tree, starting at a commit's tree, onto which commits are applied one by one
+    (`git apply --cached --3way`): a trial rebase that needs only the blobs of the paths the commits touch and
+    never touches a checkout."""
+
+    def __init__(self, repo: Path, start: str) -> None:
+        self.repo = repo
+        fd, name = tempfile.mkstemp(prefix="nemo-rl-trial-", suffix=".index")
+        os.close(fd)
+        os.unlink(name)  # git creates it; an empty file is not an index
+        self.index = Path(name)
+        self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
+        self._git(["read-tree", self.tree])
+
+    def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True):
+        from nemo_rl.process import run
+
+        env = {**os.environ, "GIT_INDEX_FILE": str(self.index), "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_WORK_TREE", None)
+        return run(["git", "-C", str(self.repo), *args], env=env, input_text=input_text, check=check)
+
+    def apply(self, sha: str) -> list[str]:
+        """Apply `sha`'s diff on top; [] when it applies, else the conflicting paths (the index is left as it was)."""
+        diff = git(["diff-tree", "-p", "--binary", "--no-renames", "--root", "--end-of-options", sha], repo=self.repo)
+        patch = diff.stdout.split("\n", 1)[1] if diff.stdout.startswith(sha) else diff.stdout
+        if not patch.strip():
+            return []
+        result = self._git(["apply", "--cached", "--3way", "--whitespace=nowarn", "-"], input_text=patch, check=False)
+        unmerged = sorted({line.split("\t", 1)[1] for line in self._git(["ls-files", "-u"]).stdout.splitlines()})
+        if result.returncode == 0 and not unmerged:
+            self.tree = self._git(["write-tree"]).stdout.strip()
+            return []
+        self._git(["read-tree", self.tree])  # back to the last good state
+        touched = [c.path for c in changes(self.repo, sha)]
+        return unmerged or touched
+
+    def close(self) -> None:
+        self.index.unlink(missing_ok=True)
