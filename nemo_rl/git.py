@@ -167,6 +167,27 @@ def switch_new_branch(path: Path, branch: str, rev: str) -> None:
     git(["switch", "--quiet", "--create", branch, "--end-of-options", rev], repo=path)
 
 
+def rebase(repo: Path, onto: str) -> bool:
+    """`git rebase ONTO` of the current branch; True when it stopped at a conflict, left in git's normal state for
+    the user. Commits whose patch-id ONTO already has are dropped (a plain rebase compares against ONTO itself;
+    `--onto X BASE` would compare against BASE and replay them)."""
+    result = git(["-c", "core.editor=true", "rebase", "--end-of-options", onto], repo=repo, check=False)
+    if result.returncode == 0:
+        return False
+    said = (result.stderr or result.stdout).strip()
+    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():
+        return True
+    # stopped or failed for another reason than a conflict (no committer identity, a hook): git's words
+    raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
+                      f"fix what git says, then `git -C {repo} rebase --continue` (or `--abort`)")
+
+
+def rebasing(repo: Path) -> bool:
+    """Whether `repo` is in the middle of a rebase (stopped at a conflict or an edit)."""
+    git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
+    return (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
+
+
 def merge_base(repo: Path, a: str, b: str) -> str:
     return git(["merge-base", "--end-of-options", a, b], repo=repo).stdout.strip()
 

@@ -120,8 +120,8 @@ class TrialIndex:
 
     def apply(self, sha: str) -> list[str]:
         """Apply `sha`'s diff on top; [] when it applies, else the conflicting paths (the index is left as it was)."""
-        diff = git(["diff-tree", "-p", "--binary", "--no-renames", "--root", "--end-of-options", sha], repo=self.repo)
-        patch = diff.stdout.split("\n", 1)[1] if diff.stdout.startswith(sha) else diff.stdout
+        patch = git(["diff-tree", "-p", "--binary", "--no-renames", "--root", "-m", "--first-parent",
+                     "--no-commit-id", "--end-of-options", sha], repo=self.repo).stdout
         if not patch.strip():
             return []
         result = self._git(["apply", "--cached", "--3way", "--whitespace=nowarn", "-"], input_text=patch, check=False)

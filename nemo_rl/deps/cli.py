@@ -59,7 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = verbs.add_parser(
         "develop", help="run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)",
-        usage="nemo-rl deps develop DIST [PATH] [--branch NAME]\n       nemo-rl deps develop --stop DIST [--remove]",
+        usage="nemo-rl deps develop DIST [PATH] [--branch NAME] [--onto REF]\n"
+              "       nemo-rl deps develop --stop DIST [--remove]",
         description="Without PATH: make a checkout of the fork at the pinned commit in .nemo-rl/develop/DIST (fork "
         "and upstream remotes, a work branch); with PATH: use that checkout. From then on the project's "
         "environment and every worker environment import DIST from the checkout: an edit is live at the next "
@@ -71,8 +72,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
     p.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     p.add_argument("--remove", action="store_true", help="with --stop: delete the checkout nemo-rl made, if clean")
+    p.add_argument("--onto", metavar="REF", help="rebase the develop checkout's work onto REF (upstream/BRANCH or a "
+                   "SHA) on a new branch: upstreamed commits are dropped, a conflict stops in git's normal state")
     _writes(p)
     p.set_defaults(handler="nemo_rl.deps.develop:run")
+
+    p = verbs.add_parser(
+        "upstream", help="what each downstream commit still does for us against upstream (read-only)",
+        description="Per fork: upstream's head and how far the pin's base is behind it, what upstream's head builds, "
+        "and per downstream commit: which of its files the installed distribution ships (from the wheel the fork's "
+        "own backend builds), whether upstream has it (same patch-id; a cherry-pick trailer or the same subject and "
+        "author is reported as 'probably'), whether it applies on upstream's head after the commits before it, and "
+        "which of its files upstream deleted or moved. Works in the blob-less fork cache; never touches the "
+        "project or a develop checkout. `deps develop DIST --onto REF` starts the rebase.")
+    _common(p)
+    p.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler="nemo_rl.deps.upstream:run")
 
     p = verbs.add_parser("recover", help="finish (or discard) what a killed `deps bump` left behind",
                          description="A bump stages everything in .nemo-rl/ and lands it by renames. If it was "

@@ -12,7 +12,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from nemo_rl import git, settings
+from nemo_rl import git, settings, values
 from nemo_rl.deps import fork_metadata
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
@@ -129,7 +129,43 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def onto(project: Path, args: argparse.Namespace) -> int:
+    """Start the rebase of the develop checkout's work onto REF, on a new branch, in git's normal state."""
+    fork = lockfile.fork(project, args.distribution)
+    if fork.distribution not in develop_state.read(project):
+        start(project, args)  # a checkout at the pin first
+    checkout = develop_state.read(project)[fork.distribution].checkout
+    unsaved = [u for u in git.unsaved_work(checkout) if "commit(s) on no remote branch" not in u]
+    if unsaved:
+        raise NemoRLError(f"{checkout} has {', '.join(unsaved)}", "commit or stash them first; then --onto again")
+    remote, _, branch = args.onto.partition("/")
+    if remote == "upstream" and branch:
+        values.branch_name(branch, "--onto")
+        git.fetch(checkout, "upstream", fork.upstream_url, [f"+refs/heads/{branch}:refs/remotes/upstream/{branch}"])
+        target = git.rev_parse(checkout, f"refs/remotes/upstream/{branch}")
+    else:
+        target = values.full_sha(args.onto.lower(), "--onto")
+        git.fetch(checkout, "upstream", fork.upstream_url, [target])
+    work = f"rebase/{fork.distribution}-onto-{target[:12]}"
+    git.switch_new_branch(checkout, work, "HEAD")
+    progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
+    stopped = git.rebase(checkout, target)
+    if stopped:
+        print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
+        print(f"  resolve it with git: `git -C {checkout} status`, edit, `git -C {checkout} add ...`, "
+              f"`git -C {checkout} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
+        return 1
+    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
+          "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
+    return 0
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
+    if args.onto:
+        if args.stop or args.path or args.remove:
+            raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
+        with landing.project_lock(project, wait=not args.no_wait):
+            return onto(project, args)
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")

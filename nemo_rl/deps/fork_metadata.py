@@ -11,6 +11,7 @@ import shutil
 import sys
 import tempfile
 import tomllib
+import zipfile
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
@@ -26,14 +27,14 @@ from nemo_rl.project.landing import write_atomic
 # Runs inside a throwaway environment holding only the fork's build requirements.
 HOOK = """
 import importlib, os, sys
-source, out, backend, backend_path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+hook, source, out, backend, backend_path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 os.chdir(source)
 sys.path[:0] = [os.path.join(source, p) for p in backend_path]
 module, _, attr = backend.partition(":")
 hooks = importlib.import_module(module)
 for part in filter(None, attr.split(".")):
     hooks = getattr(hooks, part)
-print(hooks.prepare_metadata_for_build_wheel(out))
+print(getattr(hooks, hook)(out))
 """
 
 
@@ -80,35 +81,52 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 def read(repo: Path, rev: str) -> Metadata:
     """The fork's metadata at `rev` (already fetched into the cache `repo`). A commit's metadata never changes,
     so it is kept beside the fork cache: a bump reads the old commit's for free."""
-    cached = repo / "nemo-rl-metadata" / f"{rev}.json"
+    data = _cached(repo, rev, "json", "prepare_metadata_for_build_wheel")
+    return Metadata(data["name"], data["version"], data["requires"])
+
+
+def shipped_files(repo: Path, rev: str) -> frozenset[str]:
+    """The files the distribution built from `rev` installs: the file list of the wheel the fork's own build
+    backend makes (what `uv sync` installs), cached per commit like the metadata."""
+    return frozenset(_cached(repo, rev, "files.json", "build_wheel")["files"])
+
+
+def _cached(repo: Path, rev: str, suffix: str, hook: str) -> dict:
+    cached = repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
     if cached.exists():
-        data = json.loads(cached.read_text())
-        return Metadata(data["name"], data["version"], data["requires"])
+        return json.loads(cached.read_text())
     with fork_cache.using(repo):  # a worktree of the shared cache: one command at a time
-        metadata = _read_uncached(repo, rev)
-    write_atomic(cached, json.dumps({"name": metadata.name, "version": metadata.version,
-                                     "requires": metadata.requires}))
-    return metadata
+        data = _run_hook(repo, rev, hook)
+    write_atomic(cached, json.dumps(data))
+    return data
 
 
-def _read_uncached(repo: Path, rev: str) -> Metadata:
+def _run_hook(repo: Path, rev: str, hook: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-meta-") as tmp:
         source, out = Path(tmp) / "src", Path(tmp) / "out"
         out.mkdir()
         try:
             git.git(["worktree", "add", "--quiet", "--detach", "--force", str(source), rev], repo=repo)
         except NemoRLError as exc:
-            raise NemoRLError(f"cannot check out {rev[:12]} to read its metadata: {exc.what.splitlines()[0]}",
+            raise NemoRLError(f"cannot check out {rev[:12]} to run its build backend: {exc.what.splitlines()[0]}",
                               "check that the fork serves every blob of that commit (mirrors may lack large files)"
                               ) from exc
         try:
-            return _build_metadata(source, out, rev)
+            produced = out / _backend(source, out, rev, hook)
+            if hook == "build_wheel":
+                with zipfile.ZipFile(produced) as wheel:
+                    return {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n)}
+            message = Parser().parsestr((produced / "METADATA").read_text())
+            return {"name": message["Name"], "version": message["Version"],
+                    "requires": _requirements(message.get_all("Requires-Dist") or [])}
         finally:
             shutil.rmtree(source, ignore_errors=True)
             git.git(["worktree", "prune"], repo=repo, check=False)
 
 
-def _build_metadata(source: Path, out: Path, rev: str) -> Metadata:
+def _backend(source: Path, out: Path, rev: str, hook: str) -> str:
+    """Run PEP 517 `hook` of the fork's backend at `source` in a throwaway environment of its build requirements;
+    the name of what it wrote into `out`."""
     try:
         build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
             if (source / "pyproject.toml").exists() else {}
@@ -117,17 +135,18 @@ def _build_metadata(source: Path, out: Path, rev: str) -> Metadata:
                           "pick another commit, or fix the fork") from exc
     requires = build.get("requires", ["setuptools>=40.8.0"])
     backend = build.get("build-backend", "setuptools.build_meta:__legacy__")
+    if hook == "build_wheel" and backend.startswith("setuptools"):
+        requires = [*requires, "wheel"]  # what setuptools' get_requires_for_build_wheel asks for on older versions
     with_args = [arg for req in requires for arg in ("--with", req)]
     try:
         result = uv.uv(["run", "--no-project", "--isolated", "--quiet", "--python", sys.executable, *with_args,
-                        "python", "-c", HOOK, str(source), str(out), backend, *build.get("backend-path", [])],
+                        "python", "-c", HOOK, hook, str(source), str(out), backend, *build.get("backend-path", [])],
                        cwd=source)
     except NemoRLError as exc:
-        raise NemoRLError(f"the fork's build backend could not produce metadata at {rev[:12]}",
+        what = "produce metadata" if hook != "build_wheel" else "build a wheel"
+        raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
                           f"read its output:\n{exc.what}") from exc
-    dist_info = out / result.stdout.strip().splitlines()[-1]
-    message = Parser().parsestr((dist_info / "METADATA").read_text())
-    return Metadata(message["Name"], message["Version"], _requirements(message.get_all("Requires-Dist") or []))
+    return result.stdout.strip().splitlines()[-1]
 
 
 @dataclass(frozen=True)

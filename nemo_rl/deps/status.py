@@ -43,7 +43,7 @@ class ForkStatus:
     upstream_base: str | None
     downstream_commits: int | None
     records_problems: list[str]
-    developing: develop_state.CheckoutFacts | None  # what the environment imports, from its overlay
+    developing: develop_state.CheckoutFacts | None  # the checkout the environment imports (or the state names)
     state: str
     remedy: str | None
 
@@ -57,7 +57,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False)]
     # a bad pin never reaches git (it could be read as an option); its development state waits for a good one
     active = develop_state.active_checkout(env, fork.distribution)
-    developed = develop_state.checkout_facts(active, fork.rev) if active and not fork.bad_rev else None
+    checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
+    developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     if fork.bad_rev:
         state = "bad pin"
@@ -106,7 +107,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
             d = row.developing
             lines.append(f"  developing {d.path} (missing)" if d.missing else
                          f"  developing {d.path} at {short(d.head)}, {d.ahead} commit(s) ahead of the pin"
-                         f"{', dirty' if d.dirty else ''}")
+                         f"{', dirty' if d.dirty else ''}{', REBASING (stopped at a conflict)' if d.rebasing else ''}")
         lines += [f"  records    {problem}" for problem in row.records_problems[:5]]
         if len(row.records_problems) > 5:
             lines.append(f"  records    ... and {len(row.records_problems) - 5} more")

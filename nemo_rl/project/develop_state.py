@@ -40,6 +40,7 @@ class CheckoutFacts:
     ahead: int
     dirty: bool
     missing: bool = False
+    rebasing: bool = False  # stopped in the middle of a rebase (`deps develop --onto`)
 
 
 def _entry(path: Path, distribution: object, entry: object) -> Developed:
@@ -92,7 +93,8 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
     if not checkout.is_dir():
         return CheckoutFacts(checkout, None, 0, False, missing=True)
     head = git.rev_parse(checkout, "HEAD")
-    return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout))
+    return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout),
+                         rebasing=git.rebasing(checkout))
 
 
 def overlay_name(distribution: str) -> str:

@@ -215,42 +215,55 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     return manifest
 
 
-def _link_tree(source: Path, target: Path) -> None:
-    """`target` with the directories of `source` and a link to each of its files: uv reads (and copies) the
-    files through the links, and whatever it adds (the project's own editable wheel) lands in `target`, never in
-    the bundle. A link to a file is what uv's copy mode accepts; a link to a directory it does not."""
+def _link_tree(source: Path, target: Path) -> bool:
+    """`target` with the directories of `source` and a link to each of its files, so whatever uv adds (the
+    project's own editable wheel) lands in `target`, never in the bundle. Hard links when the bundle is on this
+    filesystem (uv then hard-links them into the environment, as it does from its own cache: no byte copied);
+    otherwise (NFS, a read-only mount, another disk) symbolic links, which uv's copy mode reads through (a link
+    to a directory it does not accept). Returns whether the links are hard."""
     source = source.resolve()
+    try:
+        _mirror(source, target, os.link)
+        return True
+    except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
+        shutil.rmtree(target, ignore_errors=True)
+        _mirror(source, target, os.symlink)
+        return False
+
+
+def _mirror(source: Path, target: Path, link) -> None:
     for dirpath, dirnames, filenames in os.walk(source):
         here = target / Path(dirpath).relative_to(source)
         here.mkdir(exist_ok=True)
-        for name in filenames:
+        for name in [*filenames, *(d for d in dirnames if (Path(dirpath) / d).is_symlink())]:
             path = Path(dirpath) / name
-            os.symlink(os.readlink(path) if path.is_symlink() else path, here / name)
-        for name in dirnames:
-            if (Path(dirpath) / name).is_symlink():
-                os.symlink(os.readlink(Path(dirpath) / name), here / name)
+            if path.is_symlink():
+                os.symlink(os.readlink(path), here / name)
+            else:
+                link(path, here / name)
 
 
 def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) -> None:
     """Install the environment from a checked bundle: `uv sync --locked --offline` against a working cache made
     from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
     buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
-    read and stay in the bundle behind a link. Files are copied into the environment (never hard links into the
-    bundle), and the working cache is removed after."""
+    read and stay in the bundle behind links (see _link_tree). The working cache is removed after."""
     work = settings.venv_dir() / f".bundle-cache-{os.getpid()}"
     progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
+    hard = False
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir():
-                _link_tree(bucket, work / bucket.name)
+                hard = _link_tree(bucket, work / bucket.name)
             elif bucket.is_dir():
                 shutil.copytree(bucket, work / bucket.name, symlinks=True)
             else:
                 shutil.copy2(bucket, work / bucket.name)
+        link_mode = "hardlink" if hard else "copy"
         uv.sync(project, flags=[*flags, "--offline", "--inexact"], environment=environment, stream=True,
-                extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
+                extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": link_mode})
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

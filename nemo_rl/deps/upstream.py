@@ -1,0 +1,46 @@
+"""`nemo-rl deps upstream [DIST] [--json]`: what each downstream commit of a fork still does for us against its
+upstream, and what a maintainer can do about it. Read-only."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nemo_rl.deps import upstream_report
+from nemo_rl.jsonout import dumps
+from nemo_rl.project import lockfile
+
+
+def render(report: upstream_report.ForkReport) -> str:
+    lines = [
+        f"{report.distribution}: {report.summary}",
+        f"  upstream   {report.upstream_url} {report.upstream_branch} at {report.upstream_head[:12]} "
+        f"({report.upstream_head_date[:10]})",
+        f"  base       {report.base[:12]} ({report.base_date[:10]}): {report.behind_commits} commit(s), "
+        f"{report.behind_days} day(s) behind upstream",
+        f"  upstream builds {report.upstream_distribution or '?'} {report.upstream_version or ''}".rstrip()
+        + ("" if report.upstream_builds_ours in (True, None) else f"  (not {report.distribution}: a rename)"),
+    ]
+    for row in report.commits:
+        shipped = ("unknown" if row.shipped is None else
+                   f"{len(row.shipped)} of {len(row.touched)} file(s) shipped" if row.shipped else "ships nothing")
+        upstreamed = {"yes": f"upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
+                      "probably": f"probably upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
+                      "no": "not upstream"}[row.upstreamed]
+        applies = ("" if row.applies is None else "; applies on upstream's head" if row.applies else
+                   f"; CONFLICTS on upstream's head: {', '.join(row.conflicts)}")
+        lines.append(f"  {row.number:>4} {row.commit[:12]} {row.subject}")
+        lines.append(f"       {shipped}; {upstreamed}{applies}")
+        lines += [f"       upstream since the base: {gone}" for gone in row.gone_upstream]
+    lines += [f"  note       {problem}" for problem in report.problems]
+    return "\n".join(lines)
+
+
+def run(project: Path, args: argparse.Namespace) -> int:
+    forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
+    reports = [upstream_report.report(fork) for fork in forks]
+    if args.json:
+        print(dumps({"schema": 1, "forks": reports}))
+    else:
+        print("\n\n".join(render(report) for report in reports))
+    return 0

@@ -1,0 +1,201 @@
+"""What each downstream commit of a fork still does for us against its upstream: the facts behind
+`nemo-rl deps upstream`. Read-only: everything happens in the blob-less fork cache (and a temporary index), never
+in the project or a develop checkout; blobs are fetched in a few batched requests."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from nemo_rl import git, git_history
+from nemo_rl.deps import fork_cache, fork_metadata, patch_ids
+from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
+from nemo_rl.project.lockfile import Fork
+
+COMPILED_SOURCES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp", ".cuh")
+
+
+@dataclass(frozen=True)
+class CommitReport:
+    number: int
+    commit: str
+    subject: str
+    touched: tuple[str, ...]
+    shipped: tuple[str, ...] | None  # the touched files the installed distribution contains; None: unknown
+    upstreamed: str  # "yes" (same patch-id) | "probably" (trailer, or subject and author) | "no"
+    upstream_commit: str | None
+    upstream_evidence: str | None
+    applies: bool | None  # on upstream's head after the commits before it; None when upstreamed (skipped)
+    conflicts: tuple[str, ...]
+    gone_upstream: tuple[str, ...]  # touched files upstream deleted ("path: deleted") or moved ("a -> b")
+
+
+@dataclass(frozen=True)
+class ForkReport:
+    distribution: str
+    pinned: str
+    base: str
+    base_date: str
+    upstream_url: str
+    upstream_branch: str
+    upstream_head: str
+    upstream_head_date: str
+    behind_commits: int
+    behind_days: int
+    upstream_distribution: str | None  # what upstream's head builds (its own build backend)
+    upstream_version: str | None
+    upstream_builds_ours: bool | None
+    problems: tuple[str, ...]  # facts that could not be established, and why
+    commits: tuple[CommitReport, ...]
+    identical_to_base: bool | None  # every shipped file at the pin equals the base's (proved by blob ids)
+    summary: str
+
+
+def _shipped(touched: list[str], wheel: frozenset[str]) -> list[str]:
+    """Touched source files the wheel contains: the same path, or the path below a source root (src/pkg/x ->
+    pkg/x); a compiled source counts when its directory ships (it becomes the extension module there)."""
+    directories = {f.rsplit("/", 1)[0] for f in wheel if "/" in f}
+    shipped = []
+    for path in touched:
+        parts = path.split("/")
+        if path in wheel or "/".join(parts[1:]) in wheel:
+            shipped.append(path)
+        elif path.endswith(COMPILED_SOURCES) and len(parts) > 1 and "/".join(parts[:-1]) in directories:
+            shipped.append(path)
+    return shipped
+
+
+def _days(start: str, end: str) -> int:
+    return (datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)).days
+
+
+def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[str]], base: str, head: str,
+                subjects: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str | None, str | None]]:
+    """sha -> (yes | probably | no, upstream commit, evidence). Patch-ids are computed only for upstream commits
+    that change exactly the same paths (a precondition of an equal patch-id), all blobs in one request each."""
+    upstream = git_history.paths_by_commit(repo, f"{base}..{head}")
+    wanted = {paths for sha, paths in touched.items() if sha in downstream}
+    candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
+    ours = patch_ids.patch_ids(repo, "fork", downstream)
+    theirs = patch_ids.patch_ids(repo, "upstream", candidates)
+    by_id = {}
+    for sha in candidates:
+        by_id.setdefault(theirs[sha], sha)
+    log = git.git(["log", "--format=%x01%H%x00%an <%ae>%x00%s%x00%B", "--end-of-options", f"{base}..{head}"],
+                  repo=repo).stdout
+    upstream_subjects, trailers = {}, {}
+    for entry in log.split("\x01")[1:]:
+        sha, author, subject, body = (entry.split("\0") + ["", "", ""])[:4]
+        upstream_subjects.setdefault((subject.strip(), author), sha)
+        for line in body.splitlines():
+            if "cherry picked from commit" in line:
+                trailers.setdefault(line.rsplit(" ", 1)[-1].strip(" ()."), sha)
+    result = {}
+    for sha in downstream:
+        if ours[sha] != "0" * 40 and ours[sha] in by_id:
+            result[sha] = ("yes", by_id[ours[sha]], "same patch-id")
+        elif sha in trailers:
+            result[sha] = ("probably", trailers[sha], "cherry-pick trailer")
+        elif subjects[sha] in upstream_subjects:
+            result[sha] = ("probably", upstream_subjects[subjects[sha]], "same subject and author")
+        else:
+            result[sha] = ("no", None, None)
+    return result
+
+
+def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
+    """path -> "deleted" or "moved to X" for paths at the base that upstream's head no longer has (trees only:
+    a move is found by the same blob under another path)."""
+    at_base = git_history.tree_blobs(repo, base, sorted(paths))
+    at_head = git_history.tree_blobs(repo, head, sorted(paths))
+    missing = {p: blob for p, blob in at_base.items() if p not in at_head}
+    if not missing:
+        return {}
+    everything = git.git(["ls-tree", "-r", "-z", "--end-of-options", head], repo=repo).stdout
+    where = {}
+    for entry in filter(None, everything.split("\0")):
+        meta, _, path = entry.partition("\t")
+        where.setdefault(meta.split()[2], path)
+    return {p: (f"moved to {where[blob]}" if blob in where else "deleted") for p, blob in missing.items()}
+
+
+def report(fork: Fork) -> ForkReport:
+    repo = fork_cache.fetched(fork, fork.rev)
+    head = git.rev_parse(repo, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
+    base = git.merge_base(repo, fork.rev, head)
+    downstream = git.rev_list(repo, f"{base}..{fork.rev}")
+    problems = []
+    touched = {sha: frozenset(c.path for c in git_history.changes(repo, sha)) for sha in downstream}
+    commits = {sha: git.commit_fields(repo, sha) for sha in downstream}
+    progress(f"{fork.distribution}: {len(downstream)} downstream commit(s), upstream "
+             f"{git.count(repo, f'{base}..{head}')} commit(s) past the base")
+    upstreamed = _upstreamed(repo, downstream, touched, base, head,
+                             {sha: (c.subject.strip(), c.author) for sha, c in commits.items()})
+    try:
+        progress(f"{fork.distribution}: building the wheel at the pin to learn what ships (cached per commit)")
+        wheel = fork_metadata.shipped_files(repo, fork.rev)
+    except NemoRLError as exc:
+        wheel = None
+        problems.append(f"what ships is unknown: {exc.what.splitlines()[0]}")
+    upstream_name = upstream_version = None
+    try:
+        metadata = fork_metadata.read(repo, head)
+        upstream_name, upstream_version = metadata.name, metadata.version
+    except NemoRLError as exc:
+        problems.append(f"upstream's head could not be built: {exc.what.splitlines()[0]}")
+    gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
+    trial = git_history.TrialIndex(repo, head)
+    try:
+        remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
+        paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
+        git_history.fetch_blobs(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
+        conflicts = {sha: trial.apply(sha) for sha in remaining}
+    finally:
+        trial.close()
+    rows = []
+    for number, sha in enumerate(downstream, start=1):
+        state, upstream_commit, evidence = upstreamed[sha]
+        rows.append(CommitReport(
+            number, sha, commits[sha].subject, tuple(sorted(touched[sha])),
+            tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
+            evidence, None if state == "yes" else not conflicts[sha], tuple(conflicts.get(sha, ())),
+            tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone)))
+    identical = _identical_shipped(repo, base, fork.rev, wheel) if wheel is not None else None
+    head_date, base_date = git_history.commit_date(repo, head), git_history.commit_date(repo, base)
+    builds_ours = None if upstream_name is None else canonicalize_name(upstream_name) == canonicalize_name(
+        fork.distribution)
+    return ForkReport(fork.distribution, fork.rev, base, base_date, fork.upstream_url or "", fork.upstream_branch,
+                      head, head_date, git.count(repo, f"{base}..{head}"), _days(base_date, head_date),
+                      upstream_name, upstream_version, builds_ours, tuple(problems), tuple(rows), identical,
+                      summary(rows, head, identical))
+
+
+def _identical_shipped(repo: Path, base: str, pinned: str, wheel: frozenset[str]) -> bool:
+    """Whether every source file that ships has the same blob at the pin as at the base."""
+    changed = git.git(["diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, pinned],
+                      repo=repo).stdout.split("\0")
+    return not _shipped([p for p in changed if p], wheel)
+
+
+def summary(rows: list[CommitReport], head: str, identical: bool | None) -> str:
+    if not rows:
+        return f"no downstream commit: pin upstream {head[:12]} instead of the fork"
+    if all(r.upstreamed == "yes" for r in rows):
+        return f"every downstream commit is upstreamed: pin upstream {head[:12]} instead of the fork"
+    if identical:
+        return ("no downstream commit touches a shipped file: the distribution at the pin is identical to upstream "
+                "at the base (every shipped file has the base's blob)")
+    needed = [r for r in rows if r.upstreamed != "yes"]
+    conflicting = [r for r in needed if r.applies is False]
+    probably = [r for r in needed if r.upstreamed == "probably"]
+    text = f"{len(needed)} commit(s) still needed, {len(conflicting)} conflict on upstream's head"
+    if probably:
+        text += f"; {len(probably)} probably upstreamed (check by hand)"
+    unshipped = [r for r in needed if r.shipped == ()]
+    if unshipped:
+        text += f"; {len(unshipped)} change(s) nothing the distribution ships"
+    return text

@@ -1,0 +1,137 @@
+"""`nemo-rl deps upstream`: each downstream commit classified against upstream, on fixture forks built for it."""
+
+import json
+
+import pytest
+from gitfixtures import commit, git
+
+from nemo_rl.cli import main
+
+M = "megatron/core"
+
+
+@pytest.fixture
+def scenario(world, capsys):
+    """megatron-core's fork gets one downstream commit per case; upstream moves on to match each case."""
+    megatron = world.forks["megatron-core"]
+    fork, upstream = megatron.fork, megatron.upstream
+    # files both sides start from: upstream adds them, the fork rebases its work onto upstream (a linear fork)
+    commit(upstream, "shared files", {f"{M}/c.py": "VALUE = 1\n", f"{M}/e.py": "E = 1\n", "tests/test_x.py": "X = 1\n"})
+    git(fork, "fetch", "-q", str(upstream), "main")
+    git(fork, "rebase", "-q", "FETCH_HEAD")
+    picked = commit(fork, "fix: a", {f"{M}/a.py": "A = 2\n"})
+    squashed = commit(fork, "fix: b", {f"{M}/b.py": "B = 2\n"})
+    conflicting = commit(fork, "fix: c", {f"{M}/c.py": "VALUE = 2\n"})
+    clean = commit(fork, "feat: d", {f"{M}/d.py": "D = 1\n"})
+    tests_only = commit(fork, "test: x", {"tests/test_x.py": "X = 2\n"})
+    deleted = commit(fork, "fix: e", {f"{M}/e.py": "E = 2\n"})
+    # upstream: takes `a` by cherry-pick (same diff, a trailer), `b` squash-merged under another subject,
+    # changes c's line its own way, deletes e.py
+    git(upstream, "fetch", "-q", str(fork), "nemo-rl/main")
+    git(upstream, "cherry-pick", "-x", picked)
+    commit(upstream, "Squashed: the b fix (#123)", {f"{M}/b.py": "B = 2\n"})
+    commit(upstream, "upstream: c its own way", {f"{M}/c.py": "VALUE = 3\n"})
+    git(upstream, "rm", "-q", f"{M}/e.py")
+    git(upstream, "commit", "-q", "-m", "upstream: drop e")
+    head = git(fork, "rev-parse", "HEAD")
+    assert main(["deps", "bump", "megatron-core", "--rev", head, "--project", str(world.project)]) == 0
+    capsys.readouterr()
+    return world, {"picked": picked, "squashed": squashed, "conflicting": conflicting, "clean": clean,
+                   "tests_only": tests_only, "deleted": deleted}
+
+
+def upstream_json(world, capsys) -> dict:
+    capsys.readouterr()
+    assert main(["deps", "upstream", "megatron-core", "--json", "--project", str(world.project)]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["forks"]
+    return report
+
+
+def test_each_downstream_commit_is_classified(scenario, capsys):
+    world, shas = scenario
+    report = upstream_json(world, capsys)
+    rows = {r["commit"]: r for r in report["commits"]}
+    assert rows[shas["picked"]]["upstreamed"] == "yes" and rows[shas["picked"]]["upstream_evidence"] == "same patch-id"
+    assert rows[shas["squashed"]]["upstreamed"] == "yes"  # another subject, the same diff
+    assert rows[shas["conflicting"]]["upstreamed"] == "no"
+    assert rows[shas["conflicting"]]["applies"] is False and rows[shas["conflicting"]]["conflicts"] == [f"{M}/c.py"]
+    assert rows[shas["clean"]]["applies"] is True and rows[shas["clean"]]["upstreamed"] == "no"
+    assert rows[shas["tests_only"]]["shipped"] == []  # the wheel has megatron/ only
+    assert rows[shas["clean"]]["shipped"] == [f"{M}/d.py"]
+    assert rows[shas["deleted"]]["gone_upstream"] == [f"{M}/e.py: deleted"]
+    assert rows[shas["deleted"]]["applies"] is False
+    assert rows[shas["picked"]]["applies"] is None  # upstreamed: not tried again
+    assert report["upstream_builds_ours"] is True and report["upstream_distribution"] == "megatron-core"
+    assert report["behind_commits"] == 4  # the pick, the squash, c, e
+    assert len(rows) == 8  # the fork's two earlier commits and the six above
+    assert report["summary"] == "6 commit(s) still needed, 2 conflict on upstream's head; 1 change(s) nothing the " \
+                                "distribution ships"
+
+
+def test_text_report_and_nothing_touched(scenario, capsys):
+    world, _ = scenario
+    before = world.files()
+    assert main(["deps", "upstream", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "megatron-core: " in out and "CONFLICTS on upstream's head: megatron/core/c.py" in out
+    assert "upstreamed as" in out and "ships nothing" in out and "nemo-toolkit: " in out
+    assert world.files() == before
+
+
+def test_probably_upstreamed_by_subject_and_author(world, capsys):
+    megatron = world.forks["megatron-core"]
+    mine = commit(megatron.fork, "perf: faster tokens", {f"{M}/tokens.py": "def tokens():\n    return [9]\n"})
+    commit(megatron.upstream, "perf: faster tokens", {f"{M}/tokens.py": "def tokens():\n    return [8]\n"})
+    assert main(["deps", "bump", "megatron-core", "--rev", mine, "--project", str(world.project)]) == 0
+    rows = {r["commit"]: r for r in upstream_json(world, capsys)["commits"]}
+    assert rows[mine]["upstreamed"] == "probably" and rows[mine]["upstream_evidence"] == "same subject and author"
+
+
+def test_every_commit_upstreamed_says_pin_upstream(world, capsys):
+    megatron = world.forks["megatron-core"]
+    git(megatron.upstream, "fetch", "-q", str(megatron.fork), "nemo-rl/main")
+    for sha in megatron.downstream:
+        git(megatron.upstream, "cherry-pick", "-x", sha)
+    report = upstream_json(world, capsys)
+    assert report["summary"].startswith("every downstream commit is upstreamed: pin upstream")
+
+
+def test_a_fork_that_ships_nothing_of_its_own_is_proved_identical(world, capsys):
+    megatron = world.forks["megatron-core"]
+    # a fork whose only downstream commits touch files outside the distribution
+    git(megatron.fork, "checkout", "-q", "-b", "docs-only", megatron.base)
+    head = commit(megatron.fork, "docs: notes", {"docs/notes.md": "notes\n"})
+    assert main(["deps", "bump", "megatron-core", "--branch", "docs-only", "--project", str(world.project)]) == 0
+    report = upstream_json(world, capsys)
+    assert report["identical_to_base"] is True and report["pinned"] == head
+    assert report["summary"].startswith("no downstream commit touches a shipped file")
+
+
+def test_onto_starts_the_rebase_and_leaves_the_project_alone(scenario, capsys, monkeypatch):
+    world, shas = scenario
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Maintainer")  # a rebase writes commits: git needs an identity
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "maintainer@fixture.invalid")
+    before = world.files()
+    assert main(["deps", "develop", "megatron-core", "--onto", "upstream/main", "--project", str(world.project)]) == 1
+    out = capsys.readouterr().out
+    assert "stopped at a conflict" in out and "rebase --continue" in out
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    assert f"UU {M}/c.py" in git(checkout, "status", "--porcelain")
+    assert world.files() == before
+    capsys.readouterr()
+    main(["deps", "status", "--project", str(world.project)])
+    assert "REBASING (stopped at a conflict)" in capsys.readouterr().out
+    # upstreamed commits are dropped, not replayed; the rebase stopped at the conflicting one
+    state = checkout / ".git" / "rebase-merge"
+    done, todo = (state / "done").read_text(), (state / "git-rebase-todo").read_text()
+    assert shas["picked"][:7] not in done + todo and shas["squashed"][:7] not in done + todo
+    assert done.strip().splitlines()[-1].split()[1].startswith(shas["conflicting"][:7])
+    assert git(checkout, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"  # mid-rebase, as git leaves it
+
+
+def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, capsys):
+    """No committer identity (as in this test's environment): git's reason, not "a conflict"."""
+    world, _ = scenario
+    assert main(["deps", "develop", "megatron-core", "--onto", "upstream/main", "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert "stopped in" in err and "without a conflict" in err and "rebase --continue" in err
