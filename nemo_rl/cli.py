@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
+        from nemo_rl import process
+
+        process.end_all()  # children of other threads (the main thread's own were ended where they ran)
         print("interrupted; nothing was changed by an unfinished step", file=sys.stderr)
         return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:

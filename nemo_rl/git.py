@@ -8,7 +8,6 @@ inside a git hook) would point these commands at the wrong repository, so they a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import values
@@ -198,31 +197,12 @@ def rev_list(repo: Path, revision_range: str) -> list[str]:
     return out.split()
 
 
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    author: str  # "Name <email>"
-    date: str  # ISO 8601, the author date
-    subject: str
 
 
-def commit_fields(repo: Path, sha: str) -> Commit:
-    fmt = "%H%x00%an <%ae>%x00%aI%x00%s"
-    out = git(["show", "-s", f"--format={fmt}", "--end-of-options", sha], repo=repo).stdout
-    return Commit(*out.rstrip("\n").split("\0"))
 
 
-def diffstat(repo: Path, sha: str) -> str:
-    # --first-parent keeps merge commits readable; -M makes renames one line, as format-patch shows them.
-    out = git(["show", "--format=", "--stat=100", "-M", "--first-parent", "--end-of-options", sha], repo=repo).stdout
-    return out.strip("\n")
 
 
-def patch_id(repo: Path, sha: str) -> str:
-    """`git patch-id --stable`: unchanged when a commit is rebased without changing its diff."""
-    diff = git(["show", "--format=", "--first-parent", "-M", "--end-of-options", sha], repo=repo).stdout
-    out = git(["patch-id", "--stable"], repo=repo, input_text=diff).stdout
-    return out.split()[0] if out.strip() else "0" * 40  # an empty commit has no patch-id
 
 
 def show_file(repo: Path, sha: str, path: str) -> str | None:

@@ -68,9 +68,22 @@ def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
         input_text="\n".join(wanted) + "\n")
 
 
+def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
+    """`changes` of every commit of `shas`, in one process (trees only)."""
+    if not shas:
+        return {}
+    out = git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
+               "--format=%x01%H", "--stdin"], repo=repo, input_text="\n".join(shas) + "\n").stdout
+    result = {sha: [] for sha in shas}
+    for chunk in out.split("\x01")[1:]:
+        sha, _, raw = chunk.partition("\0")
+        result[sha.strip()] = _parse_raw(raw.lstrip("\n"))
+    return result
+
+
 def prefetch_diffs(repo: Path, remote: str, shas: list[str]) -> None:
     """One request for every blob the diffs of `shas` read (before and after each change)."""
-    blobs = {b for sha in shas for c in changes(repo, sha) for b in (c.old_blob, c.new_blob)}
+    blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     fetch_blobs(repo, remote, blobs)
 
 
@@ -127,7 +140,8 @@ class TrialIndex:
         result = self._git(["apply", "--cached", "--3way", "--whitespace=nowarn", "-"], input_text=patch, check=False)
         unmerged = sorted({line.split("\t", 1)[1] for line in self._git(["ls-files", "-u"]).stdout.splitlines()})
         if result.returncode == 0 and not unmerged:
-            self.tree = self._git(["write-tree"]).stdout.strip()
+            # --missing-ok: the tree names blobs this blob-less cache never fetched (and need not)
+            self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
             return []
         self._git(["read-tree", self.tree])  # back to the last good state
         touched = [c.path for c in changes(self.repo, sha)]
@@ -135,3 +149,39 @@ class TrialIndex:
 
     def close(self) -> None:
         self.index.unlink(missing_ok=True)
+
+
+def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
+    """One `git log --no-walk` over `shas` (fed on stdin), its output split per commit at `separator` + SHA."""
+    if not shas:
+        return {}
+    out = git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
+              input_text="\n".join(shas) + "\n").stdout
+    result = {}
+    for chunk in out.split(separator)[1:]:
+        sha, _, rest = chunk.partition("\n")
+        result[sha.strip()] = rest
+    return result
+
+
+def commits(repo: Path, shas: list[str]) -> dict[str, tuple[str, str, str]]:
+    """sha -> (author "Name <email>", author date, subject), in one process."""
+    out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
+    return {sha: tuple(text.rstrip("\n").split("\0", 2)) for sha, text in out.items()}
+
+
+def diffstats(repo: Path, shas: list[str]) -> dict[str, str]:
+    """sha -> `git show --stat=100 -M` of its first-parent diff, in one process (blobs already fetched)."""
+    out = _log(repo, shas, ["--format=%x01%H", "--stat=100", "-M"], "\x01")
+    return {sha: text.strip("\n") for sha, text in out.items()}
+
+
+def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
+    """sha -> `git patch-id --stable` of its first-parent diff (an empty diff: forty zeros), in two processes."""
+    if not shas:
+        return {}
+    diffs = git(["log", "--no-walk=unsorted", "--first-parent", "-p", "-M", "--format=commit %H", "--stdin"],
+                repo=repo, input_text="\n".join(shas) + "\n").stdout
+    out = git(["patch-id", "--stable"], repo=repo, input_text=diffs).stdout
+    found = dict(reversed(line.split()[:2]) for line in out.splitlines() if line.strip())
+    return {sha: found.get(sha, ZERO) for sha in shas}

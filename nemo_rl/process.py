@@ -14,7 +14,8 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,40 @@ def _end_group(proc: subprocess.Popen) -> None:
         pass
 
 
+_LIVE: set[subprocess.Popen] = set()  # children running now, from any thread
+
+
+def end_all() -> None:
+    """End every running child's process group (an interruption: children started by other threads too)."""
+    for proc in list(_LIVE):
+        _end_group(proc)
+
+
+def in_background[T](work: Callable[[], T]) -> Callable[[], T]:
+    """Start `work` in a thread (it waits on its own subprocesses while this thread waits on others); the
+    returned function waits for it and returns its result or raises its exception. The thread is a daemon, and
+    an interruption ends its children through end_all()."""
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # handed to the caller, who decides
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -97,6 +132,7 @@ def run(
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
                           f"install {missing} and make sure it is on PATH") from exc
     data = input_text.encode() if isinstance(input_text, str) else input_text
+    _LIVE.add(proc)
     try:
         stdout, stderr = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -105,6 +141,8 @@ def run(
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: nothing we started may outlive us
         _end_group(proc)
         raise
+    finally:
+        _LIVE.discard(proc)
     # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
     result = Result(argv, proc.returncode, stdout.decode(errors="replace"),
                     stderr.decode(errors="replace") if stderr is not None else "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl import git, uv, values
+from nemo_rl import git, process, uv, values
 from nemo_rl.deps import fork_cache, fork_metadata, records
 from nemo_rl.deps.record_files import read_index
 from nemo_rl.errors import NemoRLError, UsageError
@@ -160,6 +160,8 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     relative_patches = f"patches/{fork.distribution}"
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+        # the fork's own metadata (its build backend, twice) is read while uv locks: both wait on subprocesses
+        drift = process.in_background(lambda: requirement_drift(project, repo, fork, new_rev))
         progress(f"uv lock --upgrade-package {fork.distribution}")
         uv.lock(staging.path, upgrade_package=fork.distribution)
         staging.keep_mode("uv.lock")
@@ -170,7 +172,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         locked_after = validate(staging.path, new_fork, new_rev)
         changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
-        drift_lines = requirement_drift(project, repo, fork, new_rev)
+        drift_lines = drift()
         if not args.dry_run:
             staging.land()
     print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nemo_rl import git, git_history
+from nemo_rl import git_history
 from nemo_rl.deps import fork_cache
 from nemo_rl.project.landing import write_atomic
 
@@ -34,6 +34,6 @@ def patch_ids(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
         todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
         if todo:
             git_history.prefetch_diffs(repo, remote, todo)
-            known.update({sha: git.patch_id(repo, sha) for sha in todo})
+            known.update(git_history.patch_ids(repo, todo))
             write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
     return {sha: known[sha] for sha in shas}

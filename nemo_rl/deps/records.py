@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nemo_rl import git
+from nemo_rl import git, git_history
 from nemo_rl.deps import fork_cache, patch_ids
 from nemo_rl.deps.record_files import (
     INDEX_FACTS,
@@ -48,12 +48,8 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
     ids = patch_ids.patch_ids(repo, "fork", shas)  # the diffs' blobs in one request, not one per object
-    records = []
-    for number, sha in enumerate(shas, start=1):
-        commit = git.commit_fields(repo, sha)
-        records.append(Record(number, commit.sha, commit.author, commit.date, commit.subject, ids[sha],
-                              git.diffstat(repo, sha)))
-    return base, records
+    facts, stats = git_history.commits(repo, shas), git_history.diffstats(repo, shas)  # one process each
+    return base, [Record(number, sha, *facts[sha], ids[sha], stats[sha]) for number, sha in enumerate(shas, start=1)]
 
 
 def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record]) -> tuple[Index, list]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, git_history
+from nemo_rl import git, git_history, process
 from nemo_rl.deps import fork_cache, fork_metadata, patch_ids
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
@@ -123,30 +123,37 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     return {p: (f"moved to {where[blob]}" if blob in where else "deleted") for p, blob in missing.items()}
 
 
+def _or_problem(work):
+    """(result, None), or (None, the first line of what failed) for an expected failure."""
+    try:
+        return work(), None
+    except NemoRLError as exc:
+        return None, exc.what.splitlines()[0]
+
+
 def report(fork: Fork) -> ForkReport:
     repo = fork_cache.fetched(fork, fork.rev)
     head = git.rev_parse(repo, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     base = git.merge_base(repo, fork.rev, head)
     downstream = git.rev_list(repo, f"{base}..{fork.rev}")
     problems = []
-    touched = {sha: frozenset(c.path for c in git_history.changes(repo, sha)) for sha in downstream}
-    commits = {sha: git.commit_fields(repo, sha) for sha in downstream}
+    touched = {sha: frozenset(c.path for c in found)
+               for sha, found in git_history.changes_many(repo, downstream).items()}
+    commits = git_history.commits(repo, downstream)  # sha -> (author, date, subject)
     progress(f"{fork.distribution}: {len(downstream)} downstream commit(s), upstream "
              f"{git.count(repo, f'{base}..{head}')} commit(s) past the base")
     upstreamed = _upstreamed(repo, downstream, touched, base, head,
-                             {sha: (c.subject.strip(), c.author) for sha, c in commits.items()})
-    try:
-        progress(f"{fork.distribution}: building the wheel at the pin to learn what ships (cached per commit)")
-        wheel = fork_metadata.shipped_files(repo, fork.rev)
-    except NemoRLError as exc:
-        wheel = None
-        problems.append(f"what ships is unknown: {exc.what.splitlines()[0]}")
-    upstream_name = upstream_version = None
-    try:
-        metadata = fork_metadata.read(repo, head)
-        upstream_name, upstream_version = metadata.name, metadata.version
-    except NemoRLError as exc:
-        problems.append(f"upstream's head could not be built: {exc.what.splitlines()[0]}")
+                             {sha: (subject.strip(), author) for sha, (author, _, subject) in commits.items()})
+    progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
+             "per commit")
+    upstream_metadata = process.in_background(lambda: _or_problem(lambda: fork_metadata.read(repo, head)))
+    wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
+    metadata, metadata_problem = upstream_metadata()
+    if wheel_problem:
+        problems.append(f"what ships is unknown: {wheel_problem}")
+    if metadata_problem:
+        problems.append(f"upstream's head could not be built: {metadata_problem}")
+    upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     trial = git_history.TrialIndex(repo, head)
     try:
@@ -160,7 +167,7 @@ def report(fork: Fork) -> ForkReport:
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
         rows.append(CommitReport(
-            number, sha, commits[sha].subject, tuple(sorted(touched[sha])),
+            number, sha, commits[sha][2], tuple(sorted(touched[sha])),
             tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
             evidence, None if state == "yes" else not conflicts[sha], tuple(conflicts.get(sha, ())),
             tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone)))
