@@ -66,6 +66,7 @@ def runnable(command: str) -> list[str]:
     return words
 
 
+@pytest.mark.slow  # runs every shown command
 @pytest.mark.parametrize("info, lines", list(blocks()))
 def test_doc_block(info, lines):
     assert info == "" or NOT_RUN.match(info), f"a block is ```sh or ```sh {{not-run: why}}, found {info!r}"

@@ -113,6 +113,7 @@ BROKEN_MEGATRON = {
 
 
 @pytest.mark.skipif(extras.probe("megatron").present, reason="a real megatron-core would shadow the planted one")
+@pytest.mark.slow
 def test_doctor_renders_planted_broken_extra_without_traceback(tmp_path):
     plant(tmp_path, BROKEN_MEGATRON)
     code, out = doctor_in_subprocess(tmp_path)

@@ -6,6 +6,7 @@ NemoRLError naming the file and the key, never a traceback.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -47,6 +48,11 @@ class LockedPackage:
 
 class ProjectNotFound(NemoRLError):
     """No nemo-rl project at or above a directory (as opposed to one that is there but broken)."""
+
+
+def lock_hash(project: Path) -> str:
+    """sha256 of uv.lock's bytes: what worker-environment keys and bundles are made from."""
+    return hashlib.sha256(read_text(project / "uv.lock").encode()).hexdigest()
 
 
 def read_text(path: Path) -> str:

@@ -62,9 +62,7 @@ class Manifest:
 
 
 def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
-    from nemo_rl.workers import environments
-
-    return Inputs(environments.lock_hash(project), tuple(flags), platform.python_version(),
+    return Inputs(lockfile.lock_hash(project), tuple(flags), platform.python_version(),
                   f"{sys.platform}-{platform.machine()}", uv.version())
 
 

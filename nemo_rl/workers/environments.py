@@ -98,13 +98,9 @@ def slot(key: str, *, create: bool = True) -> Slot:
     return Slot(settings.venv_dir(create=create), key)
 
 
-def lock_hash(project: Path) -> str:
-    return hashlib.sha256(lockfile.read_text(project / "uv.lock").encode()).hexdigest()
-
-
 def key_for(project: Path, flags: list[str] | tuple[str, ...]) -> str:
     developed = {dist: str(entry.checkout) for dist, entry in sorted(develop_state.read(project).items())}
-    facts = {"project": str(project.resolve()), "lock": lock_hash(project), "flags": sorted(flags),
+    facts = {"project": str(project.resolve()), "lock": lockfile.lock_hash(project), "flags": sorted(flags),
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -159,7 +155,7 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
         meta = {"key": where.key, "flags": flags, "project": str(project.resolve()),
-                "lock_hash": lock_hash(project), "python": platform.python_version(), "created": time.time()}
+                "lock_hash": lockfile.lock_hash(project), "python": platform.python_version(), "created": time.time()}
         (staging / META).write_text(json.dumps(meta, indent=2))
         os.replace(staging, where.path)
     except BaseException:
