@@ -27,6 +27,8 @@ DEVELOP = "tests/test_deps_develop.py"
 TRUST = "tests/test_trust.py"
 GUARDS = "tests/test_guards.py"
 RAY = "tests/test_ray_workers.py"
+BUNDLES = "tests/test_bundles.py"
+UPSTREAM = "tests/test_deps_upstream.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -126,6 +128,31 @@ MUTATIONS = [
      '    if f"\\0VIRTUAL_ENV={prefix}\\0" in "\\0" + _read(f"/proc/{pid}/environ"):', "    if False:", RAY),
     ("workers: import check", "nemo_rl/workers/environments.py", '    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]',
      "    problems = []", RAY),
+    # issue 18: bundles
+    ("bundles: inputs compared before installing", "nemo_rl/workers/bundles.py", "    different = differences(manifest, inputs_for(project, flags))\n    if different:",
+     "    different = differences(manifest, inputs_for(project, flags))\n    if False:", BUNDLES),
+    ("bundles: content against the digest", "nemo_rl/workers/bundles.py", "    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):",
+     "    if False:", BUNDLES),
+    ("bundles: links to directories in the digest", "nemo_rl/workers/bundles.py", "        links = [name for name in dirnames if (Path(dirpath) / name).is_symlink()]",
+     "        links = []", BUNDLES),
+    ("bundles: an unfinished pack is no bundle", "nemo_rl/workers/bundles.py", '    if ".packing-" in bundle.name:', "    if False:", BUNDLES),
+    ("bundles: hidden directories are not bundles", "nemo_rl/workers/bundles.py", 'if not p.name.startswith(".") and (p / MANIFEST).is_file())',
+     "if (p / MANIFEST).is_file())", BUNDLES),
+    ("bundles: no pack while developing", "nemo_rl/workers/bundles.py", "    if develop_state.read(project):\n", "    if False:\n", BUNDLES),
+    ("bundles: the bundle is never written", "nemo_rl/workers/bundles.py", "                _link_tree(bucket, work / bucket.name)",
+     "                os.symlink(bucket.resolve(), work / bucket.name)", BUNDLES),
+    ("bundles: transformer-engine pre-flight", "nemo_rl/workers/bundles.py", "        if unbuildable:\n", "        if False:\n", BUNDLES),
+    # issue 19: deps upstream
+    ("upstream: same patch-id", "nemo_rl/deps/upstream_report.py", '        if ours[sha] != "0" * 40 and ours[sha] in by_id:', "        if False:", UPSTREAM),
+    ("upstream: subject and author", "nemo_rl/deps/upstream_report.py", "        elif subjects[sha] in upstream_subjects:", "        elif False:", UPSTREAM),
+    ("upstream: a conflict is a conflict", "nemo_rl/git_history.py", "        if result.returncode == 0 and not unmerged:", "        if True:", UPSTREAM),
+    ("upstream: deleted upstream", "nemo_rl/deps/upstream_report.py", "    missing = {p: blob for p, blob in at_base.items() if p not in at_head}",
+     "    missing = {}", UPSTREAM),
+    ("upstream: shipped from the wheel", "nemo_rl/deps/upstream_report.py", '        if path in wheel or "/".join(parts[1:]) in wheel:', "        if True:", UPSTREAM),
+    ("upstream: identical shipped trees", "nemo_rl/deps/upstream_report.py", "    return not _shipped([p for p in changed if p], wheel)", "    return False", UPSTREAM),
+    ("upstream: a stop without a conflict is said", "nemo_rl/git.py", '    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():',
+     "    if rebasing(repo):", UPSTREAM),
+    ("develop: the overlay exposes what the pin ships", "nemo_rl/project/develop_state.py", 'sys.path.insert(0, {str(shadow)!r})', 'sys.path.insert(0, {str(checkout)!r})', TRUST),
     ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),

@@ -253,3 +253,25 @@ def test_status_and_doctor_see_the_lock_itself(world, capsys):
     (world.project / "uv.lock").unlink()
     assert deps(world, "status", "--check") == 1
     assert "uv.lock is missing: `git checkout uv.lock`" in capsys.readouterr().out
+
+
+def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeypatch):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    # what the checkout has beyond the wheel (Megatron's training code, its tests and tools)
+    (checkout / "megatron/training").mkdir()
+    (checkout / "megatron/training/__init__.py").write_text("")
+    (checkout / "tools").mkdir()
+    (checkout / "tools/__init__.py").write_text("")
+    (checkout / "megatron/core/tokens.py").write_text("def tokens():\n    return ['live']\n")
+    probe = ("import importlib\nfor m in ('megatron.core.tokens', 'megatron.training', 'tools'):\n"
+             "    try:\n        importlib.import_module(m); print(m, 'yes')\n"
+             "    except ImportError:\n        print(m, 'no')\n"
+             "from megatron.core.tokens import tokens; print(tokens())")
+    out = forkworld.uv_run(world, "run", "--quiet", "--extra", "mcore", "python", "-c", probe, env_dir=env)
+    assert out.split("\n")[:4] == ["megatron.core.tokens yes", "megatron.training no", "tools no", "['live']"]
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert not (world.project / ".nemo-rl/develop/megatron-core.overlay").exists()

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from nemo_rl import git, settings, values
-from nemo_rl.deps import fork_metadata
+from nemo_rl.deps import fork_cache, fork_metadata
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, landing, lockfile
@@ -55,6 +55,17 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
     return top
 
 
+def shipped_roots(fork: lockfile.Fork) -> list[str]:
+    """What the pinned wheel installs, as package roots: the overlay exposes exactly these (the wheel is built
+    once per commit by the fork's own backend and cached)."""
+    progress(f"reading what {fork.distribution} ships at {fork.rev[:12]} (its wheel; cached per commit)")
+    roots = develop_state.package_roots(fork_metadata.shipped_files(fork_cache.fetched(fork, fork.rev), fork.rev))
+    if not roots:
+        raise NemoRLError(f"the wheel of {fork.distribution} at {fork.rev[:12]} installs no package",
+                          "check the fork's build configuration")
+    return roots
+
+
 def start(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
     state = develop_state.read(project)
@@ -69,8 +80,9 @@ def start(project: Path, args: argparse.Namespace) -> int:
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
+    shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
     if env.exists():
-        develop_state.install_overlay(env, fork.distribution, checkout)
+        develop_state.install_overlay(env, fork.distribution, checkout, shadow)
     state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
                                                        (env,) if env.exists() else ())
     develop_state.write(project, state)
@@ -121,6 +133,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         develop_state.remove_overlay(worker_env, args.distribution)
     state.pop(args.distribution, None)
     develop_state.write(project, state)
+    shutil.rmtree(develop_state.shadow_dir(project, args.distribution), ignore_errors=True)
     if args.remove and entry.checkout.exists():
         shutil.rmtree(entry.checkout)
         print(f"removed {entry.checkout}")

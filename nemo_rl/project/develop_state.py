@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,18 +98,52 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
                          rebasing=git.rebasing(checkout))
 
 
+def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
+    """The smallest paths that cover what a wheel installs: each regular package at its top (a directory whose
+    `__init__.py` the wheel has, below namespace directories that have none) and each top-level module."""
+    files = [f for f in wheel_files if ".data/" not in f.split("/", 1)[0] + "/"]
+    packages = {f.rsplit("/", 1)[0] for f in files if f.endswith("/__init__.py")}
+    roots = set()
+    for path in files:
+        parts = path.split("/")
+        top = next(("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in packages), path)
+        roots.add(top)
+    return sorted(roots)
+
+
+def shadow_dir(project: Path, distribution: str) -> Path:
+    return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
+
+
+def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> Path:
+    """A directory holding a link to each of `roots` in `checkout`: on sys.path it exposes exactly what the pinned
+    wheel ships (megatron.core, not megatron.training, tests or tools), live from the checkout."""
+    shadow = shadow_dir(project, distribution)
+    staging = shadow.with_name(shadow.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    for root in roots:
+        link = values.inside(staging, root, "a package root of the pinned wheel")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(checkout / root, link)
+    staging.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(shadow, ignore_errors=True)
+    os.replace(staging, shadow)
+    return shadow
+
+
 def overlay_name(distribution: str) -> str:
     return f"{OVERLAY_PREFIX}{distribution.replace('-', '_').replace('.', '_').lower()}.pth"
 
 
-def install_overlay(env: Path, distribution: str, checkout: Path) -> Path:
-    """Put `checkout` in front of the locked install in `env`: a .pth line, the mechanism editable installs use,
-    written outside uv's records so `uv sync` neither sees nor removes it and uv.lock never changes."""
+def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path) -> Path:
+    """Put the packages of `checkout` in front of the locked install in `env`: a .pth line (the mechanism editable
+    installs use) that puts `shadow` first, written outside uv's records so `uv sync` neither sees nor removes
+    it and uv.lock never changes."""
     site = installed.site_packages_dirs(env)
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
     path = site[0] / overlay_name(distribution)
-    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(checkout)!r})\n")
+    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n")
     return path
 
 

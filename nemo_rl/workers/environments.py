@@ -167,7 +167,8 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
 def _overlay_developed(project: Path, env: Path) -> None:
     """Forks under `nemo-rl deps develop` run from their checkout in workers too (see project.develop_state)."""
     for entry in develop_state.read(project).values():
-        develop_state.install_overlay(env, entry.distribution, entry.checkout)
+        develop_state.install_overlay(env, entry.distribution, entry.checkout,
+                                      develop_state.shadow_dir(project, entry.distribution))
 
 
 def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
