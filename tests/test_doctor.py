@@ -118,3 +118,10 @@ def test_component_state_agrees_with_deps_status():
     assert component_state(probe(None), None) == ("ok", None)  # a registry package has no locked commit
     assert component_state(probe(None, installed=False), locked)[0] == "broken"
     assert component_state(probe(None, installed=False, present=False), locked)[0] == "not installed"
+
+
+def test_doctor_outside_any_project_says_which_it_compared(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert f"no nemo-rl project at or above {tmp_path}" in out and "nemo-rl's own checkout" in out

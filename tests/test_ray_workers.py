@@ -282,3 +282,15 @@ def test_another_python_is_another_environment(ray_world, venv_dir, monkeypatch)
     assert environments.key_for(ray_world.project, ["--locked"]) != key
     with pytest.raises(NemoRLError, match="Python 3.12.[0-9]+ there, 3.12.99 in the driver"):
         environments.verify(env, ray_world.project)
+
+
+def test_environment_metadata_of_the_wrong_shape_lists_as_broken(ray_world, venv_dir, capsys):
+    env = environments.ensure(ray_world.project, ["--locked"])
+    (env.path / environments.META).write_text("{}")  # hand-edited
+    assert main(["envs", "list", "--project", str(ray_world.project)]) == 0  # was exit 3 for every listing
+    out = capsys.readouterr().out
+    assert f"{env.key}  broken" in out and "is not worker-environment metadata" in out
+    with pytest.raises(NemoRLError, match="is not worker-environment metadata"):
+        environments.ensure(ray_world.project, ["--locked"])
+    assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
+    assert f"removed {env.path}" in capsys.readouterr().out
