@@ -294,3 +294,14 @@ def test_environment_metadata_of_the_wrong_shape_lists_as_broken(ray_world, venv
         environments.ensure(ray_world.project, ["--locked"])
     assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
     assert f"removed {env.path}" in capsys.readouterr().out
+
+
+def test_a_worker_that_cannot_start_is_an_error_with_its_cause(cluster, ray_world, venv_dir):
+    """Broken after verification (the window actor_options cannot close): the cause, not Ray's retry loop."""
+    options = workers.actor_options(BASE, ray_world.project)
+    env = Path(options["runtime_env"]["env_vars"]["VIRTUAL_ENV"])
+    shutil.rmtree(next(env.glob("lib/python3*/site-packages")) / "msgpack")
+    actor = reporter().options(**options).remote()
+    with pytest.raises(NemoRLError, match="No module named 'msgpack'") as failure:
+        workers.wait_ready(actor, env, timeout=20)
+    assert "did not start within 20 s" in failure.value.what and str(env) in failure.value.remedy

@@ -6,6 +6,6 @@
 """
 
 from nemo_rl.workers.executables import PY_EXECUTABLES, create_local_venv
-from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, start_ray
+from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, start_ray, wait_ready
 
-__all__ = ["PY_EXECUTABLES", "actor_options", "create_local_venv", "prepare_on_every_node", "start_ray"]
+__all__ = ["PY_EXECUTABLES", "actor_options", "create_local_venv", "prepare_on_every_node", "start_ray", "wait_ready"]

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from nemo_rl import settings
+from nemo_rl.errors import NemoRLError
 from nemo_rl.settings import CHECKOUT_DIR
 from nemo_rl.workers import environments, executables
 
@@ -65,3 +66,46 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None,
     refs = [build_here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
             for node in nodes]
     return dict(zip(nodes, ray.get(refs), strict=True))
+
+
+def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
+    """Wait until `actor` runs; if it has not within `timeout` seconds, end it and raise a NemoRLError with why.
+
+    A worker whose interpreter fails at start (a package deleted after the environment was verified, a broken
+    interpreter) never registers, and Ray retries it for minutes before ActorUnschedulableError, with the cause
+    only in the raylet's log (ray-project/ray#59342). The cause is read from there: the last error of a
+    traceback that names the environment."""
+    import ray
+    from ray.exceptions import GetTimeoutError
+
+    try:
+        ray.get(actor.__ray_ready__.remote(), timeout=timeout)
+        return
+    except GetTimeoutError:
+        pass
+    ray.kill(actor)
+    cause = _start_failure(env) or "the worker did not register (no error in this node's raylet log)"
+    raise NemoRLError(f"a Ray actor in {env or 'the driver environment'} did not start within {timeout:g} s: {cause}",
+                      f"run `nemo-rl envs verify` for its PY_EXECUTABLE; remove {env} to have it rebuilt from uv.lock"
+                      if env else "check the workers' logs in Ray's session directory")
+
+
+def _start_failure(env: Path | None) -> str | None:
+    import ray
+
+    try:
+        logs = Path(ray._private.worker.global_worker.node.get_logs_dir_path())
+    except Exception:  # a driver attached to a remote cluster has no local logs: the generic message stays
+        return None
+    cause = None
+    for log in sorted(logs.glob("raylet*.err")):
+        lines = log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if env is not None and str(env) not in line:
+                continue
+            # the exception line closes the traceback that names the environment
+            following = [text.split("[0m", 1)[-1].strip() for text in lines[i + 1:i + 40]]
+            errors = [text for text in following if "Error" in text and ":" in text and not text.startswith("File")]
+            if errors:
+                cause = errors[0]
+    return cause
