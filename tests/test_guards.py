@@ -16,6 +16,7 @@ from nemo_rl import git as nemo_git
 from nemo_rl.cli import main
 from nemo_rl.deps import fork_metadata, records
 from nemo_rl.deps.record_files import Record
+from nemo_rl.project.lockfile import DeclaredMetadata
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,7 +85,7 @@ def test_drift_reports_changes_and_leaves_out_extras():
         ["torch>=2", "einops", "pytest; extra == 'test'"]))
     new = fork_metadata.Metadata("megatron-core", "0.2", fork_metadata._requirements(
         ["torch>=2.1", "numpy<2", "wandb; extra == 'dev'"]))
-    drift = fork_metadata.drift(old, new, {"requires-dist": ["torch"]})
+    drift = fork_metadata.drift(old, new, DeclaredMetadata("megatron-core", "0.1", ("torch",)))
     assert drift.changed == [("torch>=2", "torch>=2.1")]
     assert drift.added == ["numpy<2"] and drift.removed == ["einops"]  # extras' requirements are not imports
     assert drift.uncovered == ["numpy"]

@@ -42,15 +42,15 @@ def check_declared_metadata(project: Path, fork_table: dict, distribution: str, 
     if declared is None:
         return None
     fork_version = None if "version" in fork_table.get("dynamic", []) else fork_table.get("version")
-    if fork_version and fork_version != declared.get("version"):
+    if fork_version and fork_version != declared.version:
         raise NemoRLError(
             f"{distribution} at {rev[:12]} declares version {fork_version}, but [[tool.uv.dependency-metadata]] "
-            f"in pyproject.toml says {declared.get('version')}: uv would lock metadata the fork no longer has",
+            f"in pyproject.toml says {declared.version}: uv would lock metadata the fork no longer has",
             "update that entry's version (and requires-dist) to the fork's, then run the bump again",
         )
     if fork_version is None:
         return (f"{distribution}'s version is not static at {rev[:12]}; [[tool.uv.dependency-metadata]] declares "
-                f"{declared.get('version')}: check that version and requires-dist against the fork before committing")
+                f"{declared.version}: check that version and requires-dist against the fork before committing")
     return None
 
 
@@ -157,7 +157,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     progress("computing the downstream commits over upstream")
     base, recs = records.compute(repo, fork, new_rev)
     old_index = read_index(patch_dir)
-    relative_patches = f"patches/{fork.distribution}"
+    relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
         # the fork's own metadata (its build backend, twice) is read while uv locks: both wait on subprocesses

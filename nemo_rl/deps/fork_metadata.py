@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from nemo_rl import git, uv
 from nemo_rl.deps import fork_cache
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
 # Runs inside a throwaway environment holding only the fork's build requirements.
@@ -170,8 +171,8 @@ class Drift:
         return lines
 
 
-def drift(old: Metadata, new: Metadata, declared: dict | None) -> Drift:
-    covered = {canonicalize_name(Requirement(r).name) for r in (declared or {}).get("requires-dist", [])}
+def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | None) -> Drift:
+    covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     added_names = sorted(new.requires.keys() - old.requires.keys())
     added = [new.requires[n] for n in added_names]
     removed = [old.requires[n] for n in sorted(old.requires.keys() - new.requires.keys())]

@@ -27,7 +27,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     for fork in forks:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
-        relative = f"patches/{fork.distribution}"
+        relative = records.relative_dir(fork.distribution)
         landing.require_writable([project, project / "patches", project / relative])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, [], [relative]) as staging:

@@ -39,8 +39,13 @@ class Difference:
         return f"{self.file}: {self.field}: expected {self.expected}, found {self.found}"
 
 
+def relative_dir(distribution: str) -> str:
+    """patches/<dist>: the one spelling of where a fork's records live, relative to the project."""
+    return f"patches/{distribution}"
+
+
 def records_dir(project: Path, distribution: str) -> Path:
-    return project / "patches" / distribution
+    return project / relative_dir(distribution)
 
 
 def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
@@ -119,7 +124,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
                   compare_lock: bool = True) -> list[Difference]:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation."""
     directory = records_dir(project, fork.distribution)
-    rel = f"patches/{fork.distribution}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/index.toml"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
@@ -140,7 +145,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     listed = {str(entry.get("record")) for entry in index.commits} | {"index.toml"}
     for path in sorted(directory.iterdir()):
         if path.name not in listed:
-            diffs.append(Difference(f"patches/{fork.distribution}/{path.name}", "file", "listed in index.toml",
+            diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", "listed in index.toml",
                                     "not listed (stray or duplicate)"))
     return diffs
 
@@ -149,7 +154,8 @@ def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
     """Records directories without a fork in pyproject.toml: a deleted fork table must not vanish silently."""
     known = {f.distribution for f in forks}
     root = project / "patches"
-    return [Difference(f"patches/{d.name}/", "fork", f"[tool.nemo-rl.forks.{d.name}] in pyproject.toml", "missing")
+    return [Difference(f"{relative_dir(d.name)}/", "fork", f"[tool.nemo-rl.forks.{d.name}] in pyproject.toml",
+                       "missing")
             for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known]
 
 
@@ -158,7 +164,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
-    rel = f"patches/{fork.distribution}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/index.toml"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]

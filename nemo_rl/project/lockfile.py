@@ -196,14 +196,31 @@ def fork(project: Path, distribution: str) -> Fork:
     return known[distribution]
 
 
-def declared_metadata(project: Path, distribution: str) -> dict | None:
+@dataclass(frozen=True)
+class DeclaredMetadata:
+    """A [[tool.uv.dependency-metadata]] entry: uv locks this instead of the distribution's own metadata."""
+
+    name: str
+    version: str | None
+    requires_dist: tuple[str, ...]
+
+
+def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | None:
     """The [[tool.uv.dependency-metadata]] entry for `distribution`: uv locks its version and requirements
     instead of the fork's own, so a bump must keep it true."""
+    path = project / "pyproject.toml"
     entries = tool_tables(project)[0].get("dependency-metadata", [])
     if not isinstance(entries, list):
         raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
                           "write each entry as a [[tool.uv.dependency-metadata]] table")
-    return next((e for e in entries if isinstance(e, dict) and e.get("name") == distribution), None)
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == distribution), None)
+    if entry is None:
+        return None
+    where = f"[[tool.uv.dependency-metadata]] {distribution}"
+    requires = entry.get("requires-dist", [])
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise NemoRLError(f"{path.name}: {where} requires-dist must be a list of strings", f"fix it in {path}")
+    return DeclaredMetadata(distribution, _string(entry.get("version"), f"{where} version", path), tuple(requires))
 
 
 def requires_python(project: Path) -> str | None:
