@@ -275,3 +275,35 @@ def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeyp
     assert out.split("\n")[:4] == ["megatron.core.tokens yes", "megatron.training no", "tools no", "['live']"]
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert not (world.project / ".nemo-rl/develop/megatron-core.overlay").exists()
+
+
+def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkeypatch, capsys):
+    """A dry run stages in the temporary directory; one killed with SIGKILL is removed by the next dry run."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    dead = tmp_path / "tmp" / "nemo-rl-dry-run-killed"
+    (dead / "patches").mkdir(parents=True)  # what a SIGKILLed dry run leaves: a copy nobody holds
+    live = landing.Staging(world.project, [], [], inside=False)  # a dry run still running holds its copy
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
+    assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 0
+    assert not dead.exists() and live.path.exists()
+    live.__exit__(None, None, None)
+    assert not live.path.exists()
+
+
+def test_an_immutable_file_names_the_right_fix(world, capsys):
+    import shutil as sh
+
+    lock = world.project / "uv.lock"
+    if not sh.which("chattr") or subprocess.run(["chattr", "+i", str(lock)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available on this filesystem")
+    try:
+        new_head = commit(world.forks["nemo-toolkit"].fork, "feat: z", {"nemo/z.py": "Z = 1\n"})
+        assert deps(world, "bump", "nemo-toolkit", "--rev", new_head) == 1
+        err = capsys.readouterr().err
+        assert "chattr -i" in err and "chmod u+w" not in err
+    finally:
+        subprocess.run(["chattr", "-i", str(lock)])

@@ -24,6 +24,7 @@ from nemo_rl.progress import progress
 STAGING_ROOT = ".nemo-rl"
 JOURNAL = "LANDING.json"
 LANDABLE_FILES = ("pyproject.toml", "uv.lock")
+DRY_RUN_PREFIX = "nemo-rl-dry-run-"
 
 
 def umask() -> int:
@@ -52,8 +53,11 @@ def require_writable(paths: list[Path]) -> None:
     for path in paths:
         # the owner-write bit too: a user who made a file read-only meant it, even when root may still write
         if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):
-            raise NemoRLError(f"{path} is not writable, so it cannot be changed",
-                              f"make it writable (`chmod u+w {path}`) or run where you may write, then try again")
+            # with the owner-write bit set, a refusal comes from elsewhere: an immutable file or a read-only mount
+            fix = (f"`lsattr -d {path}`: if it is immutable (i), `chattr -i {path}` (as root); on a read-only mount, "
+                   "run where you may write" if path.stat().st_mode & 0o200 else
+                   f"make it writable (`chmod u+w {path}`) or run where you may write, then try again")
+            raise NemoRLError(f"{path} is not writable, so it cannot be changed", fix)
 
 
 class Staging:
@@ -69,8 +73,14 @@ class Staging:
         # stages in the system's temporary directory and works in a read-only checkout too.
         root = project / STAGING_ROOT if inside else Path(tempfile.gettempdir())
         root.mkdir(exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else "nemo-rl-dry-run-",
+        if not inside:
+            remove_dead_dry_runs(root)
+        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
                                           dir=root))
+        # Held until the staging copy is gone: a dry run killed with SIGKILL leaves its copy unlocked, and the
+        # next dry run removes it (a bump's copy is the project lock's, see leftovers()).
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def __enter__(self) -> Staging:
         for name in (*self.files, *self.context):
@@ -82,10 +92,13 @@ class Staging:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if (self.path / JOURNAL).exists():  # interrupted while landing: roll forward, never leave a mix
-            finish(self.project, self.path)
-        else:
-            self.discard()
+        try:
+            if (self.path / JOURNAL).exists():  # interrupted while landing: roll forward, never leave a mix
+                finish(self.project, self.path)
+            else:
+                self.discard()
+        finally:
+            os.close(self._fd)
         return False
 
     def discard(self) -> None:
@@ -131,6 +144,22 @@ def read_journal(staging: Path) -> list[str]:
 
 def project_of(staging: Path) -> Path:
     return staging.parent.parent  # <project>/.nemo-rl/staging-*
+
+
+def remove_dead_dry_runs(root: Path) -> None:
+    """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
+    for path in root.glob(f"{DRY_RUN_PREFIX}*"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:  # another user's, or gone meanwhile
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def finish(project: Path, staging: Path) -> list[str]:
