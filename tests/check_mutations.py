@@ -136,6 +136,7 @@ MUTATIONS = [
     ("bundles: links to directories in the digest", "nemo_rl/workers/bundles.py", "        links = [name for name in dirnames if (Path(dirpath) / name).is_symlink()]",
      "        links = []", BUNDLES),
     ("bundles: an unfinished pack is no bundle", "nemo_rl/workers/bundles.py", '    if ".packing-" in bundle.name:', "    if False:", BUNDLES),
+    ("bundles: dead packs removed", "nemo_rl/workers/bundles.py", "        shutil.rmtree(leftover, ignore_errors=True)", "        pass", BUNDLES),
     ("bundles: hidden directories are not bundles", "nemo_rl/workers/bundles.py", 'if not p.name.startswith(".") and (p / MANIFEST).is_file())',
      "if (p / MANIFEST).is_file())", BUNDLES),
     ("bundles: no pack while developing", "nemo_rl/workers/bundles.py", "    if develop_state.read(project):\n", "    if False:\n", BUNDLES),

@@ -168,27 +168,39 @@ def test_a_damaged_or_foreign_bundle_is_refused_before_anything_is_installed(bui
     assert not venvs.exists() or not [p for p in venvs.iterdir() if not p.name.endswith(".lock")]
 
 
-def test_a_pack_killed_before_its_last_step_leaves_no_bundle(builder, tmp_path):
-    """SIGKILL at the last instant (the manifest written, the rename not done): nothing passes as a bundle."""
+STRIKES = {
+    # SIGKILL right after the step: the environment synced into the fresh cache, the digest computed, and the
+    # manifest written with only the rename into place left
+    "after the sync": "real = bundles.uv.sync\ndef strike(*a, **k):\n    real(*a, **k); os.kill(os.getpid(), 9)\n"
+                      "bundles.uv.sync = strike",
+    "after the digest": "real = bundles.content_digest\ndef strike(*a):\n    real(*a); os.kill(os.getpid(), 9)\n"
+                        "bundles.content_digest = strike",
+    "before the rename": "bundles.os.rename = lambda *a: os.kill(os.getpid(), 9)",
+}
+
+
+@pytest.mark.parametrize("instant", list(STRIKES))
+def test_a_pack_killed_at_any_instant_leaves_nothing_that_passes(builder, tmp_path, instant):
     world, _, _ = builder
     dest = tmp_path / "bundles" / "killed"
-    strike = ("import os, signal, sys; from nemo_rl.workers import bundles; "
-              "bundles.os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL); "
-              "from nemo_rl.cli import main; sys.exit(main(sys.argv[1:]))")
+    script = ("import os, sys\nfrom nemo_rl.workers import bundles\n" + STRIKES[instant] +
+              "\nfrom nemo_rl.cli import main\nsys.exit(main(sys.argv[1:]))")
     env = {**os.environ, **world.git_env(), "NEMO_RL_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-c", strike, "envs", "pack", "BASE", str(dest), "--project",
+    proc = subprocess.run([sys.executable, "-c", script, "envs", "pack", "BASE", str(dest), "--project",
                            str(world.project)], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
     (leftover,) = dest.parent.glob(".killed.packing-*")
-    assert (leftover / bundles.MANIFEST).exists()  # struck after the manifest was written
+    assert list((leftover / bundles.CACHE).iterdir())  # struck after files were written
     assert not dest.exists()
     with pytest.raises(Exception, match="not a bundle|unfinished pack"):
         bundles.check(leftover, world.project, ["--locked"])
-    os.environ.update({"NEMO_RL_BUNDLE_DIR": str(dest.parent)})
+    os.environ["NEMO_RL_BUNDLE_DIR"] = str(dest.parent)
     try:
         assert bundles.configured() == []
     finally:
         del os.environ["NEMO_RL_BUNDLE_DIR"]
+    bundles._remove_dead_packs(dest)  # what the next pack does first: the dead pack's lock is free
+    assert not leftover.exists()
 
 
 def test_envs_list_shows_bundles_and_pack_refuses_what_it_cannot_make(builder, tmp_path, monkeypatch, capsys):
