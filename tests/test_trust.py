@@ -127,6 +127,13 @@ def test_develop_state_steers_no_delete(world, tmp_path, capsys):
         assert str(state) in capsys.readouterr().out
 
 
+def test_remove_deletes_a_clean_checkout_nemo_rl_made(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 0, capsys.readouterr().err
+    assert not checkout.exists() and f"removed {checkout}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("unsaved", ["untracked", "unpushed", "stash"])
 def test_remove_refuses_unsaved_work(world, capsys, unsaved):
     assert deps(world, "develop", "megatron-core") == 0

@@ -30,7 +30,8 @@ def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
     progress(f"making a checkout of {fork.url} at {fork.rev[:12]} in {path}")
     try:
         git.init_checkout(path, remotes)
-        git.fetch(path, "origin", fork.url, [fork.rev])
+        # into a remote-tracking ref: the pin is the fork's, so only commits after it count as unpushed work
+        git.fetch(path, "origin", fork.url, [f"+{fork.rev}:refs/remotes/origin/nemo-rl-pin"])
         git.switch_new_branch(path, branch, fork.rev)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)

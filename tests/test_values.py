@@ -1,0 +1,89 @@
+"""The checks every value read from disk passes before it reaches git or a path (fast unit tests)."""
+
+import pytest
+
+from nemo_rl import values
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project.develop_state import package_roots
+
+
+@pytest.mark.parametrize("name", ["megatron-core", "nemo_toolkit", "a", "a.b-c_d", "A1"])
+def test_distribution_names_pass(name):
+    assert values.distribution_name(name, "here") == name
+
+
+@pytest.mark.parametrize("name", ["../../victim", "/abs", "a/b", "-x", ".hidden", "x-", "", "a b", "..", "x."])
+def test_paths_and_options_are_not_distribution_names(name):
+    with pytest.raises(NemoRLError, match="is not a distribution name"):
+        values.distribution_name(name, "here")
+
+
+def test_full_sha():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert values.full_sha(sha, "rev") == sha
+    for bad in (sha[:-1], sha + "0", sha.upper(), "--upload-pack=touch x", "g" * 40, ""):
+        with pytest.raises(NemoRLError, match="not a full 40-hex commit SHA"):
+            values.full_sha(bad, "rev")
+
+
+@pytest.mark.parametrize("branch", ["main", "terryk/main-2025-05-01-with-sahil-patch", "yifu/nano-v3-main", "v1.2"])
+def test_branch_names_pass(branch):
+    assert values.branch_name(branch, "branch") == branch
+
+
+@pytest.mark.parametrize("branch", ["", "-x", "--upload-pack=x", "a..b", "a b", "a:b", "/a", "a/", "a.lock", "a~1",
+                                    "a^", "a?", "a*", "a[", "a\\b", "a@{1}", ".a", "a//b", "a.", "x\x00y"])
+def test_branch_names_that_git_would_misread_are_refused(branch):
+    with pytest.raises(NemoRLError, match="not a usable branch name"):
+        values.branch_name(branch, "branch")
+
+
+@pytest.mark.parametrize("url", ["https://github.com/NVIDIA/NeMo.git", "http://h/x", "ssh://git@h/x.git",
+                                 "git://h/x", "file:///srv/x.git", "git@github.com:NVIDIA/NeMo.git"])
+def test_git_urls_pass(url):
+    assert values.git_url(url, "url") == url
+
+
+@pytest.mark.parametrize("url", [".", "/srv/x.git", "--upload-pack=x", "ext::sh -c touch% x", "https://h/a b",
+                                 "git@h:-oProxyCommand=x", "fd::3", ""])
+def test_transports_and_options_are_not_git_urls(url):
+    with pytest.raises(NemoRLError, match="is not a git URL"):
+        values.git_url(url, "url")
+
+
+def test_inside(tmp_path):
+    assert values.inside(tmp_path, "a/b", "x") == tmp_path / "a/b"
+    for escape in ("../x", "a/../../x", "/etc", "."):
+        with pytest.raises(NemoRLError, match="points outside"):
+            values.inside(tmp_path, escape, "x")
+    (tmp_path / "link").symlink_to("/etc")
+    with pytest.raises(NemoRLError, match="points outside"):
+        values.inside(tmp_path, "link/passwd", "x")
+
+
+def test_package_roots_follow_the_wheel():
+    megatron = ["megatron/core/__init__.py", "megatron/core/a.py", "megatron/core/sub/__init__.py",
+                "megatron/core/helpers.cpython-312-x86_64-linux-gnu.so", "megatron_core-0.1.data/data/x"]
+    assert package_roots(megatron) == ["megatron/core"]  # megatron is a namespace: only core ships
+    assert package_roots(["nemo/__init__.py", "nemo/tron/init.py", "is_nemo_installed.py"]) == [
+        "is_nemo_installed.py", "nemo"]
+
+
+@pytest.mark.parametrize("check, value, said, fix", [
+    (values.distribution_name, "../x", "'../x'", "fork keys are distribution names"),
+    (values.full_sha, "abc", "'abc'", "`git rev-parse <rev>`"),
+    (values.branch_name, "-x", "'-x'", "the branch's plain name"),
+    (values.git_url, ".", "'.'", "https://, ssh://, git:// or file:// URL"),
+])
+def test_each_refusal_names_the_value_the_place_and_the_fix(check, value, said, fix):
+    with pytest.raises(NemoRLError) as refused:
+        check(value, "[tool.x] y")
+    assert refused.value.what.startswith("[tool.x] y: ") and said in refused.value.what
+    assert fix in refused.value.remedy
+
+
+def test_inside_names_the_path_and_the_fix(tmp_path):
+    with pytest.raises(NemoRLError) as refused:
+        values.inside(tmp_path, "../escape", "state.json")
+    assert "'../escape' points outside" in refused.value.what
+    assert refused.value.remedy == f"fix or delete state.json: it must name a path inside {tmp_path}"
