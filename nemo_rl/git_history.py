@@ -185,3 +185,44 @@ def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
     out = git(["patch-id", "--stable"], repo=repo, input_text=diffs).stdout
     found = dict(reversed(line.split()[:2]) for line in out.splitlines() if line.strip())
     return {sha: found.get(sha, ZERO) for sha in shas}
+
+
+def checkout_allowing_missing(repo: Path, rev: str, dest: Path, remotes: list[str]) -> list[str]:
+    """Write the tree of `rev` into `dest` (a worktree without checkout, then the files), fetching its blobs in
+    one request per remote; a blob no remote serves (a mirror without large files) becomes an empty placeholder.
+    Returns the placeholders' paths. For questions that need the tree's shape, not every byte (a wheel's file
+    list), when a plain checkout fails."""
+    import re
+
+    git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), rev], repo=repo)
+    out = git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
+    blobs = {}
+    for entry in filter(None, out.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, kind, oid = meta.split()
+        if kind == "blob":
+            blobs[path] = oid
+    missing: set[str] = set()
+    for remote in remotes:
+        for _ in range(10):  # each refusal names one object; ask again without it
+            wanted = set(blobs.values()) - missing
+            result = git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
+                          "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
+                          "--end-of-options", remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
+                         check=False)
+            refused = set(re.findall(r"not our ref ([0-9a-f]{40})", result.stderr))
+            if result.returncode == 0 or not refused - missing:
+                break
+            missing |= refused
+        if result.returncode == 0:
+            break
+    placeholders = sorted(path for path, oid in blobs.items() if oid in missing)
+    git(["read-tree", "--end-of-options", rev], repo=dest)  # the worktree's own index, then what exists
+    present = [path for path, oid in blobs.items() if oid not in missing]
+    if present:
+        git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
+    for path in placeholders:
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"")
+    return placeholders

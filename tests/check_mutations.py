@@ -153,6 +153,7 @@ MUTATIONS = [
     ("upstream: identical shipped trees", "nemo_rl/deps/upstream_report.py", "    return not _shipped([p for p in changed if p], wheel)", "    return False", UPSTREAM),
     ("upstream: a stop without a conflict is said", "nemo_rl/git.py", '    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():',
      "    if rebasing(repo):", UPSTREAM),
+    ("upstream: placeholders for what a server lacks", "nemo_rl/git_history.py", "            missing |= refused", "            break", UPSTREAM),
     ("develop: the overlay exposes what the pin ships", "nemo_rl/project/develop_state.py", 'sys.path.insert(0, {str(shadow)!r})', 'sys.path.insert(0, {str(checkout)!r})', TRUST),
     ("workers: a start failure names its cause", "nemo_rl/workers/ray_actors.py", "            if errors:\n                cause = errors[0]",
      "            if errors:\n                pass", RAY),

@@ -135,3 +135,21 @@ def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, capsys):
     assert main(["deps", "develop", "megatron-core", "--onto", "upstream/main", "--project", str(world.project)]) == 1
     err = capsys.readouterr().err
     assert "stopped in" in err and "without a conflict" in err and "rebase --continue" in err
+
+
+def test_a_server_without_some_blobs_still_answers_what_ships(world, capsys, monkeypatch, tmp_path):
+    """As a mirror without large files: the wheel's file list is built with placeholders, and the report says so."""
+    megatron = world.forks["megatron-core"]
+    commit(megatron.upstream, "docs: a large figure", {"docs/figure.bin": "x" * 5000})
+    git(megatron.fork, "fetch", "-q", str(megatron.upstream), "main")
+    git(megatron.fork, "rebase", "-q", "FETCH_HEAD")
+    assert main(["deps", "bump", "megatron-core", "--rev", git(megatron.fork, "rev-parse", "HEAD"),
+                 "--project", str(world.project)]) == 0
+    blob = git(megatron.fork, "rev-parse", "HEAD:docs/figure.bin")
+    for repo in (megatron.fork, megatron.upstream):  # neither server has it any more
+        (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    report = upstream_json(world, capsys)
+    assert any("lacks 1 blob(s) of the pinned tree (docs/figure.bin)" in p for p in report["problems"])
+    assert all(row["shipped"] is not None for row in report["commits"])
+    assert report["upstream_distribution"] == "megatron-core"

@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, uv
+from nemo_rl import git, git_history, uv
 from nemo_rl.deps import fork_cache
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
@@ -92,6 +92,12 @@ def shipped_files(repo: Path, rev: str) -> frozenset[str]:
     return frozenset(_cached(repo, rev, "files.json", "build_wheel")["files"])
 
 
+def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
+    """Files of `rev` whose blobs the fork's server lacked: the wheel (or the metadata) was built with them empty."""
+    suffix, hook = ("files.json", "build_wheel") if what == "wheel" else ("json", "prepare_metadata_for_build_wheel")
+    return list(_cached(repo, rev, suffix, hook).get("placeholders", []))
+
+
 def _cached(repo: Path, rev: str, suffix: str, hook: str) -> dict:
     cached = repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
     if cached.exists():
@@ -106,20 +112,25 @@ def _run_hook(repo: Path, rev: str, hook: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-meta-") as tmp:
         source, out = Path(tmp) / "src", Path(tmp) / "out"
         out.mkdir()
+        placeholders: list[str] = []
         try:
             git.git(["worktree", "add", "--quiet", "--detach", "--force", str(source), rev], repo=repo)
-        except NemoRLError as exc:
-            raise NemoRLError(f"cannot check out {rev[:12]} to run its build backend: {exc.what.splitlines()[0]}",
-                              "check that the fork serves every blob of that commit (mirrors may lack large files)"
-                              ) from exc
+        except NemoRLError:
+            # A mirror without large files: a wheel's file list and the metadata depend on the tree's shape and
+            # the build files, not on every byte, so what the mirror cannot serve becomes an empty placeholder,
+            # and the answer says which (a build file among them fails the build, as it should).
+            shutil.rmtree(source, ignore_errors=True)
+            git.git(["worktree", "prune"], repo=repo, check=False)
+            placeholders = git_history.checkout_allowing_missing(repo, rev, source, ["fork", "upstream"])
         try:
             produced = out / _backend(source, out, rev, hook)
             if hook == "build_wheel":
                 with zipfile.ZipFile(produced) as wheel:
-                    return {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n)}
+                    return {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n),
+                            "placeholders": placeholders}
             message = Parser().parsestr((produced / "METADATA").read_text())
             return {"name": message["Name"], "version": message["Version"],
-                    "requires": _requirements(message.get_all("Requires-Dist") or [])}
+                    "requires": _requirements(message.get_all("Requires-Dist") or []), "placeholders": placeholders}
         finally:
             shutil.rmtree(source, ignore_errors=True)
             git.git(["worktree", "prune"], repo=repo, check=False)
