@@ -103,11 +103,11 @@ def prune(project: Path | None) -> list[Path]:
     environment of another checkout is that checkout's to prune."""
     removed = []
     for row in listing(project):
-        if row.state not in ("stale", "broken", "unfinished build") or row.users:
+        if row.state not in ("stale", "broken", "unfinished build"):
             continue
         where = environments.Slot(row.path.parent, row.key)
         with where.locked(wait=False) as free:  # a build or a user of the key holds it: leave it
-            if not free or users(row.path):  # checked again under the lock
+            if not free or users(row.path):  # in use, asked under the lock (the listing's answer may be old)
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
         removed.append(row.path)
