@@ -29,6 +29,7 @@ GUARDS = "tests/test_guards.py"
 RAY = "tests/test_ray_workers.py"
 BUNDLES = "tests/test_bundles.py"
 UPSTREAM = "tests/test_deps_upstream.py"
+HOUSEKEEPING = "tests/test_housekeeping.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -123,8 +124,14 @@ MUTATIONS = [
      '    facts = {"lock"', RAY),
     ("workers: prune's in-use check", "nemo_rl/workers/housekeeping.py",
      "            if not free or users(row.path):", "            if not free:", RAY),
-    ("workers: in use through VIRTUAL_ENV or mapped files", "nemo_rl/workers/housekeeping.py",
-     '    if f"\\0VIRTUAL_ENV={prefix}\\0" in "\\0" + _read(f"/proc/{pid}/environ"):', "    if False:", RAY),
+    ("workers: in use through the command line", "nemo_rl/workers/housekeeping.py",
+     '    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\\0")):',
+     "    if False:", HOUSEKEEPING),
+    ("workers: in use through VIRTUAL_ENV", "nemo_rl/workers/housekeeping.py",
+     '    if f"\\0VIRTUAL_ENV={prefix}\\0" in "\\0" + _read(f"/proc/{pid}/environ"):', "    if False:", HOUSEKEEPING),
+    ("workers: in use through a mapped file", "nemo_rl/workers/housekeeping.py",
+     '    return any(line.split(maxsplit=5)[-1].startswith(inside[1])', "    return False and any(line.split(maxsplit=5)[-1].startswith(inside[1])",
+     HOUSEKEEPING),
     ("workers: import check", "nemo_rl/workers/environments.py", '    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]',
      "    problems = []", RAY),
     # issue 18: bundles
