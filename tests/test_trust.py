@@ -314,3 +314,24 @@ def test_an_immutable_file_names_the_right_fix(world, capsys):
         assert "chattr -i" in err and "chmod u+w" not in err
     finally:
         subprocess.run(["chattr", "-i", str(lock)])
+
+
+@pytest.mark.parametrize("url", ["--upload-pack=touch {marker};git-upload-pack", "ext::sh -c touch% {marker}"])
+def test_a_hostile_url_runs_no_command(world, tmp_path, capsys, url):
+    marker = tmp_path / "pwned"
+    megatron = world.forks["megatron-core"]
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(f'git = "{megatron.fork_url}"', f'git = "{url.format(marker=marker)}"'))
+    for args in (["patches", "--check", "megatron-core"], ["develop", "megatron-core"], ["upstream", "megatron-core"]):
+        assert deps(world, *args) == 1, args
+        assert "is not a git URL" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_an_upstream_commit_already_in_the_cache_is_not_taken_for_a_fork_commit(world, capsys):
+    """git never asks a server for an object it has: with upstream fetched, the fork's branch is the proof."""
+    assert deps(world, "patches", "--check", "megatron-core") == 0  # fills the cache with upstream's branch
+    upstream_only = git(world.forks["megatron-core"].upstream, "rev-parse", "main")
+    capsys.readouterr()
+    assert deps(world, "bump", "megatron-core", "--rev", upstream_only) == 1
+    assert "(it is a commit of upstream, not of the fork)" in capsys.readouterr().err
