@@ -87,7 +87,7 @@ def offline_node(tmp_path: Path, builder_world) -> tuple[Path, dict[str, str]]:
     for tool in ("git", "sh", "env"):  # no cc, gcc, c++ or ld: a build would fail
         os.symlink(shutil.which(tool), tools / tool)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG", "UV_", "NEMO_RL_", "VIRTUAL_ENV"))}
-    blocked = {url: "file:///nonexistent/blocked.git" for url in builder_world.insteadof}
+    blocked = {url: "https://blocked.nemo-rl.invalid/x.git" for url in builder_world.insteadof}  # via the closed port
     closed = "http://127.0.0.1:9"  # every HTTP(S) connection goes to a closed local port
     env.update({"PATH": str(tools), "CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
                 "HTTP_PROXY": closed, "HTTPS_PROXY": closed, "ALL_PROXY": closed, "NO_PROXY": "",

@@ -39,7 +39,7 @@ def test_branch_names_that_git_would_misread_are_refused(branch):
 
 
 @pytest.mark.parametrize("url", ["https://github.com/NVIDIA/NeMo.git", "http://h/x", "ssh://git@h/x.git",
-                                 "git://h/x", "file:///srv/x.git", "git@github.com:NVIDIA/NeMo.git"])
+                                 "git://h/x", "file://server/srv/x.git", "git@github.com:NVIDIA/NeMo.git"])
 def test_git_urls_pass(url):
     assert values.git_url(url, "url") == url
 
