@@ -142,6 +142,7 @@ MUTATIONS = [
     ("bundles: links to directories in the digest", "nemo_rl/workers/bundles.py", "        links = [name for name in dirnames if (Path(dirpath) / name).is_symlink()]",
      "        links = []", BUNDLES),
     ("bundles: an unfinished pack is no bundle", "nemo_rl/workers/bundles.py", '    if ".packing-" in bundle.name:', "    if False:", BUNDLES),
+    ("bundles: a live node build's cache is kept", "nemo_rl/workers/housekeeping.py", "            if _dead(row.path):", "            if True:", HOUSEKEEPING),
     ("bundles: dead packs removed", "nemo_rl/workers/bundles.py", "        shutil.rmtree(leftover, ignore_errors=True)", "        pass", BUNDLES),
     ("bundles: hidden directories are not bundles", "nemo_rl/workers/bundles.py", 'if not p.name.startswith(".") and (p / MANIFEST).is_file())',
      "if (p / MANIFEST).is_file())", BUNDLES),

@@ -63,3 +63,21 @@ def test_an_unrelated_process_is_not_a_user(env, tmp_path):
         assert proc.pid not in housekeeping.users(env)
     finally:
         proc.kill()
+
+
+def test_a_killed_bundle_build_leaves_a_working_cache_that_prune_removes(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    dead = tmp_path / "venvs" / ".bundle-cache-1111"
+    live = tmp_path / "venvs" / ".bundle-cache-2222"
+    for path in (dead, live):
+        (path / "wheels-v8").mkdir(parents=True)
+    held = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a node build still running
+    try:
+        assert {row.path for row in housekeeping.listing(None) if row.state == "unfinished build"} == {dead, live}
+        assert housekeeping.prune(None) == [dead]
+        assert not dead.exists() and live.exists()
+    finally:
+        os.close(held)

@@ -37,6 +37,7 @@ SCHEMA = 1
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
 # Buckets uv only reads when everything is there (unpacked wheels): a node links them instead of copying.
 READ_ONLY_BUCKETS = ("archive-v",)
+WORK_CACHE_PREFIX = ".bundle-cache-"  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
 
 
 @dataclass(frozen=True)
@@ -246,10 +247,12 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
     from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
     buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
     read and stay in the bundle behind links (see _link_tree). The working cache is removed after."""
-    work = settings.venv_dir() / f".bundle-cache-{os.getpid()}"
+    work = settings.venv_dir() / f"{WORK_CACHE_PREFIX}{os.getpid()}"
     progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
+    held = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # while held, `envs prune` leaves it; after a SIGKILL, prune removes it
     hard = False
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):
@@ -264,6 +267,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
                 extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": link_mode})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        os.close(held)
 
 
 def configured() -> list[Path]:

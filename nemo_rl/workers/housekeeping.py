@@ -16,6 +16,7 @@ from pathlib import Path
 from nemo_rl import settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import environments
+from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,20 @@ def _runs_from(pid: str, prefix: str) -> bool:
                if line.count(" ") >= 5)
 
 
+def _dead(directory: Path) -> bool:
+    """Whether no process holds the lock of `directory` (its builder was killed)."""
+    import fcntl
+
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _read(path: str) -> str:
     with open(path, "rb") as fh:
         return fh.read().decode(errors="replace")
@@ -73,6 +88,9 @@ def listing(project: Path | None) -> list[Row]:
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
     for path in sorted(root.iterdir() if root.is_dir() else ()):
+        if path.name.startswith(WORK_CACHE_PREFIX) and path.is_dir():  # a build from a bundle, live or killed
+            rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
+            continue
         if path.name.startswith(".") and ".building-" in path.name and path.is_dir():
             key = path.name[1:].split(".building-")[0]
             rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
@@ -104,6 +122,11 @@ def prune(project: Path | None) -> list[Path]:
     removed = []
     for row in listing(project):
         if row.state not in ("stale", "broken", "unfinished build"):
+            continue
+        if row.path.name.startswith(WORK_CACHE_PREFIX):
+            if _dead(row.path):
+                shutil.rmtree(row.path, ignore_errors=True)
+                removed.append(row.path)
             continue
         where = environments.Slot(row.path.parent, row.key)
         with where.locked(wait=False) as free:  # a build or a user of the key holds it: leave it
