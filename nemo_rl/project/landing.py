@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import values
+from nemo_rl import locks, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 
@@ -149,17 +149,8 @@ def project_of(staging: Path) -> Path:
 def remove_dead_dry_runs(root: Path) -> None:
     """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:  # another user's, or gone meanwhile
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            continue
-        finally:
-            os.close(fd)
-        shutil.rmtree(path, ignore_errors=True)
+        if not locks.held(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def finish(project: Path, staging: Path) -> list[str]:
@@ -201,25 +192,13 @@ def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
         os.close(fd)
 
 
-def command_running(project: Path) -> bool:
-    """Whether a command holds the project lock now (a probe: it takes and drops the lock when free)."""
-    fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]:
     """(staging dir, has a landing journal) left by commands that no longer run. A staging dir belongs to a
     live command only while the project lock is held, so with the lock held (`locked`) or free, every one is
     a leftover; while another command holds it, none is."""
     root = project / STAGING_ROOT
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
-    if not stagings or (not locked and command_running(project)):
+    if not stagings or (not locked and locks.held(project)):
         return []
     return [(path, (path / JOURNAL).exists()) for path in stagings]
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import settings, toolchain, uv
+from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -157,14 +157,8 @@ def _distributions(env: Path) -> dict[str, str]:
 
 def _remove_dead_packs(dest: Path) -> None:
     for leftover in dest.parent.glob(f".{dest.name}.packing-*"):
-        fd = os.open(leftover, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live pack: leave it
-        except BlockingIOError:
-            continue
-        finally:
-            os.close(fd)
-        shutil.rmtree(leftover, ignore_errors=True)
+        if not locks.held(leftover):  # a live pack holds its directory
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def pack(project: Path, flags: list[str], dest: Path) -> Manifest:

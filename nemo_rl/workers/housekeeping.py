@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import settings
+from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
@@ -57,20 +57,6 @@ def _runs_from(pid: str, prefix: str) -> bool:
         return True
     return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()
                if line.count(" ") >= 5)
-
-
-def _dead(directory: Path) -> bool:
-    """Whether no process holds the lock of `directory` (its builder was killed)."""
-    import fcntl
-
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _read(path: str) -> str:
@@ -124,7 +110,7 @@ def prune(project: Path | None) -> list[Path]:
         if row.state not in ("stale", "broken", "unfinished build"):
             continue
         if row.path.name.startswith(WORK_CACHE_PREFIX):
-            if _dead(row.path):
+            if not locks.held(row.path):  # its builder was killed
                 shutil.rmtree(row.path, ignore_errors=True)
                 removed.append(row.path)
             continue
