@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+from nemo_rl.progress import progress
 
 
 def held(directory: Path) -> bool:
@@ -23,3 +26,25 @@ def held(directory: Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
+    """Take `fd`'s exclusive lock: at once when it is free; else, given `waiting`, print what it says and wait;
+    without it, return False (the caller refuses or skips)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        if waiting is None:
+            return False
+    progress(waiting())
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return True
+
+
+def hold(directory: Path) -> int:
+    """Lock `directory` for as long as the returned descriptor is open (the caller closes it): the mark of a
+    directory in use, which `held` sees."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd

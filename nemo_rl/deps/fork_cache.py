@@ -8,13 +8,12 @@ that change it (two bumps at once would otherwise race on its config and refs).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import git, settings
+from nemo_rl import git, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
@@ -38,11 +37,7 @@ def _locked(repo: Path) -> Iterator[None]:
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress(f"waiting for another nemo-rl command using the fork cache {repo}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
         yield
     finally:
         os.close(fd)

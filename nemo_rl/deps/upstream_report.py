@@ -151,16 +151,15 @@ def report(fork: Fork) -> ForkReport:
     metadata, metadata_problem = upstream_metadata()
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
-    elif fork_metadata.placeholders(repo, fork.rev):
-        missing = fork_metadata.placeholders(repo, fork.rev)
+    elif missing := fork_metadata.placeholders(repo, fork.rev):
         problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree ({', '.join(missing[:3])}"
                         f"{', ...' if len(missing) > 3 else ''}): the wheel's file list was built with them empty")
     if metadata_problem:
         problems.append(f"upstream's head could not be built: {metadata_problem}")
     upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
-    if metadata and fork_metadata.placeholders(repo, head, "metadata"):
-        problems.append(f"upstream's head was built with {len(fork_metadata.placeholders(repo, head, 'metadata'))} "
-                        "placeholder file(s) for blobs its server lacks")
+    if metadata and (stand_ins := fork_metadata.placeholders(repo, head, "metadata")):
+        problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for blobs its server "
+                        "lacks")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     trial = git_history.TrialIndex(repo, head)
     try:

@@ -9,7 +9,6 @@ lets `nemo-rl deps recover` finish the landing, and `nemo-rl deps status` says s
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -19,7 +18,6 @@ from pathlib import Path
 
 from nemo_rl import locks, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.progress import progress
 
 STAGING_ROOT = ".nemo-rl"
 JOURNAL = "LANDING.json"
@@ -79,8 +77,7 @@ class Staging:
                                           dir=root))
         # Held until the staging copy is gone: a dry run killed with SIGKILL leaves its copy unlocked, and the
         # next dry run removes it (a bump's copy is the project lock's, see leftovers()).
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._fd = locks.hold(self.path)
 
     def __enter__(self) -> Staging:
         for name in (*self.files, *self.context):
@@ -179,14 +176,10 @@ def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
     locked), and the kernel releases it when the holder dies, whatever its PID becomes later."""
     fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise NemoRLError(f"another nemo-rl command (bump, patches, develop or recover) is changing {project}",
-                                  "wait for it to finish, or run again without --no-wait to wait") from None
-            progress(f"waiting for another nemo-rl command (bump, patches, develop or recover) in {project}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        message = f"waiting for another nemo-rl command (bump, patches, develop or recover) in {project}"
+        if not locks.acquire(fd, (lambda: message) if wait else None):
+            raise NemoRLError(f"another nemo-rl command (bump, patches, develop or recover) is changing {project}",
+                              "wait for it to finish, or run again without --no-wait to wait")
         yield
     finally:
         os.close(fd)

@@ -13,7 +13,6 @@ killed at any instant leaves nothing that passes as a bundle.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -181,8 +180,7 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     _remove_dead_packs(dest)
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"
     work.mkdir()
-    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # while held, no other pack takes this directory for a leftover
+    fd = locks.hold(work)  # while held, no other pack takes this directory for a leftover
     try:
         cache, env = work / CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
@@ -245,8 +243,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
     progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    held = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(held, fcntl.LOCK_EX)  # while held, `envs prune` leaves it; after a SIGKILL, prune removes it
+    held = locks.hold(work)  # while held, `envs prune` leaves it; after a SIGKILL, prune removes it
     hard = False
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):

@@ -10,7 +10,6 @@ place (uv's --relocatable venvs survive the move), so a half-built environment i
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -22,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import extras, imports, settings, uv
+from nemo_rl import extras, imports, locks, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -76,16 +75,18 @@ class Slot:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise settings.venv_dir_error(self.root, exc) from exc
+        waited = []
+
+        def waiting() -> str:
+            waited.append(True)
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            return f"waiting for {holder} to finish worker environment {self.key}"
+
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not wait:
-                    yield False
-                    return
-                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                progress(f"waiting for {holder} to finish worker environment {self.key}")
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            if not locks.acquire(fd, waiting if wait else None):
+                yield False
+                return
+            if waited:
                 progress(f"worker environment {self.key}: the other build finished")
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)
