@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
@@ -31,10 +32,12 @@ def _env() -> dict[str, str]:
 
 def git(
     args: list[str], *, repo: Path | None = None, remedy: str | None = None, check: bool = True,
-    input_text: str | None = None, timeout: float | None = None,
+    input_text: str | None = None, timeout: float | None = None, stdin_file: BinaryIO | None = None,
+    stdout_file: BinaryIO | None = None,
 ) -> Result:
     prefix = ["git", "-C", str(repo)] if repo else ["git"]
-    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text, timeout=timeout)
+    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text, timeout=timeout,
+               stdin_file=stdin_file, stdout_file=stdout_file)
 
 
 def unreachable(url: str) -> str:

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl.errors import NemoRLError
 from nemo_rl.git import git
 
 ZERO = "0" * 40
@@ -68,6 +69,24 @@ def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
         input_text="\n".join(wanted) + "\n")
 
 
+def missing_blobs(repo: Path, revs: list[str]) -> set[str]:
+    """The objects of these commits' trees that this blob-less cache lacks, listed without fetching any (reading
+    one would fetch it: git 2.39 has no GIT_NO_LAZY_FETCH)."""
+    if not revs:
+        return set()
+    out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"], repo=repo,
+              input_text="\n".join(revs) + "\n").stdout
+    return {line[1:].strip() for line in out.splitlines() if line.startswith("?")}
+
+
+def first_parents(repo: Path, shas: list[str]) -> list[str]:
+    if not shas:
+        return []
+    out = git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], repo=repo,
+              input_text="\n".join(shas) + "\n").stdout
+    return [line.split()[1] for line in out.splitlines() if len(line.split()) > 1]
+
+
 def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
     """`changes` of every commit of `shas`, in one process (trees only)."""
     if not shas:
@@ -81,10 +100,19 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
     return result
 
 
-def prefetch_diffs(repo: Path, remote: str, shas: list[str]) -> None:
-    """One request for every blob the diffs of `shas` read (before and after each change)."""
+def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: list[str] = ()) -> None:
+    """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
+    and for the files of `trees` (commits whose checkout follows) if the server has them all; when it refuses
+    some of those, the diffs' blobs alone."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
-    fetch_blobs(repo, remote, blobs)
+    missing = missing_blobs(repo, [*shas, *first_parents(repo, shas), *trees])
+    if trees:
+        try:
+            fetch_blobs(repo, remote, (blobs & missing) | missing_blobs(repo, list(trees)))
+            return
+        except NemoRLError:
+            pass  # a mirror without some large file: the checkout deals with it
+    fetch_blobs(repo, remote, blobs & missing)
 
 
 def message(repo: Path, sha: str) -> str:
@@ -93,6 +121,12 @@ def message(repo: Path, sha: str) -> str:
 
 def commit_date(repo: Path, sha: str) -> str:
     return git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
+
+
+def tree_size(repo: Path, rev: str) -> int:
+    """The bytes of `rev`'s files; their blobs must be here (a missing one would be fetched, one request each)."""
+    out = git(["ls-tree", "-r", "-l", "-z", "--end-of-options", rev], repo=repo).stdout
+    return sum(int(entry.split()[3]) for entry in filter(None, out.split("\0")) if entry.split()[3].isdigit())
 
 
 def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
@@ -168,23 +202,6 @@ def commits(repo: Path, shas: list[str]) -> dict[str, tuple[str, str, str]]:
     """sha -> (author "Name <email>", author date, subject), in one process."""
     out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
     return {sha: tuple(text.rstrip("\n").split("\0", 2)) for sha, text in out.items()}
-
-
-def diffstats(repo: Path, shas: list[str]) -> dict[str, str]:
-    """sha -> `git show --stat=100 -M` of its first-parent diff, in one process (blobs already fetched)."""
-    out = _log(repo, shas, ["--format=%x01%H", "--stat=100", "-M"], "\x01")
-    return {sha: text.strip("\n") for sha, text in out.items()}
-
-
-def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
-    """sha -> `git patch-id --stable` of its first-parent diff (an empty diff: forty zeros), in two processes."""
-    if not shas:
-        return {}
-    diffs = git(["log", "--no-walk=unsorted", "--first-parent", "-p", "-M", "--format=commit %H", "--stdin"],
-                repo=repo, input_text="\n".join(shas) + "\n").stdout
-    out = git(["patch-id", "--stable"], repo=repo, input_text=diffs).stdout
-    found = dict(reversed(line.split()[:2]) for line in out.splitlines() if line.strip())
-    return {sha: found.get(sha, ZERO) for sha in shas}
 
 
 def checkout_allowing_missing(repo: Path, rev: str, dest: Path, remotes: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from nemo_rl.errors import NemoRLError
 
@@ -67,7 +68,12 @@ def _end_group(proc: subprocess.Popen) -> None:
         pass
 
 
-_LIVE: set[subprocess.Popen] = set()  # children running now, from any thread
+_LIVE: dict[subprocess.Popen, threading.Event | None] = {}  # children running now, from any thread
+_WORK = threading.local()  # .cancelled: the Event of the Background this thread runs, if any
+
+
+class Cancelled(BaseException):
+    """Raised in a Background's thread once it is cancelled; never reaches a user (cancel() discards it)."""
 
 
 def end_all() -> None:
@@ -76,29 +82,53 @@ def end_all() -> None:
         _end_group(proc)
 
 
-def in_background[T](work: Callable[[], T]) -> Callable[[], T]:
-    """Start `work` in a thread (it waits on its own subprocesses while this thread waits on others); the
-    returned function waits for it and returns its result or raises its exception. The thread is a daemon, and
-    an interruption ends its children through end_all()."""
-    outcome: list = []
+class Background[T]:
+    """`work` running in a thread while the caller does something else (each waits on its own subprocesses).
 
-    def target() -> None:
+    `result()` waits and returns its value or raises its exception. As a context manager, leaving the block by an
+    exception cancels the work: its running children are ended, it can start no other, and its outcome is
+    discarded; leaving it normally waits for the result. The thread is a daemon, and an interruption ends its
+    children through end_all()."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._cancelled = threading.Event()
+        self._outcome: list[tuple[bool, object]] = []
+        self._thread = threading.Thread(target=self._target, args=(work,), daemon=True)
+        self._thread.start()
+
+    def _target(self, work: Callable[[], T]) -> None:
+        _WORK.cancelled = self._cancelled
         try:
-            outcome.append((True, work()))
+            self._outcome.append((True, work()))
         except BaseException as exc:  # handed to the caller, who decides
-            outcome.append((False, exc))
+            self._outcome.append((False, exc))
 
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        ok, value = outcome[0]
+    def result(self) -> T:
+        self._thread.join()
+        ok, value = self._outcome[0]
         if not ok:
-            raise value
-        return value
+            raise value  # type: ignore[misc]
+        return value  # type: ignore[return-value]
 
-    return result
+    def cancel(self) -> None:
+        self._cancelled.set()
+        for proc, owner in list(_LIVE.items()):
+            if owner is self._cancelled:
+                _end_group(proc)
+        self._thread.join()
+
+    def __enter__(self) -> Background[T]:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is not None:
+            self.cancel()
+        else:
+            self.result()
+
+
+def in_background[T](work: Callable[[], T]) -> Background[T]:
+    return Background(work)
 
 
 def run(
@@ -111,19 +141,26 @@ def run(
     input_text: str | bytes | None = None,
     timeout: float | None = None,
     stream: bool = False,
+    stdin_file: BinaryIO | None = None,
+    stdout_file: BinaryIO | None = None,
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
     `env` replaces the environment entirely; callers build it from os.environ on purpose. `stream`
     passes stderr through to the user (long builds show their progress) and captures stdout only.
-    `timeout` ends the command's whole process group and raises NemoRLError.
+    `timeout` ends the command's whole process group and raises NemoRLError. `stdin_file` and `stdout_file`
+    (open files, instead of `input_text` and the captured stdout) hand tens of MB from one command to the
+    next without decoding them in Python.
     """
     argv = [os.fspath(a) for a in args]
+    cancelled: threading.Event | None = getattr(_WORK, "cancelled", None)
+    if cancelled is not None and cancelled.is_set():
+        raise Cancelled
     try:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
+            stdin=stdin_file or (subprocess.PIPE if input_text is not None else subprocess.DEVNULL),
+            stdout=stdout_file or subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
             start_new_session=True, preexec_fn=_die_with_parent,
         )
     except FileNotFoundError as exc:
@@ -132,8 +169,10 @@ def run(
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
                           f"install {missing} and make sure it is on PATH") from exc
     data = input_text.encode() if isinstance(input_text, str) else input_text
-    _LIVE.add(proc)
+    _LIVE[proc] = cancelled
     try:
+        if cancelled is not None and cancelled.is_set():  # cancel() may have looked at _LIVE just before
+            raise Cancelled
         stdout, stderr = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         _end_group(proc)
@@ -142,9 +181,9 @@ def run(
         _end_group(proc)
         raise
     finally:
-        _LIVE.discard(proc)
+        _LIVE.pop(proc, None)
     # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
-    result = Result(argv, proc.returncode, stdout.decode(errors="replace"),
+    result = Result(argv, proc.returncode, stdout.decode(errors="replace") if stdout is not None else "",
                     stderr.decode(errors="replace") if stderr is not None else "")
     if check and result.returncode != 0:
         raise NemoRLError(describe_failure(result), remedy)

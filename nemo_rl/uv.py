@@ -42,8 +42,8 @@ def version() -> str:
     return uv(["--version"]).stdout.strip()
 
 
-def lock(project: Path, *, upgrade_package: str | None = None) -> Result:
-    args = ["lock", "--project", str(project)]
+def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
+    args = ["lock", "--project", str(project), *(["--offline"] if offline else [])]
     if upgrade_package:
         args += ["--upgrade-package", upgrade_package]
     return uv(

@@ -30,6 +30,7 @@ RAY = "tests/test_ray_workers.py"
 BUNDLES = "tests/test_bundles.py"
 UPSTREAM = "tests/test_deps_upstream.py"
 HOUSEKEEPING = "tests/test_housekeeping.py"
+SIDE = "tests/test_side_by_side.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -165,6 +166,24 @@ MUTATIONS = [
     ("workers: a start failure names its cause", "nemo_rl/workers/ray_actors.py", "            if errors:\n                cause = errors[0]",
      "            if errors:\n                pass", RAY),
     ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
+    ("bump: offline lock kept only when just the SHA moved", "nemo_rl/deps/bump.py",
+     'if (staged / "uv.lock").read_text() == before.replace(fork.rev, new_rev):', "if True:", SIDE),
+    ("bump: goes on when the old pin is gone", "nemo_rl/deps/bump.py",
+     "    try:\n        fork_cache.fetched(fork, fork.rev)\n        return True\n    except NemoRLError:\n        return False",
+     "    fork_cache.fetched(fork, fork.rev)\n    return True", BUMP),
+    ("background: leaving by an exception cancels the work", "nemo_rl/process.py",
+     "        if exc is not None:\n            self.cancel()\n        else:\n            self.result()",
+     "        self.result()", SIDE),
+    ("fork cache: threads of one command take turns quietly", "nemo_rl/deps/fork_cache.py", "    with in_process:\n",
+     "    with contextlib.nullcontext():\n", SIDE),
+    ("metadata: a moved checkout is cleaned", "nemo_rl/deps/fork_metadata.py",
+     '            git.git(["clean", "-ffdxq"], repo=source)\n', "", SIDE),
+    ("scratch: memory only with room", "nemo_rl/scratch.py", "free.f_bavail * free.f_frsize >= size_hint + MARGIN",
+     "True", SIDE),
+    ("scratch: TMPDIR wins", "nemo_rl/scratch.py", 'if size_hint is not None and not os.environ.get("TMPDIR"):',
+     "if size_hint is not None:", SIDE),
+    ("scratch: a live one is kept", "nemo_rl/scratch.py", " and not locks.held(entry)", "", SIDE),
+    ("scratch: a young one is kept", "nemo_rl/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SIDE),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
 ]

@@ -146,6 +146,14 @@ def uv_run(world: World, *args: str, env_dir: Path | None = None) -> str:
     return run([uv_bin(), *args], cwd=world.project, env=env).stdout
 
 
+def declare_metadata(world: World, version: str) -> None:
+    """A [[tool.uv.dependency-metadata]] entry for megatron-core (as this repository declares its forks'), locked."""
+    pyproject = world.project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[[tool.uv.dependency-metadata]]\n"
+                         f'name = "megatron-core"\nversion = "{version}"\nrequires-dist = []\n')
+    uv_run(world, "lock", "--quiet")
+
+
 WHY = "Ours: why the fork exists."
 
 

@@ -71,6 +71,21 @@ def test_bump_branch_records_the_branch(world):
     assert fork.rev == new_head and fork.branch == "nemo-rl/next"
 
 
+def test_bump_goes_on_when_the_old_pin_is_gone_from_the_fork(world, capsys, monkeypatch, tmp_path):
+    """The fork's branch was rewritten and its old head collected: the bump still moves the pin; only the
+    comparison of the fork's own requirements, old against new, is left out, and it says so."""
+    megatron = world.forks["megatron-core"]
+    git(megatron.fork, "reset", "-q", "--hard", megatron.downstream[0])
+    new_head = commit(megatron.fork, "fix: pad tokens again",
+                      {"megatron/core/tokens.py": "def tokens():\n    return [0]\n"})
+    git(megatron.fork, "reflog", "expire", "--expire=now", "--all")
+    git(megatron.fork, "gc", "-q", "--prune=now")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert bump(world, "megatron-core", "--branch", "nemo-rl/main") == 0
+    assert "requirements: not compared" in capsys.readouterr().out
+    assert lockfile.fork(world.project, "megatron-core").rev == new_head
+
+
 @pytest.mark.parametrize(
     "case, args, message",
     [
@@ -282,15 +297,8 @@ def test_bump_refuses_a_renamed_distribution(world, capsys):
     assert state(world) == before
 
 
-def declare_metadata(world, version):
-    pyproject = world.project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + "\n[[tool.uv.dependency-metadata]]\n"
-                         f'name = "megatron-core"\nversion = "{version}"\nrequires-dist = []\n')
-    forkworld.uv_run(world, "lock", "--quiet")
-
-
 def test_bump_refuses_a_version_the_declared_metadata_does_not_have(world, capsys):
-    declare_metadata(world, "0.1.0")
+    forkworld.declare_metadata(world, "0.1.0")
     megatron = world.forks["megatron-core"]
     pyproject = (megatron.fork / "pyproject.toml").read_text()
     newer = commit(megatron.fork, "release 0.2.0", {"pyproject.toml": pyproject.replace('"0.1.0"', '"0.2.0"')})
@@ -302,7 +310,7 @@ def test_bump_refuses_a_version_the_declared_metadata_does_not_have(world, capsy
 
 
 def test_bump_reminds_when_the_fork_version_is_dynamic(world, capsys):
-    declare_metadata(world, "0.1.0")
+    forkworld.declare_metadata(world, "0.1.0")
     megatron = world.forks["megatron-core"]
     pyproject = (megatron.fork / "pyproject.toml").read_text()
     dynamic_pyproject = pyproject.replace('version = "0.1.0"', 'dynamic = ["version"]').replace(

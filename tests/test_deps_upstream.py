@@ -150,6 +150,7 @@ def test_a_server_without_some_blobs_still_answers_what_ships(world, capsys, mon
         (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "fresh-cache"))
     report = upstream_json(world, capsys)
-    assert any("lacks 1 blob(s) of the pinned tree (docs/figure.bin)" in p for p in report["problems"])
+    problems = report["problems"]
+    assert any("lacks 1 blob(s) of the pinned tree (docs/figure.bin)" in p for p in problems), problems
     assert all(row["shipped"] is not None for row in report["commits"])
     assert report["upstream_distribution"] == "megatron-core"

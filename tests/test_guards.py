@@ -112,6 +112,7 @@ def test_doctor_says_developing_in_an_interpreter_that_has_the_fork(world, tmp_p
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]; sys.path += {ours!r}; from nemo_rl.cli import main; "
             f"sys.exit(main(['doctor', '--json', '--project', {str(world.project)!r}]))")
     result = subprocess.run([env / "bin" / "python", "-c", code], capture_output=True, text=True)
+    assert result.stdout, result.stderr
     report = json.loads(result.stdout)
     megatron = {c["distribution"]: c for c in report["components"]}["megatron-core"]
     assert megatron["state"] == "developing", result.stdout + result.stderr

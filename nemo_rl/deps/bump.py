@@ -20,8 +20,9 @@ LANDED = ["pyproject.toml", "uv.lock"]
 CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
 
 
-def write_pin(project: Path, distribution: str, rev: str, branch: str | None, base: str) -> None:
-    """Set the source's rev and the fork table's base (and branch, when given); comments and layout stay."""
+def write_pin(project: Path, distribution: str, rev: str, branch: str | None, base: str | None) -> None:
+    """Set the source's rev and the fork table's base (when known; uv never reads it) and branch (when given);
+    comments and layout stay."""
     import tomlkit
 
     path = project / "pyproject.toml"
@@ -30,7 +31,7 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
     table = doc["tool"]["nemo-rl"]["forks"][distribution]
     if branch:
         table["branch"] = branch
-    if table.get("base") != base:
+    if base is not None and table.get("base") != base:
         table["base"] = base
     landing.write_atomic(path, tomlkit.dumps(doc))
 
@@ -54,6 +55,29 @@ def check_declared_metadata(project: Path, fork_table: dict, distribution: str, 
     return None
 
 
+OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
+
+
+def lock_staged(staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) -> str:
+    """`uv lock --upgrade-package DIST` in the staging copy; how it ran ("offline" or "online").
+
+    With a declared [[tool.uv.dependency-metadata]] entry, moving the pin changes no requirement, so every locked
+    version still fits and uv keeps them all: the lock can only change by the SHA. uv's offline run (its cache,
+    no index requests: a fraction of a second instead of seconds) is kept exactly when it gives that; anything
+    else (a package missing from the cache, any other change) is thrown away and uv runs online."""
+    before = (project / "uv.lock").read_text() if (project / "uv.lock").exists() else None
+    if OFFLINE_FIRST and before is not None and lockfile.declared_metadata(project, fork.distribution) is not None:
+        try:
+            uv.lock(staged, upgrade_package=fork.distribution, offline=True)
+            if (staged / "uv.lock").read_text() == before.replace(fork.rev, new_rev):
+                return "offline"
+        except NemoRLError:
+            pass
+        landing.write_atomic(staged / "uv.lock", before)  # uv's online run must start from the committed lock
+    uv.lock(staged, upgrade_package=fork.distribution)
+    return "online"
+
+
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
     return {name: (p.commit or str(p.version)) for name, p in packages.items()}
 
@@ -66,7 +90,8 @@ def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return changes
 
 
-def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool) -> str:
+def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool,
+           lock_mode: str) -> str:
     old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
     new_commits = {r.patch_id: r for r in recs}
     added = [r for pid, r in new_commits.items() if pid not in old_commits]
@@ -81,7 +106,8 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
-    lines.append(f"  uv.lock: {len(changes)} change(s)" if changes else "  uv.lock: no other change")
+    how = " (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else ""
+    lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
 
@@ -90,14 +116,24 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     """The bump report's requirement lines: what the fork itself declares, old commit against new."""
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
-        fork_cache.fetched(fork, fork.rev)
-        old, new = fork_metadata.read(repo, fork.rev), fork_metadata.read(repo, new_rev)
+        fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
+        old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
     except NemoRLError as exc:
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
                 f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
                 f"`nemo-rl deps verify {fork.distribution}`"]
     declared = lockfile.declared_metadata(project, fork.distribution)
     return fork_metadata.drift(old, new, declared).lines(fork.distribution)
+
+
+def old_commit_fetched(fork: lockfile.Fork) -> bool:
+    """Whether the commit pinned now is in the cache; a fork whose history was rewritten may have lost it, and
+    the bump goes on without it (the requirement drift then says it could not compare)."""
+    try:
+        fork_cache.fetched(fork, fork.rev)
+        return True
+    except NemoRLError:
+        return False
 
 
 def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
@@ -149,33 +185,40 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     patch_dir = records.records_dir(project, fork.distribution)
     if not args.dry_run:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
-    repo = fork_cache.fetched(fork, new_rev)
-    check_on_branch(repo, fork, new_rev, args.branch)
-    fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
-    fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
-    metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
-    progress("computing the downstream commits over upstream")
-    base, recs = records.compute(repo, fork, new_rev)
-    old_index = read_index(patch_dir)
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
-        write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
-        # the fork's own metadata (its build backend, twice) is read while uv locks: both wait on subprocesses
-        drift = process.in_background(lambda: requirement_drift(project, repo, fork, new_rev))
+        write_pin(staging.path, fork.distribution, new_rev, args.branch, base=None)
+        # uv locks the staged pin while the fork's history is read: most of either is waiting on other processes.
+        # Any failure here (the commit is not the fork's, it builds another distribution) cancels the lock.
         progress(f"uv lock --upgrade-package {fork.distribution}")
-        uv.lock(staging.path, upgrade_package=fork.distribution)
-        staging.keep_mode("uv.lock")
-        progress(f"writing {relative_patches}/")
-        new_fork = lockfile.fork(staging.path, fork.distribution)
-        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
-        records.write(staging.path / relative_patches, index, noted)
-        locked_after = validate(staging.path, new_fork, new_rev)
-        changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
-        changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit line
-        drift_lines = drift()
+        with process.in_background(lambda: lock_staged(staging.path, project, fork, new_rev)) as locking:
+            repo = fork_cache.fetched(fork, new_rev)
+            check_on_branch(repo, fork, new_rev, args.branch)
+            fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
+            fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
+            metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
+            progress("computing the downstream commits over upstream")
+            # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
+            base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
+                *([fork.rev] if old_commit_fetched(fork) else []), new_rev]))
+            # the fork's own metadata at the old and the new commit (its build backend) is read meanwhile
+            with process.in_background(lambda: requirement_drift(project, repo, fork, new_rev)) as drift:
+                recs = records.describe(repo, shas)
+                old_index = read_index(patch_dir)
+                lock_mode = locking.result()
+                staging.keep_mode("uv.lock")
+                write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+                progress(f"writing {relative_patches}/")
+                new_fork = lockfile.fork(staging.path, fork.distribution)
+                index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
+                records.write(staging.path / relative_patches, index, noted)
+                locked_after = validate(staging.path, new_fork, new_rev)
+                changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
+                changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
+                drift_lines = drift.result()
         if not args.dry_run:
             staging.land()
-    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run))
+    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode))
     print("\n".join(drift_lines))
     if metadata_note:
         print(f"  metadata: {metadata_note}")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, git_history, uv
+from nemo_rl import git, git_history, scratch, uv
 from nemo_rl.deps import fork_cache
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
@@ -82,58 +82,101 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 def read(repo: Path, rev: str) -> Metadata:
     """The fork's metadata at `rev` (already fetched into the cache `repo`). A commit's metadata never changes,
     so it is kept beside the fork cache: a bump reads the old commit's for free."""
-    data = _cached(repo, rev, "json", "prepare_metadata_for_build_wheel")
-    return Metadata(data["name"], data["version"], data["requires"])
+    return read_all(repo, [rev])[0]
+
+
+def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
+    """`read` of each of `revs`; those not cached are built in one scratch checkout moved from commit to commit
+    (git rewrites only the files that differ)."""
+    return [Metadata(d["name"], d["version"], d["requires"])
+            for d in _cached(repo, revs, "json", "prepare_metadata_for_build_wheel")]
 
 
 def shipped_files(repo: Path, rev: str) -> frozenset[str]:
     """The files the distribution built from `rev` installs: the file list of the wheel the fork's own build
     backend makes (what `uv sync` installs), cached per commit like the metadata."""
-    return frozenset(_cached(repo, rev, "files.json", "build_wheel")["files"])
+    return frozenset(_cached(repo, [rev], "files.json", "build_wheel")[0]["files"])
 
 
 def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
     """Files of `rev` whose blobs the fork's server lacked: the wheel (or the metadata) was built with them empty."""
     suffix, hook = ("files.json", "build_wheel") if what == "wheel" else ("json", "prepare_metadata_for_build_wheel")
-    return list(_cached(repo, rev, suffix, hook).get("placeholders", []))
+    return list(_cached(repo, [rev], suffix, hook)[0].get("placeholders", []))
 
 
-def _cached(repo: Path, rev: str, suffix: str, hook: str) -> dict:
-    cached = repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
-    if cached.exists():
-        return json.loads(cached.read_text())
-    with fork_cache.using(repo):  # a worktree of the shared cache: one command at a time
-        data = _run_hook(repo, rev, hook)
-    write_atomic(cached, json.dumps(data))
-    return data
+def uncached(repo: Path, revs: list[str]) -> list[str]:
+    """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
+    return [rev for rev in revs if not (repo / "nemo-rl-metadata" / f"{rev}.json").exists()]
 
 
-def _run_hook(repo: Path, rev: str, hook: str) -> dict:
-    with tempfile.TemporaryDirectory(prefix="nemo-rl-meta-") as tmp:
-        source, out = Path(tmp) / "src", Path(tmp) / "out"
-        out.mkdir()
-        placeholders: list[str] = []
+def _cached(repo: Path, revs: list[str], suffix: str, hook: str) -> list[dict]:
+    paths = {rev: repo / "nemo-rl-metadata" / f"{rev}.{suffix}" for rev in revs}
+    found = {rev: json.loads(path.read_text()) for rev, path in paths.items() if path.exists()}
+    for rev, data in _run_hook(repo, [rev for rev in dict.fromkeys(revs) if rev not in found], hook):
+        write_atomic(paths[rev], json.dumps(data))
+        found[rev] = data
+    return [found[rev] for rev in revs]
+
+
+def _check_out(repo: Path, rev: str, source: Path, moving: bool) -> list[str]:
+    """Make `source` hold exactly `rev`'s tree; the placeholders it holds for blobs no server has. Moving an
+    existing checkout rewrites what differs and removes what the last build wrote; anything else starts over."""
+    if moving:
+        try:
+            git.git(["checkout", "--quiet", "--detach", "--force", rev], repo=source)
+            git.git(["clean", "-ffdxq"], repo=source)
+            return []
+        except NemoRLError:
+            pass
+    # Worktrees are made and pruned under the cache's lock (their names in the repository would race); the
+    # build itself runs unlocked, beside other work in the same cache.
+    with fork_cache.using(repo):
+        shutil.rmtree(source, ignore_errors=True)
+        git.git(["worktree", "prune"], repo=repo, check=False)
         try:
             git.git(["worktree", "add", "--quiet", "--detach", "--force", str(source), rev], repo=repo)
+            return []
         except NemoRLError:
-            # A mirror without large files: a wheel's file list and the metadata depend on the tree's shape and
-            # the build files, not on every byte, so what the mirror cannot serve becomes an empty placeholder,
-            # and the answer says which (a build file among them fails the build, as it should).
+            # A mirror without large files: a wheel's file list and the metadata depend on the tree's shape
+            # and the build files, not on every byte, so what the mirror cannot serve becomes an empty
+            # placeholder, and the answer says which (a build file among them fails the build, as it should).
             shutil.rmtree(source, ignore_errors=True)
             git.git(["worktree", "prune"], repo=repo, check=False)
-            placeholders = git_history.checkout_allowing_missing(repo, rev, source, ["fork", "upstream"])
+            return git_history.checkout_allowing_missing(repo, rev, source, ["fork", "upstream"])
+
+
+def _run_hook(repo: Path, revs: list[str], hook: str) -> Iterator[tuple[str, dict]]:
+    if not revs:
+        return
+    try:  # the trees' blobs in one request: git's own checkout of a blob-less tree asks again and again
+        git_history.fetch_blobs(repo, "fork", git_history.missing_blobs(repo, revs))
+        # the trees and what a build writes beside them (a wheel: a copy and an archive)
+        size = max(git_history.tree_size(repo, rev) for rev in revs) * (3 if hook == "build_wheel" else 2)
+    except NemoRLError:
+        size = None  # a server without some blobs (placeholders follow): their sizes are unknown
+    with scratch.directory(size) as tmp:
+        source = tmp / "src"
+        placeholders: list[str] = []
         try:
-            produced = out / _backend(source, out, rev, hook)
-            if hook == "build_wheel":
-                with zipfile.ZipFile(produced) as wheel:
-                    return {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n),
+            for number, rev in enumerate(revs):
+                # a checkout with placeholders is never moved: the next commit starts from a clean worktree
+                placeholders = _check_out(repo, rev, source, moving=number > 0 and not placeholders)
+                out = tmp / f"out-{number}"
+                out.mkdir()
+                produced = out / _backend(source, out, rev, hook)
+                if hook == "build_wheel":
+                    with zipfile.ZipFile(produced) as wheel:
+                        yield rev, {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n),
+                                    "placeholders": placeholders}
+                    continue
+                message = Parser().parsestr((produced / "METADATA").read_text())
+                yield rev, {"name": message["Name"], "version": message["Version"],
+                            "requires": _requirements(message.get_all("Requires-Dist") or []),
                             "placeholders": placeholders}
-            message = Parser().parsestr((produced / "METADATA").read_text())
-            return {"name": message["Name"], "version": message["Version"],
-                    "requires": _requirements(message.get_all("Requires-Dist") or []), "placeholders": placeholders}
         finally:
             shutil.rmtree(source, ignore_errors=True)
-            git.git(["worktree", "prune"], repo=repo, check=False)
+            with fork_cache.using(repo):
+                git.git(["worktree", "prune"], repo=repo, check=False)
 
 
 def _backend(source: Path, out: Path, rev: str, hook: str) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nemo_rl import git_history
-from nemo_rl.deps import fork_cache
+from nemo_rl import git_diffs, git_history
 from nemo_rl.project.landing import write_atomic
 
 CACHE = "nemo-rl-patch-ids.json"
@@ -28,12 +27,28 @@ def _read(repo: Path) -> dict[str, str]:
 
 
 def patch_ids(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
-    """sha -> `git patch-id --stable` for each of `shas` (blobs fetched from `remote`, in one request)."""
-    with fork_cache.using(repo):
-        known = _read(repo)
-        todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
-        if todo:
-            git_history.prefetch_diffs(repo, remote, todo)
-            known.update(git_history.patch_ids(repo, todo))
-            write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
+    """sha -> `git patch-id --stable` for each of `shas` (blobs fetched from `remote`, in one request).
+
+    Computed without the cache's lock: fetching objects and reading them are safe beside other git commands
+    (git writes objects atomically), so a bump's metadata builds run meanwhile. The cache file is merged with
+    what another command wrote and replaced atomically; two writers at once can drop one's new entries, which
+    only costs their recomputation later."""
+    known = _read(repo)
+    todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
+    if todo:
+        git_history.prefetch_diffs(repo, remote, todo)
+        found = git_diffs.patch_ids(repo, todo)
+        known = _read(repo) | found
+        write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
     return {sha: known[sha] for sha in shas}
+
+
+def with_diffstats(repo: Path, remote: str, shas: list[str]) -> dict[str, tuple[str, str]]:
+    """sha -> (patch-id, diffstat) for each of `shas`, from one diff of each (a record needs both, so the cached
+    patch-ids save nothing here; the new ones are kept for the next question)."""
+    git_history.prefetch_diffs(repo, remote, shas)
+    found = git_diffs.patch_ids_and_diffstats(repo, shas)
+    known = _read(repo)
+    if any(sha not in known for sha in found):
+        write_atomic(repo / CACHE, json.dumps(known | {sha: pid for sha, (pid, _) in found.items()}, sort_keys=True))
+    return found

@@ -48,13 +48,26 @@ def records_dir(project: Path, distribution: str) -> Path:
     return project / relative_dir(distribution)
 
 
-def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
-    """(base, records) of `pinned` against the fork's upstream branch, both already fetched into `repo`."""
+def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: list[str] = ()) -> tuple[str, list[str]]:
+    """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already
+    fetched into `repo`; every blob their diffs read is fetched too, with the files of `trees` (commits that will
+    be checked out), in one request (not one per object)."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
-    ids = patch_ids.patch_ids(repo, "fork", shas)  # the diffs' blobs in one request, not one per object
-    facts, stats = git_history.commits(repo, shas), git_history.diffstats(repo, shas)  # one process each
-    return base, [Record(number, sha, *facts[sha], ids[sha], stats[sha]) for number, sha in enumerate(shas, start=1)]
+    git_history.prefetch_diffs(repo, "fork", shas, trees)
+    return base, shas
+
+
+def describe(repo: Path, shas: list[str]) -> list[Record]:
+    """The records of `shas` (numbered in that order): facts, then patch-ids and diffstats from one diff pass."""
+    facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, "fork", shas)
+    return [Record(number, sha, *facts[sha], *diffs[sha]) for number, sha in enumerate(shas, start=1)]
+
+
+def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
+    """(base, records) of `pinned`."""
+    base, shas = downstream(repo, fork, pinned)
+    return base, describe(repo, shas)
 
 
 def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record]) -> tuple[Index, list]:

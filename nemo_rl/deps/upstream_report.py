@@ -148,7 +148,7 @@ def report(fork: Fork) -> ForkReport:
              "per commit")
     upstream_metadata = process.in_background(lambda: _or_problem(lambda: fork_metadata.read(repo, head)))
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
-    metadata, metadata_problem = upstream_metadata()
+    metadata, metadata_problem = upstream_metadata.result()
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.placeholders(repo, fork.rev):

@@ -1,0 +1,62 @@
+"""Throwaway directories for a fork's tree (a checkout to build its metadata or wheel from).
+
+Writing a few thousand files costs seconds on some disks (a VM's, a network home) and a tenth of that in memory,
+so a tree goes to /dev/shm when TMPDIR is not set and /dev/shm has room for it with a margin; else to the system
+temp directory. Each directory is locked while in use, and one that a killed command left behind (memory, in
+/dev/shm) is removed by the next command that makes one there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from nemo_rl import locks
+
+PREFIX = "nemo-rl-scratch-"
+MEMORY = Path("/dev/shm")
+ABANDONED_AFTER_S = 60  # a directory is locked microseconds after it is made: older and unlocked is abandoned
+MARGIN = 256 * 2**20
+
+
+def parent(size_hint: int | None) -> Path:
+    """Where a tree of about `size_hint` bytes (what will be written there in all; None: unknown) goes."""
+    if size_hint is not None and not os.environ.get("TMPDIR"):
+        try:
+            free = os.statvfs(MEMORY)
+            if os.access(MEMORY, os.W_OK | os.X_OK) and free.f_bavail * free.f_frsize >= size_hint + MARGIN:
+                return MEMORY
+        except OSError:
+            pass
+    return Path(tempfile.gettempdir())
+
+
+def remove_abandoned(where: Path) -> None:
+    """Remove this user's scratch directories in `where` that no live command holds."""
+    now = time.time()
+    for entry in where.glob(f"{PREFIX}*"):
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()
+                and now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def directory(size_hint: int | None) -> Iterator[Path]:
+    where = parent(size_hint)
+    remove_abandoned(where)
+    path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=where))
+    fd = locks.hold(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
