@@ -37,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = verbs.add_parser("bump", help="move a fork to a new commit: pyproject, uv.lock and patches/ at once",
                          description="Resolve the new commit, write it to pyproject.toml, run "
-                         "`uv lock --upgrade-package DIST`, regenerate patches/DIST. All or nothing.")
+                         "`uv lock --upgrade-package DIST` (offline from uv's cache when the result can only "
+                         "differ by the SHA, else online), regenerate patches/DIST. All or nothing.")
     _common(p)
     p.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
     target = p.add_mutually_exclusive_group(required=True)
