@@ -105,14 +105,14 @@ def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: list[str] = 
     and for the files of `trees` (commits whose checkout follows) if the server has them all; when it refuses
     some of those, the diffs' blobs alone."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
-    missing = missing_blobs(repo, [*shas, *first_parents(repo, shas), *trees])
+    wanted = blobs & missing_blobs(repo, [*shas, *first_parents(repo, shas)])
     if trees:
         try:
-            fetch_blobs(repo, remote, (blobs & missing) | missing_blobs(repo, list(trees)))
+            fetch_blobs(repo, remote, wanted | missing_blobs(repo, list(trees)))
             return
         except NemoRLError:
             pass  # a mirror without some large file: the checkout deals with it
-    fetch_blobs(repo, remote, blobs & missing)
+    fetch_blobs(repo, remote, wanted)
 
 
 def message(repo: Path, sha: str) -> str:

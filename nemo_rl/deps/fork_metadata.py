@@ -104,13 +104,17 @@ def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
     return list(_cached(repo, [rev], suffix, hook)[0].get("placeholders", []))
 
 
+def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
+    return repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
+
+
 def uncached(repo: Path, revs: list[str]) -> list[str]:
     """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
-    return [rev for rev in revs if not (repo / "nemo-rl-metadata" / f"{rev}.json").exists()]
+    return [rev for rev in revs if not _cache_path(repo, rev, "json").exists()]
 
 
 def _cached(repo: Path, revs: list[str], suffix: str, hook: str) -> list[dict]:
-    paths = {rev: repo / "nemo-rl-metadata" / f"{rev}.{suffix}" for rev in revs}
+    paths = {rev: _cache_path(repo, rev, suffix) for rev in revs}
     found = {rev: json.loads(path.read_text()) for rev, path in paths.items() if path.exists()}
     for rev, data in _run_hook(repo, [rev for rev in dict.fromkeys(revs) if rev not in found], hook):
         write_atomic(paths[rev], json.dumps(data))

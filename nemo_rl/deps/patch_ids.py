@@ -43,10 +43,10 @@ def patch_ids(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
     return {sha: known[sha] for sha in shas}
 
 
-def with_diffstats(repo: Path, remote: str, shas: list[str]) -> dict[str, tuple[str, str]]:
-    """sha -> (patch-id, diffstat) for each of `shas`, from one diff of each (a record needs both, so the cached
-    patch-ids save nothing here; the new ones are kept for the next question)."""
-    git_history.prefetch_diffs(repo, remote, shas)
+def with_diffstats(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
+    """sha -> (patch-id, diffstat) for each of `shas`, whose diffs' blobs are in the cache already (fetched with
+    the commits' listing, `records.downstream`), from one diff of each: a record needs both, so the cached
+    patch-ids save nothing here; the new ones are kept for the next question."""
     found = git_diffs.patch_ids_and_diffstats(repo, shas)
     known = _read(repo)
     if any(sha not in known for sha in found):

@@ -59,8 +59,9 @@ def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: list[str] = 
 
 
 def describe(repo: Path, shas: list[str]) -> list[Record]:
-    """The records of `shas` (numbered in that order): facts, then patch-ids and diffstats from one diff pass."""
-    facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, "fork", shas)
+    """The records of `shas` (numbered in that order; listed by `downstream`, which fetched their diffs' blobs):
+    facts, then patch-ids and diffstats from one diff pass."""
+    facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, shas)
     return [Record(number, sha, *facts[sha], *diffs[sha]) for number, sha in enumerate(shas, start=1)]
 
 
