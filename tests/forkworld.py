@@ -160,7 +160,7 @@ WHY = "Ours: why the fork exists."
 def make_records(world: World) -> None:
     """patches/<dist>/ for every fork, with a why-note: a complete project, as a maintainer commits it."""
     from nemo_rl.cli import main
-    from nemo_rl.deps.records import WHY_PLACEHOLDER
+    from nemo_rl.forks.records import WHY_PLACEHOLDER
 
     assert main(["deps", "patches", "--project", str(world.project)]) == 0
     for dist in world.forks:

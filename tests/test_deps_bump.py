@@ -251,7 +251,7 @@ def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeyp
 
 def test_bump_validation_after_writing_stops_a_bad_landing(world, capsys, monkeypatch):
     """A fault after the staged files were written (a record lost): validation refuses, nothing lands."""
-    from nemo_rl.deps import records
+    from nemo_rl.forks import records
 
     real_write = records.write
 

@@ -6,7 +6,7 @@ import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
-from nemo_rl.deps.records import WHY_PLACEHOLDER
+from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
 
 
@@ -180,7 +180,7 @@ def test_export_and_git_am_reproduce_the_fork(world, tmp_path, capsys):
 def test_record_names_are_git_format_patch_names(tmp_path):
     from gitfixtures import init
 
-    from nemo_rl.deps.record_files import patch_filename
+    from nemo_rl.forks.record_files import patch_filename
 
     repo = init(tmp_path / "names")
     subjects = [
@@ -200,7 +200,7 @@ def test_record_names_are_git_format_patch_names(tmp_path):
 
 def test_a_careful_hand_edit_is_still_caught_by_the_index_digest(world, capsys):
     """A record edited together with its entry's digest: only the index's own digest can tell."""
-    from nemo_rl.deps.record_files import read_record
+    from nemo_rl.forks.record_files import read_record
 
     record = world.project / RECORD
     old_digest = read_record(record).digest()
@@ -215,7 +215,7 @@ def test_online_check_finds_a_wrong_base_that_agrees_everywhere_else(world, caps
     """pyproject and index agree on a wrong base (digest recomputed): offline cannot know, online must."""
     from dataclasses import replace
 
-    from nemo_rl.deps.record_files import read_index, render_index
+    from nemo_rl.forks.record_files import read_index, render_index
 
     megatron = world.forks["megatron-core"]
     wrong = megatron.downstream[0]

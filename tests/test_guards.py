@@ -14,8 +14,8 @@ from gitfixtures import commit, git
 
 from nemo_rl import git as nemo_git
 from nemo_rl.cli import main
-from nemo_rl.deps import fork_metadata, records
-from nemo_rl.deps.record_files import Record
+from nemo_rl.forks import fork_metadata, records
+from nemo_rl.forks.record_files import Record
 from nemo_rl.project.lockfile import DeclaredMetadata
 
 ROOT = Path(__file__).resolve().parent.parent

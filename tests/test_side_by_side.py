@@ -13,9 +13,9 @@ import forkworld
 import pytest
 from gitfixtures import commit
 
-from nemo_rl import locks, scratch
+from nemo_rl import locks
 from nemo_rl.cli import main
-from nemo_rl.deps import fork_cache, fork_metadata
+from nemo_rl.forks import fork_cache, fork_metadata, scratch
 from nemo_rl.project import lockfile
 
 

@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 
 from nemo_rl import git, process, uv, values
-from nemo_rl.deps import fork_cache, fork_metadata, records
-from nemo_rl.deps.record_files import read_index
 from nemo_rl.errors import NemoRLError, UsageError
+from nemo_rl.forks import fork_cache, fork_metadata, records
+from nemo_rl.forks.record_files import read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
 

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from nemo_rl import git, settings, values
-from nemo_rl.deps import fork_cache, fork_metadata
 from nemo_rl.errors import NemoRLError, UsageError
+from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, landing, lockfile
 

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from nemo_rl import git
-from nemo_rl.deps import fork_cache, records
 from nemo_rl.errors import UsageError
+from nemo_rl.forks import fork_cache, records
 from nemo_rl.project import landing, lockfile
 
 

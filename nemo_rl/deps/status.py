@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl.deps import record_files, records
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import record_files, records
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, landing, lockfile
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl.deps import upstream_report
+from nemo_rl.forks import upstream_report
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import lockfile
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from nemo_rl import extras, imports, toolchain, uv
-from nemo_rl.deps import fork_cache, fork_metadata
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 

@@ -13,8 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from nemo_rl.forks.git_history import ZERO
 from nemo_rl.git import git
-from nemo_rl.git_history import ZERO
 from nemo_rl.process import in_background
 
 

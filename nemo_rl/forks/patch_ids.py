@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nemo_rl import git_diffs, git_history
+from nemo_rl.forks import git_diffs, git_history
 from nemo_rl.project.landing import write_atomic
 
 CACHE = "nemo-rl-patch-ids.json"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nemo_rl import git, git_history
-from nemo_rl.deps import fork_cache, patch_ids
-from nemo_rl.deps.record_files import (
+from nemo_rl import git
+from nemo_rl.forks import fork_cache, git_history, patch_ids
+from nemo_rl.forks.record_files import (
     INDEX_FACTS,
     RECORD_FACTS,
     Index,

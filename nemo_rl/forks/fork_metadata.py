@@ -19,9 +19,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, git_history, scratch, uv
-from nemo_rl.deps import fork_cache
+from nemo_rl import git, uv
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import fork_cache, git_history, scratch
 from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, git_history, process
-from nemo_rl.deps import fork_cache, fork_metadata, patch_ids
+from nemo_rl import git, process
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import fork_cache, fork_metadata, git_history, patch_ids
 from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
