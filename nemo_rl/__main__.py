@@ -1,6 +1,65 @@
-"""`python -m nemo_rl`: the same as the `nemo-rl` console script."""
+"""The `nemo-rl` console script and `python -m nemo_rl`.
 
-from nemo_rl.cli import entry_point
+The signal handler goes in before the rest of nemo-rl is imported: a Ctrl-C in the first moments, or a job
+started with SIGINT ignored, is then handled like any other (nemo_rl/interrupt.py)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+from nemo_rl import interrupt
+
+
+class _ReaderMayLeave(io.RawIOBase):
+    """Writes to fd 1 or 2 once nobody reads them: `nemo-rl deps bump … | head -1` must not abandon the bump at
+    its second progress line. After the first EPIPE the descriptor points at /dev/null, for our later writes and
+    for the children that inherit it (a child writing into a closed pipe would die of SIGPIPE)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._fd)
+            os.close(devnull)
+            return len(data)
+
+
+def _guard_output() -> None:
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name)
+        if stream is None or stream.fileno() != fd:
+            continue
+        wrapper = io.TextIOWrapper(io.BufferedWriter(_ReaderMayLeave(fd)), encoding=stream.encoding,
+                                   errors=stream.errors, line_buffering=stream.line_buffering,
+                                   write_through=name == "stderr")
+        setattr(sys, name, wrapper)
+
+
+def entry_point() -> None:
+    # A cancelled CI job sends SIGTERM, a closed terminal SIGHUP: both end the command like Ctrl-C, so every
+    # rollback and child clean-up runs.
+    interrupt.install()
+    _guard_output()
+    from nemo_rl.cli import main
+
+    sys.exit(main())
+
 
 if __name__ == "__main__":
     entry_point()

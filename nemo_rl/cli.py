@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from nemo_rl import __version__
+from nemo_rl import __version__, interrupt
 from nemo_rl.errors import Interrupted, NemoRLError
 
 # OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
@@ -41,10 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _raise_interrupted(signum: int, frame: object) -> None:
-    raise Interrupted(signum)
-
-
 def _os_error_message(exc: OSError) -> str | None:
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
@@ -63,14 +59,18 @@ def _project(args: argparse.Namespace) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        interrupt.check()  # a signal while the verbs were imported
         project = _project(args)
         # handlers are "module:function", imported only for the command that runs: `nemo-rl deps status`
         # must not pay for doctor's or the worker code's imports
         module, _, function = args.handler.partition(":")
-        return getattr(importlib.import_module(module), function)(project, args)
+        code = getattr(importlib.import_module(module), function)(project, args)
+        interrupt.check()  # a signal that came after the last checkpoint: the work is done, the exit says so
+        return code
     except BrokenPipeError:
         # `nemo-rl deps status | head -1`: the reader left; nothing failed. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again.
@@ -82,25 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         from nemo_rl import process
 
-        process.end_all()  # children of other threads (the main thread's own were ended where they ran)
-        print("interrupted; nothing was changed by an unfinished step", file=sys.stderr)
+        process.end_all()  # children started but not yet waited for (each wait ends its own)
+        done = interrupt.completed_steps()
+        print(f"interrupted after the change was complete: {'; '.join(done)}" if done else
+              "interrupted; nothing was changed by an unfinished step", file=sys.stderr)
         return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
             print(f"error: {message}", file=sys.stderr)
             return 1
-        if args.verbose:
+        if args is None or args.verbose:
             traceback.print_exc()
         print(f"unexpected error: {type(exc).__name__}: {exc}\n"
               "  this is a bug in nemo-rl; run again with --verbose and report the traceback", file=sys.stderr)
         return 3
-
-
-def entry_point() -> None:
-    # A cancelled CI job sends SIGTERM, a closed terminal SIGHUP: both unwind like Ctrl-C, so every
-    # rollback and child clean-up runs.
-    # SIGINT too: a parent that ignored SIGINT (a job started with `&` in a script) must not make us ignore it.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _raise_interrupted)
-    sys.exit(main())

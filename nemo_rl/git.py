@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.process import Result, run
+from nemo_rl.process import Result, Running, run, start
 
 FILTER_IGNORED = "filtering not recognized by server"
 MIRROR_SETTINGS = (
@@ -38,6 +38,13 @@ def git(
     prefix = ["git", "-C", str(repo)] if repo else ["git"]
     return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text, timeout=timeout,
                stdin_file=stdin_file, stdout_file=stdout_file)
+
+
+def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,
+              stdout_file: BinaryIO | None = None) -> Running:
+    """`git` started, to be collected later: several git processes at once, from one thread."""
+    return start(["git", "-C", str(repo), *args], env=_env(), input_text=input_text, stdin_file=stdin_file,
+                 stdout_file=stdout_file)
 
 
 def unreachable(url: str) -> str:

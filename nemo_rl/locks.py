@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from nemo_rl import interrupt
 from nemo_rl.progress import progress
+
+_POLL_S = 0.1  # a blocking flock would be resumed after a signal's handler (PEP 475) and wait on forever
 
 
 def held(directory: Path) -> bool:
@@ -38,8 +42,13 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
         if waiting is None:
             return False
     progress(waiting())
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return True
+    while True:
+        interrupt.check()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            time.sleep(_POLL_S)
 
 
 def hold(directory: Path) -> int:

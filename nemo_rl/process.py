@@ -1,28 +1,31 @@
 """The one runner for external commands. Nothing else in nemo_rl calls subprocess.
 
-Children run in their own process group, so a Ctrl-C at the terminal reaches nemo-rl alone and nemo-rl
-decides: on any interruption it ends the whole group (uv's build backends included) before unwinding,
-and on Linux the direct child also gets SIGKILL if nemo-rl itself is killed, so no `uv lock` lives on
-to rewrite files after nemo-rl has exited.
+Every child starts a process group of its own (so a Ctrl-C at the terminal reaches nemo-rl alone, and uv's build
+backends can be ended with the uv that started them), with no Python code run between fork and exec. No thread
+starts a child: a command that waits on two things starts both children and collects them in turn (`start`).
+A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds. A watchdog
+process ends the groups still registered when nemo-rl itself dies, SIGKILL included, so no `uv lock` or build
+backend lives on to rewrite files after nemo-rl has exited.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shlex
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
 
-_PR_SET_PDEATHSIG = 1
+GRACE_S = 2.0  # between SIGTERM and SIGKILL for a group being ended: the whole command must end within 5 s
+_SLICE_S = 0.2  # how often a wait looks at the interruption flag
 
 
 @dataclass(frozen=True)
@@ -45,18 +48,44 @@ def describe_failure(result: Result) -> str:
     )
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None  # loaded once, not per child
+# The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it kills what is left.
+# A group is removed only after its leader was reaped, so the number cannot have been reused yet.
+_WATCHDOG = """
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for group in groups:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_watchdogs: dict[int, subprocess.Popen] = {}  # by the pid of the process it watches (a fork gets its own)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _tell_watchdog(line: str) -> None:
+    owner = os.getpid()
+    try:
+        watchdog = _watchdogs.get(owner)
+        if watchdog is None or watchdog.poll() is not None:
+            watchdog = _watchdogs[owner] = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+        if watchdog.stdin is not None:
+            watchdog.stdin.write(line + "\n")
+            watchdog.stdin.flush()
+    except (OSError, ValueError):  # no watchdog: children still end on every signal nemo-rl sees
+        _watchdogs.pop(owner, None)
 
 
 def _end_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the child's whole group, SIGKILL after GRACE_S, and the leader reaped."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
+        proc.wait(timeout=GRACE_S)
     except (ProcessLookupError, PermissionError):
         pass
     except subprocess.TimeoutExpired:
@@ -68,67 +97,108 @@ def _end_group(proc: subprocess.Popen) -> None:
         pass
 
 
-_LIVE: dict[subprocess.Popen, threading.Event | None] = {}  # children running now, from any thread
-_WORK = threading.local()  # .cancelled: the Event of the Background this thread runs, if any
-
-
-class Cancelled(BaseException):
-    """Raised in a Background's thread once it is cancelled; never reaches a user (cancel() discards it)."""
+_LIVE: dict[int, subprocess.Popen] = {}  # children running now, by process group
 
 
 def end_all() -> None:
-    """End every running child's process group (an interruption: children started by other threads too)."""
-    for proc in list(_LIVE):
+    """End every running child's process group."""
+    for proc in list(_LIVE.values()):
         _end_group(proc)
 
 
-class Background[T]:
-    """`work` running in a thread while the caller does something else (each waits on its own subprocesses).
+class Running:
+    """A started child. `wait()` collects it (a Result, or NemoRLError when `check` and it failed); leaving a
+    `with` block by an exception, or calling `end()`, ends its whole process group."""
 
-    `result()` waits and returns its value or raises its exception. As a context manager, leaving the block by an
-    exception cancels the work: its running children are ended, it can start no other, and its outcome is
-    discarded; leaving it normally waits for the result. The thread is a daemon, and an interruption ends its
-    children through end_all()."""
+    def __init__(self, argv: list[str], proc: subprocess.Popen, data: bytes | None, check: bool,
+                 remedy: str | None, timeout: float | None) -> None:
+        self.argv, self._proc, self._data = argv, proc, data
+        self._check, self._remedy = check, remedy
+        self._deadline = time.monotonic() + timeout if timeout is not None else None
+        self._timeout = timeout
+        self._result: Result | None = None
 
-    def __init__(self, work: Callable[[], T]) -> None:
-        self._cancelled = threading.Event()
-        self._outcome: list[tuple[bool, object]] = []
-        self._thread = threading.Thread(target=self._target, args=(work,), daemon=True)
-        self._thread.start()
+    def wait(self) -> Result:
+        if self._result is None:
+            self._result = self._collect()
+        if self._check and self._result.returncode != 0:
+            raise NemoRLError(describe_failure(self._result), self._remedy)
+        return self._result
 
-    def _target(self, work: Callable[[], T]) -> None:
-        _WORK.cancelled = self._cancelled
+    def _collect(self) -> Result:
+        proc = self._proc
         try:
-            self._outcome.append((True, work()))
-        except BaseException as exc:  # handed to the caller, who decides
-            self._outcome.append((False, exc))
+            while True:
+                interrupt.check()
+                left = None if self._deadline is None else self._deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    _end_group(proc)
+                    raise NemoRLError(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s",
+                                      self._remedy)
+                try:  # communicate() may be called again after a timeout: the input already sent is kept
+                    stdout, stderr = proc.communicate(self._data, timeout=_SLICE_S if left is None
+                                                      else min(_SLICE_S, left))
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        except BaseException:  # interrupted, timed out: nothing we started may outlive us
+            self.end()
+            raise
+        self._forget()
+        # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
+        return Result(self.argv, proc.returncode, stdout.decode(errors="replace") if stdout is not None else "",
+                      stderr.decode(errors="replace") if stderr is not None else "")
 
-    def result(self) -> T:
-        self._thread.join()
-        ok, value = self._outcome[0]
-        if not ok:
-            raise value  # type: ignore[misc]
-        return value  # type: ignore[return-value]
+    def end(self) -> None:
+        _end_group(self._proc)
+        self._forget()
 
-    def cancel(self) -> None:
-        self._cancelled.set()
-        for proc, owner in list(_LIVE.items()):
-            if owner is self._cancelled:
-                _end_group(proc)
-        self._thread.join()
+    def _forget(self) -> None:
+        if _LIVE.pop(self._proc.pid, None) is not None:
+            _tell_watchdog(f"-{self._proc.pid}")
 
-    def __enter__(self) -> Background[T]:
+    def __enter__(self) -> Running:
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
         if exc is not None:
-            self.cancel()
-        else:
-            self.result()
+            self.end()
 
 
-def in_background[T](work: Callable[[], T]) -> Background[T]:
-    return Background(work)
+def start(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    remedy: str | None = None,
+    input_text: str | bytes | None = None,
+    timeout: float | None = None,
+    stream: bool = False,
+    stdin_file: BinaryIO | None = None,
+    stdout_file: BinaryIO | None = None,
+) -> Running:
+    """Start `args` and return at once; see `run` for the arguments."""
+    argv = [os.fspath(a) for a in args]
+    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
+        raise NemoRLError(f"timeout must be a positive number of seconds, not {timeout!r}",
+                          "pass a finite timeout greater than 0, or None to wait as long as it takes")
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=stdin_file or (subprocess.PIPE if input_text is not None else subprocess.DEVNULL),
+            stdout=stdout_file or subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
+            process_group=0,
+        )
+    except FileNotFoundError as exc:
+        # The caller's remedy is about the command's work (a network, a SHA); a missing program is not.
+        missing = Path(argv[0]).name
+        raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
+                          f"install {missing} and make sure it is on PATH") from exc
+    _LIVE[proc.pid] = proc
+    _tell_watchdog(f"+{proc.pid}")
+    data = input_text.encode() if isinstance(input_text, str) else input_text
+    return Running(argv, proc, data, check, remedy, timeout)
 
 
 def run(
@@ -152,39 +222,5 @@ def run(
     (open files, instead of `input_text` and the captured stdout) hand tens of MB from one command to the
     next without decoding them in Python.
     """
-    argv = [os.fspath(a) for a in args]
-    cancelled: threading.Event | None = getattr(_WORK, "cancelled", None)
-    if cancelled is not None and cancelled.is_set():
-        raise Cancelled
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=stdin_file or (subprocess.PIPE if input_text is not None else subprocess.DEVNULL),
-            stdout=stdout_file or subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
-            start_new_session=True, preexec_fn=_die_with_parent,
-        )
-    except FileNotFoundError as exc:
-        # The caller's remedy is about the command's work (a network, a SHA); a missing program is not.
-        missing = Path(argv[0]).name
-        raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
-                          f"install {missing} and make sure it is on PATH") from exc
-    data = input_text.encode() if isinstance(input_text, str) else input_text
-    _LIVE[proc] = cancelled
-    try:
-        if cancelled is not None and cancelled.is_set():  # cancel() may have looked at _LIVE just before
-            raise Cancelled
-        stdout, stderr = proc.communicate(data, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _end_group(proc)
-        raise NemoRLError(f"{shlex.join(argv)} did not finish within {timeout:g} s", remedy) from exc
-    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: nothing we started may outlive us
-        _end_group(proc)
-        raise
-    finally:
-        _LIVE.pop(proc, None)
-    # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
-    result = Result(argv, proc.returncode, stdout.decode(errors="replace") if stdout is not None else "",
-                    stderr.decode(errors="replace") if stderr is not None else "")
-    if check and result.returncode != 0:
-        raise NemoRLError(describe_failure(result), remedy)
-    return result
+    return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
+                 stream=stream, stdin_file=stdin_file, stdout_file=stdout_file).wait()

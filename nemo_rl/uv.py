@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.process import Result, run
+from nemo_rl.process import Result, Running, run, start
 
 INSTALL_UV = "install uv (`pip install uv`) or set $UV to the uv executable"
 
@@ -42,16 +42,22 @@ def version() -> str:
     return uv(["--version"]).stdout.strip()
 
 
+LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "
+               "`git config --global url.<mirror>.insteadOf <url>`")
+
+
+def _lock_args(project: Path, upgrade_package: str | None, offline: bool) -> list[str]:
+    return [find_uv_bin(), "lock", "--project", str(project), *(["--offline"] if offline else []),
+            *(["--upgrade-package", upgrade_package] if upgrade_package else [])]
+
+
 def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
-    args = ["lock", "--project", str(project), *(["--offline"] if offline else [])]
-    if upgrade_package:
-        args += ["--upgrade-package", upgrade_package]
-    return uv(
-        args,
-        cwd=project,
-        remedy="read uv's message above; for an unreachable git host, configure a mirror with "
-        "`git config --global url.<mirror>.insteadOf <url>`",
-    )
+    return run(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
+
+
+def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
+    """`uv lock` started, to be collected later (`.wait()`): the caller does other work meanwhile."""
+    return start(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
 
 
 def lock_mismatch(project: Path) -> str | None:

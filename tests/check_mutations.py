@@ -31,6 +31,7 @@ BUNDLES = "tests/test_bundles.py"
 UPSTREAM = "tests/test_deps_upstream.py"
 HOUSEKEEPING = "tests/test_housekeeping.py"
 SIDE = "tests/test_side_by_side.py"
+INTERRUPTS = "tests/test_interrupts.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -103,7 +104,8 @@ MUTATIONS = [
     ("trust: ~ in NEMO_RL_CACHE_DIR", "nemo_rl/settings.py", "    path = Path(os.path.expanduser(setting)) if setting else default",
      "    path = Path(setting) if setting else default", TRUST),
     # checks an earlier review found unguarded
-    ("guard: PR_SET_PDEATHSIG", "nemo_rl/process.py", "        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)", "        pass", GUARDS),
+    ("guard: the watchdog ends a killed command's groups", "nemo_rl/process.py", "        os.killpg(group, signal.SIGKILL)\n    except OSError:\n        pass\n\"\"\"",
+     "        pass\n    except OSError:\n        pass\n\"\"\"", GUARDS),
     ("guard: inherited GIT_DIR dropped", "nemo_rl/git.py", "    env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}",
      "    env = dict(os.environ)", GUARDS),
     ("guard: notes follow a rebased commit", "nemo_rl/forks/records.py", "else old_notes_by_patch_id.get(r.patch_id, \"\")", "else \"\"",
@@ -171,11 +173,20 @@ MUTATIONS = [
     ("bump: goes on when the old pin is gone", "nemo_rl/deps/bump.py",
      "    try:\n        fork_cache.fetched(fork, fork.rev)\n        return True\n    except NemoRLError:\n        return False",
      "    fork_cache.fetched(fork, fork.rev)\n    return True", BUMP),
-    ("background: leaving by an exception cancels the work", "nemo_rl/process.py",
-     "        if exc is not None:\n            self.cancel()\n        else:\n            self.result()",
-     "        self.result()", SIDE),
-    ("fork cache: threads of one command take turns quietly", "nemo_rl/forks/fork_cache.py", "    with in_process:\n",
-     "    with contextlib.nullcontext():\n", SIDE),
+    ("interrupt: the handler records the signal", "nemo_rl/interrupt.py", "    if not _received:\n        _received.append(signum)",
+     "    pass", INTERRUPTS),
+    ("interrupt: a wait for a child looks at the flag", "nemo_rl/process.py", "                interrupt.check()\n                left = None",
+     "                left = None", INTERRUPTS),
+    ("interrupt: a wait for a lock looks at the flag", "nemo_rl/locks.py", "    while True:\n        interrupt.check()\n",
+     "    while True:\n", INTERRUPTS),
+    ("interrupt: a signal before the verb stops it", "nemo_rl/cli.py", "        interrupt.check()  # a signal while the verbs were imported\n",
+     "", INTERRUPTS),
+    ("interrupt: a signal after the last checkpoint is an interruption", "nemo_rl/cli.py",
+     "        interrupt.check()  # a signal that came after the last checkpoint", "        pass  #", INTERRUPTS),
+    ("interrupt: a landing is recorded as complete", "nemo_rl/project/landing.py", "    interrupt.completed(", "    (lambda step: None)(",
+     INTERRUPTS),
+    ("pipe: a reader that left does not abandon the work", "nemo_rl/__main__.py", "        except BrokenPipeError:\n            devnull",
+     "        except ValueError:\n            devnull", INTERRUPTS),
     ("metadata: a moved checkout is cleaned", "nemo_rl/forks/fork_metadata.py",
      '            git.git(["clean", "-ffdxq"], repo=source)\n', "", SIDE),
     ("scratch: memory only with room", "nemo_rl/forks/scratch.py", "free.f_bavail * free.f_frsize >= size_hint + MARGIN",

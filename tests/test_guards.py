@@ -33,11 +33,12 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_child_dies_with_nemo_rl_not_after(tmp_path):
-    """PR_SET_PDEATHSIG: a SIGKILLed nemo-rl takes its direct child along at once (it has no chance to clean up)."""
+    """The watchdog: a SIGKILLed nemo-rl takes its child's whole group along at once (it has no chance to clean
+    up), the grandchild too (uv lock's build backend)."""
     script = textwrap.dedent("""
         import sys
         from nemo_rl.process import run
-        run(["sh", "-c", "echo $$ > " + sys.argv[1] + "; exec sleep 60"])
+        run(["sh", "-c", "sleep 60 & echo $! > " + sys.argv[1] + "; wait"])
     """)
     pid_file = tmp_path / "child.pid"
     parent = subprocess.Popen([sys.executable, "-c", script, str(pid_file)])

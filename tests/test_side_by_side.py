@@ -5,7 +5,6 @@ commit, scratch trees in memory."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -71,28 +70,6 @@ def test_a_refusal_while_uv_locks_ends_the_lock(world, capsys, tmp_path):
         while os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1][:3]:
             assert time.monotonic() < deadline, "the build outlived the bump"
             time.sleep(0.1)
-
-
-def test_threads_of_one_command_take_turns_on_a_fork_cache_quietly(world, capsys):
-    """Another thread of the same command is not "another nemo-rl command": it waits without saying so."""
-    fork = lockfile.fork(world.project, "megatron-core")
-    repo = fork_cache.fetched(fork, fork.rev)
-    capsys.readouterr()
-    order: list[str] = []
-
-    def use(name: str) -> None:
-        with fork_cache.using(repo):
-            order.append(f"{name} in")
-            time.sleep(0.3)
-            order.append(f"{name} out")
-
-    threads = [threading.Thread(target=use, args=(name,)) for name in "ab"]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert order in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
-    assert "waiting" not in capsys.readouterr().err
 
 
 def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path, monkeypatch):

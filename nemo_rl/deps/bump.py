@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl import git, process, uv, values
+from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import fork_cache, fork_metadata, records
 from nemo_rl.forks.record_files import read_index
@@ -58,24 +58,55 @@ def check_declared_metadata(project: Path, fork_table: dict, distribution: str, 
 OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
 
 
-def lock_staged(staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) -> str:
-    """`uv lock --upgrade-package DIST` in the staging copy; how it ran ("offline" or "online").
+class StagedLock:
+    """`uv lock --upgrade-package DIST` in the staging copy, started as a child before the fork's history is read
+    and collected by `result()`; leaving its `with` block by an exception ends it (and the build it runs).
 
     With a declared [[tool.uv.dependency-metadata]] entry, moving the pin changes no requirement, so every locked
     version still fits and uv keeps them all: the lock can only change by the SHA. uv's offline run (its cache,
     no index requests: a fraction of a second instead of seconds) is kept exactly when it gives that; anything
-    else (a package missing from the cache, any other change) is thrown away and uv runs online."""
-    before = (project / "uv.lock").read_text() if (project / "uv.lock").exists() else None
-    if OFFLINE_FIRST and before is not None and lockfile.declared_metadata(project, fork.distribution) is not None:
-        try:
-            uv.lock(staged, upgrade_package=fork.distribution, offline=True)
-            if (staged / "uv.lock").read_text() == before.replace(fork.rev, new_rev):
-                return "offline"
-        except NemoRLError:
-            pass
-        landing.write_atomic(staged / "uv.lock", before)  # uv's online run must start from the committed lock
-    uv.lock(staged, upgrade_package=fork.distribution)
-    return "online"
+    else (a package missing from the cache, any other change) is thrown away, with its reason, and uv runs
+    online from the committed lock."""
+
+    def __init__(self, staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) -> None:
+        self.staged, self.fork, self.new_rev = staged, fork, new_rev
+        lock_path = project / "uv.lock"
+        self.before = lock_path.read_text() if lock_path.exists() else None
+        self.offline = (OFFLINE_FIRST and self.before is not None
+                        and lockfile.declared_metadata(project, fork.distribution) is not None)
+        self.why_online = None if self.offline else ("no uv.lock yet" if self.before is None else
+                                                     "no [[tool.uv.dependency-metadata]] entry for the fork")
+        self.running = uv.lock_started(staged, upgrade_package=fork.distribution, offline=self.offline)
+
+    def result(self) -> str:
+        """How it locked: "offline" or "online"."""
+        if self.offline:
+            assert self.before is not None
+            try:
+                self.running.wait()
+                if (self.staged / "uv.lock").read_text() == self.before.replace(self.fork.rev, self.new_rev):
+                    return "offline"
+                self.why_online = "the offline lock changed more than the pin"
+            except NemoRLError as exc:
+                self.why_online = f"uv could not lock offline: {_last_line(exc.what)}"
+            landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
+        else:
+            self.running.wait()
+            return "online"
+        uv.lock(self.staged, upgrade_package=self.fork.distribution)
+        return "online"
+
+    def __enter__(self) -> StagedLock:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is not None:
+            self.running.end()
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "(nothing)"]
+    return lines[-1] if lines else "no message"
 
 
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
@@ -91,7 +122,7 @@ def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
 
 
 def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool,
-           lock_mode: str) -> str:
+           lock_mode: str, why_online: str | None = None) -> str:
     old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
     new_commits = {r.patch_id: r for r in recs}
     added = [r for pid, r in new_commits.items() if pid not in old_commits]
@@ -106,7 +137,8 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
-    how = " (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else ""
+    how = (" (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else
+           f" (locked online: {why_online})" if why_online else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
@@ -189,9 +221,9 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base=None)
         # uv locks the staged pin while the fork's history is read: most of either is waiting on other processes.
-        # Any failure here (the commit is not the fork's, it builds another distribution) cancels the lock.
+        # Any failure here (the commit is not the fork's, it builds another distribution) ends the lock.
         progress(f"uv lock --upgrade-package {fork.distribution}")
-        with process.in_background(lambda: lock_staged(staging.path, project, fork, new_rev)) as locking:
+        with StagedLock(staging.path, project, fork, new_rev) as locking:
             repo = fork_cache.fetched(fork, new_rev)
             check_on_branch(repo, fork, new_rev, args.branch)
             fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
@@ -201,24 +233,23 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
             base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
                 *([fork.rev] if old_commit_fetched(fork) else []), new_rev]))
-            # the fork's own metadata at the old and the new commit (its build backend) is read meanwhile
-            with process.in_background(lambda: requirement_drift(project, repo, fork, new_rev)) as drift:
-                recs = records.describe(repo, shas)
-                old_index = read_index(patch_dir)
-                lock_mode = locking.result()
-                staging.keep_mode("uv.lock")
-                write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
-                progress(f"writing {relative_patches}/")
-                new_fork = lockfile.fork(staging.path, fork.distribution)
-                index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
-                records.write(staging.path / relative_patches, index, noted)
-                locked_after = validate(staging.path, new_fork, new_rev)
-                changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
-                changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
-                drift_lines = drift.result()
+            recs = records.describe(repo, shas)
+            drift_lines = requirement_drift(project, repo, fork, new_rev)
+            old_index = read_index(patch_dir)
+            lock_mode = locking.result()
+        staging.keep_mode("uv.lock")
+        # the base is known only now; uv, which read the staged pyproject.toml above, never reads it
+        write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+        progress(f"writing {relative_patches}/")
+        new_fork = lockfile.fork(staging.path, fork.distribution)
+        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
+        records.write(staging.path / relative_patches, index, noted)
+        locked_after = validate(staging.path, new_fork, new_rev)
+        changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
+        changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
         if not args.dry_run:
             staging.land()
-    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode))
+    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode, locking.why_online))
     print("\n".join(drift_lines))
     if metadata_note:
         print(f"  metadata: {metadata_note}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,25 +30,17 @@ def _path(fork: Fork) -> Path:
     return settings.cache_dir() / "git" / f"{fork.distribution}-{key}"  # distribution: validated, no '/'
 
 
-_THREADS: dict[Path, threading.Lock] = {}  # one per repository: threads of one command wait on each other quietly
-_THREADS_GUARD = threading.Lock()
-
-
 @contextlib.contextmanager
 def _locked(repo: Path) -> Iterator[None]:
     """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock
-    file lets two processes lock two different files). Another thread of this command waits without a message:
-    the file lock is never contended within one process."""
-    with _THREADS_GUARD:
-        in_process = _THREADS.setdefault(repo, threading.Lock())
-    with in_process:
-        repo.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
-            yield
-        finally:
-            os.close(fd)
+    file lets two processes lock two different files)."""
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
+        yield
+    finally:
+        os.close(fd)
 
 
 def fetched(fork: Fork, sha: str) -> Path:

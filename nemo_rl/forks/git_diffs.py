@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 
 from nemo_rl.forks.git_history import ZERO
-from nemo_rl.git import git
-from nemo_rl.process import in_background
+from nemo_rl.git import git_start
 
 
 def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
@@ -30,34 +29,36 @@ def patch_ids_and_diffstats(repo: Path, shas: list[str]) -> dict[str, tuple[str,
 
 def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[str, str]]:
     """The commits split over the machine's cores (diffing is CPU-bound: one git process uses one core), every
-    other commit to each part so that large ones spread."""
+    other commit to each part so that large ones spread. Each part's `git log -p` runs at once, then each part's
+    `git patch-id`: child processes collected in turn, no threads."""
     count = min(os.cpu_count() or 1, 4)
     parts = [part for part in (shas[n::count] for n in range(count)) if part]
-    with contextlib.ExitStack() as running:  # a failure cancels the other parts
-        others = [running.enter_context(in_background(lambda part=part: _diff_part(repo, part, stats=stats)))
-                  for part in parts[1:]]
-        result = _diff_part(repo, parts[0], stats=stats) if parts else {}
-        for other in others:
-            result |= other.result()
+    result: dict[str, tuple[str, str]] = {}
+    with contextlib.ExitStack() as running:  # a failure or an interruption ends the other parts
+        diffs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
+        # each part's commits from a file, not a pipe: a pipe is only written while its child is waited for
+        inputs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
+        for part, listing in zip(parts, inputs, strict=True):
+            listing.write(("\n".join(part) + "\n").encode())
+            listing.seek(0)
+        logs = [running.enter_context(git_start(
+            ["log", "--no-walk=unsorted", "--first-parent", "-p", *(["--stat=100"] if stats else []), "-M",
+             "--format=commit %H", "--stdin"], repo=repo, stdin_file=listing, stdout_file=diff))
+            for listing, diff in zip(inputs, diffs, strict=True)]
+        for log in logs:
+            log.wait()
+        for diff in diffs:
+            diff.seek(0)
+        ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff))
+               for diff in diffs]
+        for part, diff, patch_id in zip(parts, diffs, ids, strict=True):
+            found = dict(reversed(line.split()[:2]) for line in patch_id.wait().stdout.splitlines() if line.strip())
+            blocks = {}
+            if stats and os.fstat(diff.fileno()).st_size:
+                with mmap.mmap(diff.fileno(), 0, access=mmap.ACCESS_READ) as text:
+                    blocks = _stat_blocks(text)
+            result |= {sha: (found.get(sha, ZERO), blocks.get(sha, "")) for sha in part}
     return {sha: result[sha] for sha in shas}
-
-
-def _diff_part(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[str, str]]:
-    """One `git log -p` over `shas` into a file (tens of MB for a long branch: never through Python), read by
-    `git patch-id`, which skips what precedes each diff: the --stat block `git log -p --stat` prints there."""
-    if not shas:
-        return {}
-    with tempfile.TemporaryFile() as diffs:
-        git(["log", "--no-walk=unsorted", "--first-parent", "-p", *(["--stat=100"] if stats else []), "-M",
-             "--format=commit %H", "--stdin"], repo=repo, input_text="\n".join(shas) + "\n", stdout_file=diffs)
-        diffs.seek(0)
-        out = git(["patch-id", "--stable"], repo=repo, stdin_file=diffs).stdout
-        blocks = {}
-        if stats and os.fstat(diffs.fileno()).st_size:
-            with mmap.mmap(diffs.fileno(), 0, access=mmap.ACCESS_READ) as text:
-                blocks = _stat_blocks(text)
-    found = dict(reversed(line.split()[:2]) for line in out.splitlines() if line.strip())
-    return {sha: (found.get(sha, ZERO), blocks.get(sha, "")) for sha in shas}
 
 
 def _stat_blocks(text: mmap.mmap) -> dict[str, str]:

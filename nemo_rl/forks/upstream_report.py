@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, process
+from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import fork_cache, fork_metadata, git_history, patch_ids
 from nemo_rl.progress import progress
@@ -146,9 +146,8 @@ def report(fork: Fork) -> ForkReport:
                              {sha: (subject.strip(), author) for sha, (author, _, subject) in commits.items()})
     progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
              "per commit")
-    upstream_metadata = process.in_background(lambda: _or_problem(lambda: fork_metadata.read(repo, head)))
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
-    metadata, metadata_problem = upstream_metadata.result()
+    metadata, metadata_problem = _or_problem(lambda: fork_metadata.read(repo, head))
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.placeholders(repo, fork.rev):

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import locks, values
+from nemo_rl import interrupt, locks, values
 from nemo_rl.errors import NemoRLError
 
 STAGING_ROOT = ".nemo-rl"
@@ -164,6 +164,7 @@ def finish(project: Path, staging: Path) -> list[str]:
                 os.replace(target, old)
             target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, target)
+    interrupt.completed(f"{', '.join(moves)} landed in {project}")
     shutil.rmtree(staging, ignore_errors=True)
     remove_empty(project / STAGING_ROOT)
     return moves
