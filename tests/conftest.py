@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,36 @@ def _cuda_available() -> bool:
     except Exception:
         return False
     return bool(torch.cuda.is_available())
+
+
+def _children_of(pid: int) -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+@pytest.fixture(autouse=True)
+def children_end_with_the_test():
+    """A test that started a process and failed (a timeout, an assertion before its wait) must not leave it
+    running: what this test started directly is killed with its descendants when the test ends. Processes of
+    session fixtures (the Ray cluster, its workers) were there before and are not this test's."""
+    before = set(_children_of(os.getpid()).get(os.getpid(), []))
+    yield
+    tree = _children_of(os.getpid())
+    todo = [pid for pid in tree.get(os.getpid(), []) if pid not in before]
+    while todo:
+        pid = todo.pop()
+        todo.extend(tree.get(pid, []))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 @pytest.fixture(scope="session")
