@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,9 +111,9 @@ class Running:
     """A started child. `wait()` collects it (a Result, or NemoRLError when `check` and it failed); leaving a
     `with` block by an exception, or calling `end()`, ends its whole process group."""
 
-    def __init__(self, argv: list[str], proc: subprocess.Popen, data: bytes | None, check: bool,
-                 remedy: str | None, timeout: float | None) -> None:
-        self.argv, self._proc, self._data = argv, proc, data
+    def __init__(self, argv: list[str], proc: subprocess.Popen, check: bool, remedy: str | None,
+                 timeout: float | None) -> None:
+        self.argv, self._proc = argv, proc
         self._check, self._remedy = check, remedy
         self._deadline = time.monotonic() + timeout if timeout is not None else None
         self._timeout = timeout
@@ -135,9 +136,8 @@ class Running:
                     _end_group(proc)
                     raise NemoRLError(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s",
                                       self._remedy)
-                try:  # communicate() may be called again after a timeout: the input already sent is kept
-                    stdout, stderr = proc.communicate(self._data, timeout=_SLICE_S if left is None
-                                                      else min(_SLICE_S, left))
+                try:
+                    stdout, stderr = proc.communicate(timeout=_SLICE_S if left is None else min(_SLICE_S, left))
                     break
                 except subprocess.TimeoutExpired:
                     continue
@@ -183,10 +183,16 @@ def start(
     if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
         raise NemoRLError(f"timeout must be a positive number of seconds, not {timeout!r}",
                           "pass a finite timeout greater than 0, or None to wait as long as it takes")
+    if input_text is not None:
+        # from a file, not a pipe: communicate() is called again after each slice of a wait, and CPython's resumes
+        # reading output but never writing input
+        stdin_file = tempfile.TemporaryFile()
+        stdin_file.write(input_text.encode() if isinstance(input_text, str) else input_text)
+        stdin_file.seek(0)
     try:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=stdin_file or (subprocess.PIPE if input_text is not None else subprocess.DEVNULL),
+            stdin=stdin_file or subprocess.DEVNULL,
             stdout=stdout_file or subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
             process_group=0,
         )
@@ -195,10 +201,12 @@ def start(
         missing = Path(argv[0]).name
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
                           f"install {missing} and make sure it is on PATH") from exc
+    finally:
+        if input_text is not None and stdin_file is not None:
+            stdin_file.close()  # the child holds its own descriptor
     _LIVE[proc.pid] = proc
     _tell_watchdog(f"+{proc.pid}")
-    data = input_text.encode() if isinstance(input_text, str) else input_text
-    return Running(argv, proc, data, check, remedy, timeout)
+    return Running(argv, proc, check, remedy, timeout)
 
 
 def run(

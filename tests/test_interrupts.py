@@ -82,6 +82,14 @@ def test_a_signal_while_a_child_runs_ends_its_whole_group(tmp_path):
     assert not alive(grandchild), "the child's group outlived the interruption"
 
 
+def test_input_reaches_a_child_that_reads_it_late():
+    """The wait looks at the flag between slices of communicate(): the input is handed over once, and whole."""
+    from nemo_rl.process import run
+
+    text = "line\n" * 50_000  # more than a pipe holds
+    assert run(["sh", "-c", "sleep 0.5; cat"], input_text=text).stdout == text
+
+
 def test_a_signal_while_waiting_for_a_lock_ends_the_wait(tmp_path):
     """A blocking flock would be resumed after the handler and wait forever: the wait polls the flag."""
     held = tmp_path / "held"
