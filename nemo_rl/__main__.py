@@ -5,6 +5,7 @@ started with SIGINT ignored, is then handled like any other (nemo_rl/interrupt.p
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -13,7 +14,7 @@ from nemo_rl import interrupt
 
 
 class _ReaderMayLeave(io.RawIOBase):
-    """Writes to fd 1 or 2 once nobody reads them: `nemo-rl deps bump … | head -1` must not abandon the bump at
+    """Writes to fd 1 or 2, also once nobody reads them: `nemo-rl deps bump … | head -1` must not abandon the bump at
     its second progress line. After the first EPIPE the descriptor points at /dev/null, for our later writes and
     for the children that inherit it (a child writing into a closed pipe would die of SIGPIPE)."""
 
@@ -33,7 +34,10 @@ class _ReaderMayLeave(io.RawIOBase):
     def write(self, data) -> int:
         try:
             return os.write(self._fd, data)
-        except BrokenPipeError:
+        except OSError as exc:
+            # EPIPE: the reader left; EIO: the terminal was closed (the SIGHUP that follows is the signal to act on)
+            if exc.errno not in (errno.EPIPE, errno.EIO):
+                raise
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._fd)
             os.close(devnull)
@@ -41,12 +45,19 @@ class _ReaderMayLeave(io.RawIOBase):
 
 
 def _guard_output() -> None:
+    for fd in (0, 1, 2):  # started with `2>&-`: /dev/null there, or the next file opened would become our stderr
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
     for name, fd in (("stdout", 1), ("stderr", 2)):
         stream = getattr(sys, name)
-        if stream is None or stream.fileno() != fd:
+        if stream is not None and stream.fileno() != fd:
             continue
-        wrapper = io.TextIOWrapper(io.BufferedWriter(_ReaderMayLeave(fd)), encoding=stream.encoding,
-                                   errors=stream.errors, line_buffering=stream.line_buffering,
+        wrapper = io.TextIOWrapper(io.BufferedWriter(_ReaderMayLeave(fd)),
+                                   encoding=stream.encoding if stream else "utf-8",
+                                   errors=stream.errors if stream else "backslashreplace",
+                                   line_buffering=stream.line_buffering if stream else False,
                                    write_through=name == "stderr")
         setattr(sys, name, wrapper)
 

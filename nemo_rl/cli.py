@@ -57,6 +57,16 @@ def _project(args: argparse.Namespace) -> Path | None:
     return lockfile.find_project(args.project)
 
 
+def _interrupted(signum: int) -> int:
+    from nemo_rl import process
+
+    process.end_all()  # children started but not yet waited for (each wait ends its own)
+    done = interrupt.completed_steps()
+    print(f"interrupted after the change was complete: {'; '.join(done)}" if done else
+          "interrupted; nothing was changed by an unfinished step", file=sys.stderr)
+    return 128 + signum
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
     args = None
@@ -77,17 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except NemoRLError as exc:
+        if (signum := interrupt.received()) is not None:  # a child died of the same signal (a whole tree's SIGTERM)
+            return _interrupted(signum)
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
-        from nemo_rl import process
-
-        process.end_all()  # children started but not yet waited for (each wait ends its own)
-        done = interrupt.completed_steps()
-        print(f"interrupted after the change was complete: {'; '.join(done)}" if done else
-              "interrupted; nothing was changed by an unfinished step", file=sys.stderr)
-        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+        return _interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:
+        if (signum := interrupt.received()) is not None:
+            return _interrupted(signum)
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
             print(f"error: {message}", file=sys.stderr)

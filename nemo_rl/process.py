@@ -1,7 +1,8 @@
 """The one runner for external commands. Nothing else in nemo_rl calls subprocess.
 
-Every child starts a process group of its own (so a Ctrl-C at the terminal reaches nemo-rl alone, and uv's build
-backends can be ended with the uv that started them), with no Python code run between fork and exec. No thread
+Every child starts a session of its own (so a Ctrl-C at the terminal reaches nemo-rl alone, uv's build backends
+can be ended with the uv that started them, and no child waits on the terminal), with no Python code run between
+fork and exec. No thread
 starts a child: a command that waits on two things starts both children and collects them in turn (`start`).
 A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds. A watchdog
 process ends the groups still registered when nemo-rl itself dies, SIGKILL included, so no `uv lock` or build
@@ -11,6 +12,7 @@ backend lives on to rewrite files after nemo-rl has exited.
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
 import signal
 import subprocess
@@ -49,20 +51,23 @@ def describe_failure(result: Result) -> str:
     )
 
 
-# The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it kills what is left.
-# A group is removed only after its leader was reaped, so the number cannot have been reused yet.
+# The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it ends what is left: SIGTERM
+# first, so git removes its lock files, then SIGKILL. A group is removed only after its leader was reaped, so the
+# number cannot have been reused yet.
 _WATCHDOG = """
-import os, signal, sys
+import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
 groups = set()
 for line in sys.stdin:
     (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
-for group in groups:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except OSError:
-        pass
+for number, signum in enumerate((signal.SIGTERM, signal.SIGKILL) if groups else ()):
+    time.sleep(number)
+    for group in groups:
+        try:
+            os.killpg(group, signum)
+        except OSError:
+            pass
 """
 _watchdogs: dict[int, subprocess.Popen] = {}  # by the pid of the process it watches (a fork gets its own)
 
@@ -82,20 +87,28 @@ def _tell_watchdog(line: str) -> None:
         _watchdogs.pop(owner, None)
 
 
-def _end_group(proc: subprocess.Popen) -> None:
-    """SIGTERM to the child's whole group, SIGKILL after GRACE_S, and the leader reaped."""
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=GRACE_S)
+        os.killpg(proc.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    try:  # the leader is gone; grandchildren may still hold the group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+
+
+def _end_groups(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM to each child's whole group (and SIGCONT, so a stopped one sees it), SIGKILL to what is left after
+    one shared GRACE_S, the leaders reaped."""
+    running = [proc for proc in procs if proc.returncode is None]
+    for proc in running:
+        _signal_group(proc, signal.SIGTERM)
+        _signal_group(proc, signal.SIGCONT)
+    deadline = time.monotonic() + GRACE_S
+    for proc in running:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
+        _signal_group(proc, signal.SIGKILL)  # the leader is gone; grandchildren may still hold the group
 
 
 _LIVE: dict[int, subprocess.Popen] = {}  # children running now, by process group
@@ -103,8 +116,26 @@ _LIVE: dict[int, subprocess.Popen] = {}  # children running now, by process grou
 
 def end_all() -> None:
     """End every running child's process group."""
-    for proc in list(_LIVE.values()):
-        _end_group(proc)
+    procs = list(_LIVE.values())
+    _end_groups(procs)
+    for proc in procs:
+        _forget(proc)
+
+
+def _forget(proc: subprocess.Popen) -> None:
+    if _LIVE.pop(proc.pid, None) is not None:
+        _tell_watchdog(f"-{proc.pid}")
+
+
+def _to_stderr(chunk: bytes) -> None:
+    """A streaming child's stderr, passed on through nemo-rl's own: a reader that left (`| head -1`) then costs the
+    child nothing, where a child writing into the closed pipe itself would die of SIGPIPE."""
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is not None:
+        buffer.write(chunk)
+    else:
+        sys.stderr.write(chunk.decode(errors="replace"))
+    sys.stderr.flush()
 
 
 class Running:
@@ -112,12 +143,15 @@ class Running:
     `with` block by an exception, or calling `end()`, ends its whole process group."""
 
     def __init__(self, argv: list[str], proc: subprocess.Popen, check: bool, remedy: str | None,
-                 timeout: float | None) -> None:
+                 timeout: float | None, deadline: float | None, stream: bool) -> None:
         self.argv, self._proc = argv, proc
         self._check, self._remedy = check, remedy
-        self._deadline = time.monotonic() + timeout if timeout is not None else None
-        self._timeout = timeout
+        self._timeout, self._deadline, self._stream = timeout, deadline, stream
         self._result: Result | None = None
+
+    def done(self) -> bool:
+        """Whether the child has exited (then `wait()` returns at once)."""
+        return self._result is not None or self._proc.poll() is not None
 
     def wait(self) -> Result:
         if self._result is None:
@@ -126,36 +160,65 @@ class Running:
             raise NemoRLError(describe_failure(self._result), self._remedy)
         return self._result
 
+    def _checkpoint(self) -> float:
+        """Between slices of a wait: unwind on an interruption or past the timeout; the time left of a slice."""
+        interrupt.check()
+        if self._deadline is None:
+            return _SLICE_S
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise NemoRLError(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s", self._remedy)
+        return min(_SLICE_S, left)
+
     def _collect(self) -> Result:
         proc = self._proc
         try:
-            while True:
-                interrupt.check()
-                left = None if self._deadline is None else self._deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    _end_group(proc)
-                    raise NemoRLError(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s",
-                                      self._remedy)
+            stdout, stderr = self._relay() if self._stream else self._communicate()
+            while proc.poll() is None:
                 try:
-                    stdout, stderr = proc.communicate(timeout=_SLICE_S if left is None else min(_SLICE_S, left))
-                    break
+                    proc.wait(timeout=self._checkpoint())
                 except subprocess.TimeoutExpired:
                     continue
+            interrupt.check()  # a child that died of the very signal (a whole process tree was sent SIGTERM)
         except BaseException:  # interrupted, timed out: nothing we started may outlive us
             self.end()
             raise
-        self._forget()
+        _forget(proc)
         # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
         return Result(self.argv, proc.returncode, stdout.decode(errors="replace") if stdout is not None else "",
                       stderr.decode(errors="replace") if stderr is not None else "")
 
-    def end(self) -> None:
-        _end_group(self._proc)
-        self._forget()
+    def _communicate(self) -> tuple[bytes | None, bytes | None]:
+        while True:
+            try:  # after a timed-out slice communicate() goes on reading where it stopped
+                return self._proc.communicate(timeout=self._checkpoint())
+            except subprocess.TimeoutExpired:
+                continue
 
-    def _forget(self) -> None:
-        if _LIVE.pop(self._proc.pid, None) is not None:
-            _tell_watchdog(f"-{self._proc.pid}")
+    def _relay(self) -> tuple[bytes | None, bytes | None]:
+        """Capture stdout (when piped) and pass stderr on as it comes."""
+        proc = self._proc
+        captured: list[bytes] = []
+        with selectors.DefaultSelector() as selector:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    selector.register(pipe, selectors.EVENT_READ)
+            while selector.get_map():
+                for key, _ in selector.select(timeout=self._checkpoint()):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif key.fileobj is proc.stderr:
+                        _to_stderr(chunk)
+                    else:
+                        captured.append(chunk)
+        return (b"".join(captured) if proc.stdout is not None else None), None
+
+    def end(self) -> None:
+        """End the child's group, unless it was collected already (its number may belong to another by now)."""
+        if self._result is None:
+            _end_groups([self._proc])
+            _forget(self._proc)
 
     def __enter__(self) -> Running:
         return self
@@ -163,6 +226,19 @@ class Running:
     def __exit__(self, kind, exc, tb) -> None:
         if exc is not None:
             self.end()
+
+
+def _checked_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    try:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < float(timeout) < 1e9:
+            raise ValueError
+    except (ValueError, OverflowError):
+        raise NemoRLError(f"timeout must be a positive number of seconds, not {timeout!r:.40}",
+                          "pass a finite timeout greater than 0 (under 1e9), or None to wait as long as it takes"
+                          ) from None
+    return float(timeout)
 
 
 def start(
@@ -180,9 +256,8 @@ def start(
 ) -> Running:
     """Start `args` and return at once; see `run` for the arguments."""
     argv = [os.fspath(a) for a in args]
-    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
-        raise NemoRLError(f"timeout must be a positive number of seconds, not {timeout!r}",
-                          "pass a finite timeout greater than 0, or None to wait as long as it takes")
+    seconds = _checked_timeout(timeout)
+    deadline = None if seconds is None else time.monotonic() + seconds
     if input_text is not None:
         # from a file, not a pipe: communicate() is called again after each slice of a wait, and CPython's resumes
         # reading output but never writing input
@@ -193,8 +268,10 @@ def start(
         proc = subprocess.Popen(
             argv, cwd=cwd, env=dict(env) if env is not None else None,
             stdin=stdin_file or subprocess.DEVNULL,
-            stdout=stdout_file or subprocess.PIPE, stderr=None if stream else subprocess.PIPE,
-            process_group=0,
+            stdout=stdout_file or subprocess.PIPE, stderr=subprocess.PIPE,
+            # a session of its own: a group nemo-rl can end, and no controlling terminal (ssh asking for a
+            # passphrase fails at once instead of stopping on SIGTTIN in a background group)
+            start_new_session=True,
         )
     except FileNotFoundError as exc:
         # The caller's remedy is about the command's work (a network, a SHA); a missing program is not.
@@ -206,7 +283,7 @@ def start(
             stdin_file.close()  # the child holds its own descriptor
     _LIVE[proc.pid] = proc
     _tell_watchdog(f"+{proc.pid}")
-    return Running(argv, proc, check, remedy, timeout)
+    return Running(argv, proc, check, remedy, seconds, deadline, stream)
 
 
 def run(

@@ -74,27 +74,39 @@ class StagedLock:
         self.before = lock_path.read_text() if lock_path.exists() else None
         self.offline = (OFFLINE_FIRST and self.before is not None
                         and lockfile.declared_metadata(project, fork.distribution) is not None)
-        self.why_online = None if self.offline else ("no uv.lock yet" if self.before is None else
-                                                     "no [[tool.uv.dependency-metadata]] entry for the fork")
+        self.why_online = (None if self.offline else "offline first is turned off" if not OFFLINE_FIRST else
+                           "no uv.lock yet" if self.before is None else
+                           "no [[tool.uv.dependency-metadata]] entry for the fork")
+        self.mode = "online"
         self.running = uv.lock_started(staged, upgrade_package=fork.distribution, offline=self.offline)
+
+    def advance(self) -> None:
+        """Without waiting: once the offline run has ended and its lock is thrown away, start the online one now,
+        so that it too runs while the fork's history is read."""
+        if self.offline and self.running.done():
+            self._settle_offline()
+
+    def _settle_offline(self) -> None:
+        assert self.before is not None
+        self.offline = False
+        try:
+            self.running.wait()
+            if (self.staged / "uv.lock").read_text() == self.before.replace(self.fork.rev, self.new_rev):
+                self.mode = "offline"
+                return
+            self.why_online = "the offline lock changed more than the pin"
+        except NemoRLError as exc:
+            self.why_online = f"uv could not lock offline: {_last_line(exc.what)}"
+        landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
+        self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:
         """How it locked: "offline" or "online"."""
         if self.offline:
-            assert self.before is not None
-            try:
-                self.running.wait()
-                if (self.staged / "uv.lock").read_text() == self.before.replace(self.fork.rev, self.new_rev):
-                    return "offline"
-                self.why_online = "the offline lock changed more than the pin"
-            except NemoRLError as exc:
-                self.why_online = f"uv could not lock offline: {_last_line(exc.what)}"
-            landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
-        else:
+            self._settle_offline()
+        if self.mode != "offline":
             self.running.wait()
-            return "online"
-        uv.lock(self.staged, upgrade_package=self.fork.distribution)
-        return "online"
+        return self.mode
 
     def __enter__(self) -> StagedLock:
         return self
@@ -225,6 +237,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         progress(f"uv lock --upgrade-package {fork.distribution}")
         with StagedLock(staging.path, project, fork, new_rev) as locking:
             repo = fork_cache.fetched(fork, new_rev)
+            locking.advance()
             check_on_branch(repo, fork, new_rev, args.branch)
             fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
             fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
@@ -233,6 +246,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
             base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
                 *([fork.rev] if old_commit_fetched(fork) else []), new_rev]))
+            locking.advance()
             recs = records.describe(repo, shas)
             drift_lines = requirement_drift(project, repo, fork, new_rev)
             old_index = read_index(patch_dir)

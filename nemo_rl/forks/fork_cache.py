@@ -38,9 +38,19 @@ def _locked(repo: Path) -> Iterator[None]:
     fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
         locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
+        _remove_stale_git_locks(repo)
         yield
     finally:
         os.close(fd)
+
+
+def _remove_stale_git_locks(repo: Path) -> None:
+    """git's own lock files (config.lock, packed-refs.lock, refs/**.lock) left by a git that was killed: with the
+    cache's lock held no other git runs here, so each is stale, and one left would fail every later command."""
+    if repo.is_dir():
+        for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
 
 
 def fetched(fork: Fork, sha: str) -> Path:

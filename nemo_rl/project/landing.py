@@ -110,6 +110,7 @@ class Staging:
 
     def land(self) -> None:
         """Move every staged path into the project: the journal first, then one rename per path."""
+        interrupt.check()  # the last point at which nothing has changed
         moves = [name for name in (*self.files, *self.directories) if (self.path / name).exists()]
         write_atomic(self.path / JOURNAL, json.dumps({"moves": moves}))
         finish(self.project, self.path)
