@@ -67,8 +67,11 @@ def cudnn_header_dirs() -> list[Path]:
     candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
     dirs = [Path(c) / "include" for c in candidates if c]
     dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]
-    return [*dirs, Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
-            Path("/usr/local/cuda/include")]
+    return [*dirs, *SYSTEM_HEADER_DIRS]
+
+
+SYSTEM_HEADER_DIRS = (Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
+                      Path("/usr/local/cuda/include"))
 
 
 def cudnn_wheel() -> Path | None:
