@@ -89,7 +89,8 @@ def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-e
     info = site / f"{distribution.replace('-', '_')}-2.3.0.dist-info"
     info.mkdir(parents=True)
     shutil.copy(extension, site / extension.name)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 2.3.0\n")
+    # spelled as transformer-engine-torch's own wheel spells it
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution.replace('-', '_')}\nVersion: 2.3.0\n")
     (info / "RECORD").write_text(f"{extension.name},,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
     return env
 

@@ -110,16 +110,19 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
 
     from nemo_rl.project import installed
 
-    built = _source_built(lock)
+    from packaging.utils import canonicalize_name
+
+    built = {canonicalize_name(name) for name in _source_built(lock)}
     found = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
-        if dist.metadata["Name"] not in built:
+        name = canonicalize_name(dist.metadata["Name"])  # the wheel says transformer_engine_torch
+        if name not in built:
             continue
         for file in dist.files or []:
             if file.name.endswith(".so") or ".so." in file.name:
                 archs = fatbin_archs(Path(dist.locate_file(file)))
                 if archs is not None:
-                    found[file.name] = (dist.metadata["Name"], archs)
+                    found[file.name] = (name, archs)
     return found
 
 
