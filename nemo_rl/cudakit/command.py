@@ -44,7 +44,12 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")
     print(f"  packages: {', '.join(f'{n} {v}' for n, v in sorted(toolkit.packages.items()))}")
+    from nemo_rl.doctor import preflight
+
+    cudnn = preflight.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
     print("  to build the mcore extra with it:")
     print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch}")
+    if cudnn:
+        print(f"    export CUDNN_PATH={cudnn}")
     print("    uv sync --locked --extra mcore   (`nemo-rl doctor --extra mcore` checks the rest first)")
     return 0

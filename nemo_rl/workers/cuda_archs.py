@@ -108,9 +108,9 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
     """{file name: (distribution, archs)} for each shared object with device code that uv built here."""
     import importlib.metadata
 
-    from nemo_rl.project import installed
-
     from packaging.utils import canonicalize_name
+
+    from nemo_rl.project import installed
 
     built = {canonicalize_name(name) for name in _source_built(lock)}
     found = {}
