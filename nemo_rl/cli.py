@@ -22,6 +22,7 @@ USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUO
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nemo_rl.cudakit import command as toolchain
     from nemo_rl.deps import cli as deps_cli
     from nemo_rl.doctor import command as doctor
     from nemo_rl.envs import command as envs
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_parser(subparsers)
     deps_cli.add_parser(subparsers)
     envs.add_parser(subparsers)
+    toolchain.add_parser(subparsers)
     return parser
 
 

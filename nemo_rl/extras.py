@@ -101,8 +101,11 @@ def probe(key: str) -> Probe:
     if dist is None:  # fast: no import needed to know it is absent
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
     commit = commit_from_direct_url(dist.read_text("direct_url.json"))
+    from nemo_rl import cuda_libs
+
     try:
-        importlib.import_module(comp.module)
+        with cuda_libs.for_transformer_engine():  # megatron.core and nemo.tron import transformer_engine too
+            importlib.import_module(comp.module)
     except (Exception, SystemExit) as exc:  # SyntaxError on the wrong Python, CalledProcessError from TE
         reason = f"import {comp.module} failed: {type(exc).__name__}: {exc}"
         return Probe(comp, False, True, dist.version, commit, reason)

@@ -11,11 +11,16 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
 SCRIPT = """
-import importlib, json, sys
+import contextlib, importlib, json, sys
+try:  # the environment's own nemo-rl loads the CUDA wheels' libraries as its imports do (nemo_rl/cuda_libs.py)
+    from nemo_rl.cuda_libs import for_transformer_engine
+except Exception:
+    for_transformer_engine = contextlib.nullcontext
 failed = {}
 for module in sys.argv[1:]:
     try:
-        importlib.import_module(module)
+        with for_transformer_engine():
+            importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
 print(json.dumps({"python": sys.version.split()[0], "failed": failed}))

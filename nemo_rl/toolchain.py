@@ -73,8 +73,10 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
 
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
-CUDA_TOOLKIT_FIX = ("install a CUDA {major} toolkit (NVIDIA publishes no CUDA 12 nvcc on PyPI: use NVIDIA's "
-                    "installer or your cluster's module) and set CUDA_HOME to it, with $CUDA_HOME/bin on PATH")
+CUDA_TOOLKIT_FIX = ("get a CUDA {major} toolkit (PyPI has no CUDA 12 nvcc): on Debian or Ubuntu, "
+                    "`nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles one from the distribution's packages "
+                    "(no installer, no GPU, no system change); else NVIDIA's installer or your cluster's module. "
+                    "Then `export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
 
 
 def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit] | None:

@@ -32,6 +32,9 @@ UPSTREAM = "tests/test_deps_upstream.py"
 HOUSEKEEPING = "tests/test_housekeeping.py"
 SIDE = "tests/test_side_by_side.py"
 INTERRUPTS = "tests/test_interrupts.py"
+CUDA = "tests/test_cudakit.py"
+ARCHS = "tests/test_cuda_archs.py"  # its nvcc tests run with CUDA_HOME naming a CUDA 12 toolkit
+LIBS = "tests/test_cuda_libs.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -220,6 +223,41 @@ MUTATIONS = [
     ("scratch: a young one is kept", "nemo_rl/forks/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SIDE),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
+    # issue 23: the CUDA toolkit, the compiled archs, transformer-engine's libraries
+    ("toolkit: apt never reads the machine's status", "nemo_rl/cudakit/apt.py", '"Dir::State::Status": os.devnull,',
+     "", CUDA),
+    ("toolkit: the archive entry, not security's", "nemo_rl/cudakit/sources.py",
+     'any("-" not in suite and "/" not in suite for suite in s.suites)', "True", CUDA),
+    ("toolkit: the real nvcc, not Debian's wrapper", "nemo_rl/cudakit/layout.py", '(toolkit / "bin/nvcc", "bin/nvcc")',
+     '(root / "usr/bin/nvcc", "bin/nvcc")', CUDA),
+    ("toolkit: dangling links removed", "nemo_rl/cudakit/layout.py",
+     "            if path.is_symlink() and not path.exists():\n                path.unlink()",
+     "            if path.is_symlink() and not path.exists():\n                pass", CUDA),
+    ("toolkit: a foreign directory is refused", "nemo_rl/cudakit/assemble.py",
+     "if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():", "if False:", CUDA),
+    ("pre-flight: wheel-only cuDNN headers fail", "nemo_rl/doctor/preflight.py",
+     'dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]',
+     'dirs += [Path(p) / "nvidia" / "cudnn" / "include" for p in sys.path if p]', CUDA),
+    ("archs: same major only for cubins", "nemo_rl/workers/cuda_archs.py", "sm // 10 == gpu // 10 and sm <= gpu",
+     "sm <= gpu", ARCHS),
+    ("archs: a declared arch without cubins fails the pack", "nemo_rl/workers/cuda_archs.py",
+     "        if absent:\n            raise NemoRLError(", "        if False:\n            raise NemoRLError(", ARCHS),
+    ("archs: a GPU outside the archs refuses", "nemo_rl/workers/cuda_archs.py", "    if unfit:\n", "    if False:\n", ARCHS),
+    ("archs: the node checks before installing", "nemo_rl/workers/bundles.py",
+     "    fits = cuda_archs.check_node(bundle)  # refuses before anything is installed", "    fits = None", ARCHS),
+    ("archs: pack records the archs", "nemo_rl/workers/bundles.py",
+     '        cuda_archs.record(env, lockfile.load_toml(project / "uv.lock"), work)  # read from the built binaries',
+     "        pass", ARCHS),
+    ("libs: CUDA_HOME restored after the import", "nemo_rl/cuda_libs.py",
+     "            if value is None:\n                os.environ.pop(name, None)", "            if value is None:\n                pass",
+     LIBS),
+    ("libs: a toolkit with NVRTC is left alone", "nemo_rl/cuda_libs.py", "    if nvrtc is None or _has_nvrtc(home):",
+     "    if nvrtc is None:", LIBS),
+    ("libs: a dangling libnvrtc link does not count", "nemo_rl/cuda_libs.py", "os.path.exists(p) and ", "", LIBS),
+    ("doctor: the missing library is named", "nemo_rl/doctor/report.py", "        if library:\n            return",
+     "        if False:\n            return", LIBS),
+    ("doctor: the no-GPU note", "nemo_rl/doctor/report.py",
+     'if extras.probe("transformer_engine").installed and not torch.cuda_available:', "if False:", LIBS),
 ]
 
 

@@ -23,8 +23,21 @@ def pytest_collection_modifyitems(config, items):
             probe = extras.probe("megatron")
             if not probe.installed:
                 item.add_marker(pytest.mark.skip(reason=f"needs the mcore extra: {probe.reason}"))
+        if "nvcc" in item.keywords and _cuda12_nvcc() is None:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA 12 nvcc (set CUDA_HOME; `nemo-rl toolchain cuda "
+                                                    "DIR` makes one)"))
+        if "cuda_toolkit" in item.keywords and os.environ.get("NEMO_RL_CUDA_TESTS") != "1":
+            item.add_marker(pytest.mark.skip(reason="the CUDA build tier runs only when asked: NEMO_RL_CUDA_TESTS=1 "
+                                                    "(minutes to an hour, a 1 GB download)"))
         if "gpu" in item.keywords and not _cuda_available():
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)"))
+
+
+def _cuda12_nvcc() -> Path | None:
+    from nemo_rl import toolchain
+
+    nvcc = toolchain.find_nvcc()
+    return nvcc if nvcc and (toolchain.nvcc_version(nvcc) or "").startswith("12.") else None
 
 
 def _cuda_available() -> bool:

@@ -57,20 +57,56 @@ def check_host_compiler(nvcc: Path | None) -> Item:
                 "install a host compiler this nvcc supports (e.g. an older gcc) and set CC/CXX, or use NVCC_CCBIN")
 
 
+def _has_cudnn_header(directory: Path) -> bool:
+    return (directory / "cudnn_version.h").is_file() or (directory / "cudnn.h").is_file()
+
+
 def cudnn_header_dirs() -> list[Path]:
+    """Where the build's compiler finds cudnn.h: torch's extension build adds $CUDNN_HOME (or $CUDNN_PATH)
+    /include, nvcc adds $CUDA_HOME/include, and the compilers search /usr/include."""
     candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
     dirs = [Path(c) / "include" for c in candidates if c]
-    dirs += [Path(p) / "nvidia" / "cudnn" / "include" for p in sys.path if p]  # the nvidia-cudnn-cu12 wheel
-    return [*dirs, Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
-            Path("/usr/local/cuda/include")]
+    dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]
+    return [*dirs, *SYSTEM_HEADER_DIRS]
+
+
+SYSTEM_HEADER_DIRS = (Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
+                      Path("/usr/local/cuda/include"))
+
+
+def cudnn_wheel() -> Path | None:
+    """The nvidia-cudnn-cu12 wheel torch brings, in this environment: its headers are there, but the build runs
+    in uv's isolated environment and finds them only through CUDNN_PATH."""
+    for entry in sys.path:
+        if entry and _has_cudnn_header(Path(entry) / "nvidia" / "cudnn" / "include"):
+            return Path(entry) / "nvidia" / "cudnn"
+    return None
 
 
 def check_cudnn() -> Item:
     for directory in cudnn_header_dirs():
-        if (directory / "cudnn_version.h").is_file() or (directory / "cudnn.h").is_file():
+        if _has_cudnn_header(directory):
             return Item("cudnn headers", True, f"found in {directory}", None)
+    wheel = cudnn_wheel()
+    if wheel is not None:
+        return Item("cudnn headers", False, f"only in the nvidia-cudnn-cu12 wheel ({wheel}), which the isolated "
+                    "build does not see", f"`export CUDNN_PATH={wheel}` (without it the build stops on "
+                    "`cudnn.h: No such file or directory`)")
     return Item("cudnn headers", False, "no cudnn.h / cudnn_version.h found",
-                "install cuDNN's headers (the nvidia-cudnn-cu12 wheel torch brings has them) or set CUDNN_PATH")
+                "run `uv sync` first (torch brings the nvidia-cudnn-cu12 wheel), then `export CUDNN_PATH=` its "
+                "nvidia/cudnn directory; or install cuDNN's headers")
+
+
+def check_archs(nvcc: Path | None) -> Item:
+    """Not a failure either way: which GPUs the build compiles for decides its length and where it runs."""
+    from nemo_rl.workers import cuda_archs
+
+    version = toolchain.nvcc_version(nvcc) if nvcc else None
+    archs = ";".join(map(str, cuda_archs.declared_archs(nvcc_version=version)))
+    if os.environ.get("NVTE_CUDA_ARCHS"):
+        return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
+    return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: transformer-engine builds for {archs}, one "
+                "compile per architecture (`export NVTE_CUDA_ARCHS=90` for H100/H200 nodes only)", None)
 
 
 def check_hosts(project: Path | None) -> list[Item]:
@@ -88,5 +124,5 @@ def check_hosts(project: Path | None) -> list[Item]:
 
 def run_all(project: Path | None, python, torch) -> list[Item]:
     nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
-    return [check_python(python), nvcc_item, check_host_compiler(nvcc), check_cudnn(),
+    return [check_python(python), nvcc_item, check_host_compiler(nvcc), check_cudnn(), check_archs(nvcc),
             *check_hosts(project)]

@@ -23,6 +23,12 @@ MEGATRON_TRAINING_NOTE = (
     "nemo_rl.models.batch provides the causal attention mask and position ids."
 )
 
+NO_GPU_NOTE = (
+    "no GPU here: transformer-engine imports (its libraries load from the CUDA wheels), but its kernels, fp8 "
+    "(sm_89 and newer) and whether its compiled architectures fit a GPU were not checked; on a GPU node run "
+    "`nemo-rl doctor --extra mcore --smoke`"
+)
+
 
 @dataclass(frozen=True)
 class PythonInfo:
@@ -114,6 +120,11 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
     if not probe.present and not probe.installed:
         return "not installed", probe.component.remedy
     if not probe.installed:
+        from nemo_rl import cuda_libs
+
+        library = cuda_libs.missing_library(probe.reason)
+        if library:
+            return "broken", f"the loader cannot find {library[0]}: {library[1]}"
         return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
     mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     return ("env stale", mismatch) if mismatch else ("ok", None)
@@ -177,6 +188,8 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     notes += develop_notes(project)
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
+    if extras.probe("transformer_engine").installed and not torch.cuda_available:
+        notes.append(NO_GPU_NOTE)
     preflight_items = []
     if extra == "mcore":
         problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]

@@ -69,6 +69,9 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
         params_dtype=torch.float32,
         hidden_dropout=0.0,
         attention_dropout=0.0,
+        # Every TransformerBlock asks transformer-engine for its CPU-offload context, and TE 2.3 allocates CUDA
+        # streams for activation offloading even with cpu_offloading off: on a CPU machine, ask for none.
+        cpu_offloading_activations=on_gpu,
     )
     spec = get_gpt_layer_with_transformer_engine_spec() if use_transformer_engine else get_gpt_layer_local_spec()
     model = GPTModel(config=transformer_config, transformer_layer_spec=spec, vocab_size=config.vocab_size,

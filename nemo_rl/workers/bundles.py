@@ -27,6 +27,7 @@ from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.workers import cuda_archs
 
 MANIFEST = "nemo-rl-bundle.json"
 CACHE = "uv-cache"
@@ -188,6 +189,7 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
+        cuda_archs.record(env, lockfile.load_toml(project / "uv.lock"), work)  # read from the built binaries
         shutil.rmtree(env)
         for bucket in cache.iterdir():
             if bucket.name.startswith(DROPPED_BUCKETS):
@@ -239,6 +241,9 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
     from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
     buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
     read and stay in the bundle behind links (see _link_tree). The working cache is removed after."""
+    fits = cuda_archs.check_node(bundle)  # refuses before anything is installed
+    if fits:
+        progress(fits)
     work = settings.venv_dir() / f"{WORK_CACHE_PREFIX}{os.getpid()}"
     progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
     shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,119 @@
+"""Loading the CUDA wheels' libraries before transformer-engine is imported, the way torch loads its own.
+
+transformer-engine 2.3's `transformer_engine.common` loads libtransformer_engine.so, whose DT_NEEDED names
+libcublas.so.12, libcudart.so.12 and cuDNN's eight libraries by soname with no RUNPATH: the loader finds them
+only when they are already loaded or on LD_LIBRARY_PATH. Its NVRTC lookup globs $CUDA_HOME/**/libnvrtc.so* and
+then runs `ldconfig -p | grep libnvrtc`, which raises CalledProcessError on a machine without a system CUDA.
+The nvidia-* wheels torch depends on hold all of them (site-packages/nvidia/<name>/lib). So, before the import:
+load those libraries by path with RTLD_GLOBAL (the soname is then resolved to them), and, for the import only,
+point CUDA_HOME at the NVRTC wheel when the configured one holds no libnvrtc (a toolkit assembled from
+Debian's packages has none, nor has a machine without CUDA). Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import glob
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# (wheel directory under site-packages/nvidia, library glob), in dependency order
+WHEEL_LIBS = (("cuda_runtime", "libcudart.so.*[0-9]"), ("cublas", "libcublasLt.so.*[0-9]"),
+              ("cublas", "libcublas.so.*[0-9]"), ("cuda_nvrtc", "libnvrtc.so.*[0-9]"),
+              ("cudnn", "libcudnn*.so.*[0-9]"))
+# soname prefix -> the wheel that ships it: what doctor names when the loader still cannot find one
+WHEELS = {"libcudart": "nvidia-cuda-runtime-cu12", "libcublas": "nvidia-cublas-cu12",
+          "libnvrtc": "nvidia-cuda-nvrtc-cu12", "libcudnn": "nvidia-cudnn-cu12", "libnccl": "nvidia-nccl-cu12",
+          "libcusparse": "nvidia-cusparse-cu12", "libcufft": "nvidia-cufft-cu12", "libcurand": "nvidia-curand-cu12"}
+
+
+@dataclass(frozen=True)
+class Preloaded:
+    loaded: tuple[str, ...]  # file names
+    failed: dict[str, str]  # file name -> the loader's message
+
+
+def wheel_dir(name: str) -> Path | None:
+    for entry in sys.path:
+        candidate = Path(entry or ".") / "nvidia" / name / "lib"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@functools.cache
+def preload() -> Preloaded:
+    """Load the wheels' libraries once per process. A library whose dependency is not loaded yet is retried
+    after the others (cuDNN's libraries name each other without a RUNPATH)."""
+    pending = []
+    for name, pattern in WHEEL_LIBS:
+        directory = wheel_dir(name)
+        if directory is not None:
+            pending += [Path(p) for p in sorted(glob.glob(str(directory / pattern)))]
+    loaded, failed = [], {}
+    while pending:
+        failed = {}
+        for path in pending:
+            try:
+                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+                loaded.append(path.name)
+            except OSError as exc:
+                failed[path.name] = str(exc)
+        if len(failed) in (0, len(pending)):
+            break
+        pending = [p for p in pending if p.name in failed]
+    return Preloaded(tuple(loaded), failed)
+
+
+def _has_nvrtc(home: str) -> bool:
+    """Whether transformer-engine's glob finds a loadable libnvrtc under `home` (not a stub, not a dangling link)."""
+    return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p
+               for p in glob.glob(f"{home}/**/libnvrtc.so*", recursive=True))
+
+
+@contextlib.contextmanager
+def for_transformer_engine() -> Iterator[None]:
+    """Around an import that reaches transformer_engine (megatron.core and nemo.tron do too)."""
+    preload()
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    nvrtc = wheel_dir("cuda_nvrtc")
+    if nvrtc is None or _has_nvrtc(home):
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH")}
+    os.environ["CUDA_HOME"] = str(nvrtc.parent)  # transformer-engine reads CUDA_HOME before CUDA_PATH
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def missing_library(reason: str | None) -> tuple[str, str] | None:
+    """(library, fix) when an import failed because the loader could not find a CUDA library."""
+    match = re.search(r"(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file", reason or "")
+    if match:
+        library = match.group(1)
+    elif "libnvrtc" in (reason or ""):  # transformer-engine's `ldconfig -p | grep 'libnvrtc'` found none
+        library = "libnvrtc.so.12"
+    else:
+        return None
+    if library.startswith("libcuda.so"):
+        return library, ("libcuda.so.1 is the NVIDIA driver's: it exists only where a driver is installed; "
+                         "on a CPU machine the code that needs it cannot run")
+    wheel = next((w for prefix, w in WHEELS.items() if library.startswith(prefix)), None)
+    if wheel is None:
+        return library, f"install the package that ships {library} or add its directory to LD_LIBRARY_PATH"
+    return library, (f"{library} comes with the {wheel} wheel: `uv sync --locked --extra mcore` installs it "
+                     "(nemo-rl loads it from site-packages/nvidia/*/lib before importing transformer-engine; "
+                     "code of your own that imports it first can do the same inside "
+                     "`nemo_rl.cuda_libs.for_transformer_engine()`)")

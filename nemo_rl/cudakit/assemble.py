@@ -1,0 +1,109 @@
+"""Assemble a CUDA toolkit into a directory from the distribution's packages, and prove it compiles.
+
+The directory ends up as a CUDA_HOME (layout.py) with a stamp naming the packages it came from; a second run
+finds the stamp and only verifies. The work (apt's private state, the .deb files, the extracted tree) lives
+in DIR/.nemo-rl-cuda/ until the toolkit is verified, then is removed (the arranged files are hard links into
+it, so removing it frees nothing the toolkit uses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl.cudakit import apt, layout, sources
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import run
+from nemo_rl.progress import progress
+from nemo_rl.workers import cuda_archs
+
+STAMP = ".nemo-rl-cuda.json"
+WORK = ".nemo-rl-cuda"
+SUITE = "trixie"  # Debian 13: nvidia-cuda-toolkit 12.4, binaries needing only glibc >= 2.34
+COMPONENTS = ("main", "contrib", "non-free")
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    home: Path
+    nvcc_version: str
+    arch: int
+    cubins: tuple[int, ...]
+    packages: dict[str, str]
+    reused: bool
+
+
+def verify(home: Path, arch: int, cuda_major: int) -> tuple[str, tuple[int, ...]]:
+    """(nvcc's release, the SMs `cuobjdump --list-elf` lists for a kernel compiled for `arch`)."""
+    nvcc = home / "bin" / "nvcc"
+    out = run([nvcc, "--version"], timeout=60).stdout
+    release = next((line.split("release ", 1)[1].split(",")[0] for line in out.splitlines() if "release " in line),
+                   None)
+    if release is None or release.split(".")[0] != str(cuda_major):
+        raise NemoRLError(f"{nvcc} reports release {release}, not CUDA {cuda_major}: {out.strip()[-200:]}",
+                          f"remove {home} and run the command again, with --suite naming a suite that ships "
+                          f"CUDA {cuda_major}")
+    with tempfile.TemporaryDirectory() as tmp:
+        source, obj = Path(tmp) / "probe.cu", Path(tmp) / "probe.o"
+        source.write_text("__global__ void probe(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+        run([nvcc, "-gencode", f"arch=compute_{arch},code=sm_{arch}", "-c", source, "-o", obj], timeout=300,
+            remedy="nvcc needs a host compiler it supports (CUDA 12.4: gcc 6 to 13): install one and set "
+            "NVCC_CCBIN to it")
+        listed = cuda_archs.list_elf_archs(run([home / "bin" / "cuobjdump", "--list-elf", obj], timeout=60).stdout)
+    if arch not in listed:
+        raise NemoRLError(f"a kernel compiled for sm_{arch} holds cubins for {listed or 'nothing'}",
+                          f"remove {home} and assemble it again")
+    return release, listed
+
+
+def _stamp(home: Path) -> dict | None:
+    try:
+        data = json.loads((home / STAMP).read_text())
+        return data if isinstance(data, dict) and isinstance(data.get("packages"), dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = SUITE,
+             components: tuple[str, ...] = COMPONENTS, debs: Path | None = None,
+             etc: Path = sources.APT_ETC) -> Toolkit:
+    home = home.absolute()
+    stamp = _stamp(home)
+    # a run killed half-way left its work directory: the directory is ours to finish
+    if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():
+        raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`",
+                          "name a new directory (or an empty one); nothing in this one is changed")
+    if stamp is not None and not layout.missing(home):
+        release, listed = verify(home, arch, cuda_major)
+        return Toolkit(home, release, arch, listed, {str(k): str(v) for k, v in stamp["packages"].items()}, True)
+    work = home / WORK
+    work.mkdir(parents=True, exist_ok=True)
+    deb_dir = debs.absolute() if debs else work / "debs"
+    if debs is None or not all(list(deb_dir.glob(f"{name}_*.deb")) for name in apt.PACKAGES):
+        apt.require_tools()
+        archive = sources.archive_source(sources.machine_sources(etc), sources.release_codename())
+        progress(f"reading the package lists of {suite} from {' '.join(archive.uris)} (private state in {work})")
+        apt.update(work / "apt", sources.private_sources(archive, suite, components))
+        progress(f"downloading {', '.join(apt.PACKAGES)}")
+    elif not shutil.which("dpkg-deb"):
+        raise NemoRLError(*apt.NO_APT)
+    deb_files = apt.download(work / "apt", deb_dir)
+    progress(f"extracting {len(deb_files)} packages")
+    root = work / "root"
+    shutil.rmtree(root, ignore_errors=True)
+    apt.extract(deb_files, root)
+    absent = layout.arrange(root, home)
+    if absent:
+        raise NemoRLError(f"the packages of {suite} lack what a CUDA_HOME needs: {', '.join(absent)}",
+                          "name a suite whose nvidia-cuda-toolkit has the whole compiler (--suite)")
+    progress(f"verifying {home}: nvcc --version, a kernel for sm_{arch}")
+    release, listed = verify(home, arch, cuda_major)
+    packages = apt.versions(deb_files)
+    tmp = home / (STAMP + ".tmp")
+    tmp.write_text(json.dumps({"packages": packages, "nvcc": release, "suite": suite}, indent=1) + "\n")
+    os.replace(tmp, home / STAMP)
+    shutil.rmtree(work, ignore_errors=True)
+    return Toolkit(home, release, arch, listed, packages, False)

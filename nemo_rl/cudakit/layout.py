@@ -1,0 +1,90 @@
+"""The Debian packages' files arranged as a CUDA_HOME, the layout NVIDIA's installer makes and build systems
+(torch.utils.cpp_extension, transformer-engine's setup) expect: $CUDA_HOME/bin/nvcc, include/, lib64/,
+nvvm/. Debian spreads them over /usr/bin, /usr/lib/nvidia-cuda-toolkit, /usr/include and the multiarch
+library directory, with an nvcc.profile of absolute /usr paths; ours is relative to nvcc's own directory, so
+the directory can move."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from pathlib import Path
+
+# The tools nvcc runs (or build systems call) that Debian puts in /usr/bin.
+USR_BIN_TOOLS = ("cudafe++", "fatbinary", "nvlink", "ptxas", "bin2c", "cuobjdump", "nvdisasm", "nvprune", "cu++filt")
+
+PROFILE = """\
+TOP              = $(_HERE_)/..
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+LD_LIBRARY_PATH += $(TOP)/lib64:
+PATH            += $(TOP)/nvvm/bin:$(_HERE_):
+INCLUDES        +=  "-I$(TOP)/include" $(_SPACE_)
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/lib64/stubs" "-L$(TOP)/lib64"
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+"""
+
+# What a CUDA_HOME must hold for nvcc to compile and link: checked after arranging, and by the unit test.
+REQUIRED = ("bin/nvcc", "bin/nvcc.profile", "bin/crt/link.stub", "bin/cudafe++", "bin/fatbinary", "bin/nvlink",
+            "bin/ptxas", "bin/bin2c", "bin/cuobjdump", "nvvm/bin/cicc", "nvvm/lib64/libnvvm.so",
+            "nvvm/libdevice/libdevice.10.bc", "include/cuda_runtime.h", "include/crt/host_config.h",
+            "lib64/libcudart.so", "lib64/libcudadevrt.a")
+
+
+def triplet() -> str:
+    return f"{platform.machine()}-linux-gnu"  # Debian's multiarch names for amd64 and arm64 match Python's
+
+
+def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
+    """(path in the extracted packages, path under CUDA_HOME). Debian's /usr/bin/nvcc is a wrapper script
+    calling the real one in /usr/lib/nvidia-cuda-toolkit/bin with absolute paths, so the real one is taken."""
+    toolkit = root / "usr/lib/nvidia-cuda-toolkit"
+    pairs = [(toolkit / "bin/nvcc", "bin/nvcc"), (toolkit / "bin/crt", "bin/crt"),
+             (toolkit / "bin/cicc", "nvvm/bin/cicc"), (toolkit / "libdevice", "nvvm/libdevice"),
+             (root / "usr/include", "include"), (root / "usr/lib" / lib, "lib64")]
+    pairs += [(root / "usr/bin" / tool, f"bin/{tool}") for tool in USR_BIN_TOOLS]
+    pairs += [(path, f"nvvm/lib64/{path.name}") for path in sorted((root / "usr/lib" / lib).glob("libnvvm.so*"))]
+    return pairs
+
+
+def _place(source: Path, target: Path) -> None:
+    """`target` as `source`: a symlink as the same link, a file as a hard link (the extracted tree is in the
+    same directory: no byte copied) or a copy. What an earlier run placed is replaced, so a rerun converges."""
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    if source.is_symlink():
+        os.symlink(os.readlink(source), target)
+        return
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def arrange(root: Path, home: Path, lib: str | None = None) -> list[str]:
+    """Lay out `home` from the extracted tree `root`; returns the REQUIRED paths still missing."""
+    for source, relative in mapping(root, lib or triplet()):
+        if source.is_dir() and not source.is_symlink():
+            for dirpath, dirnames, filenames in os.walk(source):
+                here = home / relative / Path(dirpath).relative_to(source)
+                here.mkdir(parents=True, exist_ok=True)
+                for name in [*filenames, *(d for d in dirnames if (Path(dirpath) / d).is_symlink())]:
+                    _place(Path(dirpath) / name, here / name)
+        elif source.exists() or source.is_symlink():
+            (home / relative).parent.mkdir(parents=True, exist_ok=True)
+            _place(source, home / relative)
+    # Development links to libraries of packages not taken (libcublas.so -> libcublas.so.12 of libcublas12):
+    # dangling, they only mislead. transformer-engine globs $CUDA_HOME/**/libnvrtc.so* at import and fails on one.
+    for dirpath, dirnames, filenames in os.walk(home):
+        for name in [*filenames, *dirnames]:
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.exists():
+                path.unlink()
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    (home / "bin/nvcc.profile").write_text(PROFILE)
+    return missing(home)
+
+
+def missing(home: Path) -> list[str]:
+    return [relative for relative in REQUIRED if not (home / relative).exists()]

@@ -1,0 +1,97 @@
+"""The machine's own apt mirror, read from /etc/apt, as a private sources file for the suite that ships the
+toolkit. No host is written in code: the URIs (and keyring) are those of the entry for the machine's release,
+so a proxy or local mirror the machine is configured for is used as is."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+
+APT_ETC = Path("/etc/apt")
+
+
+@dataclass(frozen=True)
+class Source:
+    uris: tuple[str, ...]
+    suites: tuple[str, ...]
+    signed_by: str | None
+
+
+def parse_deb822(text: str) -> list[Source]:
+    """Stanzas of a `.sources` file with Types: deb (comments and deb-src stanzas skipped)."""
+    sources = []
+    for stanza in re.split(r"\n\s*\n", text):
+        fields: dict[str, str] = {}
+        key = None
+        for line in stanza.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if line[0].isspace() and key:  # a continuation line (a multi-line Signed-By block)
+                fields[key] += "\n" + line.strip()
+                continue
+            key, _, value = line.partition(":")
+            key = key.strip().lower()
+            fields[key] = value.strip()
+        if "deb" in fields.get("types", "").split() and fields.get("uris") and fields.get("enabled", "yes") != "no":
+            sources.append(Source(tuple(fields["uris"].split()), tuple(fields.get("suites", "").split()),
+                                  fields.get("signed-by")))
+    return sources
+
+
+def parse_one_line(text: str) -> list[Source]:
+    """`deb [signed-by=...] URI SUITE COMPONENTS...` lines of a sources.list."""
+    sources = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        match = re.match(r"deb\s+(?:\[(?P<opts>[^\]]*)\]\s+)?(?P<uri>\S+)\s+(?P<suite>\S+)", line)
+        if match:
+            opts = dict(o.partition("=")[::2] for o in (match["opts"] or "").split())
+            sources.append(Source((match["uri"],), (match["suite"],), opts.get("signed-by")))
+    return sources
+
+
+def machine_sources(etc: Path = APT_ETC) -> list[Source]:
+    found = []
+    if (etc / "sources.list").is_file():
+        found += parse_one_line((etc / "sources.list").read_text(errors="replace"))
+    for path in sorted((etc / "sources.list.d").glob("*.list")):
+        found += parse_one_line(path.read_text(errors="replace"))
+    for path in sorted((etc / "sources.list.d").glob("*.sources")):
+        found += parse_deb822(path.read_text(errors="replace"))
+    return found
+
+
+def release_codename(os_release: Path = Path("/etc/os-release")) -> str | None:
+    try:
+        text = os_release.read_text()
+    except OSError:
+        return None
+    match = re.search(r"^VERSION_CODENAME=\"?([a-z0-9-]+)\"?$", text, re.M)
+    return match.group(1) if match else None
+
+
+def archive_source(sources: list[Source], codename: str | None) -> Source:
+    """The entry of the distribution's main archive: the one listing the release itself (`bookworm`, not
+    `bookworm-security` or `bookworm-updates`, which live on other hosts or lack the packages)."""
+    for source in sources:
+        if codename and codename in source.suites:
+            return source
+    plain = [s for s in sources if any("-" not in suite and "/" not in suite for suite in s.suites)]
+    if plain:
+        return plain[0]
+    raise NemoRLError(f"no apt source for the distribution's archive in {APT_ETC}/sources.list(.d) "
+                      f"(release {codename or 'unknown'})",
+                      "configure the machine's Debian or Ubuntu mirror in /etc/apt/sources.list.d/, or download "
+                      "the .deb files elsewhere and pass their directory with --debs")
+
+
+def private_sources(source: Source, suite: str, components: tuple[str, ...]) -> str:
+    """A deb822 stanza: the machine's mirror, the toolkit's suite and components."""
+    lines = ["Types: deb", f"URIs: {' '.join(source.uris)}", f"Suites: {suite}",
+             f"Components: {' '.join(components)}"]
+    if source.signed_by:  # a key embedded in the stanza keeps its continuation lines
+        lines.append("Signed-By: " + source.signed_by.replace("\n", "\n "))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,199 @@
+"""The GPU architectures compiled into a bundle's CUDA extensions, read from the binaries; the toolchain that
+compiled them; and a node's refusal of a bundle whose extensions cannot run on its GPU.
+
+The architectures come from the ELF `.nv_fatbin` section of each shared object that uv built from source here
+(transformer-engine's torch extension): each fatbin entry header names its kind (cubin or PTX) and its SM. The
+settings that were meant to produce them (NVTE_CUDA_ARCHS) are recorded beside them, and a declared
+architecture without cubins fails the pack: uv may reuse a wheel it built earlier with other settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import run
+
+SIDECAR = "nemo-rl-cuda.json"  # beside the bundle's manifest
+FATBIN_MAGIC = 0xBA55ED50
+CUBIN, PTX = 2, 1
+# transformer-engine's build defaults when NVTE_CUDA_ARCHS is unset (build_tools/utils.py of 2.3)
+TE_DEFAULT_ARCHS = {(12, 8): (70, 80, 89, 90, 100, 120), (0, 0): (70, 80, 89, 90)}
+
+
+@dataclass(frozen=True)
+class Archs:
+    sm: tuple[int, ...]  # cubins: run on GPUs of the same major and an equal or higher minor
+    ptx: tuple[int, ...]  # PTX: JIT-compiled by the driver on any GPU of that SM or newer
+
+
+def _section(fh, name: bytes) -> tuple[int, int] | None:
+    """(offset, size) of a section of an ELF64 little-endian file, or None."""
+    head = fh.read(64)
+    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", head, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    fh.seek(shoff)
+    table = fh.read(shentsize * shnum)
+    sections = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
+    if shstrndx >= len(sections):
+        return None
+    fh.seek(sections[shstrndx][4])
+    names = fh.read(sections[shstrndx][5])
+    for name_off, _, _, _, offset, size in sections:
+        if names[name_off:names.find(b"\0", name_off)] == name:
+            return offset, size
+    return None
+
+
+def fatbin_archs(path: Path) -> Archs | None:
+    """The cubin and PTX architectures in `path`'s fatbins; None when it holds no device code."""
+    with open(path, "rb") as fh:
+        where = _section(fh, b".nv_fatbin")
+        if where is None:
+            return None
+        fh.seek(where[0])
+        data = fh.read(where[1])
+    sm, ptx, pos = set(), set(), 0
+    while pos + 16 <= len(data):
+        magic, _, header, size = struct.unpack_from("<IHHQ", data, pos)
+        if magic != FATBIN_MAGIC:  # fatbins of several translation units are padded to 8 bytes
+            pos += 8
+            continue
+        entry, end = pos + header, pos + header + size
+        while entry + 32 <= end:
+            kind, _, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
+            arch, = struct.unpack_from("<I", data, entry + 28)
+            (sm if kind == CUBIN else ptx if kind == PTX else set()).add(arch)
+            if entry_header == 0:
+                break
+            entry += entry_header + payload
+        pos = end
+    return Archs(tuple(sorted(sm)), tuple(sorted(ptx)))
+
+
+def list_elf_archs(cuobjdump_output: str) -> tuple[int, ...]:
+    """The SMs of `cuobjdump --list-elf` lines ("ELF file    1: x.1.sm_90.cubin")."""
+    return tuple(sorted({int(m) for m in re.findall(r"\.sm_(\d+)a?\.cubin", cuobjdump_output)}))
+
+
+def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple[int, ...]:
+    """NVTE_CUDA_ARCHS ("80;90", "90a" counts as 90), or transformer-engine's default for this nvcc."""
+    setting = environ.get("NVTE_CUDA_ARCHS")
+    if setting:
+        return tuple(sorted({int(m) for m in re.findall(r"(\d+)", setting)}))
+    version = tuple(int(p) for p in (nvcc_version or "0.0").split(".")[:2])
+    return next(archs for floor, archs in sorted(TE_DEFAULT_ARCHS.items(), reverse=True) if version >= floor)
+
+
+def runs_on(archs: Archs, gpu: int) -> bool:
+    return (any(sm // 10 == gpu // 10 and sm <= gpu for sm in archs.sm)
+            or any(ptx <= gpu for ptx in archs.ptx))
+
+
+def _source_built(lock: dict) -> set[str]:
+    """Distributions the lock offers no wheel for: uv builds them on the builder (sdists, git sources)."""
+    return {str(p.get("name")) for p in lock.get("package", []) if isinstance(p, dict) and not p.get("wheels")
+            and (p.get("sdist") or "git" in (p.get("source") or {}))}
+
+
+def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
+    """{file name: (distribution, archs)} for each shared object with device code that uv built here."""
+    import importlib.metadata
+
+    from packaging.utils import canonicalize_name
+
+    from nemo_rl.project import installed
+
+    built = {canonicalize_name(name) for name in _source_built(lock)}
+    found = {}
+    for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
+        name = canonicalize_name(dist.metadata["Name"])  # the wheel says transformer_engine_torch
+        if name not in built:
+            continue
+        for file in dist.files or []:
+            if file.name.endswith(".so") or ".so." in file.name:
+                archs = fatbin_archs(Path(dist.locate_file(file)))
+                if archs is not None:
+                    found[file.name] = (name, archs)
+    return found
+
+
+def toolchain_record() -> dict:
+    from nemo_rl import toolchain
+
+    nvcc = toolchain.find_nvcc()
+    compiler = os.environ.get("NVCC_CCBIN") or os.environ.get("CXX") or shutil.which("c++") or "c++"
+    host = run([compiler, "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
+    version = toolchain.nvcc_version(nvcc) if nvcc else None
+    return {"nvcc": version, "host_compiler": host[0] if host else None,
+            "declared_archs": list(declared_archs(nvcc_version=version))}
+
+
+def record(env: Path, lock: dict, bundle: Path) -> dict | None:
+    """Write the sidecar for the environment about to be packed; refuse when a declared arch has no cubins."""
+    extensions = compiled_extensions(env, lock)
+    if not extensions:
+        return None
+    tools = toolchain_record()
+    for name, (dist, archs) in extensions.items():
+        absent = [a for a in tools["declared_archs"] if a not in archs.sm]
+        if absent:
+            raise NemoRLError(
+                f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
+                f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
+                f"{';'.join(map(str, tools['declared_archs']))} (NVTE_CUDA_ARCHS): sm {', '.join(map(str, absent))} "
+                "missing", f"uv reused a wheel built with other settings: `uv cache clean {dist}`, set "
+                "NVTE_CUDA_ARCHS to the GPUs of your nodes, and pack again")
+    data = {"toolchain": tools, "extensions": {name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx)}
+                                               for name, (dist, a) in sorted(extensions.items())}}
+    (bundle / SIDECAR).write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def node_gpu() -> int | None:
+    """This node's GPU as an SM number (90 for compute capability 9.0), or None without one."""
+    if shutil.which("nvidia-smi"):
+        out = run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], check=False, timeout=30)
+        match = re.search(r"(\d+)\.(\d+)", out.stdout) if out.returncode == 0 else None
+        if match:
+            return int(match.group(1)) * 10 + int(match.group(2))
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return major * 10 + minor
+    except Exception:  # a broken CUDA install: the same as no GPU for this check
+        pass
+    return None
+
+
+def check_node(bundle: Path, gpu: int | None = None) -> str | None:
+    """Refuse (before anything is installed) a bundle whose extensions cannot run on this node's GPU; a line
+    saying what was checked, or that nothing could be, otherwise (None: the bundle has no CUDA extensions)."""
+    try:
+        data = json.loads((bundle / SIDECAR).read_text())
+        extensions = {str(n): Archs(tuple(map(int, e["sm"])), tuple(map(int, e["ptx"])))
+                      for n, e in data["extensions"].items()}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
+    gpu = node_gpu() if gpu is None else gpu
+    held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
+    if gpu is None:
+        return f"no GPU found (nvidia-smi, torch): could not check the bundle's CUDA architectures ({held})"
+    unfit = [n for n, a in extensions.items() if not runs_on(a, gpu)]
+    if unfit:
+        raise NemoRLError(f"this node's GPU is sm_{gpu}, but the bundle's {held}: {', '.join(unfit)} cannot run "
+                          "here", f"pack on the builder with NVTE_CUDA_ARCHS including {gpu} (e.g. "
+                          f"NVTE_CUDA_ARCHS=\"{gpu}\") after `uv cache clean transformer-engine-torch`")
+    return f"GPU sm_{gpu} fits the bundle's {held}"

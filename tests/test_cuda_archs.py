@@ -1,0 +1,166 @@
+"""The GPU architectures a bundle's compiled extensions hold, read from their fatbins; the pack's refusal of a
+declared arch without cubins; a node's refusal of a bundle its GPU cannot run. The fixture extension is compiled
+by a real nvcc for sm_80 (skips without a CUDA 12 nvcc); the parser is also tested on a hand-made ELF."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import toolchain
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import run
+from nemo_rl.workers import bundles, cuda_archs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fatbin(entries: list[tuple[int, int]]) -> bytes:
+    """One fatbin container holding (kind, sm) entries with 8-byte payloads."""
+    body = b"".join(struct.pack("<HHIQ", kind, 1, 64, 8) + struct.pack("<12xI32x", sm) + b"\0" * 8
+                    for kind, sm in entries)
+    return struct.pack("<IHHQ", cuda_archs.FATBIN_MAGIC, 1, 16, len(body)) + body
+
+
+def elf_with(section: bytes, name: bytes = b".nv_fatbin") -> bytes:
+    """A minimal ELF64: header, the section's bytes, a name table, three section headers (null, it, names)."""
+    names = b"\0" + name + b"\0.shstrtab\0"
+    data_off, names_off = 64, 64 + len(section)
+    shoff = names_off + len(names)
+    header = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0,
+                                                              64, 3, 2)
+    sections = [struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+                struct.pack("<IIQQQQIIQQ", 1, 1, 2, 0, data_off, len(section), 0, 0, 8, 0),
+                struct.pack("<IIQQQQIIQQ", 2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)]
+    return header + section + names + b"".join(sections)
+
+
+def test_the_fatbin_parser_reads_cubins_and_ptx_of_every_container(tmp_path):
+    lib = tmp_path / "ext.so"
+    lib.write_bytes(elf_with(fatbin([(cuda_archs.CUBIN, 80), (cuda_archs.PTX, 90)]) + b"\0" * 8
+                             + fatbin([(cuda_archs.CUBIN, 90)])))
+    assert cuda_archs.fatbin_archs(lib) == cuda_archs.Archs((80, 90), (90,))
+    plain = tmp_path / "plain.so"
+    plain.write_bytes(elf_with(b"\0" * 16, b".text"))
+    assert cuda_archs.fatbin_archs(plain) is None  # no device code
+    (tmp_path / "not-elf.so").write_bytes(b"#!/bin/sh\n")
+    assert cuda_archs.fatbin_archs(tmp_path / "not-elf.so") is None
+
+
+def test_which_gpus_an_extension_runs_on():
+    sm80 = cuda_archs.Archs((80,), ())
+    assert cuda_archs.runs_on(sm80, 80) and cuda_archs.runs_on(sm80, 86)  # same major, newer minor
+    assert not cuda_archs.runs_on(sm80, 90) and not cuda_archs.runs_on(sm80, 75)
+    assert cuda_archs.runs_on(cuda_archs.Archs((), (80,)), 90)  # PTX is JIT-compiled for newer GPUs
+    assert cuda_archs.list_elf_archs("ELF file    1: x.1.sm_80.cubin\nELF file    2: x.2.sm_90a.cubin\n") == (80, 90)
+    assert cuda_archs.declared_archs({"NVTE_CUDA_ARCHS": "90;80"}) == (80, 90)
+    assert cuda_archs.declared_archs({}, "12.4") == (70, 80, 89, 90)
+    assert cuda_archs.declared_archs({}, "12.8") == (70, 80, 89, 90, 100, 120)
+
+
+@pytest.fixture(scope="module")
+def sm80_extension(tmp_path_factory) -> Path:
+    """A shared object with one kernel compiled for sm_80 only, by the CUDA 12 nvcc found here."""
+    nvcc = toolchain.find_nvcc()
+    work = tmp_path_factory.mktemp("ext")
+    (work / "kernel.cu").write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+                                    "void launch(float *x) { twice<<<1, 32>>>(x); }\n")
+    run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80", work / "kernel.cu",
+         "-o", work / "fixture_ext.cpython-312-x86_64-linux-gnu.so"], timeout=300)
+    return work / "fixture_ext.cpython-312-x86_64-linux-gnu.so"
+
+
+@pytest.mark.nvcc
+def test_the_archs_read_from_the_binary_are_cuobjdumps(sm80_extension):
+    assert cuda_archs.fatbin_archs(sm80_extension) == cuda_archs.Archs((80,), ())
+    listed = run([toolchain.find_nvcc().parent / "cuobjdump", "--list-elf", sm80_extension]).stdout
+    assert cuda_archs.list_elf_archs(listed) == (80,)
+
+
+def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-engine-torch") -> Path:
+    """An environment whose one distribution installed `extension` (as uv installs a wheel it built)."""
+    env = tmp_path / "env"
+    site = env / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    info = site / f"{distribution.replace('-', '_')}-2.3.0.dist-info"
+    info.mkdir(parents=True)
+    shutil.copy(extension, site / extension.name)
+    # spelled as transformer-engine-torch's own wheel spells it
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution.replace('-', '_')}\nVersion: 2.3.0\n")
+    (info / "RECORD").write_text(f"{extension.name},,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    return env
+
+
+SDIST_LOCK = {"package": [{"name": "transformer-engine-torch", "sdist": {"url": "x"}},
+                          {"name": "torch", "wheels": [{"url": "y"}]}]}
+
+
+@pytest.mark.nvcc
+def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path, monkeypatch):
+    env = fake_env(tmp_path, sm80_extension)
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "80;90")
+    with pytest.raises(NemoRLError) as refused:
+        cuda_archs.record(env, SDIST_LOCK, tmp_path)
+    assert "holds cubins for sm 80" in refused.value.what and "sm 90 missing" in refused.value.what
+    assert "uv cache clean transformer-engine-torch" in refused.value.remedy
+    assert not (tmp_path / cuda_archs.SIDECAR).exists()
+    # a wheel from the index is not ours to judge (torch's own libraries hold every arch NVIDIA chose)
+    assert cuda_archs.record(env, {"package": [{"name": "transformer-engine-torch", "wheels": [{}]}]}, tmp_path) is None
+
+
+@pytest.mark.nvcc
+def test_a_node_whose_gpu_is_not_among_the_archs_refuses_naming_both(sm80_extension, tmp_path, monkeypatch):
+    env = fake_env(tmp_path, sm80_extension)
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "80")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    data = cuda_archs.record(env, SDIST_LOCK, bundle)
+    on_disk = json.loads((bundle / cuda_archs.SIDECAR).read_text())
+    assert on_disk == data and on_disk["extensions"][sm80_extension.name]["sm"] == [80]
+    assert on_disk["toolchain"]["nvcc"].startswith("12.") and on_disk["toolchain"]["declared_archs"] == [80]
+    assert on_disk["toolchain"]["host_compiler"]
+    with pytest.raises(NemoRLError) as refused:
+        cuda_archs.check_node(bundle, gpu=90)
+    assert "sm_90" in refused.value.what and "sm 80" in refused.value.what
+    assert "NVTE_CUDA_ARCHS" in refused.value.remedy
+    assert "fits" in cuda_archs.check_node(bundle, gpu=86)
+    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: None)
+    assert "could not check" in cuda_archs.check_node(bundle)
+
+
+def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "transformer_engine_torch.so": {"distribution": "transformer-engine-torch", "sm": [80], "ptx": []}}}))
+    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: 90)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
+    with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
+        bundles.sync_from(bundle, ROOT, [], tmp_path / "env")
+    assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())
+
+
+@pytest.mark.nvcc
+def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch):
+    """bundles.pack with uv replaced by a fake environment holding the fixture extension as transformer-engine's."""
+    for name in ("pyproject.toml", "uv.lock", ".python-version"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "80")
+    made = {}
+
+    def venv(path, python):
+        made["env"] = fake_env(path.parent / "made", sm80_extension)
+        shutil.copytree(made["env"], path)
+
+    monkeypatch.setattr(bundles.uv, "venv", venv)
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: (k["extra_env"] and
+                                                             Path(k["extra_env"]["UV_CACHE_DIR"]).mkdir()))
+    bundles.pack(tmp_path, [], tmp_path / "bundle")
+    sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
+    assert sidecar["extensions"][sm80_extension.name] == {"distribution": "transformer-engine-torch", "sm": [80],
+                                                          "ptx": []}

@@ -1,0 +1,184 @@
+"""`nemo-rl toolchain cuda DIR`: the machine's mirror read from /etc/apt, apt's private state, the CUDA_HOME layout
+made from Debian's package tree. The real assembly (1 GB from the mirror) runs in the cuda_toolkit tier."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from nemo_rl.cli import main
+from nemo_rl.cudakit import apt, assemble, layout, sources
+from nemo_rl.errors import NemoRLError
+
+DEB822 = """\
+Types: deb
+# a comment
+URIs: http://mirror.invalid/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://security.invalid/debian-security
+Suites: bookworm-security
+Components: main
+"""
+
+
+def test_the_archive_entry_of_the_release_becomes_the_private_sources():
+    found = sources.parse_deb822(DEB822)
+    archive = sources.archive_source(found, "bookworm")
+    assert archive.uris == ("http://mirror.invalid/debian",)
+    text = sources.private_sources(archive, "trixie", ("main", "contrib", "non-free"))
+    assert text == ("Types: deb\nURIs: http://mirror.invalid/debian\nSuites: trixie\n"
+                    "Components: main contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    # the security stanza alone is not the archive: its host lacks the packages
+    with pytest.raises(NemoRLError, match="no apt source"):
+        sources.archive_source(found[1:], "bookworm")
+
+
+def test_one_line_sources_and_files_under_etc(tmp_path):
+    etc = tmp_path / "apt"
+    (etc / "sources.list.d").mkdir(parents=True)
+    (etc / "sources.list").write_text("# deb http://old.invalid/debian bookworm main\n"
+                                      "deb [arch=amd64 signed-by=/k.gpg] http://one.invalid/debian bookworm main\n")
+    (etc / "sources.list.d" / "debian.sources").write_text(DEB822)
+    found = sources.machine_sources(etc)
+    assert [s.uris[0] for s in found] == ["http://one.invalid/debian", "http://mirror.invalid/debian",
+                                           "http://security.invalid/debian-security"]
+    assert found[0].signed_by == "/k.gpg"
+    assert sources.archive_source(found, "bookworm").uris == ("http://one.invalid/debian",)
+
+
+def test_apt_reads_and_writes_only_its_private_state(tmp_path):
+    options = apt.options(tmp_path)
+    pairs = dict(o.split("=", 1) for o in options[1::2])
+    assert pairs["Dir::Etc::SourceList"] == os.devnull  # the machine's lists are never read
+    assert pairs["Dir::State::Status"] == os.devnull  # nor its installed packages
+    assert pairs["Dir::Etc::Preferences"] == os.devnull  # nor its pins
+    for key in ("Dir::State", "Dir::State::Lists", "Dir::Cache", "Dir::Cache::Archives", "Dir::Etc::SourceParts"):
+        assert Path(pairs[key]).is_relative_to(tmp_path), key
+    assert apt.versions([Path("libnvvm4_12.4.131~12.4.1-2_amd64.deb"), Path("x_1%3a2.0-1_all.deb")]) == {
+        "libnvvm4": "12.4.131~12.4.1-2", "x": "1:2.0-1"}
+
+
+def fake_package_tree(root: Path, lib: str) -> None:
+    """The paths Debian's packages put the toolkit in (the contents do not matter to the layout)."""
+    toolkit = root / "usr/lib/nvidia-cuda-toolkit"
+    files = ["usr/bin/nvcc", "usr/lib/nvidia-cuda-toolkit/bin/nvcc", "usr/lib/nvidia-cuda-toolkit/bin/cicc",
+             "usr/lib/nvidia-cuda-toolkit/bin/crt/link.stub", "usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+             "usr/include/cuda_runtime.h", "usr/include/crt/host_config.h", f"usr/lib/{lib}/libcudart.so.12.4.127",
+             f"usr/lib/{lib}/libcudadevrt.a", f"usr/lib/{lib}/libnvvm.so.4.0.0",
+             *(f"usr/bin/{tool}" for tool in layout.USR_BIN_TOOLS)]
+    for relative in files:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(relative)
+    (root / "usr/bin/nvcc").write_text("#!/bin/sh\nexec /usr/lib/nvidia-cuda-toolkit/bin/nvcc \"$@\"\n")
+    os.symlink("libcudart.so.12.4.127", root / f"usr/lib/{lib}/libcudart.so")
+    os.symlink("libnvvm.so.4.0.0", root / f"usr/lib/{lib}/libnvvm.so")
+    os.symlink("/etc/nvcc.profile", toolkit / "bin/nvcc.profile")  # Debian's: absolute /usr paths
+    os.symlink("libnvrtc.so.12", root / f"usr/lib/{lib}/libnvrtc.so")  # libnvrtc12 is not taken
+
+
+def test_the_layout_is_a_relocatable_cuda_home(tmp_path):
+    root, home = tmp_path / "root", tmp_path / "home"
+    fake_package_tree(root, "x86_64-linux-gnu")
+    assert layout.arrange(root, home, "x86_64-linux-gnu") == []
+    # the real nvcc, not Debian's wrapper that calls /usr/lib/... by absolute path
+    assert (home / "bin/nvcc").read_text() == "usr/lib/nvidia-cuda-toolkit/bin/nvcc"
+    assert os.readlink(home / "lib64/libcudart.so") == "libcudart.so.12.4.127"
+    assert os.readlink(home / "nvvm/lib64/libnvvm.so") == "libnvvm.so.4.0.0"
+    assert not (home / "lib64/libnvrtc.so").is_symlink()  # dangling: transformer-engine's import would load it
+    profile = (home / "bin/nvcc.profile").read_text()
+    assert not (home / "bin/nvcc.profile").is_symlink() and "/usr" not in profile and "$(_HERE_)" in profile
+    moved = tmp_path / "moved"
+    shutil.move(home, moved)
+    assert layout.missing(moved) == []
+    assert arranged_again(root, moved) == []  # idempotent: arranging over a finished layout changes nothing
+
+
+def arranged_again(root: Path, home: Path) -> list[str]:
+    return layout.arrange(root, home, "x86_64-linux-gnu")
+
+
+def test_a_package_tree_without_the_compiler_is_named(tmp_path):
+    root, home = tmp_path / "root", tmp_path / "home"
+    fake_package_tree(root, "x86_64-linux-gnu")
+    (root / "usr/lib/nvidia-cuda-toolkit/bin/cicc").unlink()
+    assert layout.arrange(root, home, "x86_64-linux-gnu") == ["nvvm/bin/cicc"]
+
+
+def test_a_foreign_directory_is_never_changed(tmp_path, capsys):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["toolchain", "cuda", str(tmp_path / "mine")]) == 1
+    assert "was not made by `nemo-rl toolchain cuda`" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+def test_without_apt_it_says_what_to_do(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["toolchain", "cuda", str(tmp_path / "cuda")]) == 1
+    err = capsys.readouterr().err
+    assert "apt-get and dpkg-deb are needed" in err and "--debs" in err and "nvidia-cuda-toolkit" in err
+
+
+def test_a_bad_arch_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["toolchain", "cuda", str(tmp_path / "cuda"), "--arch", "sm_90"])
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.cuda_toolkit
+def test_assemble_from_the_mirror_and_compile_for_sm80(tmp_path):
+    """The real thing: the machine's mirror, 1 GB of .debs, a kernel for sm_80; then a second run only verifies."""
+    if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        pytest.skip("needs apt-get and dpkg-deb (a Debian or Ubuntu builder)")
+    home = tmp_path / "cuda"
+    try:
+        made = assemble.assemble(home, arch=80)
+    except NemoRLError as exc:
+        if "apt-get" in exc.what and "update" in exc.what:
+            pytest.skip(f"the mirror is not reachable: {exc.what.splitlines()[0]}")
+        raise
+    assert made.nvcc_version.startswith("12.") and made.cubins == (80,) and not made.reused
+    assert not (home / assemble.WORK).exists() and layout.missing(home) == []
+    again = assemble.assemble(home, arch=80)
+    assert again.reused and again.packages == made.packages
+
+
+def test_the_preflight_names_the_command_when_nvcc_is_missing(tmp_path, monkeypatch):
+    from nemo_rl.doctor import preflight
+
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    item, nvcc = preflight.check_nvcc("12.6")
+    if item.ok:
+        pytest.skip(f"/usr/local/cuda holds a CUDA 12 nvcc: {item.detail}")
+    # none at all, or /usr/local/cuda of another major (a CUDA 13 beside torch's 12)
+    assert nvcc is None or "torch was built with CUDA 12.6" in item.detail
+    assert "`nemo-rl toolchain cuda ~/cuda-12 --arch 90`" in item.fix
+
+
+def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, monkeypatch):
+    """uv builds transformer-engine in an isolated environment: the wheel's headers count once CUDNN_PATH names
+    them, as torch's extension build adds $CUDNN_PATH/include."""
+    from nemo_rl.doctor import preflight
+
+    wheel = tmp_path / "site" / "nvidia" / "cudnn"
+    (wheel / "include").mkdir(parents=True)
+    (wheel / "include" / "cudnn_version.h").write_text("#define CUDNN_MAJOR 9\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
+    for name in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CPATH"):
+        monkeypatch.delenv(name, raising=False)
+    if any(preflight._has_cudnn_header(d) for d in preflight.SYSTEM_HEADER_DIRS):
+        pytest.skip("cuDNN headers are installed system-wide here")
+    item = preflight.check_cudnn()
+    assert not item.ok and f"`export CUDNN_PATH={wheel}`" in item.fix
+    monkeypatch.setenv("CUDNN_PATH", str(wheel))
+    assert preflight.check_cudnn().ok
