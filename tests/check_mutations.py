@@ -8,16 +8,16 @@ bump's validation, status's states, what is read from disk, and the worker envir
 Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
 and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
 
-- caught: a test failed in its own body (an assertion, or an error the test raised), and the same test passes
-  in the copy once the mutation is undone;
-- flaky: that test fails without the mutation too (it is named; nothing is counted);
+- caught: a test failed in its own body (an assertion, or an error the test raised), failed again when run
+  alone with the mutation, and passes alone once the mutation is undone;
+- flaky: that test fails without the mutation too, or passes alone with it (it is named; nothing is counted);
 - inconclusive: the run proved nothing: setup or teardown errors, a collection error, a timeout (the run's, or a
   test failing on one), a crash without a report, or no test that ran. Such a run is made once more, then listed;
 - survived: every test ran and passed.
 
 The verdict comes from pytest's junit-xml report, which tells failures (the test body) from errors (fixtures,
-collection). Each run stops at the first failing test body but goes on past errors (this file is also the pytest
-plugin that does so, `-p check_mutations`). Not collected by pytest (the file name does not start with test_).
+collection). Each run stops at the first failing test body but goes on past errors (tests/mutation_verdicts.py
+holds the verdicts and that pytest plugin). Not collected by pytest (the file name does not start with test_).
 """
 
 from __future__ import annotations
@@ -25,17 +25,15 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from mutation_verdicts import Run, classify, judge, twice
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = "tests/test_deps_patches.py"
@@ -224,96 +222,18 @@ MUTATIONS = [
     ("trust: journal paths stay inside the project", "nemo_rl/project/landing.py",
      "    for name in moves:\n        values.inside(project_of(staging), name, str(path))\n", "",
      f"{TRUST}::test_a_landing_journal_never_moves_through_a_link_out_of_the_project"),
+    # this runner's own verdicts
+    ("runner: a setup error is no kill", "tests/mutation_verdicts.py", "    if errors:\n        return Run((), passed,",
+     "    if False:\n        return Run((), passed,", "tests/test_check_mutations.py"),
+    ("runner: a timeout is no kill", "tests/mutation_verdicts.py",
+     'if child.tag == "failure" and not TIMEOUT_FAILURE.search(message):', 'if child.tag == "failure":',
+     "tests/test_check_mutations.py"),
+    ("runner: a test failing without the mutation is flaky", "tests/mutation_verdicts.py",
+     "        if run is baseline and run.failed:", "        if False:", "tests/test_check_mutations.py"),
+    ("runner: a run goes on past errors and stops at a failure", "tests/mutation_verdicts.py",
+     '        _SESSION.shouldfail = f"{report.nodeid} failed"', "        pass", "tests/test_check_mutations.py"),
 ]
 
-
-
-@dataclass(frozen=True)
-class Run:
-    """What one pytest run proved: the tests that failed in their own body, how many passed, and, when the run
-    proved nothing, why (empty when it is conclusive)."""
-
-    failed: tuple[str, ...]
-    passed: int
-    inconclusive: str
-
-
-# A test body that fails on a timeout (pytest-timeout's, Ray's, subprocess's, process.run's) says the machine was
-# slow, not that the code is wrong.
-TIMEOUT_FAILURE = re.compile(r"^[\w.]*Timeout\w*\b|^Failed: Timeout|did not finish within \d")
-
-
-def _node_id(case: ET.Element) -> str:
-    """pytest's node id back from a junit testcase (xunit1: `file` is the test file, `classname` its dotted
-    module followed by any classes)."""
-    file, classname, name = case.get("file", ""), case.get("classname", ""), case.get("name", "")
-    if not file:
-        return ".".join(p for p in (classname, name) if p)
-    module = file.removesuffix(".py").replace("/", ".")
-    classes = classname[len(module) + 1:].split(".") if classname.startswith(module + ".") else []
-    return "::".join([file, *classes, name])
-
-
-def classify(report: str | None, returncode: int | None) -> Run:
-    """A run's verdict from its junit-xml report (None: none was written) and pytest's exit status (None: the run
-    was killed on its timeout). A pure function: tests/test_check_mutations.py feeds it real pytest reports."""
-    if returncode is None:
-        return Run((), 0, "the run timed out")
-    try:
-        root = ET.fromstring(report) if report is not None else None
-    except ET.ParseError as exc:
-        return Run((), 0, f"unreadable junit report ({exc}); pytest exit {returncode}")
-    if root is None:
-        return Run((), 0, f"no junit report: pytest crashed (exit {returncode})")
-    failed, timeouts, errors, passed = [], [], [], 0
-    for case in root.iter("testcase"):
-        outcomes = [child for child in case if child.tag in ("failure", "error", "skipped")]
-        for child in outcomes:
-            message = ((child.get("message") or "").strip().splitlines() or [child.tag])[0]
-            if child.tag == "failure" and not TIMEOUT_FAILURE.search(message):
-                failed.append(_node_id(case))
-            elif child.tag == "failure":
-                timeouts.append(f"{_node_id(case)}: {message}")
-            elif child.tag == "error":
-                errors.append(f"{_node_id(case)}: {message}")
-        passed += not outcomes
-    if failed:
-        return Run(tuple(dict.fromkeys(failed)), passed, "")
-    if timeouts:
-        return Run((), passed, f"a test failed on a timeout: {timeouts[0]:.300}")
-    if errors:
-        return Run((), passed, f"{len(errors)} error(s) outside a test body, first {errors[0]:.300}")
-    if returncode != 0:
-        return Run((), passed, f"pytest exit {returncode} with no failed test")
-    if not passed:
-        return Run((), 0, "no test ran (all skipped or deselected)")
-    return Run((), passed, "")
-
-
-def judge(mutated: Run, baseline: Run | None) -> tuple[str, str]:
-    """(caught | flaky | inconclusive | survived, detail) from the run with the mutation and, when a test failed
-    there, the run of that test without it."""
-    if mutated.inconclusive:
-        return "inconclusive", mutated.inconclusive
-    if not mutated.failed:
-        return "survived", f"{mutated.passed} passed"
-    test = mutated.failed[0]
-    if baseline is None:
-        return "inconclusive", f"{test} failed, and was not run without the mutation"
-    if baseline.failed:
-        return "flaky", f"{test} fails without the mutation too"
-    if baseline.inconclusive:
-        return "inconclusive", f"{test} failed; without the mutation, {baseline.inconclusive}"
-    return "caught", test
-
-
-def twice(attempt: Callable[[], tuple[str, str]]) -> tuple[str, str]:
-    """An inconclusive attempt is made once more; a second inconclusive one is the answer."""
-    outcome, detail = attempt()
-    if outcome != "inconclusive":
-        return outcome, detail
-    outcome, again = attempt()
-    return outcome, again if outcome != "inconclusive" else f"twice; last: {again}"
 
 
 def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) -> Run:
@@ -324,7 +244,7 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(copy / "tests")]),
            # bytecode of its own: the copy's mutated and restored sources can share an mtime and a size
            "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "check_mutations",
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_verdicts",
             f"--junitxml={report}", "-o", "junit_family=xunit1", *selection]
     proc = subprocess.Popen(argv, cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -352,25 +272,13 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) 
             return "not applied", f"the original text occurs {text.count(original)} times"
         target.write_text(text.replace(original, mutated))
         with_mutation = run_pytest(copy, tests.split(), Path(tmp) / "mutated", timeout)
-        baseline = None
-        if with_mutation.failed:
-            target.write_text(text)
-            baseline = run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "baseline", timeout)
-        return judge(with_mutation, baseline)
-
-
-_SESSION = None
-
-
-def pytest_sessionstart(session) -> None:
-    global _SESSION
-    _SESSION = session
-
-
-def pytest_runtest_logreport(report) -> None:
-    """As `-x`, but only for a failing test body: a fixture's error is no verdict, so the run goes on."""
-    if report.when == "call" and report.failed and _SESSION is not None:
-        _SESSION.shouldfail = f"{report.nodeid} failed"
+        if not with_mutation.failed:
+            return judge(with_mutation)
+        again = run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "mutated", timeout)
+        if again.inconclusive or not again.failed:
+            return judge(with_mutation, again)
+        target.write_text(text)
+        return judge(with_mutation, again, run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "baseline", timeout))
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")

@@ -1,5 +1,5 @@
-"""tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts on real
-pytest reports (made in-process with pytester), and on runs that leave no report."""
+"""tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts
+(tests/mutation_verdicts.py) on real pytest reports made in-process with pytester, and on runs that leave none."""
 
 import shutil
 import textwrap
@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import check_mutations as cm
+import mutation_verdicts as mv
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -25,13 +26,13 @@ PASSES = "def test_passes():\n    assert 1 + 1 == 2\n"
 ASSERTS = "def test_asserts():\n    assert [1, 2] == [1, 2, 0]\n"
 
 
-def verdict(pytester, *sources: str, args: tuple[str, ...] = ()) -> cm.Run:
+def verdict(pytester, *sources: str, args: tuple[str, ...] = ()) -> mv.Run:
     """Run pytest as the runner does (its plugin, a junit report) over `sources`, and classify the run."""
     pytester.makepyfile(test_inner="\n".join(sources))
     report = pytester.path / "report.xml"
-    result = pytester.runpytest("-p", "check_mutations", "-p", "no:cacheprovider", f"--junitxml={report}",
+    result = pytester.runpytest("-p", "mutation_verdicts", "-p", "no:cacheprovider", f"--junitxml={report}",
                                 "-o", "junit_family=xunit1", *args)
-    return cm.classify(report.read_text() if report.exists() else None, result.ret)
+    return mv.classify(report.read_text() if report.exists() else None, result.ret)
 
 
 def test_a_broken_fixture_proves_nothing(pytester):
@@ -45,6 +46,7 @@ def test_a_failing_body_counts_after_a_broken_fixture_too(pytester):
     """The run goes on past an error (unlike -x) and stops at the first failing body."""
     run = verdict(pytester, BROKEN_FIXTURE, ASSERTS, ASSERTS.replace("test_asserts", "test_never_run"))
     assert (run.failed, run.inconclusive) == (("test_inner.py::test_asserts",), "")
+    assert run.failure == "assert [1, 2] == [1, 2, 0]"
 
 
 @pytest.mark.parametrize("body", ["raise KeyError('megatron-core')", "import json; json.loads('{not json')"],
@@ -72,7 +74,7 @@ def test_a_collection_error_proves_nothing(pytester):
 def test_skips_prove_nothing_and_passes_survive(pytester):
     run = verdict(pytester, "import pytest\n@pytest.mark.skip(reason='no GPU')\ndef test_gpu():\n    pass\n")
     assert run.inconclusive == "no test ran (all skipped or deselected)"
-    assert verdict(pytester, PASSES, "def test_also():\n    pass\n") == cm.Run((), 2, "")
+    assert verdict(pytester, PASSES, "def test_also():\n    pass\n") == mv.Run((), 2, "")
 
 
 def test_node_ids_of_classes_and_parameters_run_again(pytester):
@@ -85,14 +87,18 @@ def test_node_ids_of_classes_and_parameters_run_again(pytester):
     again.assert_outcomes(failed=1)
 
 
-def test_a_mutation_is_caught_only_when_its_test_passes_without_it(pytester):
-    failing = verdict(pytester, ASSERTS)
-    assert cm.judge(failing, verdict(pytester, PASSES)) == ("caught", "test_inner.py::test_asserts")
-    assert cm.judge(failing, failing) == ("flaky", "test_inner.py::test_asserts fails without the mutation too")
-    outcome, detail = cm.judge(failing, verdict(pytester, BROKEN_FIXTURE))
-    assert outcome == "inconclusive" and "without the mutation, 1 error(s) outside a test body" in detail
-    assert cm.judge(verdict(pytester, BROKEN_FIXTURE), None)[0] == "inconclusive"
-    assert cm.judge(verdict(pytester, PASSES), None) == ("survived", "1 passed")
+def test_a_mutation_is_caught_only_when_its_test_fails_again_alone_and_passes_without_it(pytester):
+    failing, passing, broken = verdict(pytester, ASSERTS), verdict(pytester, PASSES), verdict(pytester, BROKEN_FIXTURE)
+    assert mv.judge(failing, failing, passing) == ("caught", "test_inner.py::test_asserts (assert [1, 2] == [1, 2, 0])")
+    assert mv.judge(failing, failing, failing)[1].startswith("test_inner.py::test_asserts fails without the mutation")
+    assert mv.judge(failing, passing)[1].startswith("test_inner.py::test_asserts passes alone with the mutation")
+    assert mv.judge(failing, failing)[0] == "inconclusive"  # not run without the mutation: no verdict
+    for again, baseline, said in [(broken, None, "alone with the mutation, 1 error(s) outside a test body"),
+                                  (failing, broken, "without the mutation, 1 error(s) outside a test body")]:
+        outcome, detail = mv.judge(failing, again, baseline)
+        assert outcome == "inconclusive" and said in detail, detail
+    assert mv.judge(broken)[0] == "inconclusive"
+    assert mv.judge(passing) == ("survived", "1 passed")
 
 
 def test_an_inconclusive_attempt_is_made_once_more():
@@ -105,18 +111,18 @@ def test_an_inconclusive_attempt_is_made_once_more():
         return attempt, calls
 
     attempt, calls = attempts(("inconclusive", "setup error"), ("caught", "tests/test_x.py::test_y"))
-    assert cm.twice(attempt) == ("caught", "tests/test_x.py::test_y") and len(calls) == 2
+    assert mv.twice(attempt) == ("caught", "tests/test_x.py::test_y") and len(calls) == 2
     attempt, calls = attempts(("inconclusive", "setup error"), ("inconclusive", "timed out"))
-    assert cm.twice(attempt) == ("inconclusive", "twice; last: timed out") and len(calls) == 2
+    assert mv.twice(attempt) == ("inconclusive", "twice; last: timed out") and len(calls) == 2
     attempt, calls = attempts(("flaky", "tests/test_x.py::test_y fails without the mutation too"))
-    assert cm.twice(attempt)[0] == "flaky" and len(calls) == 1
+    assert mv.twice(attempt)[0] == "flaky" and len(calls) == 1
 
 
 def copy_with(tmp_path: Path, source: str) -> Path:
-    """A checkout copy as the runner makes one: tests/ holding the runner (its plugin) and one test file."""
+    """A checkout copy as the runner makes one: tests/ holding the runner's plugin and one test file."""
     copy = tmp_path / "repo"
     (copy / "tests").mkdir(parents=True)
-    shutil.copy(Path(cm.__file__), copy / "tests" / "check_mutations.py")
+    shutil.copy(Path(mv.__file__), copy / "tests" / "mutation_verdicts.py")
     (copy / "tests" / "test_inner.py").write_text(source)
     return copy
 
@@ -127,13 +133,13 @@ def test_a_run_past_its_timeout_or_a_crash_proves_nothing(tmp_path):
     copy = copy_with(tmp_path, "import time\ndef test_hangs():\n    time.sleep(300)\n")
     started = time.monotonic()
     run = cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=5)
-    assert run == cm.Run((), 0, "the run timed out") and time.monotonic() - started < 60
+    assert run == mv.Run((), 0, "the run timed out") and time.monotonic() - started < 60
     (copy / "tests" / "test_inner.py").write_text("import os\ndef test_dies():\n    os.kill(os.getpid(), 9)\n")
     assert cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=300) == \
-        cm.Run((), 0, "no junit report: pytest crashed (exit -9)")
+        mv.Run((), 0, "no junit report: pytest crashed (exit -9)")
     (copy / "tests" / "test_inner.py").write_text(ASSERTS)
     run = cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=300)
-    assert run == cm.Run(("tests/test_inner.py::test_asserts",), 0, "")
+    assert run.failed == ("tests/test_inner.py::test_asserts",) and run.inconclusive == ""
 
 
 def test_an_empty_selection_is_no_success(monkeypatch, capsys):
