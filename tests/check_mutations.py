@@ -1,23 +1,39 @@
 """Delete each check once and see a test fail: a hand-made mutation run over the checks of `deps patches --check`,
 bump's validation, status's states, what is read from disk, and the worker environments.
 
-    uv run python tests/check_mutations.py            # every mutation
-    uv run python tests/check_mutations.py -k digest  # those whose name contains "digest"
+    uv run python tests/check_mutations.py                     # every mutation
+    uv run python tests/check_mutations.py -k digest           # those whose name contains "digest"
+    uv run python tests/check_mutations.py -k digest -k lock   # ... "digest" or "lock"
 
-Each mutation edits one line of a copy of nemo_rl/ in a temporary directory (the checkout is never changed),
-runs the tests that cover it with PYTHONPATH pointing at the copy, and reports "caught" when a test failed.
-Not collected by pytest (the file name does not start with test_).
+Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
+and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
+
+- caught: a test failed in its own body (an assertion, or an error the test raised), failed again when run
+  alone with the mutation, and passes alone once the mutation is undone;
+- flaky: that test fails without the mutation too, or passes alone with it (it is named; nothing is counted);
+- inconclusive: the run proved nothing: setup or teardown errors, a collection error, a timeout (the run's, or a
+  test failing on one), a crash without a report, or no test that ran. Such a run is made once more, then listed;
+- survived: every test ran and passed.
+
+The verdict comes from pytest's junit-xml report, which tells failures (the test body) from errors (fixtures,
+collection). Each run stops at the first failing test body but goes on past errors (tests/mutation_verdicts.py
+holds the verdicts and that pytest plugin). Not collected by pytest (the file name does not start with test_).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from mutation_verdicts import Run, classify, judge, twice
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = "tests/test_deps_patches.py"
@@ -258,10 +274,67 @@ MUTATIONS = [
      "        if False:\n            return", LIBS),
     ("doctor: the no-GPU note", "nemo_rl/doctor/report.py",
      'if extras.probe("transformer_engine").installed and not torch.cuda_available:', "if False:", LIBS),
+    # issue 27: checks no test failed without
+    ("bundles: find compares the inputs", "nemo_rl/workers/bundles.py", "        if not different:\n            return bundle",
+     "        return bundle", f"{BUNDLES}::test_find_returns_only_a_bundle_made_for_these_inputs"),
+    ("develop: --onto refuses unsaved work", "nemo_rl/deps/develop.py", "    if unsaved:\n        raise NemoRLError(f\"{checkout} has {",
+     "    if False:\n        raise NemoRLError(f\"{checkout} has {", f"{DEVELOP}::test_onto_refuses_a_checkout_with_unsaved_work"),
+    ("develop: takes the project lock", "nemo_rl/deps/develop.py",
+     "    with landing.project_lock(project, wait=not args.no_wait):\n        return start(project, args)",
+     "    return start(project, args)", f"{TRUST}::test_develop_waits_for_the_project_lock"),
+    ("develop: --stop takes the project lock", "nemo_rl/deps/develop.py",
+     "        with landing.project_lock(project, wait=not args.no_wait):\n            return stop(project, args)",
+     "        return stop(project, args)", f"{TRUST}::test_develop_waits_for_the_project_lock"),
+    ("develop: --onto takes the project lock", "nemo_rl/deps/develop.py",
+     "        with landing.project_lock(project, wait=not args.no_wait):\n            return onto(project, args)",
+     "        return onto(project, args)", f"{TRUST}::test_develop_waits_for_the_project_lock"),
+    ("fork cache: the file lock is taken", "nemo_rl/forks/fork_cache.py",
+     '            locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")\n',
+     "            pass\n", f"{TRUST}::test_another_command_waits_for_the_fork_cache"),
+    ("trust: journal paths stay inside the project", "nemo_rl/project/landing.py",
+     "    for name in moves:\n        values.inside(project_of(staging), name, str(path))\n", "",
+     f"{TRUST}::test_a_landing_journal_never_moves_through_a_link_out_of_the_project"),
+    # this runner's own verdicts
+    ("runner: a setup error is no kill", "tests/mutation_verdicts.py", "    if errors:\n        return Run((), passed,",
+     "    if False:\n        return Run((), passed,", "tests/test_check_mutations.py"),
+    ("runner: a timeout is no kill", "tests/mutation_verdicts.py",
+     'if child.tag == "failure" and not TIMEOUT_FAILURE.search(message):', 'if child.tag == "failure":',
+     "tests/test_check_mutations.py"),
+    ("runner: a test failing without the mutation is flaky", "tests/mutation_verdicts.py",
+     "        if run is baseline and run.failed:", "        if False:", "tests/test_check_mutations.py"),
+    ("runner: a run goes on past errors and stops at a failure", "tests/mutation_verdicts.py",
+     '        _SESSION.shouldfail = f"{report.nodeid} failed"', "        pass", "tests/test_check_mutations.py"),
+>>>>>>> mut
 ]
 
 
-def run_one(name: str, file: str, original: str, mutated: str, tests: str) -> str:
+
+def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) -> Run:
+    """pytest over `selection` with the code of `copy`, in its own process group (a timeout kills Ray too)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    report = scratch / "junit.xml"
+    report.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(copy / "tests")]),
+           # bytecode of its own: the copy's mutated and restored sources can share an mtime and a size
+           "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_verdicts",
+            f"--junitxml={report}", "-o", "junit_family=xunit1", *selection]
+    proc = subprocess.Popen(argv, cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        returncode = None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what the run left behind (Ray's processes), or the run itself
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    return classify(report.read_text() if report.exists() else None, returncode)
+
+
+def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl",
@@ -269,27 +342,40 @@ def run_one(name: str, file: str, original: str, mutated: str, tests: str) -> st
         target = copy / file
         text = target.read_text()
         if text.count(original) != 1:
-            return f"NOT APPLIED (the original text occurs {text.count(original)} times)"
+            return "not applied", f"the original text occurs {text.count(original)} times"
         target.write_text(text.replace(original, mutated))
-        env = {**os.environ, "PYTHONPATH": str(copy)}
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
-                                cwd=copy, env=env, capture_output=True, text=True)
-        return "caught" if result.returncode == 1 else f"SURVIVED (pytest exit {result.returncode})"
+        with_mutation = run_pytest(copy, tests.split(), Path(tmp) / "mutated", timeout)
+        if not with_mutation.failed:
+            return judge(with_mutation)
+        again = run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "mutated", timeout)
+        if again.inconclusive or not again.failed:
+            return judge(with_mutation, again)
+        target.write_text(text)
+        return judge(with_mutation, again, run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "baseline", timeout))
+
+
+OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-k", default="", help="only mutations whose name contains this")
+    parser.add_argument("-k", action="append", default=[], help="only mutations whose name contains this "
+                        "(repeat for any of several)")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds one pytest run may take (default 3600)")
     args = parser.parse_args()
-    survived = 0
-    print("| check removed | tests | result |\n|---|---|---|")
+    counts = dict.fromkeys(OUTCOMES, 0)
+    print("| check removed | tests | result | s |\n|---|---|---|---|")
     for name, file, original, mutated, tests in MUTATIONS:
-        if args.k not in name:
+        if args.k and not any(k in name for k in args.k):
             continue
-        outcome = run_one(name, file, original, mutated, tests)
-        survived += outcome != "caught"
-        print(f"| {name} | {tests} | {outcome} |", flush=True)
-    return 1 if survived else 0
+        started = time.monotonic()
+        outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout))
+        counts[outcome] += 1
+        shown = f"caught by {detail}" if outcome == "caught" else f"{outcome.upper()} ({detail})"
+        print(f"| {name} | {tests} | {shown.replace('|', '/')} | {time.monotonic() - started:.0f} |", flush=True)
+    total = sum(counts.values())
+    print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))
+    return 0 if total and counts["caught"] == total else 1
 
 
 if __name__ == "__main__":

@@ -250,3 +250,34 @@ def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path,
     err = capsys.readouterr().err
     assert "transformer-engine cannot be built on this builder" in err and "CUDA_HOME" in err
     assert not (tmp_path / "bundles").exists()  # refused before anything started
+
+
+def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch):
+    """A node never installs a bundle of another uv.lock, Python, platform, uv or flags: find compares each."""
+    from dataclasses import replace
+
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.jsonout import dumps
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "uv.lock").write_text("version = 1\n")
+    flags = ["--locked", "--extra", "mcore"]
+    here = bundles.inputs_for(project, flags)
+    foreign = {"a-other-lock": replace(here, lock_hash="0" * 64), "b-other-flags": replace(here, flags=("--locked",)),
+               "c-other-python": replace(here, python="3.0.0"), "d-other-uv": replace(here, uv_version="0.0.1"),
+               "e-other-platform": replace(here, platform="win32-arm64")}
+    root = tmp_path / "bundles"
+    for name, inputs in [*foreign.items(), ("f-fits", here)]:
+        (root / name).mkdir(parents=True)
+        manifest = bundles.Manifest(bundles.SCHEMA, inputs, {}, 0, 0, "sha256:" + "0" * 64, 0.0)
+        (root / name / bundles.MANIFEST).write_text(dumps(manifest) + "\n")
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    assert bundles.find(project, flags) == root / "f-fits"  # the five before it in order do not fit
+    shutil.rmtree(root / "f-fits")
+    with pytest.raises(NemoRLError) as refused:
+        bundles.find(project, flags)
+    for name, reason in [("a-other-lock", "uv.lock changed"), ("b-other-flags", "other sync flags"),
+                         ("c-other-python", "another Python"), ("d-other-uv", "another uv"),
+                         ("e-other-platform", "another platform")]:
+        assert f"{name}: {reason}" in refused.value.what

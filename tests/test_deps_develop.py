@@ -128,3 +128,22 @@ def test_develop_with_a_path_and_its_refusals(world, env, capsys, tmp_path):
     assert deps(world, "develop", "megatron-core", str(mine)) == 1
     err = capsys.readouterr().err
     assert "'megatron-tron'" in err and "'megatron-core'" in err
+
+
+@pytest.mark.parametrize("unsaved", ["uncommitted changes", "untracked files"])
+def test_onto_refuses_a_checkout_with_unsaved_work(world, capsys, monkeypatch, unsaved):
+    """--onto switches branches and rebases in the develop checkout: work not in a commit is refused first."""
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Maintainer")  # so that only the refusal can stop a rebase
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "maintainer@fixture.invalid")
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    edited = checkout / (TOKENS if unsaved == "uncommitted changes" else "megatron/core/new_module.py")
+    edited.write_text("def tokens():\n    return ['unsaved']\n")
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert f"has {unsaved}" in err and "commit or stash them first" in err, err
+    assert git(checkout, "branch", "--show-current") == "develop/megatron-core"
+    assert git(checkout, "rev-parse", "HEAD") == world.forks["megatron-core"].head
+    assert git(checkout, "branch", "--list", "rebase/*") == ""
+    assert edited.read_text() == "def tokens():\n    return ['unsaved']\n"

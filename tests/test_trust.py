@@ -87,6 +87,27 @@ def test_a_landing_journal_moves_only_project_files(world, tmp_path, capsys):
     assert "cannot read the landing journal" in capsys.readouterr().err
 
 
+def test_a_landing_journal_never_moves_through_a_link_out_of_the_project(tmp_path):
+    """patches/ a link to a directory of the user's: landing patches/megatron-core there would replace theirs."""
+    from nemo_rl.errors import NemoRLError
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    (outside / "megatron-core").mkdir(parents=True)
+    (outside / "megatron-core" / "keep.txt").write_text("mine")
+    project.mkdir()
+    os.symlink(outside, project / "patches")
+    staging = project / ".nemo-rl" / "staging-1-x"
+    (staging / "patches" / "megatron-core").mkdir(parents=True)
+    (staging / "patches" / "megatron-core" / "0001-x.patch").write_text("staged")
+    (staging / "LANDING.json").write_text(json.dumps({"moves": ["patches/megatron-core"]}))
+    try:
+        with pytest.raises(NemoRLError, match="points outside"):
+            landing.finish(project, staging)
+    finally:
+        assert [p.name for p in (outside / "megatron-core").iterdir()] == ["keep.txt"]  # theirs, untouched
+    assert (staging / "LANDING.json").exists()  # nothing moved: recover says the same again
+
+
 def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     """In a container the PID of a killed bump is alive again (often our own): liveness is the lock, not the PID."""
     new_pyproject = (world.project / "pyproject.toml").read_text() + "\n# landed\n"
@@ -193,10 +214,42 @@ def test_two_bumps_at_once_lose_nothing(world):
     assert main(["deps", "status", "--check", "--project", str(world.project)]) in (0, 1)
 
 
+def test_another_command_waits_for_the_fork_cache(world):
+    """Two commands of one user share the fork cache: the second waits, and says so, until the first is done."""
+    from nemo_rl.forks import fork_cache
+
+    fork = lockfile.fork(world.project, "megatron-core")
+    repo = fork_cache.fetched(fork, fork.rev)
+    other = ("import sys\nfrom pathlib import Path\nfrom nemo_rl.forks import fork_cache\n"
+             "with fork_cache.using(Path(sys.argv[1])):\n    print('in', flush=True)\n")
+    with fork_cache.using(repo):
+        proc = subprocess.Popen([sys.executable, "-c", other, str(repo)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        said = proc.stderr.readline()  # its first line: waiting, or none when it went in and ended
+        waiting = proc.poll() is None
+    out, err = proc.communicate(timeout=60)
+    assert f"waiting for another nemo-rl command using the fork cache {repo}" in said and waiting, said + err
+    assert (proc.returncode, out) == (0, "in\n"), err  # and went in once the first was done
+
+
 def test_no_wait_refuses_while_another_command_writes(world, capsys):
     with landing.project_lock(world.project):
         assert deps(world, "patches", "--no-wait") == 1
     assert "another nemo-rl command" in capsys.readouterr().err
+
+
+def test_develop_waits_for_the_project_lock(world, capsys):
+    """develop writes develop.json, the overlay and its checkout under the project: one command at a time."""
+    with landing.project_lock(world.project):
+        for mode in ([], ["--onto", "upstream/main"]):
+            assert deps(world, "develop", "megatron-core", *mode, "--no-wait") == 1, mode
+            assert "another nemo-rl command" in capsys.readouterr().err, mode
+        assert not (world.project / ".nemo-rl").exists()  # refused before the checkout or the state
+    assert deps(world, "develop", "megatron-core") == 0
+    with landing.project_lock(world.project):
+        assert deps(world, "develop", "--stop", "megatron-core", "--no-wait") == 1
+        assert "another nemo-rl command" in capsys.readouterr().err
+    assert json.loads((world.project / ".nemo-rl" / "develop.json").read_text()).keys() == {"megatron-core"}
 
 
 def test_mistakes_are_exit_1_or_2_never_3(world, tmp_path, capsys, monkeypatch):

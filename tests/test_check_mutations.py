@@ -1,0 +1,148 @@
+"""tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts
+(tests/mutation_verdicts.py) on real pytest reports made in-process with pytester, and on runs that leave none."""
+
+import shutil
+import textwrap
+import time
+from pathlib import Path
+
+import check_mutations as cm
+import mutation_verdicts as mv
+import pytest
+
+pytest_plugins = ["pytester"]
+
+BROKEN_FIXTURE = textwrap.dedent("""\
+    import pytest
+
+    @pytest.fixture
+    def cluster():
+        raise RuntimeError("the Ray cluster did not start")  # what a busy machine does to a fixture
+
+    def test_uses_the_cluster(cluster):
+        assert False, "never reached"
+    """)
+PASSES = "def test_passes():\n    assert 1 + 1 == 2\n"
+ASSERTS = "def test_asserts():\n    assert [1, 2] == [1, 2, 0]\n"
+
+
+def verdict(pytester, *sources: str, args: tuple[str, ...] = ()) -> mv.Run:
+    """Run pytest as the runner does (its plugin, a junit report) over `sources`, and classify the run."""
+    pytester.makepyfile(test_inner="\n".join(sources))
+    report = pytester.path / "report.xml"
+    result = pytester.runpytest("-p", "mutation_verdicts", "-p", "no:cacheprovider", f"--junitxml={report}",
+                                "-o", "junit_family=xunit1", *args)
+    return mv.classify(report.read_text() if report.exists() else None, result.ret)
+
+
+def test_a_broken_fixture_proves_nothing(pytester):
+    run = verdict(pytester, BROKEN_FIXTURE, PASSES)
+    assert run.failed == () and run.passed == 1
+    assert "test_inner.py::test_uses_the_cluster: failed on setup" in run.inconclusive
+    assert "the Ray cluster did not start" in run.inconclusive
+
+
+def test_a_failing_body_counts_after_a_broken_fixture_too(pytester):
+    """The run goes on past an error (unlike -x) and stops at the first failing body."""
+    run = verdict(pytester, BROKEN_FIXTURE, ASSERTS, ASSERTS.replace("test_asserts", "test_never_run"))
+    assert (run.failed, run.inconclusive) == (("test_inner.py::test_asserts",), "")
+    assert run.failure == "assert [1, 2] == [1, 2, 0]"
+
+
+@pytest.mark.parametrize("body", ["raise KeyError('megatron-core')", "import json; json.loads('{not json')"],
+                         ids=["KeyError", "JSONDecodeError"])
+def test_an_error_raised_in_the_body_is_a_failure(pytester, body):
+    run = verdict(pytester, f"def test_raises():\n    {body}\n")
+    assert (run.failed, run.inconclusive) == (("test_inner.py::test_raises",), "")
+
+
+@pytest.mark.parametrize("source", [
+    "import subprocess\ndef test_slow():\n    raise subprocess.TimeoutExpired(['uv', 'sync'], 600)\n",
+    "def test_slow():\n    raise TimeoutError('ray.get')\n",
+    "import time\ndef test_slow():\n    time.sleep(30)\n",  # pytest-timeout's --timeout below
+], ids=["subprocess", "ray.get", "pytest-timeout"])
+def test_a_body_that_fails_on_a_timeout_proves_nothing(pytester, source):
+    run = verdict(pytester, source, args=("--timeout=0.5",))
+    assert run.failed == () and run.inconclusive.startswith("a test failed on a timeout: test_inner.py::test_slow")
+
+
+def test_a_collection_error_proves_nothing(pytester):
+    run = verdict(pytester, "def test_x(:\n    pass\n")
+    assert run.failed == () and "collection failure" in run.inconclusive
+
+
+def test_skips_prove_nothing_and_passes_survive(pytester):
+    run = verdict(pytester, "import pytest\n@pytest.mark.skip(reason='no GPU')\ndef test_gpu():\n    pass\n")
+    assert run.inconclusive == "no test ran (all skipped or deselected)"
+    assert verdict(pytester, PASSES, "def test_also():\n    pass\n") == mv.Run((), 2, "")
+
+
+def test_node_ids_of_classes_and_parameters_run_again(pytester):
+    """The failing test is run again without the mutation by the node id read back from the report."""
+    source = "import pytest\nclass TestIt:\n    @pytest.mark.parametrize('n', [1, 2])\n    def test_n(self, n):\n" \
+             "        assert n == 1\n"
+    run = verdict(pytester, source)
+    assert run.failed == ("test_inner.py::TestIt::test_n[2]",)
+    again = pytester.runpytest("-q", "-p", "no:cacheprovider", run.failed[0])
+    again.assert_outcomes(failed=1)
+
+
+def test_a_mutation_is_caught_only_when_its_test_fails_again_alone_and_passes_without_it(pytester):
+    failing, passing, broken = verdict(pytester, ASSERTS), verdict(pytester, PASSES), verdict(pytester, BROKEN_FIXTURE)
+    assert mv.judge(failing, failing, passing) == ("caught", "test_inner.py::test_asserts (assert [1, 2] == [1, 2, 0])")
+    assert mv.judge(failing, failing, failing)[1].startswith("test_inner.py::test_asserts fails without the mutation")
+    assert mv.judge(failing, passing)[1].startswith("test_inner.py::test_asserts passes alone with the mutation")
+    assert mv.judge(failing, failing)[0] == "inconclusive"  # not run without the mutation: no verdict
+    for again, baseline, said in [(broken, None, "alone with the mutation, 1 error(s) outside a test body"),
+                                  (failing, broken, "without the mutation, 1 error(s) outside a test body")]:
+        outcome, detail = mv.judge(failing, again, baseline)
+        assert outcome == "inconclusive" and said in detail, detail
+    assert mv.judge(broken)[0] == "inconclusive"
+    assert mv.judge(passing) == ("survived", "1 passed")
+
+
+def test_an_inconclusive_attempt_is_made_once_more():
+    def attempts(*answers):
+        calls = []
+
+        def attempt():
+            calls.append(1)
+            return answers[len(calls) - 1]
+        return attempt, calls
+
+    attempt, calls = attempts(("inconclusive", "setup error"), ("caught", "tests/test_x.py::test_y"))
+    assert mv.twice(attempt) == ("caught", "tests/test_x.py::test_y") and len(calls) == 2
+    attempt, calls = attempts(("inconclusive", "setup error"), ("inconclusive", "timed out"))
+    assert mv.twice(attempt) == ("inconclusive", "twice; last: timed out") and len(calls) == 2
+    attempt, calls = attempts(("flaky", "tests/test_x.py::test_y fails without the mutation too"))
+    assert mv.twice(attempt)[0] == "flaky" and len(calls) == 1
+
+
+def copy_with(tmp_path: Path, source: str) -> Path:
+    """A checkout copy as the runner makes one: tests/ holding the runner's plugin and one test file."""
+    copy = tmp_path / "repo"
+    (copy / "tests").mkdir(parents=True)
+    shutil.copy(Path(mv.__file__), copy / "tests" / "mutation_verdicts.py")
+    (copy / "tests" / "test_inner.py").write_text(source)
+    return copy
+
+
+@pytest.mark.slow
+def test_a_run_past_its_timeout_or_a_crash_proves_nothing(tmp_path):
+    """Real pytest processes through the runner's own run_pytest: one killed on the run's timeout, one that dies."""
+    copy = copy_with(tmp_path, "import time\ndef test_hangs():\n    time.sleep(300)\n")
+    started = time.monotonic()
+    run = cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=5)
+    assert run == mv.Run((), 0, "the run timed out") and time.monotonic() - started < 60
+    (copy / "tests" / "test_inner.py").write_text("import os\ndef test_dies():\n    os.kill(os.getpid(), 9)\n")
+    assert cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=300) == \
+        mv.Run((), 0, "no junit report: pytest crashed (exit -9)")
+    (copy / "tests" / "test_inner.py").write_text(ASSERTS)
+    run = cm.run_pytest(copy, ["tests/test_inner.py"], tmp_path / "scratch", timeout=300)
+    assert run.failed == ("tests/test_inner.py::test_asserts",) and run.inconclusive == ""
+
+
+def test_an_empty_selection_is_no_success(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "no check is named this"])
+    assert cm.main() == 1
+    assert "0 mutation(s): 0 caught, 0 inconclusive, 0 survived, 0 flaky" in capsys.readouterr().out
