@@ -304,7 +304,6 @@ MUTATIONS = [
      "        if run is baseline and run.failed:", "        if False:", "tests/test_check_mutations.py"),
     ("runner: a run goes on past errors and stops at a failure", "tests/mutation_verdicts.py",
      '        _SESSION.shouldfail = f"{report.nodeid} failed"', "        pass", "tests/test_check_mutations.py"),
->>>>>>> mut
 ]
 
 
