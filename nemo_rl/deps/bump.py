@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nemo_rl import git, process, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import fork_cache, fork_metadata, records
+from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, records
 from nemo_rl.forks.record_files import read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
@@ -37,29 +37,12 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
 
 
 
-def check_declared_metadata(project: Path, fork_table: dict, distribution: str, rev: str) -> str | None:
-    """Refuse a bump that would lock a version the fork no longer has; a reminder when that cannot be known."""
-    declared = lockfile.declared_metadata(project, distribution)
-    if declared is None:
-        return None
-    fork_version = None if "version" in fork_table.get("dynamic", []) else fork_table.get("version")
-    if fork_version and fork_version != declared.version:
-        raise NemoRLError(
-            f"{distribution} at {rev[:12]} declares version {fork_version}, but [[tool.uv.dependency-metadata]] "
-            f"in pyproject.toml says {declared.version}: uv would lock metadata the fork no longer has",
-            "update that entry's version (and requires-dist) to the fork's, then run the bump again",
-        )
-    if fork_version is None:
-        return (f"{distribution}'s version is not static at {rev[:12]}; [[tool.uv.dependency-metadata]] declares "
-                f"{declared.version}: check that version and requires-dist against the fork before committing")
-    return None
-
-
 OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
 
 
 def lock_staged(staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) -> str:
-    """`uv lock --upgrade-package DIST` in the staging copy; how it ran ("offline" or "online").
+    """`uv lock --upgrade-package DIST` in the staging copy; how it ran: "offline", "online", or
+    "online: <why the offline lock was thrown away>".
 
     With a declared [[tool.uv.dependency-metadata]] entry, moving the pin changes no requirement, so every locked
     version still fits and uv keeps them all: the lock can only change by the SHA. uv's offline run (its cache,
@@ -69,13 +52,28 @@ def lock_staged(staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) 
     if OFFLINE_FIRST and before is not None and lockfile.declared_metadata(project, fork.distribution) is not None:
         try:
             uv.lock(staged, upgrade_package=fork.distribution, offline=True)
-            if (staged / "uv.lock").read_text() == before.replace(fork.rev, new_rev):
+            why = offline_lock_rejected(before, (staged / "uv.lock").read_text(), fork.rev, new_rev)
+            if why is None:
                 return "offline"
-        except NemoRLError:
-            pass
+        except NemoRLError as exc:
+            why = f"uv failed offline: {exc.what.splitlines()[-1][:200]}"
         landing.write_atomic(staged / "uv.lock", before)  # uv's online run must start from the committed lock
+        uv.lock(staged, upgrade_package=fork.distribution)
+        return f"online: {why}"
     uv.lock(staged, upgrade_package=fork.distribution)
     return "online"
+
+
+def offline_lock_rejected(before: str, offline: str, old_rev: str, new_rev: str) -> str | None:
+    """Why the offline lock is not the committed one with only the SHA moved (None when it is): its first
+    differing line."""
+    expected = before.replace(old_rev, new_rev)
+    if offline == expected:
+        return None
+    for number, (want, got) in enumerate(zip(expected.splitlines(), offline.splitlines(), strict=False), start=1):
+        if want != got:
+            return f"it changed more than the SHA (uv.lock line {number}: {got.strip()[:120]!r})"
+    return "it changed more than the SHA (the lock's length differs)"
 
 
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
@@ -92,10 +90,7 @@ def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
 
 def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool,
            lock_mode: str) -> str:
-    old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
-    new_commits = {r.patch_id: r for r in recs}
-    added = [r for pid, r in new_commits.items() if pid not in old_commits]
-    removed = [e for pid, e in old_commits.items() if pid not in new_commits]
+    added, removed, shared = commit_changes(old_index.commits if old_index else [], recs)
     old_base = old_index.base if old_index else fork.base
     moved = f"moved {str(old_base)[:12]} -> {base[:12]}" if old_base != base else f"unchanged {base[:12]}"
     lines = [
@@ -106,24 +101,110 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
-    how = " (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else ""
+    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
+              "change, carried twice)" for pid, shas in shared.items()]
+    how = (" (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else
+           f" (locked online; the offline lock was thrown away: {lock_mode.removeprefix('online: ')})"
+           if lock_mode.startswith("online: ") else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
 
 
-def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new."""
+def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dict[str, list[str]]]:
+    """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
+    commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
+    old_shas = {e.get("commit") for e in old_entries}
+    old_ids: dict[str, int] = {}
+    for e in old_entries:
+        if e.get("commit") not in {r.commit for r in recs}:
+            old_ids[e.get("patch-id")] = old_ids.get(e.get("patch-id"), 0) + 1
+    added = []
+    for r in recs:
+        if r.commit in old_shas:
+            continue
+        if old_ids.get(r.patch_id, 0) > 0:  # the same change under a new SHA: rebased, not added
+            old_ids[r.patch_id] -= 1
+            continue
+        added.append(r)
+    new_shas = {r.commit for r in recs}
+    new_ids: dict[str, int] = {}
+    for r in recs:
+        if r.commit not in old_shas:
+            new_ids[r.patch_id] = new_ids.get(r.patch_id, 0) + 1
+    removed = []
+    for e in old_entries:
+        if e.get("commit") in new_shas:
+            continue
+        if new_ids.get(e.get("patch-id"), 0) > 0:
+            new_ids[e.get("patch-id")] -= 1
+            continue
+        removed.append(e)
+    by_id: dict[str, list[str]] = {}
+    for r in recs:
+        by_id.setdefault(r.patch_id, []).append(r.commit)
+    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != "0" * 40}
+    return added, removed, shared
+
+
+def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str
+                      ) -> tuple[list[str], fork_metadata.Metadata | None]:
+    """The bump report's requirement lines (what the fork itself declares, old commit against new), and the new
+    commit's metadata (None when it cannot be read), from which the declared entry is derived."""
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
         fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
         old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
     except NemoRLError as exc:
+        try:
+            new = fork_metadata.read(repo, new_rev)
+        except NemoRLError:
+            new = None
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
                 f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
-                f"`nemo-rl deps verify {fork.distribution}`"]
-    declared = lockfile.declared_metadata(project, fork.distribution)
-    return fork_metadata.drift(old, new, declared).lines(fork.distribution)
+                f"`nemo-rl deps verify {fork.distribution}`"], new
+    # a derived entry follows the fork by construction: nothing it adds is left uncovered
+    entry = None if metadata_check.derives(project, fork.distribution) else \
+        lockfile.declared_metadata(project, fork.distribution)
+    return fork_metadata.drift(old, new, entry).lines(fork.distribution), new
+
+
+def declares_for(project: Path, fork: lockfile.Fork, new_rev: str, new: fork_metadata.Metadata | None
+                 ) -> declared.Declares | None:
+    """What the fork declares at the new commit, for the index and the derived entry (None: the fork has no
+    entry to derive). Without the fork's metadata the entry cannot be derived, so the bump stops."""
+    if not metadata_check.derives(project, fork.distribution):
+        return None
+    if new is None:
+        raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so its "
+                          f"[[tool.uv.dependency-metadata]] entry cannot be derived (see the requirements line above)",
+                          "fix what stops the fork's build backend, then run the bump again")
+    return declared.declares_from(new.version, new.requires_python, new.requires)
+
+
+def land_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | None, lock_mode: str
+               ) -> tuple[str, list[str]]:
+    """Write the derived entry into the staged pyproject.toml and, when it changed, relock online (the staged lock
+    was made with the old entry); (how the lock ran, the report's lines). A requirement uv cannot lock is refused
+    with the exact line that drops it."""
+    if declares is None:
+        return lock_mode, []
+    before, written = metadata_check.write_derived(staged, fork.distribution, declares)
+    after = written or before
+    lines = [f"  [[tool.uv.dependency-metadata]] {fork.distribution}: the fork's own metadata at the new commit, "
+             f"{'rewritten' if written else 'unchanged'} (version {after.version})"]
+    lines += [f"    the drop of {name} is unnecessary: the fork no longer declares it; remove it from "
+              f"[tool.nemo-rl.forks.{fork.distribution}] drop"
+              for name in declared.unnecessary_drops(declares, metadata_check.deltas(staged, fork.distribution))]
+    if not written:
+        return lock_mode, lines
+    lines[1:1] = metadata_check.entry_changes(before, written)
+    try:
+        uv.lock(staged, upgrade_package=fork.distribution)
+    except NemoRLError as exc:
+        raise NemoRLError(f"uv cannot lock {fork.distribution} with the metadata the fork declares at the new commit: "
+                          f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(before, written)) from exc
+    return "online: the fork's own metadata changed the entry uv locks", lines
 
 
 def old_commit_fetched(fork: lockfile.Fork) -> bool:
@@ -196,7 +277,6 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             check_on_branch(repo, fork, new_rev, args.branch)
             fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
             fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
-            metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
             progress("computing the downstream commits over upstream")
             # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
             base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
@@ -206,22 +286,22 @@ def bump(project: Path, args: argparse.Namespace) -> int:
                 recs = records.describe(repo, shas)
                 old_index = read_index(patch_dir)
                 lock_mode = locking.result()
-                staging.keep_mode("uv.lock")
+                drift_lines, new_metadata = drift.result()
+                declares = declares_for(project, fork, new_rev, new_metadata)
                 write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
                 progress(f"writing {relative_patches}/")
                 new_fork = lockfile.fork(staging.path, fork.distribution)
-                index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
+                index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs, declares)
                 records.write(staging.path / relative_patches, index, noted)
+                lock_mode, entry_lines = land_entry(staging.path, new_fork, declares, lock_mode)
+                staging.keep_mode("uv.lock")
                 locked_after = validate(staging.path, new_fork, new_rev)
                 changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
                 changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
-                drift_lines = drift.result()
         if not args.dry_run:
             staging.land()
     print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode))
-    print("\n".join(drift_lines))
-    if metadata_note:
-        print(f"  metadata: {metadata_note}")
+    print("\n".join(drift_lines + entry_lines))
     if not args.dry_run:
         print(f"next: review {relative_patches}/index.toml (why-note), run `nemo-rl deps verify {fork.distribution}`, "
               f"then commit pyproject.toml, uv.lock and {relative_patches}/ together")
