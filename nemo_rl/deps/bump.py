@@ -189,13 +189,12 @@ def land_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | 
     with the exact line that drops it."""
     if declares is None:
         return lock_mode, []
-    before, written = metadata_check.write_derived(staged, fork.distribution, declares)
+    before, written, unneeded = metadata_check.write_derived(staged, fork.distribution, declares)
     after = written or before
     lines = [f"  [[tool.uv.dependency-metadata]] {fork.distribution}: the fork's own metadata at the new commit, "
              f"{'rewritten' if written else 'unchanged'} (version {after.version})"]
-    lines += [f"    the drop of {name} is unnecessary: the fork no longer declares it; remove it from "
-              f"[tool.nemo-rl.forks.{fork.distribution}] drop"
-              for name in declared.unnecessary_drops(declares, metadata_check.deltas(staged, fork.distribution))]
+    lines += [f"    the drop of {name} is unnecessary (the fork no longer declares it): removed from "
+              f"[tool.nemo-rl.forks.{fork.distribution}] drop" for name in unneeded]
     if not written:
         return lock_mode, lines
     lines[1:1] = metadata_check.entry_changes(before, written)

@@ -45,8 +45,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         with landing.Staging(project, files, [relative], [".python-version"] if declares else []) as staging:
             index, noted = records.build(staging.path / relative, fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
-            before, written = metadata_check.write_derived(staging.path, fork.distribution, declares) \
-                if declares else (None, None)
+            before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
+                if declares else (None, None, [])
             if written:
                 _relock(staging.path, fork, before, written)
                 staging.keep_mode("uv.lock")
@@ -56,6 +56,9 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
                   f"{fork.rev[:12]}, and uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
+        for name in unneeded:
+            print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
+                  "declares it")
         for problem in metadata_check.problems(project, fork, records.read_index(project / relative)):
             print(f"  - {records.Difference(*problem)}")
     return 0

@@ -62,22 +62,29 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     return result
 
 
-def write_derived(project: Path, distribution: str, declares: declared.Declares) -> tuple[declared.Entry | None,
-                                                                                        declared.Entry | None]:
-    """Write the entry derived from `declares` into `project`'s pyproject.toml (tomlkit: comments stay);
-    (the entry before, the entry written) — (x, None) when nothing changed."""
+def write_derived(project: Path, distribution: str, declares: declared.Declares
+                  ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
+    """Write the entry derived from `declares` into `project`'s pyproject.toml (tomlkit: comments stay), and
+    remove the drops the fork no longer needs (they change nothing); (the entry before, the entry written or None
+    when it did not change, the drops removed)."""
     import tomlkit
 
     from nemo_rl.project.landing import write_atomic
 
     before = entry(project, distribution)
-    derived = declared.derive(distribution, declares, deltas(project, distribution))
+    found = deltas(project, distribution)
+    derived = declared.derive(distribution, declares, found)
+    unneeded = declared.unnecessary_drops(declares, found)
     path = project / "pyproject.toml"
     doc = tomlkit.parse(lockfile.read_text(path))
-    if not declared.write_entry(doc, derived):
-        return before, None
-    write_atomic(path, tomlkit.dumps(doc))
-    return before, derived
+    changed = declared.write_entry(doc, derived)
+    if unneeded:
+        drops = doc["tool"]["nemo-rl"]["forks"][distribution]["drop"]
+        for item in [d for d in drops if declared.canonicalize_name(str(d.get("name"))) in unneeded]:
+            drops.remove(item)
+    if changed or unneeded:
+        write_atomic(path, tomlkit.dumps(doc))
+    return before, derived if changed else None, unneeded
 
 
 def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[str]:
