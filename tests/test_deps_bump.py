@@ -320,3 +320,18 @@ def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
     assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
     assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
     assert not (world.project / ".nemo-rl").exists()
+
+
+def test_bump_counts_commits_and_names_a_shared_patch_id(world, capsys):
+    """A change, its revert, the change again: three commits, two of them with one patch-id."""
+    fork = world.forks["megatron-core"].fork
+    path = "megatron/core/flag.py"
+    commit(fork, "flag: base", {path: "FLAG = 0\n"})
+    first = commit(fork, "flag on", {path: "FLAG = 1\n"})
+    commit(fork, "Revert flag on", {path: "FLAG = 0\n"})
+    again = commit(fork, "flag on again", {path: "FLAG = 1\n"})
+    capsys.readouterr()
+    assert bump(world, "megatron-core", "--rev", again) == 0
+    out = capsys.readouterr().out
+    assert "downstream commits: 6 (4 added, 0 removed)" in out
+    assert f"is shared by 2 commits: {first[:12]}, {again[:12]}" in out

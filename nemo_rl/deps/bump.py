@@ -154,12 +154,18 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
         fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
-        old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
+        old_missing = None
     except NemoRLError as exc:
-        try:
+        old_missing = exc
+    try:
+        if old_missing is None:
+            old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
+        else:  # the new commit's metadata is still what the entry is derived from
             new = fork_metadata.read(repo, new_rev)
-        except NemoRLError:
-            new = None
+    except NemoRLError as exc:
+        old_missing, new = old_missing or exc, None
+    if old_missing is not None:
+        exc = old_missing
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
                 f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
                 f"`nemo-rl deps verify {fork.distribution}`"], new
