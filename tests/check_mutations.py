@@ -31,6 +31,8 @@ BUNDLES = "tests/test_bundles.py"
 UPSTREAM = "tests/test_deps_upstream.py"
 HOUSEKEEPING = "tests/test_housekeeping.py"
 SIDE = "tests/test_side_by_side.py"
+DECLARED = "tests/test_declared.py"
+DERIVED = "tests/test_deps_declared.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -167,7 +169,7 @@ MUTATIONS = [
      "            if errors:\n                pass", RAY),
     ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
     ("bump: offline lock kept only when just the SHA moved", "nemo_rl/deps/bump.py",
-     'if (staged / "uv.lock").read_text() == before.replace(fork.rev, new_rev):', "if True:", SIDE),
+     "    if offline == expected:\n        return None", "    return None", SIDE),
     ("bump: goes on when the old pin is gone", "nemo_rl/deps/bump.py",
      "    try:\n        fork_cache.fetched(fork, fork.rev)\n        return True\n    except NemoRLError:\n        return False",
      "    fork_cache.fetched(fork, fork.rev)\n    return True", BUMP),
@@ -186,6 +188,66 @@ MUTATIONS = [
     ("scratch: a young one is kept", "nemo_rl/forks/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SIDE),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
+    # the derived [[tool.uv.dependency-metadata]] entry (nemo_rl/forks/declared.py, metadata_check.py)
+    ("derived: drops applied", "nemo_rl/forks/declared.py", "if _name(r) not in dropped | added.keys()}",
+     "if _name(r) not in added.keys()}", DECLARED),
+    ("derived: adds applied", "nemo_rl/forks/declared.py", "    merged = {**kept, **added}", "    merged = kept", DECLARED),
+    ("derived: the fork's version", "nemo_rl/forks/declared.py", "return Entry(distribution, declares.version,",
+     "return Entry(distribution, None,", DECLARED),
+    ("derived: version compared", "nemo_rl/forks/declared.py", '(("version", derived.version, entry.version),',
+     "((", DECLARED),
+    ("derived: requires-dist compared", "nemo_rl/forks/declared.py", "    if entry.requires_dist != derived.requires_dist:",
+     "    if False:", DECLARED),
+    ("derived: a drop needs its why", "nemo_rl/forks/declared.py", "or not isinstance(why, str) or not why.strip():",
+     "or not isinstance(why, str):", DECLARED),
+    ("derived: a name listed once", "nemo_rl/forks/declared.py", "            if name in seen:", "            if False:",
+     DECLARED),
+    ("derived: unnecessary drops", "nemo_rl/forks/declared.py", "if d.name not in declared]", "if False]", DECLARED),
+    ("derived: checked offline", "nemo_rl/forks/records.py", "    return diffs + (declared_differences(project, fork) if metadata else [])",
+     "    return diffs", f"{DERIVED} -k hand_edited_entry"),
+    ("derived: declares recorded", "nemo_rl/forks/metadata_check.py", '                 "not recorded")]', '                 "not recorded")][:0]',
+     f"{DERIVED} -k hand_edited_entry"),
+    ("derived: declares verified online", "nemo_rl/forks/records.py", "                  if fork_declares.get(key) != recorded.get(key)]",
+     "                  if False]", f"{DERIVED} -k online_check_finds_declares"),
+    ("derived: status says metadata stale", "nemo_rl/deps/status.py", '    elif metadata:\n        state = "metadata stale"',
+     '    elif False:\n        state = "metadata stale"', f"{DERIVED} -k hand_edited_entry"),
+    ("derived: deps patches writes the entry", "nemo_rl/deps/patches.py", "            if written:\n                _relock(",
+     "            if False:\n                _relock(", f"{DERIVED} -k hand_edited_entry"),
+    ("derived: bump lands the entry", "nemo_rl/deps/bump.py", "                lock_mode, entry_lines = land_entry(staging.path, new_fork, declares, lock_mode)",
+     "                entry_lines = []", f"{BUMP} -k lands_the_version"),
+    ("derived: bump relocks a changed entry", "nemo_rl/deps/bump.py", "        uv.lock(staged, upgrade_package=fork.distribution)\n    except NemoRLError as exc:\n        raise NemoRLError(f\"uv cannot lock",
+     "        pass\n    except NemoRLError as exc:\n        raise NemoRLError(f\"uv cannot lock", f"{BUMP} -k lands_the_version"),
+    ("derived: refusal names the drop line", "nemo_rl/forks/metadata_check.py", '    lines = "\\n".join(f"    {declared.drop_line(name)}" for name in new)',
+     '    lines = ""', f"{DERIVED} -k cannot_lock"),
+    ("derived: unnecessary drops removed", "nemo_rl/forks/metadata_check.py", "    if unneeded:\n        drops =",
+     "    if False:\n        drops =", f"{DERIVED} -k unnecessary"),
+    # the installed fork against uv.lock and the recorded fork metadata
+    ("installed: version against the lock", "nemo_rl/project/installed.py",
+     "or installed_version == locked_version:", "or True:", DECLARED),
+    ("installed: requirements against the records", "nemo_rl/project/installed.py", "        if have != want:",
+     "        if False:", DECLARED),
+    ("installed: a locked requirement missing", "nemo_rl/project/installed.py",
+     "        if next(iter(importlib.metadata.distributions(name=req.name, **where)), None) is None:", "        if False:",
+     DECLARED),
+    # bump's report and lock
+    ("bump report: counted by commit", "nemo_rl/deps/bump.py", "        if r.commit in old_shas:\n            continue\n",
+     "", DECLARED),
+    ("bump report: shared patch-ids", "nemo_rl/deps/bump.py", "if len(shas) > 1 and pid !=", "if len(shas) > 9 and pid !=",
+     DECLARED),
+    ("bump: the offline lock's reason", "nemo_rl/deps/bump.py", 'return f"it changed more than the SHA (uv.lock line {number}:',
+     'return ("it changed more than the SHA"', DECLARED),
+    # deps upstream
+    ("upstream: shipped at the base too", "nemo_rl/forks/upstream_report.py", "        wheel = wheel | base_wheel",
+     "        pass", f"{UPSTREAM} -k shipped_module"),
+    ("upstream: a rebase resolves each conflict", "nemo_rl/forks/upstream_report.py",
+     "conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}",
+     "conflicts = {sha: trial.apply(sha) for sha in remaining}", f"{UPSTREAM} -k rebase_in_order"),
+    ("upstream: git's own conflicting files", "nemo_rl/forks/git_history.py",
+     "        if not conflicts:\n            conflicts = self._failing_paths(sha)",
+     "        if not conflicts:\n            conflicts = [c.path for c in changes(self.repo, sha)]", f"{UPSTREAM} -k rebase_in_order"),
+    ("upstream: the commit that deleted a file", "nemo_rl/forks/upstream_report.py",
+     'commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}', 'commit = {p: "" for p in missing}',
+     f"{UPSTREAM} -k classified"),
 ]
 
 

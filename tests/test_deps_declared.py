@@ -139,3 +139,21 @@ def test_a_drop_the_fork_no_longer_needs_is_said_unnecessary(world, capsys):
     capsys.readouterr()
     assert cli(world, "patches", "--check", "--offline") == 1
     assert "drop pytest: expected a requirement megatron-core declares" in capsys.readouterr().out
+
+
+def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
+    """Records, entry and lock agree with each other offline, but the recorded declarations are not the fork's."""
+    from nemo_rl.forks import declared, fork_cache, metadata_check, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"))
+    index, noted = records.build(directory, fork, fork.rev, base, recs, wrong)
+    records.write(directory, index, noted)
+    metadata_check.write_derived(world.project, "megatron-core", wrong)
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 0  # consistent with itself
+    assert cli(world, "patches", "--check") == 1
+    assert "declares requires-dist" in capsys.readouterr().out
