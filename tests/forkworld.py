@@ -191,6 +191,8 @@ def derive_metadata(world: World, drop: dict[str, str], add: dict[str, str] = {}
     table = doc["tool"]["nemo-rl"]["forks"]["megatron-core"]
     table["drop"] = [{"name": name, "why": why} for name, why in drop.items()]
     table["add"] = [{"requirement": req, "why": why} for req, why in add.items()]
-    path.write_text(tomlkit.dumps(doc) + '\n# derived by `nemo-rl deps patches`\n[[tool.uv.dependency-metadata]]\n'
-                    'name = "megatron-core"\nversion = "0.0.0"\nrequires-dist = []\n')
+    entry = "" if "[[tool.uv.dependency-metadata]]" in path.read_text() else (
+        '\n# derived by `nemo-rl deps patches`\n[[tool.uv.dependency-metadata]]\nname = "megatron-core"\n'
+        'version = "0.0.0"\nrequires-dist = []\n')
+    path.write_text(tomlkit.dumps(doc) + entry)
     assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0

@@ -162,16 +162,19 @@ def bumped(world, capsys, head):
     return upstream_json(world, capsys)
 
 
+TOKENS = "def tokens():\n    return [1, 2, 0]\n"
+
+
 @pytest.mark.parametrize("case, files", [
     ("deleted", {f"{M}/tokens.py": None}),
-    ("renamed out of the package", {f"{M}/tokens.py": None, "tools/tokens.py": "def tokens():\n    return [1, 2, 0]\n"}),
-    ("renamed within the package", {f"{M}/tokens.py": None, f"{M}/tok.py": "def tokens():\n    return [1, 2, 0]\n"}),
+    ("renamed out of the package", {f"{M}/tokens.py": None, "tools/tokens.py": TOKENS}),
+    ("renamed within the package", {f"{M}/tokens.py": None, f"{M}/tok.py": TOKENS}),
 ])
 def test_a_commit_that_removes_a_shipped_module_ships_its_absence(world, capsys, case, files):
     """The base's wheel has megatron/core/tokens.py and the pin's does not: the commit ships something."""
     fork = world.forks["megatron-core"].fork
     git(fork, "checkout", "-q", "-b", "remove", world.forks["megatron-core"].base)
-    commit(fork, "add tokens", {f"{M}/tokens.py": "def tokens():\n    return [1, 2, 0]\n"})
+    commit(fork, "add tokens", {f"{M}/tokens.py": TOKENS})
     git(world.forks["megatron-core"].upstream, "fetch", "-q", str(fork), "remove")
     git(world.forks["megatron-core"].upstream, "merge", "-q", "--no-edit", "FETCH_HEAD")  # upstream has it too
     git(fork, "fetch", "-q", str(world.forks["megatron-core"].upstream), "main")
