@@ -86,6 +86,8 @@ def test_bump_report_counts_commits_not_patch_ids():
     assert shared == {"2" * 40: ["b" * 40, "c" * 40]}
     added, removed, _ = bump.commit_changes([*old, {"commit": "e" * 40, "patch-id": "2" * 40, "subject": "e"}], new)
     assert [r.commit[0] for r in added] == ["c"] and removed == []
+    added, removed, _ = bump.commit_changes(old, [record(1, "a", "1"), record(2, "b", "2")])
+    assert [r.commit[0] for r in added] == ["b"] and removed == []  # a was there already
     added, removed, _ = bump.commit_changes(old, [record(1, "b", "2")])
     assert [r.commit[0] for r in added] == ["b"] and [e["commit"][0] for e in removed] == ["a"]
 

@@ -157,3 +157,19 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     assert cli(world, "patches", "--check", "--offline") == 0  # consistent with itself
     assert cli(world, "patches", "--check") == 1
     assert "declares requires-dist" in capsys.readouterr().out
+
+
+def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
+    """An index generated before [declares] existed (or by hand): the entry cannot be proved derived offline."""
+    from nemo_rl.forks import fork_cache, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    records.write(directory, *records.build(directory, fork, fork.rev, base, recs, None))
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 1
+    assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
+    assert cli(world, "status", "--check") == 1
+    assert "metadata stale" in capsys.readouterr().out
