@@ -219,6 +219,8 @@ def test_a_rebase_in_order_resolves_each_conflict_and_names_gits_files(world, ca
     assert rows[one]["applies"] is True
     assert rows[two]["applies"] is False and rows[two]["conflicts"] == [f"{M}/c.py"]
     assert rows[three]["applies"] is True and rows[three]["fails_without_earlier"] is True
+    # without commit two, git stops on c.py (commit two's line) and new.py (a file commit two adds)
+    assert rows[three]["conflicts_without_earlier"] == [f"{M}/c.py", f"{M}/new.py"]
     assert rows[four]["applies"] is False and rows[four]["conflicts"] == [f"{M}/gone.py"]  # not fresh.py
     assert "2 conflict on upstream's head (1 more fail only when an earlier conflicting commit is left out)" in \
         report["summary"]

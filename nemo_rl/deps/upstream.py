@@ -29,7 +29,8 @@ def render(report: upstream_report.ForkReport) -> str:
                       "no": "not upstream"}[row.upstreamed]
         applies = ("" if row.applies is None else
                    "; applies on upstream's head after the commits before it, but not without the earlier "
-                   "conflicting ones" if row.fails_without_earlier else
+                   f"conflicting ones (then: {', '.join(row.conflicts_without_earlier)})" if row.fails_without_earlier
+                   else
                    "; applies on upstream's head" if row.applies else
                    f"; CONFLICTS on upstream's head: {', '.join(row.conflicts)}")
         lines.append(f"  {row.number:>4} {row.commit[:12]} {row.subject}")

@@ -34,6 +34,7 @@ class CommitReport:
     conflicts: tuple[str, ...]  # the paths git names
     gone_upstream: tuple[str, ...]  # touched files upstream deleted or moved, with the commit that did it
     fails_without_earlier: bool = False  # applies, but not when the earlier conflicting commits are left out
+    conflicts_without_earlier: tuple[str, ...] = ()  # the paths git names then
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ def report(fork: Fork) -> ForkReport:
             tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
             evidence, None if state == "yes" else not conflicts[sha], tuple(conflicts.get(sha, ())),
             tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone),
-            bool(left_out.get(sha)) and not conflicts.get(sha)))
+            bool(left_out.get(sha)) and not conflicts.get(sha),
+            tuple(left_out.get(sha, ())) if left_out.get(sha) and not conflicts.get(sha) else ()))
     identical = _identical_shipped(repo, base, fork.rev, wheel) if wheel is not None else None
     head_date, base_date = git_history.commit_date(repo, head), git_history.commit_date(repo, base)
     builds_ours = None if upstream_name is None else canonicalize_name(upstream_name) == canonicalize_name(
