@@ -6,7 +6,7 @@ import tomlkit
 
 from nemo_rl.deps import bump
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared
+from nemo_rl.forks import bump_steps, declared
 from nemo_rl.forks.record_files import Record
 from nemo_rl.project import installed
 
@@ -81,14 +81,15 @@ def test_bump_report_counts_commits_not_patch_ids():
     old = [{"commit": "a" * 40, "patch-id": "1" * 40, "subject": "subject a"}]
     # b and c are one change twice (one patch-id); a' is a rebased a (a's patch-id under a new SHA)
     new = [record(1, "d", "1"), record(2, "b", "2"), record(3, "c", "2")]
-    added, removed, shared = bump.commit_changes(old, new)
+    added, removed, shared = bump_steps.commit_changes(old, new)
     assert [r.commit[0] for r in added] == ["b", "c"] and removed == []
     assert shared == {"2" * 40: ["b" * 40, "c" * 40]}
-    added, removed, _ = bump.commit_changes([*old, {"commit": "e" * 40, "patch-id": "2" * 40, "subject": "e"}], new)
+    e = {"commit": "e" * 40, "patch-id": "2" * 40, "subject": "e"}
+    added, removed, _ = bump_steps.commit_changes([*old, e], new)
     assert [r.commit[0] for r in added] == ["c"] and removed == []
-    added, removed, _ = bump.commit_changes(old, [record(1, "a", "1"), record(2, "b", "2")])
+    added, removed, _ = bump_steps.commit_changes(old, [record(1, "a", "1"), record(2, "b", "2")])
     assert [r.commit[0] for r in added] == ["b"] and removed == []  # a was there already
-    added, removed, _ = bump.commit_changes(old, [record(1, "b", "2")])
+    added, removed, _ = bump_steps.commit_changes(old, [record(1, "b", "2")])
     assert [r.commit[0] for r in added] == ["b"] and [e["commit"][0] for e in removed] == ["a"]
 
 
