@@ -146,14 +146,6 @@ def uv_run(world: World, *args: str, env_dir: Path | None = None) -> str:
     return run([uv_bin(), *args], cwd=world.project, env=env).stdout
 
 
-def declare_metadata(world: World, version: str) -> None:
-    """A [[tool.uv.dependency-metadata]] entry for megatron-core (as this repository declares its forks'), locked."""
-    pyproject = world.project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + "\n[[tool.uv.dependency-metadata]]\n"
-                         f'name = "megatron-core"\nversion = "{version}"\nrequires-dist = []\n')
-    uv_run(world, "lock", "--quiet")
-
-
 WHY = "Ours: why the fork exists."
 
 
@@ -166,3 +158,41 @@ def make_records(world: World) -> None:
     for dist in world.forks:
         path = world.project / "patches" / dist / "index.toml"
         path.write_text(path.read_text().replace(WHY_PLACEHOLDER, WHY))
+
+
+def fork_pyproject(world: World, distribution: str = "megatron-core", *, version: str | None = "0.1.0",
+                   dependencies: list[str] = ()) -> str:
+    """The fork's pyproject.toml at its head with `dependencies` and a static `version` (None: dynamic, read by
+    hatch from the package's __init__.py, as Megatron reads package_info.py)."""
+    import re
+
+    text = re.sub(r"\ndependencies = \[.*\]", "", (world.forks[distribution].fork / "pyproject.toml").read_text())
+    text = re.sub(r'version = "[^"]*"', 'version = "0.1.0"', text, count=1)
+    text = text.replace('requires-python = ">=3.10"', 'requires-python = ">=3.10"\ndependencies = ['
+                        + ", ".join(f'"{d}"' for d in dependencies) + "]", 1)
+    if version is None:
+        module = world.forks[distribution].module.replace(".", "/")
+        text = text.replace('version = "0.1.0"', 'dynamic = ["version"]').replace(
+            "[tool.hatch.build", f'[tool.hatch.version]\npath = "{module}/__init__.py"\n\n[tool.hatch.build', 1)
+    else:
+        text = text.replace('version = "0.1.0"', f'version = "{version}"')
+    return text
+
+
+def derive_metadata(world: World, drop: dict[str, str], add: dict[str, str] = {}) -> None:  # noqa: B006
+    """Give megatron-core a derived [[tool.uv.dependency-metadata]] entry, as this repository has: `drop` and `add`
+    ({requirement: why}) in its fork table, an entry, then `deps patches megatron-core` derives it and relocks."""
+    import tomlkit
+
+    from nemo_rl.cli import main
+
+    path = world.project / "pyproject.toml"
+    doc = tomlkit.parse(path.read_text())
+    table = doc["tool"]["nemo-rl"]["forks"]["megatron-core"]
+    table["drop"] = [{"name": name, "why": why} for name, why in drop.items()]
+    table["add"] = [{"requirement": req, "why": why} for req, why in add.items()]
+    entry = "" if "[[tool.uv.dependency-metadata]]" in path.read_text() else (
+        '\n# derived by `nemo-rl deps patches`\n[[tool.uv.dependency-metadata]]\nname = "megatron-core"\n'
+        'version = "0.0.0"\nrequires-dist = []\n')
+    path.write_text(tomlkit.dumps(doc) + entry)
+    assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0

@@ -297,27 +297,16 @@ def test_bump_refuses_a_renamed_distribution(world, capsys):
     assert state(world) == before
 
 
-def test_bump_refuses_a_version_the_declared_metadata_does_not_have(world, capsys):
-    forkworld.declare_metadata(world, "0.1.0")
+def test_bump_lands_the_version_the_fork_declares(world, capsys):
+    """A fork with a derived entry moving 0.1.0 -> 0.2.0 (static): the landed entry and uv.lock say 0.2.0."""
+    forkworld.derive_metadata(world, {})
     megatron = world.forks["megatron-core"]
     pyproject = (megatron.fork / "pyproject.toml").read_text()
     newer = commit(megatron.fork, "release 0.2.0", {"pyproject.toml": pyproject.replace('"0.1.0"', '"0.2.0"')})
-    before = world.files()
-    assert bump(world, "megatron-core", "--rev", newer) == 1
-    err = capsys.readouterr().err
-    assert "declares version 0.2.0, but [[tool.uv.dependency-metadata]]" in err and "says 0.1.0" in err
-    assert world.files() == before
-
-
-def test_bump_reminds_when_the_fork_version_is_dynamic(world, capsys):
-    forkworld.declare_metadata(world, "0.1.0")
-    megatron = world.forks["megatron-core"]
-    pyproject = (megatron.fork / "pyproject.toml").read_text()
-    dynamic_pyproject = pyproject.replace('version = "0.1.0"', 'dynamic = ["version"]').replace(
-        "[tool.hatch.build", '[tool.hatch.version]\npath = "megatron/core/__init__.py"\n\n[tool.hatch.build')
-    dynamic = commit(megatron.fork, "dynamic version", {"pyproject.toml": dynamic_pyproject})
-    assert bump(world, "megatron-core", "--rev", dynamic) == 0
-    assert "megatron-core's version is not static" in capsys.readouterr().out
+    assert bump(world, "megatron-core", "--rev", newer) == 0
+    assert "version: 0.1.0 -> 0.2.0" in capsys.readouterr().out
+    assert lockfile.declared_metadata(world.project, "megatron-core").version == "0.2.0"
+    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
 
 
 def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
@@ -331,3 +320,18 @@ def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
     assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
     assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
     assert not (world.project / ".nemo-rl").exists()
+
+
+def test_bump_counts_commits_and_names_a_shared_patch_id(world, capsys):
+    """A change, its revert, the change again: three commits, two of them with one patch-id."""
+    fork = world.forks["megatron-core"].fork
+    path = "megatron/core/flag.py"
+    commit(fork, "flag: base", {path: "FLAG = 0\n"})
+    first = commit(fork, "flag on", {path: "FLAG = 1\n"})
+    commit(fork, "Revert flag on", {path: "FLAG = 0\n"})
+    again = commit(fork, "flag on again", {path: "FLAG = 1\n"})
+    capsys.readouterr()
+    assert bump(world, "megatron-core", "--rev", again) == 0
+    out = capsys.readouterr().out
+    assert "downstream commits: 6 (4 added, 0 removed)" in out
+    assert f"is shared by 2 commits: {first[:12]}, {again[:12]}" in out

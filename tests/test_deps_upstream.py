@@ -58,7 +58,8 @@ def test_each_downstream_commit_is_classified(scenario, capsys):
     assert rows[shas["clean"]]["applies"] is True and rows[shas["clean"]]["upstreamed"] == "no"
     assert rows[shas["tests_only"]]["shipped"] == []  # the wheel has megatron/ only
     assert rows[shas["clean"]]["shipped"] == [f"{M}/d.py"]
-    assert rows[shas["deleted"]]["gone_upstream"] == [f"{M}/e.py: deleted"]
+    dropped_e = git(world.forks["megatron-core"].upstream, "rev-parse", "main")  # "upstream: drop e", the last
+    assert rows[shas["deleted"]]["gone_upstream"] == [f"{M}/e.py: deleted in {dropped_e[:12]}"]
     assert rows[shas["deleted"]]["applies"] is False
     assert rows[shas["picked"]]["applies"] is None  # upstreamed: not tried again
     assert report["upstream_builds_ours"] is True and report["upstream_distribution"] == "megatron-core"
@@ -154,3 +155,72 @@ def test_a_server_without_some_blobs_still_answers_what_ships(world, capsys, mon
     assert any("lacks 1 blob(s) of the pinned tree (docs/figure.bin)" in p for p in problems), problems
     assert all(row["shipped"] is not None for row in report["commits"])
     assert report["upstream_distribution"] == "megatron-core"
+
+
+def bumped(world, capsys, head):
+    assert main(["deps", "bump", "megatron-core", "--rev", head, "--project", str(world.project)]) == 0
+    return upstream_json(world, capsys)
+
+
+TOKENS = "def tokens():\n    return [1, 2, 0]\n"
+
+
+@pytest.mark.parametrize("case, files", [
+    ("deleted", {f"{M}/tokens.py": None}),
+    ("renamed out of the package", {f"{M}/tokens.py": None, "tools/tokens.py": TOKENS}),
+    ("renamed within the package", {f"{M}/tokens.py": None, f"{M}/tok.py": TOKENS}),
+])
+def test_a_commit_that_removes_a_shipped_module_ships_its_absence(world, capsys, case, files):
+    """The base's wheel has megatron/core/tokens.py and the pin's does not: the commit ships something."""
+    fork = world.forks["megatron-core"].fork
+    git(fork, "checkout", "-q", "-b", "remove", world.forks["megatron-core"].base)
+    commit(fork, "add tokens", {f"{M}/tokens.py": TOKENS})
+    git(world.forks["megatron-core"].upstream, "fetch", "-q", str(fork), "remove")
+    git(world.forks["megatron-core"].upstream, "merge", "-q", "--no-edit", "FETCH_HEAD")  # upstream has it too
+    git(fork, "fetch", "-q", str(world.forks["megatron-core"].upstream), "main")
+    git(fork, "reset", "-q", "--hard", "FETCH_HEAD")
+    for path, text in files.items():
+        if text is None:
+            git(fork, "rm", "-q", path)
+    head = commit(fork, f"refactor: tokens {case}", {p: t for p, t in files.items() if t is not None})
+    report = bumped_on(world, capsys, "remove", head)
+    (row,) = [r for r in report["commits"] if r["commit"] == head]
+    assert f"{M}/tokens.py" in row["shipped"], case
+    if case == "renamed within the package":
+        assert f"{M}/tok.py" in row["shipped"]
+    assert report["identical_to_base"] is False
+    assert not report["summary"].startswith("no downstream commit touches a shipped file")
+
+
+def bumped_on(world, capsys, branch, head):
+    assert main(["deps", "bump", "megatron-core", "--branch", branch, "--project", str(world.project)]) == 0
+    report = upstream_json(world, capsys)
+    assert report["pinned"] == head
+    return report
+
+
+def test_a_rebase_in_order_resolves_each_conflict_and_names_gits_files(world, capsys):
+    """Commit 2 conflicts on upstream's head, commit 3 builds on it (a file commit 2 adds, a line commit 2 wrote),
+    commit 4 edits a file upstream deleted beside a clean new one: git names c.py, then nothing, then gone.py."""
+    megatron = world.forks["megatron-core"]
+    fork, upstream = megatron.fork, megatron.upstream
+    commit(upstream, "shared", {f"{M}/c.py": "VALUE = 1\n", f"{M}/gone.py": "G = 1\n"})
+    git(fork, "fetch", "-q", str(upstream), "main")
+    git(fork, "rebase", "-q", "FETCH_HEAD")
+    one = commit(fork, "one", {f"{M}/one.py": "ONE = 1\n"})
+    two = commit(fork, "two", {f"{M}/c.py": "VALUE = 2\n", f"{M}/new.py": "N = 1\n"})
+    three = commit(fork, "three builds on two", {f"{M}/c.py": "VALUE = 2\nMORE = 1\n", f"{M}/new.py": "N = 2\n"})
+    four = commit(fork, "four", {f"{M}/gone.py": "G = 2\n", f"{M}/fresh.py": "F = 1\n"})
+    commit(upstream, "upstream: c its own way", {f"{M}/c.py": "VALUE = 3\n"})
+    git(upstream, "rm", "-q", f"{M}/gone.py")
+    git(upstream, "commit", "-q", "-m", "upstream: drop gone")
+    report = bumped(world, capsys, four)
+    rows = {r["commit"]: r for r in report["commits"]}
+    assert rows[one]["applies"] is True
+    assert rows[two]["applies"] is False and rows[two]["conflicts"] == [f"{M}/c.py"]
+    assert rows[three]["applies"] is True and rows[three]["fails_without_earlier"] is True
+    # without commit two, git stops on c.py (commit two's line) and new.py (a file commit two adds)
+    assert rows[three]["conflicts_without_earlier"] == [f"{M}/c.py", f"{M}/new.py"]
+    assert rows[four]["applies"] is False and rows[four]["conflicts"] == [f"{M}/gone.py"]  # not fresh.py
+    assert "2 conflict on upstream's head (1 more fail only when an earlier conflicting commit is left out)" in \
+        report["summary"]

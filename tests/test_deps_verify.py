@@ -1,4 +1,5 @@
-"""A fork commit that starts importing a new package: the bump report names it, verify fails until it is declared."""
+"""A fork commit that starts importing a new package: declared, it is locked with the pin; undeclared, verify fails
+until it is added (the derived entry's add list)."""
 
 import forkworld
 import pytest
@@ -6,6 +7,7 @@ from gitfixtures import commit, write
 
 from nemo_rl.cli import main
 from nemo_rl.process import run
+from nemo_rl.project import lockfile
 
 
 @pytest.fixture
@@ -23,16 +25,6 @@ def wheels(tmp_path, monkeypatch):
     return out
 
 
-def declare(world, requires):
-    pyproject = world.project / "pyproject.toml"
-    text = pyproject.read_text()
-    if "[[tool.uv.dependency-metadata]]" in text:
-        text = text[:text.index("\n[[tool.uv.dependency-metadata]]")]
-    pyproject.write_text(text + "\n[[tool.uv.dependency-metadata]]\n"
-                         f'name = "megatron-core"\nversion = "0.1.0"\nrequires-dist = {requires!r}\n'.replace("'", '"'))
-    forkworld.uv_run(world, "lock", "--quiet")
-
-
 def fork_commit(world, message, dependencies, body):
     fork = world.forks["megatron-core"].fork
     pyproject = (fork / "pyproject.toml").read_text()
@@ -45,34 +37,42 @@ def fork_commit(world, message, dependencies, body):
     return commit(fork, message, {"pyproject.toml": head, "megatron/core/__init__.py": body})
 
 
-def test_new_requirement_is_reported_and_verify_fails_until_declared(world, wheels, capsys):
-    declare(world, [])
-    new = fork_commit(world, "feat: use tinydep", ["tinydep>=1.0"], 'import tinydep\nVERSION = "0.1.0"\n')
-    capsys.readouterr()
+def test_a_module_the_fork_imports_undeclared_fails_verify_until_added(world, wheels, capsys):
+    forkworld.derive_metadata(world, {})
+    new = fork_commit(world, "feat: use tinydep", [], 'import tinydep\nVERSION = "0.1.0"\n')  # not declared
     assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
-    out = capsys.readouterr().out
-    assert "+ tinydep>=1.0   NOT COVERED" in out
-    assert "not covered by [[tool.uv.dependency-metadata]] megatron-core: tinydep" in out
-
+    capsys.readouterr()
     assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 1
     out = capsys.readouterr().out
     assert "import megatron.core: FAILED: ModuleNotFoundError" in out
-    assert 'add "tinydep>=1.0" to requires-dist of the [[tool.uv.dependency-metadata]] entry for megatron-core' in out
+    assert 'add { requirement = "tinydep", why = "<what imports it>" } to add = [...] in ' \
+           "[tool.nemo-rl.forks.megatron-core]" in out and "`nemo-rl deps patches megatron-core`" in out
 
-    declare(world, ["tinydep>=1.0"])
+    forkworld.derive_metadata(world, {}, {"tinydep>=1.0": "megatron.core imports it and does not declare it"})
     assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 0
     out = capsys.readouterr().out
     assert "import megatron.core: ok" in out
     # verifying one fork installs its closure only: the other fork is left out, and said so
     assert "skipped nemo-toolkit: not part of verifying megatron-core" in out
 
+
+def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, capsys):
+    forkworld.derive_metadata(world, {})
+    new = fork_commit(world, "feat: use tinydep", ["tinydep>=1.0"], 'import tinydep\nVERSION = "0.1.0"\n')
+    capsys.readouterr()
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "+ tinydep>=1.0" in out and "NOT COVERED" not in out
+    assert "tinydep" in lockfile.locked_packages(world.project)
+    assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 0
+
     dropped = fork_commit(world, "drop tinydep", [], 'VERSION = "0.1.0"\n')
     assert main(["deps", "bump", "megatron-core", "--rev", dropped, "--project", str(world.project)]) == 0
     assert "- tinydep>=1.0" in capsys.readouterr().out
+    assert "tinydep" not in lockfile.locked_packages(world.project)
 
 
 def test_unreadable_fork_metadata_is_a_clear_line(world, capsys):
-    declare(world, [])
     fork = world.forks["megatron-core"].fork
     pyproject = (fork / "pyproject.toml").read_text()
     broken = commit(fork, "broken backend",
@@ -82,3 +82,18 @@ def test_unreadable_fork_metadata_is_a_clear_line(world, capsys):
     out = capsys.readouterr().out
     assert "requirements: not compared: the fork's build backend could not produce metadata" in out
     assert "Traceback" not in out.split("requirements: not compared")[0]
+
+
+def test_unreadable_fork_metadata_stops_a_bump_that_must_derive_the_entry(world, capsys):
+    forkworld.derive_metadata(world, {})
+    fork = world.forks["megatron-core"].fork
+    pyproject = (fork / "pyproject.toml").read_text()
+    broken = commit(fork, "broken backend",
+                    {"pyproject.toml": pyproject.replace('build-backend = "hatchling.build"',
+                                                         'build-backend = "no_such_backend.api"')})
+    before = world.files()
+    capsys.readouterr()
+    assert main(["deps", "bump", "megatron-core", "--rev", broken, "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert "[[tool.uv.dependency-metadata]] entry cannot be derived" in err and "Traceback" not in err
+    assert world.files() == before

@@ -118,6 +118,11 @@ def test_component_state_agrees_with_deps_status():
     assert component_state(probe(None), None) == ("ok", None)  # a registry package has no locked commit
     assert component_state(probe(None, installed=False), locked)[0] == "broken"
     assert component_state(probe(None, installed=False, present=False), locked)[0] == "not installed"
+    # the locked commit, but another version than uv.lock says: the lock's entry is not what the fork builds
+    state, remedy = component_state(probe(locked), locked, "0.16.0rc0")
+    assert state == "installed differs" and "uv.lock says 0.16.0rc0" in remedy
+    assert "deps patches megatron-core" in remedy
+    assert component_state(probe(locked), locked, "0.13.0rc0") == ("ok", None)
 
 
 def test_doctor_outside_any_project_says_which_it_compared(tmp_path, capsys, monkeypatch):

@@ -29,7 +29,7 @@ def next_commit(world) -> str:
 
 def test_bump_locks_offline_when_only_the_pin_moves(world, capsys):
     """With declared metadata nothing but the SHA can change: uv's offline run, checked to be exactly that."""
-    forkworld.declare_metadata(world, "0.1.0")
+    forkworld.derive_metadata(world, {})
     before = (world.project / "uv.lock").read_text()
     new = next_commit(world)
     assert bump(world, "--rev", new) == 0
@@ -40,7 +40,7 @@ def test_bump_locks_offline_when_only_the_pin_moves(world, capsys):
 
 def test_bump_locks_online_when_more_than_the_pin_changes(world, capsys):
     """pyproject.toml changed since the last lock (the project's own version): offline is not the whole answer."""
-    forkworld.declare_metadata(world, "0.1.0")
+    forkworld.derive_metadata(world, {})
     path = world.project / "pyproject.toml"
     path.write_text(path.read_text().replace('name = "fixture-project"\nversion = "0.1.0"',
                                              'name = "fixture-project"\nversion = "0.1.1"'))

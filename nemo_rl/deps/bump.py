@@ -11,7 +11,8 @@ from pathlib import Path
 
 from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import fork_cache, fork_metadata, records
+from nemo_rl.forks import fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks.bump_steps import commit_changes, declares_for, land_entry
 from nemo_rl.forks.record_files import read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
@@ -37,24 +38,6 @@ def write_pin(project: Path, distribution: str, rev: str, branch: str | None, ba
 
 
 
-def check_declared_metadata(project: Path, fork_table: dict, distribution: str, rev: str) -> str | None:
-    """Refuse a bump that would lock a version the fork no longer has; a reminder when that cannot be known."""
-    declared = lockfile.declared_metadata(project, distribution)
-    if declared is None:
-        return None
-    fork_version = None if "version" in fork_table.get("dynamic", []) else fork_table.get("version")
-    if fork_version and fork_version != declared.version:
-        raise NemoRLError(
-            f"{distribution} at {rev[:12]} declares version {fork_version}, but [[tool.uv.dependency-metadata]] "
-            f"in pyproject.toml says {declared.version}: uv would lock metadata the fork no longer has",
-            "update that entry's version (and requires-dist) to the fork's, then run the bump again",
-        )
-    if fork_version is None:
-        return (f"{distribution}'s version is not static at {rev[:12]}; [[tool.uv.dependency-metadata]] declares "
-                f"{declared.version}: check that version and requires-dist against the fork before committing")
-    return None
-
-
 OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
 
 
@@ -74,10 +57,7 @@ class StagedLock:
         self.before = lock_path.read_text() if lock_path.exists() else None
         self.offline = (OFFLINE_FIRST and self.before is not None
                         and lockfile.declared_metadata(project, fork.distribution) is not None)
-        self.why_online = (None if self.offline else "offline first is turned off" if not OFFLINE_FIRST else
-                           "no uv.lock yet" if self.before is None else
-                           "no [[tool.uv.dependency-metadata]] entry for the fork")
-        self.mode = "online"
+        self.mode = "online"  # "offline", or "online: <why>" once an offline run was thrown away
         self.running = uv.lock_started(staged, upgrade_package=fork.distribution, offline=self.offline)
 
     def advance(self) -> None:
@@ -91,17 +71,19 @@ class StagedLock:
         self.offline = False
         try:
             self.running.wait()
-            if (self.staged / "uv.lock").read_text() == self.before.replace(self.fork.rev, self.new_rev):
+            why = offline_lock_rejected(self.before, (self.staged / "uv.lock").read_text(), self.fork.rev,
+                                        self.new_rev)
+            if why is None:
                 self.mode = "offline"
                 return
-            self.why_online = "the offline lock changed more than the pin"
         except NemoRLError as exc:
-            self.why_online = f"uv could not lock offline: {_last_line(exc.what)}"
+            why = f"uv failed offline: {_last_line(exc.what)[:200]}"
+        self.mode = f"online: {why}"
         landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
         self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:
-        """How it locked: "offline" or "online"."""
+        """How it locked: "offline", "online", or "online: <why the offline lock was thrown away>"."""
         if self.offline:
             self._settle_offline()
         if self.mode != "offline":
@@ -121,6 +103,18 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no message"
 
 
+def offline_lock_rejected(before: str, offline: str, old_rev: str, new_rev: str) -> str | None:
+    """Why the offline lock is not the committed one with only the SHA moved (None when it is): its first
+    differing line."""
+    expected = before.replace(old_rev, new_rev)
+    if offline == expected:
+        return None
+    for number, (want, got) in enumerate(zip(expected.splitlines(), offline.splitlines(), strict=False), start=1):
+        if want != got:
+            return f"it changed more than the SHA (uv.lock line {number}: {got.strip()[:120]!r})"
+    return "it changed more than the SHA (the lock's length differs)"
+
+
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:
     return {name: (p.commit or str(p.version)) for name, p in packages.items()}
 
@@ -134,11 +128,8 @@ def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
 
 
 def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, changes: list[str], dry_run: bool,
-           lock_mode: str, why_online: str | None = None) -> str:
-    old_commits = {e["patch-id"]: e for e in (old_index.commits if old_index else [])}
-    new_commits = {r.patch_id: r for r in recs}
-    added = [r for pid, r in new_commits.items() if pid not in old_commits]
-    removed = [e for pid, e in old_commits.items() if pid not in new_commits]
+           lock_mode: str) -> str:
+    added, removed, shared = commit_changes(old_index.commits if old_index else [], recs)
     old_base = old_index.base if old_index else fork.base
     moved = f"moved {str(old_base)[:12]} -> {base[:12]}" if old_base != base else f"unchanged {base[:12]}"
     lines = [
@@ -149,25 +140,42 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
+    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
+              "change, carried twice)" for pid, shas in shared.items()]
     how = (" (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else
-           f" (locked online: {why_online})" if why_online else "")
+           f" (locked online; the offline lock was thrown away: {lock_mode.removeprefix('online: ')})"
+           if lock_mode.startswith("online: ") else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
 
 
-def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new."""
+def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str
+                      ) -> tuple[list[str], fork_metadata.Metadata | None]:
+    """The bump report's requirement lines (what the fork itself declares, old commit against new), and the new
+    commit's metadata (None when it cannot be read), from which the declared entry is derived."""
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
         fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
-        old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
+        old_missing = None
     except NemoRLError as exc:
+        old_missing = exc
+    try:
+        if old_missing is None:
+            old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
+        else:  # the new commit's metadata is still what the entry is derived from
+            new = fork_metadata.read(repo, new_rev)
+    except NemoRLError as exc:
+        old_missing, new = old_missing or exc, None
+    if old_missing is not None:
+        exc = old_missing
         return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
                 f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
-                f"`nemo-rl deps verify {fork.distribution}`"]
-    declared = lockfile.declared_metadata(project, fork.distribution)
-    return fork_metadata.drift(old, new, declared).lines(fork.distribution)
+                f"`nemo-rl deps verify {fork.distribution}`"], new
+    # a derived entry follows the fork by construction: nothing it adds is left uncovered
+    entry = None if metadata_check.derives(project, fork.distribution) else \
+        lockfile.declared_metadata(project, fork.distribution)
+    return fork_metadata.drift(old, new, entry).lines(fork.distribution), new
 
 
 def old_commit_fetched(fork: lockfile.Fork) -> bool:
@@ -241,32 +249,31 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             check_on_branch(repo, fork, new_rev, args.branch)
             fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
             fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
-            metadata_note = check_declared_metadata(project, fork_table, fork.distribution, new_rev)
             progress("computing the downstream commits over upstream")
             # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
             base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
                 *([fork.rev] if old_commit_fetched(fork) else []), new_rev]))
             locking.advance()
             recs = records.describe(repo, shas)
-            drift_lines = requirement_drift(project, repo, fork, new_rev)
+            drift_lines, new_metadata = requirement_drift(project, repo, fork, new_rev)
             old_index = read_index(patch_dir)
+            declares = declares_for(project, fork, new_rev, new_metadata)
             lock_mode = locking.result()
-        staging.keep_mode("uv.lock")
         # the base is known only now; uv, which read the staged pyproject.toml above, never reads it
         write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
         progress(f"writing {relative_patches}/")
         new_fork = lockfile.fork(staging.path, fork.distribution)
-        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs)
+        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs, declares)
         records.write(staging.path / relative_patches, index, noted)
+        lock_mode, entry_lines = land_entry(staging.path, new_fork, declares, lock_mode)
+        staging.keep_mode("uv.lock")
         locked_after = validate(staging.path, new_fork, new_rev)
         changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
         if not args.dry_run:
             staging.land()
-    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode, locking.why_online))
-    print("\n".join(drift_lines))
-    if metadata_note:
-        print(f"  metadata: {metadata_note}")
+    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode))
+    print("\n".join(drift_lines + entry_lines))
     if not args.dry_run:
         print(f"next: review {relative_patches}/index.toml (why-note), run `nemo-rl deps verify {fork.distribution}`, "
               f"then commit pyproject.toml, uv.lock and {relative_patches}/ together")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl import git
-from nemo_rl.errors import UsageError
-from nemo_rl.forks import fork_cache, records
+from nemo_rl import git, uv
+from nemo_rl.errors import NemoRLError, UsageError
+from nemo_rl.forks import fork_cache, metadata_check, records
 from nemo_rl.project import landing, lockfile
 
 
@@ -23,18 +23,44 @@ def _export(project: Path, distribution: str, directory: Path) -> int:
     return 0
 
 
+def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
+    """uv locks the rewritten entry; a requirement the fork added that uv cannot lock is refused with its drop line."""
+    try:
+        uv.lock(staged, upgrade_package=fork.distribution)
+    except NemoRLError as exc:
+        raise NemoRLError(f"uv cannot lock {fork.distribution}'s entry derived from the fork at {fork.rev[:12]}: "
+                          f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(before, after)) from exc
+
+
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     for fork in forks:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
+        # what the fork declares at the pin is recorded with it, and the entry uv locks is derived from it
+        declares = records.declares_at(repo, fork.rev) if metadata_check.derives(project, fork.distribution) else None
         relative = records.relative_dir(fork.distribution)
-        landing.require_writable([project, project / "patches", project / relative])
+        files = ["pyproject.toml", "uv.lock"] if declares else []
+        landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
-        with landing.Staging(project, [], [relative]) as staging:
-            index, noted = records.build(staging.path / relative, fork, fork.rev, base, recs)
+        with landing.Staging(project, files, [relative], [".python-version"] if declares else []) as staging:
+            index, noted = records.build(staging.path / relative, fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
+            before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
+                if declares else (None, None, [])
+            if written:
+                _relock(staging.path, fork, before, written)
+                staging.keep_mode("uv.lock")
             staging.land()
         print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {project / relative}")
+        if written:
+            print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
+                  f"{fork.rev[:12]}, and uv.lock relocked:")
+            print("\n".join(metadata_check.entry_changes(before, written)))
+        for name in unneeded:
+            print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
+                  "declares it")
+        for problem in metadata_check.problems(project, fork, records.read_index(project / relative)):
+            print(f"  - {records.Difference(*problem)}")
     return 0
 
 
@@ -68,6 +94,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     for orphan in orphans:
         print(f"  - {orphan}")
     if failed or orphans:
-        print("fix: " + records.REGENERATE.format(dist="DIST") + "; or re-pin the fork with `nemo-rl deps bump`")
+        print("fix: " + records.REGENERATE.format(dist="DIST") + " (it also writes the derived "
+              "[[tool.uv.dependency-metadata]] entry and relocks); or re-pin the fork with `nemo-rl deps bump`")
         return 1
     return 0

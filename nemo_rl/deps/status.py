@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import record_files, records
+from nemo_rl.forks import declared, metadata_check, record_files, records
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, landing, lockfile
 
@@ -18,6 +18,7 @@ REMEDIES = {
     "bump interrupted": "run `nemo-rl deps recover` (it finishes the interrupted bump's landing)",
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
     "records stale": records.REGENERATE,
+    "metadata stale": declared.FIX,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
@@ -26,8 +27,8 @@ REMEDIES = {
     "ok": None,
 }
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
-FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "developing", "develop not applied",
-           "env stale"}
+FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
+           "develop not applied", "env stale", "installed differs"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     locked_commit = package.commit if package else None
     present, version, installed_commit = installed.installed(env, fork.distribution)
     index = record_files.read_index(records.records_dir(project, fork.distribution))
-    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False)]
+    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False,
+                                                      metadata=False)]
+    metadata = [str(d) for d in records.declared_differences(project, fork)] if not fork.bad_rev else []
     # a bad pin never reaches git (it could be read as an option); its development state waits for a good one
     active = develop_state.active_checkout(env, fork.distribution)
     checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
@@ -68,6 +71,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "lock stale"
     elif problems:
         state = "records stale"
+    elif metadata:
+        state = "metadata stale"
     elif active:
         state = "developing"
     elif develop_entry:
@@ -75,11 +80,24 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     elif not present:
         state = "not installed"
     else:
-        state = "env stale" if mismatch else "ok"
-    remedy = mismatch if state == "env stale" else REMEDIES[state]
+        differs = [] if mismatch else installed_problems(project, env, fork, package, index)
+        state = "env stale" if mismatch else "installed differs" if differs else "ok"
+        mismatch = mismatch or "; ".join(differs) or None
+    remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
-                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems, developed,
-                      state, remedy.format(dist=fork.distribution) if remedy else None)
+                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
+                      developed, state, remedy.format(dist=fork.distribution) if remedy else None)
+
+
+def installed_problems(project: Path, env: Path, fork: lockfile.Fork, package, index) -> list[str]:
+    """The installed fork's own version and requirements against uv.lock and the recorded fork metadata (the
+    records are current here: status checked them first)."""
+    declares = metadata_check.recorded(index, fork.distribution) if index and index.pinned == fork.rev else None
+    derived = declared.derive(fork.distribution, declares, metadata_check.deltas(project, fork.distribution)) \
+        if declares else None
+    return installed.metadata_problems(env, fork.distribution, package.version if package else None,
+                                       list(declares.requires_dist) if declares else None,
+                                       list(derived.requires_dist) if derived else None)
 
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:

@@ -27,7 +27,11 @@ def render(report: upstream_report.ForkReport) -> str:
         upstreamed = {"yes": f"upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "probably": f"probably upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "no": "not upstream"}[row.upstreamed]
-        applies = ("" if row.applies is None else "; applies on upstream's head" if row.applies else
+        applies = ("" if row.applies is None else
+                   "; applies on upstream's head after the commits before it, but not without the earlier "
+                   f"conflicting ones (then: {', '.join(row.conflicts_without_earlier)})" if row.fails_without_earlier
+                   else
+                   "; applies on upstream's head" if row.applies else
                    f"; CONFLICTS on upstream's head: {', '.join(row.conflicts)}")
         lines.append(f"  {row.number:>4} {row.commit[:12]} {row.subject}")
         lines.append(f"       {shipped}; {upstreamed}{applies}")

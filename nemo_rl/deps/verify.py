@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from nemo_rl import extras, imports, toolchain, uv
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import fork_cache, fork_metadata
+from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, records
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 
@@ -49,6 +49,26 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
+def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
+    """The lock is only worth importing when the fork's entry is the one derived from what it declares at the pin:
+    otherwise the environment is built from metadata the fork does not have."""
+    problems = [f"{d}" for fork in forks for d in records.declared_differences(project, fork)]
+    if problems:
+        dists = " ".join(dict.fromkeys(f.distribution for f in forks))
+        raise NemoRLError("the [[tool.uv.dependency-metadata]] entries are not derived from the forks: "
+                          + "; ".join(problems), declared.FIX.format(dist=dists) + ", then verify again")
+
+
+def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
+    """Where a missing module's requirement goes: the add list of a derived entry, else the entry itself."""
+    if metadata_check.derives(project, fork.distribution):
+        return (f'add {{ requirement = "{requirement}", why = "<what imports it>" }} to add = [...] in '
+                f"[tool.nemo-rl.forks.{fork.distribution}] of pyproject.toml, run `nemo-rl deps patches "
+                f"{fork.distribution}` (derives the entry and relocks), then verify again")
+    return (f"add \"{requirement}\" to requires-dist of the [[tool.uv.dependency-metadata]] entry for "
+            f"{fork.distribution} in pyproject.toml, run `uv lock`, then verify again")
+
+
 def _sync(project: Path, env: Path, flags: list[str]) -> None:
     try:
         uv.sync(project, flags=flags, environment=env, stream=True)
@@ -69,6 +89,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     # Verifying one fork installs that fork's closure only: the other forks are left out, so one that cannot be
     # fetched here does not stop the check of this one.
     skipped.update({name: f"not part of verifying {args.distribution}" for name in others})
+    require_derived(project, forks)
     failed = False
     with tempfile.TemporaryDirectory(prefix="nemo-rl-verify-") as tmp:
         built: dict[str, Path] = {}
@@ -93,7 +114,5 @@ def run(project: Path, args: argparse.Namespace) -> int:
                 failed = True
                 print(f"{fork.distribution}: import {module}: FAILED: {error}")
                 if error.type == "ModuleNotFoundError" and error.missing_module:
-                    print(f"  fix: add \"{suggestion(fork, error.missing_module)}\" to requires-dist of the "
-                          f"[[tool.uv.dependency-metadata]] entry for {fork.distribution} in pyproject.toml, run "
-                          f"`uv lock`, then verify again")
+                    print(f"  fix: {fix_line(project, fork, suggestion(fork, error.missing_module))}")
     return 1 if failed else 0

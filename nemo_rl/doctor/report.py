@@ -50,7 +50,7 @@ class ComponentReport:
     name: str
     distribution: str
     module: str
-    state: str  # ok | not installed | broken | env stale | developing
+    state: str  # ok | not installed | broken | env stale | installed differs | developing
     installed: bool
     version: str | None
     installed_commit: str | None
@@ -115,7 +115,8 @@ def python_info(project: Path | None) -> tuple[PythonInfo, list[str]]:
     return PythonInfo(version, sys.executable, spec, ok), problems
 
 
-def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str, str | None]:
+def component_state(probe: extras.Probe, locked_commit: str | None, locked_version: str | None = None
+                    ) -> tuple[str, str | None]:
     """(state, remedy) of one mcore component against the lock."""
     if not probe.present and not probe.installed:
         return "not installed", probe.component.remedy
@@ -127,7 +128,10 @@ def component_state(probe: extras.Probe, locked_commit: str | None) -> tuple[str
             return "broken", f"the loader cannot find {library[0]}: {library[1]}"
         return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
     mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
-    return ("env stale", mismatch) if mismatch else ("ok", None)
+    if mismatch:
+        return "env stale", mismatch
+    differs = installed.version_mismatch(probe.component.distribution, probe.version, locked_version)
+    return ("installed differs", differs) if differs else ("ok", None)
 
 
 def components(project: Path | None, locked: dict) -> list[ComponentReport]:
@@ -136,9 +140,10 @@ def components(project: Path | None, locked: dict) -> list[ComponentReport]:
     for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
         package = locked.get(comp.distribution)
-        state, remedy = component_state(probe, package.commit if package else None)
+        state, remedy = component_state(probe, package.commit if package else None,
+                                        package.version if package and package.commit else None)
         checkout = develop_state.active_checkout(env, comp.distribution)
-        if checkout and state in ("ok", "env stale"):
+        if checkout and state in ("ok", "env stale", "installed differs"):
             state = "developing"
             remedy = (f"running {comp.distribution} from {checkout}; "
                       f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")

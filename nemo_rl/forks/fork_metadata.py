@@ -64,6 +64,7 @@ class Metadata:
     name: str
     version: str
     requires: dict[str, str]  # canonical name -> the requirement as the fork writes it (extras' excluded)
+    requires_python: str | None = None
 
 
 def _requirements(lines: list[str]) -> dict[str, str]:
@@ -88,8 +89,8 @@ def read(repo: Path, rev: str) -> Metadata:
 def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
     """`read` of each of `revs`; those not cached are built in one scratch checkout moved from commit to commit
     (git rewrites only the files that differ)."""
-    return [Metadata(d["name"], d["version"], d["requires"])
-            for d in _cached(repo, revs, "json", "prepare_metadata_for_build_wheel")]
+    return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"))
+            for d in _cached(repo, revs, METADATA, "prepare_metadata_for_build_wheel")]
 
 
 def shipped_files(repo: Path, rev: str) -> frozenset[str]:
@@ -100,8 +101,12 @@ def shipped_files(repo: Path, rev: str) -> frozenset[str]:
 
 def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
     """Files of `rev` whose blobs the fork's server lacked: the wheel (or the metadata) was built with them empty."""
-    suffix, hook = ("files.json", "build_wheel") if what == "wheel" else ("json", "prepare_metadata_for_build_wheel")
+    suffix, hook = ("files.json", "build_wheel") if what == "wheel" else (METADATA, "prepare_metadata_for_build_wheel")
     return list(_cached(repo, [rev], suffix, hook)[0].get("placeholders", []))
+
+
+# v2 adds Requires-Python (the declared entry is derived from it): older cached answers lack it, so are not read
+METADATA = "metadata-v2.json"
 
 
 def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
@@ -110,7 +115,7 @@ def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
 
 def uncached(repo: Path, revs: list[str]) -> list[str]:
     """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
-    return [rev for rev in revs if not _cache_path(repo, rev, "json").exists()]
+    return [rev for rev in revs if not _cache_path(repo, rev, METADATA).exists()]
 
 
 def _cached(repo: Path, revs: list[str], suffix: str, hook: str) -> list[dict]:
@@ -176,6 +181,7 @@ def _run_hook(repo: Path, revs: list[str], hook: str) -> Iterator[tuple[str, dic
                 message = Parser().parsestr((produced / "METADATA").read_text())
                 yield rev, {"name": message["Name"], "version": message["Version"],
                             "requires": _requirements(message.get_all("Requires-Dist") or []),
+                            "requires_python": message["Requires-Python"],
                             "placeholders": placeholders}
         finally:
             shutil.rmtree(source, ignore_errors=True)

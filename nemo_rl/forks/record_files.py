@@ -67,6 +67,7 @@ class Index:
     why: str
     commits: list[dict] = field(default_factory=list)
     digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
+    declares: dict | None = None  # what the fork's own metadata says at the pin (declared.Declares.as_table)
 
     def facts(self) -> dict[str, str]:
         return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",
@@ -74,7 +75,8 @@ class Index:
                 "upstream-branch": self.upstream_branch, "base": self.base}
 
     def expected_digest(self) -> str:
-        return _digest({"index": self.facts(), "commits": self.commits})
+        declares = {"declares": self.declares} if self.declares is not None else {}
+        return _digest({"index": self.facts(), "commits": self.commits, **declares})
 
 
 def _digest(value: object) -> str:
@@ -82,10 +84,11 @@ def _digest(value: object) -> str:
 
 
 def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str, upstream_url: str | None,
-              upstream_branch: str, base: str, why: str, records: list[Record]) -> Index:
+              upstream_branch: str, base: str, why: str, records: list[Record], declares: dict | None = None) -> Index:
     commits = [{"number": r.number, "commit": r.commit, "subject": r.subject, "patch-id": r.patch_id,
                 "record": r.filename, "digest": r.digest()} for r in records]
-    index = Index(distribution, fork_url, branch, pinned, upstream_url, upstream_branch, base, why, commits)
+    index = Index(distribution, fork_url, branch, pinned, upstream_url, upstream_branch, base, why, commits,
+                  declares=declares)
     return replace(index, digest=index.expected_digest())
 
 
@@ -167,6 +170,7 @@ def read_index(directory: Path) -> Index | None:
         branch=text["branch"] or None, pinned=text["pinned"] or "", upstream_url=text["upstream-url"] or None,
         upstream_branch=text["upstream-branch"] or "main", base=text["base"] or "",
         why=text["why"] or "", commits=commits, digest=text["digest"],
+        declares=data["declares"] if isinstance(data.get("declares"), dict) else data.get("declares"),
     )
 
 
@@ -191,6 +195,18 @@ def render_index(index: Index) -> str:
         doc[key] = value
     doc["digest"] = index.digest or index.expected_digest()
     doc["why"] = tomlkit.string(index.why.strip() + "\n", multiline=True)
+    if index.declares is not None:
+        declares = tomlkit.table()
+        declares.add(tomlkit.comment("what the fork's own build backend declares at the pin (extras left out);"))
+        declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
+        for key, value in index.declares.items():
+            if isinstance(value, list):
+                array = tomlkit.array()
+                array.multiline(True)
+                array.extend(value)
+                value = array
+            declares[key] = value
+        doc["declares"] = declares
     commits = tomlkit.aot()
     for entry in index.commits:
         entry_table = tomlkit.table()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl import git
-from nemo_rl.forks import fork_cache, git_history, patch_ids
+from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX_FACTS,
     RECORD_FACTS,
@@ -71,7 +71,14 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
     return base, describe(repo, shas)
 
 
-def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record]) -> tuple[Index, list]:
+def declares_at(repo: Path, rev: str) -> declared.Declares:
+    """What the fork declares at `rev`, from its own build backend (cached per commit)."""
+    metadata = fork_metadata.read(repo, rev)
+    return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires)
+
+
+def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record],
+          declares: declared.Declares | None = None) -> tuple[Index, list]:
     """The index and records for `pinned`, keeping our why-note and notes from the records in `previous`."""
     old_index = read_index(previous)
     old_records = read_records(previous) if previous.exists() else {}
@@ -81,7 +88,7 @@ def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: 
                      else old_notes_by_patch_id.get(r.patch_id, "")) for r in records]
     why = old_index.why if old_index and old_index.why.strip() else WHY_PLACEHOLDER
     index = index_for(fork.distribution, fork.url, fork.branch, pinned, fork.upstream_url, fork.upstream_branch,
-                      base, why, noted)
+                      base, why, noted, declares.as_table() if declares else None)
     return index, noted
 
 
@@ -134,9 +141,16 @@ def _entry_differences(directory: Path, position: int, entry: dict) -> list[Diff
     return diffs
 
 
+def declared_differences(project: Path, fork: lockfile.Fork) -> list[Difference]:
+    """Where [[tool.uv.dependency-metadata]] is not derived from what the fork declares at the pin (recorded)."""
+    index = read_index(records_dir(project, fork.distribution))
+    return [Difference(*problem) for problem in metadata_check.problems(project, fork, index)]
+
+
 def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True,
-                  compare_lock: bool = True) -> list[Difference]:
-    """What can be proved without git: files = index entries, pins agree, no fact edited since generation."""
+                  compare_lock: bool = True, metadata: bool = True) -> list[Difference]:
+    """What can be proved without git: files = index entries, pins agree, no fact edited since generation, and
+    (`metadata`) the declared entry is the one derived from the recorded fork metadata."""
     directory = records_dir(project, fork.distribution)
     rel = f"{relative_dir(fork.distribution)}/index.toml"
     index = read_index(directory)
@@ -161,7 +175,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
         if path.name not in listed:
             diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", "listed in index.toml",
                                     "not listed (stray or duplicate)"))
-    return diffs
+    return diffs + (declared_differences(project, fork) if metadata else [])
 
 
 def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
@@ -203,5 +217,11 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.get('commit')} {entry.get('subject')}"))
+    if metadata_check.derives(project, fork.distribution):
+        fork_declares = declares_at(repo, fork.rev).as_table()
+        recorded = index.declares or {}
+        diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
+                  for key in ("version", "requires-python", "requires-dist")
+                  if fork_declares.get(key) != recorded.get(key)]
     return diffs
 

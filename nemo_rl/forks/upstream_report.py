@@ -29,9 +29,12 @@ class CommitReport:
     upstreamed: str  # "yes" (same patch-id) | "probably" (trailer, or subject and author) | "no"
     upstream_commit: str | None
     upstream_evidence: str | None
-    applies: bool | None  # on upstream's head after the commits before it; None when upstreamed (skipped)
-    conflicts: tuple[str, ...]
-    gone_upstream: tuple[str, ...]  # touched files upstream deleted ("path: deleted") or moved ("a -> b")
+    applies: bool | None  # on upstream's head after the commits before it, each earlier conflict resolved (a
+    # rebase in order); None when upstreamed (skipped)
+    conflicts: tuple[str, ...]  # the paths git names
+    gone_upstream: tuple[str, ...]  # touched files upstream deleted or moved, with the commit that did it
+    fails_without_earlier: bool = False  # applies, but not when the earlier conflicting commits are left out
+    conflicts_without_earlier: tuple[str, ...] = ()  # the paths git names then
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,9 @@ class ForkReport:
 
 
 def _shipped(touched: list[str], wheel: frozenset[str]) -> list[str]:
-    """Touched source files the wheel contains: the same path, or the path below a source root (src/pkg/x ->
-    pkg/x); a compiled source counts when its directory ships (it becomes the extension module there)."""
+    """Touched source files the wheel (the files shipped at the base or at the pin) contains: the same path, or
+    the path below a source root (src/pkg/x -> pkg/x); a compiled source counts when its directory ships (it
+    becomes the extension module there)."""
     directories = {f.rsplit("/", 1)[0] for f in wheel if "/" in f}
     shipped = []
     for path in touched:
@@ -107,9 +111,21 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     return result
 
 
+def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str, str]:
+    """path -> the upstream commit since the base that last deleted it (trees only, one `git log`)."""
+    out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
+                   "--end-of-options", f"{base}..{head}", "--", *paths], repo=repo).stdout if paths else ""
+    found: dict[str, str] = {}
+    for chunk in out.split("\x01")[1:]:
+        sha, _, names = chunk.partition("\n")
+        for name in filter(None, names.strip("\n").split("\0")):
+            found.setdefault(name.strip("\n"), sha.strip())
+    return found
+
+
 def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
-    """path -> "deleted" or "moved to X" for paths at the base that upstream's head no longer has (trees only:
-    a move is found by the same blob under another path)."""
+    """path -> "deleted in SHA" or "moved to X in SHA" for paths at the base that upstream's head no longer has
+    (trees only: a move is found by the same blob under another path)."""
     at_base = git_history.tree_blobs(repo, base, sorted(paths))
     at_head = git_history.tree_blobs(repo, head, sorted(paths))
     missing = {p: blob for p, blob in at_base.items() if p not in at_head}
@@ -120,7 +136,9 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     for entry in filter(None, everything.split("\0")):
         meta, _, path = entry.partition("\t")
         where.setdefault(meta.split()[2], path)
-    return {p: (f"moved to {where[blob]}" if blob in where else "deleted") for p, blob in missing.items()}
+    by = _deleted_by(repo, base, head, sorted(missing))
+    commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}
+    return {p: (f"moved to {where[blob]}" if blob in where else "deleted") + commit[p] for p, blob in missing.items()}
 
 
 def _or_problem(work):
@@ -147,7 +165,14 @@ def report(fork: Fork) -> ForkReport:
     progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
              "per commit")
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
+    # a downstream commit that deletes a shipped module, or moves it out of the package, ships its absence: what
+    # ships is what ships at the base or at the pin
+    base_wheel, base_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, base))
     metadata, metadata_problem = _or_problem(lambda: fork_metadata.read(repo, head))
+    if base_problem:
+        problems.append(f"what ships at the base is unknown (only the pin's wheel is read): {base_problem}")
+    if wheel is not None and base_wheel is not None:
+        wheel = wheel | base_wheel
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.placeholders(repo, fork.rev):
@@ -160,14 +185,18 @@ def report(fork: Fork) -> ForkReport:
         problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for blobs its server "
                         "lacks")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
-    trial = git_history.TrialIndex(repo, head)
+    # A rebase in order: each conflict resolved (to the commit's side) and the next commit applied on top; beside
+    # it, the same series with each conflicting commit left out, to tell knock-on failures apart.
+    trial, alone = git_history.TrialIndex(repo, head), git_history.TrialIndex(repo, head)
     try:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
         git_history.fetch_blobs(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
-        conflicts = {sha: trial.apply(sha) for sha in remaining}
+        conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}
+        left_out = {sha: alone.apply(sha) for sha in remaining}
     finally:
         trial.close()
+        alone.close()
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
@@ -175,7 +204,9 @@ def report(fork: Fork) -> ForkReport:
             number, sha, commits[sha][2], tuple(sorted(touched[sha])),
             tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
             evidence, None if state == "yes" else not conflicts[sha], tuple(conflicts.get(sha, ())),
-            tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone)))
+            tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone),
+            bool(left_out.get(sha)) and not conflicts.get(sha),
+            tuple(left_out.get(sha, ())) if left_out.get(sha) and not conflicts.get(sha) else ()))
     identical = _identical_shipped(repo, base, fork.rev, wheel) if wheel is not None else None
     head_date, base_date = git_history.commit_date(repo, head), git_history.commit_date(repo, base)
     builds_ours = None if upstream_name is None else canonicalize_name(upstream_name) == canonicalize_name(
@@ -205,6 +236,9 @@ def summary(rows: list[CommitReport], head: str, identical: bool | None) -> str:
     conflicting = [r for r in needed if r.applies is False]
     probably = [r for r in needed if r.upstreamed == "probably"]
     text = f"{len(needed)} commit(s) still needed, {len(conflicting)} conflict on upstream's head"
+    knock_on = [r for r in needed if r.fails_without_earlier]
+    if knock_on:
+        text += f" ({len(knock_on)} more fail only when an earlier conflicting commit is left out)"
     if probably:
         text += f"; {len(probably)} probably upstreamed (check by hand)"
     unshipped = [r for r in needed if r.shipped == ()]

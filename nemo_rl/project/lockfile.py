@@ -203,6 +203,7 @@ class DeclaredMetadata:
     name: str
     version: str | None
     requires_dist: tuple[str, ...]
+    requires_python: str | None = None
 
 
 def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | None:
@@ -220,7 +221,8 @@ def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | No
     requires = entry.get("requires-dist", [])
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise NemoRLError(f"{path.name}: {where} requires-dist must be a list of strings", f"fix it in {path}")
-    return DeclaredMetadata(distribution, _string(entry.get("version"), f"{where} version", path), tuple(requires))
+    return DeclaredMetadata(distribution, _string(entry.get("version"), f"{where} version", path), tuple(requires),
+                            _string(entry.get("requires-python"), f"{where} requires-python", path))
 
 
 def requires_python(project: Path) -> str | None:

@@ -202,11 +202,13 @@ def verify(env: WorkerEnv, project: Path) -> None:
     locked = lockfile.locked_packages(project)
     for fork in forks:
         package = locked.get(fork.distribution)
-        present, _, commit = installed.installed(env.path, fork.distribution)
+        present, version, commit = installed.installed(env.path, fork.distribution)
         if package and package.commit and (present or lockfile.extras_require(project, env.flags, fork.distribution)):
             mismatch = installed.commit_mismatch(commit, package.commit)
             if mismatch:
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
                                 f"{package.commit[:12]}")
+            elif differs := installed.version_mismatch(fork.distribution, version, package.version):
+                problems.append(differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)

@@ -199,6 +199,9 @@ class Bench:
                "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "b@fixture.invalid"}
         new = run(["git", "-C", str(fork.path), "commit-tree", tree, "-p", fork.rev, "-m", "bench: new"],
                   env=env).stdout.strip()
+        # pushed to the branch the project records, as a maintainer's push would: bump refuses a commit on no branch
+        # (this fork is the benchmark's own copy; relock's later targets are this commit's ancestors)
+        run(["git", "-C", str(fork.path), "update-ref", "refs/heads/nemo-rl/main", new], env=env)
         run([sys.executable, "-m", "nemo_rl", "deps", "bump", fork.distribution, "--rev", new, "--project", project],
             env=self.env)
         seconds, _ = timed([self.uv, "sync", "--locked", "--quiet", "--extra", "mcore"], cwd=project, env=self.env)

@@ -1,0 +1,183 @@
+"""The [[tool.uv.dependency-metadata]] entry of a fork, derived: what the fork itself declares at the pin
+(recorded in patches/<dist>/index.toml as `[declares]`), minus the requirements pyproject.toml drops and plus
+the ones it adds ([tool.nemo-rl.forks.<dist>] `drop` and `add`, each with its reason). uv locks that entry
+instead of the fork's own metadata, so it is never written by hand: a hand-kept one goes stale when a pin moves.
+
+Pure functions (no git, no uv): the checks below run offline on every `deps status` and `.ci/run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nemo_rl.errors import NemoRLError
+
+FIX = "run `nemo-rl deps patches {dist}` (it records what the fork declares at the pin, writes the derived entry " \
+      "and relocks)"
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One deliberate difference from the fork's own requirements: `requirement` is None for a drop."""
+
+    name: str  # canonical
+    requirement: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Deltas:
+    drop: tuple[Delta, ...] = ()
+    add: tuple[Delta, ...] = ()
+
+
+@dataclass(frozen=True)
+class Declares:
+    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out)."""
+
+    version: str
+    requires_python: str | None
+    requires_dist: tuple[str, ...]
+
+    def as_table(self) -> dict:
+        table = {"version": self.version, "requires-dist": list(self.requires_dist)}
+        if self.requires_python is not None:
+            table["requires-python"] = self.requires_python
+        return table
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A [[tool.uv.dependency-metadata]] entry, compared field by field (requires-dist in order)."""
+
+    name: str
+    version: str | None
+    requires_python: str | None
+    requires_dist: tuple[str, ...]
+
+
+def _name(requirement: str) -> str:
+    return canonicalize_name(Requirement(requirement).name)
+
+
+def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str]) -> Declares:
+    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement)."""
+    values = list(requires.values()) if isinstance(requires, dict) else list(requires)
+    return Declares(version, requires_python, tuple(values))
+
+
+def declares_from_table(table: object, where: str) -> Declares | None:
+    """index.toml's `[declares]`, checked; None when absent."""
+    if table is None:
+        return None
+    problem = f"{where} [declares] must hold version (a string), requires-dist (a list of requirements) and an " \
+              "optional requires-python (a string)"
+    if not isinstance(table, dict) or not isinstance(table.get("version"), str):
+        raise NemoRLError(problem, "regenerate it with `nemo-rl deps patches DIST`")
+    requires, python = table.get("requires-dist", []), table.get("requires-python")
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires) or not (
+            python is None or isinstance(python, str)):
+        raise NemoRLError(problem, "regenerate it with `nemo-rl deps patches DIST`")
+    return Declares(table["version"], python, tuple(requires))
+
+
+def deltas_from_table(table: dict, distribution: str) -> Deltas:
+    """[tool.nemo-rl.forks.<dist>] `drop = [{ name, why }]` and `add = [{ requirement, why }]`, checked: every
+    entry has its reason, and a name is listed once across both lists."""
+    where = f"pyproject.toml [tool.nemo-rl.forks.{distribution}]"
+    seen: dict[str, str] = {}
+    lists = {}
+    for key, field in (("drop", "name"), ("add", "requirement")):
+        items = table.get(key, [])
+        if not isinstance(items, list):
+            raise NemoRLError(f"{where} {key} must be an array of inline tables",
+                              f'write it as {key} = [{{ {field} = "...", why = "..." }}]')
+        parsed = []
+        for item in items:
+            value, why = (item.get(field), item.get("why")) if isinstance(item, dict) else (None, None)
+            if not isinstance(value, str) or not isinstance(why, str) or not why.strip():
+                raise NemoRLError(f"{where} {key}: {item!r:.80} needs {field} and a non-empty why (strings)",
+                                  f'write each as {{ {field} = "...", why = "the reason" }}')
+            try:
+                name = _name(value)
+            except InvalidRequirement as exc:
+                raise NemoRLError(f"{where} {key}: {value!r} is not a requirement: {exc}", "fix it (PEP 508)") from exc
+            if key == "drop" and Requirement(value).specifier:
+                raise NemoRLError(f"{where} drop: {value!r} has a version bound: a drop names a distribution",
+                                  "drop it by name; to change its bound, add the requirement instead")
+            if name in seen:
+                raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key})",
+                                  "list each requirement once, in drop or in add")
+            seen[name] = key
+            parsed.append(Delta(name, value if key == "add" else None, why.strip()))
+        lists[key] = tuple(parsed)
+    return Deltas(lists["drop"], lists["add"])
+
+
+def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
+    """The entry uv must lock: the fork's version and Requires-Python as they are, its requirements without the
+    dropped ones, an added one replacing the fork's own of the same name; sorted by name (the fork's order
+    carries no meaning, and a stable order keeps the lock's manifest still)."""
+    dropped = {d.name for d in deltas.drop}
+    added = {a.name: a.requirement for a in deltas.add}
+    kept = {_name(r): r for r in declares.requires_dist if _name(r) not in dropped | added.keys()}
+    merged = {**kept, **added}
+    return Entry(distribution, declares.version, declares.requires_python,
+                 tuple(merged[name] for name in sorted(merged)))
+
+
+def unnecessary_drops(declares: Declares, deltas: Deltas) -> list[str]:
+    """Dropped names the fork no longer declares: the drop does nothing and its entry can go."""
+    declared = {_name(r) for r in declares.requires_dist}
+    return [d.name for d in deltas.drop if d.name not in declared]
+
+
+def drop_line(name: str) -> str:
+    """The exact line that drops `name`, for a refusal to print."""
+    return f'{{ name = "{name}", why = "<why nemo-rl does not need it>" }},'
+
+
+def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str]]:
+    """(field, expected, found) where the entry in pyproject.toml is not the derived one."""
+    if entry is None:
+        return [("entry", f"[[tool.uv.dependency-metadata]] name = {derived.name!r}", "missing")]
+    result = []
+    for field, expected, found in (("version", derived.version, entry.version),
+                                   ("requires-python", derived.requires_python, entry.requires_python)):
+        if expected != found:
+            result.append((field, repr(expected), repr(found)))
+    if entry.requires_dist != derived.requires_dist:
+        want, have = set(derived.requires_dist), set(entry.requires_dist)
+        extra, missing = sorted(have - want), sorted(want - have)
+        detail = "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else "",
+                                         f"not derived {', '.join(extra)}" if extra else ""])) or "another order"
+        result.append(("requires-dist", "the derived list", detail))
+    return result
+
+
+def write_entry(doc, derived: Entry) -> bool:
+    """Make the tomlkit document's [[tool.uv.dependency-metadata]] entry for the fork the derived one (comments
+    around it stay); whether anything changed."""
+    import tomlkit
+
+    entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
+    entry = next((e for e in entries if e.get("name") == derived.name), None)
+    if entry is None:
+        entry = tomlkit.table()
+        entry["name"] = derived.name
+        entries.append(entry)
+    before = tomlkit.dumps(entry)
+    entry["version"] = derived.version
+    if derived.requires_python is None:
+        entry.pop("requires-python", None)
+    else:
+        entry["requires-python"] = derived.requires_python
+    if list(entry.get("requires-dist", [])) != list(derived.requires_dist):
+        requires = tomlkit.array()
+        requires.multiline(True)
+        requires.extend(derived.requires_dist)
+        entry["requires-dist"] = requires
+    return tomlkit.dumps(entry) != before

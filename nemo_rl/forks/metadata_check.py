@@ -1,0 +1,110 @@
+"""The project's side of the derived [[tool.uv.dependency-metadata]] entries (declared.py): read the deltas and
+the entry from pyproject.toml and the recorded declarations from patches/<dist>/index.toml, and say where they
+disagree. Offline; `deps patches`, `deps bump` and `deps status` share it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nemo_rl.forks import declared
+from nemo_rl.forks.record_files import Index
+from nemo_rl.project import lockfile
+
+Problem = tuple[str, str, str, str]  # (file, field, expected, found)
+
+
+def deltas(project: Path, distribution: str) -> declared.Deltas:
+    path = project / "pyproject.toml"
+    forks = lockfile.table(lockfile.tool_tables(project)[1].get("forks"), "[tool.nemo-rl.forks]", path)
+    table = lockfile.table(forks.get(distribution), f"[tool.nemo-rl.forks.{distribution}]", path)
+    return declared.deltas_from_table(table, distribution)
+
+
+def entry(project: Path, distribution: str) -> declared.Entry | None:
+    found = lockfile.declared_metadata(project, distribution)
+    if found is None:
+        return None
+    return declared.Entry(distribution, found.version, found.requires_python, found.requires_dist)
+
+
+def recorded(index: Index | None, distribution: str) -> declared.Declares | None:
+    where = f"patches/{distribution}/index.toml"
+    return declared.declares_from_table(index.declares, where) if index is not None else None
+
+
+def derives(project: Path, distribution: str) -> bool:
+    """Whether the fork's entry is derived: it has one, or deltas that need one. Without either uv locks the
+    fork's own metadata, which is true by construction."""
+    found = deltas(project, distribution)
+    return entry(project, distribution) is not None or bool(found.drop or found.add)
+
+
+def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
+    """Where pyproject's entry is not the one derived from the recorded declarations (index at the pin only: a
+    stale index is the records' problem, reported there)."""
+    if index is None or index.pinned != fork.rev or not derives(project, fork.distribution):
+        return []
+    dist = fork.distribution
+    declares = recorded(index, dist)
+    rel = f"patches/{dist}/index.toml"
+    if declares is None:
+        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",
+                 "not recorded")]
+    found_deltas = deltas(project, dist)
+    derived = declared.derive(dist, declares, found_deltas)
+    where = f"[[tool.uv.dependency-metadata]] {dist}"
+    result = [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares] and the drop/add "
+               f"lists)", found) for field, expected, found in declared.differences(entry(project, dist), derived)]
+    result += [("pyproject.toml", f"[tool.nemo-rl.forks.{dist}] drop {name}",
+                f"a requirement {dist} declares at {fork.rev[:12]}",
+                "not declared by the fork: the drop is unnecessary, remove it")
+               for name in declared.unnecessary_drops(declares, found_deltas)]
+    return result
+
+
+def write_derived(project: Path, distribution: str, declares: declared.Declares
+                  ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
+    """Write the entry derived from `declares` into `project`'s pyproject.toml (tomlkit: comments stay), and
+    remove the drops the fork no longer needs (they change nothing); (the entry before, the entry written or None
+    when it did not change, the drops removed)."""
+    import tomlkit
+
+    from nemo_rl.project.landing import write_atomic
+
+    before = entry(project, distribution)
+    found = deltas(project, distribution)
+    derived = declared.derive(distribution, declares, found)
+    unneeded = declared.unnecessary_drops(declares, found)
+    path = project / "pyproject.toml"
+    doc = tomlkit.parse(lockfile.read_text(path))
+    changed = declared.write_entry(doc, derived)
+    if unneeded:
+        drops = doc["tool"]["nemo-rl"]["forks"][distribution]["drop"]
+        for item in [d for d in drops if declared.canonicalize_name(str(d.get("name"))) in unneeded]:
+            drops.remove(item)
+    if changed or unneeded:
+        write_atomic(path, tomlkit.dumps(doc))
+    return before, derived if changed else None, unneeded
+
+
+def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[str]:
+    """The report's lines for a rewritten entry: version, Requires-Python, requirements added and removed."""
+    old = before or declared.Entry(after.name, None, None, ())
+    lines = [f"    {field}: {a} -> {b}" for field, a, b in (("version", old.version, after.version),
+                                                           ("requires-python", old.requires_python,
+                                                            after.requires_python)) if a != b]
+    lines += [f"    + {r}" for r in after.requires_dist if r not in old.requires_dist]
+    lines += [f"    - {r}" for r in old.requires_dist if r not in after.requires_dist]
+    return lines
+
+
+def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
+    """What to do when uv cannot lock a derived entry: each requirement the fork added is either locked or
+    dropped, and this is the exact line that drops it."""
+    old = {declared._name(r) for r in (before.requires_dist if before else ())}
+    new = [declared._name(r) for r in after.requires_dist if declared._name(r) not in old]
+    if not new:
+        return "read uv's message above"
+    lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)
+    return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}] of "
+            f"pyproject.toml:\n{lines}\nthen run the command again; otherwise read uv's message above")

@@ -1,0 +1,175 @@
+"""The derived [[tool.uv.dependency-metadata]] entry end to end: fixture forks whose version and requirements
+move, the project's drop/add lists, `deps patches`, `deps bump`, `deps status`, and hand edits with `uv lock`."""
+
+import tomllib
+
+import forkworld
+from gitfixtures import commit
+
+from nemo_rl.cli import main
+from nemo_rl.project import lockfile
+
+DROP = {"pytest": "a test tool the fork lists as a runtime requirement"}
+
+
+def cli(world, *args):
+    return main(["deps", *args, "--project", str(world.project)])
+
+
+def pin(world, rev):
+    assert cli(world, "bump", "megatron-core", "--rev", rev) == 0
+
+
+def entry(world):
+    return lockfile.declared_metadata(world.project, "megatron-core")
+
+
+def locked(world):
+    return lockfile.locked_packages(world.project)["megatron-core"]
+
+
+def derived_world(world):
+    """megatron-core's fork declares nemo-toolkit (locked through the project's own source) and pytest (dropped)."""
+    rev = commit(world.forks["megatron-core"].fork, "declare requirements", {"pyproject.toml": forkworld.fork_pyproject(
+        world, dependencies=["nemo-toolkit", "pytest>=8"])})
+    pin(world, rev)
+    forkworld.derive_metadata(world, DROP)
+    return rev
+
+
+def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):
+    derived_world(world)
+    assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.1.0", ("nemo-toolkit",), ">=3.10")
+    index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
+    assert index["declares"] == {"version": "0.1.0", "requires-python": ">=3.10",
+                                 "requires-dist": ["nemo-toolkit", "pytest>=8"]}
+    assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()
+    lock = (world.project / "uv.lock").read_text()
+    assert 'requires-dist = ["nemo-toolkit"]' in lock
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 0
+    assert cli(world, "patches", "--check") == 0
+    assert cli(world, "status", "--check") == 0
+
+
+def test_a_hand_edited_entry_relocked_is_caught_and_one_command_fixes_it(world, capsys):
+    derived_world(world)
+    path = world.project / "pyproject.toml"
+    head, marker, entry_text = path.read_text().partition("[[tool.uv.dependency-metadata]]")
+    path.write_text(head + marker + entry_text.replace('version = "0.1.0"', 'version = "0.9.0"'))
+    forkworld.uv_run(world, "lock", "--quiet")  # uv.lock now agrees with the hand edit: uv lock --check is green
+    assert locked(world).version == "0.9.0"
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 1
+    out = capsys.readouterr().out
+    assert "[[tool.uv.dependency-metadata]] megatron-core version: expected '0.1.0'" in out and "found '0.9.0'" in out
+    assert cli(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "megatron-core: metadata stale" in out and "run `nemo-rl deps patches megatron-core`" in out
+    assert cli(world, "patches", "megatron-core") == 0
+    assert locked(world).version == "0.1.0" and entry(world).version == "0.1.0"
+    assert cli(world, "patches", "--check", "--offline") == 0
+
+
+def test_a_hand_edited_rev_with_uv_lock_alone_is_caught(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    newer = commit(fork, "release 0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8"])})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, newer))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    assert locked(world).commit == newer and locked(world).version == "0.1.0"  # the lie: the fork builds 0.2.0
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 1
+    assert cli(world, "status", "--check") == 1
+    assert "run `nemo-rl deps patches megatron-core`" in capsys.readouterr().out
+    assert cli(world, "patches", "megatron-core") == 0
+    assert locked(world).version == "0.2.0" and entry(world).version == "0.2.0"
+    assert cli(world, "patches", "--check", "--offline") == 0
+
+
+def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    module_init = "megatron/core/__init__.py"
+    dynamic = commit(fork, "dynamic version 0.2.0", {
+        "pyproject.toml": forkworld.fork_pyproject(world, version=None, dependencies=["nemo-toolkit>=0.1",
+                                                                                     "pytest>=8"]),
+        module_init: '__version__ = "0.2.0"\n'})
+    capsys.readouterr()
+    pin(world, dynamic)
+    out = capsys.readouterr().out
+    assert locked(world).version == "0.2.0"
+    assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.2.0", ("nemo-toolkit>=0.1",), ">=3.10")
+    assert "version: 0.1.0 -> 0.2.0" in out and "+ nemo-toolkit>=0.1" in out
+    assert "locked online; the offline lock was thrown away" in out or "locked offline" not in out
+    assert cli(world, "patches", "--check", "--offline") == 0
+    assert cli(world, "patches", "--check") == 0
+
+
+def test_bump_refuses_a_requirement_uv_cannot_lock_with_the_drop_line(world, capsys, monkeypatch):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    unknown = commit(fork, "needs a package no index has", {"pyproject.toml": forkworld.fork_pyproject(
+        world, dependencies=["nemo-toolkit", "pytest>=8", "nemo-rl-no-such-fixture-dist>=1.16"])})
+    monkeypatch.setenv("UV_OFFLINE", "1")  # the index is never asked: the name is resolvable nowhere
+    before = world.files()
+    assert cli(world, "bump", "megatron-core", "--rev", unknown) == 1
+    err = capsys.readouterr().err
+    assert '{ name = "nemo-rl-no-such-fixture-dist", why = "<why nemo-rl does not need it>" },' in err
+    assert "[tool.nemo-rl.forks.megatron-core]" in err
+    assert world.files() == before
+
+
+def test_a_drop_the_fork_no_longer_needs_is_said_unnecessary(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    without = commit(fork, "drop pytest", {"pyproject.toml": forkworld.fork_pyproject(
+        world, dependencies=["nemo-toolkit"])})
+    capsys.readouterr()
+    pin(world, without)
+    assert "the drop of pytest is unnecessary (the fork no longer declares it): removed" in capsys.readouterr().out
+    table = tomllib.loads((world.project / "pyproject.toml").read_text())["tool"]["nemo-rl"]["forks"]["megatron-core"]
+    assert table["drop"] == []
+    assert cli(world, "patches", "--check", "--offline") == 0
+    # a drop put back by hand: the check says it is unnecessary
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("drop = []", 'drop = [{ name = "pytest", why = "back by hand" }]'))
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 1
+    assert "drop pytest: expected a requirement megatron-core declares" in capsys.readouterr().out
+
+
+def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
+    """Records, entry and lock agree with each other offline, but the recorded declarations are not the fork's."""
+    from nemo_rl.forks import declared, fork_cache, metadata_check, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"))
+    index, noted = records.build(directory, fork, fork.rev, base, recs, wrong)
+    records.write(directory, index, noted)
+    metadata_check.write_derived(world.project, "megatron-core", wrong)
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 0  # consistent with itself
+    assert cli(world, "patches", "--check") == 1
+    assert "declares requires-dist" in capsys.readouterr().out
+
+
+def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
+    """An index generated before [declares] existed (or by hand): the entry cannot be proved derived offline."""
+    from nemo_rl.forks import fork_cache, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    records.write(directory, *records.build(directory, fork, fork.rev, base, recs, None))
+    capsys.readouterr()
+    assert cli(world, "patches", "--check", "--offline") == 1
+    assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
+    assert cli(world, "status", "--check") == 1
+    assert "metadata stale" in capsys.readouterr().out
