@@ -150,6 +150,8 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
     assert (path / verified.RECORD).exists()
+    assert "imported by the pack from these bytes" in result.stderr  # the node did not import torch again
+    assert "lib/python3.12/site-packages/megatron/core/__init__.py" in bundles.read_manifest(bundle).proven.files
     # the checkout's own environment runs nemo-rl offline: what `uv run` gives afterwards
     after = subprocess.run(["uv", "run", "--offline", "python", "-m", "nemo_rl", "envs", "verify", MCORE], cwd=project,
                            env=env, capture_output=True, text=True, timeout=600)
@@ -301,7 +303,8 @@ def test_sync_flags_take_what_uv_sync_takes():
 
 GOOD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, ("--locked",), "3.12.1", "linux-x86_64",
                                                              "uv 0.13.9"),
-                          {"ray": "2.49.0", "megatron-core": "0.1.0 git " + "a" * 40}, 3, 10, "sha256:x", 1.7e9)
+                          {"ray": "2.49.0", "megatron-core": "0.1.0 git " + "a" * 40}, 3, 10, "sha256:x", 1.7e9,
+                          manifests.Proven(("ray", "megatron.core"), ("lib/python3.12/site-packages/ray/__init__.py",)))
 
 
 @pytest.mark.parametrize("field, value, expected", [
@@ -314,6 +317,9 @@ GOOD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, ("--locke
     ("created", float("inf"), "created is not a time"),
     ("files", -1, "files is not a count"),
     ("bytes", 1.5, "bytes is not a count"),
+    ("proven", {"modules": ["ray"], "files": ["../../etc/passwd"]}, "proven is not"),
+    ("proven", {"modules": ["ray; rm"], "files": []}, "proven is not"),
+    ("proven", {"modules": ["ray"], "files": ["/etc/passwd"]}, "proven is not"),
 ])
 def test_the_manifests_own_fields_are_checked_where_read(tmp_path, field, value, expected):
     assert bundles.read_manifest(_manifest_at(tmp_path, {})).distributions == GOOD.distributions

@@ -24,7 +24,7 @@ from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
-from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, differences, inputs_for, read_manifest
+from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, differences, inputs_for, read_manifest
 
 CACHE = "uv-cache"
 DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`: what `uv run` syncs (default groups, no extras)
@@ -123,6 +123,22 @@ def _distributions(env: Path) -> dict[str, str]:
     return dict(sorted(result.items()))
 
 
+def _prove(project: Path, env: Path) -> Proven:
+    """The import check a node would run first, run once here: a bundle whose environment does not import Ray
+    and the forks' modules is never made, and a node that installs the same bytes records this proof."""
+    from nemo_rl import imports
+    from nemo_rl.workers import environments, verified
+
+    modules = environments.modules_to_import(lockfile.forks(project), env)
+    progress(f"importing {', '.join(modules)} in the packed environment")
+    result = imports.check(env / "bin" / "python", modules)
+    if result.failed:
+        raise NemoRLError(f"the environment made for the bundle does not import: "
+                          f"{'; '.join(f'{m}: {e}' for m, e in result.failed.items())}",
+                          "fix the dependency in pyproject.toml / uv.lock, then pack again")
+    return Proven(tuple(modules), tuple(verified.inside(env, list(result.files))))
+
+
 def _remove_dead_packs(dest: Path) -> None:
     for leftover in dest.parent.glob(f".{dest.name}.packing-*"):
         if not locks.held(leftover):  # a live pack holds its directory
@@ -157,6 +173,7 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
+        proven = _prove(project, env)
         shutil.rmtree(env)
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
         progress("adding what the checkout's own environment (`uv run`) needs")
@@ -167,7 +184,8 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
             if bucket.name.startswith(DROPPED_BUCKETS):
                 shutil.rmtree(bucket)
         files, total, digest = content_digest(cache)
-        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time())
+        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time(),
+                            proven)
         from nemo_rl.jsonout import dumps
 
         (work / MANIFEST).write_text(dumps(manifest) + "\n")

@@ -135,18 +135,22 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
         if describe(where.path) is None:
-            _build(project, flags, where, bundle or bundles.find(project, flags), digest)
+            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
+        else:
+            manifest = None
         env = describe(where.path)
         if not verified.still_verified(env.path, project):
-            verify(env, project)
+            verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
 
 
 def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None,
-           digest: str | None = None) -> None:
+           digest: str | None = None) -> bundles.Manifest | None:
+    """Build the environment; from a bundle, return its (checked) manifest."""
+    manifest = None
     if bundle is not None:
-        bundles.check(bundle, project, flags, digest)  # before anything is installed
+        manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
     staging = where.staging()
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
@@ -166,6 +170,7 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     progress(f"worker environment ready: {where.path}")
+    return manifest
 
 
 def _overlay_developed(project: Path, env: Path) -> None:
@@ -181,9 +186,12 @@ def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
     return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
 
 
-def verify(env: WorkerEnv, project: Path) -> None:
+def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = None) -> None:
     """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
-    fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified)."""
+    fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
+
+    `proven`: what the pack's import check proved, for an environment just installed from that checked bundle
+    (the same bytes): the imports are not run again when they are the modules this environment needs."""
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
@@ -195,7 +203,11 @@ def verify(env: WorkerEnv, project: Path) -> None:
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
     # in seconds, not in Ray's scheduler minutes later.
     try:
-        result = imports.check(env.python, modules)
+        if proven is not None and list(proven.modules) == modules:
+            progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
+            result = imports.Result(platform.python_version(), {}, tuple(str(env.path / f) for f in proven.files))
+        else:
+            result = imports.check(env.python, modules)
     except NemoRLError as exc:
         raise NemoRLError(f"the interpreter of worker environment {env.path} does not run: {exc}", rebuild) from exc
     problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]

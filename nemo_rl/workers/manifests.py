@@ -16,10 +16,12 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
 MANIFEST = "nemo-rl-bundle.json"
-# 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs
+# 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs, and the
+# manifest what the builder's import check proved
 SCHEMA = 2
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _DIST_VALUE = re.compile(r"^[^\s]+( git [0-9a-f]{40})?$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,15 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class Proven:
+    """What the builder's import check proved on the environment it packed: these modules import, loading these
+    files (relative to the environment). A node that installed the same bytes need not import them again."""
+
+    modules: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Manifest:
     schema: int
     inputs: Inputs
@@ -42,6 +53,7 @@ class Manifest:
     bytes: int
     digest: str
     created: float
+    proven: Proven
 
 
 def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
@@ -56,6 +68,16 @@ def _distributions_field(value: object) -> dict[str, str]:
             for k, v in value.items()):
         raise ValueError("distributions is not a map of distribution names to 'VERSION' or 'VERSION git SHA'")
     return dict(value)
+
+
+def _proven_field(value: object) -> Proven:
+    if (not isinstance(value, dict) or not isinstance(value.get("modules"), list)
+            or not all(isinstance(m, str) and _MODULE.match(m) for m in value["modules"])
+            or not isinstance(value.get("files"), list)
+            or not all(isinstance(f, str) and f and not f.startswith("/") and ".." not in f.split("/")
+                       for f in value["files"])):
+        raise ValueError("proven is not {modules: [module names], files: [paths inside the environment]}")
+    return Proven(tuple(value["modules"]), tuple(value["files"]))
 
 
 def _count_field(value: object, name: str) -> int:
@@ -82,7 +104,8 @@ def read_manifest(bundle: Path) -> Manifest:
                                                         str(inputs["python"]), str(inputs["platform"]),
                                                         str(inputs["uv_version"])),
                             _distributions_field(data["distributions"]), _count_field(data["files"], "files"),
-                            _count_field(data["bytes"], "bytes"), str(data["digest"]), _created_field(data["created"]))
+                            _count_field(data["bytes"], "bytes"), str(data["digest"]), _created_field(data["created"]),
+                            _proven_field(data["proven"]))
     except FileNotFoundError as exc:
         raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
