@@ -23,7 +23,15 @@ for module in sys.argv[1:]:
             importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
-print(json.dumps({"python": sys.version.split()[0], "failed": failed}))
+# what the imports loaded: module files and mapped shared libraries (the files the check relied on)
+files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+try:
+    with open("/proc/self/maps") as maps:
+        files |= {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+except OSError:
+    pass
+files = sorted(f for f in files if isinstance(f, str) and f.startswith("/"))
+print(json.dumps({"python": sys.version.split()[0], "failed": failed, "files": files}))
 """
 
 
@@ -41,6 +49,7 @@ class Failure:
 class Result:
     python: str  # the interpreter's version
     failed: dict[str, Failure]
+    files: tuple[str, ...] = ()  # absolute paths of the modules and shared libraries the imports loaded
 
 
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120) -> Result:
@@ -48,7 +57,8 @@ def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout:
     out = run([python, "-c", SCRIPT, *modules], cwd=cwd, timeout=timeout).stdout
     try:
         data = json.loads(out.strip().splitlines()[-1])
-        return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()})
+        return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()},
+                      tuple(str(f) for f in data.get("files", [])))
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}",
                           "run it by hand to see why") from exc

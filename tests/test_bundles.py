@@ -4,8 +4,11 @@ The builder's megatron-core fork has a small C extension: a node that builds fro
 PATH, no package index (a closed local port), no git host and an empty uv cache, so its build can only succeed
 by installing what the builder compiled."""
 
+import contextlib
+import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,8 +21,12 @@ import pytest
 from gitfixtures import commit
 
 from nemo_rl.cli import main
+from nemo_rl.errors import NemoRLError
+from nemo_rl.jsonout import dumps
 from nemo_rl.project import installed, lockfile
-from nemo_rl.workers import bundles
+from nemo_rl.workers import bundles, executables, manifests, verified
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MCORE = "uv run --locked --extra mcore"
 HELPER_C = textwrap.dedent("""\
@@ -33,7 +40,8 @@ HELPER_C = textwrap.dedent("""\
 
 @pytest.fixture(scope="module")
 def builder(ray_world, tmp_path_factory):
-    """A copy of the Ray world whose megatron-core pin has a compiled helper, and its bundle."""
+    """A copy of the Ray world whose megatron-core pin has a compiled helper, its bundle, and the node command
+    pack printed. The project carries nemo_rl itself, as the nemo-rl checkout does."""
     root = tmp_path_factory.mktemp("builder")
     world = forkworld.copy_world(ray_world, root / "world")
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -67,10 +75,14 @@ def builder(ray_world, tmp_path_factory):
                              '[tool.hatch.build.targets.wheel]\npackages = ["fixture_project"]\n')
         (world.project / "fixture_project").mkdir()
         (world.project / "fixture_project" / "__init__.py").write_text("")
+        shutil.copytree(ROOT / "nemo_rl", world.project / "nemo_rl", ignore=shutil.ignore_patterns("__pycache__"))
         forkworld.uv_run(world, "lock", "--quiet")
         bundle = root / "bundles" / "mcore"
-        assert main(["envs", "pack", "MCORE", str(bundle), "--project", str(world.project)]) == 0
-    return world, bundle, head
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["envs", "pack", MCORE, str(bundle), "--project", str(world.project)]) == 0
+    (hint,) = [line for line in out.getvalue().splitlines() if "on a node" in line]
+    return world, bundle, head, shlex.split(hint.split("`")[1])
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
@@ -86,6 +98,10 @@ def offline_node(tmp_path: Path, builder_world) -> tuple[Path, dict[str, str]]:
     tools.mkdir()
     for tool in ("git", "sh", "env"):  # no cc, gcc, c++ or ld: a build would fail
         os.symlink(shutil.which(tool), tools / tool)
+    os.symlink(forkworld.uv_bin(), tools / "uv")  # uv and a Python: what the node has besides the checkout
+    base_python = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for name in ("python3", base_python.name):
+        os.symlink(base_python.resolve(), tools / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG", "UV_", "NEMO_RL_", "VIRTUAL_ENV"))}
     blocked = {url: "https://blocked.nemo-rl.invalid/x.git" for url in builder_world.insteadof}  # via the closed port
     closed = "http://127.0.0.1:9"  # every HTTP(S) connection goes to a closed local port
@@ -99,13 +115,18 @@ def offline_node(tmp_path: Path, builder_world) -> tuple[Path, dict[str, str]]:
     return project, env
 
 
-def node_build(project: Path, env: dict[str, str], bundle: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nemo_rl", "envs", "build", "MCORE", "--from", str(bundle),
-                           "--project", str(project)], env=env, capture_output=True, text=True, timeout=600)
+def node_build(project: Path, env: dict[str, str], command: list[str]) -> subprocess.CompletedProcess:
+    """The command `pack` printed (and docs/workers.md gives), run in the node's checkout."""
+    assert command[:5] == ["uv", "run", "--no-project", "--offline", "python"], command
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+
+def for_bundle(command: list[str], bundle: Path) -> list[str]:
+    return [str(bundle) if word == command[command.index("--from") + 1] else word for word in command]
 
 
 def test_the_bundle_carries_what_was_built_and_no_history(builder):
-    _, bundle, head = builder
+    _, bundle, head, _ = builder
     manifest = bundles.read_manifest(bundle)
     assert manifest.distributions["megatron-core"] == f"0.1.0 git {head}"
     assert "ray" in manifest.distributions and manifest.files > 0 and manifest.digest.startswith("sha256:")
@@ -114,17 +135,27 @@ def test_the_bundle_carries_what_was_built_and_no_history(builder):
     assert list(cache.rglob("_helpers*.so"))  # the compiled helper, built once, here
 
 
-def test_a_node_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path, monkeypatch):
-    world, bundle, head = builder
+def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path,
+                                                                              monkeypatch):
+    world, bundle, head, command = builder
     project, env = offline_node(tmp_path, world)
+    assert not (project / ".venv").exists()
     before = snapshot(bundle)
-    result = node_build(project, env, bundle)
+    result = node_build(project, env, command)
     assert result.returncode == 0, result.stderr
     assert snapshot(bundle) == before  # nothing written into the bundle: a read-only one works
     assert "through a working uv cache in" in result.stderr
+    assert "making the checkout's environment" in result.stderr and (project / ".venv" / "bin" / "python").exists()
     venvs = tmp_path / "node" / "venvs"
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
+    assert (path / verified.RECORD).exists()
+    assert "imported by the pack from these bytes" in result.stderr  # the node did not import torch again
+    assert "lib/python3.12/site-packages/megatron/core/__init__.py" in bundles.read_manifest(bundle).proven.files
+    # the checkout's own environment runs nemo-rl offline: what `uv run` gives afterwards
+    after = subprocess.run(["uv", "run", "--offline", "python", "-m", "nemo_rl", "envs", "verify", MCORE], cwd=project,
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert after.returncode == 0 and f"ok: {path}" in after.stdout, after.stderr
     # an actor in that environment imports the compiled fork and reports the locked commit
     import ray
 
@@ -143,29 +174,40 @@ def test_a_node_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_pat
     assert ray.get(report.options(**workers.actor_options(MCORE, project)).remote(), timeout=120) == (42, head)
 
 
-@pytest.mark.parametrize("damage", ["one byte changed", "truncated", "another uv.lock"])
+@pytest.mark.parametrize("damage", ["one byte changed", "truncated", "another uv.lock", "a fork moved",
+                                    "another trusted digest", "truncated, digest trusted"])
 def test_a_damaged_or_foreign_bundle_is_refused_before_anything_is_installed(builder, tmp_path, damage):
-    world, bundle, _ = builder
+    world, bundle, head, command = builder
     project, env = offline_node(tmp_path, world)
     copy = tmp_path / "bundle"
     shutil.copytree(bundle, copy, symlinks=True)
     biggest = max((p for p in (copy / bundles.CACHE).rglob("*") if p.is_file() and not p.is_symlink()),
                   key=lambda p: p.stat().st_size)
+    command = for_bundle(command, copy)
     if damage == "one byte changed":
         data = bytearray(biggest.read_bytes())
         data[len(data) // 2] ^= 1
         biggest.write_bytes(bytes(data))
         expected = "does not match its manifest"
-    elif damage == "truncated":
+    elif damage.startswith("truncated"):
         biggest.write_bytes(biggest.read_bytes()[: biggest.stat().st_size // 2])
         expected = "does not match its manifest"
+        if damage.endswith("trusted"):  # counted and sized, not hashed
+            command += ["--digest", bundles.read_manifest(copy).digest]
+    elif damage == "another trusted digest":
+        command += ["--digest", "sha256:" + "0" * 64]
+        expected = "not the trusted sha256:0000"
+    elif damage == "a fork moved":
+        (project / "uv.lock").write_text((project / "uv.lock").read_text().replace(head, "f" * 40))
+        expected = f"uv.lock changed (megatron-core: bundle 0.1.0 git {head[:12]}, uv.lock 0.1.0 git ffffffffffff)"
     else:
         (project / "uv.lock").write_text((project / "uv.lock").read_text() + "\n")
-        expected = "uv.lock changed"
-    result = node_build(project, env, copy)
+        expected = "uv.lock changed (no package of the bundle moved"
+    result = node_build(project, env, command)
     assert result.returncode == 1 and expected in result.stderr, result.stderr
     venvs = tmp_path / "node" / "venvs"
     assert not venvs.exists() or not [p for p in venvs.iterdir() if not p.name.endswith(".lock")]
+    assert not (project / ".venv").exists()  # not even the checkout's own environment
 
 
 STRIKES = {
@@ -181,7 +223,7 @@ STRIKES = {
 
 @pytest.mark.parametrize("instant", list(STRIKES))
 def test_a_pack_killed_at_any_instant_leaves_nothing_that_passes(builder, tmp_path, instant):
-    world, _, _ = builder
+    world, _, _, _ = builder
     dest = tmp_path / "bundles" / "killed"
     script = ("import os, sys\nfrom nemo_rl.workers import bundles\n" + STRIKES[instant] +
               "\nfrom nemo_rl.cli import main\nsys.exit(main(sys.argv[1:]))")
@@ -204,7 +246,7 @@ def test_a_pack_killed_at_any_instant_leaves_nothing_that_passes(builder, tmp_pa
 
 
 def test_envs_list_shows_bundles_and_pack_refuses_what_it_cannot_make(builder, tmp_path, monkeypatch, capsys):
-    world, bundle, _ = builder
+    world, bundle, _, _ = builder
     forkworld.apply_env(world, monkeypatch)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
     assert main(["envs", "list", "--json", "--project", str(world.project)]) == 0
@@ -270,7 +312,8 @@ def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch)
     root = tmp_path / "bundles"
     for name, inputs in [*foreign.items(), ("f-fits", here)]:
         (root / name).mkdir(parents=True)
-        manifest = bundles.Manifest(bundles.SCHEMA, inputs, {}, 0, 0, "sha256:" + "0" * 64, 0.0)
+        manifest = bundles.Manifest(bundles.SCHEMA, inputs, {}, 0, 0, "sha256:" + "0" * 64, 1.7e9,
+                                    manifests.Proven((), ()))
         (root / name / bundles.MANIFEST).write_text(dumps(manifest) + "\n")
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
     assert bundles.find(project, flags) == root / "f-fits"  # the five before it in order do not fit
@@ -281,3 +324,42 @@ def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch)
                          ("c-other-python", "another Python"), ("d-other-uv", "another uv"),
                          ("e-other-platform", "another platform")]:
         assert f"{name}: {reason}" in refused.value.what
+
+
+def test_sync_flags_take_what_uv_sync_takes():
+    assert executables.sync_flags("uv run --locked --extra mcore --no-install-package transformer-engine") == [
+        "--locked", "--extra", "mcore", "--no-install-package", "transformer-engine"]
+    with pytest.raises(NemoRLError, match="'--with', which `uv sync` does not take"):
+        executables.sync_flags("uv run --locked --with x")
+
+
+GOOD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, ("--locked",), "3.12.1", "linux-x86_64",
+                                                             "uv 0.13.9"),
+                          {"ray": "2.49.0", "megatron-core": "0.1.0 git " + "a" * 40}, 3, 10, "sha256:x", 1.7e9,
+                          manifests.Proven(("ray", "megatron.core"), ("lib/python3.12/site-packages/ray/__init__.py",)))
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("distributions", ["ray"], "distributions is not a map"),
+    ("distributions", {"ray": 2}, "distributions is not a map"),
+    ("distributions", {"../x": "1.0"}, "distributions is not a map"),
+    ("distributions", {"megatron-core": "0.1.0 git abc"}, "distributions is not a map"),
+    ("created", "yesterday", "created is not a time"),
+    ("created", True, "created is not a time"),
+    ("created", float("inf"), "created is not a time"),
+    ("files", -1, "files is not a count"),
+    ("bytes", 1.5, "bytes is not a count"),
+    ("proven", {"modules": ["ray"], "files": ["../../etc/passwd"]}, "proven is not"),
+    ("proven", {"modules": ["ray; rm"], "files": []}, "proven is not"),
+    ("proven", {"modules": ["ray"], "files": ["/etc/passwd"]}, "proven is not"),
+])
+def test_the_manifests_own_fields_are_checked_where_read(tmp_path, field, value, expected):
+    assert bundles.read_manifest(_manifest_at(tmp_path, {})).distributions == GOOD.distributions
+    with pytest.raises(NemoRLError, match=f"cannot read the bundle manifest .*{expected}"):
+        bundles.read_manifest(_manifest_at(tmp_path, {field: value}))
+
+
+def _manifest_at(root: Path, changes: dict) -> Path:
+    data = {**json.loads(dumps(GOOD)), **changes}
+    (root / bundles.MANIFEST).write_text(json.dumps(data))
+    return root

@@ -1,5 +1,6 @@
 """Ray actors in keyed worker environments, on a real local Ray cluster (one per test session, two nodes)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -305,3 +306,52 @@ def test_a_worker_that_cannot_start_is_an_error_with_its_cause(cluster, ray_worl
     with pytest.raises(NemoRLError, match="No module named 'msgpack'") as failure:
         workers.wait_ready(actor, env, timeout=20)
     assert "did not start within 20 s" in failure.value.what and str(env) in failure.value.remedy
+
+
+def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world, venv_dir, monkeypatch):
+    """The imports run once; afterwards a file added deep in a package, a loaded module edited in place, a record
+    for another uv.lock or driver, a record of the wrong shape, or a change during the check brings them back."""
+    from nemo_rl import imports
+    from nemo_rl.workers import verified
+
+    env = environments.ensure(ray_world.project, ["--locked"])
+    calls = []
+    real = imports.check
+    strike = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        result = real(*args, **kwargs)
+        if strike:  # something changes while the check runs
+            (strike.pop() / "during.txt").write_text("x")
+        return result
+
+    monkeypatch.setattr(environments.imports, "check", counted)
+
+    def again() -> int:
+        before = len(calls)
+        environments.ensure(ray_world.project, ["--locked"])
+        return len(calls) - before
+
+    assert again() == 0  # verified once, recorded
+    site = next(env.path.glob("lib/python3*/site-packages"))
+    deep = max((d for d in (site / "ray").rglob("*") if d.is_dir() and "__pycache__" not in d.parts),
+               key=lambda d: len(d.parts))
+    (deep / "stray.txt").write_text("x")  # not a file any import loaded: its directory changed
+    assert again() == 1 and again() == 0
+    loaded = site / "msgpack" / "__init__.py"  # `import ray` loads it
+    loaded.write_bytes(loaded.read_bytes())  # in place: the directory is as it was, the file's ctime is not
+    assert again() == 1 and again() == 0
+    record = json.loads((env.path / verified.RECORD).read_text())
+    (env.path / verified.RECORD).write_text(json.dumps({**record, "lock_hash": "0" * 64}))
+    assert again() == 1 and again() == 0
+    with monkeypatch.context() as moved:
+        moved.setattr(verified, "driver_ray", lambda prefix: "0.0.1")  # the driver's Ray moved
+        assert again() == 1
+    assert again() == 0
+    (env.path / verified.RECORD).write_text("{}")
+    assert again() == 1 and again() == 0
+    strike.append(deep)
+    (env.path / verified.RECORD).write_text("{}")
+    assert again() == 1 and again() == 1  # the state moved during the first check: nothing was recorded
+    assert again() == 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -36,7 +39,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
         if verb == "build":
             p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
-                           help="build from this bundle, offline (it is checked first; it may be read-only)")
+                           help="build from this bundle, offline (it is checked first; it may be read-only); run "
+                           "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
+            p.add_argument("--digest", metavar="SHA", help="the digest the site trusts for the bundle (`pack` prints "
+                           "it; also $NEMO_RL_BUNDLE_DIGEST): the manifest must carry it, and the files are counted "
+                           "and sized instead of hashed again")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler="nemo_rl.envs.command:run")
@@ -62,6 +69,22 @@ def _flags(py_executable: str) -> list[str]:
     return executables.sync_flags(command)
 
 
+def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace) -> int:
+    """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
+    checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
+    against. The bundle was checked a moment ago: the rest runs with its digest as the trusted one."""
+    from nemo_rl.workers import bundles
+
+    manifest = bundles.build_driver(args.bundle, project, flags, args.digest)
+    python = bundles.driver_path(project) / "bin" / "python"
+    argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),
+            "--digest", manifest.digest, "--project", str(project)]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(python, argv)
+    return 3  # not reached: execv replaces this process
+
+
 def run(project: Path, args: argparse.Namespace) -> int:
     from nemo_rl import settings
     from nemo_rl.jsonout import dumps
@@ -85,11 +108,15 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.verb == "pack":
         manifest = bundles.pack(project, flags, args.bundle)
         print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
-        print(f"  on a node: `nemo-rl envs build {args.py_executable} --from {args.bundle}`, or set "
-              f"NEMO_RL_BUNDLE_DIR to its parent directory")
+        print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
+              f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))}` (add "
+              f"`--digest {manifest.digest}` where the site vouches for the copy), or set NEMO_RL_BUNDLE_DIR to its "
+              "parent directory")
         return 0
     if args.verb == "build":
-        env = environments.ensure(project, flags, bundle=args.bundle)
+        if args.bundle is not None and sys.prefix == sys.base_prefix:
+            return _bootstrap(project, flags, args)
+        env = environments.ensure(project, flags, bundle=args.bundle, digest=args.digest)
     else:
         env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
         if env is None:

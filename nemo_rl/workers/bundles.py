@@ -14,13 +14,10 @@ killed at any instant leaves nothing that passes as a bundle.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import platform
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import locks, settings, toolchain, uv
@@ -28,43 +25,17 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import cuda_archs
+from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, differences, inputs_for, read_manifest
 
-MANIFEST = "nemo-rl-bundle.json"
 CACHE = "uv-cache"
-SCHEMA = 1
+DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`: what `uv run` syncs (default groups, no extras)
+DIGEST_SETTING = "NEMO_RL_BUNDLE_DIGEST"
 # uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
 # own interpreters and environments, which uv recomputes.
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
 # Buckets uv only reads when everything is there (unpacked wheels): a node links them instead of copying.
 READ_ONLY_BUCKETS = ("archive-v",)
 WORK_CACHE_PREFIX = ".bundle-cache-"  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What must be equal on the builder and the node, apart from the checkout's path (each node's own)."""
-
-    lock_hash: str
-    flags: tuple[str, ...]
-    python: str
-    platform: str
-    uv_version: str
-
-
-@dataclass(frozen=True)
-class Manifest:
-    schema: int
-    inputs: Inputs
-    distributions: dict[str, str]  # name -> "version" or "version git <commit>"
-    files: int
-    bytes: int
-    digest: str
-    created: float
-
-
-def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
-    return Inputs(lockfile.lock_hash(project), tuple(flags), platform.python_version(),
-                  f"{sys.platform}-{platform.machine()}", uv.version())
 
 
 def _file_entry(root: Path, path: Path) -> tuple[str, int]:
@@ -99,43 +70,31 @@ def content_digest(root: Path) -> tuple[int, int, str]:
     return files, total, "sha256:" + digest.hexdigest()
 
 
-def read_manifest(bundle: Path) -> Manifest:
-    path = bundle / MANIFEST
-    fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
-    if ".packing-" in bundle.name:
-        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
-    try:
-        data = json.loads(path.read_text())
-        inputs = data["inputs"]
-        manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
-                                                        str(inputs["python"]), str(inputs["platform"]),
-                                                        str(inputs["uv_version"])),
-                            {str(k): str(v) for k, v in data["distributions"].items()}, int(data["files"]),
-                            int(data["bytes"]), str(data["digest"]), float(data["created"]))
-    except FileNotFoundError as exc:
-        raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
-    if manifest.schema != SCHEMA:
-        raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)
-    return manifest
+def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
+    """The bundle's manifest, once its inputs are this node's and its content is what the manifest says.
 
-
-def differences(manifest: Manifest, local: Inputs) -> list[str]:
-    names = {"lock_hash": "uv.lock changed", "flags": "other sync flags", "python": "another Python",
-             "platform": "another platform", "uv_version": "another uv"}
-    return [f"{names[field]} (bundle: {getattr(manifest.inputs, field)}, here: {getattr(local, field)})"
-            for field in names if getattr(manifest.inputs, field) != getattr(local, field)]
-
-
-def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]) -> Manifest:
-    """The bundle's manifest, once its inputs are this node's and its content is what the manifest says."""
+    `digest` (or $NEMO_RL_BUNDLE_DIGEST): the digest the site trusts for this bundle, as `pack` printed it. The
+    manifest must carry exactly it; the files are then counted and sized, not hashed again (the site vouches for
+    their bytes, e.g. an image layer or an export it checksums)."""
     manifest = read_manifest(bundle)
-    different = differences(manifest, inputs_for(project, flags))
+    different = differences(manifest, inputs_for(project, flags), project)
     if different:
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
+    trusted = digest or os.environ.get(DIGEST_SETTING) or None
+    if trusted is not None:
+        if trusted != manifest.digest:
+            raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, not the trusted {trusted}",
+                              "copy the bundle the site made again, or give the digest `nemo-rl envs pack` printed "
+                              f"for this one (--digest / {DIGEST_SETTING})")
+        progress(f"bundle {bundle}: trusted digest; counting its {manifest.files} files")
+        files, total = _sizes(bundle / CACHE)
+        if (files, total) != (manifest.files, manifest.bytes):
+            raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes found; "
+                              f"{manifest.files} files, {manifest.bytes} bytes recorded (a truncated copy)",
+                              f"copy the bundle again from the builder: {bundle}")
+        return manifest
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its digest")
     files, total, digest = content_digest(bundle / CACHE)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
@@ -143,6 +102,16 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]) -> Ma
                           f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
                           "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
     return manifest
+
+
+def _sizes(root: Path) -> tuple[int, int]:
+    files = total = 0
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                files, total = files + 1, total + os.stat(path).st_size
+    return files, total
 
 
 def _distributions(env: Path) -> dict[str, str]:
@@ -153,6 +122,24 @@ def _distributions(env: Path) -> dict[str, str]:
         commit = installed.commit_from_direct_url(dist.read_text("direct_url.json"))
         result[dist.metadata["Name"]] = f"{dist.version} git {commit}" if commit else dist.version
     return dict(sorted(result.items()))
+
+
+def _prove(project: Path, env: Path) -> Proven:
+    """The import check a node would run first, run once here: a bundle whose environment does not import Ray
+    and the forks' modules is never made, and a node that installs the same bytes records this proof."""
+    from nemo_rl import imports
+    from nemo_rl.workers import environments, verified
+
+    modules = environments.modules_to_import(lockfile.forks(project), env)
+    if not installed.installed(env, "ray")[0]:  # not a worker environment (benchmarks pack such): no proof of Ray
+        modules.remove("ray")
+    progress(f"importing {', '.join(modules)} in the packed environment")
+    result = imports.check(env / "bin" / "python", modules)
+    if result.failed:
+        raise NemoRLError(f"the environment made for the bundle does not import: "
+                          f"{'; '.join(f'{m}: {e}' for m, e in result.failed.items())}",
+                          "fix the dependency in pyproject.toml / uv.lock, then pack again")
+    return Proven(tuple(modules), tuple(verified.inside(env, list(result.files))))
 
 
 def _remove_dead_packs(dest: Path) -> None:
@@ -190,12 +177,19 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
         cuda_archs.record(env, lockfile.load_toml(project / "uv.lock"), work)  # read from the built binaries
+        proven = _prove(project, env)
+        shutil.rmtree(env)
+        # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
+        progress("adding what the checkout's own environment (`uv run`) needs")
+        uv.venv(env, python=sys.executable)
+        uv.sync(project, flags=list(DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})
         shutil.rmtree(env)
         for bucket in cache.iterdir():
             if bucket.name.startswith(DROPPED_BUCKETS):
                 shutil.rmtree(bucket)
         files, total, digest = content_digest(cache)
-        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time())
+        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time(),
+                            proven)
         from nemo_rl.jsonout import dumps
 
         (work / MANIFEST).write_text(dumps(manifest) + "\n")
@@ -236,7 +230,8 @@ def _mirror(source: Path, target: Path, link) -> None:
                 link(path, here / name)
 
 
-def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) -> None:
+def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path, *,
+              inexact: bool = True) -> None:
     """Install the environment from a checked bundle: `uv sync --locked --offline` against a working cache made
     from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
     buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
@@ -259,11 +254,27 @@ def sync_from(bundle: Path, project: Path, flags: list[str], environment: Path) 
             else:
                 shutil.copy2(bucket, work / bucket.name)
         link_mode = "hardlink" if hard else "copy"
-        uv.sync(project, flags=[*flags, "--offline", "--inexact"], environment=environment, stream=True,
+        uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
+                stream=True,
                 extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": link_mode})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
+
+
+def driver_path(project: Path) -> Path:
+    """The checkout's own environment, where `uv run` looks for it."""
+    return project / os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")
+
+
+def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...],
+                 digest: str | None = None) -> Manifest:
+    """The checkout's `.venv` from a bundle made for (uv.lock, flags): on a node that has only the checkout, what
+    `nemo-rl` itself runs in (exact, as `uv run` syncs it)."""
+    manifest = check(bundle, project, flags, digest)
+    progress(f"making the checkout's environment {driver_path(project)} from bundle {bundle}")
+    sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), inexact=False)
+    return manifest
 
 
 def configured() -> list[Path]:
@@ -287,7 +298,7 @@ def find(project: Path, flags: list[str]) -> Path | None:
     local = inputs_for(project, flags)
     why = {}
     for bundle in bundles:
-        different = differences(read_manifest(bundle), local)
+        different = differences(read_manifest(bundle), local, project)
         if not different:
             return bundle
         why[bundle.name] = "; ".join(different)

@@ -25,7 +25,7 @@ from nemo_rl import extras, imports, locks, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
-from nemo_rl.workers import bundles
+from nemo_rl.workers import bundles, verified
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
@@ -126,24 +126,31 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
 
 
-def ensure(project: Path, flags: list[str], *, bundle: Path | None = None) -> WorkerEnv:
-    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`,
-    else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
+def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
+    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
+    (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
+    from the network. Verified in full when its record (workers.verified) no longer holds, else in milliseconds."""
     where = slot(key_for(project, flags))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
         if describe(where.path) is None:
-            _build(project, flags, where, bundle or bundles.find(project, flags))
+            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
+        else:
+            manifest = None
         env = describe(where.path)
-        verify(env, project)
+        if not verified.still_verified(env.path, project):
+            verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None) -> None:
+def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None,
+           digest: str | None = None) -> bundles.Manifest | None:
+    """Build the environment; from a bundle, return its (checked) manifest."""
+    manifest = None
     if bundle is not None:
-        bundles.check(bundle, project, flags)  # before anything is installed
+        manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
     staging = where.staging()
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
@@ -163,6 +170,7 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     progress(f"worker environment ready: {where.path}")
+    return manifest
 
 
 def _overlay_developed(project: Path, env: Path) -> None:
@@ -178,10 +186,16 @@ def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
     return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
 
 
-def verify(env: WorkerEnv, project: Path) -> None:
+def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = None) -> None:
     """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
-    fork the lock pins is installed at the locked commit."""
+    fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
+
+    `proven`: what the pack's import check proved, for an environment just installed from that checked bundle
+    (the same bytes): the imports are not run again when they are the modules this environment needs."""
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
+    verified.forget(env.path)
+    watched = verified.watched_dirs(env.path)
+    before = verified.state(env.path, watched, [])
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     forks = lockfile.forks(project)
@@ -189,7 +203,11 @@ def verify(env: WorkerEnv, project: Path) -> None:
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
     # in seconds, not in Ray's scheduler minutes later.
     try:
-        result = imports.check(env.python, modules)
+        if proven is not None and list(proven.modules) == modules:
+            progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
+            result = imports.Result(platform.python_version(), {}, tuple(str(env.path / f) for f in proven.files))
+        else:
+            result = imports.check(env.python, modules)
     except NemoRLError as exc:
         raise NemoRLError(f"the interpreter of worker environment {env.path} does not run: {exc}", rebuild) from exc
     problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]
@@ -212,3 +230,9 @@ def verify(env: WorkerEnv, project: Path) -> None:
                 problems.append(differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
+    if verified.state(env.path, watched, []) == before:  # nothing moved while it was checked
+        # and the metadata the commit and version checks read (an edit in place leaves the directory as it was)
+        metadata = [str(p) for site in installed.site_packages_dirs(env.path)
+                    for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
+        verified.write(env.path, project, result.python, ray_there, watched,
+                       verified.inside(env.path, [*result.files, *metadata]))

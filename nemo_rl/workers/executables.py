@@ -14,7 +14,8 @@ from pathlib import Path
 from nemo_rl.errors import NemoRLError
 from nemo_rl.settings import CHECKOUT_DIR
 
-SYNC_OPTIONS = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "--no-dev", "--offline"}
+SYNC_OPTIONS = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "--no-dev", "--offline",
+                "--no-install-package"}
 
 
 class PY_EXECUTABLES:

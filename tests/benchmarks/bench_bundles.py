@@ -9,8 +9,11 @@ environment: torch from PyPI), `megatron` (megatron-core at the pinned commit th
 compiles Megatron's C++ dataset helper). For each: a cold `uv sync --locked` (empty uv cache: network and builds),
 a warm one (cache filled, environment removed), `nemo-rl envs pack` (bundle files and bytes), and the node's build
 from the bundle (manifest check, digest, copy of the cache, `uv sync --locked --offline`) run in an empty network
-namespace (`unshare -n`) with no compiler on PATH; with strace installed, the compilers the node executed are
-counted. Prints a markdown table; writes JSON to benchmark-results/bundles.json. Not a test.
+namespace (`unshare -n`) with no compiler on PATH, once hashing the bundle and once with the digest trusted
+($NEMO_RL_BUNDLE_DIGEST, as `envs build --digest`); with strace installed, the compilers the node executed are
+counted. The link limit is the time to hard-link every file of the bundle's cache into a fresh directory on the
+same filesystem (what a node cannot do faster). Prints a markdown table; writes JSON to
+benchmark-results/bundles.json. Not a test.
 """
 
 from __future__ import annotations
@@ -44,12 +47,22 @@ from pathlib import Path
 from nemo_rl.workers import bundles
 bundle, project, env, flags = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
 started = time.monotonic()
-bundles.check(bundle, project, flags)
+manifest = bundles.check(bundle, project, flags)
 checked = time.monotonic()
 from nemo_rl import uv
 uv.venv(env, python=sys.executable)
 bundles.sync_from(bundle, project, flags, env)
-print(f"{checked - started:.3f} {time.monotonic() - checked:.3f}")
+installed = time.monotonic()
+proof = imports = -1.0
+if "ray" in manifest.distributions:  # the verification a node runs next (the fixture has no Ray to compare)
+    from nemo_rl.workers import environments
+    worker_env = environments.WorkerEnv("bench", env, tuple(flags), project, "")
+    environments.verify(worker_env, project, proven=manifest.proven)
+    proof = time.monotonic() - installed
+    again = time.monotonic()
+    environments.verify(worker_env, project)
+    imports = time.monotonic() - again
+print(f"{checked - started:.3f} {installed - checked:.3f} {proof:.3f} {imports:.3f}")
 """
 
 
@@ -115,7 +128,28 @@ def sync(project: Path, flags: list[str], env: dict, cache: Path, target: Path) 
     return timed(lambda: run([find_uv_bin(), "sync", "--quiet", *flags], cwd=project, env=sync_env))
 
 
-def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: dict, traced: bool = False) -> dict:
+def link_limit(bundle: Path, root: Path) -> float:
+    """Seconds to hard-link (symlinks: recreate) every file of the bundle's cache into a fresh directory."""
+    target = root / "links"
+    shutil.rmtree(target, ignore_errors=True)
+    source = bundle / bundles.CACHE
+    started = time.monotonic()
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = target / os.path.relpath(dirpath, source)
+        here.mkdir(parents=True, exist_ok=True)
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), here / name)
+            else:
+                os.link(path, here / name)
+    elapsed = time.monotonic() - started
+    shutil.rmtree(target)
+    return elapsed
+
+
+def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: dict, traced: bool = False,
+               trusted: str | None = None) -> dict:
     """The node's build in an empty network namespace, no compiler on PATH; `traced`: strace (with a seccomp
     filter, so only execve stops) counts the compilers run, and the time is not reported."""
     node = root / "node"
@@ -130,6 +164,8 @@ def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: d
     node_env.update({"PATH": str(tools), "CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
                      "UV_CACHE_DIR": str(node / "empty-cache"), "NEMO_RL_VENV_DIR": str(node / "venvs"),
                      "HOME": str(node)})
+    if trusted:
+        node_env[bundles.DIGEST_SETTING] = trusted
     trace = node / "execs.txt"
     command = [sys.executable, "-c", NODE, str(bundle), str(node_project), str(node / "env"), *flags]
     if traced:
@@ -140,12 +176,15 @@ def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: d
     total = time.monotonic() - started
     if result.returncode != 0:
         raise SystemExit(f"node build failed:\n{result.stderr[-3000:]}")
-    check, install = map(float, result.stdout.split()[-2:])
+    check, install, proof, imports = map(float, result.stdout.split()[-4:])
     compilers = None
     if trace.exists():
         execs = [line for line in trace.read_text().splitlines() if "execve(" in line and "= 0" in line]
         compilers = sum(Path(line.split('"')[1]).name in COMPILERS for line in execs)
-    return {"total_s": total, "check_s": check, "install_s": install, "compilers_run": compilers,
+    return {"total_s": total - max(imports, 0), "check_s": check, "install_s": install,
+            "verify_with_proof_s": proof if proof >= 0 else None,
+            "verify_importing_s": imports if imports >= 0 else None,
+            "compilers_run": compilers,
             "network": "none (unshare -n: no interface but a down loopback)"}
 
 
@@ -171,12 +210,14 @@ def measure(case: str, args: argparse.Namespace) -> dict:
         pack_s = timed(lambda: bundles.pack(project, flags, bundle))
         manifest = bundles.read_manifest(bundle)
         nodes = [node_build(bundle, project, flags, root, env) for _ in range(args.repeats)]
+        trusted = [node_build(bundle, project, flags, root, env, trusted=manifest.digest) for _ in range(args.repeats)]
+        links = [link_limit(bundle, root) for _ in range(args.repeats)]
         if shutil.which("strace"):
             nodes[0]["compilers_run"] = node_build(bundle, project, flags, root, env, traced=True)["compilers_run"]
         return {"case": case, "flags": flags, "cold_sync_s": cold, "warm_sync_s": warm, "pack_s": pack_s,
                 "bundle_bytes": manifest.bytes, "bundle_files": manifest.files,
                 "git_history_in_bundle": any(p.name.startswith("git-v") for p in (bundle / bundles.CACHE).iterdir()),
-                "node": nodes}
+                "node": nodes, "node_trusted_digest": trusted, "link_limit_s": links}
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -189,18 +230,31 @@ def median(values: list[float]) -> str:
 
 def table(results: list[dict]) -> str:
     lines = ["| case | cold `uv sync` | warm-cache `uv sync` | `envs pack` | bundle | node build from the bundle "
-             "(check / install) | node ÷ cold | compilers run on the node | network on the node |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "(check / install / verify) | same, digest trusted | hard links of the bundle's files | node ÷ cold "
+             "| trusted ÷ cold | trusted ÷ links | imports the pack's proof saves | compilers run on the node "
+             "| network on the node |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         node_total = [n["total_s"] for n in r["node"]]
         check = statistics.median(n["check_s"] for n in r["node"])
         install = statistics.median(n["install_s"] for n in r["node"])
         ratio = statistics.median(node_total) / statistics.median(r["cold_sync_s"])
+        trusted = [n["total_s"] for n in r["node_trusted_digest"]]
+        trusted_ratio = statistics.median(trusted) / statistics.median(r["cold_sync_s"])
+        t_check = statistics.median(n["check_s"] for n in r["node_trusted_digest"])
+        t_install = statistics.median(n["install_s"] for n in r["node_trusted_digest"])
+        proofs = [n["verify_with_proof_s"] for n in r["node"] if n["verify_with_proof_s"] is not None]
+        saved = [n["verify_importing_s"] for n in r["node"] if n["verify_importing_s"] is not None]
+        verify = f" / {statistics.median(proofs):.2f}" if proofs else ""
+        link_ratio = statistics.median(trusted) / statistics.median(r["link_limit_s"])
         compilers = r["node"][0]["compilers_run"]
         lines.append(f"| {r['case']} | {median(r['cold_sync_s'])} | {median(r['warm_sync_s'])} | {r['pack_s']:.2f} s "
                      f"| {r['bundle_bytes'] / 1e6:.1f} MB, {r['bundle_files']} files"
                      f"{', git history' if r['git_history_in_bundle'] else ', no git history'} "
-                     f"| {median(node_total)} ({check:.2f} / {install:.2f}) | {ratio:.0%} "
+                     f"| {median(node_total)} ({check:.2f} / {install:.2f}{verify}) "
+                     f"| {median(trusted)} ({t_check:.2f} / {t_install:.2f}) | {median(r['link_limit_s'])} "
+                     f"| {ratio:.0%} | {trusted_ratio:.0%} | {link_ratio:.1f}× "
+                     f"| {median(saved) if saved else 'no Ray: not verified'} "
                      f"| {'not counted' if compilers is None else compilers} | none (`unshare -n`) |")
     return "\n".join(lines)
 

@@ -6,9 +6,11 @@ In one temporary directory: the hermetic fixture forks (tests/forkworld.py) in a
 driver's Ray, a private uv cache, a local Ray cluster under the temporary directory. Measures
   - environment build, cold (empty uv cache) and warm (cache filled, environment removed), and
     `nemo-rl envs verify`;
+  - `actor_options(MCORE)` per call: on a verified environment (its record holds), and after a change (the
+    record no longer holds: the full verification with its imports);
   - actor start-to-first-call for N actors at once with py_executable =
-    (a) the verified environment's python (nemo-rl), (b) `uv run --locked --extra mcore`,
-    (c) `uv run --reinstall --extra mcore` (the upstream project's).
+    (0) none (a default actor, the driver's Python), (a) the verified environment's python (nemo-rl),
+    (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's).
 Prints a markdown table; writes JSON to benchmark-results/workers.json. Not a test: pytest does not collect it.
 """
 
@@ -33,7 +35,7 @@ import forkworld
 from nemo_rl import workers
 from nemo_rl.process import run
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import environments
+from nemo_rl.workers import environments, verified
 
 MCORE = ["--locked", "--extra", "mcore"]
 
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=20, help="actor_options calls timed on a verified environment")
     parser.add_argument("--json-out", type=Path, default=Path("benchmark-results") / "workers.json")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-workers-"))
@@ -108,10 +111,22 @@ def main(argv: list[str] | None = None) -> int:
                                                                                                    *MCORE]),
                                      "--project", str(project)]))[0] for _ in range(5)]
         results["environment"] = {"cold build": cold, "warm build": warm, "envs verify": verify}
+        mcore = "uv run " + " ".join(MCORE)
+        workers.actor_options(mcore, project)  # verified and recorded
+        results["actor_options"] = {
+            "verified environment": [timed(lambda: workers.actor_options(mcore, project))[0]
+                                     for _ in range(args.calls)],
+            "after a change (full verification)": [
+                timed(lambda: (verified.forget(env.path), workers.actor_options(mcore, project)))[0]
+                for _ in range(3)]}
+        calls = results["actor_options"]["verified environment"]
+        print(f"actor_options on a verified environment: {statistics.median(calls) * 1000:.1f} ms median of "
+              f"{len(calls)}", flush=True)
         workers.start_ray(num_cpus=2, include_dashboard=False)
         uv_env = {"UV_PROJECT_ENVIRONMENT": str(root / "uv-run-env"), "VIRTUAL_ENV": str(root / "uv-run-env")}
         ways = {
-            "verified environment's python (nemo-rl)": workers.actor_options("uv run " + " ".join(MCORE), project),
+            "none: a default actor (the driver's Python)": {},
+            "verified environment's python (nemo-rl)": workers.actor_options(mcore, project),
             "`uv run --locked --extra mcore`": {"runtime_env": {
                 "py_executable": f"{find_uv_bin()} run --project {project} --locked --extra mcore",
                 "env_vars": uv_env}},
@@ -141,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| environment build, cold uv cache | {env_results['cold build']:.2f} s |")
     print(f"| environment build, warm uv cache | {env_results['warm build']:.2f} s |")
     print(f"| `nemo-rl envs verify` | {summary(env_results['envs verify'])} |")
+    print("\n`actor_options(MCORE)` per call:\n\n| environment | per call |\n|---|---|")
+    for case, values in results["actor_options"].items():
+        print(f"| {case} | {statistics.median(values) * 1000:.1f} ms (median; {min(values) * 1000:.1f}–"
+              f"{max(values) * 1000:.1f}, n={len(values)}) |")
     print("\nActor start to first call, N actors at once:\n")
     print("| py_executable | " + " | ".join(f"N={n}" for n in args.actors) + " |")
     print("|---|" + "---|" * len(args.actors))

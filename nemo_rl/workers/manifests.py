@@ -1,0 +1,157 @@
+"""A bundle's manifest (`nemo-rl-bundle.json`): typed and checked where it is read, and compared with a node's own
+inputs (the key's inputs but the checkout's path, and uv's version), naming what differs."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_rl import uv
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import lockfile
+
+MANIFEST = "nemo-rl-bundle.json"
+# 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs, and the
+# manifest what the builder's import check proved
+SCHEMA = 2
+_DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_DIST_VALUE = re.compile(r"^[^\s]+( git [0-9a-f]{40})?$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What must be equal on the builder and the node, apart from the checkout's path (each node's own)."""
+
+    lock_hash: str
+    flags: tuple[str, ...]
+    python: str
+    platform: str
+    uv_version: str
+
+
+@dataclass(frozen=True)
+class Proven:
+    """What the builder's import check proved on the environment it packed: these modules import, loading these
+    files (relative to the environment). A node that installed the same bytes need not import them again."""
+
+    modules: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    schema: int
+    inputs: Inputs
+    distributions: dict[str, str]  # name -> "version" or "version git <commit>"
+    files: int
+    bytes: int
+    digest: str
+    created: float
+    proven: Proven
+
+
+def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
+    return Inputs(lockfile.lock_hash(project), tuple(flags), platform.python_version(),
+                  f"{sys.platform}-{platform.machine()}", uv.version())
+
+
+def _distributions_field(value: object) -> dict[str, str]:
+    """name -> "version" or "version git <full sha>", each name a distribution name."""
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and _DISTRIBUTION.match(k) and isinstance(v, str) and _DIST_VALUE.match(v)
+            for k, v in value.items()):
+        raise ValueError("distributions is not a map of distribution names to 'VERSION' or 'VERSION git SHA'")
+    return dict(value)
+
+
+def _proven_field(value: object) -> Proven:
+    if (not isinstance(value, dict) or not isinstance(value.get("modules"), list)
+            or not all(isinstance(m, str) and _MODULE.match(m) for m in value["modules"])
+            or not isinstance(value.get("files"), list)
+            or not all(isinstance(f, str) and f and not f.startswith("/") and ".." not in f.split("/")
+                       for f in value["files"])):
+        raise ValueError("proven is not {modules: [module names], files: [paths inside the environment]}")
+    return Proven(tuple(value["modules"]), tuple(value["files"]))
+
+
+def _count_field(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} is not a count ({value!r:.40})")
+    return value
+
+
+def _created_field(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"created is not a time in seconds ({value!r:.40})")
+    return float(value)
+
+
+def read_manifest(bundle: Path) -> Manifest:
+    path = bundle / MANIFEST
+    fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
+    if ".packing-" in bundle.name:
+        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
+    try:
+        data = json.loads(path.read_text())
+        inputs = data["inputs"]
+        manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
+                                                        str(inputs["python"]), str(inputs["platform"]),
+                                                        str(inputs["uv_version"])),
+                            _distributions_field(data["distributions"]), _count_field(data["files"], "files"),
+                            _count_field(data["bytes"], "bytes"), str(data["digest"]), _created_field(data["created"]),
+                            _proven_field(data["proven"]))
+    except FileNotFoundError as exc:
+        raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
+    if manifest.schema != SCHEMA:
+        raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)
+    return manifest
+
+
+def differences(manifest: Manifest, local: Inputs, project: Path | None = None) -> list[str]:
+    """What differs, one phrase per input; with `project`, a changed uv.lock names the packages that moved."""
+    names = {"lock_hash": "uv.lock changed", "flags": "other sync flags", "python": "another Python",
+             "platform": "another platform", "uv_version": "another uv"}
+    found = []
+    for field in names:
+        if getattr(manifest.inputs, field) == getattr(local, field):
+            continue
+        moved = moved_packages(manifest, project) if field == "lock_hash" and project is not None else None
+        found.append(f"{names[field]} ({moved})" if moved else
+                     f"{names[field]} (bundle: {getattr(manifest.inputs, field)}, here: {getattr(local, field)})")
+    return found
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def moved_packages(manifest: Manifest, project: Path) -> str | None:
+    """The bundle's packages whose version or commit this checkout's uv.lock no longer has, as one phrase."""
+    try:
+        locked = {_canonical(name): package for name, package in lockfile.locked_packages(project).items()}
+    except NemoRLError:
+        return None
+    moved = []
+    for name, value in manifest.distributions.items():
+        package = locked.get(_canonical(name))
+        here = None if package is None else (f"{package.version} git {package.commit}" if package.commit
+                                             else str(package.version))
+        bundle_version, _, bundle_commit = value.partition(" git ")
+        if package is None:
+            moved.append(f"{name} {value} is not in uv.lock")
+        elif (package.commit or "") != bundle_commit or (not bundle_commit and package.version != bundle_version):
+            moved.append(f"{name}: bundle {_short(value)}, uv.lock {_short(here)}")
+    return "; ".join(moved) if moved else "no package of the bundle moved: the file itself differs"
+
+
+def _short(value: str) -> str:
+    version, _, commit = value.partition(" git ")
+    return f"{version} git {commit[:12]}" if commit else version
