@@ -73,6 +73,15 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
     return uv(["sync", "--project", str(project), *flags], cwd=project, env=env, stream=stream)
 
 
+def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, python: str,
+             extra_env: Mapping[str, str], offline: bool = False) -> Result:
+    """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
+    `offline`: from what the cache holds, for a set resolved moments ago)."""
+    with_args = [arg for req in requirements for arg in ("--with", req)]
+    return uv(["run", "--no-project", "--isolated", "--quiet", *(["--offline"] if offline else []), "--python",
+               python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env})
+
+
 def venv(path: Path, *, python: str) -> Result:
     """A relocatable environment: it is built beside its final path and renamed into place."""
     return uv(["venv", "--quiet", "--relocatable", "--python", python, str(path)])

@@ -97,9 +97,11 @@ def test_threads_of_one_command_take_turns_on_a_fork_cache_quietly(world, capsys
 
 def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path, monkeypatch):
     """One checkout serves both commits of a bump's drift; what the first build left there must not reach the
-    second (this build adds a requirement when it finds a file an earlier build wrote)."""
-    setup = ("import os\nfrom setuptools import setup\nstale = os.path.exists('left-by-a-build')\n"
-             "open('left-by-a-build', 'w').write('x')\n"
+    second (this build adds a requirement when it finds a file the build of another commit wrote; PEP 517 runs
+    setup.py once per hook, so the same commit's file is no sign)."""
+    setup = ("import os\nfrom setuptools import setup\n"
+             "stale = os.path.exists('left-by-a-build') and open('left-by-a-build').read() != '{v}'\n"
+             "open('left-by-a-build', 'w').write('{v}')\n"
              "setup(name='megatron-core', version='{v}', packages=['megatron', 'megatron.core'],\n"
              "      install_requires=['stale-dep'] if stale else [])\n")
     build = "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n"

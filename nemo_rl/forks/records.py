@@ -8,6 +8,7 @@ from pathlib import Path
 from nemo_rl import git
 from nemo_rl.forks import fork_cache, git_history, patch_ids
 from nemo_rl.forks.record_files import (
+    INDEX,
     INDEX_FACTS,
     RECORD_FACTS,
     Index,
@@ -87,13 +88,13 @@ def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: 
 
 def write(directory: Path, index: Index, records: list[Record]) -> None:
     """Make `directory` hold exactly `index` and its records (stale records removed)."""
-    keep = {r.filename for r in records} | {"index.toml"}
+    keep = {r.filename for r in records} | {INDEX}
     for stale in directory.iterdir() if directory.exists() else ():
         if stale.is_file() and stale.name not in keep:
             stale.unlink()
     for record in records:
         write_atomic(directory / record.filename, record.render())
-    write_atomic(directory / "index.toml", render_index(index))
+    write_atomic(directory / INDEX, render_index(index))
 
 
 def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit: str | None) -> list[Difference]:
@@ -111,7 +112,7 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
 
 
 def _entry_differences(directory: Path, position: int, entry: dict) -> list[Difference]:
-    name = f"index.toml [[commit]] #{position}"
+    name = f"{INDEX} [[commit]] #{position}"
     record_name = entry.get("record")
     diffs = []
     if entry.get("number") != position:
@@ -138,7 +139,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
                   compare_lock: bool = True) -> list[Difference]:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation."""
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
@@ -156,10 +157,10 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
                                 "the placeholder"))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
-    listed = {str(entry.get("record")) for entry in index.commits} | {"index.toml"}
+    listed = {str(entry.get("record")) for entry in index.commits} | {INDEX}
     for path in sorted(directory.iterdir()):
         if path.name not in listed:
-            diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", "listed in index.toml",
+            diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", f"listed in {INDEX}",
                                     "not listed (stray or duplicate)"))
     return diffs
 
@@ -178,7 +179,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
