@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gitfixtures import commit, git
-from test_git_history import history
 
 from nemo_rl.forks import git_diffs
 from nemo_rl.forks.git_history import ZERO
@@ -18,8 +17,8 @@ def own_answer(repo, sha: str) -> tuple[str, str]:
     return (found[0] if found else ZERO), stat.strip("\n")
 
 
-def test_patch_ids_and_diffstats_are_gits_per_commit(tmp_path):
-    repo, shas, side = history(tmp_path)
+def test_patch_ids_and_diffstats_are_gits_per_commit(history):
+    repo, shas, side = history
     git(repo, "commit", "-q", "--allow-empty", "-m", "empty")
     empty = git(repo, "rev-parse", "HEAD")
     renamed = commit(repo, "many files", {f"pkg/m{i}.py": f"M = {i}\n" * i for i in range(1, 30)})
@@ -32,8 +31,8 @@ def test_patch_ids_and_diffstats_are_gits_per_commit(tmp_path):
     assert git_diffs.patch_ids(repo, every) == {sha: pid for sha, (pid, _) in found.items()}
 
 
-def test_the_same_change_on_two_branches_has_one_patch_id(tmp_path):
-    repo, (first, _, _), _ = history(tmp_path)
+def test_the_same_change_on_two_branches_has_one_patch_id(history):
+    repo, (first, _, _), _ = history
     git(repo, "checkout", "-q", "-b", "one", first)
     one = commit(repo, "tokens", {"pkg/t.py": "T = [1, 2, 0]\n"})
     git(repo, "checkout", "-q", "-b", "two", first)

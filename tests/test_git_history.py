@@ -3,26 +3,11 @@ commit facts and the trial index, which must ignore a git environment inherited 
 
 from __future__ import annotations
 
-from gitfixtures import commit, git, init
+from gitfixtures import git
 
 from nemo_rl.forks import git_history
 from nemo_rl.forks.git_history import ZERO, Change
 from nemo_rl.git import git as nemo_git
-
-
-def history(tmp_path):
-    """main: add a.py and b.txt, change a.py, delete b.txt; `side` (from the first commit) changes a.py again."""
-    repo = init(tmp_path / "repo")
-    first = commit(repo, "add files", {"pkg/a.py": "A = 1\n", "b.txt": "bee\n"})
-    second = commit(repo, "change a", {"pkg/a.py": "A = 2\n"})
-    git(repo, "rm", "-q", "b.txt")
-    git(repo, "commit", "-q", "-m", "remove b")
-    third = git(repo, "rev-parse", "HEAD")
-    git(repo, "checkout", "-q", "-b", "side", first)
-    side = commit(repo, "side change of a", {"pkg/a.py": "A = 3\n"})
-    clean = commit(repo, "side adds c", {"pkg/c.py": "C = 1\n"})
-    git(repo, "checkout", "-q", "main")
-    return repo, [first, second, third], [side, clean]
 
 
 def test_parse_raw_reads_status_blobs_and_paths_with_odd_characters():
@@ -35,8 +20,8 @@ def test_parse_raw_reads_status_blobs_and_paths_with_odd_characters():
     assert git_history._parse_raw("") == []
 
 
-def test_changes_are_read_from_trees(tmp_path):
-    repo, (first, second, third), _ = history(tmp_path)
+def test_changes_are_read_from_trees(history):
+    repo, (first, second, third), _ = history
     assert sorted((c.path, c.status) for c in git_history.changes(repo, first)) == [("b.txt", "A"), ("pkg/a.py", "A")]
     [change] = git_history.changes(repo, second)
     blob = git(repo, "rev-parse", f"{second}:pkg/a.py")
@@ -46,8 +31,8 @@ def test_changes_are_read_from_trees(tmp_path):
         second: git_history.changes(repo, second), third: git_history.changes(repo, third)}
 
 
-def test_paths_by_commit_and_commit_facts(tmp_path):
-    repo, (first, second, third), _ = history(tmp_path)
+def test_paths_by_commit_and_commit_facts(history):
+    repo, (first, second, third), _ = history
     assert git_history.paths_by_commit(repo, f"{first}..main") == {
         second: frozenset({"pkg/a.py"}), third: frozenset({"b.txt"})}
     facts = git_history.commits(repo, [third, first])
@@ -55,14 +40,14 @@ def test_paths_by_commit_and_commit_facts(tmp_path):
     assert facts[first] == ("Fixture Author <author@fixture.invalid>", "2025-05-01T12:00:00+00:00", "add files")
 
 
-def test_a_complete_repository_misses_no_blob(tmp_path):
-    repo, shas, _ = history(tmp_path)
+def test_a_complete_repository_misses_no_blob(history):
+    repo, shas, _ = history
     assert git_history.missing_blobs(repo, shas) == set()
     git_history.fetch_blobs(repo, "origin", {ZERO})  # nothing to ask for: no request, no remote needed
 
 
-def test_the_trial_index_applies_in_order_and_names_conflicts(tmp_path, monkeypatch):
-    repo, (_, _, third), (side, clean) = history(tmp_path)
+def test_the_trial_index_applies_in_order_and_names_conflicts(history, tmp_path, monkeypatch):
+    repo, (_, _, third), (side, clean) = history
     # inherited from a git hook: each would point git at another repository, index or object store
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
         monkeypatch.setenv(name, str(tmp_path / "elsewhere"))

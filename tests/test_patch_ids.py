@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_git_history import history
 
 from nemo_rl.forks import git_diffs, patch_ids
 
 
-def test_patch_ids_are_kept_and_reused(tmp_path, monkeypatch):
-    repo, shas, _ = history(tmp_path)
+def test_patch_ids_are_kept_and_reused(history, monkeypatch):
+    repo, shas, _ = history
     first = patch_ids.cached(repo, "origin", shas)  # a complete repository: no blob to fetch, no remote asked
     assert first == git_diffs.patch_ids(repo, shas)
     assert json.loads((repo / patch_ids.CACHE).read_text()) == first
@@ -24,14 +23,14 @@ def test_patch_ids_are_kept_and_reused(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["not json", '["a list"]', '{"%s": 7}'])
-def test_a_damaged_cache_costs_a_recomputation(tmp_path, damage):
-    repo, shas, _ = history(tmp_path)
+def test_a_damaged_cache_costs_a_recomputation(history, damage):
+    repo, shas, _ = history
     (repo / patch_ids.CACHE).write_text(damage.replace("%s", shas[0]))
     assert patch_ids.cached(repo, "origin", shas) == git_diffs.patch_ids(repo, shas)
 
 
-def test_diffstats_add_their_patch_ids_to_the_cache(tmp_path):
-    repo, shas, _ = history(tmp_path)
+def test_diffstats_add_their_patch_ids_to_the_cache(history):
+    repo, shas, _ = history
     found = patch_ids.with_diffstats(repo, shas)
     assert found == git_diffs.patch_ids_and_diffstats(repo, shas)
     assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: pid for sha, (pid, _) in found.items()}
