@@ -215,6 +215,13 @@ MUTATIONS = [
      "tests/test_patch_ids.py"),
     ("fast: settings refuse a relative cache", "nemo_rl/settings.py",
      "if setting and not os.path.isabs(os.path.expanduser(setting)):", "if False:", "tests/test_settings.py"),
+    ("fast: envs verbs take -v", "nemo_rl/envs/command.py", "        verbose.add(p)\n", "", "tests/test_cli.py"),
+    ("fast: deps status says what it does", "nemo_rl/deps/cli.py", 'p = verbs.add_parser("status", help=status, description=',
+     'p = verbs.add_parser("status", help=status, epilog=', "tests/test_cli.py"),
+    ("fast: patches refuses extra words", "nemo_rl/deps/cli.py", "        elif len(words) > 1:\n", "        elif False:\n",
+     "tests/test_cli.py"),
+    ("fast: patches export takes exactly DIST DIR", "nemo_rl/deps/cli.py", "found = self.EXPORT.parse_args(words[1:])",
+     "found = self.EXPORT.parse_known_args(words[1:] + ['x', 'y'])[0]", "tests/test_cli.py"),
 ]
 
 
