@@ -10,7 +10,8 @@ from pathlib import Path
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, run
 
-INSTALL_UV = "install uv (`pip install uv`) or set $UV to the uv executable"
+INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
+              "executable")
 
 
 def find_uv_bin() -> str:

@@ -80,3 +80,26 @@ def test_a_backend_that_fails_is_a_clear_error(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "nowhere"\n')
     with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
         fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+
+
+@pytest.mark.parametrize("table", [
+    'requires = ["--index-url=https://elsewhere.invalid"]', 'requires = "setuptools"', "requires = [1]",
+    'requires = []\nbackend-path = "."', 'requires = []\nbuild-backend = ["a"]',
+])
+def test_a_build_system_of_the_wrong_shape_is_refused_before_anything_runs(tmp_path, table):
+    (tmp_path / "pyproject.toml").write_text(f"[build-system]\n{table}\n")
+    with pytest.raises(NemoRLError, match="at 000000000000") as caught:
+        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+    assert "fix the fork" in caught.value.remedy
+
+
+def test_the_defaults_are_pep_517s_for_a_setup_py_project(tmp_path):
+    assert fork_metadata._build_system(tmp_path, "0" * 40) == (
+        ["setuptools>=40.8.0"], "setuptools.build_meta:__legacy__", None)
+
+
+def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "b"\n'
+                                             'backend-path = ["../elsewhere"]\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
+        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())

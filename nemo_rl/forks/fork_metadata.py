@@ -194,13 +194,7 @@ def _call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[
     build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
     without it); the name of what the hook wrote into `out`. A requirement set already in `resolved` (resolved
     online moments ago, by this command) is installed offline: the index is asked once per set, not per hook."""
-    try:
-        build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
-            if (source / "pyproject.toml").exists() else {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
-                          "pick another commit, or fix the fork") from exc
-    requires = [str(r) for r in build.get("requires", ["setuptools>=40.8.0"])]  # PEP 517's for a setup.py project
+    requires, backend, backend_path = _build_system(source, rev)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
         # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
@@ -209,15 +203,44 @@ def _call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[
                     extra_env=extra_environ or {}, offline=key in resolved)
         resolved.add(key)
 
-    backend = build.get("build-backend", "setuptools.build_meta:__legacy__")
-    hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, build.get("backend-path"), runner=runner)
     try:
-        requires.extend(hooks.get_requires_for_build_wheel())  # the runner's environment from here on
+        hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
+        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
         return hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
-    except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing) as exc:
+    except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
+        # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
         what = "build a wheel" if wheel else "produce metadata"
         raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
                           f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
+
+
+def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
+    """The fork's [build-system] (requires, build-backend, backend-path), checked: PEP 517's defaults for a
+    setup.py project, requirements that are PEP 508 (never an option to uv), strings where strings belong."""
+    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
+                      "pick another commit, or fix the fork")
+    try:
+        build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
+            if (source / "pyproject.toml").exists() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
+                          "pick another commit, or fix the fork") from exc
+    backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
+    backend_path = build.get("backend-path") if isinstance(build, dict) else None
+    if not isinstance(backend, str) or not (backend_path is None or (
+            isinstance(backend_path, list) and all(isinstance(p, str) for p in backend_path))):
+        raise bad
+    return _checked(build.get("requires", ["setuptools>=40.8.0"]), rev), backend, backend_path
+
+
+def _checked(requirements: object, rev: str) -> list[str]:
+    try:
+        if not isinstance(requirements, list):
+            raise InvalidRequirement(repr(requirements))
+        return [str(Requirement(r)) for r in requirements]  # Requirement(non-str) raises TypeError
+    except (InvalidRequirement, TypeError) as exc:
+        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
+                          "pick another commit, or fix the fork") from exc
 
 
 @dataclass(frozen=True)
