@@ -1,12 +1,12 @@
 """patches/<dist>/ files on their own: a record and an index survive render and parse, the digest covers every
-fact, names are git format-patch's, and what does not parse is refused with the file named."""
+fact, and what does not parse is refused with the file named (file names against git format-patch:
+tests/test_deps_patches.py)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-from gitfixtures import commit, git, init
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import record_files
@@ -44,15 +44,6 @@ def test_read_record_numbers_it_from_the_file_name(tmp_path):
     path.write_text(RECORD.render())
     assert record_files.read_record(path) == RECORD
     assert record_files.read_records(tmp_path) == {RECORD.commit: RECORD}
-
-
-def test_file_names_are_the_ones_git_format_patch_gives(tmp_path):
-    repo = init(tmp_path / "repo")
-    subjects = ["fix: pad tokens (#12)", "..Leading dots and trailing.", "a" * 80, "Ünïcode & spaces   here"]
-    for number, subject in enumerate(subjects, start=1):
-        commit(repo, subject, {"file.txt": subject})
-        git(repo, "format-patch", "-q", "-1", f"--start-number={number}", "-o", str(tmp_path / "out"))
-        assert (tmp_path / "out" / record_files.patch_filename(number, subject)).is_file(), subject
 
 
 def test_an_index_survives_render_and_read(tmp_path):
