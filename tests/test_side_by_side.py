@@ -98,7 +98,7 @@ def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path,
     setup.py once per hook, so the same commit's file is no sign)."""
     setup = ("import os\nfrom setuptools import setup\n"
              "stale = os.path.exists('left-by-a-build') and open('left-by-a-build').read() != '{v}'\n"
-             "open('left-by-a-build', 'w').write('{v}')\n"
+             "if not os.path.exists('left-by-a-build'):\n    open('left-by-a-build', 'w').write('{v}')\n"
              "setup(name='megatron-core', version='{v}', packages=['megatron', 'megatron.core'],\n"
              "      install_requires=['stale-dep'] if stale else [])\n")
     build = "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n"
