@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from nemo_rl import __version__, interrupt
+from nemo_rl import __version__, interrupt, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
 
 # OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         "3 a bug in nemo-rl (--verbose shows the traceback), 130 interrupted (143 SIGTERM, 129 SIGHUP)",
     )
     parser.add_argument("--version", action="version", version=f"nemo-rl {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks of failures")
+    verbose.add(parser, top=True)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     doctor.add_parser(subparsers)
     deps_cli.add_parser(subparsers)

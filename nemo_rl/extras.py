@@ -68,17 +68,30 @@ class Probe:
         return self.installed
 
 
-def _distribution(name: str) -> importlib.metadata.Distribution | None:
-    try:
-        return importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
+@dataclass(frozen=True)
+class Installed:
+    """A distribution as its metadata in site-packages says it is installed (nothing imported)."""
+
+    version: str
+    commit: str | None  # the git commit it was installed from (PEP 610 direct_url.json), else None
+    requires: tuple[str, ...] = ()  # its Requires-Dist lines
+
+
+def find_installed(distribution: str, path: list[str] | None = None) -> Installed | None:
+    """`distribution` on the search path `path` (None: this interpreter's sys.path), or None when absent.
+    importlib.metadata normalises the name: megatron-core finds megatron_core-*.dist-info."""
+    found = importlib.metadata.distributions(name=distribution, **({"path": path} if path is not None else {}))
+    dist = next(iter(found), None)
+    if dist is None:
         return None
+    return Installed(dist.version, commit_from_direct_url(dist.read_text("direct_url.json")),
+                     tuple(dist.requires or ()))
 
 
 def installed_commit(distribution: str) -> str | None:
     """The git commit a distribution was installed from (PEP 610 direct_url.json), else None."""
-    dist = _distribution(distribution)
-    return commit_from_direct_url(dist.read_text("direct_url.json")) if dist else None
+    found = find_installed(distribution)
+    return found.commit if found else None
 
 
 def commit_from_direct_url(text: str | None) -> str | None:
@@ -97,10 +110,9 @@ def probe(key: str) -> Probe:
     """Whether component `key` works here. Costs one metadata lookup when the distribution is absent, else the
     import of its module (megatron.core ~2 s, nemo.tron.init ~15 s cold); cached for the process."""
     comp = component(key)
-    dist = _distribution(comp.distribution)
+    dist = find_installed(comp.distribution)
     if dist is None:  # fast: no import needed to know it is absent
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
-    commit = commit_from_direct_url(dist.read_text("direct_url.json"))
     from nemo_rl import cuda_libs
 
     try:
@@ -108,8 +120,8 @@ def probe(key: str) -> Probe:
             importlib.import_module(comp.module)
     except (Exception, SystemExit) as exc:  # SyntaxError on the wrong Python, CalledProcessError from TE
         reason = f"import {comp.module} failed: {type(exc).__name__}: {exc}"
-        return Probe(comp, False, True, dist.version, commit, reason)
-    return Probe(comp, True, True, dist.version, commit, None)
+        return Probe(comp, False, True, dist.version, dist.commit, reason)
+    return Probe(comp, True, True, dist.version, dist.commit, None)
 
 
 def is_megatron_installed() -> bool:

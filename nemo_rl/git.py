@@ -23,21 +23,23 @@ MIRROR_SETTINGS = (
 _MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
-def _env() -> dict[str, str]:
+def _env(index_file: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}
     env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt would hang a non-interactive bump
     env["LC_ALL"] = "C"  # we parse git's output
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)  # ours, never an inherited one
     return env
 
 
 def git(
     args: list[str], *, repo: Path | None = None, remedy: str | None = None, check: bool = True,
     input_text: str | None = None, timeout: float | None = None, stdin_file: BinaryIO | None = None,
-    stdout_file: BinaryIO | None = None,
+    stdout_file: BinaryIO | None = None, index_file: Path | None = None,
 ) -> Result:
     prefix = ["git", "-C", str(repo)] if repo else ["git"]
-    return run([*prefix, *args], env=_env(), remedy=remedy, check=check, input_text=input_text, timeout=timeout,
-               stdin_file=stdin_file, stdout_file=stdout_file)
+    return run([*prefix, *args], env=_env(index_file), remedy=remedy, check=check, input_text=input_text,
+               timeout=timeout, stdin_file=stdin_file, stdout_file=stdout_file)
 
 
 def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,

@@ -53,7 +53,8 @@ def describe_failure(result: Result) -> str:
 
 # The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it ends what is left: SIGTERM
 # first, so git removes its lock files, then SIGKILL. A group is removed only after its leader was reaped, so the
-# number cannot have been reused yet.
+# number cannot have been reused yet. It is told of a group just after the child starts: a SIGKILL within those
+# microseconds leaves that one child.
 _WATCHDOG = """
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -10,7 +10,8 @@ from pathlib import Path
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
 
-INSTALL_UV = "install uv (`pip install uv`) or set $UV to the uv executable"
+INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
+              "executable")
 
 
 def find_uv_bin() -> str:
@@ -77,6 +78,15 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)
         env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it
     return uv(["sync", "--project", str(project), *flags], cwd=project, env=env, stream=stream)
+
+
+def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, python: str,
+             extra_env: Mapping[str, str], offline: bool = False) -> Result:
+    """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
+    `offline`: from what the cache holds, for a set resolved moments ago)."""
+    with_args = [arg for req in requirements for arg in ("--with", req)]
+    return uv(["run", "--no-project", "--isolated", "--quiet", *(["--offline"] if offline else []), "--python",
+               python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env})
 
 
 def venv(path: Path, *, python: str) -> Result:

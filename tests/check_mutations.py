@@ -53,6 +53,7 @@ ARCHS = "tests/test_cuda_archs.py"  # its nvcc tests run with CUDA_HOME naming a
 LIBS = "tests/test_cuda_libs.py"
 DECLARED = "tests/test_declared.py"
 DERIVED = "tests/test_deps_declared.py"
+SCRATCH = "tests/test_scratch.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -269,11 +270,11 @@ MUTATIONS = [
     ("metadata: a moved checkout is cleaned", "nemo_rl/forks/fork_metadata.py",
      '            git.git(["clean", "-ffdxq"], repo=source)\n', "", SIDE),
     ("scratch: memory only with room", "nemo_rl/forks/scratch.py", "free.f_bavail * free.f_frsize >= size_hint + MARGIN",
-     "True", SIDE),
+     "True", SCRATCH),
     ("scratch: TMPDIR wins", "nemo_rl/forks/scratch.py", 'if size_hint is not None and not os.environ.get("TMPDIR"):',
-     "if size_hint is not None:", SIDE),
-    ("scratch: a live one is kept", "nemo_rl/forks/scratch.py", " and not locks.held(entry)", "", SIDE),
-    ("scratch: a young one is kept", "nemo_rl/forks/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SIDE),
+     "if size_hint is not None:", SCRATCH),
+    ("scratch: a live one is kept", "nemo_rl/forks/scratch.py", " and not locks.held(entry)", "", SCRATCH),
+    ("scratch: a young one is kept", "nemo_rl/forks/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SCRATCH),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
     # issue 23: the CUDA toolkit, the compiled archs, transformer-engine's libraries
@@ -406,6 +407,48 @@ MUTATIONS = [
     ("upstream: the commit that deleted a file", "nemo_rl/forks/upstream_report.py",
      'commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}', 'commit = {p: "" for p in missing}',
      f"{UPSTREAM} -k classified"),
+    # the fast unit tests (`pytest -m "not slow"`) catch these on their own
+    ("fast: an inherited object directory is dropped", "nemo_rl/git.py", '"GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", ',
+     '"GIT_INDEX_FILE", ', "tests/test_git_history.py"),
+    ("fast: the trial index is git's own scrubbed environment", "nemo_rl/git.py",
+     '        env["GIT_INDEX_FILE"] = str(index_file)', "        pass", "tests/test_git_history.py"),
+    ("fast: the backend's get_requires_for_build_wheel is installed", "nemo_rl/forks/fork_metadata.py",
+     "        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))",
+     "        _checked(hooks.get_requires_for_build_wheel(), rev)",
+     "tests/test_fork_metadata.py"),
+    ("fast: metadata leaves out the fork's extras", "nemo_rl/forks/fork_metadata.py",
+     '        if req.marker and "extra" in str(req.marker):', "        if False:", "tests/test_fork_metadata.py"),
+    ("fast: worker-env key is its directory's name", "nemo_rl/workers/environments.py",
+     '\n                or meta["key"] != path.name):', "):", "tests/test_environments.py"),
+    ("fast: worker-env flags are strings", "nemo_rl/workers/environments.py",
+     'not all(isinstance(f, str) for f in meta["flags"])', "False", "tests/test_environments.py"),
+    ("fast: journal names landable paths only", "nemo_rl/project/landing.py",
+     "not all(_landable(name) for name in moves)", "False", "tests/test_landing.py"),
+    ("fast: entry's record digest", "nemo_rl/forks/records.py",
+     '("patch-id", record.patch_id),\n                       ("digest", record.digest())', '("patch-id", record.patch_id)',
+     "tests/test_records.py"),
+    ("fast: entry's record name inside the directory", "nemo_rl/forks/records.py",
+     "Path(record_name).name != record_name or ", "", "tests/test_records.py"),
+    ("fast: record missing a fact", "nemo_rl/forks/record_files.py", '    if missing:\n        raise NemoRLError(f"{where} is missing',
+     '    if False:\n        raise NemoRLError(f"{where} is missing', "tests/test_record_files.py"),
+    ("fast: a damaged patch-id cache is ignored", "nemo_rl/forks/patch_ids.py",
+     "return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}", "return data",
+     "tests/test_patch_ids.py"),
+    ("fast: settings refuse a relative cache", "nemo_rl/settings.py",
+     "if setting and not os.path.isabs(os.path.expanduser(setting)):", "if False:", "tests/test_settings.py"),
+    ("fast: envs verbs take -v", "nemo_rl/envs/command.py", "        verbose.add(p)\n", "", "tests/test_cli.py"),
+    ("fast: deps status says what it does", "nemo_rl/deps/cli.py", 'p = verbs.add_parser("status", help=status, description=',
+     'p = verbs.add_parser("status", help=status, epilog=', "tests/test_cli.py"),
+    ("fast: patches refuses extra words", "nemo_rl/deps/cli.py", "        elif len(words) > 1:\n", "        elif False:\n",
+     "tests/test_cli.py"),
+    ("fast: patches export takes exactly DIST DIR", "nemo_rl/deps/cli.py", "found = self.EXPORT.parse_args(words[1:])",
+     "found = self.EXPORT.parse_known_args(words[1:] + ['x', 'y'])[0]", "tests/test_cli.py"),
+    ("fast: build requirements are PEP 508", "nemo_rl/forks/fork_metadata.py",
+     "        return [str(Requirement(r)) for r in requirements]", "        return list(requirements)",
+     "tests/test_fork_metadata.py"),
+    ("fast: backend-path is a list of strings", "nemo_rl/forks/fork_metadata.py",
+     "    if not isinstance(backend, str) or not (backend_path is None or (", "    if False and (backend_path is None or (",
+     "tests/test_fork_metadata.py"),
 ]
 
 

@@ -101,6 +101,26 @@ def isolated_home(tmp_path, monkeypatch, uv_cache):
 
 
 @pytest.fixture(scope="session")
+def history_template(tmp_path_factory):
+    """A few commits on two branches in a plain local repository (tests/gitfixtures.py small_history)."""
+    from gitfixtures import small_history
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        return small_history(tmp_path_factory.mktemp("history"))
+
+
+@pytest.fixture
+def history(history_template, tmp_path):
+    """A private copy of `history_template`: (repository, main's three commits, side's two)."""
+    import shutil
+
+    repo, main, side = history_template
+    shutil.copytree(repo, tmp_path / "repo", symlinks=True)
+    return tmp_path / "repo", main, side
+
+
+@pytest.fixture(scope="session")
 def world_template(tmp_path_factory, uv_cache):
     """The fixture world built once per test run (repositories, `uv lock`, records); each test gets a copy."""
     import forkworld

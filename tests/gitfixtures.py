@@ -63,3 +63,18 @@ def package_files(distribution: str, module: str, version: str, body: str = "", 
             """,
         init_path: f'VERSION = "{version}"\n{body}',
     }
+
+
+def small_history(root: Path) -> tuple[Path, list[str], list[str]]:
+    """main: add a.py and b.txt, change a.py, delete b.txt; `side` (from the first commit) changes a.py again."""
+    repo = init(root / "repo")
+    first = commit(repo, "add files", {"pkg/a.py": "A = 1\n", "b.txt": "bee\n"})
+    second = commit(repo, "change a", {"pkg/a.py": "A = 2\n"})
+    git(repo, "rm", "-q", "b.txt")
+    git(repo, "commit", "-q", "-m", "remove b")
+    third = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "side", first)
+    side = commit(repo, "side change of a", {"pkg/a.py": "A = 3\n"})
+    clean = commit(repo, "side adds c", {"pkg/c.py": "C = 1\n"})
+    git(repo, "checkout", "-q", "main")
+    return repo, [first, second, third], [side, clean]

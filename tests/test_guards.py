@@ -48,6 +48,7 @@ def test_a_child_dies_with_nemo_rl_not_after(tmp_path):
         time.sleep(0.05)
     child = int(pid_file.read_text())
     assert _alive(child)
+    time.sleep(0.5)  # the group is told to the watchdog just after the child starts (nemo_rl/process.py)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 5

@@ -1,20 +1,17 @@
 """What runs side by side inside one command, and the shortcuts that make a bump fast: `uv lock` beside the fork's
 history (offline when only the pin moves), threads sharing a fork cache, one scratch checkout moved from commit to
-commit, scratch trees in memory."""
+commit (scratch trees: tests/test_scratch.py)."""
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import forkworld
-import pytest
 from gitfixtures import commit
 
-from nemo_rl import locks
 from nemo_rl.cli import main
-from nemo_rl.forks import fork_cache, fork_metadata, scratch
+from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.project import lockfile
 
 
@@ -74,9 +71,11 @@ def test_a_refusal_while_uv_locks_ends_the_lock(world, capsys, tmp_path):
 
 def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path, monkeypatch):
     """One checkout serves both commits of a bump's drift; what the first build left there must not reach the
-    second (this build adds a requirement when it finds a file an earlier build wrote)."""
-    setup = ("import os\nfrom setuptools import setup\nstale = os.path.exists('left-by-a-build')\n"
-             "open('left-by-a-build', 'w').write('x')\n"
+    second (this build adds a requirement when it finds a file the build of another commit wrote; PEP 517 runs
+    setup.py once per hook, so the same commit's file is no sign)."""
+    setup = ("import os\nfrom setuptools import setup\n"
+             "stale = os.path.exists('left-by-a-build') and open('left-by-a-build').read() != '{v}'\n"
+             "if not os.path.exists('left-by-a-build'):\n    open('left-by-a-build', 'w').write('{v}')\n"
              "setup(name='megatron-core', version='{v}', packages=['megatron', 'megatron.core'],\n"
              "      install_requires=['stale-dep'] if stale else [])\n")
     build = "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n"
@@ -88,44 +87,3 @@ def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path,
     both = fork_metadata.read_all(fork_cache.fetched(fork, second), [first, second])
     assert [m.version for m in both] == ["0.2.0", "0.2.1"]
     assert all("stale-dep" not in m.requires for m in both), both
-
-
-@pytest.fixture
-def memory(tmp_path, monkeypatch):
-    """A stand-in for /dev/shm, TMPDIR unset (the case where nemo-rl chooses)."""
-    path = tmp_path / "shm"
-    path.mkdir()
-    monkeypatch.setattr(scratch, "MEMORY", path)
-    monkeypatch.delenv("TMPDIR", raising=False)
-    return path
-
-
-def test_scratch_goes_to_memory_only_with_room_and_a_known_size(memory, tmp_path, monkeypatch):
-    info = os.statvfs(memory)
-    assert scratch.parent(1000) == memory
-    assert scratch.parent(info.f_bavail * info.f_frsize) != memory  # no room for it and the margin
-    assert scratch.parent(None) != memory  # a tree with blobs no server has: its size is unknown
-    chosen = tmp_path / "chosen"
-    chosen.mkdir()
-    monkeypatch.setenv("TMPDIR", str(chosen))
-    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() caches its answer
-    assert scratch.parent(1000) == chosen  # the user's setting wins
-
-
-def test_scratch_left_by_a_killed_command_is_removed_and_a_live_one_kept(memory):
-    dead, live, young = (memory / f"{scratch.PREFIX}{name}" for name in ("dead", "live", "young"))
-    for path in (dead, live, young):
-        path.mkdir()
-        (path / "file").write_text("x")
-    hour_ago = time.time() - 3600
-    for path in (dead, live):
-        os.utime(path, (hour_ago, hour_ago))
-    holder = locks.hold(live)
-    try:
-        with scratch.directory(1000) as made:
-            assert made.parent == memory and locks.held(made)
-            assert not dead.exists() and live.exists() and young.exists()
-        assert not made.exists()
-    finally:
-        os.close(holder)
-    assert Path(live / "file").exists()

@@ -6,6 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
+from nemo_rl import verbose
+
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
 
 
@@ -32,6 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     cuda.add_argument("--components", default=" ".join(assemble.COMPONENTS),
                       help="its components, space-separated (default: %(default)s)")
     cuda.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
+    verbose.add(cuda)
     cuda.set_defaults(handler="nemo_rl.cudakit.command:run", project_required=False, project=None)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nemo_rl import verbose
+
 DESCRIPTION = """\
 Fork pins of the mcore extra. Everything honours git's url.<base>.insteadOf, so a site with a mirror
 runs these unchanged after `git config --global url.<mirror>.insteadOf https://github.com/<owner>/<repo>.git`."""
@@ -12,8 +14,7 @@ runs these unchanged after `git config --global url.<mirror>.insteadOf https://g
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
-    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="show full tracebacks of failures")
+    verbose.add(parser)
 
 
 def _writes(parser: argparse.ArgumentParser) -> None:
@@ -21,12 +22,42 @@ def _writes(parser: argparse.ArgumentParser) -> None:
                         help="fail at once when another nemo-rl command is changing the project (default: wait)")
 
 
+class _Quiet(argparse.ArgumentParser):
+    def error(self, message: str):  # the verb's parser reports it, with the verb's usage
+        raise argparse.ArgumentError(None, message)
+
+
+class _PatchesWords(argparse.Action):
+    """`deps patches [DIST]` and `deps patches export DIST DIR` share a verb (records name the second form): the
+    words set `distribution`, or `export` and `export_dir`, through a parser of the export form."""
+
+    EXPORT = _Quiet(prog="nemo-rl deps patches export", add_help=False)
+    EXPORT.add_argument("export", metavar="DIST")
+    EXPORT.add_argument("export_dir", metavar="DIR", type=Path)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        words = list(values or [])
+        namespace.distribution, namespace.export, namespace.export_dir = None, None, None
+        if words[:1] == ["export"]:
+            try:
+                found = self.EXPORT.parse_args(words[1:])
+            except argparse.ArgumentError as exc:
+                parser.error(f"patches export DIST DIR: {exc.message}")
+            namespace.export, namespace.export_dir = found.export, found.export_dir
+        elif len(words) > 1:
+            parser.error(f"unrecognized arguments: {' '.join(words[1:])}")
+        elif words:
+            namespace.distribution = words[0]
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = deps.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    p = verbs.add_parser("status", help="pinned, locked and installed commit of each fork (no network)")
+    status = "pinned, locked and installed commit of each fork (no network)"
+    p = verbs.add_parser("status", help=status, description=f"The {status}, the state of its patches/ records and "
+                         "of `deps develop`, and what to run when one is not ok.")
     _common(p)
     p.add_argument("--env", help="environment to inspect (default: the running one)")
     p.add_argument("--check", action="store_true",
@@ -108,8 +139,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: "
         "0 ok, 1 drift or an expected failure, 2 bad arguments.")
     _common(p)
-    p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
+    p.add_argument("words", nargs="*", action=_PatchesWords, metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")
     p.add_argument("--offline", action="store_true", help="with --check: no fetch, validate the records only")
     _writes(p)
-    p.set_defaults(handler="nemo_rl.deps.patches:run")
+    p.set_defaults(handler="nemo_rl.deps.patches:run", distribution=None, export=None, export_dir=None)

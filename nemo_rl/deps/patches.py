@@ -65,17 +65,12 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
-    words = list(args.words)
-    if words and words[0] == "export":
-        if len(words) != 3:
-            raise UsageError("`patches export` needs DIST and DIR", "run `nemo-rl deps patches export DIST DIR`")
-        return _export(project, words[1], Path(words[2]))
-    if len(words) > 1:
-        raise UsageError(f"unexpected arguments {' '.join(words[1:])!r}", "see `nemo-rl deps patches --help`")
+    if args.export:
+        return _export(project, args.export, args.export_dir)
     if args.offline and not args.check:
         raise UsageError("--offline only applies to --check", "add --check, or drop --offline")
     all_forks = lockfile.forks(project)
-    forks = [lockfile.fork(project, words[0])] if words else all_forks
+    forks = [lockfile.fork(project, args.distribution)] if args.distribution else all_forks
     if not args.check:
         with landing.project_lock(project, wait=not args.no_wait):
             # read again under the lock: a bump that landed while we waited changed the pins
@@ -90,7 +85,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"{fork.distribution}: {'ok' if not problems else 'DRIFT'}")
         for problem in problems:
             print(f"  - {problem}")
-    orphans = records.orphans(project, all_forks) if not words else []
+    orphans = records.orphans(project, all_forks) if not args.distribution else []
     for orphan in orphans:
         print(f"  - {orphan}")
     if failed or orphans:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nemo_rl import verbose
+
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
 
 
@@ -14,12 +16,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--extra", choices=["mcore"],
                         help="require this extra: exit 1 unless all of it works; without it installed, a pre-flight "
                         "says in seconds whether `uv sync --extra mcore` can build here")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (schema in README)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (its schema: docs/mcore.md)")
     parser.add_argument("--smoke", action="store_true",
                         help="also run small forward/backward checks of each installed component")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
-    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="with --smoke: full tracebacks of failed checks")
+    verbose.add(parser)
     parser.set_defaults(handler="nemo_rl.doctor.command:run", project_required=False)
 
 

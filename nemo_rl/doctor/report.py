@@ -182,8 +182,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     problems += python_problems
     uv_facts = uv_info()
     if uv_facts.error:
-        problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; "
-                        "run `python3 -m pip install uv` inside the checkout")
+        problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; {uv.INSTALL_UV}")
     torch = toolchain.torch_info()
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from nemo_rl import verbose
 from nemo_rl.workers.executables import PY_EXECUTABLES
 
 NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
@@ -32,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for verb, text in VERBS:
         p = verbs.add_parser(verb, help=text, description=text)
         p.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+        verbose.add(p)
         if verb in ("build", "verify", "pack"):
             p.add_argument("py_executable", metavar="PY_EXECUTABLE",
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")

@@ -1,5 +1,7 @@
-"""What a fork itself declares at a commit, asked of its own build backend (PEP 517
-prepare_metadata_for_build_wheel), not parsed from setup.py or requirements files by hand.
+"""What a fork itself declares at a commit, asked of its own build backend through PEP 517 (pypa's
+pyproject_hooks: get_requires_for_build_wheel, then prepare_metadata_for_build_wheel or build_wheel, each in an
+environment of exactly those requirements that uv keeps cached), not parsed from setup.py or requirements files
+by hand. A wheel (its file list) is built only when asked for: Megatron-LM's compiles an extension.
 
 uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump compares the two.
 """
@@ -11,11 +13,12 @@ import shutil
 import sys
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
+import pyproject_hooks
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -25,18 +28,10 @@ from nemo_rl.forks import fork_cache, git_history, scratch
 from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
-# Runs inside a throwaway environment holding only the fork's build requirements.
-HOOK = """
-import importlib, os, sys
-hook, source, out, backend, backend_path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
-os.chdir(source)
-sys.path[:0] = [os.path.join(source, p) for p in backend_path]
-module, _, attr = backend.partition(":")
-hooks = importlib.import_module(module)
-for part in filter(None, attr.split(".")):
-    hooks = getattr(hooks, part)
-print(getattr(hooks, hook)(out))
-"""
+# Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
+# the build had to use.
+# the metadata file name changed when Requires-Python joined it: an older cached answer lacks it
+METADATA, FILES = "metadata-v2.json", "files.json"
 
 
 def project_table(pyproject_text: str | None) -> dict:
@@ -90,23 +85,18 @@ def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
     """`read` of each of `revs`; those not cached are built in one scratch checkout moved from commit to commit
     (git rewrites only the files that differ)."""
     return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"))
-            for d in _cached(repo, revs, METADATA, "prepare_metadata_for_build_wheel")]
+            for d in _cached(repo, revs, METADATA)]
 
 
 def shipped_files(repo: Path, rev: str) -> frozenset[str]:
     """The files the distribution built from `rev` installs: the file list of the wheel the fork's own build
     backend makes (what `uv sync` installs), cached per commit like the metadata."""
-    return frozenset(_cached(repo, [rev], "files.json", "build_wheel")[0]["files"])
+    return frozenset(_cached(repo, [rev], FILES)[0]["files"])
 
 
 def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
     """Files of `rev` whose blobs the fork's server lacked: the wheel (or the metadata) was built with them empty."""
-    suffix, hook = ("files.json", "build_wheel") if what == "wheel" else (METADATA, "prepare_metadata_for_build_wheel")
-    return list(_cached(repo, [rev], suffix, hook)[0].get("placeholders", []))
-
-
-# v2 adds Requires-Python (the declared entry is derived from it): older cached answers lack it, so are not read
-METADATA = "metadata-v2.json"
+    return list(_cached(repo, [rev], FILES if what == "wheel" else METADATA)[0].get("placeholders", []))
 
 
 def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
@@ -118,12 +108,13 @@ def uncached(repo: Path, revs: list[str]) -> list[str]:
     return [rev for rev in revs if not _cache_path(repo, rev, METADATA).exists()]
 
 
-def _cached(repo: Path, revs: list[str], suffix: str, hook: str) -> list[dict]:
+def _cached(repo: Path, revs: list[str], suffix: str) -> list[dict]:
     paths = {rev: _cache_path(repo, rev, suffix) for rev in revs}
     found = {rev: json.loads(path.read_text()) for rev, path in paths.items() if path.exists()}
-    for rev, data in _run_hook(repo, [rev for rev in dict.fromkeys(revs) if rev not in found], hook):
-        write_atomic(paths[rev], json.dumps(data))
-        found[rev] = data
+    for rev, built in _build(repo, [rev for rev in dict.fromkeys(revs) if rev not in found], wheel=suffix == FILES):
+        for kind, data in built.items():
+            write_atomic(_cache_path(repo, rev, kind), json.dumps(data))
+        found[rev] = built[suffix]
     return [found[rev] for rev in revs]
 
 
@@ -154,15 +145,17 @@ def _check_out(repo: Path, rev: str, source: Path, moving: bool) -> list[str]:
             return git_history.checkout_allowing_missing(repo, rev, source, ["fork", "upstream"])
 
 
-def _run_hook(repo: Path, revs: list[str], hook: str) -> Iterator[tuple[str, dict]]:
+def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict[str, dict]]]:
+    """Each of `revs` built: {METADATA: ...} from the metadata hook, or {METADATA: ..., FILES: ...} from a wheel."""
     if not revs:
         return
     try:  # the trees' blobs in one request: git's own checkout of a blob-less tree asks again and again
         git_history.fetch_blobs(repo, "fork", git_history.missing_blobs(repo, revs))
         # the trees and what a build writes beside them (a wheel: a copy and an archive)
-        size = max(git_history.tree_size(repo, rev) for rev in revs) * (3 if hook == "build_wheel" else 2)
+        size = max(git_history.tree_size(repo, rev) for rev in revs) * (3 if wheel else 2)
     except NemoRLError:
         size = None  # a server without some blobs (placeholders follow): their sizes are unknown
+    resolved: set[tuple[str, ...]] = set()
     with scratch.directory(size) as tmp:
         source = tmp / "src"
         placeholders: list[str] = []
@@ -172,46 +165,86 @@ def _run_hook(repo: Path, revs: list[str], hook: str) -> Iterator[tuple[str, dic
                 placeholders = _check_out(repo, rev, source, moving=number > 0 and not placeholders)
                 out = tmp / f"out-{number}"
                 out.mkdir()
-                produced = out / _backend(source, out, rev, hook)
-                if hook == "build_wheel":
-                    with zipfile.ZipFile(produced) as wheel:
-                        yield rev, {"files": sorted(n for n in wheel.namelist() if ".dist-info/" not in n),
-                                    "placeholders": placeholders}
-                    continue
-                message = Parser().parsestr((produced / "METADATA").read_text())
-                yield rev, {"name": message["Name"], "version": message["Version"],
-                            "requires": _requirements(message.get_all("Requires-Dist") or []),
-                            "requires_python": message["Requires-Python"],
-                            "placeholders": placeholders}
+                produced = out / _call_backend(source, out, rev, wheel, resolved)
+                if wheel:
+                    yield rev, _read_wheel(produced, placeholders)
+                else:
+                    yield rev, {METADATA: _metadata((produced / "METADATA").read_text(), placeholders)}
         finally:
             shutil.rmtree(source, ignore_errors=True)
             with fork_cache.using(repo):
                 git.git(["worktree", "prune"], repo=repo, check=False)
 
 
-def _backend(source: Path, out: Path, rev: str, hook: str) -> str:
-    """Run PEP 517 `hook` of the fork's backend at `source` in a throwaway environment of its build requirements;
-    the name of what it wrote into `out`."""
+def _metadata(text: str, placeholders: list[str]) -> dict:
+    message = Parser().parsestr(text)
+    return {"name": message["Name"], "version": message["Version"],
+            "requires": _requirements(message.get_all("Requires-Dist") or []),
+            "requires_python": message["Requires-Python"], "placeholders": placeholders}
+
+
+def _read_wheel(wheel: Path, placeholders: list[str]) -> dict[str, dict]:
+    """Both answers from one wheel: its files and its metadata (the same as the metadata hook's, PEP 517 says)."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(info).decode()
+    return {METADATA: _metadata(metadata, placeholders),
+            FILES: {"files": sorted(n for n in names if ".dist-info/" not in n), "placeholders": placeholders}}
+
+
+def _call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
+    """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
+    build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
+    without it); the name of what the hook wrote into `out`. A requirement set already in `resolved` (resolved
+    online moments ago, by this command) is installed offline: the index is asked once per set, not per hook."""
+    requires, backend, backend_path = _build_system(source, rev)
+
+    def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
+        # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
+        key = tuple(sorted(requires))
+        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,
+                    extra_env=extra_environ or {}, offline=key in resolved)
+        resolved.add(key)
+
+    try:
+        hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
+        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
+        return hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
+    except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
+        # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
+        what = "build a wheel" if wheel else "produce metadata"
+        raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
+                          f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
+
+
+def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
+    """The fork's [build-system] (requires, build-backend, backend-path), checked: PEP 517's defaults for a
+    setup.py project, requirements that are PEP 508 (never an option to uv), strings where strings belong."""
+    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
+                      "pick another commit, or fix the fork")
     try:
         build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
             if (source / "pyproject.toml").exists() else {}
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
                           "pick another commit, or fix the fork") from exc
-    requires = build.get("requires", ["setuptools>=40.8.0"])
-    backend = build.get("build-backend", "setuptools.build_meta:__legacy__")
-    if hook == "build_wheel" and backend.startswith("setuptools"):
-        requires = [*requires, "wheel"]  # what setuptools' get_requires_for_build_wheel asks for on older versions
-    with_args = [arg for req in requires for arg in ("--with", req)]
+    backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
+    backend_path = build.get("backend-path") if isinstance(build, dict) else None
+    if not isinstance(backend, str) or not (backend_path is None or (
+            isinstance(backend_path, list) and all(isinstance(p, str) for p in backend_path))):
+        raise bad
+    return _checked(build.get("requires", ["setuptools>=40.8.0"]), rev), backend, backend_path
+
+
+def _checked(requirements: object, rev: str) -> list[str]:
     try:
-        result = uv.uv(["run", "--no-project", "--isolated", "--quiet", "--python", sys.executable, *with_args,
-                        "python", "-c", HOOK, hook, str(source), str(out), backend, *build.get("backend-path", [])],
-                       cwd=source)
-    except NemoRLError as exc:
-        what = "produce metadata" if hook != "build_wheel" else "build a wheel"
-        raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
-                          f"read its output:\n{exc.what}") from exc
-    return result.stdout.strip().splitlines()[-1]
+        if not isinstance(requirements, list):
+            raise InvalidRequirement(repr(requirements))
+        return [str(Requirement(r)) for r in requirements]  # Requirement(non-str) raises TypeError
+    except (InvalidRequirement, TypeError) as exc:
+        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
+                          "pick another commit, or fix the fork") from exc
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.git import git
+from nemo_rl.process import Result
 
 ZERO = "0" * 40
 
@@ -61,12 +62,16 @@ def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]
 
 def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
     """Fetch `blobs` from `remote` in one request (what git's own lazy fetch does per object)."""
-    wanted = sorted(b for b in blobs if b != ZERO)
-    if not wanted:
-        return
-    git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-         "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options", remote], repo=repo,
-        input_text="\n".join(wanted) + "\n")
+    wanted = blobs - {ZERO}
+    if wanted:
+        _fetch_objects(repo, remote, wanted)
+
+
+def _fetch_objects(repo: Path, remote: str, objects: set[str], check: bool = True) -> Result:
+    # noop negotiation: the cache's refs say nothing about which blobs it lacks
+    return git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options", remote], repo=repo,
+               input_text="\n".join(sorted(objects)) + "\n", check=check)
 
 
 def missing_blobs(repo: Path, revs: list[str]) -> set[str]:
@@ -157,13 +162,8 @@ class TrialIndex:
         self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
         self._git(["read-tree", self.tree])
 
-    def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True):
-        from nemo_rl.process import run
-
-        env = {**os.environ, "GIT_INDEX_FILE": str(self.index), "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
-        env.pop("GIT_DIR", None)
-        env.pop("GIT_WORK_TREE", None)
-        return run(["git", "-C", str(self.repo), *args], env=env, input_text=input_text, check=check)
+    def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
+        return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
 
     def apply(self, sha: str, resolve: bool = False) -> list[str]:
         """Apply `sha`'s diff on top; [] when it applies, else the conflicting paths. On a conflict the index is
@@ -261,10 +261,7 @@ def checkout_allowing_missing(repo: Path, rev: str, dest: Path, remotes: list[st
     for remote in remotes:
         for _ in range(10):  # each refusal names one object; ask again without it
             wanted = set(blobs.values()) - missing
-            result = git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
-                          "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
-                          "--end-of-options", remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
-                         check=False)
+            result = _fetch_objects(repo, remote, wanted, check=False)
             refused = set(re.findall(r"not our ref ([0-9a-f]{40})", result.stderr))
             if result.returncode == 0 or not refused - missing:
                 break

@@ -26,7 +26,7 @@ def _read(repo: Path) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def patch_ids(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
+def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
     """sha -> `git patch-id --stable` for each of `shas` (blobs fetched from `remote`, in one request).
 
     Computed without the cache's lock: fetching objects and reading them are safe beside other git commands

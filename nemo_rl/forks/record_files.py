@@ -19,6 +19,7 @@ RECORD_HEADER = (
     "# `nemo-rl deps patches export DIST DIR` writes the applicable patch from the fork itself.\n"
 )
 NOTE_MARKER = "note:"
+INDEX = "index.toml"  # patches/<dist>/INDEX lists the records
 RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
@@ -154,7 +155,7 @@ def read_record(path: Path) -> Record:
 
 
 def read_index(directory: Path) -> Index | None:
-    path = directory / "index.toml"
+    path = directory / INDEX
     if not path.exists():
         return None
     data = load_toml(path)  # parsed once per process: status and the records check both read it

@@ -8,6 +8,7 @@ from pathlib import Path
 from nemo_rl import git
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
+    INDEX,
     INDEX_FACTS,
     RECORD_FACTS,
     Index,
@@ -94,13 +95,13 @@ def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: 
 
 def write(directory: Path, index: Index, records: list[Record]) -> None:
     """Make `directory` hold exactly `index` and its records (stale records removed)."""
-    keep = {r.filename for r in records} | {"index.toml"}
+    keep = {r.filename for r in records} | {INDEX}
     for stale in directory.iterdir() if directory.exists() else ():
         if stale.is_file() and stale.name not in keep:
             stale.unlink()
     for record in records:
         write_atomic(directory / record.filename, record.render())
-    write_atomic(directory / "index.toml", render_index(index))
+    write_atomic(directory / INDEX, render_index(index))
 
 
 def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit: str | None) -> list[Difference]:
@@ -118,7 +119,7 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
 
 
 def _entry_differences(directory: Path, position: int, entry: dict) -> list[Difference]:
-    name = f"index.toml [[commit]] #{position}"
+    name = f"{INDEX} [[commit]] #{position}"
     record_name = entry.get("record")
     diffs = []
     if entry.get("number") != position:
@@ -152,7 +153,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation, and
     (`metadata`) the declared entry is the one derived from the recorded fork metadata."""
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
@@ -170,10 +171,10 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
                                 "the placeholder"))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
-    listed = {str(entry.get("record")) for entry in index.commits} | {"index.toml"}
+    listed = {str(entry.get("record")) for entry in index.commits} | {INDEX}
     for path in sorted(directory.iterdir()):
         if path.name not in listed:
-            diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", "listed in index.toml",
+            diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", f"listed in {INDEX}",
                                     "not listed (stray or duplicate)"))
     return diffs + (declared_differences(project, fork) if metadata else [])
 
@@ -192,7 +193,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/index.toml"
+    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]

@@ -84,8 +84,8 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     upstream = git_history.paths_by_commit(repo, f"{base}..{head}")
     wanted = {paths for sha, paths in touched.items() if sha in downstream}
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
-    ours = patch_ids.patch_ids(repo, "fork", downstream)
-    theirs = patch_ids.patch_ids(repo, "upstream", candidates)
+    ours = patch_ids.cached(repo, "fork", downstream)
+    theirs = patch_ids.cached(repo, "upstream", candidates)
     by_id = {}
     for sha in candidates:
         by_id.setdefault(theirs[sha], sha)

@@ -3,11 +3,10 @@ and the one rule for an installed fork against the lock, shared by `deps status`
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from pathlib import Path
 
-from nemo_rl.extras import SYNC_REMEDY, commit_from_direct_url
+from nemo_rl.extras import SYNC_REMEDY, commit_from_direct_url, find_installed  # noqa: F401 (bundles lists every one)
 
 ENV_STALE = "run `uv sync --extra mcore` (the environment has another commit than uv.lock)"
 
@@ -26,13 +25,8 @@ def site_packages(env: Path) -> list[str] | None:
 
 def installed(env: Path, distribution: str) -> tuple[bool, str | None, str | None]:
     """(installed, version, commit) of `distribution` in `env`."""
-    path = site_packages(env)
-    # importlib.metadata normalises the name (megatron-core finds megatron_core-*.dist-info)
-    found = importlib.metadata.distributions(name=distribution, **({"path": path} if path is not None else {}))
-    dist = next(iter(found), None)
-    if dist is None:
-        return False, None, None
-    return True, dist.version, commit_from_direct_url(dist.read_text("direct_url.json"))
+    found = find_installed(distribution, site_packages(env))
+    return (True, found.version, found.commit) if found else (False, None, None)
 
 
 def commit_mismatch(installed_commit: str | None, locked_commit: str | None) -> str | None:
@@ -62,8 +56,7 @@ def metadata_problems(env: Path, distribution: str, locked_version: str | None, 
     from packaging.utils import canonicalize_name
 
     path = site_packages(env)
-    where = {"path": path} if path is not None else {}
-    dist = next(iter(importlib.metadata.distributions(name=distribution, **where)), None)
+    dist = find_installed(distribution, path)
     if dist is None:
         return []
     problems = [p for p in [version_mismatch(distribution, dist.version, locked_version)] if p]
@@ -92,7 +85,7 @@ def metadata_problems(env: Path, distribution: str, locked_version: str | None, 
         req = Requirement(line)
         if req.marker and not req.marker.evaluate():
             continue
-        if next(iter(importlib.metadata.distributions(name=req.name, **where)), None) is None:
+        if find_installed(req.name, path) is None:
             problems.append(f"{req.name}, which uv.lock requires for {distribution}, is not installed: run "
                             f"`uv sync --locked --extra mcore`")
     return problems

@@ -33,7 +33,7 @@ LAST_USED = ".last-used"
 
 @dataclass(frozen=True)
 class WorkerEnv:
-    """One environment's metadata, checked when read."""
+    """One environment's metadata (META in its directory, written by `write`), checked when `read`."""
 
     key: str
     path: Path
@@ -44,6 +44,31 @@ class WorkerEnv:
     @property
     def python(self) -> Path:
         return self.path / "bin" / "python"
+
+    def write(self, directory: Path) -> None:
+        """Into `directory` (the build, renamed to `path` afterwards)."""
+        meta = {"key": self.key, "flags": list(self.flags), "project": str(self.project), "lock_hash": self.lock_hash}
+        (directory / META).write_text(json.dumps(meta, indent=2))
+
+    @classmethod
+    def read(cls, path: Path) -> WorkerEnv | None:
+        """The environment at `path`; None when it has no metadata (never built, or a build that did not finish).
+        Metadata of the wrong shape is a NemoRLError naming the file, never a crash; keys beyond ours (older
+        builds wrote some) are ignored."""
+        meta_path = path / META
+        try:
+            meta = json.loads(meta_path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise NemoRLError(f"cannot read {meta_path}: {exc}", f"remove {path}: it is rebuilt from uv.lock") from exc
+        text = ("key", "project", "lock_hash")
+        if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
+                or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
+                or meta["key"] != path.name):
+            raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(text)}, flags, "
+                              "key = directory name)", f"remove {path}: it is rebuilt from uv.lock")
+        return cls(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
 
 
 @dataclass(frozen=True)
@@ -99,43 +124,31 @@ def slot(key: str, *, create: bool = True) -> Slot:
     return Slot(settings.venv_dir(create=create), key)
 
 
-def key_for(project: Path, flags: list[str] | tuple[str, ...]) -> str:
+def key_for(project: Path, flags: list[str] | tuple[str, ...], lock_hash: str | None = None) -> str:
+    """`lock_hash`: uv.lock's, when the caller has it already."""
     developed = {dist: str(entry.checkout) for dist, entry in sorted(develop_state.read(project).items())}
-    facts = {"project": str(project.resolve()), "lock": lockfile.lock_hash(project), "flags": sorted(flags),
+    lock_hash = lock_hash or lockfile.lock_hash(project)
+    facts = {"project": str(project.resolve()), "lock": lock_hash, "flags": sorted(flags),
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def describe(path: Path) -> WorkerEnv | None:
-    """The environment at `path` from its metadata; None when there is none (never built, or a build that did
-    not finish). Metadata of the wrong shape is a NemoRLError naming the file, never a crash."""
-    meta_path = path / META
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise NemoRLError(f"cannot read {meta_path}: {exc}", f"remove {path}: it is rebuilt from uv.lock") from exc
-    fields = ("key", "flags", "project", "lock_hash")
-    if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in ("key", "project", "lock_hash"))
-            or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
-            or meta["key"] != path.name):
-        raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(fields)}, key = "
-                          "directory name)", f"remove {path}: it is rebuilt from uv.lock")
-    return WorkerEnv(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
+    return WorkerEnv.read(path)
 
 
 def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
     (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
     from the network. Verified in full when its record (workers.verified) no longer holds, else in milliseconds."""
-    where = slot(key_for(project, flags))
+    lock_hash = lockfile.lock_hash(project)  # read once: the key and the metadata name the same bytes
+    where = slot(key_for(project, flags, lock_hash))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
         if describe(where.path) is None:
-            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
+            manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
         env = describe(where.path)
@@ -145,7 +158,7 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     return env
 
 
-def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None,
+def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle: Path | None = None,
            digest: str | None = None) -> bundles.Manifest | None:
     """Build the environment; from a bundle, return its (checked) manifest."""
     manifest = None
@@ -162,9 +175,7 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
-        meta = {"key": where.key, "flags": flags, "project": str(project.resolve()),
-                "lock_hash": lockfile.lock_hash(project), "python": platform.python_version(), "created": time.time()}
-        (staging / META).write_text(json.dumps(meta, indent=2))
+        WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash).write(staging)
         os.replace(staging, where.path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,65 @@
+"""The command line's shape (nemo_rl/cli.py and each verb's parser): one -v on every verb, help that points at
+the right page, and `deps patches export` parsed by argparse. Parsing only: nothing runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import verbose
+from nemo_rl.cli import build_parser
+
+
+def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    """(words, parser) of every command that runs: doctor, deps VERB, envs VERB."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield words, parser
+        return
+    for name, sub in actions[0].choices.items():
+        yield from leaves(sub, (*words, name))
+
+
+def test_every_command_takes_verbose_with_one_meaning():
+    found = list(leaves(build_parser()))
+    assert len(found) >= 13
+    for words, parser in found:
+        options = {o: a for a in parser._actions for o in a.option_strings}
+        assert options["-v"] is options["--verbose"] and options["-v"].help == verbose.HELP, words
+        assert parser.description, f"`nemo-rl {' '.join(words)} --help` says nothing about what it does"
+
+
+@pytest.mark.parametrize("argv", [["-v", "envs", "list"], ["envs", "list", "-v"], ["deps", "status", "--verbose"],
+                                  ["doctor", "-v"], ["-v", "deps", "bump", "megatron-core", "--branch", "b"]])
+def test_verbose_before_or_after_the_verb(argv):
+    assert build_parser().parse_args(argv).verbose is True
+    assert build_parser().parse_args([w for w in argv if w not in ("-v", "--verbose")]).verbose is False
+
+
+def test_doctor_json_help_names_the_page_with_the_schema():
+    doctor = dict(leaves(build_parser()))[("doctor",)]
+    [json_option] = [a for a in doctor._actions if "--json" in a.option_strings]
+    assert "docs/mcore.md" in json_option.help
+    assert "`nemo-rl doctor --json` schema" in (Path(__file__).parent.parent / "docs" / "mcore.md").read_text()
+
+
+def test_patches_takes_a_distribution_or_the_export_form():
+    parse = build_parser().parse_args
+    found = parse(["deps", "patches", "megatron-core", "--check"])
+    assert (found.distribution, found.export, found.check) == ("megatron-core", None, True)
+    found = parse(["deps", "patches", "export", "megatron-core", "out", "--no-wait"])
+    assert (found.distribution, found.export, found.export_dir) == (None, "megatron-core", Path("out"))
+    assert parse(["deps", "patches"]).distribution is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["export", "megatron-core"], "patches export DIST DIR: the following arguments are required: DIR"),
+    (["export", "a", "b", "c"], "unrecognized arguments: c"),
+    (["a", "b"], "unrecognized arguments: b"),
+])
+def test_patches_refuses_other_word_counts_as_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["deps", "patches", *argv])
+    assert caught.value.code == 2 and message in capsys.readouterr().err

@@ -1,0 +1,105 @@
+"""What a fork declares (forks.fork_metadata): its [project] table, the renamed-distribution refusal, the
+requirements kept from its metadata, the drift report; and the PEP 517 front end run on an in-tree backend."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import fork_metadata
+from nemo_rl.forks.fork_metadata import Metadata
+from nemo_rl.project.lockfile import DeclaredMetadata
+
+
+def test_project_table_is_empty_for_setup_py_forks_and_bad_toml():
+    assert fork_metadata.project_table('[project]\nname = "megatron-core"\n') == {"name": "megatron-core"}
+    for text in (None, "", "[build-system]\n", "not = [toml", 'project = "a string"\n'):
+        assert fork_metadata.project_table(text) == {}, text
+
+
+def test_a_renamed_distribution_is_refused_and_a_normalised_name_is_not():
+    fork_metadata.require_builds({"name": "Megatron_Core"}, "megatron-core", "the fork")
+    fork_metadata.require_builds({}, "megatron-core", "the fork")  # dynamic or setup.py: nothing to compare
+    with pytest.raises(NemoRLError, match="builds distribution 'nemo-tron', not 'nemo-toolkit'"):
+        fork_metadata.require_builds({"name": "nemo-tron"}, "nemo-toolkit", "the fork at abc")
+
+
+def test_requirements_leave_out_extras_and_what_does_not_parse():
+    found = fork_metadata._requirements(["torch>=2.6", "Numpy (<2)", "pytest; extra == 'test'", "not a req ===",
+                                         "einops; python_version >= '3.10'"])
+    assert found == {"torch": "torch>=2.6", "numpy": "Numpy<2", "einops": 'einops; python_version >= "3.10"'}
+
+
+def test_drift_names_what_the_declared_entry_does_not_cover():
+    old = Metadata("megatron-core", "0.1", {"torch": "torch>=2.6", "gone": "gone"})
+    new = Metadata("megatron-core", "0.2", {"torch": "torch>=2.7", "einops": "einops", "packaging": "packaging"})
+    drift = fork_metadata.drift(old, new, DeclaredMetadata("megatron-core", "0.1", ("torch", "packaging>=24")))
+    assert (drift.added, drift.removed, drift.changed, drift.uncovered) == (
+        ["einops", "packaging"], ["gone"], [("torch>=2.6", "torch>=2.7")], ["einops"])
+    assert "    + einops   NOT COVERED" in drift.lines("megatron-core")
+    # without a declared entry uv locks the fork's own metadata: nothing is left uncovered
+    assert fork_metadata.drift(old, new, None).uncovered == []
+
+
+BACKEND = '''
+import os
+
+def get_requires_for_build_wheel(config_settings=None):
+    return ["iniconfig==2.0.0"]
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    import iniconfig  # only there when the front end installed what get_requires_for_build_wheel asked for
+    os.makedirs(os.path.join(directory, "fixture-0.1.dist-info"))
+    with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\nRequires-Dist: iniconfig\\n")
+    return "fixture-0.1.dist-info"
+'''
+
+
+@pytest.mark.slow  # installs a requirement from PyPI into uv's cache
+def test_the_front_end_installs_what_get_requires_for_build_wheel_asks_for(tmp_path):
+    source, out = tmp_path / "src", tmp_path / "out"
+    source.mkdir()
+    out.mkdir()
+    (source / "pyproject.toml").write_text(textwrap.dedent('''\
+        [build-system]
+        requires = []
+        build-backend = "backend"
+        backend-path = ["."]
+        '''))
+    (source / "backend.py").write_text(BACKEND)
+    resolved: set[tuple[str, ...]] = set()
+    name = fork_metadata._call_backend(source, out, "0" * 40, False, resolved)
+    assert (out / name / "METADATA").read_text().startswith("Metadata-Version: 2.1\nName: fixture\n")
+    assert resolved == {(), ("iniconfig==2.0.0",)}  # each set resolved once, online
+
+
+def test_a_backend_that_fails_is_a_clear_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "nowhere"\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
+        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+
+
+@pytest.mark.parametrize("table", [
+    'requires = ["--index-url=https://elsewhere.invalid"]', 'requires = "setuptools"', "requires = [1]",
+    'requires = []\nbackend-path = "."', 'requires = []\nbuild-backend = ["a"]',
+])
+def test_a_build_system_of_the_wrong_shape_is_refused_before_anything_runs(tmp_path, table):
+    (tmp_path / "pyproject.toml").write_text(f"[build-system]\n{table}\n")
+    with pytest.raises(NemoRLError, match="at 000000000000") as caught:
+        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+    assert "fix the fork" in caught.value.remedy
+
+
+def test_the_defaults_are_pep_517s_for_a_setup_py_project(tmp_path):
+    assert fork_metadata._build_system(tmp_path, "0" * 40) == (
+        ["setuptools>=40.8.0"], "setuptools.build_meta:__legacy__", None)
+
+
+def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "b"\n'
+                                             'backend-path = ["../elsewhere"]\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
+        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())

@@ -1,0 +1,51 @@
+"""The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
+project; anything else (a hand edit, a corrupt file) is refused before anything moves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import landing
+
+
+@pytest.fixture
+def staging(tmp_path):
+    path = tmp_path / "project" / landing.STAGING_ROOT / "staging-1-x"
+    path.mkdir(parents=True)
+    return path
+
+
+def journal(staging, content) -> None:
+    (staging / landing.JOURNAL).write_text(content if isinstance(content, str) else json.dumps(content))
+
+
+def test_a_journal_of_landable_paths_is_read(staging):
+    journal(staging, {"moves": ["pyproject.toml", "uv.lock", "patches/megatron-core"]})
+    assert landing.read_journal(staging) == ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    assert landing.project_of(staging) == staging.parent.parent
+
+
+@pytest.mark.parametrize("moves", [
+    [".git/config"], ["../outside"], ["patches/../../x"], ["patches/megatron-core/extra"], ["patches/"],
+    ["/etc/passwd"], [7], "pyproject.toml", {"a": 1},
+])
+def test_a_journal_naming_anything_else_is_refused(staging, moves):
+    journal(staging, {"moves": moves})
+    with pytest.raises(NemoRLError, match="names paths a landing never moves"):
+        landing.read_journal(staging)
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"other": []}', "[]", ""])
+def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content):
+    journal(staging, content)
+    with pytest.raises(NemoRLError, match="cannot read the landing journal") as caught:
+        landing.read_journal(staging)
+    assert "nothing was moved" in caught.value.remedy
+
+
+def test_a_missing_journal_is_refused(staging):
+    with pytest.raises(NemoRLError, match="cannot read the landing journal"):
+        landing.read_journal(staging)

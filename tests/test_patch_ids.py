@@ -1,0 +1,36 @@
+"""The per-repository patch-id cache (forks.patch_ids): computed once, reused, and rebuilt when damaged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nemo_rl.forks import git_diffs, patch_ids
+
+
+def test_patch_ids_are_kept_and_reused(history, monkeypatch):
+    repo, shas, _ = history
+    first = patch_ids.cached(repo, "origin", shas)  # a complete repository: no blob to fetch, no remote asked
+    assert first == git_diffs.patch_ids(repo, shas)
+    assert json.loads((repo / patch_ids.CACHE).read_text()) == first
+
+    def computing(*_):
+        raise AssertionError("recomputed a cached patch-id")
+
+    monkeypatch.setattr(git_diffs, "patch_ids", computing)
+    assert patch_ids.cached(repo, "origin", [shas[1], shas[0], shas[1]]) == {s: first[s] for s in shas[:2]}
+
+
+@pytest.mark.parametrize("damage", ["not json", '["a list"]', '{"%s": 7}'])
+def test_a_damaged_cache_costs_a_recomputation(history, damage):
+    repo, shas, _ = history
+    (repo / patch_ids.CACHE).write_text(damage.replace("%s", shas[0]))
+    assert patch_ids.cached(repo, "origin", shas) == git_diffs.patch_ids(repo, shas)
+
+
+def test_diffstats_add_their_patch_ids_to_the_cache(history):
+    repo, shas, _ = history
+    found = patch_ids.with_diffstats(repo, shas)
+    assert found == git_diffs.patch_ids_and_diffstats(repo, shas)
+    assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: pid for sha, (pid, _) in found.items()}

@@ -1,0 +1,77 @@
+"""patches/<dist>/ files on their own: a record and an index survive render and parse, the digest covers every
+fact, and what does not parse is refused with the file named (file names against git format-patch:
+tests/test_deps_patches.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import record_files
+from nemo_rl.forks.record_files import INDEX, Record
+
+RECORD = Record(3, "a" * 40, "Ann Author <ann@fixture.invalid>", "2025-05-01T12:00:00+00:00",
+                "  fix: pad tokens: a subject with leading spaces", "b" * 40,
+                " megatron/core/tokens.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)",
+                "kept until upstream merges it\nsecond line")
+
+
+def make_index(records: list[Record]) -> record_files.Index:
+    return record_files.index_for("megatron-core", "https://forks.nemo-rl.invalid/megatron-lm.git", "nemo-rl/main",
+                                  "c" * 40, "https://upstream.nemo-rl.invalid/megatron-lm.git", "main", "d" * 40,
+                                  "Ours: why the fork exists.", records)
+
+
+def test_a_record_survives_render_and_parse():
+    assert record_files.parse_record(RECORD.render()) == replace(RECORD, number=0)  # the number is the file name's
+
+
+def test_a_record_without_a_note_or_diffstat_parses():
+    bare = replace(RECORD, diffstat="", note="")
+    assert record_files.parse_record(bare.render()) == replace(bare, number=0)
+
+
+def test_a_record_missing_a_fact_is_refused_with_its_name():
+    text = RECORD.render().replace(f"patch-id: {RECORD.patch_id}\n", "")
+    with pytest.raises(NemoRLError, match="0003.patch is missing patch-id"):
+        record_files.parse_record(text, "0003.patch")
+
+
+def test_read_record_numbers_it_from_the_file_name(tmp_path):
+    path = tmp_path / RECORD.filename
+    path.write_text(RECORD.render())
+    assert record_files.read_record(path) == RECORD
+    assert record_files.read_records(tmp_path) == {RECORD.commit: RECORD}
+
+
+def test_an_index_survives_render_and_read(tmp_path):
+    index = make_index([RECORD])
+    (tmp_path / INDEX).write_text(record_files.render_index(index))
+    found = record_files.read_index(tmp_path)
+    assert found is not None
+    assert (found.facts(), found.commits, found.digest) == (index.facts(), index.commits, index.digest)
+    assert found.why.strip() == index.why and found.expected_digest() == found.digest
+
+
+def test_no_index_is_none_and_a_malformed_one_is_refused(tmp_path):
+    assert record_files.read_index(tmp_path) is None
+    (tmp_path / INDEX).write_text('commit = "not a table"\n')
+    with pytest.raises(NemoRLError, match=r"\[\[commit\]\] must be an array of tables"):
+        record_files.read_index(tmp_path)
+    (tmp_path / INDEX).write_text('pinned = 7\n')
+    with pytest.raises(NemoRLError, match="pinned must be strings"):
+        record_files.read_index(tmp_path)
+
+
+def test_the_digest_covers_every_fact_and_no_note():
+    index = make_index([RECORD])
+    for key in record_files.INDEX_FACTS:
+        field = key.replace("-", "_")
+        assert replace(index, **{field: "edited"}).expected_digest() != index.digest, key
+    for key in record_files.RECORD_FACTS:
+        field = key.replace("-", "_")
+        assert make_index([replace(RECORD, **{field: "edited"})]).digest != index.digest, key
+    assert make_index([replace(RECORD, note="another note")]).digest == index.digest
+    assert replace(index, why="another why").expected_digest() == index.digest

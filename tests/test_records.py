@@ -1,0 +1,56 @@
+"""The offline check of one index entry against its record file (records._entry_differences), on files alone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from test_record_files import RECORD, make_index
+
+from nemo_rl.forks import records
+
+
+def entry_and_dir(tmp_path, record=RECORD):
+    directory = tmp_path / "megatron-core"
+    directory.mkdir()
+    (directory / record.filename).write_text(record.render())
+    return directory, make_index([record]).commits[0]
+
+
+def fields(diffs: list[records.Difference]) -> list[str]:
+    return [d.field for d in diffs]
+
+
+def test_a_generated_entry_agrees_with_its_record(tmp_path):
+    directory, entry = entry_and_dir(tmp_path)
+    assert records._entry_differences(directory, RECORD.number, entry) == []
+
+
+def test_each_fact_of_the_entry_is_compared(tmp_path):
+    directory, entry = entry_and_dir(tmp_path)
+    for key in ("commit", "patch-id", "subject"):
+        assert key in fields(records._entry_differences(directory, RECORD.number, {**entry, key: "edited"})), key
+    assert fields(records._entry_differences(directory, RECORD.number + 1, entry)) == ["number", "record"]
+
+
+def test_a_hand_edited_fact_in_the_record_breaks_its_digest(tmp_path):
+    directory, entry = entry_and_dir(tmp_path)
+    path = directory / RECORD.filename
+    path.write_text(replace(RECORD, author="Someone Else <else@fixture.invalid>").render())
+    diffs = records._entry_differences(directory, RECORD.number, entry)
+    assert fields(diffs) == ["the facts' digest (a fact was edited by hand)"]
+    assert diffs[0].file == RECORD.filename
+
+
+def test_a_record_name_outside_the_directory_is_never_read(tmp_path):
+    directory, entry = entry_and_dir(tmp_path)
+    (tmp_path / "outside.patch").write_text(RECORD.render())
+    for name in ("../outside.patch", "", ".", "..", 7):
+        diffs = records._entry_differences(directory, RECORD.number, {**entry, "record": name})
+        assert diffs[-1].expected == "a file name inside patches/megatron-core/", name
+
+
+def test_a_missing_record_is_named(tmp_path):
+    directory, entry = entry_and_dir(tmp_path)
+    (directory / RECORD.filename).unlink()
+    diffs = records._entry_differences(directory, RECORD.number, entry)
+    assert [(d.field, d.found) for d in diffs] == [("record", "missing")]
