@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import signal
 import sys
 
 from nemo_rl import interrupt
@@ -67,9 +68,24 @@ def entry_point() -> None:
     # rollback and child clean-up runs.
     interrupt.install()
     _guard_output()
-    from nemo_rl.cli import main
+    from nemo_rl.cli import after_late_signal, main
 
-    sys.exit(main())
+    code = main()
+    # Shutting the interpreter down restores the default actions: a signal then would end the process with no
+    # exit code of ours (a bump that landed would read as killed). So the signals are blocked, one that came
+    # meanwhile is answered, and the process ends at once, with nothing left to run that needs the interpreter.
+    signal.alarm(0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {*interrupt.SIGNALS, signal.SIGALRM})
+    late = sorted(set(signal.sigpending()) & set(interrupt.SIGNALS))
+    if late:
+        interrupt.record(late[0])
+    code = after_late_signal(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,13 @@ def _interrupted(signum: int) -> int:
     return 128 + signum
 
 
+def after_late_signal(code: int) -> int:
+    """The exit code once the command has returned: a signal that came after main's last check still makes it
+    an interruption, saying what was complete."""
+    signum = interrupt.received()
+    return code if signum is None or code == 128 + signum else _interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
     args = None

@@ -151,6 +151,32 @@ def test_a_bump_into_a_closed_pipe_finishes(world):
     assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
 
 
+@pytest.mark.parametrize("how", ["pending", "recorded"])
+def test_a_signal_after_the_command_returned_is_still_an_exit_of_ours(how):
+    """Once main has returned, interpreter shutdown would restore the default actions: a signal there killed a
+    bump that had landed (exit -1). It is blocked, answered as an interruption, and the process ends at once."""
+    script = textwrap.dedent(f"""
+        import os, signal
+        import nemo_rl.cli as cli
+        from nemo_rl import interrupt
+
+        def finished(argv=None):
+            if {how!r} == "pending":
+                signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGHUP}})
+                os.kill(os.getpid(), signal.SIGHUP)
+            else:
+                interrupt.record(signal.SIGHUP)
+            return 0
+
+        cli.main = finished
+        from nemo_rl.__main__ import entry_point
+        entry_point()
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 129, result.stderr
+    assert "interrupted" in result.stderr
+
+
 def test_a_child_dead_of_the_same_signal_is_an_interruption(tmp_path):
     """`scancel` and `systemctl stop` send SIGTERM to the whole tree: the child dies of it too, and the command is
     interrupted (143), not failed."""
