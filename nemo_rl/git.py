@@ -92,6 +92,18 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
     return FILTER_IGNORED not in result.stderr
 
 
+def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
+    """Fetch from `url` into the refs `refspecs` name, touching no configuration: no remote is added and no filter
+    is asked for (a filter makes git turn the repository into a partial clone). For the user's own clones."""
+    git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
+
+
+def ignored_files(repo: Path) -> list[str]:
+    """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
+    out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout
+    return [entry for entry in out.split("\0") if entry]
+
+
 def ref_exists(repo: Path, ref: str) -> bool:
     return git(["show-ref", "--verify", "--quiet", ref], repo=repo, check=False).returncode == 0
 

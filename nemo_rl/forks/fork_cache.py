@@ -44,7 +44,7 @@ def _locked(repo: Path) -> Iterator[None]:
         in_process = _THREADS.setdefault(repo, threading.Lock())
     with in_process:
         repo.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
         try:
             locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
             yield

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import locks, settings, toolchain, uv
+from nemo_rl import locks, settings, toolchain, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -104,7 +104,7 @@ def read_manifest(bundle: Path) -> Manifest:
     if ".packing-" in bundle.name:
         raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
     try:
-        data = json.loads(path.read_text())
+        data = values.state_json(path, fix)
         inputs = data["inputs"]
         manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
                                                         str(inputs["python"]), str(inputs["platform"]),
