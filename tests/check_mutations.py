@@ -31,6 +31,7 @@ BUNDLES = "tests/test_bundles.py"
 UPSTREAM = "tests/test_deps_upstream.py"
 HOUSEKEEPING = "tests/test_housekeeping.py"
 SIDE = "tests/test_side_by_side.py"
+NEVER = "tests/test_never_trusts.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -186,6 +187,37 @@ MUTATIONS = [
     ("scratch: a young one is kept", "nemo_rl/forks/scratch.py", "now - info.st_mtime > ABANDONED_AFTER_S and ", "", SIDE),
     ("workers: uv-run detection off", "nemo_rl/workers/ray_actors.py", "ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False",
      "pass", "tests/test_ray_workers.py"),
+    # issue 24: never trusts (paths, links, state files, caches)
+    ("never: no control character in a .pth", "nemo_rl/project/develop_state.py",
+     '    values.plain_path(checkout, "the develop checkout")\n', "", NEVER),
+    ("never: no control character in a worker env path", "nemo_rl/workers/environments.py",
+     '    values.plain_path(staging, "the worker environment directory")\n', "", NEVER),
+    ("never: lock files opened without following links", "nemo_rl/locks.py",
+     "os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC", "os.O_RDWR | os.O_CREAT | os.O_CLOEXEC", NEVER),
+    ("never: lock files are plain, one link", "nemo_rl/locks.py",
+     "if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:", "if not stat.S_ISREG(info.st_mode):", NEVER),
+    ("never: --onto fetches into a user's clone by URL", "nemo_rl/deps/develop.py",
+     "    if entry.managed:\n        git.fetch(entry.checkout", "    if True:\n        git.fetch(entry.checkout", NEVER),
+    ("never: --onto refuses a tree or blob", "nemo_rl/deps/develop.py", '    if kind != "commit":', "    if False:", NEVER),
+    ("never: recover checks what it moves", "nemo_rl/project/landing.py",
+     "        if (staging / name).exists() or (staging / name).is_symlink():\n            _check_staged(staging, name)",
+     "        if False:\n            _check_staged(staging, name)", NEVER),
+    ("never: renames probed before staging", "nemo_rl/project/landing.py",
+     "        if inside:\n            require_renames(project)\n", "", NEVER),
+    ("never: recover lands across filesystems", "nemo_rl/project/landing.py",
+     "        if exc.errno != errno.EXDEV:\n            raise\n        if target.is_dir()",
+     "        raise\n        if target.is_dir()", NEVER),
+    ("never: developing only while the overlay is live", "nemo_rl/project/develop_state.py",
+     "                if live and not _puts_first(lines[1:]):", "                if False:", NEVER),
+    ("never: --stop only in this checkout's worker envs", "nemo_rl/deps/develop.py",
+     "        if env is not None and env.project == project.resolve():", "        if env is not None:", NEVER),
+    ("never: ignored files are work", "nemo_rl/deps/develop.py", "        if ignored:\n            unsaved.append",
+     "        if False:\n            unsaved.append", NEVER),
+    ("never: ENOLCK is the user's to fix", "nemo_rl/locks.py",
+     "        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):\n            raise", "        if True:\n            raise",
+     NEVER),
+    ("never: deeply nested state JSON", "nemo_rl/values.py", "    except RecursionError as exc:",
+     "    except ZeroDivisionError as exc:", NEVER),
 ]
 
 

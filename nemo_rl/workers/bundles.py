@@ -14,7 +14,6 @@ killed at any instant leaves nothing that passes as a bundle.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import shutil
