@@ -68,15 +68,16 @@ def plain_path(path: Path | str, where: str) -> Path:
     return Path(path)
 
 
-def state_json(path: Path, fix: str) -> object:
+def state_json(path: Path, fix: str, name: str = "") -> object:
     """The JSON of a state file nemo-rl wrote (a manifest, a journal, develop.json, environment metadata): any
     file that is not plain JSON, however deeply nested or damaged, is a NemoRLError naming it, never a crash.
     FileNotFoundError passes through (a missing state file means something else to each reader)."""
+    where = f"{name} {path}" if name else str(path)
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
         raise
     except RecursionError as exc:
-        raise NemoRLError(f"cannot read {path}: it is nested too deeply to be a file nemo-rl wrote", fix) from exc
+        raise NemoRLError(f"cannot read {where}: it is nested too deeply to be a file nemo-rl wrote", fix) from exc
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        raise NemoRLError(f"cannot read {path}: {exc}", fix) from exc
+        raise NemoRLError(f"cannot read {where}: {exc}", fix) from exc

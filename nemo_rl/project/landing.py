@@ -133,7 +133,7 @@ def read_journal(staging: Path) -> list[str]:
     fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
            f"(`git checkout -- <file>` restores one), then delete {staging}")
     try:
-        moves = values.state_json(path, fix)["moves"]
+        moves = values.state_json(path, fix, "the landing journal")["moves"]
     except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
     if not isinstance(moves, list) or not all(_landable(name) for name in moves):

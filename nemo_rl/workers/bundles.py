@@ -103,7 +103,7 @@ def read_manifest(bundle: Path) -> Manifest:
     if ".packing-" in bundle.name:
         raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
     try:
-        data = values.state_json(path, fix)
+        data = values.state_json(path, fix, "the bundle manifest")
         inputs = data["inputs"]
         manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
                                                         str(inputs["python"]), str(inputs["platform"]),
