@@ -275,3 +275,160 @@ def test_state_json_passes_a_missing_file_through(tmp_path):
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     with pytest.raises(NemoRLError, match="bad.json"):
         values.state_json(tmp_path / "bad.json", "fix")
+
+
+# --- 3. bundles and caches ----------------------------------------------------------------------------------------
+
+FLAGS = ["--locked"]
+
+
+def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
+    """A bundle as far as check and sync_from go: a cache directory and a manifest for this checkout's inputs."""
+    from nemo_rl.jsonout import dumps
+
+    root.mkdir(parents=True)
+    cache = root / bundles.CACHE
+    for name, text in (files or {"archive-v0/abc/pkg/__init__.py": "X = 1\n", "simple-v1/index": "i\n"}).items():
+        (cache / name).parent.mkdir(parents=True, exist_ok=True)
+        (cache / name).write_text(text)
+    count, total, digest = bundles.content_digest(cache)
+    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, digest, 0.0)
+    (root / bundles.MANIFEST).write_text(dumps(manifest))
+    return root
+
+
+def test_a_link_out_of_the_bundle_is_refused(tmp_path):
+    root = tmp_path / "cache"
+    (root / "wheels-v1").mkdir(parents=True)
+    (root / "archive-v0" / "abc").mkdir(parents=True)
+    (root / "wheels-v1" / "ok").symlink_to("../archive-v0/abc")  # what uv makes
+    bundles.content_digest(root)
+    for target in ("/etc/passwd", "../../outside", "../archive-v0/../../x"):
+        (root / "wheels-v1" / "bad").symlink_to(target)
+        with pytest.raises(NemoRLError, match="links out of the bundle"):
+            bundles.content_digest(root)
+        (root / "wheels-v1" / "bad").unlink()
+
+
+def test_a_file_with_a_foreign_hard_link_is_refused(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    outside = tmp_path / "outside.txt"
+    outside.write_text("X = 1\n")
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    bundles.check(bundle, world.project, FLAGS)
+    target = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
+    target.unlink()
+    os.link(outside, target)  # same bytes, same digest: one inode with a file outside
+    with pytest.raises(NemoRLError, match="hard links"):
+        bundles.check(bundle, world.project, FLAGS)
+    # a link a node build running from the bundle holds (its working cache) is the bundle's own
+    outside.unlink()
+    work = tmp_path / "venvs" / f"{bundles.WORK_CACHE_PREFIX}other"
+    (work / "archive-v0/abc/pkg").mkdir(parents=True)
+    os.link(target, work / "archive-v0/abc/pkg/__init__.py")
+    bundles.check(bundle, world.project, FLAGS)
+
+
+def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    digest = bundles.read_manifest(bundle).digest
+    other = "sha256:" + "0" * 64
+    assert bundles.check(bundle, world.project, FLAGS, digest).digest == digest
+    with pytest.raises(NemoRLError, match="--digest does not pin"):
+        bundles.check(bundle, world.project, FLAGS, other)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", other)
+    with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS does not pin"):
+        bundles.check(bundle, world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    with pytest.raises(NemoRLError, match="not in NEMO_RL_BUNDLE_DIGESTS"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}, {digest}")
+    assert bundles.find(world.project, FLAGS) == bundle
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", "md5:abc")
+    with pytest.raises(NemoRLError, match="not a bundle digest"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
+    for bad in ("abc", "sha256:" + "g" * 64):
+        assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", bad, "--project",
+                     str(world.project)]) == 1
+        assert "is not a bundle digest" in capsys.readouterr().err
+    assert main(["envs", "build", "BASE", "--digest", digest, "--project", str(world.project)]) == 2
+
+
+def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n",
+                                                      "simple-v1/index": "i\n"})
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = {}
+
+    def fake_sync(project, *, flags, environment, stream, extra_env):
+        work = Path(extra_env["UV_CACHE_DIR"])
+        seen["mode"] = extra_env["UV_LINK_MODE"]
+        for name in ("mine.py", "shared.py"):
+            seen[name] = os.stat(work / "archive-v0/abc" / name).st_ino == os.stat(
+                bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
+
+    monkeypatch.setattr(bundles.uv, "sync", fake_sync)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    # only a file nobody else may write is shared with the bundle; the environment gets copies
+    assert seen == {"mode": "copy", "mine.py": True, "shared.py": False}
+    seen.clear()
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert seen == {}  # refused before uv installed anything
+    assert [p.name for p in (tmp_path / "venvs").iterdir()] == []
+
+
+def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    theirs = venvs / f"{bundles.WORK_CACHE_PREFIX}{os.getpid()}"  # another container's build, same PID
+    theirs.mkdir(parents=True)
+    (theirs / "in-use").write_text("")
+    held = locks.hold(theirs)
+    try:
+        bundle = fake_bundle(world, tmp_path / "bundle")
+        monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: None)
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", bundles.check(bundle, world.project, FLAGS))
+        assert (theirs / "in-use").exists()
+    finally:
+        os.close(held)
+
+
+def test_a_broken_bundle_never_hides_a_good_one_and_an_empty_dir_is_no_network(world, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "bundles"
+    root.mkdir()
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    with pytest.raises(NemoRLError, match=f"NEMO_RL_BUNDLE_DIR {root} holds no bundle"):
+        bundles.find(world.project, FLAGS)
+    (root / "a-broken").mkdir()
+    (root / "a-broken" / bundles.MANIFEST).write_text("{")
+    good = fake_bundle(world, root / "b-good")
+    capsys.readouterr()
+    assert bundles.find(world.project, FLAGS) == good
+    assert f"skipping bundle {root / 'a-broken'}" in capsys.readouterr().err
+
+
+def test_killed_packs_are_listed_and_pruned_and_one_pack_per_destination(world, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "bundles"
+    killed = root / ".old.packing-123"
+    (killed / bundles.CACHE).mkdir(parents=True)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    assert main(["envs", "list", "--json", "--project", str(world.project)]) == 0
+    rows = json.loads(capsys.readouterr().out)["bundles"]
+    assert [(r["path"], r["state"]) for r in rows] == [(str(killed), "unfinished pack")]
+    assert main(["envs", "prune", "--project", str(world.project)]) == 0
+    assert f"removed {killed}" in capsys.readouterr().out and not killed.exists()
+    (killed / bundles.CACHE).mkdir(parents=True)
+    assert bundles._remove_dead_packs(root / "another-name") == [killed]  # what a pack to any name does first
+    claim = locks.open_lock_file(root / ".b.pack-lock")
+    fcntl.flock(claim, fcntl.LOCK_EX)  # a pack into root/b is running
+    try:
+        assert main(["envs", "pack", "BASE", str(root / "b"), "--project", str(world.project)]) == 1
+        assert "another `nemo-rl envs pack` is making" in capsys.readouterr().err
+    finally:
+        os.close(claim)

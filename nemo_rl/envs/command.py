@@ -37,6 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         if verb == "build":
             p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
                            help="build from this bundle, offline (it is checked first; it may be read-only)")
+            p.add_argument("--digest", metavar="SHA256",
+                           help="with --from: the bundle digest `envs pack` printed; any other bundle is refused "
+                           "(for bundles under NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS)")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler="nemo_rl.envs.command:run")
@@ -85,11 +88,18 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.verb == "pack":
         manifest = bundles.pack(project, flags, args.bundle)
         print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
-        print(f"  on a node: `nemo-rl envs build {args.py_executable} --from {args.bundle}`, or set "
-              f"NEMO_RL_BUNDLE_DIR to its parent directory")
+        print(f"  on a node: `nemo-rl envs build {args.py_executable} --from {args.bundle} --digest "
+              f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR to its parent directory and NEMO_RL_BUNDLE_DIGESTS to "
+              "the digests you trust")
         return 0
     if args.verb == "build":
-        env = environments.ensure(project, flags, bundle=args.bundle)
+        if args.digest and not args.bundle:
+            from nemo_rl.errors import UsageError
+
+            raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
+                             "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
+        digest = bundles.digest_argument(args.digest) if args.digest else None
+        env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:
         env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
         if env is None:

@@ -124,24 +124,24 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
 
 
-def ensure(project: Path, flags: list[str], *, bundle: Path | None = None) -> WorkerEnv:
-    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`,
-    else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
+def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
+    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
+    (whose digest must be `digest` when given), else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the
+    network."""
     where = slot(key_for(project, flags))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
         if describe(where.path) is None:
-            _build(project, flags, where, bundle or bundles.find(project, flags))
+            _build(project, flags, where, bundle or bundles.find(project, flags), digest)
         env = describe(where.path)
         verify(env, project)
     (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None) -> None:
-    if bundle is not None:
-        bundles.check(bundle, project, flags)  # before anything is installed
+def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = None, digest: str | None = None) -> None:
+    manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None  # before installing
     staging = where.staging()
     values.plain_path(project.resolve(), "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")
@@ -151,7 +151,7 @@ def _build(project: Path, flags: list[str], where: Slot, bundle: Path | None = N
     try:
         uv.venv(staging, python=sys.executable)
         if bundle is not None:
-            bundles.sync_from(bundle, project, flags, staging)
+            bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
