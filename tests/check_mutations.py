@@ -149,7 +149,7 @@ MUTATIONS = [
     ("bundles: hidden directories are not bundles", "nemo_rl/workers/bundles.py", 'if not p.name.startswith(".") and (p / MANIFEST).is_file())',
      "if (p / MANIFEST).is_file())", BUNDLES),
     ("bundles: no pack while developing", "nemo_rl/workers/bundles.py", "    if develop_state.read(project):\n", "    if False:\n", BUNDLES),
-    ("bundles: the bundle is never written", "nemo_rl/workers/bundles.py", "                hard = _link_tree(bucket, work / bucket.name)",
+    ("bundles: the bundle is never written", "nemo_rl/workers/bundles.py", "                _link_tree(bucket, work / bucket.name)",
      "                os.symlink(bucket.resolve(), work / bucket.name)", BUNDLES),
     ("bundles: transformer-engine pre-flight", "nemo_rl/workers/bundles.py", "        if unbuildable:\n", "        if False:\n", BUNDLES),
     # issue 19: deps upstream

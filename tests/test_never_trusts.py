@@ -357,8 +357,8 @@ def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys)
 
 def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n",
-                                                      "simple-v1/index": "i\n"})
+    files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check
     manifest = bundles.check(bundle, world.project, FLAGS)
     seen = {}
