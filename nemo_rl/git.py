@@ -98,6 +98,23 @@ def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
     git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
 
 
+def served(url: str, sha: str) -> bool | None:
+    """Whether the server at `url` still serves commit `sha` by SHA, as uv will ask for it: True, False (it
+    answered that it has no such object: force-pushed away and collected), or None (not reachable: offline).
+    Asked from an empty repository, since git never asks a server for an object it already has."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
+        git(["init", "--quiet", "--bare", probe])
+        result = git(["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "--end-of-options", url, sha],
+                     repo=Path(probe), check=False)
+    if result.returncode == 0:
+        return True
+    said = result.stderr.lower()
+    return False if any(s in said for s in ("not our ref", "no such remote ref", "couldn't find remote ref",
+                                             "upload-pack: not our ref")) else None
+
+
 def ignored_files(repo: Path) -> list[str]:
     """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
     out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout

@@ -4,6 +4,7 @@ is safe to hand to git (it cannot be read as an option) and to join to a path (i
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -81,3 +82,12 @@ def state_json(path: Path, fix: str, name: str = "") -> object:
         raise NemoRLError(f"cannot read {where}: it is nested too deeply to be a file nemo-rl wrote", fix) from exc
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise NemoRLError(f"cannot read {where}: {exc}", fix) from exc
+
+
+def timeout_seconds(value: object, where: str) -> float:
+    """A timeout given to an API: a finite number of seconds above zero (0, a negative, NaN, inf, a string or a
+    bool would wait forever, never, or fail deep inside)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero",
+                          "pass a finite number of seconds, e.g. timeout=30")
+    return float(value)

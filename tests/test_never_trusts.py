@@ -432,3 +432,63 @@ def test_killed_packs_are_listed_and_pruned_and_one_pack_per_destination(world, 
         assert "another `nemo-rl envs pack` is making" in capsys.readouterr().err
     finally:
         os.close(claim)
+
+
+def test_a_cached_proof_of_a_commit_force_pushed_away_is_asked_again(world):
+    from gitfixtures import commit
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.project import lockfile
+
+    fork = lockfile.fork(world.project, "megatron-core")
+    server = world.forks["megatron-core"].fork
+    gone = commit(server, "feat: pushed, then force-pushed away", {"megatron/core/gone.py": "G = 1\n"})
+    fork_cache.fetched(fork, gone)  # a dry run proves it and caches the proof
+    git(server, "reset", "-q", "--hard", "HEAD~1")
+    git(server, "reflog", "expire", "--expire=now", "--all")
+    git(server, "gc", "-q", "--prune=now")
+    with pytest.raises(NemoRLError, match="no longer on"):
+        fork_cache.fetched(fork, gone)
+    assert fork_cache.fetched(fork, fork.rev)  # the pin itself: no question asked
+
+
+# --- 6. messages --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "30", None, True])
+def test_a_timeout_that_cannot_be_right_is_refused(timeout, tmp_path):
+    from nemo_rl import imports
+    from nemo_rl.workers import ray_actors
+
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        ray_actors.wait_ready(None, None, timeout=timeout)
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        imports.check(Path(sys.executable), ["json"], timeout=timeout)
+    assert values.timeout_seconds(2, "here") == 2.0 and values.timeout_seconds(0.5, "here") == 0.5
+
+
+def test_develop_failures_say_what_to_do(world, tmp_path, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/no-such-branch") == 1
+    err = capsys.readouterr().err
+    assert "has no branch 'no-such-branch'" in err and "git ls-remote --heads" in err
+    (checkout / ".git" / "rebase-merge").mkdir()  # a rebase stopped earlier and not finished
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert "in the middle of a rebase" in err and "rebase --abort" in err
+    (checkout / ".git" / "rebase-merge").rmdir()
+    import shutil
+
+    shutil.rmtree(checkout / ".git")  # git would now answer for whatever repository is above it
+    (checkout / "notes.txt").write_text("mine")
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "no longer a git checkout" in capsys.readouterr().err
+    assert (checkout / "notes.txt").exists()
+
+
+def test_pack_into_a_place_it_cannot_write_is_exit_1(world, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["envs", "pack", "BASE", str(blocker / "b"), "--project", str(world.project)]) == 1
+    assert f"cannot pack into {blocker}" in capsys.readouterr().err

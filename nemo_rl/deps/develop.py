@@ -108,6 +108,9 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
                           f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
     if checkout.exists():
+        if git.toplevel(checkout) != checkout.resolve():
+            raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
+                              "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
         unsaved = git.unsaved_work(checkout)
         # ignored files are work too (data/, local settings), except the bytecode Python leaves by running it
         ignored = [f for f in git.ignored_files(checkout) if "__pycache__/" not in f and not f.endswith(".pyc")]
@@ -174,6 +177,10 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
+    if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
+        raise NemoRLError(f"{checkout} is in the middle of a rebase",
+                          f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
+                          f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
     unsaved = [u for u in git.unsaved_work(checkout) if "commit(s) on no remote branch" not in u]
     if unsaved:
         raise NemoRLError(f"{checkout} has {', '.join(unsaved)}", "commit or stash them first; then --onto again")
@@ -184,6 +191,10 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     remote, _, branch = args.onto.partition("/")
     if remote == "upstream" and branch:
         values.branch_name(branch, "--onto")
+        if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:
+            raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
+                              f"`git ls-remote --heads {fork.upstream_url}` lists its branches; pass one as "
+                              "--onto upstream/BRANCH")
         ref = f"refs/remotes/upstream/{branch}" if entry.managed else f"refs/nemo-rl/upstream/{branch}"
         _fetch_upstream(entry, fork.upstream_url, [f"+refs/heads/{branch}:{ref}"])
         target = git.rev_parse(checkout, ref)

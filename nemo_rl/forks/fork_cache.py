@@ -107,6 +107,14 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
                               "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch with "
                               "--branch NAME")
         git.update_ref(repo, pin_ref, sha)
+    elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
+        # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push can
+        # take it away and every later `uv sync` would then fail. Offline, the proof stands.
+        if git.served(fork.url, sha) is False:
+            git.delete_ref(repo, pin_ref)
+            raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was fetched)",
+                              "pin a commit the fork has now (`git ls-remote` shows its branches), or push the "
+                              "commit to a branch of the fork again")
     if not git.ref_exists(repo, pin_ref):
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error

@@ -264,9 +264,13 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
                               toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again (`nemo-rl doctor "
                               "--extra mcore` runs the whole pre-flight)")
     dest = dest.absolute()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    # one pack per destination: a lock file beside it, never removed (removing it would let two packs lock two)
-    claim = locks.open_lock_file(dest.parent / f".{dest.name}.pack-lock")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # one pack per destination: a lock file beside it, never removed (removing it would let two lock two)
+        claim = locks.open_lock_file(dest.parent / f".{dest.name}.pack-lock")
+    except OSError as exc:
+        raise NemoRLError(f"cannot pack into {dest.parent}: {exc.strerror or exc}",
+                          "pack into a directory you may write (then copy the bundle where the nodes read it)") from exc
     try:
         if not locks.acquire(claim, None):
             raise NemoRLError(f"another `nemo-rl envs pack` is making {dest}",
