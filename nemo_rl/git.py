@@ -115,6 +115,11 @@ def served(url: str, sha: str) -> bool | None:
                                              "upload-pack: not our ref")) else None
 
 
+def remote_url(repo: Path, name: str) -> str | None:
+    result = git(["config", "--get", f"remote.{name}.url"], repo=repo, check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
 def ignored_files(repo: Path) -> list[str]:
     """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
     out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout

@@ -54,15 +54,15 @@ def open_lock_file(path: Path) -> int:
 def held(directory: Path) -> bool:
     """Whether a process holds `directory`'s lock now. A shared, non-blocking probe: it never waits, never blocks
     a holder, and two probes do not see each other. A directory that cannot be opened (gone meanwhile, another
-    user's) counts as held, so nothing acts on it."""
+    user's) or locked (NFS without lockd) counts as held, so nothing acts on it."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return True
     try:
-        _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
-    except BlockingIOError:
+    except OSError:  # held (EWOULDBLOCK), or a filesystem without locks (ENOLCK): a probe cannot tell, so held
         return True
     finally:
         os.close(fd)

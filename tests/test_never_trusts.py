@@ -238,8 +238,7 @@ def test_a_filesystem_without_locks_is_the_users_to_fix(world, monkeypatch, caps
         assert deps(world, *args) == 1, args
         err = capsys.readouterr().err
         assert f"cannot lock {world.project}" in err and "does not support locks" in err, err
-    with pytest.raises(NemoRLError, match="does not support locks"):
-        locks.held(world.project)
+    assert locks.held(world.project)  # a probe never raises: what it cannot tell is held, so nothing acts on it
 
 
 DEEP = "[" * 100000

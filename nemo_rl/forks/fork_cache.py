@@ -110,7 +110,8 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
     elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
         # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push can
         # take it away and every later `uv sync` would then fail. Offline, the proof stands.
-        if git.served(fork.url, sha) is False:
+        if git.served(fork.url, sha) is False and not (
+                fork.branch and git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch))):
             git.delete_ref(repo, pin_ref)
             raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was fetched)",
                               "pin a commit the fork has now (`git ls-remote` shows its branches), or push the "
