@@ -98,7 +98,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
             raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
                              "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
-        digest = bundles.digest_argument(args.digest) if args.digest else None
+        from nemo_rl.workers import bundle_trust
+
+        digest = bundle_trust.digest_argument(args.digest) if args.digest else None
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:
         env = environments.describe(environments.slot(environments.key_for(project, flags)).path)

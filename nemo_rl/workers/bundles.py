@@ -16,9 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import re
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -29,6 +27,7 @@ from nemo_rl import locks, settings, toolchain, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.workers import bundle_trust
 
 MANIFEST = "nemo-rl-bundle.json"
 CACHE = "uv-cache"
@@ -39,7 +38,6 @@ DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
 # Buckets uv only reads when everything is there (unpacked wheels): a node links them instead of copying.
 READ_ONLY_BUCKETS = ("archive-v",)
 WORK_CACHE_PREFIX = ".bundle-cache-"  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -137,28 +135,6 @@ def differences(manifest: Manifest, local: Inputs) -> list[str]:
             for field in names if getattr(manifest.inputs, field) != getattr(local, field)]
 
 
-def pinned_digests() -> set[str]:
-    """The bundle digests this site trusts ($NEMO_RL_BUNDLE_DIGESTS: `sha256:...` separated by spaces or commas,
-    as `nemo-rl envs pack` prints them); empty when unset (any bundle whose content matches its manifest)."""
-    setting = os.environ.get("NEMO_RL_BUNDLE_DIGESTS", "")
-    found = {d for d in setting.replace(",", " ").split() if d}
-    bad = [d for d in found if not _DIGEST.match(d)]
-    if bad:
-        raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS holds {bad[0]!r:.80}, which is not a bundle digest",
-                          "set it to the digests `nemo-rl envs pack` printed (sha256: and 64 hex digits), separated "
-                          "by spaces")
-    return found
-
-
-def digest_argument(value: str) -> str:
-    """`--digest`: a bundle digest as pack prints it; bare hex is taken as sha256."""
-    digest = value if value.startswith("sha256:") else f"sha256:{value}"
-    if not _DIGEST.match(digest.lower()):
-        raise NemoRLError(f"--digest {value!r:.80} is not a bundle digest",
-                          "pass the digest `nemo-rl envs pack` printed: sha256: and 64 hex digits")
-    return digest.lower()
-
-
 def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
     """The bundle's manifest, once its inputs are this node's, its digest one this site pins (`digest`, else
     $NEMO_RL_BUNDLE_DIGESTS when set) and its files shared with nothing outside it. Its content is checked
@@ -170,42 +146,17 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
-    trusted = {digest} if digest else pinned_digests()
+    trusted = {digest} if digest else bundle_trust.pinned_digests()
     if trusted and manifest.digest not in trusted:
         where = "--digest" if digest else "NEMO_RL_BUNDLE_DIGESTS"
         raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
                           "write a bundle can write its manifest)",
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
                           "if this bundle is the one you trust")
-    _refuse_foreign_links(bundle / CACHE)
-    return manifest
-
-
-def _refuse_foreign_links(root: Path) -> None:
-    """A bundle file with another hard link is one inode with a file outside the bundle (pack never makes one,
-    and nodes copy what they install): an install would read it, and whatever writes it changes the other."""
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            info = os.lstat(os.path.join(dirpath, name))
-            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 + _our_links(root, dirpath, name, info):
-                raise NemoRLError(f"{os.path.join(dirpath, name)} in bundle {root.parent} has {info.st_nlink} hard "
-                                  "links: it is one file with something outside the bundle",
-                                  f"copy the bundle again from the builder (`cp -r`, which makes no hard links): "
-                                  f"{root.parent}")
-
-
-def _our_links(root: Path, dirpath: str, name: str, info: os.stat_result) -> int:
-    """Links to this file held by node builds running from the bundle now (their working caches)."""
     venvs = settings.venv_dir(create=False)
-    relative = Path(dirpath, name).relative_to(root)
-    count = 0
-    for work in venvs.glob(f"{WORK_CACHE_PREFIX}*") if venvs.is_dir() else ():
-        try:
-            other = os.lstat(work / relative)
-        except OSError:
-            continue
-        count += (other.st_ino, other.st_dev) == (info.st_ino, info.st_dev)
-    return count
+    work_caches = sorted(venvs.glob(f"{WORK_CACHE_PREFIX}*")) if venvs.is_dir() else []
+    bundle_trust.refuse_foreign_links(bundle / CACHE, work_caches)
+    return manifest
 
 
 def check_copy(work: Path, bundle: Path, manifest: Manifest) -> None:
@@ -396,7 +347,7 @@ def find(project: Path, flags: list[str]) -> Path | None:
                               "pack`), or unset NEMO_RL_BUNDLE_DIR to build from the network")
         return None
     local = inputs_for(project, flags)
-    trusted = pinned_digests()
+    trusted = bundle_trust.pinned_digests()
     why = {}
     for bundle in bundles:
         try:
