@@ -101,6 +101,40 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
     return FILTER_IGNORED not in result.stderr
 
 
+def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
+    """Fetch from `url` into the refs `refspecs` name, touching no configuration: no remote is added and no filter
+    is asked for (a filter makes git turn the repository into a partial clone). For the user's own clones."""
+    git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
+
+
+def served(url: str, sha: str) -> bool | None:
+    """Whether the server at `url` still serves commit `sha` by SHA, as uv will ask for it: True, False (it
+    answered that it has no such object: force-pushed away and collected), or None (not reachable: offline).
+    Asked from an empty repository, since git never asks a server for an object it already has."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
+        git(["init", "--quiet", "--bare", probe])
+        result = git(["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "--end-of-options", url, sha],
+                     repo=Path(probe), check=False)
+    if result.returncode == 0:
+        return True
+    said = result.stderr.lower()
+    return False if any(s in said for s in ("not our ref", "no such remote ref", "couldn't find remote ref",
+                                             "upload-pack: not our ref")) else None
+
+
+def remote_url(repo: Path, name: str) -> str | None:
+    result = git(["config", "--get", f"remote.{name}.url"], repo=repo, check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
+def ignored_files(repo: Path) -> list[str]:
+    """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
+    out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout
+    return [entry for entry in out.split("\0") if entry]
+
+
 def ref_exists(repo: Path, ref: str) -> bool:
     return git(["show-ref", "--verify", "--quiet", ref], repo=repo, check=False).returncode == 0
 

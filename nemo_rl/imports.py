@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
@@ -54,6 +55,7 @@ class Result:
 
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120) -> Result:
     """Import each of `modules` with `python` (in a fresh process; a failure does not stop the others)."""
+    timeout = values.timeout_seconds(timeout, "imports.check")
     out = run([python, "-c", SCRIPT, *modules], cwd=cwd, timeout=timeout).stdout
     try:
         data = json.loads(out.strip().splitlines()[-1])

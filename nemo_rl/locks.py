@@ -3,22 +3,62 @@ exclusive flock on it until it is done, and the kernel drops it however the proc
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from nemo_rl import interrupt
+from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 
 _POLL_S = 0.1  # a blocking flock would be resumed after a signal's handler (PEP 475) and wait on forever
 
 
+def _flock(fd: int, operation: int) -> None:
+    """flock, with a filesystem that cannot lock (NFS without lockd: ENOLCK) named as the user's to fix."""
+    try:
+        fcntl.flock(fd, operation)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):
+            raise
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            where = f"file descriptor {fd}"
+        raise NemoRLError(f"cannot lock {where}: its filesystem does not support locks ({exc.strerror}; NFS mounted "
+                          "without lockd, or with `nolock`)",
+                          "mount it with locking (NFSv4, or NFSv3 with lockd running), or point the setting that "
+                          "names it (NEMO_RL_VENV_DIR, NEMO_RL_CACHE_DIR) or the checkout at a local disk") from exc
+
+
+def open_lock_file(path: Path) -> int:
+    """Open (creating) the lock file `path`, never through a link: a symlink or a hard link planted there would make
+    whoever locks write into another file. Raises OSError as os.open does, and NemoRLError for a planted file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR):
+            kind = "a symbolic link" if exc.errno == errno.ELOOP else "a directory"
+            raise NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
+                              f"remove {path} (and find out who planted it); it is made again") from exc
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise NemoRLError(f"lock file {path} is not a plain file nemo-rl made ("
+                          f"{'hard-linked to another file' if stat.S_ISREG(info.st_mode) else 'not a regular file'})",
+                          f"remove {path} (and find out who planted it); it is made again")
+    return fd
+
+
 def held(directory: Path) -> bool:
     """Whether a process holds `directory`'s lock now. A shared, non-blocking probe: it never waits, never blocks
     a holder, and two probes do not see each other. A directory that cannot be opened (gone meanwhile, another
-    user's) counts as held, so nothing acts on it."""
+    user's) or locked (NFS without lockd) counts as held, so nothing acts on it."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -26,7 +66,7 @@ def held(directory: Path) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
-    except BlockingIOError:
+    except OSError:  # held (EWOULDBLOCK), or a filesystem without locks (ENOLCK): a probe cannot tell, so held
         return True
     finally:
         os.close(fd)
@@ -36,7 +76,7 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
     """Take `fd`'s exclusive lock: at once when it is free; else, given `waiting`, print what it says and wait;
     without it, return False (the caller refuses or skips)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
         if waiting is None:
@@ -45,7 +85,7 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
     while True:
         interrupt.check()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             time.sleep(_POLL_S)
@@ -55,5 +95,9 @@ def hold(directory: Path) -> int:
     """Lock `directory` for as long as the returned descriptor is open (the caller closes it): the mark of a
     directory in use, which `held` sees."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        _flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd

@@ -3,6 +3,8 @@ is safe to hand to git (it cannot be read as an option) and to join to a path (i
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from pathlib import Path
 
@@ -14,6 +16,9 @@ FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 # What git's check-ref-format allows, minus what could be read as an option or escape a ref namespace.
 _BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(\.lock$)|(/$)|(\.$)")
+# A control character (a newline above all) in a path written into a .pth file or a script starts a new line,
+# and a .pth line that starts with `import` runs in every Python of the environment.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s-][^\s]*$")
 
 
@@ -53,3 +58,36 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
         raise NemoRLError(f"{where}: {str(relative)!r:.80} points outside {root}",
                           f"fix or delete {where}: it must name a path inside {root}")
     return path
+
+
+def plain_path(path: Path | str, where: str) -> Path:
+    """A path safe to write as one line of a .pth file or a script: no newline or other control character."""
+    if _CONTROL.search(str(path)):
+        raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character, which "
+                          "would start a new line (run as code) in the files nemo-rl writes",
+                          "rename or move it to a path without control characters, then run again")
+    return Path(path)
+
+
+def state_json(path: Path, fix: str, name: str = "") -> object:
+    """The JSON of a state file nemo-rl wrote (a manifest, a journal, develop.json, environment metadata): any
+    file that is not plain JSON, however deeply nested or damaged, is a NemoRLError naming it, never a crash.
+    FileNotFoundError passes through (a missing state file means something else to each reader)."""
+    where = f"{name} {path}" if name else str(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise
+    except RecursionError as exc:
+        raise NemoRLError(f"cannot read {where}: it is nested too deeply to be a file nemo-rl wrote", fix) from exc
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise NemoRLError(f"cannot read {where}: {exc}", fix) from exc
+
+
+def timeout_seconds(value: object, where: str) -> float:
+    """A timeout given to an API: a finite number of seconds above zero (0, a negative, NaN, inf, a string or a
+    bool would wait forever, never, or fail deep inside)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero",
+                          "pass a finite number of seconds, e.g. timeout=30")
+    return float(value)

@@ -175,7 +175,7 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
 
 
 @pytest.mark.parametrize("damage", ["one byte changed", "truncated", "another uv.lock", "a fork moved",
-                                    "another trusted digest", "truncated, digest trusted"])
+                                    "another pinned digest", "truncated, digest pinned"])
 def test_a_damaged_or_foreign_bundle_is_refused_before_anything_is_installed(builder, tmp_path, damage):
     world, bundle, head, command = builder
     project, env = offline_node(tmp_path, world)
@@ -192,11 +192,11 @@ def test_a_damaged_or_foreign_bundle_is_refused_before_anything_is_installed(bui
     elif damage.startswith("truncated"):
         biggest.write_bytes(biggest.read_bytes()[: biggest.stat().st_size // 2])
         expected = "does not match its manifest"
-        if damage.endswith("trusted"):  # counted and sized, not hashed
+        if damage.endswith("pinned"):  # a pinned digest still has the node's copy hashed
             command += ["--digest", bundles.read_manifest(copy).digest]
-    elif damage == "another trusted digest":
+    elif damage == "another pinned digest":
         command += ["--digest", "sha256:" + "0" * 64]
-        expected = "not the trusted sha256:0000"
+        expected = "which --digest does not pin"
     elif damage == "a fork moved":
         (project / "uv.lock").write_text((project / "uv.lock").read_text().replace(head, "f" * 40))
         expected = f"uv.lock changed (megatron-core: bundle 0.1.0 git {head[:12]}, uv.lock 0.1.0 git ffffffffffff)"

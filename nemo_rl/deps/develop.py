@@ -108,18 +108,42 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
                           f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
     if checkout.exists():
+        if git.toplevel(checkout) != checkout.resolve():
+            raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
+                              "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
         unsaved = git.unsaved_work(checkout)
+        # ignored files are work too (data/, local settings), except the bytecode Python leaves by running it
+        ignored = [f for f in git.ignored_files(checkout) if "__pycache__/" not in f and not f.endswith(".pyc")]
+        if ignored:
+            unsaved.append(f"{len(ignored)} ignored file(s) ({', '.join(ignored[:3])}{', ...' if ignored[3:] else ''})")
         if unsaved:
             raise NemoRLError(f"{checkout} has {', '.join(unsaved)}: --remove would lose them",
                               "commit and push them (or stash-pop and commit), or stop without --remove: the "
                               "checkout stays")
 
 
+def _own_worker_envs(project: Path) -> list[Path]:
+    """This checkout's worker environments: a shared NEMO_RL_VENV_DIR also holds other checkouts' (their overlays
+    are theirs), and environments whose metadata cannot be read are left alone."""
+    from nemo_rl.workers import environments
+
+    venvs = settings.venv_dir(create=False)
+    own = []
+    for path in sorted(venvs.iterdir()) if venvs.is_dir() else ():
+        try:
+            env = environments.describe(path) if path.is_dir() and not path.name.startswith(".") else None
+        except NemoRLError:
+            continue
+        if env is not None and env.project == project.resolve():
+            own.append(path)
+    return own
+
+
 def stop(project: Path, args: argparse.Namespace) -> int:
     state = develop_state.read(project)
     entry = state.get(args.distribution)
     env = develop_state.project_environment(project)
-    if entry is None and not develop_state.active_checkout(env, args.distribution):
+    if entry is None and not develop_state.has_overlay(env, args.distribution):
         raise NemoRLError(f"{args.distribution} is not being developed",
                           "`nemo-rl deps status` shows what is; nothing to stop")
     if args.remove:
@@ -129,8 +153,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         _check_removable(project, entry)
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
-    venvs = settings.venv_dir(create=False)
-    for worker_env in sorted(venvs.iterdir()) if venvs.is_dir() else ():
+    for worker_env in _own_worker_envs(project):
         develop_state.remove_overlay(worker_env, args.distribution)
     state.pop(args.distribution, None)
     develop_state.write(project, state)
@@ -148,18 +171,39 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
     if fork.distribution not in develop_state.read(project):
         start(project, args)  # a checkout at the pin first
-    checkout = develop_state.read(project)[fork.distribution].checkout
+    entry = develop_state.read(project)[fork.distribution]
+    checkout = entry.checkout
+    if not checkout.is_dir():
+        raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
+                          "made at the pin)")
+    if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
+        raise NemoRLError(f"{checkout} is in the middle of a rebase",
+                          f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
+                          f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
     unsaved = [u for u in git.unsaved_work(checkout) if "commit(s) on no remote branch" not in u]
     if unsaved:
         raise NemoRLError(f"{checkout} has {', '.join(unsaved)}", "commit or stash them first; then --onto again")
+    if not fork.upstream_url:
+        raise NemoRLError(f"no upstream is recorded for {fork.distribution}, so there is nothing to rebase onto",
+                          f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
+                          "pyproject.toml, then --onto again")
     remote, _, branch = args.onto.partition("/")
     if remote == "upstream" and branch:
         values.branch_name(branch, "--onto")
-        git.fetch(checkout, "upstream", fork.upstream_url, [f"+refs/heads/{branch}:refs/remotes/upstream/{branch}"])
-        target = git.rev_parse(checkout, f"refs/remotes/upstream/{branch}")
+        if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:
+            raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
+                              f"`git ls-remote --heads {fork.upstream_url}` lists its branches; pass one as "
+                              "--onto upstream/BRANCH")
+        ref = f"refs/remotes/upstream/{branch}" if entry.managed else f"refs/nemo-rl/upstream/{branch}"
+        _fetch_upstream(entry, fork.upstream_url, [f"+refs/heads/{branch}:{ref}"])
+        target = git.rev_parse(checkout, ref)
     else:
         target = values.full_sha(args.onto.lower(), "--onto")
-        git.fetch(checkout, "upstream", fork.upstream_url, [target])
+        if not git.has_commit(checkout, target):
+            _refuse_non_commit(checkout, target, args.onto)
+            _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
+        _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
     git.switch_new_branch(checkout, work, "HEAD")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
@@ -172,6 +216,26 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
           "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
     return 0
+
+
+def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
+    """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
+    leaving its configuration as it is (no remote added, never made a partial clone)."""
+    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
+        git.fetch(entry.checkout, "upstream", url, refspecs)
+    else:
+        git.fetch_url(entry.checkout, url, refspecs)
+
+
+def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
+    """A rebase needs a commit: a tree or blob SHA is refused before any branch is made."""
+    try:
+        kind = git.object_type(checkout, sha)
+    except NemoRLError:  # not here (yet): the fetch brings it, or says it cannot
+        return
+    if kind != "commit":
+        raise NemoRLError(f"--onto {onto} is a {kind}, not a commit", "pass an upstream commit SHA "
+                          "(`git log upstream/main`) or upstream/BRANCH")
 
 
 def run(project: Path, args: argparse.Namespace) -> int:

@@ -43,9 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
                            help="build from this bundle, offline (it is checked first; it may be read-only); run "
                            "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
-            p.add_argument("--digest", metavar="SHA", help="the digest the site trusts for the bundle (`pack` prints "
-                           "it; also $NEMO_RL_BUNDLE_DIGEST): the manifest must carry it, and the files are counted "
-                           "and sized instead of hashed again")
+            p.add_argument("--digest", metavar="SHA256",
+                           help="with --from: the bundle digest `envs pack` printed; any other bundle is refused "
+                           "(for bundles under NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS)")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler="nemo_rl.envs.command:run")
@@ -111,14 +111,22 @@ def run(project: Path, args: argparse.Namespace) -> int:
         manifest = bundles.pack(project, flags, args.bundle)
         print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
         print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
-              f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))}` (add "
-              f"`--digest {manifest.digest}` where the site vouches for the copy), or set NEMO_RL_BUNDLE_DIR to its "
-              "parent directory")
+              f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "
+              f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR to its parent directory and NEMO_RL_BUNDLE_DIGESTS to "
+              "the digests you trust")
         return 0
     if args.verb == "build":
+        if args.digest and not args.bundle:
+            from nemo_rl.errors import UsageError
+
+            raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
+                             "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
+        from nemo_rl.workers import bundle_trust
+
+        digest = bundle_trust.digest_argument(args.digest) if args.digest else None
         if args.bundle is not None and sys.prefix == sys.base_prefix:
             return _bootstrap(project, flags, args)
-        env = environments.ensure(project, flags, bundle=args.bundle, digest=args.digest)
+        env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:
         env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
         if env is None:

@@ -35,7 +35,7 @@ def _locked(repo: Path) -> Iterator[None]:
     """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock
     file lets two processes lock two different files)."""
     repo.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(repo.parent / f"{repo.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
         locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
         _remove_stale_git_locks(repo)
@@ -108,6 +108,15 @@ def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
                               "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch with "
                               "--branch NAME")
         git.update_ref(repo, pin_ref, sha)
+    elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
+        # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push can
+        # take it away and every later `uv sync` would then fail. Offline, the proof stands.
+        if git.served(fork.url, sha) is False and not (
+                fork.branch and git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch))):
+            git.delete_ref(repo, pin_ref)
+            raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was fetched)",
+                              "pin a commit the fork has now (`git ls-remote` shows its branches), or push the "
+                              "commit to a branch of the fork again")
     if not git.ref_exists(repo, pin_ref):
         progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
         git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error

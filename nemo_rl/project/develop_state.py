@@ -8,6 +8,7 @@ a difference; pyproject.toml and uv.lock are never touched.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -66,10 +67,7 @@ def read(project: Path) -> dict[str, Developed]:
     path = project / STATE
     if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"cannot read {path}: {exc}", f"fix or delete {path}") from exc
+    data = values.state_json(path, f"fix or delete {path}")
     if not isinstance(data, dict):
         raise NemoRLError(f"{path} is not a JSON object", f"fix or delete {path}")
     return {dist: _entry(path, dist, entry) for dist, entry in data.items()}
@@ -143,24 +141,47 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path) 
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
     path = site[0] / overlay_name(distribution)
+    values.plain_path(checkout, "the develop checkout")
+    values.plain_path(shadow, "the develop overlay directory")
     landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n")
     return path
 
 
-def overlays(env: Path) -> dict[str, Path]:
-    """Overlay file name -> the checkout it puts first, for every overlay in `env`: what a process there runs."""
+def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
+    """Overlay file name -> the checkout it names, for every overlay file in `env`; with `live`, only those that
+    take effect (the directory the file puts first is there: `git clean -fdx` or `rm -rf .nemo-rl` removes it,
+    and a process then runs the pin)."""
     found = {}
     for site in installed.site_packages_dirs(env):
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
-            first = path.read_text(errors="replace").splitlines()[:1]
-            if first and first[0].startswith(CHECKOUT_LINE):
-                found[path.name] = Path(first[0][len(CHECKOUT_LINE):])
+            lines = path.read_text(errors="replace").splitlines()[:2]
+            if lines and lines[0].startswith(CHECKOUT_LINE):
+                if live and not _puts_first(lines[1:]):
+                    continue
+                found[path.name] = Path(lines[0][len(CHECKOUT_LINE):])
     return found
+
+
+def _puts_first(second_line: list[str]) -> bool:
+    """Whether the overlay's import line names an existing directory (what `install_overlay` writes)."""
+    prefix, suffix = "import sys; sys.path.insert(0, ", ")"
+    line = second_line[0] if second_line else ""
+    if not (line.startswith(prefix) and line.endswith(suffix)):
+        return False
+    try:
+        return Path(ast.literal_eval(line[len(prefix):-len(suffix)])).is_dir()
+    except (ValueError, SyntaxError, TypeError):
+        return False
 
 
 def active_checkout(env: Path, distribution: str) -> Path | None:
     """The checkout `env` imports `distribution` from, or None when it runs the installed (pinned) code."""
-    return overlays(env).get(overlay_name(distribution))
+    return overlays(env, live=True).get(overlay_name(distribution))
+
+
+def has_overlay(env: Path, distribution: str) -> bool:
+    """Whether `env` holds an overlay file for `distribution`, live or not (what `--stop` removes)."""
+    return overlay_name(distribution) in overlays(env)
 
 
 def remove_overlay(env: Path, distribution: str) -> bool:

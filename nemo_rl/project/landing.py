@@ -9,9 +9,11 @@ lets `nemo-rl deps recover` finish the landing, and `nemo-rl deps status` says s
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +73,8 @@ class Staging:
         # stages in the system's temporary directory and works in a read-only checkout too.
         root = project / STAGING_ROOT if inside else Path(tempfile.gettempdir())
         root.mkdir(exist_ok=True)
+        if inside:
+            require_renames(project)
         if not inside:
             remove_dead_dry_runs(root)
         self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
@@ -130,8 +134,8 @@ def read_journal(staging: Path) -> list[str]:
     fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
            f"(`git checkout -- <file>` restores one), then delete {staging}")
     try:
-        moves = json.loads(path.read_text())["moves"]
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+        moves = values.state_json(path, fix, "the landing journal")["moves"]
+    except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
     if not isinstance(moves, list) or not all(_landable(name) for name in moves):
         raise NemoRLError(f"{path} names paths a landing never moves: {moves!r:.200}", fix)
@@ -151,9 +155,73 @@ def remove_dead_dry_runs(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def require_renames(project: Path) -> None:
+    """Refuse before any work when a landing could not rename staged files into the project: `.nemo-rl` (or
+    patches/) on another filesystem or mount than the project (a link or a bind mount) fails with EXDEV. A probe
+    file is renamed from `.nemo-rl` into each directory a landing writes, and removed."""
+    root = project / STAGING_ROOT
+    root.mkdir(exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".rename-probe-", dir=root)
+    os.close(fd)
+    here = Path(probe)
+    try:
+        for directory in (project, project / "patches"):
+            if not directory.is_dir():
+                continue
+            target = directory / f".nemo-rl-rename-probe-{os.getpid()}"
+            try:
+                os.rename(here, target)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                raise NemoRLError(f"{root} is on another filesystem than {directory} (a link or a mount), so a "
+                                  "landing could not rename files into the project",
+                                  f"make {root} a plain directory inside the project (`rm -rf {root}` when no "
+                                  "nemo-rl command runs; it is made again), then run again") from exc
+            os.rename(target, here)
+    finally:
+        here.unlink(missing_ok=True)
+
+
+def _check_staged(staging: Path, name: str) -> None:
+    """What a landing moves must be what a bump stages: a regular file, or a directory tree of regular files,
+    all ours; a link (to outside the project) or a device planted in the staging copy is refused."""
+    fix = (f"nothing more was moved; delete {staging} and check `git status` (`git checkout -- <file>` restores "
+           "one), then run the command again")
+    top = staging / name
+    paths = [top]
+    if top.is_dir() and not top.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(top):
+            paths += [Path(dirpath) / n for n in (*dirnames, *filenames)]
+    for path in paths:
+        info = path.lstat()
+        regular, directory = stat.S_ISREG(info.st_mode), stat.S_ISDIR(info.st_mode)
+        # patches/<dist> is a directory of files and directories; pyproject.toml and uv.lock are files
+        kind_ok = (directory if path == top else regular or directory) if name.startswith("patches/") else regular
+        if not kind_ok or info.st_uid != os.geteuid() or (regular and info.st_nlink != 1):
+            raise NemoRLError(f"{path} is not a file a landing moves (a link, a device, a hard link or another "
+                              "user's file)", fix)
+
+
+def _move(source: Path, target: Path) -> None:
+    """os.replace; across filesystems (a journal left by an older nemo-rl), a copy then a delete, which a landing
+    run again repeats from the start of the path."""
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        shutil.move(source, target)
+
+
 def finish(project: Path, staging: Path) -> list[str]:
     """Complete a landing whose journal exists; idempotent, so a landing cut short can be run again."""
     moves = read_journal(staging)
+    for name in moves:
+        if (staging / name).exists() or (staging / name).is_symlink():
+            _check_staged(staging, name)
     for name in moves:
         source, target = staging / name, project / name
         if not source.exists():
@@ -162,9 +230,9 @@ def finish(project: Path, staging: Path) -> list[str]:
             old = staging / f".old-{Path(name).name}"
             if target.exists():
                 shutil.rmtree(old, ignore_errors=True)
-                os.replace(target, old)
+                _move(target, old)
             target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        _move(source, target)
     interrupt.completed(f"{', '.join(moves)} landed in {project}")
     shutil.rmtree(staging, ignore_errors=True)
     remove_empty(project / STAGING_ROOT)

@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,12 +25,11 @@ from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
-from nemo_rl.workers import cuda_archs
+from nemo_rl.workers import bundle_trust, cuda_archs
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, differences, inputs_for, read_manifest
 
 CACHE = "uv-cache"
 DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`: what `uv run` syncs (default groups, no extras)
-DIGEST_SETTING = "NEMO_RL_BUNDLE_DIGEST"
 # uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
 # own interpreters and environments, which uv recomputes.
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
@@ -41,7 +41,14 @@ WORK_CACHE_PREFIX = ".bundle-cache-"  # a node's working cache, in $NEMO_RL_VENV
 def _file_entry(root: Path, path: Path) -> tuple[str, int]:
     relative = path.relative_to(root).as_posix()
     if path.is_symlink():
-        return f"L {relative} {os.readlink(path)}\n", -1
+        target = os.readlink(path)
+        # uv's own links are relative, into archive-v0: one that leaves the bundle would install an outside file
+        landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
+        if os.path.isabs(target) or landing == ".." or landing.startswith("../"):
+            raise NemoRLError(f"{path} links out of the bundle (to {target!r:.120})",
+                              "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
+                              "inside itself")
+        return f"L {relative} {target}\n", -1
     file_hash, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -71,47 +78,38 @@ def content_digest(root: Path) -> tuple[int, int, str]:
 
 
 def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
-    """The bundle's manifest, once its inputs are this node's and its content is what the manifest says.
-
-    `digest` (or $NEMO_RL_BUNDLE_DIGEST): the digest the site trusts for this bundle, as `pack` printed it. The
-    manifest must carry exactly it; the files are then counted and sized, not hashed again (the site vouches for
-    their bytes, e.g. an image layer or an export it checksums)."""
+    """The bundle's manifest, once its inputs are this node's, its digest one this site pins (`digest`, else
+    $NEMO_RL_BUNDLE_DIGESTS when set) and its files shared with nothing outside it. Its content is checked
+    against the digest on the node's own copy, in `sync_from`: a file the bundle's writer changes after a check
+    of the bundle itself would be installed unchecked."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
-    trusted = digest or os.environ.get(DIGEST_SETTING) or None
-    if trusted is not None:
-        if trusted != manifest.digest:
-            raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, not the trusted {trusted}",
-                              "copy the bundle the site made again, or give the digest `nemo-rl envs pack` printed "
-                              f"for this one (--digest / {DIGEST_SETTING})")
-        progress(f"bundle {bundle}: trusted digest; counting its {manifest.files} files")
-        files, total = _sizes(bundle / CACHE)
-        if (files, total) != (manifest.files, manifest.bytes):
-            raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes found; "
-                              f"{manifest.files} files, {manifest.bytes} bytes recorded (a truncated copy)",
-                              f"copy the bundle again from the builder: {bundle}")
-        return manifest
+    trusted = {digest} if digest else bundle_trust.pinned_digests()
+    if trusted and manifest.digest not in trusted:
+        where = "--digest" if digest else "NEMO_RL_BUNDLE_DIGESTS"
+        raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
+                          "write a bundle can write its manifest)",
+                          f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
+                          "if this bundle is the one you trust")
+    venvs = settings.venv_dir(create=False)
+    work_caches = sorted(venvs.glob(f"{WORK_CACHE_PREFIX}*")) if venvs.is_dir() else []
+    bundle_trust.refuse_foreign_links(bundle / CACHE, work_caches)
+    return manifest
+
+
+def check_copy(work: Path, bundle: Path, manifest: Manifest) -> None:
+    """The node's working copy of the bundle's cache is what the manifest says: what uv installs is what was
+    checked, however the bundle changes meanwhile."""
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its digest")
-    files, total, digest = content_digest(bundle / CACHE)
+    files, total, digest = content_digest(work)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
                           f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
                           "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
-    return manifest
-
-
-def _sizes(root: Path) -> tuple[int, int]:
-    files = total = 0
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):
-                files, total = files + 1, total + os.stat(path).st_size
-    return files, total
 
 
 def _distributions(env: Path) -> dict[str, str]:
@@ -142,10 +140,23 @@ def _prove(project: Path, env: Path) -> Proven:
     return Proven(tuple(modules), tuple(verified.inside(env, list(result.files))))
 
 
-def _remove_dead_packs(dest: Path) -> None:
-    for leftover in dest.parent.glob(f".{dest.name}.packing-*"):
+def unfinished_packs(root: Path) -> list[Path]:
+    """Directories of packs into `root` in progress, or left by killed packs (of any bundle name)."""
+    return sorted(p for p in root.glob(".*.packing-*") if p.is_dir() and not p.is_symlink())
+
+
+def _remove_dead_packs(dest: Path) -> list[Path]:
+    return remove_dead_packs(dest.parent)
+
+
+def remove_dead_packs(root: Path) -> list[Path]:
+    """Remove the packs into `root` that were killed, whatever bundle they were making."""
+    removed = []
+    for leftover in unfinished_packs(root):
         if not locks.held(leftover):  # a live pack holds its directory
             shutil.rmtree(leftover, ignore_errors=True)
+            removed.append(leftover)
+    return removed
 
 
 def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
@@ -164,9 +175,28 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
                               toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again (`nemo-rl doctor "
                               "--extra mcore` runs the whole pre-flight)")
     dest = dest.absolute()
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # one pack per destination: a lock file beside it, never removed (removing it would let two lock two)
+        claim = locks.open_lock_file(dest.parent / f".{dest.name}.pack-lock")
+    except OSError as exc:
+        raise NemoRLError(f"cannot pack into {dest.parent}: {exc.strerror or exc}",
+                          "pack into a directory you may write (then copy the bundle where the nodes read it)") from exc
+    try:
+        if not locks.acquire(claim, None):
+            raise NemoRLError(f"another `nemo-rl envs pack` is making {dest}",
+                              "wait for it to finish (it is the bundle you asked for), or pack into another directory")
+        if dest.exists():
+            raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
+        return _pack(project, flags, dest)
+    finally:
+        os.close(claim)
+
+
+def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     _remove_dead_packs(dest)
-    work = dest.parent / f".{dest.name}.packing-{os.getpid()}"
+    work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
+    shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID (the live one would hold the claim)
     work.mkdir()
     fd = locks.hold(work)  # while held, no other pack takes this directory for a leftover
     try:
@@ -202,23 +232,25 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     return manifest
 
 
-def _link_tree(source: Path, target: Path) -> bool:
-    """`target` with the directories of `source` and a link to each of its files, so whatever uv adds (the
-    project's own editable wheel) lands in `target`, never in the bundle. Hard links when the bundle is on this
-    filesystem (uv then hard-links them into the environment, as it does from its own cache: no byte copied);
-    otherwise (NFS, a read-only mount, another disk) symbolic links, which uv's copy mode reads through (a link
-    to a directory it does not accept). Returns whether the links are hard."""
+def _link_tree(source: Path, target: Path) -> None:
+    """`target` with the directories of `source` and its files, so whatever uv adds (the project's own editable
+    wheel) lands in `target`, never in the bundle. A file only this user can write is hard-linked when the bundle
+    is on this filesystem (no byte copied, and nobody else can change it after the check); any other file is
+    copied (another filesystem, NFS, a read-only mount, a file others may write), so the copy that is checked is
+    the copy that is installed."""
+    euid = os.geteuid()
+
+    def place(path: Path, here: Path) -> None:
+        info = path.stat()
+        if info.st_uid == euid and not info.st_mode & 0o022:
+            try:
+                os.link(path, here)
+                return
+            except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
+                pass
+        shutil.copy2(path, here)
+
     source = source.resolve()
-    try:
-        _mirror(source, target, os.link)
-        return True
-    except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
-        shutil.rmtree(target, ignore_errors=True)
-        _mirror(source, target, os.symlink)
-        return False
-
-
-def _mirror(source: Path, target: Path, link) -> None:
     for dirpath, dirnames, filenames in os.walk(source):
         here = target / Path(dirpath).relative_to(source)
         here.mkdir(exist_ok=True)
@@ -227,36 +259,37 @@ def _mirror(source: Path, target: Path, link) -> None:
             if path.is_symlink():
                 os.symlink(os.readlink(path), here / name)
             else:
-                link(path, here / name)
+                place(path, here / name)
 
 
-def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path, *,
-              inexact: bool = True) -> None:
-    """Install the environment from a checked bundle: `uv sync --locked --offline` against a working cache made
-    from it. uv writes lock files into its cache and a bundle lives on read-only filesystems, so the small
-    buckets (index and built-wheel records) are copied; the unpacked wheels, nearly all of the bytes, are only
-    read and stay in the bundle behind links (see _link_tree). The working cache is removed after."""
+def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path,
+              manifest: Manifest | None = None, *, inexact: bool = True) -> None:
+    """Install the environment from a checked bundle (`manifest`, what `check` returned): `uv sync --locked
+    --offline` against a working cache made from it and checked against the manifest's digest. uv writes lock
+    files into its cache and a bundle lives on read-only filesystems, so the small buckets (index and built-wheel
+    records) are copied; the unpacked wheels, nearly all of the bytes, are linked where that is safe (see
+    _link_tree). uv copies into the environment, which so never shares a file with the bundle. The working
+    cache is removed after."""
+    manifest = manifest or read_manifest(bundle)
     fits = cuda_archs.check_node(bundle)  # refuses before anything is installed
     if fits:
         progress(fits)
-    work = settings.venv_dir() / f"{WORK_CACHE_PREFIX}{os.getpid()}"
+    root = settings.venv_dir()
+    # a name of its own (PIDs repeat across containers sharing the directory), held while in use
+    work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
     progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
     held = locks.hold(work)  # while held, `envs prune` leaves it; after a SIGKILL, prune removes it
-    hard = False
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):
-            if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir():
-                hard = _link_tree(bucket, work / bucket.name)
-            elif bucket.is_dir():
+            if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
+                _link_tree(bucket, work / bucket.name)
+            elif bucket.is_dir() and not bucket.is_symlink():
                 shutil.copytree(bucket, work / bucket.name, symlinks=True)
             else:
-                shutil.copy2(bucket, work / bucket.name)
-        link_mode = "hardlink" if hard else "copy"
+                shutil.copy2(bucket, work / bucket.name, follow_symlinks=False)
+        check_copy(work, bundle, manifest)
         uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
-                stream=True,
-                extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": link_mode})
+                stream=True, extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
@@ -273,7 +306,7 @@ def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]
     `nemo-rl` itself runs in (exact, as `uv run` syncs it)."""
     manifest = check(bundle, project, flags, digest)
     progress(f"making the checkout's environment {driver_path(project)} from bundle {bundle}")
-    sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), inexact=False)
+    sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), manifest, inexact=False)
     return manifest
 
 
@@ -294,11 +327,24 @@ def find(project: Path, flags: list[str]) -> Path | None:
     (a node that should be offline must not fall back to the network)."""
     bundles = configured()
     if not bundles:
+        if os.environ.get("NEMO_RL_BUNDLE_DIR"):  # a shared mount that did not come up: never the network
+            raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {os.environ['NEMO_RL_BUNDLE_DIR']} holds no bundle",
+                              "mount the directory the bundles are in (or pack one into it with `nemo-rl envs "
+                              "pack`), or unset NEMO_RL_BUNDLE_DIR to build from the network")
         return None
     local = inputs_for(project, flags)
+    trusted = bundle_trust.pinned_digests()
     why = {}
     for bundle in bundles:
-        different = differences(read_manifest(bundle), local, project)
+        try:
+            manifest = read_manifest(bundle)
+        except NemoRLError as exc:  # one broken bundle never hides the good ones
+            progress(f"warning: skipping bundle {bundle}: {exc.what}")
+            why[bundle.name] = f"broken ({exc.what})"
+            continue
+        different = differences(manifest, local, project)
+        if trusted and manifest.digest not in trusted:
+            different.append(f"digest {manifest.digest} not in NEMO_RL_BUNDLE_DIGESTS")
         if not different:
             return bundle
         why[bundle.name] = "; ".join(different)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import extras, imports, locks, settings, uv
+from nemo_rl import extras, imports, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -57,11 +57,9 @@ class WorkerEnv:
         builds wrote some) are ignored."""
         meta_path = path / META
         try:
-            meta = json.loads(meta_path.read_text())
+            meta = values.state_json(meta_path, f"remove {path}: it is rebuilt from uv.lock")
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            raise NemoRLError(f"cannot read {meta_path}: {exc}", f"remove {path}: it is rebuilt from uv.lock") from exc
         text = ("key", "project", "lock_hash")
         if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
                 or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
@@ -97,7 +95,7 @@ class Slot:
     def locked(self, *, wait: bool = True) -> Iterator[bool]:
         """Hold the key's lock (yields False when busy and not `wait`); a waiter is told who builds since when."""
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = locks.open_lock_file(self.lock_path)
         except OSError as exc:
             raise settings.venv_dir_error(self.root, exc) from exc
         waited = []
@@ -165,13 +163,15 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
     if bundle is not None:
         manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
     staging = where.staging()
+    values.plain_path(project.resolve(), "the project directory")  # uv writes it into the environment's .pth
+    values.plain_path(staging, "the worker environment directory")
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
              "minutes")
     try:
         uv.venv(staging, python=sys.executable)
         if bundle is not None:
-            bundles.sync_from(bundle, project, flags, staging)
+            bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)

@@ -120,14 +120,23 @@ def prune(project: Path | None) -> list[Path]:
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
         removed.append(row.path)
-    return removed
+    return removed + _prune_packs()
+
+
+def _prune_packs() -> list[Path]:
+    """Packs into $NEMO_RL_BUNDLE_DIR that were killed (their lock is free): GBs that pass for nothing."""
+    from nemo_rl.workers import bundles
+
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
+    root = Path(os.path.expanduser(setting)) if setting else None
+    return bundles.remove_dead_packs(root) if root is not None and root.is_dir() else []
 
 
 @dataclass(frozen=True)
 class BundleRow:
     path: Path
     flags: tuple[str, ...]
-    state: str  # current (fits this checkout's uv.lock, Python, platform and uv) | stale | broken
+    state: str  # current (fits this checkout's uv.lock, Python, platform and uv) | stale | broken | unfinished pack
     size_mb: float
     detail: str | None
 
@@ -147,4 +156,8 @@ def bundle_rows(project: Path | None) -> list[BundleRow]:
             if project else ["no project"]
         rows.append(BundleRow(path, manifest.inputs.flags, "stale" if different else "current",
                               round(manifest.bytes / 1e6, 1), "; ".join(different) or None))
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
+    for path in bundles.unfinished_packs(Path(os.path.expanduser(setting))) if setting else ():
+        detail = "a pack running now" if locks.held(path) else "a killed pack: `nemo-rl envs prune` removes it"
+        rows.append(BundleRow(path, (), "unfinished pack", _size_mb(path), detail))
     return rows

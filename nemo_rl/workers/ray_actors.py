@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nemo_rl import settings
+from nemo_rl import settings, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.settings import CHECKOUT_DIR
 from nemo_rl.workers import environments, executables
@@ -75,6 +75,7 @@ def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
     interpreter) never registers, and Ray retries it for minutes before ActorUnschedulableError, with the cause
     only in the raylet's log (ray-project/ray#59342). The cause is read from there: the last error of a
     traceback that names the environment."""
+    timeout = values.timeout_seconds(timeout, "wait_ready")
     import ray
     from ray.exceptions import GetTimeoutError
 

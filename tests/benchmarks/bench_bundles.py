@@ -9,9 +9,9 @@ environment: torch from PyPI), `megatron` (megatron-core at the pinned commit th
 compiles Megatron's C++ dataset helper). For each: a cold `uv sync --locked` (empty uv cache: network and builds),
 a warm one (cache filled, environment removed), `nemo-rl envs pack` (bundle files and bytes), and the node's build
 from the bundle (manifest check, digest, copy of the cache, `uv sync --locked --offline`) run in an empty network
-namespace (`unshare -n`) with no compiler on PATH, once hashing the bundle and once with the digest trusted
-($NEMO_RL_BUNDLE_DIGEST, as `envs build --digest`); with strace installed, the compilers the node executed are
-counted. The link limit is the time to hard-link every file of the bundle's cache into a fresh directory on the
+namespace (`unshare -n`) with no compiler on PATH, once as is and once with the digest pinned
+($NEMO_RL_BUNDLE_DIGESTS, as `envs build --digest`: the node's copy is still hashed); with strace installed, the
+compilers the node executed are counted. The link limit is the time to hard-link every file of the bundle's cache into a fresh directory on the
 same filesystem (what a node cannot do faster). Prints a markdown table; writes JSON to
 benchmark-results/bundles.json. Not a test.
 """
@@ -165,7 +165,7 @@ def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: d
                      "UV_CACHE_DIR": str(node / "empty-cache"), "NEMO_RL_VENV_DIR": str(node / "venvs"),
                      "HOME": str(node)})
     if trusted:
-        node_env[bundles.DIGEST_SETTING] = trusted
+        node_env["NEMO_RL_BUNDLE_DIGESTS"] = trusted
     trace = node / "execs.txt"
     command = [sys.executable, "-c", NODE, str(bundle), str(node_project), str(node / "env"), *flags]
     if traced:
@@ -230,8 +230,8 @@ def median(values: list[float]) -> str:
 
 def table(results: list[dict]) -> str:
     lines = ["| case | cold `uv sync` | warm-cache `uv sync` | `envs pack` | bundle | node build from the bundle "
-             "(check / install / verify) | same, digest trusted | hard links of the bundle's files | node ÷ cold "
-             "| trusted ÷ cold | trusted ÷ links | imports the pack's proof saves | compilers run on the node "
+             "(check / install / verify) | same, digest pinned | hard links of the bundle's files | node ÷ cold "
+             "| pinned ÷ cold | pinned ÷ links | imports the pack's proof saves | compilers run on the node "
              "| network on the node |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:

@@ -1,0 +1,493 @@
+"""Paths, links, state files and caches from the filesystem are data (issue: "Never hangs, never trusts"):
+a path never becomes code, a planted link is never written through, a staged link is never landed, develop
+state says what runs, and a filesystem that cannot lock or a damaged state file is the user's to fix (exit 1)."""
+
+import errno
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitfixtures import git
+
+from nemo_rl import locks, values
+from nemo_rl.cli import main
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state, landing
+from nemo_rl.workers import bundles, environments
+
+NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
+
+
+def deps(world, *args):
+    return main(["deps", *args, "--project", str(world.project)])
+
+
+def fake_env(path: Path) -> Path:
+    """An environment as far as the overlay and status are concerned: a site-packages directory."""
+    (path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages").mkdir(parents=True)
+    (path / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    return path
+
+
+def fork_state(world, env, capsys) -> str:
+    capsys.readouterr()
+    code = deps(world, "status", "--json", "--env", str(env))
+    out = capsys.readouterr()
+    assert code == 0 and out.out, out.err
+    rows = {r["distribution"]: r for r in json.loads(out.out)["forks"]}
+    return rows["megatron-core"]["state"]
+
+
+# --- 2. paths and links -------------------------------------------------------------------------------------------
+
+def test_a_path_with_a_newline_never_reaches_a_pth(tmp_path):
+    env = fake_env(tmp_path / "env")
+    for checkout, shadow in ((tmp_path / NEWLINE_PATH, tmp_path / "shadow"), (tmp_path / "co", tmp_path / "a\rb")):
+        with pytest.raises(NemoRLError, match="control character"):
+            develop_state.install_overlay(env, "megatron-core", checkout, shadow)
+    assert not list(env.rglob("*.pth"))
+    develop_state.install_overlay(env, "megatron-core", tmp_path / "plain co", tmp_path / "shadow")
+    assert len(list(env.rglob("*.pth"))) == 1
+
+
+def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
+    root = tmp_path / "venvs\nimport os"
+    root.mkdir()
+    with pytest.raises(NemoRLError, match="control character"):
+        environments._build(world.project, [], environments.Slot(root, "k"))
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hardlink", "directory"])
+def test_a_planted_lock_file_is_never_written_through(tmp_path, planted):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    root = tmp_path / "venvs"
+    root.mkdir()
+    where = environments.Slot(root, "k")
+    if planted == "symlink":
+        where.lock_path.symlink_to(victim)
+    elif planted == "hardlink":
+        os.link(victim, where.lock_path)
+    else:
+        where.lock_path.mkdir()
+    with pytest.raises(NemoRLError, match=f"lock file {where.lock_path}"):
+        with where.locked():
+            pass
+    assert victim.read_text() == "precious"
+    missing = tmp_path / "gone.txt"
+    (root / ".j.lock").symlink_to(missing)  # a dangling link: O_CREAT would make the target
+    with pytest.raises(NemoRLError, match="symbolic link"):
+        with environments.Slot(root, "j").locked():
+            pass
+    assert not missing.exists()
+
+
+def test_onto_leaves_a_users_clone_configuration_alone(world, tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "my-megatron"
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(mine)], check=True)
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    config = (mine / ".git" / "config").read_text()
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 0, capsys.readouterr().err
+    assert (mine / ".git" / "config").read_text() == config
+    assert git(mine, "branch", "--show-current").startswith("rebase/megatron-core-onto-")
+
+
+def test_onto_a_tree_or_blob_makes_no_branch(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    branches, head = git(checkout, "branch", "--list"), git(checkout, "rev-parse", "HEAD")
+    tree = git(checkout, "rev-parse", "HEAD^{tree}")
+    blob = git(checkout, "rev-parse", "HEAD:pyproject.toml")
+    for sha, kind in ((tree, "tree"), (blob, "blob")):
+        capsys.readouterr()
+        assert deps(world, "develop", "megatron-core", "--onto", sha) == 1
+        assert f"is a {kind}, not a commit" in capsys.readouterr().err
+        assert git(checkout, "branch", "--list") == branches and git(checkout, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("planted", ["dir-link", "file-link", "link-inside"])
+def test_recover_lands_no_staged_link(world, tmp_path, capsys, planted):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("theirs")
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    staging.mkdir(parents=True)
+    records = world.project / "patches" / "megatron-core"
+    before = sorted(p.name for p in records.iterdir())
+    if planted == "dir-link":
+        (staging / "patches").mkdir()
+        (staging / "patches" / "megatron-core").symlink_to(outside)
+        moves = ["patches/megatron-core"]
+    elif planted == "file-link":
+        (staging / "uv.lock").symlink_to(outside / "secret")
+        moves = ["uv.lock"]
+    else:
+        (staging / "patches" / "megatron-core").mkdir(parents=True)
+        (staging / "patches" / "megatron-core" / "index.toml").symlink_to(outside / "secret")
+        moves = ["patches/megatron-core"]
+    (staging / "LANDING.json").write_text(json.dumps({"moves": moves}))
+    lock = (world.project / "uv.lock").read_text()
+    assert deps(world, "recover") == 1
+    assert "is not a file a landing moves" in capsys.readouterr().err
+    assert not records.is_symlink() and sorted(p.name for p in records.iterdir()) == before
+    assert not (world.project / "uv.lock").is_symlink() and (world.project / "uv.lock").read_text() == lock
+
+
+def _other_filesystem(project: Path) -> Path:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK) or os.stat(shm).st_dev == os.stat(project).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the test's temporary directory")
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="nemo-rl-exdev-", dir=shm))
+
+
+def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, capsys):
+    elsewhere = _other_filesystem(world.project)
+    try:
+        (world.project / ".nemo-rl").symlink_to(elsewhere)
+        with pytest.raises(NemoRLError, match="on another filesystem"):
+            landing.require_renames(world.project)
+        with pytest.raises(NemoRLError, match="on another filesystem"):
+            landing.Staging(world.project, ["uv.lock"], [])
+        assert [p.name for p in elsewhere.iterdir()] == []
+        # a journal an older nemo-rl left there: recover finishes it (a copy), exit 0, never 3
+        staging = elsewhere / "staging-1-x"
+        staging.mkdir()
+        (staging / "uv.lock").write_text("# landed\n")
+        (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"]}))
+        assert deps(world, "recover") == 0, capsys.readouterr().err
+        assert (world.project / "uv.lock").read_text() == "# landed\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+# --- 4. develop state is the truth --------------------------------------------------------------------------------
+
+def test_status_does_not_say_developing_when_the_overlay_is_gone(world, tmp_path, monkeypatch, capsys):
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    assert deps(world, "develop", "megatron-core") == 0
+    assert fork_state(world, env, capsys) == "developing"
+    import shutil
+
+    shutil.rmtree(develop_state.shadow_dir(world.project, "megatron-core"))  # what `git clean -fdx` removes
+    assert fork_state(world, env, capsys) == "develop not applied"
+    shutil.rmtree(world.project / ".nemo-rl")  # `rm -rf .nemo-rl`: the .pth is left, pointing at nothing
+    assert fork_state(world, env, capsys) == "not installed"
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # the dead .pth is still removed
+    assert not list(env.rglob("*.pth"))
+
+
+def test_stop_leaves_other_checkouts_worker_environments_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    theirs, ours = fake_env(venvs / "a"), fake_env(venvs / "b")
+    for env, project in ((theirs, tmp_path / "checkout-a"), (ours, world.project)):
+        (env / environments.META).write_text(json.dumps({"key": env.name, "flags": [], "project": str(project),
+                                                          "lock_hash": "x"}))
+    assert deps(world, "develop", "megatron-core") == 0
+    shadow = develop_state.shadow_dir(world.project, "megatron-core")
+    develop_state.install_overlay(theirs, "megatron-core", tmp_path / "a-checkout", shadow)
+    develop_state.install_overlay(ours, "megatron-core", tmp_path / "b-checkout", shadow)
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert develop_state.has_overlay(theirs, "megatron-core") and not develop_state.has_overlay(ours, "megatron-core")
+
+
+def test_remove_keeps_ignored_files(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    with open(checkout / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("data/\n__pycache__/\n")
+    (checkout / "data").mkdir()
+    (checkout / "data" / "shard-0.bin").write_text("weeks of work")
+    (checkout / "megatron" / "core" / "__pycache__").mkdir()  # what running the checkout leaves is not work
+    (checkout / "megatron" / "core" / "__pycache__" / "tokens.cpython-312.pyc").write_bytes(b"")
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    err = capsys.readouterr().err
+    assert "ignored file(s) (data/shard-0.bin)" in err and "--remove would lose them" in err
+    assert (checkout / "data" / "shard-0.bin").exists()
+    (checkout / "data" / "shard-0.bin").unlink()
+    (checkout / "data").rmdir()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 0
+    assert not checkout.exists()
+
+
+# --- 5. exit 3 where the user can act -----------------------------------------------------------------------------
+
+def test_a_filesystem_without_locks_is_the_users_to_fix(world, monkeypatch, capsys):
+    real = fcntl.flock
+
+    def no_lockd(fd, operation):
+        if operation & fcntl.LOCK_UN:
+            return real(fd, operation)
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_lockd)
+    for args in (["recover"], ["develop", "--stop", "megatron-core"], ["patches", "megatron-core"]):
+        assert deps(world, *args) == 1, args
+        err = capsys.readouterr().err
+        assert f"cannot lock {world.project}" in err and "does not support locks" in err, err
+    assert locks.held(world.project)  # a probe never raises: what it cannot tell is held, so nothing acts on it
+
+
+DEEP = "[" * 100000
+
+
+def test_deeply_nested_state_files_name_the_file(world, tmp_path, capsys):
+    state = world.project / ".nemo-rl" / "develop.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(DEEP)
+    assert deps(world, "status") == 1
+    assert f"cannot read {state}: it is nested too deeply" in capsys.readouterr().err
+    state.unlink()
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    staging.mkdir()
+    (staging / "LANDING.json").write_text(DEEP)
+    assert deps(world, "recover") == 1
+    assert f"landing journal {staging / 'LANDING.json'}: it is nested too deeply" in capsys.readouterr().err
+    env = tmp_path / "venvs" / "k"
+    env.mkdir(parents=True)
+    (env / environments.META).write_text(DEEP)
+    with pytest.raises(NemoRLError, match="nested too deeply"):
+        environments.describe(env)
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / bundles.MANIFEST).write_text(DEEP)
+    with pytest.raises(NemoRLError, match=f"{bundle / bundles.MANIFEST}.*nested too deeply"):
+        bundles.read_manifest(bundle)
+
+
+def test_state_json_passes_a_missing_file_through(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        values.state_json(tmp_path / "absent.json", "fix")
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(NemoRLError, match="bad.json"):
+        values.state_json(tmp_path / "bad.json", "fix")
+
+
+# --- 3. bundles and caches ----------------------------------------------------------------------------------------
+
+FLAGS = ["--locked"]
+
+
+def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
+    """A bundle as far as check and sync_from go: a cache directory and a manifest for this checkout's inputs."""
+    from nemo_rl.jsonout import dumps
+
+    root.mkdir(parents=True)
+    cache = root / bundles.CACHE
+    for name, text in (files or {"archive-v0/abc/pkg/__init__.py": "X = 1\n", "simple-v1/index": "i\n"}).items():
+        (cache / name).parent.mkdir(parents=True, exist_ok=True)
+        (cache / name).write_text(text)
+    count, total, digest = bundles.content_digest(cache)
+    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, digest, 0.0)
+    (root / bundles.MANIFEST).write_text(dumps(manifest))
+    return root
+
+
+def test_a_link_out_of_the_bundle_is_refused(tmp_path):
+    root = tmp_path / "cache"
+    (root / "wheels-v1").mkdir(parents=True)
+    (root / "archive-v0" / "abc").mkdir(parents=True)
+    (root / "wheels-v1" / "ok").symlink_to("../archive-v0/abc")  # what uv makes
+    bundles.content_digest(root)
+    for target in ("/etc/passwd", "../../outside", "../archive-v0/../../x"):
+        (root / "wheels-v1" / "bad").symlink_to(target)
+        with pytest.raises(NemoRLError, match="links out of the bundle"):
+            bundles.content_digest(root)
+        (root / "wheels-v1" / "bad").unlink()
+
+
+def test_a_file_with_a_foreign_hard_link_is_refused(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    outside = tmp_path / "outside.txt"
+    outside.write_text("X = 1\n")
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    bundles.check(bundle, world.project, FLAGS)
+    target = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
+    target.unlink()
+    os.link(outside, target)  # same bytes, same digest: one inode with a file outside
+    with pytest.raises(NemoRLError, match="hard links"):
+        bundles.check(bundle, world.project, FLAGS)
+    # a link a node build running from the bundle holds (its working cache) is the bundle's own
+    outside.unlink()
+    work = tmp_path / "venvs" / f"{bundles.WORK_CACHE_PREFIX}other"
+    (work / "archive-v0/abc/pkg").mkdir(parents=True)
+    os.link(target, work / "archive-v0/abc/pkg/__init__.py")
+    bundles.check(bundle, world.project, FLAGS)
+
+
+def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    digest = bundles.read_manifest(bundle).digest
+    other = "sha256:" + "0" * 64
+    assert bundles.check(bundle, world.project, FLAGS, digest).digest == digest
+    with pytest.raises(NemoRLError, match="--digest does not pin"):
+        bundles.check(bundle, world.project, FLAGS, other)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", other)
+    with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS does not pin"):
+        bundles.check(bundle, world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    with pytest.raises(NemoRLError, match="not in NEMO_RL_BUNDLE_DIGESTS"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}, {digest}")
+    assert bundles.find(world.project, FLAGS) == bundle
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", "md5:abc")
+    with pytest.raises(NemoRLError, match="not a bundle digest"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
+    for bad in ("abc", "sha256:" + "g" * 64):
+        assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", bad, "--project",
+                     str(world.project)]) == 1
+        assert "is not a bundle digest" in capsys.readouterr().err
+    assert main(["envs", "build", "BASE", "--digest", digest, "--project", str(world.project)]) == 2
+
+
+def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = {}
+
+    def fake_sync(project, *, flags, environment, stream, extra_env):
+        work = Path(extra_env["UV_CACHE_DIR"])
+        seen["mode"] = extra_env["UV_LINK_MODE"]
+        for name in ("mine.py", "shared.py"):
+            seen[name] = os.stat(work / "archive-v0/abc" / name).st_ino == os.stat(
+                bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
+
+    monkeypatch.setattr(bundles.uv, "sync", fake_sync)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    # only a file nobody else may write is shared with the bundle; the environment gets copies
+    assert seen == {"mode": "copy", "mine.py": True, "shared.py": False}
+    seen.clear()
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert seen == {}  # refused before uv installed anything
+    assert [p.name for p in (tmp_path / "venvs").iterdir()] == []
+
+
+def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    theirs = venvs / f"{bundles.WORK_CACHE_PREFIX}{os.getpid()}"  # another container's build, same PID
+    theirs.mkdir(parents=True)
+    (theirs / "in-use").write_text("")
+    held = locks.hold(theirs)
+    try:
+        bundle = fake_bundle(world, tmp_path / "bundle")
+        monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: None)
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", bundles.check(bundle, world.project, FLAGS))
+        assert (theirs / "in-use").exists()
+    finally:
+        os.close(held)
+
+
+def test_a_broken_bundle_never_hides_a_good_one_and_an_empty_dir_is_no_network(world, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "bundles"
+    root.mkdir()
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    with pytest.raises(NemoRLError, match=f"NEMO_RL_BUNDLE_DIR {root} holds no bundle"):
+        bundles.find(world.project, FLAGS)
+    (root / "a-broken").mkdir()
+    (root / "a-broken" / bundles.MANIFEST).write_text("{")
+    good = fake_bundle(world, root / "b-good")
+    capsys.readouterr()
+    assert bundles.find(world.project, FLAGS) == good
+    assert f"skipping bundle {root / 'a-broken'}" in capsys.readouterr().err
+
+
+def test_killed_packs_are_listed_and_pruned_and_one_pack_per_destination(world, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "bundles"
+    killed = root / ".old.packing-123"
+    (killed / bundles.CACHE).mkdir(parents=True)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    assert main(["envs", "list", "--json", "--project", str(world.project)]) == 0
+    rows = json.loads(capsys.readouterr().out)["bundles"]
+    assert [(r["path"], r["state"]) for r in rows] == [(str(killed), "unfinished pack")]
+    assert main(["envs", "prune", "--project", str(world.project)]) == 0
+    assert f"removed {killed}" in capsys.readouterr().out and not killed.exists()
+    (killed / bundles.CACHE).mkdir(parents=True)
+    assert bundles._remove_dead_packs(root / "another-name") == [killed]  # what a pack to any name does first
+    claim = locks.open_lock_file(root / ".b.pack-lock")
+    fcntl.flock(claim, fcntl.LOCK_EX)  # a pack into root/b is running
+    try:
+        assert main(["envs", "pack", "BASE", str(root / "b"), "--project", str(world.project)]) == 1
+        assert "another `nemo-rl envs pack` is making" in capsys.readouterr().err
+    finally:
+        os.close(claim)
+
+
+def test_a_cached_proof_of_a_commit_force_pushed_away_is_asked_again(world):
+    from gitfixtures import commit
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.project import lockfile
+
+    fork = lockfile.fork(world.project, "megatron-core")
+    server = world.forks["megatron-core"].fork
+    gone = commit(server, "feat: pushed, then force-pushed away", {"megatron/core/gone.py": "G = 1\n"})
+    fork_cache.fetched(fork, gone)  # a dry run proves it and caches the proof
+    git(server, "reset", "-q", "--hard", "HEAD~1")
+    git(server, "reflog", "expire", "--expire=now", "--all")
+    git(server, "gc", "-q", "--prune=now")
+    with pytest.raises(NemoRLError, match="no longer on"):
+        fork_cache.fetched(fork, gone)
+    assert fork_cache.fetched(fork, fork.rev)  # the pin itself: no question asked
+
+
+# --- 6. messages --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "30", None, True])
+def test_a_timeout_that_cannot_be_right_is_refused(timeout, tmp_path):
+    from nemo_rl import imports
+    from nemo_rl.workers import ray_actors
+
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        ray_actors.wait_ready(None, None, timeout=timeout)
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        imports.check(Path(sys.executable), ["json"], timeout=timeout)
+    assert values.timeout_seconds(2, "here") == 2.0 and values.timeout_seconds(0.5, "here") == 0.5
+
+
+def test_develop_failures_say_what_to_do(world, tmp_path, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/no-such-branch") == 1
+    err = capsys.readouterr().err
+    assert "has no branch 'no-such-branch'" in err and "git ls-remote --heads" in err
+    (checkout / ".git" / "rebase-merge").mkdir()  # a rebase stopped earlier and not finished
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert "in the middle of a rebase" in err and "rebase --abort" in err
+    (checkout / ".git" / "rebase-merge").rmdir()
+    import shutil
+
+    shutil.rmtree(checkout / ".git")  # git would now answer for whatever repository is above it
+    (checkout / "notes.txt").write_text("mine")
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "no longer a git checkout" in capsys.readouterr().err
+    assert (checkout / "notes.txt").exists()
+
+
+def test_pack_into_a_place_it_cannot_write_is_exit_1(world, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["envs", "pack", "BASE", str(blocker / "b"), "--project", str(world.project)]) == 1
+    assert f"cannot pack into {blocker}" in capsys.readouterr().err
