@@ -270,10 +270,10 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     records) are copied; the unpacked wheels, nearly all of the bytes, are linked where that is safe (see
     _link_tree). uv copies into the environment, which so never shares a file with the bundle. The working
     cache is removed after."""
-    manifest = manifest or read_manifest(bundle)
     fits = cuda_archs.check_node(bundle)  # refuses before anything is installed
     if fits:
         progress(fits)
+    manifest = manifest or read_manifest(bundle)
     root = settings.venv_dir()
     # a name of its own (PIDs repeat across containers sharing the directory), held while in use
     work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
