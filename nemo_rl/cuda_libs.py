@@ -56,7 +56,8 @@ def preload() -> Preloaded:
         directory = wheel_dir(name)
         if directory is not None:
             pending += [Path(p) for p in sorted(glob.glob(str(directory / pattern)))]
-    loaded, failed = [], {}
+    loaded: list[str] = []
+    failed: dict[str, str] = {}
     while pending:
         failed = {}
         for path in pending:

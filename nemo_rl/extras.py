@@ -80,7 +80,8 @@ class Installed:
 def find_installed(distribution: str, path: list[str] | None = None) -> Installed | None:
     """`distribution` on the search path `path` (None: this interpreter's sys.path), or None when absent.
     importlib.metadata normalises the name: megatron-core finds megatron_core-*.dist-info."""
-    found = importlib.metadata.distributions(name=distribution, **({"path": path} if path is not None else {}))
+    found = (importlib.metadata.distributions(name=distribution) if path is None else
+             importlib.metadata.distributions(name=distribution, path=path))
     dist = next(iter(found), None)
     if dist is None:
         return None

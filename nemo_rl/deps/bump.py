@@ -157,7 +157,7 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     progress("reading the fork's own metadata at the old and the new commit (its build backend)")
     try:
         fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
-        old_missing = None
+        old_missing: NemoRLError | None = None
     except NemoRLError as exc:
         old_missing = exc
     try:
@@ -168,10 +168,10 @@ def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: s
     except NemoRLError as exc:
         old_missing, new = old_missing or exc, None
     if old_missing is not None:
-        exc = old_missing
-        return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
-                f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by hand, then run "
-                f"`nemo-rl deps verify {fork.distribution}`"], new
+        return [f"  requirements: not compared: {old_missing.what.splitlines()[0]}",
+                f"    ({old_missing.remedy.splitlines()[0] if old_missing.remedy else 'see above'}); check them by "
+                f"hand, then run `nemo-rl deps verify {fork.distribution}`"], new
+    assert new is not None  # read_all succeeded: a failed read sets old_missing
     # a derived entry follows the fork by construction: nothing it adds is left uncovered
     entry = None if metadata_check.derives(project, fork.distribution) else \
         lockfile.declared_metadata(project, fork.distribution)

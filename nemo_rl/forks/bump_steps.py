@@ -16,7 +16,7 @@ def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dic
     """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
     commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
     old_shas = {e.get("commit") for e in old_entries}
-    old_ids: dict[str, int] = {}
+    old_ids: dict[str | None, int] = {}  # an entry without a patch-id counts under None
     for e in old_entries:
         if e.get("commit") not in {r.commit for r in recs}:
             old_ids[e.get("patch-id")] = old_ids.get(e.get("patch-id"), 0) + 1
@@ -29,7 +29,7 @@ def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dic
             continue
         added.append(r)
     new_shas = {r.commit for r in recs}
-    new_ids: dict[str, int] = {}
+    new_ids: dict[str | None, int] = {}
     for r in recs:
         if r.commit not in old_shas:
             new_ids[r.patch_id] = new_ids.get(r.patch_id, 0) + 1
@@ -70,6 +70,7 @@ def land_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | 
         return lock_mode, []
     before, written, unneeded = metadata_check.write_derived(staged, fork.distribution, declares)
     after = written or before
+    assert after is not None  # unchanged means the entry was there already: write_entry adds a missing one
     lines = [f"  [[tool.uv.dependency-metadata]] {fork.distribution}: the fork's own metadata at the new commit, "
              f"{'rewritten' if written else 'unchanged'} (version {after.version})"]
     lines += [f"    the drop of {name} is unnecessary (the fork no longer declares it): removed from "

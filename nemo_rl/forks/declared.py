@@ -122,7 +122,8 @@ def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
     dropped ones, an added one replacing the fork's own of the same name; sorted by name (the fork's order
     carries no meaning, and a stable order keeps the lock's manifest still)."""
     dropped = {d.name for d in deltas.drop}
-    added = {a.name: a.requirement for a in deltas.add}
+    # an add always carries its requirement (deltas_from_table); only a drop's is None
+    added = {a.name: a.requirement for a in deltas.add if a.requirement is not None}
     kept = {_name(r): r for r in declares.requires_dist if _name(r) not in dropped | added.keys()}
     merged = {**kept, **added}
     return Entry(distribution, declares.version, declares.requires_python,

@@ -63,7 +63,7 @@ class Metadata:
 
 
 def _requirements(lines: list[str]) -> dict[str, str]:
-    result = {}
+    result: dict[str, str] = {}
     for line in lines:
         try:
             req = Requirement(line)

@@ -52,7 +52,11 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[s
         ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff))
                for diff in diffs]
         for part, diff, patch_id in zip(parts, diffs, ids, strict=True):
-            found = dict(reversed(line.split()[:2]) for line in patch_id.wait().stdout.splitlines() if line.strip())
+            found: dict[str, str] = {}
+            for line in patch_id.wait().stdout.splitlines():
+                if line.strip():
+                    pid, sha = line.split()[:2]
+                    found[sha] = pid
             blocks = {}
             if stats and os.fstat(diff.fileno()).st_size:
                 with mmap.mmap(diff.fileno(), 0, access=mmap.ACCESS_READ) as text:

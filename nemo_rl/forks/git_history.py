@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,14 +99,14 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
         return {}
     out = git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
                "--format=%x01%H", "--stdin"], repo=repo, input_text="\n".join(shas) + "\n").stdout
-    result = {sha: [] for sha in shas}
+    result: dict[str, list[Change]] = {sha: [] for sha in shas}
     for chunk in out.split("\x01")[1:]:
         sha, _, raw = chunk.partition("\0")
         result[sha.strip()] = _parse_raw(raw.lstrip("\n"))
     return result
 
 
-def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: list[str] = ()) -> None:
+def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
     """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
     and for the files of `trees` (commits whose checkout follows) if the server has them all; when it refuses
     some of those, the diffs' blobs alone."""
@@ -239,7 +240,11 @@ def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dic
 def commits(repo: Path, shas: list[str]) -> dict[str, tuple[str, str, str]]:
     """sha -> (author "Name <email>", author date, subject), in one process."""
     out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
-    return {sha: tuple(text.rstrip("\n").split("\0", 2)) for sha, text in out.items()}
+    result: dict[str, tuple[str, str, str]] = {}
+    for sha, text in out.items():
+        author, date, subject = text.rstrip("\n").split("\0", 2)
+        result[sha] = (author, date, subject)
+    return result
 
 
 def checkout_allowing_missing(repo: Path, rev: str, dest: Path, remotes: list[str]) -> list[str]:

@@ -200,13 +200,13 @@ def render_index(index: Index) -> str:
         declares = tomlkit.table()
         declares.add(tomlkit.comment("what the fork's own build backend declares at the pin (extras left out);"))
         declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
-        for key, value in index.declares.items():
-            if isinstance(value, list):
+        for key, field in index.declares.items():
+            if isinstance(field, list):
                 array = tomlkit.array()
                 array.multiline(True)
-                array.extend(value)
-                value = array
-            declares[key] = value
+                array.extend(field)
+                field = array
+            declares[key] = field
         doc["declares"] = declares
     commits = tomlkit.aot()
     for entry in index.commits:

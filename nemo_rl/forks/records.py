@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def records_dir(project: Path, distribution: str) -> Path:
     return project / relative_dir(distribution)
 
 
-def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: list[str] = ()) -> tuple[str, list[str]]:
+def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
+               ) -> tuple[str, list[str]]:
     """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already
     fetched into `repo`; every blob their diffs read is fetched too, with the files of `trees` (commits that will
     be checked out), in one request (not one per object)."""

@@ -86,19 +86,20 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
     ours = patch_ids.cached(repo, "fork", downstream)
     theirs = patch_ids.cached(repo, "upstream", candidates)
-    by_id = {}
+    by_id: dict[str, str] = {}
     for sha in candidates:
         by_id.setdefault(theirs[sha], sha)
     log = git.git(["log", "--format=%x01%H%x00%an <%ae>%x00%s%x00%B", "--end-of-options", f"{base}..{head}"],
                   repo=repo).stdout
-    upstream_subjects, trailers = {}, {}
+    upstream_subjects: dict[tuple[str, str], str] = {}
+    trailers: dict[str, str] = {}
     for entry in log.split("\x01")[1:]:
         sha, author, subject, body = (entry.split("\0") + ["", "", ""])[:4]
         upstream_subjects.setdefault((subject.strip(), author), sha)
         for line in body.splitlines():
             if "cherry picked from commit" in line:
                 trailers.setdefault(line.rsplit(" ", 1)[-1].strip(" ()."), sha)
-    result = {}
+    result: dict[str, tuple[str, str | None, str | None]] = {}
     for sha in downstream:
         if ours[sha] != "0" * 40 and ours[sha] in by_id:
             result[sha] = ("yes", by_id[ours[sha]], "same patch-id")
@@ -132,7 +133,7 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     if not missing:
         return {}
     everything = git.git(["ls-tree", "-r", "-z", "--end-of-options", head], repo=repo).stdout
-    where = {}
+    where: dict[str, str] = {}
     for entry in filter(None, everything.split("\0")):
         meta, _, path = entry.partition("\t")
         where.setdefault(meta.split()[2], path)

@@ -62,7 +62,7 @@ def metadata_problems(env: Path, distribution: str, locked_version: str | None, 
     problems = [p for p in [version_mismatch(distribution, dist.version, locked_version)] if p]
 
     def plain(lines) -> dict[str, str]:
-        result = {}
+        result: dict[str, str] = {}
         for line in lines or ():
             try:
                 req = Requirement(line)

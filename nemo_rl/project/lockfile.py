@@ -11,6 +11,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 from urllib.parse import urlsplit
 
 from nemo_rl import values
@@ -99,6 +100,10 @@ def table(value: object, where: str, path: Path) -> dict:
     return value
 
 
+@overload
+def _string(value: object, where: str, path: Path, required: Literal[True]) -> str: ...
+@overload
+def _string(value: object, where: str, path: Path, required: bool = False) -> str | None: ...
 def _string(value: object, where: str, path: Path, required: bool = False) -> str | None:
     if value is None and not required:
         return None
@@ -266,7 +271,7 @@ def optional_dependencies(project: Path) -> dict[str, list[str]]:
     path = project / "pyproject.toml"
     optional = table(table(load_toml(path).get("project"), "[project]", path).get("optional-dependencies"),
                      "[project.optional-dependencies]", path)
-    result = {}
+    result: dict[str, list[str]] = {}
     for extra, requirements in optional.items():
         try:
             result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]

@@ -61,7 +61,9 @@ def fatbin_archs(path: Path) -> Archs | None:
             return None
         fh.seek(where[0])
         data = fh.read(where[1])
-    sm, ptx, pos = set(), set(), 0
+    sm: set[int] = set()
+    ptx: set[int] = set()
+    pos = 0
     while pos + 16 <= len(data):
         magic, _, header, size = struct.unpack_from("<IHHQ", data, pos)
         if magic != FATBIN_MAGIC:  # fatbins of several translation units are padded to 8 bytes
@@ -113,14 +115,14 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
     from nemo_rl.project import installed
 
     built = {canonicalize_name(name) for name in _source_built(lock)}
-    found = {}
+    found: dict[str, tuple[str, Archs]] = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
         name = canonicalize_name(dist.metadata["Name"])  # the wheel says transformer_engine_torch
         if name not in built:
             continue
         for file in dist.files or []:
             if file.name.endswith(".so") or ".so." in file.name:
-                archs = fatbin_archs(Path(dist.locate_file(file)))
+                archs = fatbin_archs(Path(str(dist.locate_file(file))))
                 if archs is not None:
                     found[file.name] = (name, archs)
     return found

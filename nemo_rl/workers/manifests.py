@@ -142,12 +142,11 @@ def moved_packages(manifest: Manifest, project: Path) -> str | None:
     moved = []
     for name, value in manifest.distributions.items():
         package = locked.get(_canonical(name))
-        here = None if package is None else (f"{package.version} git {package.commit}" if package.commit
-                                             else str(package.version))
         bundle_version, _, bundle_commit = value.partition(" git ")
         if package is None:
             moved.append(f"{name} {value} is not in uv.lock")
         elif (package.commit or "") != bundle_commit or (not bundle_commit and package.version != bundle_version):
+            here = f"{package.version} git {package.commit}" if package.commit else str(package.version)
             moved.append(f"{name}: bundle {_short(value)}, uv.lock {_short(here)}")
     return "; ".join(moved) if moved else "no package of the bundle moved: the file itself differs"
 
