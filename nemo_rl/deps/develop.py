@@ -88,7 +88,7 @@ def start(project: Path, args: argparse.Namespace) -> int:
                                                        (env,) if env.exists() else ())
     develop_state.write(project, state)
     facts = develop_state.checkout_facts(checkout, fork.rev)
-    print(f"{fork.distribution}: developing from {checkout} at {facts.head[:12]}")
+    print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
     if env.exists():
         print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
               "unchanged; worker environments get it under their own keys")
@@ -158,7 +158,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     state.pop(args.distribution, None)
     develop_state.write(project, state)
     shutil.rmtree(develop_state.shadow_dir(project, args.distribution), ignore_errors=True)
-    if args.remove and entry.checkout.exists():
+    if args.remove and entry is not None and entry.checkout.exists():
         shutil.rmtree(entry.checkout)
         print(f"removed {entry.checkout}")
     stays = f" (the checkout stays at {entry.checkout})" if entry and not args.remove else ""

@@ -128,10 +128,11 @@ def run(project: Path, args: argparse.Namespace) -> int:
             return _bootstrap(project, flags, args)
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:
-        env = environments.describe(environments.slot(environments.key_for(project, flags)).path)
-        if env is None:
+        found = environments.describe(environments.slot(environments.key_for(project, flags)).path)
+        if found is None:
             print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
             return 1
+        env = found
         environments.verify(env, project)
     print(f"ok: {env.python}")
     return 0

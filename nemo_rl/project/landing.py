@@ -15,7 +15,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from nemo_rl import interrupt, locks, values
@@ -63,7 +63,7 @@ def require_writable(paths: list[Path]) -> None:
 class Staging:
     """A private copy of the files a change touches. Nothing in the project changes until `land()`."""
 
-    def __init__(self, project: Path, files: list[str], directories: list[str], context: list[str] = (),
+    def __init__(self, project: Path, files: list[str], directories: list[str], context: Sequence[str] = (),
                  inside: bool = True) -> None:
         self.project = project
         self.files = files  # landed by land()
@@ -92,7 +92,7 @@ class Staging:
                 shutil.copytree(self.project / name, self.path / name, copy_function=shutil.copy2)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         try:
             if (self.path / JOURNAL).exists():  # interrupted while landing: roll forward, never leave a mix
                 finish(self.project, self.path)
@@ -100,7 +100,6 @@ class Staging:
                 self.discard()
         finally:
             os.close(self._fd)
-        return False
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -134,7 +133,8 @@ def read_journal(staging: Path) -> list[str]:
     fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
            f"(`git checkout -- <file>` restores one), then delete {staging}")
     try:
-        moves = values.state_json(path, fix, "the landing journal")["moves"]
+        journal = values.state_json(path, fix, "the landing journal")
+        moves = journal["moves"] if isinstance(journal, dict) else None
     except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
     if not isinstance(moves, list) or not all(_landable(name) for name in moves):

@@ -150,6 +150,8 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
         else:
             manifest = None
         env = describe(where.path)
+        if env is None:  # a build that returned without its metadata is a bug, not a user's mistake
+            raise RuntimeError(f"{where.path} has no metadata after its build")
         if not verified.still_verified(env.path, project):
             verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()

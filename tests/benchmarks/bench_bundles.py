@@ -11,9 +11,9 @@ a warm one (cache filled, environment removed), `nemo-rl envs pack` (bundle file
 from the bundle (manifest check, digest, copy of the cache, `uv sync --locked --offline`) run in an empty network
 namespace (`unshare -n`) with no compiler on PATH, once as is and once with the digest pinned
 ($NEMO_RL_BUNDLE_DIGESTS, as `envs build --digest`: the node's copy is still hashed); with strace installed,
-the compilers the node executed are counted. The link limit is the time to hard-link every file of the bundle's cache into a fresh directory on the
-same filesystem (what a node cannot do faster). Prints a markdown table; writes JSON to
-benchmark-results/bundles.json. Not a test.
+the compilers the node executed are counted. The link limit is the time to hard-link every file of the bundle's
+cache into a fresh directory on the same filesystem (what a node cannot do faster). Prints a markdown table;
+writes JSON to benchmark-results/bundles.json. Not a test.
 """
 
 from __future__ import annotations
