@@ -74,8 +74,12 @@ def preload() -> Preloaded:
 
 def _has_nvrtc(home: str) -> bool:
     """Whether transformer-engine's glob finds a loadable libnvrtc under `home` (not a stub, not a dangling link)."""
+    # only the toolkit's library directories: a recursive glob of CUDA_HOME=/usr follows Debian's symlink loops
+    # (/usr/bin/X11 -> /usr/bin) for ever; without a hit here CUDA_HOME points at the wheel for the import, so
+    # transformer-engine's own recursive glob stays small too
+    places = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "targets/*/lib")
     return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p
-               for p in glob.glob(f"{home}/**/libnvrtc.so*", recursive=True))
+               for place in places for p in glob.glob(f"{glob.escape(home)}/{place}/libnvrtc.so*"))
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import pytest
 from nemo_rl import toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
-from nemo_rl.workers import bundles, cuda_archs
+from nemo_rl.workers import bundles, cuda_archs, manifests
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,14 +153,42 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "80")
     made = {}
 
-    def venv(path, python):
-        made["env"] = fake_env(path.parent / "made", sm80_extension)
+    def venv(path, python):  # twice: the worker environment, then the checkout's own
+        if "env" not in made:
+            made["env"] = fake_env(path.parent / "made", sm80_extension)
         shutil.copytree(made["env"], path)
 
     monkeypatch.setattr(bundles.uv, "venv", venv)
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: (k["extra_env"] and
-                                                             Path(k["extra_env"]["UV_CACHE_DIR"]).mkdir()))
+                                                             Path(k["extra_env"]["UV_CACHE_DIR"]).mkdir(exist_ok=True)))
+    monkeypatch.setattr(bundles, "_prove", lambda project, env: manifests.Proven((), ()))  # no real Python there
     bundles.pack(tmp_path, [], tmp_path / "bundle")
     sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
     assert sidecar["extensions"][sm80_extension.name] == {"distribution": "transformer-engine-torch", "sm": [80],
                                                           "ptx": []}
+
+
+def _elf(fatbin: bytes, section_size: int | None = None) -> bytes:
+    """A minimal ELF64 with a .nv_fatbin section holding `fatbin` (its size as the header says)."""
+    names = b"\0.nv_fatbin\0.shstrtab\0"
+    fat_off, str_off = 64, 64 + len(fatbin)
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<Q", header, 0x28, str_off + len(names))
+    struct.pack_into("<HHH", header, 0x3A, 64, 3, 2)
+    sections = b"\0" * 64
+    sections += struct.pack("<IIQQQQ", 1, 1, 0, 0, fat_off, len(fatbin) if section_size is None else section_size)
+    sections += b"\0" * 24 + struct.pack("<IIQQQQ", 12, 3, 0, 0, str_off, len(names)) + b"\0" * 24
+    return bytes(header) + fatbin + names + sections
+
+
+@pytest.mark.parametrize("case", ["a header that does not move on", "entries past the section", "a huge section"])
+def test_a_crafted_extension_neither_hangs_nor_crashes_the_pack(tmp_path, case):
+    """A pull request that adds a source-built dependency carrying a crafted .so: a NemoRLError naming it."""
+    fatbin = {"a header that does not move on": struct.pack("<IHHQ", cuda_archs.FATBIN_MAGIC, 1, 0, 0),
+              "entries past the section": struct.pack("<IHHQ", cuda_archs.FATBIN_MAGIC, 1, 16, 1000),
+              "a huge section": b"\0" * 16}[case]
+    path = tmp_path / "crafted.so"
+    path.write_bytes(_elf(fatbin, 1 << 62 if case == "a huge section" else None))
+    with pytest.raises(NemoRLError, match="cannot read the device code of .*crafted.so"):
+        cuda_archs.fatbin_archs(path)

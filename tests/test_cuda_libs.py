@@ -89,3 +89,20 @@ def test_a_working_transformer_engine_without_a_gpu_says_what_was_not_checked(gp
                         lambda: toolchain.TorchInfo(True, "2.7.0", gpu, "12.6", None))
     notes = report.collect(ROOT, "mcore").notes
     assert (report.NO_GPU_NOTE in notes) is not gpu
+
+
+def test_cuda_home_at_usr_is_not_walked(tmp_path):
+    """CUDA_HOME=/usr (Debian's own CUDA): the toolkit's library directories are looked at, never the whole tree
+    (a recursive glob follows /usr/bin/X11 -> /usr/bin for ever)."""
+    from nemo_rl import cuda_libs
+
+    loop = tmp_path / "home" / "bin"
+    loop.mkdir(parents=True)
+    (loop / "X11").symlink_to(loop)
+    deep = tmp_path / "home" / "share" / "deep"
+    deep.mkdir(parents=True)
+    (deep / "libnvrtc.so.12").write_text("")  # not where a toolkit keeps it
+    assert not cuda_libs._has_nvrtc(str(tmp_path / "home"))
+    (tmp_path / "home" / "lib64").mkdir()
+    (tmp_path / "home" / "lib64" / "libnvrtc.so.12").write_text("")
+    assert cuda_libs._has_nvrtc(str(tmp_path / "home"))

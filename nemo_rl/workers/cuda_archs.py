@@ -33,16 +33,21 @@ class Archs:
     ptx: tuple[int, ...]  # PTX: JIT-compiled by the driver on any GPU of that SM or newer
 
 
-def _section(fh, name: bytes) -> tuple[int, int] | None:
-    """(offset, size) of a section of an ELF64 little-endian file, or None."""
+def _section(fh, name: bytes, file_size: int) -> tuple[int, int] | None:
+    """(offset, size) of a section of an ELF64 little-endian file, or None; ValueError or struct.error when the
+    file is not what its headers say (every offset and size is checked against the file's size)."""
     head = fh.read(64)
-    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
         return None
     shoff, = struct.unpack_from("<Q", head, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    if shentsize < 64 or shoff + shentsize * shnum > file_size:
+        raise ValueError("its section table lies outside the file")
     fh.seek(shoff)
     table = fh.read(shentsize * shnum)
     sections = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
+    if any(offset + size > file_size for _, kind, _, _, offset, size in sections if kind != 8):  # 8: NOBITS
+        raise ValueError("a section lies outside the file")
     if shstrndx >= len(sections):
         return None
     fh.seek(sections[shstrndx][4])
@@ -54,9 +59,19 @@ def _section(fh, name: bytes) -> tuple[int, int] | None:
 
 
 def fatbin_archs(path: Path) -> Archs | None:
-    """The cubin and PTX architectures in `path`'s fatbins; None when it holds no device code."""
+    """The cubin and PTX architectures in `path`'s fatbins; None when it holds no device code. A file whose
+    headers do not add up is a NemoRLError naming it (a crafted one must neither hang nor crash a pack)."""
+    try:
+        return _fatbin_archs(path)
+    except (ValueError, struct.error, OverflowError, MemoryError) as exc:
+        raise NemoRLError(f"cannot read the device code of {path}: {exc}",
+                          "the file is damaged or not a CUDA extension; rebuild the distribution that ships it "
+                          "(`uv cache clean PACKAGE`, then pack again)") from exc
+
+
+def _fatbin_archs(path: Path) -> Archs | None:
     with open(path, "rb") as fh:
-        where = _section(fh, b".nv_fatbin")
+        where = _section(fh, b".nv_fatbin", os.fstat(fh.fileno()).st_size)
         if where is None:
             return None
         fh.seek(where[0])
@@ -70,6 +85,8 @@ def fatbin_archs(path: Path) -> Archs | None:
             pos += 8
             continue
         entry, end = pos + header, pos + header + size
+        if header < 16 or end > len(data):  # a header that does not move on, or entries past the section
+            raise ValueError(f"a fatbin at offset {pos} of .nv_fatbin is malformed")
         while entry + 32 <= end:
             kind, _, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
             arch, = struct.unpack_from("<I", data, entry + 28)
