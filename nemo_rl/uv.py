@@ -85,8 +85,10 @@ def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, pyt
     """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
     `offline`: from what the cache holds, for a set resolved moments ago)."""
     with_args = [arg for req in requirements for arg in ("--with", req)]
-    return uv(["run", "--no-project", "--isolated", "--quiet", *(["--offline"] if offline else []), "--python",
-               python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env})
+    # --no-config: `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the
+    # build requirements come from (or the cache they land in)
+    return uv(["run", "--no-project", "--no-config", "--isolated", "--quiet", *(["--offline"] if offline else []),
+               "--python", python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env})
 
 
 def venv(path: Path, *, python: str) -> Result:

@@ -44,7 +44,7 @@ def test_a_drop_the_fork_no_longer_declares_is_unnecessary():
     ({"drop": [{"name": "pytest"}]}, "needs name and a non-empty why"),
     ({"drop": [{"name": "pytest", "why": " "}]}, "needs name and a non-empty why"),
     ({"add": [{"requirement": "six", "why": "a"}], "drop": [{"name": "six", "why": "b"}]}, "listed twice"),
-    ({"drop": [{"name": "six>=1", "why": "b"}]}, "has a version bound"),
+    ({"drop": [{"name": "six>=1", "why": "b"}]}, "is more than a name"),
     ({"add": [{"requirement": "six >=", "why": "b"}]}, "is not a requirement"),
     ({"drop": "pytest"}, "must be an array"),
 ])
@@ -123,3 +123,37 @@ def test_installed_fork_against_lock_and_records(tmp_path):
     assert "+six>=1.16" in requires and "deps patches megatron-core" in requires
     missing, = installed.metadata_problems(env, "megatron-core", "0.2.0", None, ["six", "einops"])
     assert missing.startswith("einops, which uv.lock requires") and "uv sync --locked" in missing
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("add", "evil @ file:///tmp/evil", "is a direct reference"),
+    ("drop", "pytest ; python_version < '3'", "is more than a name"),
+    ("drop", "pytest @ file:///etc", "is more than a name"),
+])
+def test_a_delta_that_would_run_or_hide_something_is_refused(key, value, expected):
+    from nemo_rl.errors import NemoRLError
+
+    field = "requirement" if key == "add" else "name"
+    with pytest.raises(NemoRLError, match=expected):
+        declared.deltas_from_table({key: [{field: value, "why": "a reason"}]}, "megatron-core")
+
+
+@pytest.mark.parametrize("line", ["--index-url http://evil", "evil @ file:///tmp/evil"])
+def test_declares_of_a_hand_edited_index_are_requirements_or_refused(line):
+    from nemo_rl.errors import NemoRLError
+
+    with pytest.raises(NemoRLError, match="is not a requirement nemo-rl locks"):
+        declared.declares_from_table({"version": "1.0", "requires-dist": [line]}, "patches/megatron-core/index.toml")
+
+
+def test_two_entries_for_one_fork_are_refused(tmp_path):
+    """uv would ignore the derived entry and lock the fork's own metadata, silently."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import lockfile
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "0"\n'
+        '[[tool.uv.dependency-metadata]]\nname = "megatron-core"\nversion = "1"\n'
+        '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"\nversion = "2"\n')
+    with pytest.raises(NemoRLError, match="2 .*entries for megatron-core"):
+        lockfile.declared_metadata(tmp_path, "megatron-core")

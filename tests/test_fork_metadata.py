@@ -103,3 +103,23 @@ def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
                                              'backend-path = ["../elsewhere"]\n')
     with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
         fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+
+
+def test_build_requirements_that_are_direct_references_are_refused():
+    """`pkg @ file:///elsewhere` in a fork's [build-system] would build (and run) code outside the fork."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.forks import fork_metadata
+
+    with pytest.raises(NemoRLError, match="direct references are not taken"):
+        fork_metadata._checked(["setuptools", "pkg @ file:///tmp/elsewhere"], "a" * 40)
+
+
+def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):
+    """The hooks run with the fork's checkout as the working directory: its uv.toml or [tool.uv] must not choose
+    where build requirements come from."""
+    from nemo_rl import uv
+
+    seen = []
+    monkeypatch.setattr(uv, "uv", lambda args, **kwargs: seen.append(args))
+    uv.run_with(["setuptools"], ["python", "-c", "pass"], cwd=tmp_path, python="3.12", extra_env={})
+    assert "--no-config" in seen[0]

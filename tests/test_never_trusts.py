@@ -58,7 +58,7 @@ def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
     root = tmp_path / "venvs\nimport os"
     root.mkdir()
     with pytest.raises(NemoRLError, match="control character"):
-        environments._build(world.project, [], environments.Slot(root, "k"))
+        environments._build(world.project, [], environments.Slot(root, "k"), "0" * 64)
     assert list(root.iterdir()) == []
 
 
@@ -291,7 +291,8 @@ def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
         (cache / name).parent.mkdir(parents=True, exist_ok=True)
         (cache / name).write_text(text)
     count, total, digest = bundles.content_digest(cache)
-    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, digest, 0.0)
+    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, digest,
+                                1.7e9, bundles.Proven((), ()))
     (root / bundles.MANIFEST).write_text(dumps(manifest))
     return root
 

@@ -81,6 +81,13 @@ def declares_from_table(table: object, where: str) -> Declares | None:
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires) or not (
             python is None or isinstance(python, str)):
         raise NemoRLError(problem, "regenerate it with `nemo-rl deps patches DIST`")
+    for line in requires:  # parsed here, once: past this point every line is a requirement
+        try:
+            if Requirement(line).url:
+                raise InvalidRequirement("a direct reference")
+        except InvalidRequirement as exc:
+            raise NemoRLError(f"{where} [declares] requires-dist: {line!r:.80} is not a requirement nemo-rl locks "
+                              f"({exc})", "regenerate it with `nemo-rl deps patches DIST`") from exc
     return Declares(table["version"], python, tuple(requires))
 
 
@@ -105,9 +112,14 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
                 name = _name(value)
             except InvalidRequirement as exc:
                 raise NemoRLError(f"{where} {key}: {value!r} is not a requirement: {exc}", "fix it (PEP 508)") from exc
-            if key == "drop" and Requirement(value).specifier:
-                raise NemoRLError(f"{where} drop: {value!r} has a version bound: a drop names a distribution",
+            requirement = Requirement(value)
+            if key == "drop" and (requirement.specifier or requirement.url or requirement.marker
+                                  or requirement.extras):
+                raise NemoRLError(f"{where} drop: {value!r} is more than a name: a drop names a distribution",
                                   "drop it by name; to change its bound, add the requirement instead")
+            if requirement.url:  # `pkg @ file:///...` would be built, and run, by every lock and sync
+                raise NemoRLError(f"{where} add: {value!r} is a direct reference, which nemo-rl never adds",
+                                  "add a requirement from the index (a name and a version bound)")
             if name in seen:
                 raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key})",
                                   "list each requirement once, in drop or in add")

@@ -241,7 +241,10 @@ def _checked(requirements: object, rev: str) -> list[str]:
     try:
         if not isinstance(requirements, list):
             raise InvalidRequirement(repr(requirements))
-        return [str(Requirement(r)) for r in requirements]  # Requirement(non-str) raises TypeError
+        parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
+        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ file:///elsewhere` builds code outside the fork
+            raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
+        return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:
         raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
                           "pick another commit, or fix the fork") from exc

@@ -219,7 +219,15 @@ def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | No
     if not isinstance(entries, list):
         raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
                           "write each entry as a [[tool.uv.dependency-metadata]] table")
-    entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == distribution), None)
+    from packaging.utils import canonicalize_name
+
+    same = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
+            and canonicalize_name(e["name"]) == canonicalize_name(distribution)]
+    if len(same) > 1:  # uv then ignores ours and locks the fork's own metadata, silently
+        raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
+                          f"({', '.join(repr(e['name']) for e in same)})",
+                          f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
+    entry = same[0] if same and same[0].get("name") == distribution else None
     if entry is None:
         return None
     where = f"[[tool.uv.dependency-metadata]] {distribution}"

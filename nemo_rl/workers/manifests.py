@@ -3,7 +3,6 @@ inputs (the key's inputs but the checkout's path, and uv's version), naming what
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import re
@@ -11,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import uv
+from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
@@ -98,7 +97,10 @@ def read_manifest(bundle: Path) -> Manifest:
     if ".packing-" in bundle.name:
         raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
     try:
-        data = json.loads(path.read_text())
+        data = values.state_json(path, fix, "the bundle manifest")
+        if isinstance(data, dict) and data.get("schema") != SCHEMA:  # an older bundle's fields differ: say so first
+            raise NemoRLError(f"{path} has schema {data.get('schema')!r:.20}, this nemo-rl reads {SCHEMA}", fix)
+        assert isinstance(data, dict)
         inputs = data["inputs"]
         manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
                                                         str(inputs["python"]), str(inputs["platform"]),
@@ -108,7 +110,7 @@ def read_manifest(bundle: Path) -> Manifest:
                             _proven_field(data["proven"]))
     except FileNotFoundError as exc:
         raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
         raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
     if manifest.schema != SCHEMA:
         raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)

@@ -3,7 +3,7 @@ milliseconds once it passed and the imports run again only when the environment 
 
 The record holds the inputs the verification compared (uv.lock's digest, the driver's Python and Ray) and the
 state of the files it covered: every directory under site-packages and bin/ (a file added, removed or renamed
-anywhere changes its directory) and every file the import check loaded, modules and mapped shared libraries
+anywhere changes its directory's listing) and every file the import check loaded, modules and mapped shared libraries
 (an edit in place changes the file's size, mtime or ctime; ctime cannot be set back by hand). `__pycache__` is
 left out: Python writes it whenever a worker imports something new. A record that does not read, or of the
 wrong shape, counts as no record: the full verification runs and writes a new one.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import itertools
 import json
 import os
 import platform
@@ -67,11 +66,20 @@ def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple
     except OSError:
         return "no environment"
     try:
-        for relative in itertools.chain(dirs, files):
+        for relative in dirs:
+            # a directory by what it lists, __pycache__ left out: a worker's first import of a package writes
+            # `pkg/__pycache__/`, which changes the directory's mtime and nothing that was verified
+            try:
+                names = sorted(n for n in os.listdir(os.path.join(f"/proc/self/fd/{fd}", relative))
+                               if n != "__pycache__")
+                lines.append(f"{relative}/ {hashlib.sha256(chr(0).join(names).encode()).hexdigest()}")
+            except (OSError, ValueError):
+                lines.append(f"{relative}/ -")
+        for relative in files:
             try:
                 st = os.stat(relative, dir_fd=fd)
                 lines.append(f"{relative} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}")
-            except OSError:
+            except (OSError, ValueError):  # ValueError: a NUL in a hand-edited path
                 lines.append(f"{relative} -")
     finally:
         os.close(fd)
@@ -97,7 +105,7 @@ def write(env: Path, project: Path, python: str, ray: str | None, dirs: list[str
 
 def read(env: Path) -> Record | None:
     try:
-        data = json.loads((env / RECORD).read_text())
+        data = json.loads((env / RECORD).read_text())  # RecursionError (a nested hand edit) is a ValueError here
         strings = ("lock_hash", "python", "state")
         if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
                 or not isinstance(data.get("ray"), str | None)
@@ -105,7 +113,7 @@ def read(env: Path) -> Record | None:
             return None
         return Record(data["lock_hash"], data["python"], data["ray"], tuple(data["dirs"]), tuple(data["files"]),
                       data["state"])
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # not a record we wrote: verify in full
         return None
 
 
