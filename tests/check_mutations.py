@@ -467,7 +467,7 @@ MUTATIONS = [
     ("fast: patches export takes exactly DIST DIR", "nemo_rl/deps/cli.py", "found = self.EXPORT.parse_args(words[1:])",
      "found = self.EXPORT.parse_known_args(words[1:] + ['x', 'y'])[0]", "tests/test_cli.py"),
     ("fast: build requirements are PEP 508", "nemo_rl/forks/fork_metadata.py",
-     "        return [str(Requirement(r)) for r in requirements]", "        return list(requirements)",
+     "        parsed = [Requirement(r) for r in requirements]", "        parsed = []",
      "tests/test_fork_metadata.py"),
     ("fast: backend-path is a list of strings", "nemo_rl/forks/fork_metadata.py",
      "    if not isinstance(backend, str) or not (backend_path is None or (", "    if False and (backend_path is None or (",
