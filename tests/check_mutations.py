@@ -290,6 +290,8 @@ MUTATIONS = [
      DECLARED),
     ("derived: one entry per fork", "nemo_rl/project/lockfile.py", "    if len(same) > 1:  # uv then ignores ours", "    if False:  # uv then ignores ours",
      DECLARED),
+    ("runner: a skip beside a pass is no survival", "tests/mutation_verdicts.py", '    if skipped:  # "survived" means',
+     '    if False:  # "survived" means', "tests/test_check_mutations.py"),
     ("metadata: a moved checkout is cleaned", "nemo_rl/forks/fork_metadata.py",
      '            git.git(["clean", "-ffdxq"], repo=source)\n', "", SIDE),
     ("scratch: memory only with room", "nemo_rl/forks/scratch.py", "free.f_bavail * free.f_frsize >= size_hint + MARGIN",

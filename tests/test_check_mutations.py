@@ -77,6 +77,12 @@ def test_skips_prove_nothing_and_passes_survive(pytester):
     assert verdict(pytester, PASSES, "def test_also():\n    pass\n") == mv.Run((), 2, "")
 
 
+def test_a_skipped_test_beside_a_passing_one_proves_nothing(pytester):
+    """The test that guards a check may skip here (no CUDA 12 nvcc): one unrelated pass must not read as survived."""
+    run = verdict(pytester, PASSES, "import pytest\n@pytest.mark.skip(reason='no nvcc')\ndef test_guard():\n    pass\n")
+    assert run.inconclusive and "skipped" in run.inconclusive and "no nvcc" in run.inconclusive
+
+
 def test_node_ids_of_classes_and_parameters_run_again(pytester):
     """The failing test is run again without the mutation by the node id read back from the report."""
     source = "import pytest\nclass TestIt:\n    @pytest.mark.parametrize('n', [1, 2])\n    def test_n(self, n):\n" \
