@@ -64,7 +64,7 @@ def _interrupted(signum: int) -> int:
 
     process.end_all()  # children started but not yet waited for (each wait ends its own)
     done = interrupt.completed_steps()
-    print(f"interrupted after the change was complete: {'; '.join(done)}" if done else
+    print(f"interrupted after these steps were complete: {'; '.join(done)}" if done else
           "interrupted; nothing was changed by an unfinished step", file=sys.stderr)
     return 128 + signum
 

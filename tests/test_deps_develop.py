@@ -148,3 +148,20 @@ def test_onto_refuses_a_checkout_with_unsaved_work(world, capsys, monkeypatch, u
     assert git(checkout, "rev-parse", "HEAD") == world.forks["megatron-core"].head
     assert git(checkout, "branch", "--list", "rebase/*") == ""
     assert edited.read_text() == "def tokens():\n    return ['unsaved']\n"
+
+
+def test_onto_again_over_its_own_branch_says_how_to_go_on(world, capsys, monkeypatch):
+    """A second --onto (the first interrupted, or done): git's raw "a branch named ... already exists" becomes how
+    to go on with that branch or start over."""
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Maintainer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "maintainer@fixture.invalid")
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    deps(world, "develop", "megatron-core", "--onto", "upstream/main")
+    work = git(checkout, "branch", "--list", "rebase/*").strip(" *\n")
+    assert work.startswith("rebase/megatron-core-onto-")
+    git(checkout, "switch", "--quiet", "develop/megatron-core")
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert f"already has the branch {work}" in err and f"branch -D {work}" in err, err

@@ -135,7 +135,7 @@ def test_a_signal_after_the_landing_says_the_change_is_complete(world, capsys, m
     monkeypatch.setattr(landing, "finish", finish_then_signal)
     assert main(["deps", "bump", "megatron-core", "--rev", new_head, "--project", str(world.project)]) == 143
     err = capsys.readouterr().err
-    assert "interrupted after the change was complete" in err and "uv.lock" in err
+    assert "interrupted after these steps were complete" in err and "uv.lock" in err
     assert "nothing was changed" not in err
     assert lockfile.fork(world.project, "megatron-core").rev == new_head
 

@@ -12,7 +12,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from nemo_rl import git, settings, values
+from nemo_rl import git, interrupt, settings, values
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
@@ -205,7 +205,12 @@ def onto(project: Path, args: argparse.Namespace) -> int:
             _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
         _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
+    if git.ref_exists(checkout, f"refs/heads/{work}"):  # an earlier --onto (perhaps interrupted) made it
+        raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
+                          f"go on with it (`git -C {checkout} switch {work}`, then `git -C {checkout} rebase "
+                          f"{target[:12]}`), or delete it (`git -C {checkout} branch -D {work}`) and run --onto again")
     git.switch_new_branch(checkout, work, "HEAD")
+    interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
     stopped = git.rebase(checkout, target)
     if stopped:
