@@ -126,9 +126,9 @@ def _prove(project: Path, env: Path) -> Proven:
     """The import check a node would run first, run once here: a bundle whose environment does not import Ray
     and the forks' modules is never made, and a node that installs the same bytes records this proof."""
     from nemo_rl import imports
-    from nemo_rl.workers import environments, verified
+    from nemo_rl.workers import verified
 
-    modules = environments.modules_to_import(lockfile.forks(project), env)
+    modules = verified.modules_to_import(lockfile.forks(project), env)
     if not installed.installed(env, "ray")[0]:  # not a worker environment (benchmarks pack such): no proof of Ray
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import extras, imports, locks, settings, uv, values
+from nemo_rl import imports, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -193,12 +193,6 @@ def _overlay_developed(project: Path, env: Path) -> None:
                                       develop_state.shadow_dir(project, entry.distribution))
 
 
-def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
-    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's)."""
-    present = {f.distribution for f in forks if installed.installed(env, f.distribution)[0]}
-    return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
-
-
 def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = None) -> None:
     """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
     fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
@@ -212,7 +206,7 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     forks = lockfile.forks(project)
-    modules = modules_to_import(forks, env.path)
+    modules = verified.modules_to_import(forks, env.path)
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
     # in seconds, not in Ray's scheduler minutes later.
     try:

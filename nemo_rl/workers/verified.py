@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import extras
 from nemo_rl.project import installed, landing, lockfile
 
 RECORD = "nemo-rl-verified.json"
@@ -133,3 +134,9 @@ def still_verified(env: Path, project: Path) -> bool:
 def forget(env: Path) -> None:
     with contextlib.suppress(OSError):
         (env / RECORD).unlink(missing_ok=True)
+
+
+def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
+    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's)."""
+    present = {f.distribution for f in forks if installed.installed(env, f.distribution)[0]}
+    return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
