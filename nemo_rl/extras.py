@@ -98,11 +98,11 @@ def installed_commit(distribution: str) -> str | None:
 def commit_from_direct_url(text: str | None) -> str | None:
     if not text:
         return None
-    try:
+    try:  # a probe: whatever the file holds, never an exception
         vcs_info = json.loads(text).get("vcs_info") or {}
-    except (ValueError, AttributeError):
+        commit = vcs_info.get("commit_id")
+    except (ValueError, AttributeError, RecursionError):
         return None
-    commit = vcs_info.get("commit_id")
     return commit if isinstance(commit, str) else None
 
 

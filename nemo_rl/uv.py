@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
 
@@ -73,6 +74,8 @@ def lock_mismatch(project: Path) -> str | None:
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,
          extra_env: Mapping[str, str] | None = None) -> Result:
+    # uv writes the project's path into the environment's .pth (an editable install): one line each, always
+    values.plain_path(project.resolve(), "the project directory")
     env = {**os.environ, **(extra_env or {})}
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)

@@ -62,7 +62,8 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
 
 def plain_path(path: Path | str, where: str) -> Path:
     """A path safe to write as one line of a .pth file or a script: no newline or other control character."""
-    if _CONTROL.search(str(path)):
+    # and every character str.splitlines() splits on (U+2028 ...): Python 3.13's site.py reads .pth files so
+    if _CONTROL.search(str(path)) or len(str(path).splitlines()) > 1 or not str(path).isprintable():
         raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character, which "
                           "would start a new line (run as code) in the files nemo-rl writes",
                           "rename or move it to a path without control characters, then run again")

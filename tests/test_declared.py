@@ -157,3 +157,20 @@ def test_two_entries_for_one_fork_are_refused(tmp_path):
         '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"\nversion = "2"\n')
     with pytest.raises(NemoRLError, match="2 .*entries for megatron-core"):
         lockfile.declared_metadata(tmp_path, "megatron-core")
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda p: p.update(version="9.9"), "version"),
+    (lambda p: p.update(dependencies=[{"name": "torch"}]), "missing"),
+    (lambda p: p["dependencies"].append({"name": "six"}), "also six"),
+])
+def test_a_hand_edit_of_the_forks_locked_package_is_caught(edit, expected):
+    """uv does not check a git package's locked metadata against the entry: a hand edit of uv.lock would stand."""
+    from nemo_rl.forks import metadata_check
+
+    entry = declared.Entry("megatron-core", "0.1.0", None, ("numpy", "torch"))
+    package = {"name": "megatron-core", "version": "0.1.0", "dependencies": [{"name": "numpy"}, {"name": "torch"}]}
+    assert metadata_check.locked_differences({"package": [package]}, entry) == []
+    edit(package)
+    found = metadata_check.locked_differences({"package": [package]}, entry)
+    assert found and expected in " ".join(" ".join(f) for f in found)

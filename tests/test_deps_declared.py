@@ -154,7 +154,9 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     records.write(directory, index, noted)
     metadata_check.write_derived(world.project, "megatron-core", wrong)
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 0  # consistent with itself
+    # records and entry agree; the lock does not (it was not made from the entry), and offline says so
+    assert cli(world, "patches", "--check", "--offline") == 1
+    assert "uv.lock" in capsys.readouterr().out
     assert cli(world, "patches", "--check") == 1
     assert "declares requires-dist" in capsys.readouterr().out
 

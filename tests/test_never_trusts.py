@@ -492,3 +492,67 @@ def test_pack_into_a_place_it_cannot_write_is_exit_1(world, tmp_path, capsys):
     blocker.write_text("")
     assert main(["envs", "pack", "BASE", str(blocker / "b"), "--project", str(world.project)]) == 1
     assert f"cannot pack into {blocker}" in capsys.readouterr().err
+
+
+def test_a_link_out_of_the_bundle_through_another_link_is_refused(tmp_path):
+    """`q -> p/../../etc/passwd` reads as inside the bundle; the kernel follows `p -> ../..` first (review)."""
+    root = tmp_path / "cache"
+    deep = root / "archive-v0" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "p").symlink_to("../../..")
+    (deep / "q").symlink_to("p/../../../../../etc/passwd")
+    with pytest.raises(NemoRLError, match="links out of the bundle"):
+        bundles.content_digest(root)
+
+
+def test_a_file_swapped_for_a_writable_one_while_linked_is_copied(tmp_path, monkeypatch):
+    """The name checked and the inode linked can differ: only an inode only this user may write stays linked."""
+    source, target = tmp_path / "bundle", tmp_path / "work"
+    source.mkdir()
+    (source / "f.py").write_text("X = 1\n")
+    os.chmod(source / "f.py", 0o644)
+    real_link = os.link
+
+    def swap_then_link(src, dst, *args, **kwargs):  # the bundle's writer wins the race
+        os.chmod(src, 0o666)
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", swap_then_link)
+    bundles._link_tree(source, target)
+    assert os.stat(target / "f.py").st_ino != os.stat(source / "f.py").st_ino
+
+
+def test_remove_refuses_a_checkout_with_submodules(world, capsys):
+    """A submodule's local commits and stashes live in .git/modules: `--remove` would delete them unseen."""
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl" / "develop" / "megatron-core"
+    (checkout / ".git" / "modules" / "sub").mkdir(parents=True)
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "submodules" in capsys.readouterr().err
+    assert checkout.exists()
+
+
+@pytest.mark.parametrize("character", ["\u2028", "\u0085"])
+def test_a_path_with_a_line_separator_python_may_split_on_is_refused(character):
+    from nemo_rl import values
+
+    with pytest.raises(NemoRLError, match="control character"):
+        values.plain_path(f"/tmp/x{character}import os", "the checkout")
+
+
+def test_a_journal_that_names_a_path_twice_is_refused(tmp_path):
+    from nemo_rl.project import landing
+
+    staging = tmp_path / "project" / ".nemo-rl" / "staging-1"
+    staging.mkdir(parents=True)
+    (staging / landing.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"] * 200_000}))
+    with pytest.raises(NemoRLError, match="names paths a landing never moves"):
+        landing.read_journal(staging)
+
+
+@pytest.mark.parametrize("text", ['{"vcs_info": [1]}', "[" * 100_000])
+def test_a_direct_url_record_of_any_shape_is_no_commit(text):
+    from nemo_rl import extras
+
+    assert extras.commit_from_direct_url(text) is None

@@ -112,6 +112,8 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
             raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
                               "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
         unsaved = git.unsaved_work(checkout)
+        if (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists():
+            unsaved.append("submodules (their commits and stashes are not looked at)")
         # ignored files are work too (data/, local settings), except the bytecode Python leaves by running it
         ignored = [f for f in git.ignored_files(checkout) if "__pycache__/" not in f and not f.endswith(".pyc")]
         if ignored:

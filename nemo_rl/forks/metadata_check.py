@@ -59,6 +59,36 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
                 f"a requirement {dist} declares at {fork.rev[:12]}",
                 "not declared by the fork: the drop is unnecessary, remove it")
                for name in declared.unnecessary_drops(declares, found_deltas)]
+    lock_path = project / "uv.lock"
+    if lock_path.exists():
+        result += [("uv.lock", f"[[package]] {dist} {field}", f"{expected} (the derived entry)", found)
+                   for field, expected, found in locked_differences(lockfile.load_toml(lock_path), derived)]
+    return result
+
+
+def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, str, str]]:
+    """The fork's [[package]] in uv.lock against the derived entry: its version and the names it depends on. uv
+    does not check a git package's locked metadata against the entry, so a hand edit of uv.lock would stand."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    packages = [p for p in lock.get("package", []) if isinstance(p, dict)
+                and canonicalize_name(str(p.get("name"))) == canonicalize_name(derived.name)]
+    if len(packages) != 1:
+        return [("entries", "one", str(len(packages)))]
+    package = packages[0]
+    found = {canonicalize_name(str(d.get("name"))) for d in package.get("dependencies", []) if isinstance(d, dict)}
+    requirements = [Requirement(r) for r in derived.requires_dist]
+    # uv may leave out a requirement whose marker no locked environment meets: only unconditional ones must be there
+    required = {canonicalize_name(r.name) for r in requirements if r.marker is None}
+    allowed = {canonicalize_name(r.name) for r in requirements}
+    result = []
+    if derived.version is not None and str(package.get("version")) != derived.version:
+        result.append(("version", derived.version, str(package.get("version"))))
+    if missing := sorted(required - found):
+        result.append(("dependencies", f"{', '.join(missing)} among them", "missing"))
+    if unexpected := sorted(found - allowed):
+        result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
     return result
 
 

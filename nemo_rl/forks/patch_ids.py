@@ -19,7 +19,7 @@ CACHE = "nemo-rl-patch-ids.json"
 def _read(repo: Path) -> dict[str, str]:
     try:
         data = json.loads((repo / CACHE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a damaged cache only costs a recomputation
         return {}  # a missing or damaged cache only costs a recomputation
     if not isinstance(data, dict):
         return {}

@@ -134,10 +134,13 @@ def read_journal(staging: Path) -> list[str]:
            f"(`git checkout -- <file>` restores one), then delete {staging}")
     try:
         journal = values.state_json(path, fix, "the landing journal")
-        moves = journal["moves"] if isinstance(journal, dict) else None
+        if not isinstance(journal, dict):
+            raise TypeError("not a JSON object")
+        moves = journal["moves"]
     except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
-    if not isinstance(moves, list) or not all(_landable(name) for name in moves):
+    if (not isinstance(moves, list) or len(moves) != len(set(map(str, moves))) or len(moves) > 8
+            or not all(_landable(name) for name in moves)):  # a landing moves each of a handful of paths once
         raise NemoRLError(f"{path} names paths a landing never moves: {moves!r:.200}", fix)
     for name in moves:
         values.inside(project_of(staging), name, str(path))

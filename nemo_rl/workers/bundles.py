@@ -44,7 +44,10 @@ def _file_entry(root: Path, path: Path) -> tuple[str, int]:
         target = os.readlink(path)
         # uv's own links are relative, into archive-v0: one that leaves the bundle would install an outside file
         landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
-        if os.path.isabs(target) or landing == ".." or landing.startswith("../"):
+        # and as the kernel follows it: `q -> p/../../etc` through `p -> ../..` is inside by its text alone
+        real, inside = os.path.realpath(path), os.path.realpath(root)
+        if (os.path.isabs(target) or landing == ".." or landing.startswith("../")
+                or not (real == inside or real.startswith(inside + os.sep))):
             raise NemoRLError(f"{path} links out of the bundle (to {target!r:.120})",
                               "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
                               "inside itself")
@@ -245,7 +248,10 @@ def _link_tree(source: Path, target: Path) -> None:
         if info.st_uid == euid and not info.st_mode & 0o022:
             try:
                 os.link(path, here)
-                return
+                linked = os.lstat(here)  # the inode linked, which the name may no longer be: only ours may stay
+                if linked.st_uid == euid and not linked.st_mode & 0o022:
+                    return
+                os.unlink(here)
             except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
                 pass
         shutil.copy2(path, here)

@@ -204,7 +204,7 @@ def check_node(bundle: Path, gpu: int | None = None) -> str | None:
                       for n, e in data["extensions"].items()}
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
     gpu = node_gpu() if gpu is None else gpu
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())

@@ -106,7 +106,7 @@ def write(env: Path, project: Path, python: str, ray: str | None, dirs: list[str
 
 def read(env: Path) -> Record | None:
     try:
-        data = json.loads((env / RECORD).read_text())  # RecursionError (a nested hand edit) is a ValueError here
+        data = json.loads((env / RECORD).read_text())
         strings = ("lock_hash", "python", "state")
         if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
                 or not isinstance(data.get("ray"), str | None)
