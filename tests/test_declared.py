@@ -126,9 +126,9 @@ def test_installed_fork_against_lock_and_records(tmp_path):
 
 
 @pytest.mark.parametrize("key, value, expected", [
-    ("add", "evil @ file:///tmp/evil", "is a direct reference"),
+    ("add", "evil @ https://example.invalid/evil.tar.gz", "is a direct reference"),
     ("drop", "pytest ; python_version < '3'", "is more than a name"),
-    ("drop", "pytest @ file:///etc", "is more than a name"),
+    ("drop", "pytest @ https://example.invalid/pytest.tar.gz", "is more than a name"),
 ])
 def test_a_delta_that_would_run_or_hide_something_is_refused(key, value, expected):
     from nemo_rl.errors import NemoRLError
@@ -138,7 +138,7 @@ def test_a_delta_that_would_run_or_hide_something_is_refused(key, value, expecte
         declared.deltas_from_table({key: [{field: value, "why": "a reason"}]}, "megatron-core")
 
 
-@pytest.mark.parametrize("line", ["--index-url http://evil", "evil @ file:///tmp/evil"])
+@pytest.mark.parametrize("line", ["--index-url http://evil", "evil @ https://example.invalid/evil.tar.gz"])
 def test_declares_of_a_hand_edited_index_are_requirements_or_refused(line):
     from nemo_rl.errors import NemoRLError
 

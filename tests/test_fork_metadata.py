@@ -4,6 +4,7 @@ requirements kept from its metadata, the drift report; and the PEP 517 front end
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -106,12 +107,12 @@ def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
 
 
 def test_build_requirements_that_are_direct_references_are_refused():
-    """`pkg @ file:///elsewhere` in a fork's [build-system] would build (and run) code outside the fork."""
+    """`pkg @ <a file URL>` in a fork's [build-system] would build (and run) code outside the fork."""
     from nemo_rl.errors import NemoRLError
     from nemo_rl.forks import fork_metadata
 
     with pytest.raises(NemoRLError, match="direct references are not taken"):
-        fork_metadata._checked(["setuptools", "pkg @ file:///tmp/elsewhere"], "a" * 40)
+        fork_metadata._checked(["setuptools", f"pkg @ {Path('/').as_uri()}elsewhere"], "a" * 40)
 
 
 def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):

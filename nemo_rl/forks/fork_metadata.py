@@ -242,7 +242,7 @@ def _checked(requirements: object, rev: str) -> list[str]:
         if not isinstance(requirements, list):
             raise InvalidRequirement(repr(requirements))
         parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
-        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ file:///elsewhere` builds code outside the fork
+        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ <a file URL>` builds code outside the fork
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
         return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:
