@@ -218,15 +218,20 @@ def test_a_signal_before_the_landing_changes_nothing(world, capsys, monkeypatch)
     assert world.files() == before
 
 
-def test_work_without_a_checkpoint_still_ends_within_seconds():
-    """doctor's probes run in-process with no checkpoint: the forced exit comes FORCE_AFTER_S after the signal."""
+def busy_without_a_checkpoint() -> subprocess.Popen:
+    """A command in pure Python work (no child, no lock), started and running."""
     proc = run_script("""
-        from pathlib import Path
         print("busy", flush=True, file=sys.stderr)
         while True:
             pass
     """)
     assert proc.stderr.readline().strip() == "busy"
+    return proc
+
+
+def test_work_without_a_checkpoint_still_ends_within_seconds():
+    """doctor's probes run in-process with no checkpoint: the forced exit comes FORCE_AFTER_S after the signal."""
+    proc = busy_without_a_checkpoint()
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 130
@@ -235,12 +240,7 @@ def test_work_without_a_checkpoint_still_ends_within_seconds():
 
 
 def test_a_second_signal_ends_the_command_at_once():
-    proc = run_script("""
-        print("busy", flush=True, file=sys.stderr)
-        while True:
-            pass
-    """)
-    assert proc.stderr.readline().strip() == "busy"
+    proc = busy_without_a_checkpoint()
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     sent = time.monotonic()
