@@ -8,7 +8,6 @@ from nemo_rl.deps import bump
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import bump_steps, declared
 from nemo_rl.forks.record_files import Record
-from nemo_rl.project import installed
 
 FORK = declared.Declares("0.16.0rc0", None, ("einops", "pytest", "wandb", "tensorstore!=0.1.46", "torch", "six>=1.16"))
 DELTAS = declared.deltas_from_table({
@@ -100,29 +99,111 @@ def test_the_offline_lock_says_why_it_was_thrown_away():
     assert "uv.lock line 1" in why and "version = 2" in why
 
 
-def fake_env(tmp_path, version, requires):
+COMMIT = "c" * 40
+FIX = "run `nemo-rl deps patches megatron-core` (it derives the entry from what the fork declares at the pin"
+
+
+def fake_env(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",)):
+    """A site-packages holding megatron-core's dist-info (installed from `commit`) and `others`."""
+    import json
+
     site = tmp_path / "env/lib/python3.12/site-packages"
     info = site / f"megatron_core-{version}.dist-info"
     info.mkdir(parents=True)
     lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: megatron-core\nVersion: {version}\n{lines}")
-    six = site / "six-1.17.0.dist-info"
-    six.mkdir()
-    (six / "METADATA").write_text("Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n")
-    (tmp_path / "env/pyvenv.cfg").write_text("home = /usr\n")
+    if commit:
+        (info / "direct_url.json").write_text(json.dumps({"url": "https://forks.nemo-rl.invalid/m.git",
+                                                          "vcs_info": {"vcs": "git", "commit_id": commit}}))
+    for name in others:
+        other = site / f"{name}-1.0.dist-info"
+        other.mkdir()
+        (other / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (tmp_path / "env/pyvenv.cfg").write_text(f"home = /usr\nversion_info = {python}\n")
     return tmp_path / "env"
 
 
-def test_installed_fork_against_lock_and_records(tmp_path):
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "pytest; extra == 'test'"])
-    assert installed.metadata_problems(env, "megatron-core", "0.2.0", ["six>=1.16"], ["six>=1.16"]) == []
-    version, = installed.metadata_problems(env, "megatron-core", "0.1.0", None, None)
-    assert "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in version and "deps patches megatron-core" \
-        in version
-    requires, = installed.metadata_problems(env, "megatron-core", "0.2.0", [], None)
-    assert "+six>=1.16" in requires and "deps patches megatron-core" in requires
-    missing, = installed.metadata_problems(env, "megatron-core", "0.2.0", None, ["six", "einops"])
-    assert missing.startswith("einops, which uv.lock requires") and "uv sync --locked" in missing
+def fake_project(tmp_path, version="0.2.0", requires=("six>=1.16",), depends=("six",), drop=("pytest",),
+                 add=()):
+    """pyproject.toml with megatron-core's derived entry and drop/add lists, and the uv.lock uv would write."""
+    entry = declared.Entry("megatron-core", version, None, tuple(requires))
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    doc = tomlkit.parse('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
+                        'mcore = ["megatron-core"]\n[tool.uv]\n[tool.nemo-rl.forks.megatron-core]\n')
+    table = doc["tool"]["nemo-rl"]["forks"]["megatron-core"]
+    table["drop"] = [{"name": n, "why": "a reason"} for n in drop]
+    table["add"] = [{"requirement": r, "why": "a reason"} for r in add]
+    declared.write_entry(doc, entry)
+    (project / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    lock = {"version": 1, "package": [
+        {"name": "megatron-core", "version": version,
+         "source": {"git": f"https://forks.nemo-rl.invalid/m.git?rev={COMMIT}#{COMMIT}"},
+         "dependencies": [{"name": d} for d in depends]}],
+        "manifest": {"dependency-metadata": [{"name": "megatron-core", "version": version,
+                                              "requires-dist": list(requires)}]}}
+    (project / "uv.lock").write_text(tomlkit.dumps(lock))
+    return project
+
+
+def kinds(project, env):
+    from nemo_rl.forks import installed_fork
+
+    return {p.kind: str(p) for p in installed_fork.problems(project, env, "megatron-core")}
+
+
+def test_the_installed_fork_as_locked_has_no_problem(tmp_path):
+    # extras' requirements are the fork's options, and pytest is dropped: neither is a difference
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "pytest>=8", "einops; extra == 'test'"])
+    assert kinds(fake_project(tmp_path), env) == {}
+
+
+def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_path):
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
+    found = kinds(fake_project(tmp_path, version="0.1.0"), env)
+    assert list(found) == ["another version"]
+    assert "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in found["another version"]
+    assert FIX in found["another version"] and "`uv sync --locked --extra mcore`" in found["another version"]
+
+
+@pytest.mark.parametrize("installed_requires, expected", [
+    (["six>=1.16", "numpy>=2"], "+numpy>=2"),  # the fork requires it, uv.lock's entry does not
+    ([], "-six>=1.16"),  # the entry requires what the fork no longer does
+    (["six>=1.17"], "+six>=1.17, -six>=1.16"),  # another bound
+])
+def test_installed_requirements_uv_lock_does_not_have_are_named(tmp_path, installed_requires, expected):
+    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", installed_requires, others=("six", "numpy")))
+    assert list(found) == ["requirements differ"] and expected in found["requirements differ"]
+    assert FIX in found["requirements differ"]
+
+
+def test_a_locked_requirement_not_installed_is_named(tmp_path):
+    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=()))
+    assert found == {"requirement missing": "six, which megatron-core requires, is not installed: run "
+                                            "`uv sync --locked --extra mcore`"}
+
+
+def test_another_commit_installed_says_sync(tmp_path):
+    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.1.0", [], commit="d" * 40))
+    assert list(found) == ["another commit"] and "uv sync --locked --extra mcore" in found["another commit"]
+    found = kinds(fake_project(tmp_path / "b"), fake_env(tmp_path / "b", "0.2.0", ["six>=1.16"], commit=None))
+    assert "no git commit record" in found["another commit"]
+
+
+def test_a_requirement_whose_marker_excludes_the_environment_is_no_problem(tmp_path):
+    split = ['six>=1.16; python_version < "3.12"', 'six>=1.17; python_version >= "3.12"']
+    project = fake_project(tmp_path, requires=split)
+    # a Python 3.12 environment: only the second applies; the fork leaving out the first is not a difference
+    assert kinds(project, fake_env(tmp_path, "0.2.0", [split[1]])) == {}
+    found = kinds(project, fake_env(tmp_path / "311", "0.2.0", [split[1]], python="3.11.9"))
+    assert "-six>=1.16" in found["requirements differ"]  # in a 3.11 environment it does apply
+    assert "+six" not in found["requirements differ"]  # and the 3.12 one does not
+
+
+def test_the_add_list_applies_to_what_is_installed(tmp_path):
+    project = fake_project(tmp_path, requires=("numpy", "six>=1.16,<2"), depends=("numpy", "six"),
+                           add=("numpy", "six>=1.16,<2"))
+    assert kinds(project, fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=("six", "numpy"))) == {}
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -159,10 +240,18 @@ def test_two_entries_for_one_fork_are_refused(tmp_path):
         lockfile.declared_metadata(tmp_path, "megatron-core")
 
 
+def lock_of(package, manifest):
+    return {"package": [package], "manifest": {"dependency-metadata": [manifest]}}
+
+
 @pytest.mark.parametrize("edit, expected", [
-    (lambda p: p.update(version="9.9"), "version"),
-    (lambda p: p.update(dependencies=[{"name": "torch"}]), "missing"),
-    (lambda p: p["dependencies"].append({"name": "six"}), "also six"),
+    (lambda p, m: p.update(version="9.9"), "version"),
+    (lambda p, m: p.update(dependencies=[{"name": "torch"}]), "missing"),
+    (lambda p, m: p["dependencies"].append({"name": "six"}), "also six"),
+    (lambda p, m: m.update(version="9.9"), "[[manifest.dependency-metadata]] version"),
+    (lambda p, m: m.update({"requires-dist": ["numpy>=2", "torch"]}), "missing numpy; not derived numpy>=2"),
+    (lambda p, m: m.update({"requires-dist": ["torch"]}), "missing numpy"),
+    (lambda p, m: m.update({"requires-dist": "torch"}), "a list of requirements"),
 ])
 def test_a_hand_edit_of_the_forks_locked_package_is_caught(edit, expected):
     """uv does not check a git package's locked metadata against the entry: a hand edit of uv.lock would stand."""
@@ -170,7 +259,92 @@ def test_a_hand_edit_of_the_forks_locked_package_is_caught(edit, expected):
 
     entry = declared.Entry("megatron-core", "0.1.0", None, ("numpy", "torch"))
     package = {"name": "megatron-core", "version": "0.1.0", "dependencies": [{"name": "numpy"}, {"name": "torch"}]}
-    assert metadata_check.locked_differences({"package": [package]}, entry) == []
-    edit(package)
-    found = metadata_check.locked_differences({"package": [package]}, entry)
+    manifest = {"name": "megatron-core", "version": "0.1.0", "requires-dist": ["numpy", "torch"]}
+    assert metadata_check.locked_differences(lock_of(package, manifest), entry) == []
+    edit(package, manifest)
+    found = metadata_check.locked_differences(lock_of(package, manifest), entry)
     assert found and expected in " ".join(" ".join(f) for f in found)
+
+
+SPLIT = ('foo>=1; python_version < "3.12"', 'foo>=2; python_version >= "3.12"')
+
+
+def test_requirements_of_one_name_split_by_marker_are_both_kept():
+    fork = declared.Declares("1.0", None, ("torch", *SPLIT, "pytest"))
+    deltas = declared.deltas_from_table({"drop": [{"name": "pytest", "why": "a test tool"}]}, "megatron-core")
+    assert declared.derive("megatron-core", fork, deltas).requires_dist == (*SPLIT, "torch")
+    # an add with a marker replaces the fork's requirement of that name and marker only
+    tighter = declared.deltas_from_table({"add": [{"requirement": 'foo>=2.5; python_version >= "3.12"', "why": "a"}]},
+                                         "megatron-core")
+    assert declared.derive("megatron-core", fork, tighter).requires_dist == (
+        SPLIT[0], 'foo>=2.5; python_version >= "3.12"', "pytest", "torch")
+    # one without a marker replaces every requirement of its name
+    one = declared.deltas_from_table({"add": [{"requirement": "foo>=3", "why": "a"}]}, "megatron-core")
+    assert declared.derive("megatron-core", fork, one).requires_dist == ("foo>=3", "pytest", "torch")
+    # dropped by name: both go
+    both = declared.deltas_from_table({"drop": [{"name": "foo", "why": "a"}]}, "megatron-core")
+    assert declared.derive("megatron-core", fork, both).requires_dist == ("pytest", "torch")
+    # and the lock's manifest keeps both: one of them lost is named
+    entry = declared.derive("megatron-core", fork, deltas)
+    package = {"name": "megatron-core", "version": "1.0", "dependencies": [{"name": "foo"}, {"name": "torch"}]}
+    manifest = {"name": "megatron-core", "version": "1.0", "requires-dist": [SPLIT[1], "torch"]}
+    found = metadata_check_differences(package, manifest, entry)
+    assert "missing foo>=1" in found
+
+
+def metadata_check_differences(package, manifest, entry):
+    from nemo_rl.forks import metadata_check
+
+    return " ".join(" ".join(f) for f in metadata_check.locked_differences(lock_of(package, manifest), entry))
+
+
+@pytest.mark.parametrize("adds", [
+    ["foo>=2", 'foo>=3; python_version >= "3.12"'],
+    ['foo>=3; python_version >= "3.12"', "foo>=2"],
+    ['foo>=3; python_version >= "3.12"', 'foo>=4; python_version >= "3.12"'],
+])
+def test_one_name_added_twice_needs_distinct_markers(adds):
+    with pytest.raises(NemoRLError, match="added twice for the same environments"):
+        declared.deltas_from_table({"add": [{"requirement": r, "why": "a"} for r in adds]}, "megatron-core")
+
+
+def test_one_name_added_for_two_markers_is_taken():
+    found = declared.deltas_from_table({"add": [{"requirement": r, "why": "a"} for r in SPLIT]}, "megatron-core")
+    assert [a.requirement for a in found.add] == list(SPLIT)
+    fork = declared.Declares("1.0", None, ("foo", "torch"))
+    assert declared.derive("megatron-core", fork, found).requires_dist == ("foo", *SPLIT, "torch")
+
+
+def test_the_forks_metadata_keeps_requirements_split_by_marker():
+    from nemo_rl.forks import fork_metadata
+
+    found = fork_metadata._requirements([*SPLIT, "torch", "pytest; extra == 'test'", "foo[x]>=1"])
+    assert sorted(found.values()) == sorted(['foo>=1; python_version < "3.12"', 'foo>=2; python_version >= "3.12"',
+                                             "torch", "foo[x]>=1"])
+    assert found["torch"] == "torch"  # an unconditional requirement is still found by its name
+
+
+def test_without_an_entry_the_forks_own_requirements_must_be_locked(tmp_path):
+    """No [[tool.uv.dependency-metadata]] entry: uv locks the fork's own metadata, so the names must be there."""
+    project = fake_project(tmp_path, drop=())
+    path = project / "pyproject.toml"
+    doc = tomlkit.parse(path.read_text())
+    del doc["tool"]["uv"]["dependency-metadata"]
+    path.write_text(tomlkit.dumps(doc))
+    lock = tomlkit.parse((project / "uv.lock").read_text())
+    del lock["manifest"]
+    (project / "uv.lock").write_text(tomlkit.dumps(lock))
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "numpy"], others=("six", "numpy"))
+    found = kinds(project, env)
+    assert list(found) == ["not locked"] and "requires numpy, which uv.lock does not lock" in found["not locked"]
+    assert "`uv lock --upgrade-package megatron-core`" in found["not locked"]
+
+
+def test_a_requirement_this_interpreter_meets_must_be_locked():
+    from nemo_rl.forks import metadata_check
+
+    entry = declared.Entry("megatron-core", "0.1.0", None, ('numpy; python_version >= "3"', "torch"))
+    package = {"name": "megatron-core", "version": "0.1.0", "dependencies": [{"name": "torch"}]}
+    manifest = {"name": "megatron-core", "version": "0.1.0", "requires-dist": list(entry.requires_dist)}
+    found = metadata_check.locked_differences(lock_of(package, manifest), entry)
+    assert ("dependencies", "numpy among them", "missing") in found

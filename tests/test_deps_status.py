@@ -32,7 +32,7 @@ def test_status_walks_every_state(world, tmp_path, capsys):
     rows = status_json(world, capsys, env)
     assert rows["megatron-core"]["state"] == "env stale"
     assert rows["megatron-core"]["locked_commit"] == new_head
-    assert "uv sync --extra mcore" in rows["megatron-core"]["remedy"]
+    assert "uv sync --locked --extra mcore" in rows["megatron-core"]["remedy"]
     assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
 
     # A plain sync (no --reinstall) sees the locked commit changed and installs it.

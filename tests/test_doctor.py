@@ -118,11 +118,35 @@ def test_component_state_agrees_with_deps_status():
     assert component_state(probe(None), None) == ("ok", None)  # a registry package has no locked commit
     assert component_state(probe(None, installed=False), locked)[0] == "broken"
     assert component_state(probe(None, installed=False, present=False), locked)[0] == "not installed"
-    # the locked commit, but another version than uv.lock says: the lock's entry is not what the fork builds
-    state, remedy = component_state(probe(locked), locked, "0.16.0rc0")
-    assert state == "installed differs" and "uv.lock says 0.16.0rc0" in remedy
-    assert "deps patches megatron-core" in remedy
-    assert component_state(probe(locked), locked, "0.13.0rc0") == ("ok", None)
+    # the locked commit, but the fork's metadata differs from uv.lock's (installed_fork's problems)
+    state, remedy = component_state(probe(locked), locked, ["the version differs: run this"])
+    assert (state, remedy) == ("installed differs", "the version differs: run this")
+    assert component_state(probe(locked), locked, []) == ("ok", None)
+
+
+def test_doctor_compares_the_installed_forks_metadata_with_the_lock(tmp_path, monkeypatch):
+    """The installed megatron-core at the locked commit, but its own version is not the one uv.lock says."""
+    from test_declared import COMMIT, fake_env, fake_project
+
+    from nemo_rl import extras
+    from nemo_rl.doctor import report
+    from nemo_rl.project import lockfile
+
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
+    project = fake_project(tmp_path, version="0.1.0")
+    real = extras.probe
+
+    def probe(key):
+        comp = extras.COMPONENTS[key]
+        if comp.distribution == "megatron-core":  # importing it is not what is tested: its metadata is
+            return extras.Probe(comp, True, True, "0.2.0", COMMIT, None)
+        return real(key)
+
+    monkeypatch.setattr(extras, "probe", probe)
+    rows = {r.distribution: r for r in report.components(project, lockfile.locked_packages(project), env)}
+    row = rows["megatron-core"]
+    assert row.state == "installed differs" and "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in row.remedy
+    assert "nemo-rl deps patches megatron-core" in row.remedy
 
 
 def test_doctor_outside_any_project_says_which_it_compared(tmp_path, capsys, monkeypatch):

@@ -47,8 +47,11 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             records.write(staging.path / relative, index, noted)
             before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
                 if declares else (None, None, [])
-            if written:
-                _relock(staging.path, fork, before, written)
+            # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
+            relocked = declares is not None and not written and not metadata_check.lock_follows(staging.path, fork,
+                                                                                                declares)
+            if written or relocked:
+                _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution))
                 staging.keep_mode("uv.lock")
             staging.land()
         print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {project / relative}")
@@ -56,6 +59,9 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
                   f"{fork.rev[:12]}, and uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
+        elif relocked:
+            print(f"  uv.lock's {fork.distribution} was not the one its [[tool.uv.dependency-metadata]] entry "
+                  f"locks (an edit by hand): relocked")
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
                   "declares it")
@@ -76,20 +82,25 @@ def run(project: Path, args: argparse.Namespace) -> int:
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)
-    failed = False
+    failed = []
     for fork in forks:
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
-        failed |= bool(problems)
+        if problems:
+            failed.append(fork.distribution)
         print(f"{fork.distribution}: {'ok' if not problems else 'DRIFT'}")
         for problem in problems:
             print(f"  - {problem}")
     orphans = records.orphans(project, all_forks) if not args.distribution else []
     for orphan in orphans:
         print(f"  - {orphan}")
+    for dist in failed:
+        print(f"fix: {records.REGENERATE.format(dist=dist)} (it also writes the derived "
+              f"[[tool.uv.dependency-metadata]] entry and relocks); or move the pin with "
+              f"`nemo-rl deps bump {dist} --branch <branch>`")
+    for orphan in orphans:
+        print(f"fix: add the fork's table back to pyproject.toml, or remove {orphan.file}")
     if failed or orphans:
-        print("fix: " + records.REGENERATE.format(dist="DIST") + " (it also writes the derived "
-              "[[tool.uv.dependency-metadata]] entry and relocks); or re-pin the fork with `nemo-rl deps bump`")
         return 1
     return 0

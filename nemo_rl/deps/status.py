@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, metadata_check, record_files, records
+from nemo_rl.forks import declared, installed_fork, record_files, records
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, landing, lockfile
 
@@ -23,7 +23,7 @@ REMEDIES = {
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
     "env stale": installed.ENV_STALE,
-    "not installed": "run `uv sync --extra mcore` if you need it",
+    "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
 }
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
@@ -80,24 +80,13 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     elif not present:
         state = "not installed"
     else:
-        differs = [] if mismatch else installed_problems(project, env, fork, package, index)
+        differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
         state = "env stale" if mismatch else "installed differs" if differs else "ok"
         mismatch = mismatch or "; ".join(differs) or None
     remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
                       developed, state, remedy.format(dist=fork.distribution) if remedy else None)
-
-
-def installed_problems(project: Path, env: Path, fork: lockfile.Fork, package, index) -> list[str]:
-    """The installed fork's own version and requirements against uv.lock and the recorded fork metadata (the
-    records are current here: status checked them first)."""
-    declares = metadata_check.recorded(index, fork.distribution) if index and index.pinned == fork.rev else None
-    derived = declared.derive(fork.distribution, declares, metadata_check.deltas(project, fork.distribution)) \
-        if declares else None
-    return installed.metadata_problems(env, fork.distribution, package.version if package else None,
-                                       list(declares.requires_dist) if declares else None,
-                                       list(derived.requires_dist) if derived else None)
 
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:

@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from nemo_rl import extras, imports, toolchain, uv
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks import declared, fork_cache, fork_metadata, installed_fork, metadata_check, records
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 
@@ -52,11 +52,13 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
 def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
     """The lock is only worth importing when the fork's entry is the one derived from what it declares at the pin:
     otherwise the environment is built from metadata the fork does not have."""
-    problems = [f"{d}" for fork in forks for d in records.declared_differences(project, fork)]
-    if problems:
-        dists = " ".join(dict.fromkeys(f.distribution for f in forks))
+    found = {fork.distribution: [f"{d}" for d in records.declared_differences(project, fork)] for fork in forks}
+    stale = [dist for dist, problems in found.items() if problems]
+    if stale:
+        # one fork: its command; several: `deps patches` without a name regenerates every fork
+        fix = declared.FIX.format(dist=stale[0]) if len(stale) == 1 else declared.FIX.replace(" {dist}", "")
         raise NemoRLError("the [[tool.uv.dependency-metadata]] entries are not derived from the forks: "
-                          + "; ".join(problems), declared.FIX.format(dist=dists) + ", then verify again")
+                          + "; ".join(p for dist in stale for p in found[dist]), fix + ", then verify again")
 
 
 def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
@@ -104,6 +106,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
                 _sync(project, env, flags)
             for name, why in skipped.items():
                 print(f"skipped {name}: {why}")
+            for problem in installed_fork.problems(project, env, fork.distribution, left_out=skipped):
+                failed = True
+                print(f"{fork.distribution}: installed {problem.kind}: {problem.what}\n  fix: {problem.fix}")
             modules = modules_for(fork.distribution) or [fork.distribution.replace("-", "_")]
             result = imports.check(env / "bin" / "python", modules, cwd=Path(tmp))
             for module in modules:

@@ -14,6 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from nemo_rl import extras, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile
 
 SCHEMA_VERSION = 2
@@ -115,9 +116,9 @@ def python_info(project: Path | None) -> tuple[PythonInfo, list[str]]:
     return PythonInfo(version, sys.executable, spec, ok), problems
 
 
-def component_state(probe: extras.Probe, locked_commit: str | None, locked_version: str | None = None
+def component_state(probe: extras.Probe, locked_commit: str | None, differs: list[str] | None = None
                     ) -> tuple[str, str | None]:
-    """(state, remedy) of one mcore component against the lock."""
+    """(state, remedy) of one mcore component against the lock; `differs`: installed_fork's problems with it."""
     if not probe.present and not probe.installed:
         return "not installed", probe.component.remedy
     if not probe.installed:
@@ -130,18 +131,18 @@ def component_state(probe: extras.Probe, locked_commit: str | None, locked_versi
     mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     if mismatch:
         return "env stale", mismatch
-    differs = installed.version_mismatch(probe.component.distribution, probe.version, locked_version)
-    return ("installed differs", differs) if differs else ("ok", None)
+    return ("installed differs", "; ".join(differs)) if differs else ("ok", None)
 
 
-def components(project: Path | None, locked: dict) -> list[ComponentReport]:
-    env = Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
+def components(project: Path | None, locked: dict, env: Path | None = None) -> list[ComponentReport]:
+    env = env or Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
     result = []
     for key, comp in extras.COMPONENTS.items():
         probe = extras.probe(key)
         package = locked.get(comp.distribution)
-        state, remedy = component_state(probe, package.commit if package else None,
-                                        package.version if package and package.commit else None)
+        differs = [str(p) for p in installed_fork.problems(project, env, comp.distribution)] \
+            if project and probe.installed and package and package.commit else []
+        state, remedy = component_state(probe, package.commit if package else None, differs)
         checkout = develop_state.active_checkout(env, comp.distribution)
         if checkout and state in ("ok", "env stale", "installed differs"):
             state = "developing"

@@ -57,7 +57,8 @@ def declares_for(project: Path, fork: lockfile.Fork, new_rev: str, new: fork_met
     if new is None:
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so its "
                           f"[[tool.uv.dependency-metadata]] entry cannot be derived (see the requirements line above)",
-                          "fix what stops the fork's build backend, then run the bump again")
+                          f"fix what stops the fork's build backend (its error is above), then run `nemo-rl deps "
+                          f"bump {fork.distribution} --rev {new_rev}` again")
     return declared.declares_from(new.version, new.requires_python, new.requires)
 
 

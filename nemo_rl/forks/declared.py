@@ -63,83 +63,110 @@ def _name(requirement: str) -> str:
     return canonicalize_name(Requirement(requirement).name)
 
 
+def key(requirement: Requirement) -> tuple[str, str, str]:
+    """What tells two requirements of one name apart: its marker and extras (`foo>=1; python_version<"3.12"` and
+    `foo>=2; python_version>="3.12"` are two requirements, both locked)."""
+    return canonicalize_name(requirement.name), str(requirement.marker or ""), ",".join(sorted(requirement.extras))
+
+
 def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str]) -> Declares:
     """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement)."""
     values = list(requires.values()) if isinstance(requires, dict) else list(requires)
     return Declares(version, requires_python, tuple(values))
 
 
-def declares_from_table(table: object, where: str) -> Declares | None:
-    """index.toml's `[declares]`, checked; None when absent."""
+def declares_from_table(table: object, where: str, distribution: str | None = None) -> Declares | None:
+    """index.toml's `[declares]` (in the file `where`, of the fork `distribution`), checked; None when absent."""
     if table is None:
         return None
+    regenerate = f"regenerate it with `nemo-rl deps patches{f' {distribution}' if distribution else ''}`"
     problem = f"{where} [declares] must hold version (a string), requires-dist (a list of requirements) and an " \
               "optional requires-python (a string)"
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):
-        raise NemoRLError(problem, "regenerate it with `nemo-rl deps patches DIST`")
+        raise NemoRLError(problem, regenerate)
     requires, python = table.get("requires-dist", []), table.get("requires-python")
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires) or not (
             python is None or isinstance(python, str)):
-        raise NemoRLError(problem, "regenerate it with `nemo-rl deps patches DIST`")
+        raise NemoRLError(problem, regenerate)
     for line in requires:  # parsed here, once: past this point every line is a requirement
         try:
             if Requirement(line).url:
                 raise InvalidRequirement("a direct reference")
         except InvalidRequirement as exc:
             raise NemoRLError(f"{where} [declares] requires-dist: {line!r:.80} is not a requirement nemo-rl locks "
-                              f"({exc})", "regenerate it with `nemo-rl deps patches DIST`") from exc
+                              f"({exc})", regenerate) from exc
     return Declares(table["version"], python, tuple(requires))
 
 
 def deltas_from_table(table: dict, distribution: str) -> Deltas:
     """[tool.nemo-rl.forks.<dist>] `drop = [{ name, why }]` and `add = [{ requirement, why }]`, checked: every
-    entry has its reason, and a name is listed once across both lists."""
+    entry has its reason, a name is in one list only, and a name added twice is added for distinct markers."""
     where = f"pyproject.toml [tool.nemo-rl.forks.{distribution}]"
     seen: dict[str, str] = {}
+    added: dict[str, list[Requirement]] = {}
     lists = {}
-    for key, field in (("drop", "name"), ("add", "requirement")):
-        items = table.get(key, [])
+    for key_, field in (("drop", "name"), ("add", "requirement")):
+        items = table.get(key_, [])
         if not isinstance(items, list):
-            raise NemoRLError(f"{where} {key} must be an array of inline tables",
-                              f'write it as {key} = [{{ {field} = "...", why = "..." }}]')
+            raise NemoRLError(f"{where} {key_} must be an array of inline tables",
+                              f'write it as {key_} = [{{ {field} = "...", why = "..." }}]')
         parsed = []
         for item in items:
             value, why = (item.get(field), item.get("why")) if isinstance(item, dict) else (None, None)
             if not isinstance(value, str) or not isinstance(why, str) or not why.strip():
-                raise NemoRLError(f"{where} {key}: {item!r:.80} needs {field} and a non-empty why (strings)",
+                raise NemoRLError(f"{where} {key_}: {item!r:.80} needs {field} and a non-empty why (strings)",
                                   f'write each as {{ {field} = "...", why = "the reason" }}')
             try:
-                name = _name(value)
+                requirement = Requirement(value)
             except InvalidRequirement as exc:
-                raise NemoRLError(f"{where} {key}: {value!r} is not a requirement: {exc}", "fix it (PEP 508)") from exc
-            requirement = Requirement(value)
-            if key == "drop" and (requirement.specifier or requirement.url or requirement.marker
-                                  or requirement.extras):
+                raise NemoRLError(f"{where} {key_}: {value!r} is not a requirement: {exc}",
+                                  "write it as PEP 508 says (a name, optional extras, a version bound, a marker)"
+                                  ) from exc
+            name = canonicalize_name(requirement.name)
+            if key_ == "drop" and (requirement.specifier or requirement.url or requirement.marker
+                                   or requirement.extras):
                 raise NemoRLError(f"{where} drop: {value!r} is more than a name: a drop names a distribution",
                                   "drop it by name; to change its bound, add the requirement instead")
             if requirement.url:  # `pkg @ file:///...` would be built, and run, by every lock and sync
                 raise NemoRLError(f"{where} add: {value!r} is a direct reference, which nemo-rl never adds",
                                   "add a requirement from the index (a name and a version bound)")
-            if name in seen:
-                raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key})",
+            if seen.get(name, key_) != key_ or (key_ == "drop" and name in seen):
+                raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key_})",
                                   "list each requirement once, in drop or in add")
-            seen[name] = key
-            parsed.append(Delta(name, value if key == "add" else None, why.strip()))
-        lists[key] = tuple(parsed)
+            same = added.setdefault(name, []) if key_ == "add" else []
+            # an add without a marker replaces every requirement of its name, so it cannot share the name
+            if same and (requirement.marker is None or any(r.marker is None or key(r) == key(requirement)
+                                                            for r in same)):
+                raise NemoRLError(f"{where} add: {name} is added twice for the same environments ({value!r})",
+                                  "add it once, or give each add of it a distinct marker")
+            same.append(requirement)
+            seen[name] = key_
+            parsed.append(Delta(name, value if key_ == "add" else None, why.strip()))
+        lists[key_] = tuple(parsed)
     return Deltas(lists["drop"], lists["add"])
 
 
 def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
     """The entry uv must lock: the fork's version and Requires-Python as they are, its requirements without the
-    dropped ones, an added one replacing the fork's own of the same name; sorted by name (the fork's order
-    carries no meaning, and a stable order keeps the lock's manifest still)."""
+    dropped names; an added requirement replaces the fork's own of its name and marker (one without a marker,
+    every one of its name); sorted by name, a name's requirements in the fork's order (its order carries no
+    meaning, and a stable one keeps the lock's manifest still). One pass over each list: dicts, no rescans."""
     dropped = {d.name for d in deltas.drop}
     # an add always carries its requirement (deltas_from_table); only a drop's is None
-    added = {a.name: a.requirement for a in deltas.add if a.requirement is not None}
-    kept = {_name(r): r for r in declares.requires_dist if _name(r) not in dropped | added.keys()}
-    merged = {**kept, **added}
+    adds = [(Requirement(a.requirement), a.requirement) for a in deltas.add if a.requirement is not None]
+    replaced_names = {canonicalize_name(r.name) for r, _ in adds if r.marker is None}
+    replaced_markers = {(canonicalize_name(r.name), str(r.marker)) for r, _ in adds if r.marker is not None}
+    by_name: dict[str, list[str]] = {}
+    for line in declares.requires_dist:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        if name in dropped or name in replaced_names or (name, str(requirement.marker)) in replaced_markers:
+            continue
+        by_name.setdefault(name, []).append(line)
+    for requirement, line in adds:
+        by_name.setdefault(canonicalize_name(requirement.name), []).append(line)
     return Entry(distribution, declares.version, declares.requires_python,
-                 tuple(merged[name] for name in sorted(merged)))
+                 tuple(line for name in sorted(by_name) for line in by_name[name]))
 
 
 def unnecessary_drops(declares: Declares, deltas: Deltas) -> list[str]:

@@ -31,7 +31,7 @@ from nemo_rl.project.landing import write_atomic
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
 # the build had to use.
 # the metadata file name changed when Requires-Python joined it: an older cached answer lacks it
-METADATA, FILES = "metadata-v2.json", "files.json"
+METADATA, FILES = "metadata-v3.json", "files.json"  # v3: requirements of one name split by marker
 
 
 def project_table(pyproject_text: str | None) -> dict:
@@ -58,7 +58,9 @@ def require_builds(table: dict, distribution: str, where: str) -> None:
 class Metadata:
     name: str
     version: str
-    requires: dict[str, str]  # canonical name -> the requirement as the fork writes it (extras' excluded)
+    # canonical name -> the requirement as the fork writes it (the fork's own extras excluded); a name required
+    # again (split by marker) is keyed by its requirement's text
+    requires: dict[str, str]
     requires_python: str | None = None
 
 
@@ -71,7 +73,8 @@ def _requirements(lines: list[str]) -> dict[str, str]:
             continue
         if req.marker and "extra" in str(req.marker):
             continue  # optional features of the fork, not what `import` needs
-        result[canonicalize_name(req.name)] = str(req)
+        # a name required twice (split by marker or extras) keeps both: the second under its full text
+        result[str(req) if canonicalize_name(req.name) in result else canonicalize_name(req.name)] = str(req)
     return result
 
 
@@ -279,5 +282,6 @@ def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | No
     changed = [(old.requires[n], new.requires[n]) for n in sorted(old.requires.keys() & new.requires.keys())
                if old.requires[n] != new.requires[n]]
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
-    uncovered = [n for n in added_names if n not in covered] if declared is not None else []
+    uncovered = sorted({str(canonicalize_name(Requirement(r).name)) for r in added} - covered) \
+        if declared is not None else []
     return Drift(added, removed, changed, uncovered)

@@ -29,7 +29,7 @@ def entry(project: Path, distribution: str) -> declared.Entry | None:
 
 def recorded(index: Index | None, distribution: str) -> declared.Declares | None:
     where = f"patches/{distribution}/index.toml"
-    return declared.declares_from_table(index.declares, where) if index is not None else None
+    return declared.declares_from_table(index.declares, where, distribution) if index is not None else None
 
 
 def derives(project: Path, distribution: str) -> bool:
@@ -67,20 +67,24 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
 
 
 def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, str, str]]:
-    """The fork's [[package]] in uv.lock against the derived entry: its version and the names it depends on. uv
-    does not check a git package's locked metadata against the entry, so a hand edit of uv.lock would stand."""
+    """The fork in uv.lock against the derived entry: its [[package]] (version, the names it depends on) and the
+    entry uv recorded in [[manifest.dependency-metadata]]. uv does not check a git package's locked metadata
+    against the entry, so a hand edit of uv.lock would stand."""
+    from collections import Counter
+
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
+    name = canonicalize_name(derived.name)
     packages = [p for p in lock.get("package", []) if isinstance(p, dict)
-                and canonicalize_name(str(p.get("name"))) == canonicalize_name(derived.name)]
+                and canonicalize_name(str(p.get("name"))) == name]
     if len(packages) != 1:
         return [("entries", "one", str(len(packages)))]
     package = packages[0]
     found = {canonicalize_name(str(d.get("name"))) for d in package.get("dependencies", []) if isinstance(d, dict)}
     requirements = [Requirement(r) for r in derived.requires_dist]
-    # uv may leave out a requirement whose marker no locked environment meets: only unconditional ones must be there
-    required = {canonicalize_name(r.name) for r in requirements if r.marker is None}
+    # uv leaves out a requirement whose marker no locked environment meets; one this interpreter meets is locked
+    required = {canonicalize_name(r.name) for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})}
     allowed = {canonicalize_name(r.name) for r in requirements}
     result = []
     if derived.version is not None and str(package.get("version")) != derived.version:
@@ -89,7 +93,47 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
         result.append(("dependencies", f"{', '.join(missing)} among them", "missing"))
     if unexpected := sorted(found - allowed):
         result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
+    manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
+        else []
+    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
+    if len(recorded) != 1:
+        return [*result, ("[[manifest.dependency-metadata]] entries", "one", str(len(recorded)))]
+    entry = recorded[0]
+    if entry.get("version") != derived.version:
+        result.append(("[[manifest.dependency-metadata]] version", str(derived.version), str(entry.get("version"))))
+    lines = entry.get("requires-dist", [])
+    try:
+        have = Counter(_spelled(str(line)) for line in lines) if isinstance(lines, list) else None
+    except ValueError:  # packaging's InvalidRequirement
+        have = None
+    want = Counter(_spelled(str(r)) for r in requirements)
+    if have is None:
+        result.append(("[[manifest.dependency-metadata]] requires-dist", "a list of requirements", repr(lines)[:80]))
+    elif have != want:
+        missing_lines, extra_lines = sorted((want - have).elements()), sorted((have - want).elements())
+        result.append(("[[manifest.dependency-metadata]] requires-dist", "the derived list", "; ".join(filter(None, [
+            f"missing {', '.join(missing_lines)}" if missing_lines else "",
+            f"not derived {', '.join(extra_lines)}" if extra_lines else ""]))))
     return result
+
+
+def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
+    """Whether `project`'s uv.lock locks the fork as the entry derived from `declares` says."""
+    derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
+    path = project / "uv.lock"
+    return not path.exists() or not locked_differences(lockfile.load_toml(path), derived)
+
+
+def _spelled(line: str) -> str:
+    """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order. Its marker
+    is left out: uv rewrites markers (python_version as python_full_version), and a marker edit moves the
+    [[package]] dependencies, checked above."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    requirement = Requirement(line)
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
 
 
 def write_derived(project: Path, distribution: str, declares: declared.Declares
@@ -123,8 +167,9 @@ def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[
     lines = [f"    {field}: {a} -> {b}" for field, a, b in (("version", old.version, after.version),
                                                            ("requires-python", old.requires_python,
                                                             after.requires_python)) if a != b]
-    lines += [f"    + {r}" for r in after.requires_dist if r not in old.requires_dist]
-    lines += [f"    - {r}" for r in old.requires_dist if r not in after.requires_dist]
+    old_lines, new_lines = set(old.requires_dist), set(after.requires_dist)
+    lines += [f"    + {r}" for r in after.requires_dist if r not in old_lines]
+    lines += [f"    - {r}" for r in old.requires_dist if r not in new_lines]
     return lines
 
 
@@ -132,9 +177,11 @@ def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
     """What to do when uv cannot lock a derived entry: each requirement the fork added is either locked or
     dropped, and this is the exact line that drops it."""
     old = {declared._name(r) for r in (before.requires_dist if before else ())}
-    new = [declared._name(r) for r in after.requires_dist if declared._name(r) not in old]
-    if not new:
-        return "read uv's message above"
+    new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))
+    if not new:  # a bound the fork tightened, or one of ours, that no version meets
+        return (f"uv's message above names the requirement it cannot meet: give it a bound that fits in `add = [...]` "
+                f"of [tool.nemo-rl.forks.{after.name}] in pyproject.toml (or drop it there), then run the command "
+                f"again")
     lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)
     return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}] of "
             f"pyproject.toml:\n{lines}\nthen run the command again; otherwise read uv's message above")

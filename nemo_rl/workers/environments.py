@@ -23,6 +23,7 @@ from pathlib import Path
 
 from nemo_rl import imports, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import installed_fork
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import bundles, verified
@@ -233,8 +234,8 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
             if mismatch:
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
                                 f"{package.commit[:12]}")
-            elif differs := installed.version_mismatch(fork.distribution, version, package.version):
-                problems.append(differs)
+            elif differs := installed_fork.problems(project, env.path, fork.distribution):
+                problems += map(str, differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
     if verified.state(env.path, watched, []) == before:  # nothing moved while it was checked

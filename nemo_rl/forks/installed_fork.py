@@ -1,0 +1,147 @@
+"""The installed fork against uv.lock: the one comparison `deps status`, `deps verify`, `doctor` and the worker
+environments make. uv installs a fork's own build and locks its [[tool.uv.dependency-metadata]] entry, so nothing
+but this says when the two differ: the installed dist-info's Version and Requires-Dist (its base requirements:
+the fork's own extras left out), with the project's drop/add lists applied, against the lock's [[package]] and
+[[manifest.dependency-metadata]] entry. Reads files only (no import, no uv); never raises on what it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.extras import find_installed
+from nemo_rl.forks import declared, metadata_check
+from nemo_rl.project import installed, lockfile
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way the installed fork is not what uv.lock says: `kind` names it, `what` says what differs, `fix` is
+    the command that makes them agree."""
+
+    kind: str  # "another commit", "another version", "requirements differ", "not locked", "requirement missing"
+    what: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.fix}"
+
+
+def problems(project: Path, env: Path, distribution: str, lock: dict | None = None,
+             left_out: Iterable[str] = ()) -> list[Problem]:
+    """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`lock`: the
+    parsed uv.lock, when the caller has it; `left_out`: packages the environment leaves out on purpose, never
+    missing). None when it is not installed: that is the caller's own state."""
+    path = installed.site_packages(env)
+    dist = find_installed(distribution, path)
+    if dist is None:
+        return []
+    try:
+        lock = lock if lock is not None else lockfile.load_toml(project / "uv.lock")
+        deltas = metadata_check.deltas(project, distribution) if metadata_check.derives(project, distribution) else None
+        extra = next((e for e, names in lockfile.optional_dependencies(project).items()
+                      if canonicalize_name(distribution) in names), "mcore")
+    except NemoRLError as exc:  # pyproject.toml or uv.lock unreadable: said, not raised
+        return [Problem("not locked", f"{distribution} cannot be compared with uv.lock: {exc.what}",
+                        exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
+    sync = f"run `uv sync --locked --extra {extra}`"
+    relock = (f"run `nemo-rl deps patches {distribution}` (it derives the entry from what the fork declares at the "
+              f"pin and relocks), then `uv sync --locked --extra {extra}`")
+    name = canonicalize_name(distribution)
+    package = _one(lock.get("package"), name)
+    if package is None:
+        return [Problem("not locked", f"{distribution} is installed but uv.lock locks no {distribution}",
+                        f"run `uv lock`, then `uv sync --locked --extra {extra}`")]
+    source = package.get("source")
+    locked_commit = lockfile.LockedPackage(name, None, source if isinstance(source, dict) else {}).commit
+    if dist.commit != locked_commit:
+        shown = dist.commit[:12] if dist.commit else "no git commit record"
+        return [Problem("another commit", f"{distribution} is installed from {shown}, uv.lock pins "
+                        f"{locked_commit[:12] if locked_commit else 'no commit'}", sync)]
+    result = []
+    if dist.version != package.get("version"):
+        result.append(Problem("another version", f"{distribution} {dist.version} is installed but uv.lock says "
+                              f"{package.get('version')} (its [[tool.uv.dependency-metadata]] entry is not what the "
+                              f"fork builds)", relock))
+    markers = _markers(env)
+    # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
+    own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))
+    want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist
+    want_here = [r for r in want if _applies(r, markers)]
+    manifest = lock.get("manifest")
+    entry = _one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
+    if entry is not None and isinstance(entry.get("requires-dist", []), list):
+        have = Counter(_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers))
+        wanted = Counter(_spelled(r) for r in want_here)
+        changes = [f"+{r}" for r in sorted((wanted - have).elements())]
+        changes += [f"-{r}" for r in sorted((have - wanted).elements())]
+        if changes:
+            result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
+                                  f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
+                                  f"the entry does)", relock))
+    depends = {canonicalize_name(str(d.get("name"))) for d in package.get("dependencies", [])
+               if isinstance(d, dict) and _applies_marker(d.get("marker"), markers)}
+    want_names = {canonicalize_name(q.name) for q in map(_parsed, want_here) if q is not None}
+    if entry is None and (unlocked := sorted(want_names - depends)):
+        result.append(Problem("not locked", f"the installed {distribution} requires {', '.join(unlocked)}, which "
+                              f"uv.lock does not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
+                              f"`uv sync --locked --extra {extra}`"))
+    required = (depends | want_names) - {canonicalize_name(n) for n in left_out}
+    for missing in sorted(n for n in required if find_installed(n, path) is None):
+        result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
+                              sync))
+    return result
+
+
+def _one(items: object, name: str) -> dict | None:
+    found = [i for i in items if isinstance(i, dict) and canonicalize_name(str(i.get("name"))) == name] \
+        if isinstance(items, list) else []
+    return found[0] if len(found) == 1 else None
+
+
+def _parsed(line: object) -> Requirement | None:
+    try:
+        return Requirement(str(line))
+    except InvalidRequirement:
+        return None
+
+
+def _spelled(line: object) -> str:
+    requirement = _parsed(line)
+    return metadata_check._spelled(str(requirement)) if requirement else str(line)
+
+
+def _markers(env: Path) -> dict[str, str]:
+    """The marker environment of `env`: this machine's, with the Python that pyvenv.cfg names (uv writes
+    version_info, venv writes version)."""
+    markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
+    try:
+        text = (env / "pyvenv.cfg").read_text()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if match := re.search(r"^(?:version_info|version)\s*=\s*(\d+)\.(\d+)(\.\d+)?", text, re.MULTILINE):
+        major, minor, micro = match.group(1), match.group(2), match.group(3) or ".0"
+        markers |= {"python_version": f"{major}.{minor}", "python_full_version": f"{major}.{minor}{micro}"}
+    return markers | {"extra": ""}
+
+
+def _applies(line: str, markers: dict[str, str]) -> bool:
+    """Whether the requirement counts in that environment: one whose marker excludes it is no problem."""
+    requirement = _parsed(line)
+    return requirement is not None and (requirement.marker is None or requirement.marker.evaluate(markers))
+
+
+def _applies_marker(marker: object, markers: dict[str, str]) -> bool:
+    if not marker:
+        return True
+    requirement = _parsed(f"x; {marker}")
+    return requirement is None or requirement.marker is None or requirement.marker.evaluate(markers)
