@@ -355,3 +355,15 @@ def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world,
     (env.path / verified.RECORD).write_text("{}")
     assert again() == 1 and again() == 1  # the state moved during the first check: nothing was recorded
     assert again() == 0
+
+
+def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ray_world, venv_dir):
+    """The locked commit installed, but its own metadata says another version than uv.lock: the worker would run
+    a megatron-core the lock does not describe."""
+    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    site = next(env.path.glob("lib/python3*/site-packages"))
+    metadata = next(site.glob("megatron_core-*.dist-info")) / "METADATA"
+    metadata.write_text(metadata.read_text().replace("\nVersion: 0.1.0\n", "\nVersion: 0.9.0\n", 1))
+    with pytest.raises(NemoRLError, match="megatron-core 0.9.0 is installed but uv.lock says 0.1.0") as caught:
+        environments.verify(env, ray_world.project)
+    assert "nemo-rl deps patches megatron-core" in str(caught.value)
