@@ -348,3 +348,10 @@ def test_a_requirement_this_interpreter_meets_must_be_locked():
     manifest = {"name": "megatron-core", "version": "0.1.0", "requires-dist": list(entry.requires_dist)}
     found = metadata_check.locked_differences(lock_of(package, manifest), entry)
     assert ("dependencies", "numpy among them", "missing") in found
+
+
+def test_a_marker_that_cannot_be_evaluated_counts_as_met_and_never_raises(tmp_path):
+    """`implementation_name ~= "1.0"` is a comparison packaging refuses: the probe says what it found instead."""
+    odd = 'six>=1.16; implementation_name ~= "1.0"'
+    found = kinds(fake_project(tmp_path, requires=(odd,)), fake_env(tmp_path, "0.2.0", []))
+    assert list(found) == ["requirements differ"] and f"-{odd.split(';')[0]}" in found["requirements differ"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.markers import default_environment
+from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -28,7 +28,8 @@ class Problem:
     """One way the installed fork is not what uv.lock says: `kind` names it, `what` says what differs, `fix` is
     the command that makes them agree."""
 
-    kind: str  # "another commit", "another version", "requirements differ", "not locked", "requirement missing"
+    # "another commit", "another version", "requirements differ", "not locked", "requirement missing", "unreadable"
+    kind: str
     what: str
     fix: str
 
@@ -40,7 +41,7 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
              left_out: Iterable[str] = ()) -> list[Problem]:
     """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`lock`: the
     parsed uv.lock, when the caller has it; `left_out`: packages the environment leaves out on purpose, never
-    missing). None when it is not installed: that is the caller's own state."""
+    missing). Nothing when it is not installed: that is the caller's own state."""
     path = installed.site_packages(env)
     dist = find_installed(distribution, path)
     if dist is None:
@@ -51,7 +52,7 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
         extra = next((e for e, names in lockfile.optional_dependencies(project).items()
                       if canonicalize_name(distribution) in names), "mcore")
     except NemoRLError as exc:  # pyproject.toml or uv.lock unreadable: said, not raised
-        return [Problem("not locked", f"{distribution} cannot be compared with uv.lock: {exc.what}",
+        return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
     sync = f"run `uv sync --locked --extra {extra}`"
     relock = (f"run `nemo-rl deps patches {distribution}` (it derives the entry from what the fork declares at the "
@@ -88,7 +89,8 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
                                   f"the entry does)", relock))
-    depends = {canonicalize_name(str(d.get("name"))) for d in package.get("dependencies", [])
+    listed = package.get("dependencies")
+    depends = {canonicalize_name(str(d.get("name"))) for d in (listed if isinstance(listed, list) else [])
                if isinstance(d, dict) and _applies_marker(d.get("marker"), markers)}
     want_names = {canonicalize_name(q.name) for q in map(_parsed, want_here) if q is not None}
     if entry is None and (unlocked := sorted(want_names - depends)):
@@ -137,11 +139,17 @@ def _markers(env: Path) -> dict[str, str]:
 def _applies(line: str, markers: dict[str, str]) -> bool:
     """Whether the requirement counts in that environment: one whose marker excludes it is no problem."""
     requirement = _parsed(line)
-    return requirement is not None and (requirement.marker is None or requirement.marker.evaluate(markers))
+    return requirement is not None and _evaluate(requirement.marker, markers)
 
 
 def _applies_marker(marker: object, markers: dict[str, str]) -> bool:
-    if not marker:
+    requirement = _parsed(f"x; {marker}") if marker else None
+    return requirement is None or _evaluate(requirement.marker, markers)
+
+
+def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
+    """A marker packaging cannot evaluate here (a version it cannot compare) counts as met: shown, not hidden."""
+    try:
+        return marker is None or marker.evaluate(markers)
+    except ValueError:  # UndefinedComparison, UndefinedEnvironmentName, InvalidVersion
         return True
-    requirement = _parsed(f"x; {marker}")
-    return requirement is None or requirement.marker is None or requirement.marker.evaluate(markers)
