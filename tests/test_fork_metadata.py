@@ -124,3 +124,89 @@ def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):
     monkeypatch.setattr(uv, "uv", lambda args, **kwargs: seen.append(args))
     uv.run_with(["setuptools"], ["python", "-c", "pass"], cwd=tmp_path, python="3.12", extra_env={})
     assert "--no-config" in seen[0]
+
+
+def in_tree_backend(source: Path, code: str) -> Path:
+    """A fork checkout whose build backend is `code` (backend.py, in the tree, no build requirements)."""
+    source.mkdir(parents=True, exist_ok=True)
+    (source / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                                           'backend-path = ["."]\n')
+    (source / "backend.py").write_text(textwrap.dedent(code))
+    return source
+
+
+WRITES_METADATA = '''
+    import os, sys
+
+    def _seen(hook):
+        with open(os.path.join(os.path.dirname(__file__), "pids"), "a") as f:
+            f.write(f"{hook} {os.getpid()}\\n")
+
+    def get_requires_for_build_wheel(config_settings=None):
+        _seen("get_requires")
+        return []
+
+    def prepare_metadata_for_build_wheel(directory, config_settings=None):
+        _seen("prepare_metadata")
+        os.makedirs(os.path.join(directory, "fixture-0.1.dist-info"))
+        with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
+            f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\n")
+        return "fixture-0.1.dist-info"
+'''
+
+
+def test_both_hooks_run_in_one_process_when_get_requires_adds_nothing(tmp_path):
+    """get_requires_for_build_wheel asked for nothing new: prepare_metadata runs in the same interpreter (one
+    environment start and one backend import per commit, not two)."""
+    source, out = in_tree_backend(tmp_path / "src", WRITES_METADATA), tmp_path / "out"
+    out.mkdir()
+    name = fork_metadata._call_backend(source, out, "0" * 40, False, set())
+    assert (out / name / "METADATA").read_text().startswith("Metadata-Version: 2.1\nName: fixture\n")
+    seen = [line.split() for line in (source / "pids").read_text().splitlines()]
+    assert [hook for hook, _ in seen] == ["get_requires", "prepare_metadata"]
+    assert seen[0][1] == seen[1][1], "the second hook started a process of its own"
+
+
+@pytest.mark.parametrize("returned, written", [
+    ("42", None), ('"../elsewhere"', None), ('{"a": 1}', None), ('"never-written.dist-info"', None),
+    ('"fixture-0.1.dist-info"', "[1]"), ('"fixture-0.1.dist-info"', '"' + "x" * (2 << 20) + '"'),
+])
+def test_a_backend_answering_odd_values_is_a_clear_error(tmp_path, returned, written):
+    """A hostile or broken backend: a hook's return value that names nothing it wrote, or an output.json (which
+    the backend's own process writes) that is not an object or is huge, is an error naming the commit (exit 1),
+    never a crash (exit 3)."""
+    overwrite = f'''
+    import atexit
+    def _overwrite():  # after the hook script wrote its answer
+        with open(os.path.join(sys.argv[2], "output.json"), "w") as f:
+            f.write({written!r})
+    atexit.register(_overwrite)
+''' if written else ""
+    code = WRITES_METADATA.replace('        return "fixture-0.1.dist-info"', f"        return {returned}")
+    source, out = in_tree_backend(tmp_path / "src", code + overwrite), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000") as caught:
+        fork_metadata._call_backend(source, out, "0" * 40, False, set())
+    assert caught.value.remedy.startswith("read its output:\n")
+
+
+def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):
+    with pytest.raises(NemoRLError, match="no Name or no Version"):
+        fork_metadata._metadata("Metadata-Version: 2.1\nVersion: 1\n", [])
+    (tmp_path / "METADATA").write_bytes(b"x" * (fork_metadata.METADATA_LIMIT + 1))
+    with pytest.raises(NemoRLError, match="no METADATA file under"):
+        fork_metadata._bounded(tmp_path / "METADATA")
+    with pytest.raises(NemoRLError, match="no METADATA file under"):
+        fork_metadata._bounded(tmp_path)  # a directory where the file should be
+    assert fork_metadata._metadata("Name: f\nVersion: 1\nRequires-Dist: a\n", [])["requires"] == {"a": "a"}
+
+
+def test_a_backend_that_never_returns_is_ended_and_reported(tmp_path, monkeypatch):
+    """L2: the hooks run under a time limit; past it the backend's whole process group is ended."""
+    monkeypatch.setattr(fork_metadata, "METADATA_TIMEOUT_S", 3.0)
+    code = WRITES_METADATA.replace('        _seen("prepare_metadata")', '        import time; time.sleep(20)')
+    source, out = in_tree_backend(tmp_path / "src", code), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata") as caught:
+        fork_metadata._call_backend(source, out, "0" * 40, False, set())
+    assert "did not finish within 3 s" in caught.value.remedy

@@ -9,6 +9,7 @@ uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump co
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tomllib
@@ -169,15 +170,30 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
                 if wheel:
                     yield rev, _read_wheel(produced, placeholders)
                 else:
-                    yield rev, {METADATA: _metadata((produced / "METADATA").read_text(), placeholders)}
+                    yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), placeholders)}
         finally:
             shutil.rmtree(source, ignore_errors=True)
             with fork_cache.using(repo):
                 git.git(["worktree", "prune"], repo=repo, check=False)
 
 
+def _bounded(path: Path) -> str:
+    """A METADATA file the backend wrote, refused when it is not a file or larger than METADATA_LIMIT."""
+    try:
+        if not path.is_file() or path.stat().st_size > METADATA_LIMIT:
+            raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
+                              f"({path.name})", "pick another commit, or fix the fork's build backend")
+        return path.read_bytes().decode(errors="replace")
+    except OSError as exc:
+        raise NemoRLError(f"cannot read the METADATA the fork's build backend wrote: {exc}",
+                          "pick another commit, or fix the fork's build backend") from exc
+
+
 def _metadata(text: str, placeholders: list[str]) -> dict:
     message = Parser().parsestr(text)
+    if not message["Name"] or not message["Version"]:
+        raise NemoRLError("the METADATA the fork's build backend wrote has no Name or no Version",
+                          "pick another commit, or fix the fork's build backend")
     return {"name": message["Name"], "version": message["Version"],
             "requires": _requirements(message.get_all("Requires-Dist") or []),
             "requires_python": message["Requires-Python"], "placeholders": placeholders}
@@ -185,37 +201,107 @@ def _metadata(text: str, placeholders: list[str]) -> dict:
 
 def _read_wheel(wheel: Path, placeholders: list[str]) -> dict[str, dict]:
     """Both answers from one wheel: its files and its metadata (the same as the metadata hook's, PEP 517 says)."""
-    with zipfile.ZipFile(wheel) as archive:
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) does not open: {exc}",
+                          "pick another commit, or fix the fork's build backend") from exc
+    with archive:
         names = archive.namelist()
-        info = next(n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
-        metadata = archive.read(info).decode()
+        info = next((n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None)
+        if info is None or archive.getinfo(info).file_size > METADATA_LIMIT:
+            raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) has no .dist-info/METADATA "
+                              f"under {METADATA_LIMIT} bytes", "pick another commit, or fix the fork's build backend")
+        metadata = archive.read(info).decode(errors="replace")
     return {METADATA: _metadata(metadata, placeholders),
             FILES: {"files": sorted(n for n in names if ".dist-info/" not in n), "placeholders": placeholders}}
+
+
+HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
+# A backend that never returns is ended (its whole process group) and reported: the metadata hook of a large
+# fork takes seconds, a wheel with a compiled extension minutes.
+METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
+OUTPUT_LIMIT = 1 << 20  # a hook's output.json: a list of requirements or a file name
+METADATA_LIMIT = 16 << 20  # a METADATA file: long descriptions included
 
 
 def _call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
     """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
     build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
-    without it); the name of what the hook wrote into `out`. A requirement set already in `resolved` (resolved
-    online moments ago, by this command) is installed offline: the index is asked once per set, not per hook."""
+    without it); the name of what the hook wrote into `out`. When get_requires adds nothing new, the second hook
+    runs in the first one's process (hook_pair.py) and the second call reads its answer. A requirement set
+    already in `resolved` (resolved online moments ago, by this command) is installed offline: the index is asked
+    once per set, not per hook."""
     requires, backend, backend_path = _build_system(source, rev)
+    hook = "build_wheel" if wheel else "prepare_metadata_for_build_wheel"
+    ahead = out.with_name(f"{out.name}-ahead")  # the second hook's control directory, answered in the first's run
+    # as pyproject_hooks writes them for the second call: a call that differs is run on its own
+    ahead_input = {"kwargs": {"wheel_directory": os.path.abspath(out), "config_settings": None,
+                              "metadata_directory": None} if wheel else
+                   {"metadata_directory": os.path.abspath(out), "config_settings": None, "_allow_fallback": True}}
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
         # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
-        key = tuple(sorted(requires))
-        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,
-                    extra_env=extra_environ or {}, offline=key in resolved)
-        resolved.add(key)
+        script, name, control = cmd[1], cmd[2], Path(cmd[3])
+        args = [script, name, str(control)]
+        if name == "get_requires_for_build_wheel":
+            ahead.mkdir(exist_ok=True)
+            write_atomic(ahead / "input.json", json.dumps(ahead_input))
+            args = [str(HOOK_PAIR), script, str(control), hook, str(ahead), json.dumps(requires)]
+        if name == "get_requires_for_build_wheel" or not _answered_ahead(ahead, control):
+            key = tuple(sorted(requires))
+            uv.run_with(requires, ["python", *args], cwd=Path(cwd or source), python=sys.executable,
+                        extra_env=extra_environ or {}, offline=key in resolved,
+                        timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S)
+            resolved.add(key)
+        _output(control)  # the backend's process wrote it: checked before pyproject_hooks reads it
 
     try:
         hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
         requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
-        return hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
+        name = hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
+        return _produced(out, name)
     except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
         # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
         what = "build a wheel" if wheel else "produce metadata"
         raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
                           f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
+
+
+def _answered_ahead(ahead: Path, control: Path) -> bool:
+    """Whether the first run already answered this call (same input): its output then becomes this call's."""
+    try:
+        if (ahead / "input.json").read_text() != json.dumps(json.loads((control / "input.json").read_text())):
+            return False
+        answer = (ahead / "output.json").read_bytes()
+    except (OSError, ValueError):
+        return False
+    (control / "output.json").write_bytes(answer)
+    return True
+
+
+def _output(control: Path) -> dict:
+    """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
+    path = control / "output.json"
+    try:
+        if path.stat().st_size > OUTPUT_LIMIT:
+            raise ValueError(f"{path.stat().st_size} bytes (over {OUTPUT_LIMIT})")
+        data = json.loads(path.read_bytes())
+        if not isinstance(data, dict):
+            raise ValueError(f"a {type(data).__name__}, not an object")
+    except (OSError, ValueError, RecursionError) as exc:
+        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}",
+                          "pick another commit, or fix the fork's build backend") from exc
+    return data
+
+
+def _produced(out: Path, name: object) -> str:
+    """The hook's return value: the name of one entry it wrote into `out` (a .dist-info directory or a wheel)."""
+    if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name
+            or not (out / name).exists()):
+        raise NemoRLError(f"the hook returned {name!r:.100}, not the name of what it wrote",
+                          "pick another commit, or fix the fork's build backend")
+    return name
 
 
 def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
@@ -224,8 +310,8 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
                       "pick another commit, or fix the fork")
     try:
-        build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
-            if (source / "pyproject.toml").exists() else {}
+        build = (tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {})
+                 if (source / "pyproject.toml").exists() else {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
                           "pick another commit, or fix the fork") from exc
