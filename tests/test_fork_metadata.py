@@ -152,6 +152,14 @@ WRITES_METADATA = '''
         with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
             f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\n")
         return "fixture-0.1.dist-info"
+
+    def build_wheel(directory, config_settings=None, metadata_directory=None):
+        import zipfile
+        _seen("build_wheel")
+        with zipfile.ZipFile(os.path.join(directory, "fixture-0.1-py3-none-any.whl"), "w") as wheel:
+            wheel.writestr("fixture/__init__.py", "")
+            wheel.writestr("fixture-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: fixture\nVersion: 0.1\n")
+        return "fixture-0.1-py3-none-any.whl"
 '''
 
 
@@ -165,6 +173,17 @@ def test_both_hooks_run_in_one_process_when_get_requires_adds_nothing(tmp_path):
     seen = [line.split() for line in (source / "pids").read_text().splitlines()]
     assert [hook for hook, _ in seen] == ["get_requires", "prepare_metadata"]
     assert seen[0][1] == seen[1][1], "the second hook started a process of its own"
+
+
+def test_a_wheel_is_built_in_the_get_requires_process_too(tmp_path):
+    """The same for build_wheel (a file list): its call must match what the first process answered, or the wheel
+    would be built twice."""
+    source, out = in_tree_backend(tmp_path / "src", WRITES_METADATA), tmp_path / "out"
+    out.mkdir()
+    name = fork_metadata._call_backend(source, out, "0" * 40, True, set())
+    assert fork_metadata._read_wheel(out / name, [])[fork_metadata.FILES]["files"] == ["fixture/__init__.py"]
+    seen = [line.split() for line in (source / "pids").read_text().splitlines()]
+    assert [hook for hook, _ in seen] == ["get_requires", "build_wheel"] and seen[0][1] == seen[1][1]
 
 
 @pytest.mark.parametrize("returned, written", [
