@@ -158,7 +158,7 @@ WRITES_METADATA = '''
         _seen("build_wheel")
         with zipfile.ZipFile(os.path.join(directory, "fixture-0.1-py3-none-any.whl"), "w") as wheel:
             wheel.writestr("fixture/__init__.py", "")
-            wheel.writestr("fixture-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: fixture\nVersion: 0.1\n")
+            wheel.writestr("fixture-0.1.dist-info/METADATA", "Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\n")
         return "fixture-0.1-py3-none-any.whl"
 '''
 
