@@ -35,9 +35,9 @@ def find_uv_bin() -> str:
 
 def uv(
     args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None, remedy: str | None = None,
-    stream: bool = False,
+    stream: bool = False, timeout: float | None = None,
 ) -> Result:
-    return run([find_uv_bin(), *args], cwd=cwd, env=env, remedy=remedy, stream=stream)
+    return run([find_uv_bin(), *args], cwd=cwd, env=env, remedy=remedy, stream=stream, timeout=timeout)
 
 
 def version() -> str:
@@ -84,14 +84,14 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
 
 
 def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, python: str,
-             extra_env: Mapping[str, str], offline: bool = False) -> Result:
+             extra_env: Mapping[str, str], offline: bool = False, timeout: float | None = None) -> Result:
     """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
-    `offline`: from what the cache holds, for a set resolved moments ago)."""
+    `offline`: from what the cache holds, for a set resolved moments ago), ended after `timeout` seconds."""
     with_args = [arg for req in requirements for arg in ("--with", req)]
     # --no-config: `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the
     # build requirements come from (or the cache they land in)
     return uv(["run", "--no-project", "--no-config", "--isolated", "--quiet", *(["--offline"] if offline else []),
-               "--python", python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env})
+               "--python", python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout)
 
 
 def venv(path: Path, *, python: str) -> Result:

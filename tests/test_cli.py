@@ -32,7 +32,8 @@ def test_every_command_takes_verbose_with_one_meaning():
 
 
 @pytest.mark.parametrize("argv", [["-v", "envs", "list"], ["envs", "list", "-v"], ["deps", "status", "--verbose"],
-                                  ["doctor", "-v"], ["-v", "deps", "bump", "megatron-core", "--branch", "b"]])
+                                  ["doctor", "-v"], ["-v", "deps", "bump", "megatron-core", "--branch", "b"],
+                                  ["deps", "-v", "status"], ["envs", "-v", "list"]])
 def test_verbose_before_or_after_the_verb(argv):
     assert build_parser().parse_args(argv).verbose is True
     assert build_parser().parse_args([w for w in argv if w not in ("-v", "--verbose")]).verbose is False
@@ -63,3 +64,16 @@ def test_patches_refuses_other_word_counts_as_bad_arguments(argv, message, capsy
     with pytest.raises(SystemExit) as caught:
         build_parser().parse_args(["deps", "patches", *argv])
     assert caught.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--check"], ["--offline"], ["--check", "--offline"]])
+@pytest.mark.parametrize("before", [True, False])
+def test_patches_export_refuses_check_before_or_after_its_words(flags, before):
+    """`--check` is a flag of the records' form: with `export` it would be ignored (the export ran instead)."""
+    from nemo_rl.deps import patches
+    from nemo_rl.errors import UsageError
+
+    words = ["export", "megatron-core", "out"]
+    args = build_parser().parse_args(["deps", "patches", *(flags + words if before else words + flags)])
+    with pytest.raises(UsageError, match="takes no --check or --offline"):
+        patches.run(Path("/nonexistent-project"), args)

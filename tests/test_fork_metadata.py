@@ -1,10 +1,8 @@
 """What a fork declares (forks.fork_metadata): its [project] table, the renamed-distribution refusal, the
-requirements kept from its metadata, the drift report; and the PEP 517 front end run on an in-tree backend."""
+requirements kept from its metadata, the drift report, and the METADATA a backend wrote, checked (the front end
+itself: test_pep517.py)."""
 
 from __future__ import annotations
-
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -44,83 +42,12 @@ def test_drift_names_what_the_declared_entry_does_not_cover():
     assert fork_metadata.drift(old, new, None).uncovered == []
 
 
-BACKEND = '''
-import os
-
-def get_requires_for_build_wheel(config_settings=None):
-    return ["iniconfig==2.0.0"]
-
-def prepare_metadata_for_build_wheel(directory, config_settings=None):
-    import iniconfig  # only there when the front end installed what get_requires_for_build_wheel asked for
-    os.makedirs(os.path.join(directory, "fixture-0.1.dist-info"))
-    with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
-        f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\nRequires-Dist: iniconfig\\n")
-    return "fixture-0.1.dist-info"
-'''
-
-
-@pytest.mark.slow  # installs a requirement from PyPI into uv's cache
-def test_the_front_end_installs_what_get_requires_for_build_wheel_asks_for(tmp_path):
-    source, out = tmp_path / "src", tmp_path / "out"
-    source.mkdir()
-    out.mkdir()
-    (source / "pyproject.toml").write_text(textwrap.dedent('''\
-        [build-system]
-        requires = []
-        build-backend = "backend"
-        backend-path = ["."]
-        '''))
-    (source / "backend.py").write_text(BACKEND)
-    resolved: set[tuple[str, ...]] = set()
-    name = fork_metadata._call_backend(source, out, "0" * 40, False, resolved)
-    assert (out / name / "METADATA").read_text().startswith("Metadata-Version: 2.1\nName: fixture\n")
-    assert resolved == {(), ("iniconfig==2.0.0",)}  # each set resolved once, online
-
-
-def test_a_backend_that_fails_is_a_clear_error(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "nowhere"\n')
-    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
-        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
-
-
-@pytest.mark.parametrize("table", [
-    'requires = ["--index-url=https://elsewhere.invalid"]', 'requires = "setuptools"', "requires = [1]",
-    'requires = []\nbackend-path = "."', 'requires = []\nbuild-backend = ["a"]',
-])
-def test_a_build_system_of_the_wrong_shape_is_refused_before_anything_runs(tmp_path, table):
-    (tmp_path / "pyproject.toml").write_text(f"[build-system]\n{table}\n")
-    with pytest.raises(NemoRLError, match="at 000000000000") as caught:
-        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
-    assert "fix the fork" in caught.value.remedy
-
-
-def test_the_defaults_are_pep_517s_for_a_setup_py_project(tmp_path):
-    assert fork_metadata._build_system(tmp_path, "0" * 40) == (
-        ["setuptools>=40.8.0"], "setuptools.build_meta:__legacy__", None)
-
-
-def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "b"\n'
-                                             'backend-path = ["../elsewhere"]\n')
-    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
-        fork_metadata._call_backend(tmp_path, tmp_path, "0" * 40, False, set())
-
-
-def test_build_requirements_that_are_direct_references_are_refused():
-    """`pkg @ <a file URL>` in a fork's [build-system] would build (and run) code outside the fork."""
-    from nemo_rl.errors import NemoRLError
-    from nemo_rl.forks import fork_metadata
-
-    with pytest.raises(NemoRLError, match="direct references are not taken"):
-        fork_metadata._checked(["setuptools", f"pkg @ {Path('/').as_uri()}elsewhere"], "a" * 40)
-
-
-def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):
-    """The hooks run with the fork's checkout as the working directory: its uv.toml or [tool.uv] must not choose
-    where build requirements come from."""
-    from nemo_rl import uv
-
-    seen = []
-    monkeypatch.setattr(uv, "uv", lambda args, **kwargs: seen.append(args))
-    uv.run_with(["setuptools"], ["python", "-c", "pass"], cwd=tmp_path, python="3.12", extra_env={})
-    assert "--no-config" in seen[0]
+def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):
+    with pytest.raises(NemoRLError, match="no Name or no Version"):
+        fork_metadata._metadata("Metadata-Version: 2.1\nVersion: 1\n", [])
+    (tmp_path / "METADATA").write_bytes(b"x" * (fork_metadata.METADATA_LIMIT + 1))
+    with pytest.raises(NemoRLError, match="no METADATA file under"):
+        fork_metadata._bounded(tmp_path / "METADATA")
+    with pytest.raises(NemoRLError, match="no METADATA file under"):
+        fork_metadata._bounded(tmp_path)  # a directory where the file should be
+    assert fork_metadata._metadata("Name: f\nVersion: 1\nRequires-Dist: a\n", [])["requires"] == {"a": "a"}

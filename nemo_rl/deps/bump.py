@@ -11,8 +11,8 @@ from pathlib import Path
 
 from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import fork_cache, fork_metadata, metadata_check, records
-from nemo_rl.forks.bump_steps import commit_changes, declares_for, land_entry
+from nemo_rl.forks import bump_steps, fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks.bump_steps import commit_changes
 from nemo_rl.forks.record_files import read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
@@ -42,22 +42,26 @@ OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's ne
 
 
 class StagedLock:
-    """`uv lock --upgrade-package DIST` in the staging copy, started as a child before the fork's history is read
-    and collected by `result()`; leaving its `with` block by an exception ends it (and the build it runs).
+    """`uv lock --upgrade-package DIST` in the staging copy, started as a child once the staged pyproject.toml is
+    final (the pin, and the entry derived from the fork's metadata at the new commit) and collected by `result()`
+    after the fork's history is read; leaving its `with` block by an exception ends it (and the build it runs).
 
-    With a declared [[tool.uv.dependency-metadata]] entry, moving the pin changes no requirement, so every locked
-    version still fits and uv keeps them all: the lock can only change by the SHA. uv's offline run (its cache,
-    no index requests: a fraction of a second instead of seconds) is kept exactly when it gives that; anything
-    else (a package missing from the cache, any other change) is thrown away, with its reason, and uv runs
-    online from the committed lock."""
+    With a declared [[tool.uv.dependency-metadata]] entry that did not change, moving the pin changes no
+    requirement, so every locked version still fits and uv keeps them all: the lock can only change by the SHA.
+    uv's offline run (its cache, no index requests: a fraction of a second instead of seconds) is kept exactly
+    when it gives that; anything else (a package missing from the cache, any other change) is thrown away, with
+    its reason, and uv runs online from the committed lock. An entry that changed brings requirements uv must
+    resolve against the index: uv runs online at once."""
 
-    def __init__(self, staged: Path, project: Path, fork: lockfile.Fork, new_rev: str) -> None:
-        self.staged, self.fork, self.new_rev = staged, fork, new_rev
+    def __init__(self, staged: Path, project: Path, fork: lockfile.Fork, new_rev: str,
+                 changed: bump_steps.EntryChange | None) -> None:
+        self.staged, self.fork, self.new_rev, self.changed = staged, fork, new_rev, changed
         lock_path = project / "uv.lock"
         self.before = lock_path.read_text() if lock_path.exists() else None
-        self.offline = (OFFLINE_FIRST and self.before is not None
+        self.offline = (OFFLINE_FIRST and self.before is not None and changed is None
                         and lockfile.declared_metadata(project, fork.distribution) is not None)
-        self.mode = "online"  # "offline", or "online: <why>" once an offline run was thrown away
+        # "offline", or "online: <why>" once an offline run was thrown away or never tried
+        self.mode = "online: the fork's own metadata changed the entry uv locks" if changed else "online"
         self.running = uv.lock_started(staged, upgrade_package=fork.distribution, offline=self.offline)
 
     def advance(self) -> None:
@@ -78,16 +82,21 @@ class StagedLock:
                 return
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
-        self.mode = f"online: {why}"
+        self.mode = f"online: the offline lock was thrown away: {why}"
         landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
         self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:
-        """How it locked: "offline", "online", or "online: <why the offline lock was thrown away>"."""
+        """How it locked: "offline", "online", or "online: <why not offline>"."""
         if self.offline:
             self._settle_offline()
         if self.mode != "offline":
-            self.running.wait()
+            try:
+                self.running.wait()
+            except NemoRLError as exc:
+                if self.changed is None:
+                    raise
+                raise bump_steps.lock_refused(self.fork, self.changed, exc) from exc
         return self.mode
 
     def __enter__(self) -> StagedLock:
@@ -143,39 +152,27 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
               "change, carried twice)" for pid, shas in shared.items()]
     how = (" (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else
-           f" (locked online; the offline lock was thrown away: {lock_mode.removeprefix('online: ')})"
-           if lock_mode.startswith("online: ") else "")
+           f" (locked online: {lock_mode.removeprefix('online: ')})" if lock_mode.startswith("online: ") else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
     return "\n".join(lines)
 
 
-def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str
-                      ) -> tuple[list[str], fork_metadata.Metadata | None]:
-    """The bump report's requirement lines (what the fork itself declares, old commit against new), and the new
-    commit's metadata (None when it cannot be read), from which the declared entry is derived."""
-    progress("reading the fork's own metadata at the old and the new commit (its build backend)")
+def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str) -> list[str]:
+    """The bump report's requirement lines: what the fork itself declares, old commit against new (the new
+    commit's metadata is cached already when the entry was derived from it)."""
+    progress("reading the fork's own metadata at the old commit (its build backend)")
     try:
         fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
-        old_missing: NemoRLError | None = None
+        old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
     except NemoRLError as exc:
-        old_missing = exc
-    try:
-        if old_missing is None:
-            old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
-        else:  # the new commit's metadata is still what the entry is derived from
-            new = fork_metadata.read(repo, new_rev)
-    except NemoRLError as exc:
-        old_missing, new = old_missing or exc, None
-    if old_missing is not None:
-        return [f"  requirements: not compared: {old_missing.what.splitlines()[0]}",
-                f"    ({old_missing.remedy.splitlines()[0] if old_missing.remedy else 'see above'}); check them by "
-                f"hand, then run `nemo-rl deps verify {fork.distribution}`"], new
-    assert new is not None  # read_all succeeded: a failed read sets old_missing
+        return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
+                f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by "
+                f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
     # a derived entry follows the fork by construction: nothing it adds is left uncovered
-    entry = None if metadata_check.derives(project, fork.distribution) else \
-        lockfile.declared_metadata(project, fork.distribution)
-    return fork_metadata.drift(old, new, entry).lines(fork.distribution), new
+    entry = (None if metadata_check.derives(project, fork.distribution)
+             else lockfile.declared_metadata(project, fork.distribution))
+    return fork_metadata.drift(old, new, entry).lines(fork.distribution)
 
 
 def old_commit_fetched(fork: lockfile.Fork) -> bool:
@@ -239,33 +236,33 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
-        write_pin(staging.path, fork.distribution, new_rev, args.branch, base=None)
-        # uv locks the staged pin while the fork's history is read: most of either is waiting on other processes.
-        # Any failure here (the commit is not the fork's, it builds another distribution) ends the lock.
-        progress(f"uv lock --upgrade-package {fork.distribution}")
-        with StagedLock(staging.path, project, fork, new_rev) as locking:
-            repo = fork_cache.fetched(fork, new_rev)
-            locking.advance()
-            check_on_branch(repo, fork, new_rev, args.branch)
-            fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
-            fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
-            progress("computing the downstream commits over upstream")
-            # one request for the diffs' blobs and the files of both commits' checkouts (metadata, below)
-            base, shas = records.downstream(repo, fork, new_rev, fork_metadata.uncached(repo, [
-                *([fork.rev] if old_commit_fetched(fork) else []), new_rev]))
-            locking.advance()
-            recs = records.describe(repo, shas)
-            drift_lines, new_metadata = requirement_drift(project, repo, fork, new_rev)
-            old_index = read_index(patch_dir)
-            declares = declares_for(project, fork, new_rev, new_metadata)
-            lock_mode = locking.result()
-        # the base is known only now; uv, which read the staged pyproject.toml above, never reads it
-        write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+        repo = fork_cache.fetched(fork, new_rev)
+        check_on_branch(repo, fork, new_rev, args.branch)
+        fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
+        fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
+        progress("computing the downstream commits over upstream")
+        base, shas, blobs = records.downstream_started(repo, fork, new_rev, bump_steps.prefetched_trees(
+            project, fork, repo, new_rev, old_commit_fetched(fork)))
+        # Each step waits on other processes: the diffs' blobs come while the fork's metadata at the new commit is
+        # built, and uv locks the final staged pyproject.toml while the records are computed. Any failure (the
+        # commit is not the fork's, its backend fails) ends what is still running.
+        with blobs:
+            declares = bump_steps.declares_for(project, fork, repo, new_rev)
+            write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
+            entry_lines, changed = bump_steps.write_entry(staging.path, fork, declares)
+            progress(f"uv lock --upgrade-package {fork.distribution}")
+            with StagedLock(staging.path, project, fork, new_rev, changed) as locking:
+                blobs.wait()
+                locking.advance()
+                recs = records.describe(repo, shas)
+                locking.advance()
+                drift_lines = requirement_drift(project, repo, fork, new_rev)
+                old_index = read_index(patch_dir)
+                lock_mode = locking.result()
         progress(f"writing {relative_patches}/")
         new_fork = lockfile.fork(staging.path, fork.distribution)
         index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs, declares)
         records.write(staging.path / relative_patches, index, noted)
-        lock_mode, entry_lines = land_entry(staging.path, new_fork, declares, lock_mode)
         staging.keep_mode("uv.lock")
         locked_after = validate(staging.path, new_fork, new_rev)
         changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))

@@ -53,6 +53,7 @@ class _PatchesWords(argparse.Action):
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbose.add(deps)  # `nemo-rl deps -v VERB` as `nemo-rl deps VERB -v`
     verbs = deps.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     status = "pinned, locked and installed commit of each fork (no network)"

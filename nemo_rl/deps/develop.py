@@ -111,17 +111,24 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
         if git.toplevel(checkout) != checkout.resolve():
             raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
                               "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
-        unsaved = git.unsaved_work(checkout)
-        if (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists():
-            unsaved.append("submodules (their commits and stashes are not looked at)")
-        # ignored files are work too (data/, local settings), except the bytecode Python leaves by running it
-        ignored = [f for f in git.ignored_files(checkout) if "__pycache__/" not in f and not f.endswith(".pyc")]
-        if ignored:
-            unsaved.append(f"{len(ignored)} ignored file(s) ({', '.join(ignored[:3])}{', ...' if ignored[3:] else ''})")
+        submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()
+        unsaved = removal_blockers(git.unsaved_work(checkout), submodules, git.ignored_files(checkout))
         if unsaved:
             raise NemoRLError(f"{checkout} has {', '.join(unsaved)}: --remove would lose them",
                               "commit and push them (or stash-pop and commit), or stop without --remove: the "
                               "checkout stays")
+
+
+def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -> list[str]:
+    """What --remove would lose: git's unsaved work, submodules (not looked into), and ignored files, which are
+    work too (data/, local settings), except the bytecode Python leaves by running the checkout."""
+    blockers = list(unsaved)
+    if submodules:
+        blockers.append("submodules (their commits and stashes are not looked at)")
+    ignored = [f for f in ignored if "__pycache__/" not in f and not f.endswith(".pyc")]
+    if ignored:
+        blockers.append(f"{len(ignored)} ignored file(s) ({', '.join(ignored[:3])}{', ...' if ignored[3:] else ''})")
+    return blockers
 
 
 def _own_worker_envs(project: Path) -> list[Path]:

@@ -71,6 +71,9 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
+    if args.export and (args.check or args.offline):  # anywhere on the line: argparse takes flags in any order
+        raise UsageError("`deps patches export DIST DIR` writes a patch series; it takes no --check or --offline",
+                         "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
     if args.export:
         return _export(project, args.export, args.export_dir)
     if args.offline and not args.check:

@@ -63,23 +63,10 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
     developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
-    if fork.bad_rev:
-        state = "bad pin"
-    elif interrupted:
-        state = "bump interrupted"
-    elif locked_commit != fork.rev:
-        state = "lock stale"
-    elif problems:
-        state = "records stale"
-    elif metadata:
-        state = "metadata stale"
-    elif active:
-        state = "developing"
-    elif develop_entry:
-        state = "develop not applied"
-    elif not present:
-        state = "not installed"
-    else:
+    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=interrupted, lock_stale=locked_commit != fork.rev,
+                        records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
+                        develop_recorded=bool(develop_entry), installed=present)
+    if state is None:  # installed as locked so far: the environment itself is compared last (it reads files)
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
         state = "env stale" if mismatch else "installed differs" if differs else "ok"
         mismatch = mismatch or "; ".join(differs) or None
@@ -87,6 +74,24 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
                       developed, state, remedy.format(dist=fork.distribution) if remedy else None)
+
+
+def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
+                developing: bool, develop_recorded: bool, installed: bool) -> str | None:
+    """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
+    installed with nothing wrong so far, and the environment decides."""
+    for state, applies in (("bad pin", bad_pin), ("bump interrupted", interrupted), ("lock stale", lock_stale),
+                           ("records stale", records_stale), ("metadata stale", metadata_stale),
+                           ("developing", developing), ("develop not applied", develop_recorded),
+                           ("not installed", not installed)):
+        if applies:
+            return state
+    return None
+
+
+def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
+    """Whether `--check` exits 1: a lock that does not match, orphaned records, or a fork in a FAILING state."""
+    return bool(lock_problem or orphans or any(row.state in FAILING for row in rows))
 
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
@@ -143,6 +148,6 @@ def run(project: Path, args: argparse.Namespace) -> int:
         if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
             print(f"note: {path} is left from a bump that was killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
-    if args.check and (lock_problem or orphans or any(row.state in FAILING for row in rows)):
+    if args.check and fails_check(rows, lock_problem, orphans):
         return 1
     return 0

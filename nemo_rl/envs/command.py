@@ -29,6 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "key: a hash of the checkout's path, uv.lock, the sync flags, Python, platform and any developed fork. "
         "Build them ahead of time for images; pack a bundle on a builder for nodes without internet "
         "(docs/workers.md).")
+    verbose.add(envs)  # `nemo-rl envs -v VERB` as `nemo-rl envs VERB -v`
     verbs = envs.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb, text in VERBS:
         p = verbs.add_parser(verb, help=text, description=text)

@@ -1,14 +1,14 @@
 """The steps of `deps bump` that keep the derived [[tool.uv.dependency-metadata]] entry and the report true, as
-functions bump() calls in one line each: what the fork declares at the new commit, the entry written and locked
-with the pin, and the downstream commits counted by commit."""
+functions bump() calls in one line each: what the fork declares at the new commit, the entry written before uv
+locks it, and the downstream commits counted by commit."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_metadata, metadata_check
+from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 
 
@@ -48,27 +48,39 @@ def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dic
     return added, removed, shared
 
 
-def declares_for(project: Path, fork: lockfile.Fork, new_rev: str, new: fork_metadata.Metadata | None
-                 ) -> declared.Declares | None:
-    """What the fork declares at the new commit, for the index and the derived entry (None: the fork has no
-    entry to derive). Without the fork's metadata the entry cannot be derived, so the bump stops."""
+def declares_for(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str) -> declared.Declares | None:
+    """What the fork declares at the new commit, from its own build backend, for the index and the derived entry
+    (None: the fork has no entry to derive). Without the fork's metadata the entry cannot be derived, so the bump
+    stops."""
     if not metadata_check.derives(project, fork.distribution):
         return None
-    if new is None:
+    progress("reading the fork's own metadata at the new commit (its build backend)")
+    try:
+        new = fork_metadata.read(repo, new_rev)
+    except NemoRLError as exc:
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so its "
-                          f"[[tool.uv.dependency-metadata]] entry cannot be derived (see the requirements line above)",
-                          f"fix what stops the fork's build backend (its error is above), then run `nemo-rl deps "
-                          f"bump {fork.distribution} --rev {new_rev}` again")
+                          f"[[tool.uv.dependency-metadata]] entry cannot be derived: {exc.what.splitlines()[0]}",
+                          f"fix what stops the fork's build backend, then run `nemo-rl deps bump {fork.distribution} "
+                          f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
     return declared.declares_from(new.version, new.requires_python, new.requires)
 
 
-def land_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | None, lock_mode: str
-               ) -> tuple[str, list[str]]:
-    """Write the derived entry into the staged pyproject.toml and, when it changed, relock online (the staged lock
-    was made with the old entry); (how the lock ran, the report's lines). A requirement uv cannot lock is refused
-    with the exact line that drops it."""
+def prefetched_trees(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str, old_fetched: bool) -> list[str]:
+    """The commits whose trees come with the diffs' blobs (their metadata is built after the history): the old
+    pin, when the fork still has it, and the new commit unless its metadata is built first, for the entry."""
+    derived = metadata_check.derives(project, fork.distribution)
+    return fork_metadata.uncached(repo, [*([fork.rev] if old_fetched else []), *([] if derived else [new_rev])])
+
+
+EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)
+
+
+def write_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | None
+                ) -> tuple[list[str], EntryChange | None]:
+    """Write the derived entry into the staged pyproject.toml before uv locks it; (the report's lines, the change
+    when the entry changed: uv then locks online, since the requirements it resolves are new)."""
     if declares is None:
-        return lock_mode, []
+        return [], None
     before, written, unneeded = metadata_check.write_derived(staged, fork.distribution, declares)
     after = written or before
     assert after is not None  # unchanged means the entry was there already: write_entry adds a missing one
@@ -77,11 +89,12 @@ def land_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | 
     lines += [f"    the drop of {name} is unnecessary (the fork no longer declares it): removed from "
               f"[tool.nemo-rl.forks.{fork.distribution}] drop" for name in unneeded]
     if not written:
-        return lock_mode, lines
+        return lines, None
     lines[1:1] = metadata_check.entry_changes(before, written)
-    try:
-        uv.lock(staged, upgrade_package=fork.distribution)
-    except NemoRLError as exc:
-        raise NemoRLError(f"uv cannot lock {fork.distribution} with the metadata the fork declares at the new commit: "
-                          f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(before, written)) from exc
-    return "online: the fork's own metadata changed the entry uv locks", lines
+    return lines, (before, written)
+
+
+def lock_refused(fork: lockfile.Fork, change: EntryChange, exc: NemoRLError) -> NemoRLError:
+    """uv could not lock the entry derived from the fork's metadata: the exact line that drops what it added."""
+    return NemoRLError(f"uv cannot lock {fork.distribution} with the metadata the fork declares at the new commit: "
+                       f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change))

@@ -1,7 +1,7 @@
-"""What a fork itself declares at a commit, asked of its own build backend through PEP 517 (pypa's
-pyproject_hooks: get_requires_for_build_wheel, then prepare_metadata_for_build_wheel or build_wheel, each in an
-environment of exactly those requirements that uv keeps cached), not parsed from setup.py or requirements files
-by hand. A wheel (its file list) is built only when asked for: Megatron-LM's compiles an extension.
+"""What a fork itself declares at a commit, asked of its own build backend through PEP 517 (pep517.py: pypa's
+pyproject_hooks runs get_requires_for_build_wheel, then prepare_metadata_for_build_wheel or build_wheel), not
+parsed from setup.py or requirements files by hand. A wheel (its file list) is built only when asked for:
+Megatron-LM's compiles an extension.
 
 uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump compares the two.
 """
@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tomllib
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
-import pyproject_hooks
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import git, uv
+from nemo_rl import git
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import fork_cache, git_history, scratch
+from nemo_rl.forks import fork_cache, git_history, pep517, scratch
 from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
@@ -32,6 +30,7 @@ from nemo_rl.project.landing import write_atomic
 # the build had to use.
 # the metadata file name changed when Requires-Python joined it: an older cached answer lacks it
 METADATA, FILES = "metadata-v3.json", "files.json"  # v3: requirements of one name split by marker
+METADATA_LIMIT = 16 << 20  # a METADATA file the backend wrote: long descriptions included
 
 
 def project_table(pyproject_text: str | None) -> dict:
@@ -168,19 +167,34 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
                 placeholders = _check_out(repo, rev, source, moving=number > 0 and not placeholders)
                 out = tmp / f"out-{number}"
                 out.mkdir()
-                produced = out / _call_backend(source, out, rev, wheel, resolved)
+                produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
                 if wheel:
                     yield rev, _read_wheel(produced, placeholders)
                 else:
-                    yield rev, {METADATA: _metadata((produced / "METADATA").read_text(), placeholders)}
+                    yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), placeholders)}
         finally:
             shutil.rmtree(source, ignore_errors=True)
             with fork_cache.using(repo):
                 git.git(["worktree", "prune"], repo=repo, check=False)
 
 
+def _bounded(path: Path) -> str:
+    """A METADATA file the backend wrote, refused when it is not a file or larger than METADATA_LIMIT."""
+    try:
+        if not path.is_file() or path.stat().st_size > METADATA_LIMIT:
+            raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
+                              f"({path.name})", "pick another commit, or fix the fork's build backend")
+        return path.read_bytes().decode(errors="replace")
+    except OSError as exc:
+        raise NemoRLError(f"cannot read the METADATA the fork's build backend wrote: {exc}",
+                          "pick another commit, or fix the fork's build backend") from exc
+
+
 def _metadata(text: str, placeholders: list[str]) -> dict:
     message = Parser().parsestr(text)
+    if not message["Name"] or not message["Version"]:
+        raise NemoRLError("the METADATA the fork's build backend wrote has no Name or no Version",
+                          "pick another commit, or fix the fork's build backend")
     return {"name": message["Name"], "version": message["Version"],
             "requires": _requirements(message.get_all("Requires-Dist") or []),
             "requires_python": message["Requires-Python"], "placeholders": placeholders}
@@ -188,69 +202,20 @@ def _metadata(text: str, placeholders: list[str]) -> dict:
 
 def _read_wheel(wheel: Path, placeholders: list[str]) -> dict[str, dict]:
     """Both answers from one wheel: its files and its metadata (the same as the metadata hook's, PEP 517 says)."""
-    with zipfile.ZipFile(wheel) as archive:
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) does not open: {exc}",
+                          "pick another commit, or fix the fork's build backend") from exc
+    with archive:
         names = archive.namelist()
-        info = next(n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
-        metadata = archive.read(info).decode()
+        info = next((n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None)
+        if info is None or archive.getinfo(info).file_size > METADATA_LIMIT:
+            raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) has no .dist-info/METADATA "
+                              f"under {METADATA_LIMIT} bytes", "pick another commit, or fix the fork's build backend")
+        metadata = archive.read(info).decode(errors="replace")
     return {METADATA: _metadata(metadata, placeholders),
             FILES: {"files": sorted(n for n in names if ".dist-info/" not in n), "placeholders": placeholders}}
-
-
-def _call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
-    """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
-    build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
-    without it); the name of what the hook wrote into `out`. A requirement set already in `resolved` (resolved
-    online moments ago, by this command) is installed offline: the index is asked once per set, not per hook."""
-    requires, backend, backend_path = _build_system(source, rev)
-
-    def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
-        # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
-        key = tuple(sorted(requires))
-        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,
-                    extra_env=extra_environ or {}, offline=key in resolved)
-        resolved.add(key)
-
-    try:
-        hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
-        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
-        return hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
-    except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
-        # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
-        what = "build a wheel" if wheel else "produce metadata"
-        raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
-                          f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
-
-
-def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
-    """The fork's [build-system] (requires, build-backend, backend-path), checked: PEP 517's defaults for a
-    setup.py project, requirements that are PEP 508 (never an option to uv), strings where strings belong."""
-    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
-                      "pick another commit, or fix the fork")
-    try:
-        build = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {}) \
-            if (source / "pyproject.toml").exists() else {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
-                          "pick another commit, or fix the fork") from exc
-    backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
-    backend_path = build.get("backend-path") if isinstance(build, dict) else None
-    if not isinstance(backend, str) or not (backend_path is None or (
-            isinstance(backend_path, list) and all(isinstance(p, str) for p in backend_path))):
-        raise bad
-    return _checked(build.get("requires", ["setuptools>=40.8.0"]), rev), backend, backend_path
-
-
-def _checked(requirements: object, rev: str) -> list[str]:
-    try:
-        if not isinstance(requirements, list):
-            raise InvalidRequirement(repr(requirements))
-        parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
-        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ <a file URL>` builds code outside the fork
-            raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
-        return [str(r) for r in parsed]
-    except (InvalidRequirement, TypeError) as exc:
-        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
-                          "pick another commit, or fix the fork") from exc
 
 
 @dataclass(frozen=True)

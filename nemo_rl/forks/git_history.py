@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.git import git
+from nemo_rl.git import git, git_start
 from nemo_rl.process import Result
 
 ZERO = "0" * 40
@@ -68,11 +68,13 @@ def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
         _fetch_objects(repo, remote, wanted)
 
 
+_FETCH_OBJECTS = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                  "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options"]
+
+
 def _fetch_objects(repo: Path, remote: str, objects: set[str], check: bool = True) -> Result:
     # noop negotiation: the cache's refs say nothing about which blobs it lacks
-    return git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options", remote], repo=repo,
-               input_text="\n".join(sorted(objects)) + "\n", check=check)
+    return git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(objects)) + "\n", check=check)
 
 
 def missing_blobs(repo: Path, revs: list[str]) -> set[str]:
@@ -107,18 +109,43 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
-    and for the files of `trees` (commits whose checkout follows) if the server has them all; when it refuses
-    some of those, the diffs' blobs alone."""
-    blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
-    wanted = blobs & missing_blobs(repo, [*shas, *first_parents(repo, shas)])
-    if trees:
-        try:
-            fetch_blobs(repo, remote, wanted | missing_blobs(repo, list(trees)))
+    """`Prefetch` of these, waited for at once."""
+    with Prefetch(repo, remote, shas, trees) as blobs:
+        blobs.wait()
+
+
+class Prefetch:
+    """One request, started now and collected by `wait()`, for every blob the diffs of `shas` read (before and
+    after each change) that the cache lacks, and for the files of `trees` (commits whose checkout follows) if the
+    server has them all; when it refuses some of those, the diffs' blobs alone. Leaving its `with` block by an
+    exception ends the fetch."""
+
+    def __init__(self, repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
+        self.repo, self.remote, self.trees = repo, remote, list(trees)
+        blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
+        self.wanted = (blobs & missing_blobs(repo, [*shas, *first_parents(repo, shas)])) - {ZERO}
+        objects = self.wanted | (missing_blobs(repo, self.trees) - {ZERO})
+        self.running = git_start([*_FETCH_OBJECTS, remote], repo=repo,
+                                 input_text="\n".join(sorted(objects)) + "\n") if objects else None
+
+    def wait(self) -> None:
+        if self.running is None:
             return
+        try:
+            self.running.wait()
         except NemoRLError:
-            pass  # a mirror without some large file: the checkout deals with it
-    fetch_blobs(repo, remote, wanted)
+            if not self.trees:
+                raise
+            fetch_blobs(self.repo, self.remote, self.wanted)  # a mirror without some large file: the checkout copes
+        finally:
+            self.running = None
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is not None and self.running is not None:
+            self.running.end()
 
 
 def message(repo: Path, sha: str) -> str:

@@ -56,10 +56,19 @@ def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str
     """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already
     fetched into `repo`; every blob their diffs read is fetched too, with the files of `trees` (commits that will
     be checked out), in one request (not one per object)."""
+    base, shas, blobs = downstream_started(repo, fork, pinned, trees)
+    with blobs:
+        blobs.wait()
+    return base, shas
+
+
+def downstream_started(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
+                       ) -> tuple[str, list[str], git_history.Prefetch]:
+    """`downstream` with the blobs' request still running: the caller works meanwhile and waits for it before
+    `describe`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
-    git_history.prefetch_diffs(repo, "fork", shas, trees)
-    return base, shas
+    return base, shas, git_history.Prefetch(repo, "fork", shas, trees)
 
 
 def describe(repo: Path, shas: list[str]) -> list[Record]:

@@ -14,7 +14,11 @@ Each mirror is cloned `--mirror --shared` and served with `uploadpack.allowFilte
   user's uv cache, as a bump uses it);
 - `nemo-rl deps bump megatron-core --branch BRANCH` in a fresh clone, with an empty `NEMO_RL_CACHE_DIR`;
 - the same bump with its lock forced online (`bump.OFFLINE_FIRST = False`): what it costs when uv's cache cannot
-  answer.
+  answer;
+- with `--baseline CHECKOUT` (another checkout of nemo-rl, e.g. `git worktree add ../before HEAD~3`), the same bump
+  run by that checkout's nemo_rl, first in even rounds and last in odd ones: a change measured side by side.
+
+Each bump's row names the version its landed uv.lock gives the fork.
 
 The goal: the bump within twice (uv lock + commit fetch), per repeat and in medians. Then
 `nemo-rl deps upstream DIST` from an empty cache (goal for megatron-core: under 30 s) and warm, with the bytes the
@@ -97,10 +101,27 @@ ONLINE = ("import sys; import nemo_rl.deps.bump as bump; bump.OFFLINE_FIRST = Fa
           "sys.exit(main(sys.argv[1:]))")
 
 
-def nemo_rl(args: list[str], env: dict, cache: Path, *, online_lock: bool = False) -> float:
-    # run from outside any checkout: a checkout's nemo_rl/ would shadow the installed one
+def nemo_rl(args: list[str], env: dict, cache: Path, *, online_lock: bool = False, checkout: Path | None = None
+            ) -> float:
+    # run from outside any checkout: a checkout's nemo_rl/ would shadow the installed one (PYTHONPATH: on purpose)
     start = ["-c", ONLINE] if online_lock else ["-m", "nemo_rl"]
-    return timed([sys.executable, *start, *args], {**env, "NEMO_RL_CACHE_DIR": str(cache)}, cwd=Path("/"))
+    extra = {"PYTHONPATH": str(checkout.resolve())} if checkout else {}
+    return timed([sys.executable, *start, *args], {**env, "NEMO_RL_CACHE_DIR": str(cache), **extra}, cwd=Path("/"))
+
+
+def landed(project: Path, head: str) -> str:
+    """The fork's version in the landed uv.lock, once the pin is checked to be the branch head."""
+    from nemo_rl.project import lockfile
+
+    pinned = tomlkit.parse((project / "pyproject.toml").read_text())["tool"]["uv"]["sources"]["megatron-core"]
+    assert pinned["rev"] == head, f"the bump in {project} did not pin the branch head"
+    return str(lockfile.locked_packages(project)["megatron-core"].version)
+
+
+def baseline_bump(work: Path, bump_args: list[str], env: dict, head: str, checkout: Path) -> dict:
+    project = clone(work, "bumped-baseline")
+    seconds = nemo_rl([*bump_args, str(project)], env, work / "cache-baseline", checkout=checkout)
+    return {"baseline_bump_s": seconds, "baseline_version": landed(project, head)}
 
 
 def bump_rounds(root: Path, args: argparse.Namespace, env: dict) -> list[dict]:
@@ -113,16 +134,19 @@ def bump_rounds(root: Path, args: argparse.Namespace, env: dict) -> list[dict]:
         work = Path(tempfile.mkdtemp(prefix=f"round-{n}-", dir=root))
         fetch_s = commit_fetch(work, fork, head, env)
         lock_s = uv_lock(clone(work, "locked"), "megatron-core", head, env)
+        bump_args = ["deps", "bump", "megatron-core", "--branch", args.branch, "--project"]
+        baseline = baseline_bump(work, bump_args, env, head, args.baseline) if args.baseline and n % 2 == 0 else {}
         project = clone(work, "bumped")
-        bump_s = nemo_rl(["deps", "bump", "megatron-core", "--branch", args.branch, "--project", str(project)], env,
-                         work / "cache")
-        pinned = tomlkit.parse((project / "pyproject.toml").read_text())["tool"]["uv"]["sources"]["megatron-core"]
-        assert pinned["rev"] == head, "the bump did not pin the branch head"
-        online_s = nemo_rl(["deps", "bump", "megatron-core", "--branch", args.branch, "--project",
-                            str(clone(work, "bumped-online"))], env, work / "cache-online", online_lock=True)
-        rounds.append({"commit_fetch_s": fetch_s, "uv_lock_s": lock_s, "bump_s": bump_s,
+        bump_s = nemo_rl([*bump_args, str(project)], env, work / "cache")
+        version = landed(project, head)
+        if args.baseline and n % 2 == 1:
+            baseline = baseline_bump(work, bump_args, env, head, args.baseline)
+        online = clone(work, "bumped-online")
+        online_s = nemo_rl([*bump_args, str(online)], env, work / "cache-online", online_lock=True)
+        rounds.append({"commit_fetch_s": fetch_s, "uv_lock_s": lock_s, "bump_s": bump_s, "version": version,
                        "ratio": bump_s / (lock_s + fetch_s), "bump_online_lock_s": online_s,
-                       "ratio_online_lock": online_s / (lock_s + fetch_s)})
+                       "online_version": landed(online, head), "ratio_online_lock": online_s / (lock_s + fetch_s),
+                       **baseline, "load": os.getloadavg()[0]})
     return rounds
 
 
@@ -154,7 +178,14 @@ def table(result: dict) -> str:
              f"| bump ÷ (uv lock + fetch), per repeat | {', '.join(f'{r['ratio']:.2f}' for r in rounds)} | ≤ 2 |",
              f"| the same bump with its lock forced online, empty fork cache | {median(online)} | |",
              f"| that ÷ (uv lock + fetch), per repeat | {', '.join(f'{r['ratio_online_lock']:.2f}' for r in rounds)} "
-             "| ≤ 2 |"]
+             "| ≤ 2 |",
+             f"| megatron-core's version in each landed uv.lock (bump, online) | "
+             f"{', '.join(sorted({r['version'] for r in rounds} | {r['online_version'] for r in rounds}))} | |"]
+    if "baseline_bump_s" in rounds[0]:
+        baseline = [r["baseline_bump_s"] for r in rounds]
+        lines.append(f"| the same bump by the `--baseline` checkout, empty fork cache | {median(baseline)} "
+                     f"(lock says {', '.join(sorted({r['baseline_version'] for r in rounds}))}) | |")
+    lines.append(f"| load average (1 min) after each round | {', '.join(f'{r['load']:.1f}' for r in rounds)} | |")
     for dist, up in result["upstream"].items():
         limit = " < 30 s" if dist == "megatron-core" else ""
         lines.append(f"| `deps upstream {dist}`, empty cache | {median(up['empty_s'])} | {limit.strip()} |")
@@ -172,11 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", nargs="*", default=["megatron-core"], metavar="DIST",
                         help="forks for `deps upstream` (nemo-toolkit needs a NeMo mirror)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="another checkout of nemo-rl whose bump is timed in the same rounds")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="nemo-rl-bench-upkeep-") as tmp:
         root = Path(tmp)
         env = serve(args.mirror, root)
-        result = {"branch": args.branch, "bump": bump_rounds(root, args, env),
+        result = {"branch": args.branch, "baseline": str(args.baseline) if args.baseline else None,
+                  "bump": bump_rounds(root, args, env),
                   "upstream": {dist: upstream_rounds(root, dist, min(args.repeats, 2), env) for dist in args.upstream}}
     meta = {"date": datetime.date.today().isoformat(), "cores": os.cpu_count(), "python": platform.python_version(),
             "uv": run([find_uv_bin(), "--version"]).stdout.strip(), "git": run(["git", "--version"]).stdout.strip()}

@@ -1,0 +1,137 @@
+"""The PEP 517 front end behind a fork's metadata (fork_metadata): pypa's pyproject_hooks runs the hooks, each
+in a `uv run --with` environment of exactly the fork's build requirements that uv keeps cached, under a time
+limit; what a hook answers is checked before it is used. The fork's [build-system] is checked before anything
+runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pyproject_hooks
+from packaging.requirements import InvalidRequirement, Requirement
+
+from nemo_rl import uv
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project.landing import write_atomic
+
+HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
+# A backend that never returns is ended (its whole process group) and reported: the metadata hook of a large
+# fork takes seconds, a wheel with a compiled extension minutes.
+METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
+OUTPUT_LIMIT = 1 << 20  # a hook's output.json: a list of requirements or a file name
+
+
+def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
+    """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
+    build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
+    without it); the name of what the hook wrote into `out`. When get_requires adds nothing new, the second hook
+    runs in the first one's process (hook_pair.py) and the second call reads its answer. A requirement set
+    already in `resolved` (resolved online moments ago, by this command) is installed offline: the index is asked
+    once per set, not per hook."""
+    requires, backend, backend_path = _build_system(source, rev)
+    hook = "build_wheel" if wheel else "prepare_metadata_for_build_wheel"
+    ahead = out.with_name(f"{out.name}-ahead")  # the second hook's control directory, answered in the first's run
+    # as pyproject_hooks writes them for the second call: a call that differs is run on its own
+    ahead_input = {"kwargs": {"wheel_directory": os.path.abspath(out), "config_settings": None,
+                              "metadata_directory": None} if wheel else
+                   {"metadata_directory": os.path.abspath(out), "config_settings": None, "_allow_fallback": True}}
+
+    def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
+        # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
+        script, name, control = cmd[1], cmd[2], Path(cmd[3])
+        args = [script, name, str(control)]
+        if name == "get_requires_for_build_wheel":
+            ahead.mkdir(exist_ok=True)
+            write_atomic(ahead / "input.json", json.dumps(ahead_input))
+            args = [str(HOOK_PAIR), script, str(control), hook, str(ahead), json.dumps(requires)]
+        if name == "get_requires_for_build_wheel" or not _answered_ahead(ahead, control):
+            key = tuple(sorted(requires))
+            uv.run_with(requires, ["python", *args], cwd=Path(cwd or source), python=sys.executable,
+                        extra_env=extra_environ or {}, offline=key in resolved,
+                        timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S)
+            resolved.add(key)
+        _output(control)  # the backend's process wrote it: checked before pyproject_hooks reads it
+
+    try:
+        hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
+        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
+        name = hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
+        return _produced(out, name)
+    except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
+        # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
+        what = "build a wheel" if wheel else "produce metadata"
+        raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
+                          f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
+
+
+def _answered_ahead(ahead: Path, control: Path) -> bool:
+    """Whether the first run already answered this call (same input): its output then becomes this call's."""
+    try:
+        if (ahead / "input.json").read_text() != json.dumps(json.loads((control / "input.json").read_text())):
+            return False
+        answer = (ahead / "output.json").read_bytes()
+    except (OSError, ValueError):
+        return False
+    (control / "output.json").write_bytes(answer)
+    return True
+
+
+def _output(control: Path) -> dict:
+    """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
+    path = control / "output.json"
+    try:
+        if path.stat().st_size > OUTPUT_LIMIT:
+            raise ValueError(f"{path.stat().st_size} bytes (over {OUTPUT_LIMIT})")
+        data = json.loads(path.read_bytes())
+        if not isinstance(data, dict):
+            raise ValueError(f"a {type(data).__name__}, not an object")
+    except (OSError, ValueError, RecursionError) as exc:
+        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}",
+                          "pick another commit, or fix the fork's build backend") from exc
+    return data
+
+
+def _produced(out: Path, name: object) -> str:
+    """The hook's return value: the name of one entry it wrote into `out` (a .dist-info directory or a wheel)."""
+    if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name
+            or not (out / name).exists()):
+        raise NemoRLError(f"the hook returned {name!r:.100}, not the name of what it wrote",
+                          "pick another commit, or fix the fork's build backend")
+    return name
+
+
+def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
+    """The fork's [build-system] (requires, build-backend, backend-path), checked: PEP 517's defaults for a
+    setup.py project, requirements that are PEP 508 (never an option to uv), strings where strings belong."""
+    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
+                      "pick another commit, or fix the fork")
+    try:
+        build = (tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {})
+                 if (source / "pyproject.toml").exists() else {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
+                          "pick another commit, or fix the fork") from exc
+    backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
+    backend_path = build.get("backend-path") if isinstance(build, dict) else None
+    if not isinstance(backend, str) or not (backend_path is None or (
+            isinstance(backend_path, list) and all(isinstance(p, str) for p in backend_path))):
+        raise bad
+    return _checked(build.get("requires", ["setuptools>=40.8.0"]), rev), backend, backend_path
+
+
+def _checked(requirements: object, rev: str) -> list[str]:
+    try:
+        if not isinstance(requirements, list):
+            raise InvalidRequirement(repr(requirements))
+        parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
+        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ <a file URL>` builds code outside the fork
+            raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
+        return [str(r) for r in parsed]
+    except (InvalidRequirement, TypeError) as exc:
+        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
+                          "pick another commit, or fix the fork") from exc

@@ -1,0 +1,35 @@
+"""The fork cache's own bookkeeping (forks/fork_cache.py): one repository per fork and upstream, its lock file
+kept, git's stale lock files removed under it. No fetch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nemo_rl.forks import fork_cache
+from nemo_rl.project import lockfile
+
+FORK = lockfile.Fork("megatron-core", "https://forks.nemo-rl.invalid/m.git", "a" * 40, "main",
+                     "https://upstream.nemo-rl.invalid/m.git", "main", None)
+
+
+def test_one_cache_repository_per_fork_url_and_upstream_url(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path))
+    path = fork_cache._path(FORK)
+    assert path.parent == tmp_path / "git" and path.name.startswith("megatron-core-")
+    assert fork_cache._path(replace(FORK, rev="b" * 40, branch="other")) == path  # a pin is not a repository
+    assert fork_cache._path(replace(FORK, url="https://forks.nemo-rl.invalid/other.git")) != path
+    assert fork_cache._path(replace(FORK, upstream_url="https://upstream.nemo-rl.invalid/o.git")) != path
+
+
+def test_using_the_cache_removes_stale_git_locks_and_keeps_its_own_lock_file(tmp_path):
+    repo = tmp_path / "git" / "megatron-core-0123"
+    (repo / "refs" / "heads").mkdir(parents=True)
+    stale = [repo / "config.lock", repo / "packed-refs.lock", repo / "refs" / "heads" / "main.lock"]
+    for path in stale:
+        path.write_text("")
+    (repo / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
+    with fork_cache.using(repo) as held:
+        assert held == repo
+        assert not any(path.exists() for path in stale)
+        assert (repo / "refs" / "heads" / "main").exists()
+    assert (tmp_path / "git" / "megatron-core-0123.lock").exists()  # never removed: see _locked

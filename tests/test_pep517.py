@@ -1,0 +1,185 @@
+"""The PEP 517 front end (forks/pep517.py) run on in-tree backends: get_requires' additions installed, both hooks
+in one process when it adds nothing, a [build-system] of the wrong shape refused before anything runs, odd
+answers and hangs reported as errors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import fork_metadata, pep517
+
+BACKEND = '''
+import os
+
+def get_requires_for_build_wheel(config_settings=None):
+    return ["iniconfig==2.0.0"]
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    import iniconfig  # only there when the front end installed what get_requires_for_build_wheel asked for
+    os.makedirs(os.path.join(directory, "fixture-0.1.dist-info"))
+    with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\nRequires-Dist: iniconfig\\n")
+    return "fixture-0.1.dist-info"
+'''
+
+
+@pytest.mark.slow  # installs a requirement from PyPI into uv's cache
+def test_the_front_end_installs_what_get_requires_for_build_wheel_asks_for(tmp_path):
+    source, out = tmp_path / "src", tmp_path / "out"
+    source.mkdir()
+    out.mkdir()
+    (source / "pyproject.toml").write_text(textwrap.dedent('''\
+        [build-system]
+        requires = []
+        build-backend = "backend"
+        backend-path = ["."]
+        '''))
+    (source / "backend.py").write_text(BACKEND)
+    resolved: set[tuple[str, ...]] = set()
+    name = pep517.call_backend(source, out, "0" * 40, False, resolved)
+    assert (out / name / "METADATA").read_text().startswith("Metadata-Version: 2.1\nName: fixture\n")
+    assert resolved == {(), ("iniconfig==2.0.0",)}  # each set resolved once, online
+
+
+def test_a_backend_that_fails_is_a_clear_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "nowhere"\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
+        pep517.call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+
+
+@pytest.mark.parametrize("table", [
+    'requires = ["--index-url=https://elsewhere.invalid"]', 'requires = "setuptools"', "requires = [1]",
+    'requires = []\nbackend-path = "."', 'requires = []\nbuild-backend = ["a"]',
+])
+def test_a_build_system_of_the_wrong_shape_is_refused_before_anything_runs(tmp_path, table):
+    (tmp_path / "pyproject.toml").write_text(f"[build-system]\n{table}\n")
+    with pytest.raises(NemoRLError, match="at 000000000000") as caught:
+        pep517.call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+    assert "fix the fork" in caught.value.remedy
+
+
+def test_the_defaults_are_pep_517s_for_a_setup_py_project(tmp_path):
+    assert pep517._build_system(tmp_path, "0" * 40) == (
+        ["setuptools>=40.8.0"], "setuptools.build_meta:__legacy__", None)
+
+
+def test_a_backend_path_outside_the_tree_is_refused(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "b"\n'
+                                             'backend-path = ["../elsewhere"]\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000"):
+        pep517.call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+
+
+def test_build_requirements_that_are_direct_references_are_refused():
+    """`pkg @ <a file URL>` in a fork's [build-system] would build (and run) code outside the fork."""
+    with pytest.raises(NemoRLError, match="direct references are not taken"):
+        pep517._checked(["setuptools", f"pkg @ {Path('/').as_uri()}elsewhere"], "a" * 40)
+
+
+def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):
+    """The hooks run with the fork's checkout as the working directory: its uv.toml or [tool.uv] must not choose
+    where build requirements come from."""
+    from nemo_rl import uv
+
+    seen = []
+    monkeypatch.setattr(uv, "uv", lambda args, **kwargs: seen.append(args))
+    uv.run_with(["setuptools"], ["python", "-c", "pass"], cwd=tmp_path, python="3.12", extra_env={})
+    assert "--no-config" in seen[0]
+
+
+def in_tree_backend(source: Path, code: str) -> Path:
+    """A fork checkout whose build backend is `code` (backend.py, in the tree, no build requirements)."""
+    source.mkdir(parents=True, exist_ok=True)
+    (source / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                                           'backend-path = ["."]\n')
+    (source / "backend.py").write_text(textwrap.dedent(code))
+    return source
+
+
+WRITES_METADATA = '''
+    import os, sys
+
+    def _seen(hook):
+        with open(os.path.join(os.path.dirname(__file__), "pids"), "a") as f:
+            f.write(f"{hook} {os.getpid()}\\n")
+
+    def get_requires_for_build_wheel(config_settings=None):
+        _seen("get_requires")
+        return []
+
+    def prepare_metadata_for_build_wheel(directory, config_settings=None):
+        _seen("prepare_metadata")
+        os.makedirs(os.path.join(directory, "fixture-0.1.dist-info"))
+        with open(os.path.join(directory, "fixture-0.1.dist-info", "METADATA"), "w") as f:
+            f.write("Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\n")
+        return "fixture-0.1.dist-info"
+
+    def build_wheel(directory, config_settings=None, metadata_directory=None):
+        import zipfile
+        _seen("build_wheel")
+        with zipfile.ZipFile(os.path.join(directory, "fixture-0.1-py3-none-any.whl"), "w") as wheel:
+            wheel.writestr("fixture/__init__.py", "")
+            wheel.writestr("fixture-0.1.dist-info/METADATA", "Metadata-Version: 2.1\\nName: fixture\\nVersion: 0.1\\n")
+        return "fixture-0.1-py3-none-any.whl"
+'''
+
+
+def test_both_hooks_run_in_one_process_when_get_requires_adds_nothing(tmp_path):
+    """get_requires_for_build_wheel asked for nothing new: prepare_metadata runs in the same interpreter (one
+    environment start and one backend import per commit, not two)."""
+    source, out = in_tree_backend(tmp_path / "src", WRITES_METADATA), tmp_path / "out"
+    out.mkdir()
+    name = pep517.call_backend(source, out, "0" * 40, False, set())
+    assert (out / name / "METADATA").read_text().startswith("Metadata-Version: 2.1\nName: fixture\n")
+    seen = [line.split() for line in (source / "pids").read_text().splitlines()]
+    assert [hook for hook, _ in seen] == ["get_requires", "prepare_metadata"]
+    assert seen[0][1] == seen[1][1], "the second hook started a process of its own"
+
+
+def test_a_wheel_is_built_in_the_get_requires_process_too(tmp_path):
+    """The same for build_wheel (a file list): its call must match what the first process answered, or the wheel
+    would be built twice."""
+    source, out = in_tree_backend(tmp_path / "src", WRITES_METADATA), tmp_path / "out"
+    out.mkdir()
+    name = pep517.call_backend(source, out, "0" * 40, True, set())
+    assert fork_metadata._read_wheel(out / name, [])[fork_metadata.FILES]["files"] == ["fixture/__init__.py"]
+    seen = [line.split() for line in (source / "pids").read_text().splitlines()]
+    assert [hook for hook, _ in seen] == ["get_requires", "build_wheel"] and seen[0][1] == seen[1][1]
+
+
+@pytest.mark.parametrize("returned, written", [
+    ("42", None), ('"../elsewhere"', None), ('{"a": 1}', None), ('"never-written.dist-info"', None),
+    ('"fixture-0.1.dist-info"', "[1]"), ('"fixture-0.1.dist-info"', '"' + "x" * (2 << 20) + '"'),
+])
+def test_a_backend_answering_odd_values_is_a_clear_error(tmp_path, returned, written):
+    """A hostile or broken backend: a hook's return value that names nothing it wrote, or an output.json (which
+    the backend's own process writes) that is not an object or is huge, is an error naming the commit (exit 1),
+    never a crash (exit 3)."""
+    overwrite = f'''
+    import atexit
+    def _overwrite():  # after the hook script wrote its answer
+        with open(os.path.join(sys.argv[2], "output.json"), "w") as f:
+            f.write({written!r})
+    atexit.register(_overwrite)
+''' if written else ""
+    code = WRITES_METADATA.replace('        return "fixture-0.1.dist-info"', f"        return {returned}")
+    source, out = in_tree_backend(tmp_path / "src", code + overwrite), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000") as caught:
+        pep517.call_backend(source, out, "0" * 40, False, set())
+    assert caught.value.remedy.startswith("read its output:\n")
+
+
+def test_a_backend_that_never_returns_is_ended_and_reported(tmp_path, monkeypatch):
+    """L2: the hooks run under a time limit; past it the backend's whole process group is ended."""
+    monkeypatch.setattr(pep517, "METADATA_TIMEOUT_S", 3.0)
+    code = WRITES_METADATA.replace('        _seen("prepare_metadata")', '        import time; time.sleep(20)')
+    source, out = in_tree_backend(tmp_path / "src", code), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata") as caught:
+        pep517.call_backend(source, out, "0" * 40, False, set())
+    assert "did not finish within 3 s" in caught.value.remedy

@@ -1,0 +1,56 @@
+"""`deps status`'s pure parts (deps/status.py): which state wins, what `--check` fails on, and the rendered
+rows. No fixture world: rows are built by hand."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from nemo_rl.deps import status
+from nemo_rl.project.develop_state import CheckoutFacts
+
+CLEAN = dict(bad_pin=False, interrupted=False, lock_stale=False, records_stale=False, metadata_stale=False,
+             developing=False, develop_recorded=False, installed=True)
+ORDER = ["bad_pin", "interrupted", "lock_stale", "records_stale", "metadata_stale", "developing", "develop_recorded"]
+ROW = status.ForkStatus("megatron-core", "https://forks.nemo-rl.invalid/m.git", "nemo-rl/main", "a" * 40, "a" * 40,
+                        "a" * 40, "0.1.0", "https://upstream.nemo-rl.invalid/m.git", "b" * 40, 2, [], None, "ok",
+                        None)
+
+
+def test_nothing_wrong_leaves_the_state_to_the_environment():
+    assert status.first_state(**CLEAN) is None
+    assert status.first_state(**{**CLEAN, "installed": False}) == "not installed"
+
+
+@pytest.mark.parametrize("n", range(len(ORDER)))
+def test_the_most_fundamental_state_wins(n):
+    """Each condition hides every later one: a bad pin before an interrupted bump before a stale lock ..."""
+    found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
+    assert found == ["bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
+                     "develop not applied"][n]
+    assert found in status.FAILING and status.REMEDIES[found]
+
+
+def test_check_fails_on_a_failing_state_a_lock_problem_or_an_orphan():
+    assert not status.fails_check([ROW, replace(ROW, state="not installed")], None, [])
+    assert status.fails_check([ROW, replace(ROW, state="env stale")], None, [])
+    assert status.fails_check([ROW], "uv.lock needs to be updated", [])
+    assert status.fails_check([ROW], None, ["patches/gone: no fork table"])
+
+
+def test_render_shows_the_pins_the_checkout_and_at_most_five_record_problems():
+    developing = CheckoutFacts(Path("/work/m"), "c" * 40, 3, dirty=True, rebasing=True)
+    row = replace(ROW, state="developing", developing=developing, remedy="run `nemo-rl deps develop --stop x`",
+                  records_problems=[f"problem {n}" for n in range(7)], installed_version=None)
+    lines = status.render([row], []).splitlines()
+    assert lines[0] == "megatron-core: developing"
+    assert lines[2] == f"  pinned     {'a' * 12}   locked {'a' * 12}   installed not installed"
+    assert lines[4] == (f"  developing /work/m at {'c' * 12}, 3 commit(s) ahead of the pin, dirty, "
+                        "REBASING (stopped at a conflict)")
+    assert lines[5:10] == [f"  records    problem {n}" for n in range(5)]
+    assert lines[10] == "  records    ... and 2 more"
+    assert lines[11] == "  fix        run `nemo-rl deps develop --stop x`"
+    missing = replace(row, developing=CheckoutFacts(Path("/gone"), None, 0, False, missing=True), records_problems=[])
+    assert "  developing /gone (missing)" in status.render([missing], []).splitlines()
