@@ -36,17 +36,23 @@ def test_a_fork_derives_its_entry_when_it_has_one_or_deltas_that_need_one(tmp_pa
 
 
 def test_the_locked_package_is_held_against_the_derived_entry():
-    def lock(version, *names):
+    def lock(version, *names, recorded=DERIVED.requires_dist):
         return {"package": [{"name": "megatron-core", "version": version,
-                             "dependencies": [{"name": n} for n in names]}, {"name": "numpy"}]}
+                             "dependencies": [{"name": n} for n in names]}, {"name": "numpy"}],
+                "manifest": {"dependency-metadata": [{"name": "megatron-core", "version": "0.2.0",
+                                                      "requires-dist": list(recorded)}]}}
 
     assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch"), DERIVED) == []
-    # torch's marker may leave it out of the lock; numpy is unconditional
-    assert metadata_check.locked_differences(lock("0.2.0", "numpy"), DERIVED) == []
+    # torch's marker is met here (Linux), so it must be locked; numpy is unconditional
+    assert metadata_check.locked_differences(lock("0.2.0", "numpy"), DERIVED) == [
+        ("dependencies", "torch among them", "missing")]
     assert metadata_check.locked_differences(lock("0.1.0", "torch", "einops"), DERIVED) == [
         ("version", "0.2.0", "0.1.0"), ("dependencies", "numpy among them", "missing"),
         ("dependencies", "only what the entry requires", "also einops")]
     assert metadata_check.locked_differences({"package": []}, DERIVED) == [("entries", "one", "0")]
+    # the entry uv recorded, edited by hand
+    assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch", recorded=["numpy>=1.26"]), DERIVED) == [
+        ("[[manifest.dependency-metadata]] requires-dist", "the derived list", "missing torch")]
 
 
 def test_the_report_names_what_a_rewritten_entry_changed():
@@ -62,4 +68,4 @@ def test_a_refused_lock_names_the_drop_line_of_each_added_requirement():
     remedy = metadata_check.refusal_remedy(before, DERIVED)
     assert '    { name = "torch", why = "<why nemo-rl does not need it>" },' in remedy
     assert "numpy" not in remedy and "[tool.nemo-rl.forks.megatron-core]" in remedy
-    assert metadata_check.refusal_remedy(DERIVED, DERIVED) == "read uv's message above"
+    assert metadata_check.refusal_remedy(DERIVED, DERIVED).startswith("uv's message above names the requirement")
