@@ -42,11 +42,6 @@ def _entries(user_cache: Path, name: str, version: str) -> list[Path]:
     return found
 
 
-def _inside(path: Path, root: Path) -> bool:
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real.startswith(top + os.sep)
-
-
 def _copy_entry(entry: Path, user_cache: Path, cache: Path) -> None:
     target = cache / entry.relative_to(user_cache)
 
@@ -54,22 +49,23 @@ def _copy_entry(entry: Path, user_cache: Path, cache: Path) -> None:
         return [SCRATCH] if SCRATCH in names and len(Path(directory).relative_to(entry).parts) == 1 else []
 
     shutil.copytree(entry, target, symlinks=True, ignore=skip, dirs_exist_ok=True)
+    real_cache = os.path.realpath(user_cache)
     for dirpath, dirnames, filenames in os.walk(target):
         for name in [*dirnames, *filenames]:
             link = Path(dirpath) / name
             if not link.is_symlink():
                 continue
-            # uv's links to unpacked wheels are relative (../../archive-v0/ID): the same text in the same place
-            # of the fresh cache names the same entry there, once it is copied; one leaving the cache is dropped
-            source = user_cache / link.relative_to(cache)
-            unpacked = Path(os.path.normpath(source.parent / os.readlink(link)))
-            if (not _inside(unpacked, user_cache) or not unpacked.relative_to(user_cache).parts[0].startswith(
-                    "archive-v") or not unpacked.is_dir() or unpacked.is_symlink()):
-                link.unlink()
+            # uv links a built wheel to its unpacked copy in archive-v*: that copy comes along, and the link is
+            # made again relative to it; any other link (one leaving the user's cache) is dropped
+            real = os.path.realpath(user_cache / link.relative_to(cache))
+            link.unlink()
+            relative = Path(os.path.relpath(real, real_cache))  # "../..." when it leaves the cache
+            if not os.path.isdir(real) or not relative.parts[0].startswith("archive-v"):
                 continue
-            landing = cache / unpacked.relative_to(user_cache)
+            landing = cache / relative
             if not landing.exists():
-                shutil.copytree(unpacked, landing, symlinks=True)
+                shutil.copytree(real, landing, symlinks=True)
+            os.symlink(os.path.relpath(landing, link.parent), link)
 
 
 def seed(user_cache: Path | None, cache: Path, lock: dict) -> list[str]:
