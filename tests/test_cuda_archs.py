@@ -254,3 +254,13 @@ def test_a_compiler_launcher_in_cxx_is_a_command_line(monkeypatch):
     assert cuda_archs.toolchain_record()["host_compiler_at_pack"].startswith("g++")
     monkeypatch.setenv("CXX", "'unbalanced")
     assert cuda_archs.host_compiler_command()[-1].endswith("c++")
+
+
+def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
+    """The compiled extension is what a bundle most needs proven: the pack's import check includes it."""
+    from nemo_rl.workers import verified
+
+    (tmp_path / "ext.so").write_bytes(b"")
+    env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
+    assert verified.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
+    assert verified.modules_to_import([], tmp_path / "empty") == ["ray"]

@@ -112,7 +112,8 @@ def test_a_package_tree_without_the_compiler_is_named(tmp_path):
     assert layout.arrange(root, home, "x86_64-linux-gnu") == ["nvvm/bin/cicc"]
 
 
-def test_a_foreign_directory_is_never_changed(tmp_path, capsys):
+def test_a_foreign_directory_is_never_changed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # were the check gone, no apt: never a 1 GB download
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     assert main(["toolchain", "cuda", str(tmp_path / "mine")]) == 1
@@ -203,7 +204,8 @@ def test_a_binary_deleted_after_assembly_is_not_trusted_on_the_stamp(tmp_path, m
     verified = []
     monkeypatch.setattr(assemble, "verify", lambda *a: verified.append(a) or ("12.4", (90,)))
     assert assemble.assemble(home).reused and verified  # the control: as assembled, verified and reused
-    (home / "bin" / "fatbinary").write_text("")  # truncated
+    (home / "bin" / "fatbinary").write_text("")  # truncated: the name is there, the size is not
+    assert assemble._damage(home, assemble._stamp(home)) == "1 changed (bin/fatbinary)"
     (home / "nvvm" / "bin" / "cicc").unlink()  # gone (a REQUIRED path: caught by the list, not only by REQUIRED)
     (home / "include" / "crt").rename(home / "include" / "crt-moved")
     assert "missing" in assemble._damage(home, assemble._stamp(home))
