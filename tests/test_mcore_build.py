@@ -73,6 +73,8 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
         found = shutil.which(tool)
         if found:
             os.symlink(found, no_compiler / tool)
+    for name in ("python3", "python3.12"):  # and its Python, which uv looks for on PATH
+        os.symlink(os.path.realpath(sys.executable), no_compiler / name)
     for key in ("CUDA_HOME", "CUDNN_PATH", "UV_CACHE_DIR"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("PATH", str(no_compiler))
