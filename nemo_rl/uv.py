@@ -44,6 +44,14 @@ def version() -> str:
     return uv(["--version"]).stdout.strip()
 
 
+def cache_dir() -> Path | None:
+    """The uv cache this user's commands use (`uv cache dir`: $UV_CACHE_DIR, uv.toml, or the default), or None
+    when uv cannot say."""
+    result = run([find_uv_bin(), "cache", "dir"], check=False, timeout=30)
+    text = result.stdout.strip()
+    return Path(text) if result.returncode == 0 and text and "\n" not in text else None
+
+
 LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "
                "`git config --global url.<mirror>.insteadOf <url>`")
 

@@ -5,6 +5,7 @@ by a real nvcc for sm_80 (skips without a CUDA 12 nvcc); the parser is also test
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import sys
@@ -108,8 +109,11 @@ def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path,
     assert "holds cubins for sm 80" in refused.value.what and "sm 90 missing" in refused.value.what
     assert "uv cache clean transformer-engine-torch" in refused.value.remedy
     assert not (tmp_path / cuda_archs.SIDECAR).exists()
-    # a wheel from the index is not ours to judge (torch's own libraries hold every arch NVIDIA chose)
-    assert cuda_archs.record(env, {"package": [{"name": "transformer-engine-torch", "wheels": [{}]}]}, tmp_path) is None
+    # a wheel from the index is not ours to judge (torch's own libraries hold every arch NVIDIA chose): the record
+    # says no extension, and a node checks nothing
+    wheel_lock = {"package": [{"name": "transformer-engine-torch", "wheels": [{}]}]}
+    assert cuda_archs.record(env, wheel_lock, tmp_path) == {"toolchain": {}, "extensions": {}}
+    assert cuda_archs.check_node(cuda_archs.read_record(tmp_path), tmp_path, gpu=90) is None
 
 
 @pytest.mark.nvcc
@@ -121,15 +125,19 @@ def test_a_node_whose_gpu_is_not_among_the_archs_refuses_naming_both(sm80_extens
     data = cuda_archs.record(env, SDIST_LOCK, bundle)
     on_disk = json.loads((bundle / cuda_archs.SIDECAR).read_text())
     assert on_disk == data and on_disk["extensions"][sm80_extension.name]["sm"] == [80]
-    assert on_disk["toolchain"]["nvcc"].startswith("12.") and on_disk["toolchain"]["declared_archs"] == [80]
-    assert on_disk["toolchain"]["host_compiler"]
+    tools = on_disk["toolchain"]
+    assert tools["nvcc_at_pack"].startswith("12.") and tools["declared_archs_at_pack"] == [80]
+    assert on_disk["toolchain"]["host_compiler_at_pack"]
+    # what built it, read from the binary: nvcc compiled the host side with the machine's g++
+    assert any(line.startswith("GCC:") for line in on_disk["extensions"][sm80_extension.name]["host_compilers"])
+    record = cuda_archs.read_record(bundle)
     with pytest.raises(NemoRLError) as refused:
-        cuda_archs.check_node(bundle, gpu=90)
+        cuda_archs.check_node(record, bundle, gpu=90)
     assert "sm_90" in refused.value.what and "sm 80" in refused.value.what
     assert "NVTE_CUDA_ARCHS" in refused.value.remedy
-    assert "fits" in cuda_archs.check_node(bundle, gpu=86)
+    assert "fits" in cuda_archs.check_node(record, bundle, gpu=86)
     monkeypatch.setattr(cuda_archs, "node_gpu", lambda: None)
-    assert "could not check" in cuda_archs.check_node(bundle)
+    assert "could not check" in cuda_archs.check_node(record, bundle)
 
 
 def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch):
@@ -158,14 +166,46 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
             made["env"] = fake_env(path.parent / "made", sm80_extension)
         shutil.copytree(made["env"], path)
 
+    # the builder's own cache holds transformer-engine-torch's built wheel: the fresh cache has it before uv runs
+    built = tmp_path / "user-cache" / "sdists-v11" / "pypi" / "transformer-engine-torch" / "2.3.0" / "REV" / "S"
+    built.mkdir(parents=True)
+    (built / "transformer_engine_torch-2.3.0-cp312-cp312-linux_x86_64.whl").write_bytes(b"built once")
+    monkeypatch.setattr(bundles.uv, "cache_dir", lambda: tmp_path / "user-cache")
+    seen = []
+
+    def sync(*args, **kwargs):
+        cache = Path(kwargs["extra_env"]["UV_CACHE_DIR"])
+        seen.append((cache / built.relative_to(tmp_path / "user-cache")).is_dir())
+        cache.mkdir(exist_ok=True)
+
     monkeypatch.setattr(bundles.uv, "venv", venv)
-    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: (k["extra_env"] and
-                                                             Path(k["extra_env"]["UV_CACHE_DIR"]).mkdir(exist_ok=True)))
+    monkeypatch.setattr(bundles.uv, "sync", sync)
     monkeypatch.setattr(bundles, "_prove", lambda project, env: manifests.Proven((), ()))  # no real Python there
     bundles.pack(tmp_path, [], tmp_path / "bundle")
+    assert seen and seen[0]
+    # built for sm_80, asked for by a node whose nvidia-smi says 9.0: refused on the node's real path
+    fake_smi(tmp_path / "smi", monkeypatch, "9.0")
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
+    with pytest.raises(NemoRLError, match="this node's GPU is sm_90, but the bundle's .*sm 80"):
+        bundles.sync_from(tmp_path / "bundle", tmp_path, [], tmp_path / "node-env")
     sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
-    assert sidecar["extensions"][sm80_extension.name] == {"distribution": "transformer-engine-torch", "sm": [80],
-                                                          "ptx": []}
+    held = sidecar["extensions"][sm80_extension.name]
+    assert {k: held[k] for k in ("distribution", "sm", "ptx")} == {"distribution": "transformer-engine-torch",
+                                                                   "sm": [80], "ptx": []}
+
+
+def fake_smi(bin_dir: Path, monkeypatch, capability: str) -> None:
+    """`nvidia-smi --query-gpu=compute_cap` answering `capability`, first on PATH."""
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho {capability}\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def test_the_nodes_gpu_is_what_nvidia_smi_says(tmp_path, monkeypatch):
+    fake_smi(tmp_path / "smi", monkeypatch, "8.6")
+    assert cuda_archs.node_gpu() == 86
 
 
 def _elf(fatbin: bytes, section_size: int | None = None) -> bytes:
@@ -192,3 +232,35 @@ def test_a_crafted_extension_neither_hangs_nor_crashes_the_pack(tmp_path, case):
     path.write_bytes(_elf(fatbin, 1 << 62 if case == "a huge section" else None))
     with pytest.raises(NemoRLError, match="cannot read the device code of .*crafted.so"):
         cuda_archs.fatbin_archs(path)
+
+
+def test_the_host_compilers_are_read_from_the_extension(tmp_path):
+    """What built the extension, not what the builder has now: the ELF .comment lines of its objects."""
+    lib = tmp_path / "ext.so"
+    lib.write_bytes(elf_with(b"GCC: (Debian 12.2.0-14) 12.2.0\0GCC: (Debian 12.2.0-14) 12.2.0\0", b".comment"))
+    assert cuda_archs.host_compilers(lib) == ("GCC: (Debian 12.2.0-14) 12.2.0",)
+    (tmp_path / "not-elf.so").write_bytes(b"#!/bin/sh\n")
+    assert cuda_archs.host_compilers(tmp_path / "not-elf.so") == ()
+
+
+def test_a_compiler_launcher_in_cxx_is_a_command_line(monkeypatch):
+    """CXX="ccache g++" is a launcher and a compiler: run as such, never as one program named "ccache g++"."""
+    gxx, launcher = shutil.which("g++"), shutil.which("env")
+    if not (gxx and launcher):
+        pytest.skip("needs g++ and env on PATH")
+    monkeypatch.delenv("NVCC_CCBIN", raising=False)
+    monkeypatch.setenv("CXX", f"{launcher} g++")
+    assert cuda_archs.host_compiler_command() == [launcher, "g++"]
+    assert cuda_archs.toolchain_record()["host_compiler_at_pack"].startswith("g++")
+    monkeypatch.setenv("CXX", "'unbalanced")
+    assert cuda_archs.host_compiler_command()[-1].endswith("c++")
+
+
+def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
+    """The compiled extension is what a bundle most needs proven: the pack's import check includes it."""
+    from nemo_rl.workers import verified
+
+    (tmp_path / "ext.so").write_bytes(b"")
+    env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
+    assert verified.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
+    assert verified.modules_to_import([], tmp_path / "empty") == ["ray"]

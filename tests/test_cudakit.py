@@ -112,7 +112,8 @@ def test_a_package_tree_without_the_compiler_is_named(tmp_path):
     assert layout.arrange(root, home, "x86_64-linux-gnu") == ["nvvm/bin/cicc"]
 
 
-def test_a_foreign_directory_is_never_changed(tmp_path, capsys):
+def test_a_foreign_directory_is_never_changed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # were the check gone, no apt: never a 1 GB download
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     assert main(["toolchain", "cuda", str(tmp_path / "mine")]) == 1
@@ -182,3 +183,95 @@ def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, mon
     assert not item.ok and f"`export CUDNN_PATH={wheel}`" in item.fix
     monkeypatch.setenv("CUDNN_PATH", str(wheel))
     assert preflight.check_cudnn().ok
+
+
+def stamped_toolkit(tmp_path: Path) -> Path:
+    """A toolkit as a finished run leaves it: the layout and a stamp with its file list."""
+    root, home = tmp_path / "root", tmp_path / "cuda"
+    fake_package_tree(root, layout.triplet())
+    assert layout.arrange(root, home) == []
+    assemble._write_stamp(home, {"packages": {"nvidia-cuda-toolkit": "12.4.131~12.4.1-3"}, "nvcc": "12.4",
+                                 "suite": "trixie", "files": assemble._listing(home)})
+    return home
+
+
+class Reassembling(Exception):
+    pass
+
+
+def test_a_binary_deleted_after_assembly_is_not_trusted_on_the_stamp(tmp_path, monkeypatch):
+    home = stamped_toolkit(tmp_path)
+    verified = []
+    monkeypatch.setattr(assemble, "verify", lambda *a: verified.append(a) or ("12.4", (90,)))
+    assert assemble.assemble(home).reused and verified  # the control: as assembled, verified and reused
+    (home / "bin" / "fatbinary").write_text("")  # truncated: the name is there, the size is not
+    assert assemble._damage(home, assemble._stamp(home)) == "1 changed (bin/fatbinary)"
+    (home / "nvvm" / "bin" / "cicc").unlink()  # gone (a REQUIRED path: caught by the list, not only by REQUIRED)
+    (home / "include" / "crt").rename(home / "include" / "crt-moved")
+    assert "missing" in assemble._damage(home, assemble._stamp(home))
+    verified.clear()
+
+    def reassemble(os_release):
+        raise Reassembling
+
+    monkeypatch.setattr(sources, "require_debian", reassemble)  # the first step of a new assembly
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+    assert not verified
+
+
+def test_two_runs_on_one_directory_take_turns(tmp_path, monkeypatch, capsys):
+    import threading
+
+    from nemo_rl import locks
+
+    home = stamped_toolkit(tmp_path)
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+    assert locks.acquire(fd, None)  # a first run, assembling
+    results = []
+    second = threading.Thread(target=lambda: results.append(assemble.assemble(home)))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive() and results == []  # waits for the first
+    os.close(fd)
+    second.join(10)
+    assert results and results[0].reused
+    assert "another `nemo-rl toolchain cuda` is assembling" in capsys.readouterr().err
+
+
+def test_only_links_the_layout_made_are_swept(tmp_path):
+    root, home = tmp_path / "root", tmp_path / "home"
+    fake_package_tree(root, "x86_64-linux-gnu")
+    (home / "lib64").mkdir(parents=True)
+    os.symlink("not-yet-there.so", home / "lib64" / "mine.so")  # not the layout's: never deleted
+    assert layout.arrange(root, home, "x86_64-linux-gnu") == []
+    assert (home / "lib64" / "mine.so").is_symlink()
+    assert not (home / "lib64" / "libnvrtc.so").is_symlink()  # the layout's own dangling link is
+
+
+def test_debs_missing_a_package_are_refused_by_name_without_the_network(tmp_path, monkeypatch, capsys):
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    for name in apt.PACKAGES[:-2]:
+        (debs / f"{name}_12.4_amd64.deb").write_bytes(b"")
+    monkeypatch.setattr(apt, "update", lambda *a: pytest.fail("went to the network"))
+    monkeypatch.setattr(apt, "download", lambda *a, **k: pytest.fail("went to the network"))
+    assert main(["toolchain", "cuda", str(tmp_path / "cuda"), "--debs", str(debs)]) == 1
+    err = capsys.readouterr().err
+    assert f"has no .deb of {apt.PACKAGES[-2]}, {apt.PACKAGES[-1]}" in err and "--debs" in err
+
+
+@pytest.mark.parametrize("os_release, refused", [
+    ('ID=debian\nVERSION_CODENAME=bookworm\n', None),
+    ('PRETTY_NAME="Ubuntu 24.04.1 LTS"\nID=ubuntu\nID_LIKE=debian\n', "cuda-toolkit-12-6"),
+    ('ID=linuxmint\nID_LIKE="ubuntu debian"\n', "cuda-toolkit-12-6"),
+    ('ID="rocky"\nID_LIKE="rhel centos fedora"\n', "--debs")])
+def test_only_debian_sources_are_asked_for_trixie(tmp_path, os_release, refused):
+    (tmp_path / "os-release").write_text(os_release)
+    if refused is None:
+        sources.require_debian(tmp_path / "os-release")
+        return
+    with pytest.raises(NemoRLError, match="is not Debian") as error:
+        sources.require_debian(tmp_path / "os-release")
+    assert refused in error.value.remedy

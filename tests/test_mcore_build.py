@@ -56,11 +56,12 @@ def test_the_extra_builds_and_transformer_engine_imports_without_a_gpu(build_env
     (extension, held), = data["extensions"].items()
     assert extension.startswith("transformer_engine_torch") and held["sm"] == list(
         cuda_archs.declared_archs({"NVTE_CUDA_ARCHS": declared}))
-    assert data["toolchain"]["nvcc"].startswith("12.")
+    assert data["toolchain"]["nvcc_at_pack"].startswith("12.")
 
 
 def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env, tmp_path, monkeypatch):
-    """pack builds into a fresh uv cache (a cold build of transformer-engine-torch); the node has no nvcc, no c++."""
+    """pack builds into a fresh uv cache seeded from the builder's (NEMO_RL_CUDA_TESTS_CACHE, else the session's:
+    then a cold build of transformer-engine-torch); the node has no nvcc, no c++, no network access for uv."""
     for key, value in build_env.items():
         monkeypatch.setenv(key, value)
     bundle = tmp_path / "bundle"
@@ -72,9 +73,12 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
         found = shutil.which(tool)
         if found:
             os.symlink(found, no_compiler / tool)
+    for name in ("python3", "python3.12"):  # and its Python, which uv looks for on PATH
+        os.symlink(os.path.realpath(sys.executable), no_compiler / name)
     for key in ("CUDA_HOME", "CUDNN_PATH", "UV_CACHE_DIR"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("PATH", str(no_compiler))
+    monkeypatch.setenv("UV_OFFLINE", "1")
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(cuda_archs, "node_gpu", lambda: None)
     bundles.check(bundle, ROOT, FLAGS)

@@ -2,6 +2,7 @@
 a path never becomes code, a planted link is never written through, a staged link is never landed, develop
 state says what runs, and a filesystem that cannot lock or a damaged state file is the user's to fix (exit 1)."""
 
+import dataclasses
 import errno
 import fcntl
 import json
@@ -291,8 +292,11 @@ def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
         (cache / name).parent.mkdir(parents=True, exist_ok=True)
         (cache / name).write_text(text)
     count, total, digest = bundles.content_digest(cache)
-    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, digest,
+    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, "",
                                 1.7e9, bundles.Proven((), ()))
+    record = b'{"toolchain": {}, "extensions": {}}\n'  # every bundle's CUDA record, here of no extension
+    (root / bundles.cuda_archs.SIDECAR).write_bytes(record)
+    manifest = dataclasses.replace(manifest, digest=bundles.bundle_seal.seal(digest, manifest, record))
     (root / bundles.MANIFEST).write_text(dumps(manifest))
     return root
 

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import locks
 from nemo_rl.cudakit import apt, layout, sources
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
@@ -67,22 +68,71 @@ def _stamp(home: Path) -> dict | None:
         return None
 
 
+def _listing(home: Path) -> dict[str, str]:
+    return layout.listing(home, (STAMP, STAMP + ".tmp", WORK))
+
+
+def _damage(home: Path, stamp: dict) -> str | None:
+    """What differs from the file list and sizes the stamp recorded (a binary deleted or truncated after the
+    assembly), in a phrase; None when all is as assembled. A stamp without a list is from an older nemo-rl."""
+    recorded = stamp.get("files")
+    if not isinstance(recorded, dict):
+        return None if not layout.missing(home) else f"{', '.join(layout.missing(home))} missing"
+    now = _listing(home)
+    gone = [p for p in recorded if p not in now]
+    changed = [p for p in recorded if p in now and now[p] != recorded[p]]
+    if not gone and not changed:
+        return None
+    return "; ".join(part for part in (f"{len(gone)} missing ({', '.join(gone[:3])})" if gone else "",
+                                       f"{len(changed)} changed ({', '.join(changed[:3])})" if changed else "") if part)
+
+
 def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = SUITE,
              components: tuple[str, ...] = COMPONENTS, debs: Path | None = None,
-             etc: Path = sources.APT_ETC) -> Toolkit:
+             etc: Path = sources.APT_ETC, os_release: Path = Path("/etc/os-release")) -> Toolkit:
+    """Assemble (or verify) the toolkit in `home`, one run per directory at a time: a second waits for the
+    first and then finds its stamp."""
     home = home.absolute()
+    try:
+        home.parent.mkdir(parents=True, exist_ok=True)
+        # beside DIR, never inside it: a directory that is not ours yet is not written to
+        fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+    except OSError as exc:
+        raise NemoRLError(f"cannot create {home}: {exc.strerror or exc}", "name a directory you may write") from exc
+    try:
+        locks.acquire(fd, lambda: f"another `nemo-rl toolchain cuda` is assembling {home}: waiting for it")
+        return _assemble(home, arch, cuda_major, suite, components, debs, etc, os_release)
+    finally:
+        os.close(fd)
+
+
+def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tuple[str, ...], debs: Path | None,
+              etc: Path, os_release: Path) -> Toolkit:
     stamp = _stamp(home)
     # a run killed half-way left its work directory: the directory is ours to finish
     if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():
         raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`",
                           "name a new directory (or an empty one); nothing in this one is changed")
-    if stamp is not None and not layout.missing(home):
+    damage = _damage(home, stamp) if stamp is not None else "not assembled"
+    if stamp is not None and damage is None:
         release, listed = verify(home, arch, cuda_major)
+        if not isinstance(stamp.get("files"), dict):  # an older stamp: the list is taken once it verifies
+            _write_stamp(home, {**stamp, "files": _listing(home)})
         return Toolkit(home, release, arch, listed, {str(k): str(v) for k, v in stamp["packages"].items()}, True)
+    if stamp is not None:
+        progress(f"{home} differs from what was assembled: {damage}; assembling it again")
     work = home / WORK
     work.mkdir(parents=True, exist_ok=True)
     deb_dir = debs.absolute() if debs else work / "debs"
-    if debs is None or not all(list(deb_dir.glob(f"{name}_*.deb")) for name in apt.PACKAGES):
+    if debs is not None:
+        # what the user handed over is the whole input: never the network for what it lacks
+        absent = [name for name in apt.PACKAGES if not list(deb_dir.glob(f"{name}_*.deb"))]
+        if absent:
+            raise NemoRLError(f"--debs {deb_dir} has no .deb of {', '.join(absent)}",
+                              f"download {', '.join(absent)} (Debian trixie, the same version as the others) into "
+                              f"{deb_dir}, or run without --debs to fetch every package from the machine's mirror")
+    if debs is None:
+        sources.require_debian(os_release)
         apt.require_tools()
         archive = sources.archive_source(sources.machine_sources(etc), sources.release_codename())
         progress(f"reading the package lists of {suite} from {' '.join(archive.uris)} (private state in {work})")
@@ -102,8 +152,12 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
     progress(f"verifying {home}: nvcc --version, a kernel for sm_{arch}")
     release, listed = verify(home, arch, cuda_major)
     packages = apt.versions(deb_files)
-    tmp = home / (STAMP + ".tmp")
-    tmp.write_text(json.dumps({"packages": packages, "nvcc": release, "suite": suite}, indent=1) + "\n")
-    os.replace(tmp, home / STAMP)
+    _write_stamp(home, {"packages": packages, "nvcc": release, "suite": suite, "files": _listing(home)})
     shutil.rmtree(work, ignore_errors=True)
     return Toolkit(home, release, arch, listed, packages, False)
+
+
+def _write_stamp(home: Path, data: dict) -> None:
+    tmp = home / (STAMP + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, home / STAMP)

@@ -48,13 +48,15 @@ def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
     return pairs
 
 
-def _place(source: Path, target: Path) -> None:
-    """`target` as `source`: a symlink as the same link, a file as a hard link (the extracted tree is in the
-    same directory: no byte copied) or a copy. What an earlier run placed is replaced, so a rerun converges."""
+def _place(source: Path, target: Path, links: list[Path]) -> None:
+    """`target` as `source`: a symlink as the same link (added to `links`), a file as a hard link (the
+    extracted tree is in the same directory: no byte copied) or a copy. What an earlier run placed is replaced,
+    so a rerun converges."""
     if target.is_symlink() or target.exists():
         target.unlink()
     if source.is_symlink():
         os.symlink(os.readlink(source), target)
+        links.append(target)
         return
     try:
         os.link(source, target)
@@ -64,23 +66,23 @@ def _place(source: Path, target: Path) -> None:
 
 def arrange(root: Path, home: Path, lib: str | None = None) -> list[str]:
     """Lay out `home` from the extracted tree `root`; returns the REQUIRED paths still missing."""
+    links: list[Path] = []
     for source, relative in mapping(root, lib or triplet()):
         if source.is_dir() and not source.is_symlink():
             for dirpath, dirnames, filenames in os.walk(source):
                 here = home / relative / Path(dirpath).relative_to(source)
                 here.mkdir(parents=True, exist_ok=True)
                 for name in [*filenames, *(d for d in dirnames if (Path(dirpath) / d).is_symlink())]:
-                    _place(Path(dirpath) / name, here / name)
+                    _place(Path(dirpath) / name, here / name, links)
         elif source.exists() or source.is_symlink():
             (home / relative).parent.mkdir(parents=True, exist_ok=True)
-            _place(source, home / relative)
+            _place(source, home / relative, links)
     # Development links to libraries of packages not taken (libcublas.so -> libcublas.so.12 of libcublas12):
     # dangling, they only mislead. transformer-engine globs $CUDA_HOME/**/libnvrtc.so* at import and fails on one.
-    for dirpath, dirnames, filenames in os.walk(home):
-        for name in [*filenames, *dirnames]:
-            path = Path(dirpath) / name
-            if path.is_symlink() and not path.exists():
-                path.unlink()
+    # Only the links placed just now: anything else in the directory is not this command's to delete.
+    for path in links:
+        if path.is_symlink() and not path.exists():
+            path.unlink()
     (home / "bin").mkdir(parents=True, exist_ok=True)
     (home / "bin/nvcc.profile").write_text(PROFILE)
     return missing(home)
@@ -88,3 +90,18 @@ def arrange(root: Path, home: Path, lib: str | None = None) -> list[str]:
 
 def missing(home: Path) -> list[str]:
     return [relative for relative in REQUIRED if not (home / relative).exists()]
+
+
+def listing(home: Path, skip: tuple[str, ...]) -> dict[str, str]:
+    """Every path under `home` but the top-level names in `skip`: a file by its size, a link by its target.
+    What the stamp keeps, so a later run sees a deleted or truncated binary with one lstat per path."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(home):
+        if Path(dirpath) == home:
+            dirnames[:] = [d for d in dirnames if d not in skip]
+            filenames = [f for f in filenames if f not in skip]
+        for name in [*filenames, *(d for d in dirnames if (Path(dirpath) / d).is_symlink())]:
+            path = Path(dirpath) / name
+            relative = path.relative_to(home).as_posix()
+            found[relative] = f"-> {os.readlink(path)}" if path.is_symlink() else str(path.lstat().st_size)
+    return dict(sorted(found.items()))

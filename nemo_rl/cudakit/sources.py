@@ -73,6 +73,40 @@ def release_codename(os_release: Path = Path("/etc/os-release")) -> str | None:
     return match.group(1) if match else None
 
 
+UBUNTU_FIX = (
+    "Ubuntu's archive has no Debian suite, and its own nvidia-cuda-toolkit (multiverse: 12.0 in 24.04, 11.5 in "
+    "22.04) is older than transformer-engine 2.3 needs. Either install NVIDIA's CUDA 12 toolkit from NVIDIA's apt "
+    "repository for your release (the `cuda-toolkit-12-6` package, matching torch's CUDA 12.6) and set "
+    "CUDA_HOME=/usr/local/cuda-12.6, or download Debian trixie's .deb files (any Debian mirror, pool/non-free/n/"
+    "nvidia-cuda-toolkit/ and pool/main/c/cccl/; the binaries need glibc 2.34, which Ubuntu 22.04 and newer have) "
+    "into one directory and pass it with --debs")
+
+
+def _os_release_fields(os_release: Path) -> dict[str, str]:
+    try:
+        text = os_release.read_text()
+    except OSError:
+        return {}
+    return {m.group(1): m.group(2) for m in re.finditer(r'^([A-Z_]+)="?([^"\n]*)"?$', text, re.M)}
+
+
+def require_debian(os_release: Path = Path("/etc/os-release")) -> None:
+    """The suite's packages come from the machine's mirror: that mirror must be Debian's archive, which holds
+    trixie. Ubuntu (and its derivatives) or another distribution is refused with what to do there."""
+    fields = _os_release_fields(os_release)
+    ident, like = fields.get("ID", ""), fields.get("ID_LIKE", "").split()
+    if ident == "debian":
+        return
+    name = fields.get("PRETTY_NAME") or ident or "this machine's distribution"
+    if ident == "ubuntu" or "ubuntu" in like:
+        raise NemoRLError(f"{name} is not Debian: its apt mirror does not carry Debian's suite trixie", UBUNTU_FIX)
+    raise NemoRLError(f"{name} is not Debian ({os_release} says ID={ident or 'nothing'}): its apt sources, if any, "
+                      "do not carry Debian's suite trixie",
+                      "download Debian trixie's .deb files (any Debian mirror, pool/non-free/n/nvidia-cuda-toolkit/ "
+                      "and pool/main/c/cccl/) into one directory and pass it with --debs (only dpkg-deb is needed), "
+                      "or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")
+
+
 def archive_source(sources: list[Source], codename: str | None) -> Source:
     """The entry of the distribution's main archive: the one listing the release itself (`bookworm`, not
     `bookworm-security` or `bookworm-updates`, which live on other hosts or lack the packages)."""

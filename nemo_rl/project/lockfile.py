@@ -290,9 +290,13 @@ def optional_dependencies(project: Path) -> dict[str, list[str]]:
 
 
 def extras_require(project: Path, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
-    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution`."""
+    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution`, and the
+    flags install it (`--no-install-package DIST` leaves it out on purpose: nothing then expects it there)."""
     from packaging.utils import canonicalize_name
 
+    left_out = {canonicalize_name(flags[i + 1]) for i, word in enumerate(flags[:-1]) if word == "--no-install-package"}
+    if canonicalize_name(distribution) in left_out:
+        return False
     optional = optional_dependencies(project)
     chosen = set(optional) if "--all-extras" in flags else {
         word.split("=", 1)[1] if word.startswith("--extra=") else flags[i + 1]

@@ -13,6 +13,7 @@ killed at any instant leaves nothing that passes as a bundle.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -25,7 +26,7 @@ from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
-from nemo_rl.workers import bundle_trust, cuda_archs
+from nemo_rl.workers import bundle_seal, bundle_trust, cuda_archs, pack_seed
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, differences, inputs_for, read_manifest
 
 CACHE = "uv-cache"
@@ -104,11 +105,12 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
     return manifest
 
 
-def check_copy(work: Path, bundle: Path, manifest: Manifest) -> None:
-    """The node's working copy of the bundle's cache is what the manifest says: what uv installs is what was
-    checked, however the bundle changes meanwhile."""
+def check_copy(work: Path, bundle: Path, manifest: Manifest, record: bytes) -> None:
+    """The node's working copy of the bundle's cache, the CUDA record it read (`record`) and the manifest are what
+    the digest says: what uv installs is what was checked, however the bundle changes meanwhile."""
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its digest")
-    files, total, digest = content_digest(work)
+    files, total, cache_digest = content_digest(work)
+    digest = bundle_seal.seal(cache_digest, manifest, record)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
                           f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
@@ -205,11 +207,13 @@ def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     try:
         cache, env = work / CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
+        lock = lockfile.load_toml(project / "uv.lock")
+        pack_seed.seed(uv.cache_dir(), cache, lock)  # no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
-        cuda_archs.record(env, lockfile.load_toml(project / "uv.lock"), work)  # read from the built binaries
+        cuda_archs.record(env, lock, work)  # read from the built binaries
         proven = _prove(project, env)
         shutil.rmtree(env)
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
@@ -220,9 +224,10 @@ def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
         for bucket in cache.iterdir():
             if bucket.name.startswith(DROPPED_BUCKETS):
                 shutil.rmtree(bucket)
-        files, total, digest = content_digest(cache)
-        manifest = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, digest, time.time(),
-                            proven)
+        files, total, cache_digest = content_digest(cache)
+        unsealed = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, "", time.time(), proven)
+        manifest = dataclasses.replace(unsealed, digest=bundle_seal.seal(cache_digest, unsealed,
+                                                                         (work / cuda_archs.SIDECAR).read_bytes()))
         from nemo_rl.jsonout import dumps
 
         (work / MANIFEST).write_text(dumps(manifest) + "\n")
@@ -276,7 +281,8 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     records) are copied; the unpacked wheels, nearly all of the bytes, are linked where that is safe (see
     _link_tree). uv copies into the environment, which so never shares a file with the bundle. The working
     cache is removed after."""
-    fits = cuda_archs.check_node(bundle)  # refuses before anything is installed
+    record = cuda_archs.read_record(bundle)  # these bytes, checked against the GPU here and the digest below
+    fits = cuda_archs.check_node(record, bundle)  # refuses before anything is installed
     if fits:
         progress(fits)
     manifest = manifest or read_manifest(bundle)
@@ -293,7 +299,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
                 shutil.copytree(bucket, work / bucket.name, symlinks=True)
             else:
                 shutil.copy2(bucket, work / bucket.name, follow_symlinks=False)
-        check_copy(work, bundle, manifest)
+        check_copy(work, bundle, manifest, record)
         uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
                 stream=True, extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
     finally:

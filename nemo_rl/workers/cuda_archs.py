@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import struct
 from dataclasses import dataclass
@@ -123,8 +124,25 @@ def _source_built(lock: dict) -> set[str]:
             and (p.get("sdist") or "git" in (p.get("source") or {}))}
 
 
-def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
-    """{file name: (distribution, archs)} for each shared object with device code that uv built here."""
+def host_compilers(path: Path) -> tuple[str, ...]:
+    """The compilers named in `path`'s ELF `.comment` section ("GCC: (Debian 12.2.0-14) 12.2.0"): each object
+    file that went into it adds its compiler's line, so this is what built the extension, whatever is installed
+    now. nvcc leaves no such trace (its cubins carry no tool note), hence `nvcc_at_pack` in the record."""
+    try:
+        with open(path, "rb") as fh:
+            where = _section(fh, b".comment", os.fstat(fh.fileno()).st_size)
+            if where is None:
+                return ()
+            fh.seek(where[0])
+            data = fh.read(min(where[1], 1 << 16))
+    except (OSError, ValueError, struct.error, OverflowError):
+        return ()
+    lines = (line.decode("utf-8", "replace").strip() for line in data.split(b"\0"))
+    return tuple(sorted({line[:200] for line in lines if line}))
+
+
+def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Path]]:
+    """{file name: (distribution, archs, path)} for each shared object with device code that uv built here."""
     import importlib.metadata
 
     from packaging.utils import canonicalize_name
@@ -132,49 +150,77 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs]]:
     from nemo_rl.project import installed
 
     built = {canonicalize_name(name) for name in _source_built(lock)}
-    found: dict[str, tuple[str, Archs]] = {}
+    found: dict[str, tuple[str, Archs, Path]] = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
         name = canonicalize_name(dist.metadata["Name"])  # the wheel says transformer_engine_torch
         if name not in built:
             continue
         for file in dist.files or []:
             if file.name.endswith(".so") or ".so." in file.name:
-                archs = fatbin_archs(Path(str(dist.locate_file(file))))
+                path = Path(str(dist.locate_file(file)))
+                archs = fatbin_archs(path)
                 if archs is not None:
-                    found[file.name] = (name, archs)
+                    found[file.name] = (name, archs, path)
     return found
 
 
+def host_compiler_command(environ=os.environ) -> list[str]:
+    """The host compiler nvcc would use, as a command line: CXX may carry a launcher (`ccache g++`)."""
+    setting = environ.get("NVCC_CCBIN") or environ.get("CXX")
+    try:
+        words = shlex.split(setting) if setting else []
+    except ValueError:  # an unbalanced quote: nothing to run
+        words = []
+    return words or [shutil.which("c++") or "c++"]
+
+
 def toolchain_record() -> dict:
+    """The toolchain on this builder when it packs. A wheel uv reuses from its cache was built earlier, perhaps
+    by another nvcc: the fields say `at_pack`, and each extension's own compilers are read from its binary."""
     from nemo_rl import toolchain
 
     nvcc = toolchain.find_nvcc()
-    compiler = os.environ.get("NVCC_CCBIN") or os.environ.get("CXX") or shutil.which("c++") or "c++"
-    host = run([compiler, "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
+    try:
+        host = run([*host_compiler_command(), "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
+    except (OSError, NemoRLError):  # a CXX naming no program: the record says so rather than failing the pack
+        host = []
     version = toolchain.nvcc_version(nvcc) if nvcc else None
-    return {"nvcc": version, "host_compiler": host[0] if host else None,
-            "declared_archs": list(declared_archs(nvcc_version=version))}
+    return {"nvcc_at_pack": version, "host_compiler_at_pack": host[0] if host else None,
+            "declared_archs_at_pack": list(declared_archs(nvcc_version=version))}
 
 
-def record(env: Path, lock: dict, bundle: Path) -> dict | None:
-    """Write the sidecar for the environment about to be packed; refuse when a declared arch has no cubins."""
+def record(env: Path, lock: dict, bundle: Path) -> dict:
+    """Write the bundle's CUDA record (every bundle has one, so a node tells "no CUDA extension" from "record
+    lost"); refuse when a declared arch has no cubins."""
     extensions = compiled_extensions(env, lock)
-    if not extensions:
-        return None
-    tools = toolchain_record()
-    for name, (dist, archs) in extensions.items():
-        absent = [a for a in tools["declared_archs"] if a not in archs.sm]
+    tools = toolchain_record() if extensions else {}
+    for name, (dist, archs, _) in extensions.items():
+        absent = [a for a in tools["declared_archs_at_pack"] if a not in archs.sm]
         if absent:
             raise NemoRLError(
                 f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
                 f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
-                f"{';'.join(map(str, tools['declared_archs']))} (NVTE_CUDA_ARCHS): sm {', '.join(map(str, absent))} "
-                "missing", f"uv reused a wheel built with other settings: `uv cache clean {dist}`, set "
-                "NVTE_CUDA_ARCHS to the GPUs of your nodes, and pack again")
-    data = {"toolchain": tools, "extensions": {name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx)}
-                                               for name, (dist, a) in sorted(extensions.items())}}
+                f"{';'.join(map(str, tools['declared_archs_at_pack']))} (NVTE_CUDA_ARCHS): sm "
+                f"{', '.join(map(str, absent))} missing", f"uv reused a wheel built with other settings: `uv cache "
+                f"clean {dist}`, set NVTE_CUDA_ARCHS to the GPUs of your nodes, and pack again")
+    data = {"toolchain": tools, "extensions": {
+        name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
+        for name, (dist, a, path) in sorted(extensions.items())}}
     (bundle / SIDECAR).write_text(json.dumps(data, indent=1) + "\n")
     return data
+
+
+def read_record(bundle: Path) -> bytes:
+    """The bundle's CUDA record, as bytes: the node checks these against the digest and the GPU, never a later
+    read of the file. Every bundle has one; a missing record would silently skip the arch check."""
+    try:
+        return (bundle / SIDECAR).read_bytes()
+    except FileNotFoundError as exc:
+        raise NemoRLError(f"bundle {bundle} has no {SIDECAR} (every bundle records its CUDA extensions, even none)",
+                          "copy the bundle again from the builder, or pack it again with this nemo-rl") from exc
+    except OSError as exc:
+        raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc.strerror or exc}",
+                          "copy the bundle again from the builder") from exc
 
 
 def node_gpu() -> int | None:
@@ -195,17 +241,18 @@ def node_gpu() -> int | None:
     return None
 
 
-def check_node(bundle: Path, gpu: int | None = None) -> str | None:
-    """Refuse (before anything is installed) a bundle whose extensions cannot run on this node's GPU; a line
-    saying what was checked, or that nothing could be, otherwise (None: the bundle has no CUDA extensions)."""
+def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | None:
+    """Refuse (before anything is installed) a bundle whose extensions cannot run on this node's GPU (`gpu`:
+    tests only; a node asks node_gpu); a line saying what was checked, or that nothing could be, otherwise
+    (None: the bundle has no CUDA extensions)."""
     try:
-        data = json.loads((bundle / SIDECAR).read_text())
+        data = json.loads(record)
         extensions = {str(n): Archs(tuple(map(int, e["sm"])), tuple(map(int, e["ptx"])))
                       for n, e in data["extensions"].items()}
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
+    if not extensions:
+        return None
     gpu = node_gpu() if gpu is None else gpu
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
     if gpu is None:

@@ -17,7 +17,8 @@ from nemo_rl.project import lockfile
 MANIFEST = "nemo-rl-bundle.json"
 # 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs, and the
 # manifest what the builder's import check proved
-SCHEMA = 2
+# 3: the digest covers the CUDA record (nemo-rl-cuda.json, in every bundle) and the manifest's own fields too
+SCHEMA = 3
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _DIST_VALUE = re.compile(r"^[^\s]+( git [0-9a-f]{40})?$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

@@ -137,6 +137,9 @@ def forget(env: Path) -> None:
 
 
 def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
-    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's)."""
+    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's), and of
+    transformer-engine when it is there (a compiled extension: what a bundle most needs proven)."""
     present = {f.distribution for f in forks if installed.installed(env, f.distribution)[0]}
+    present |= {c.distribution for c in extras.COMPONENTS.values()
+                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)[0]}
     return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
