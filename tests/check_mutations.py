@@ -691,7 +691,7 @@ MUTATIONS = [
     ("never: the pinned digests choose among configured bundles", "nemo_rl/workers/bundles.py",
      "        if trusted and manifest.digest not in trusted:\n            different.append",
      "        if False:\n            different.append", NEVER),
-    ("never: the node's copy is checked", "nemo_rl/workers/bundles.py", "        check_copy(work, bundle, manifest)\n", "", NEVER),
+    ("never: the node's copy is checked", "nemo_rl/workers/bundles.py", "        check_copy(work, bundle, manifest, record)\n", "", NEVER),
     ("never: only files nobody else writes are linked", "nemo_rl/workers/bundles.py",
      "        if info.st_uid == euid and not info.st_mode & 0o022:", "        if True:", NEVER),
     ("never: the environment gets copies", "nemo_rl/workers/bundles.py", '"UV_LINK_MODE": "copy"})',
