@@ -22,13 +22,16 @@ REMEDIES = {
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
+    "checkout gone": "the develop checkout {checkout} is gone, so {dist} runs the pinned commit: run `nemo-rl deps "
+                     "develop --stop {dist}` (then `nemo-rl deps develop {dist} [PATH]` to develop from a checkout "
+                     "again)",
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --extra mcore` if you need it",
     "ok": None,
 }
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
 FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
-           "develop not applied", "env stale", "installed differs"}
+           "develop not applied", "checkout gone", "env stale", "installed differs"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "metadata stale"
     elif active:
         state = "developing"
+    elif develop_entry and not develop_entry.checkout.is_dir():  # deleted: the overlay leads nowhere
+        state = "checkout gone"
     elif develop_entry:
         state = "develop not applied"
     elif not present:
@@ -86,7 +91,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
-                      developed, state, remedy.format(dist=fork.distribution) if remedy else None)
+                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None)
 
 
 def installed_problems(project: Path, env: Path, fork: lockfile.Fork, package, index) -> list[str]:
