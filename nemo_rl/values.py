@@ -4,6 +4,7 @@ is safe to hand to git (it cannot be read as an option) and to join to a path (i
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def timeout_seconds(value: object, where: str) -> float:
     seconds above zero and at most TIMEOUT_MAX_S (0, a negative, NaN, inf, a string or a bool would wait forever,
     never, or fail deep inside)."""
     seconds = None
-    if not isinstance(value, bool) and isinstance(value, int | float):
+    if not isinstance(value, bool) and isinstance(value, numbers.Real):  # numpy's numbers too
         try:
             seconds = float(value)
         except OverflowError:  # an int beyond any float (10**400)

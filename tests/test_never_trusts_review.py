@@ -321,3 +321,47 @@ def test_a_node_refuses_a_bundle_whose_archive_uv_lock_never_pinned(world, tmp_p
     with pytest.raises(NemoRLError, match="uv.lock pins sha256:" + wheel):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", bundles.read_manifest(bundle))
     assert synced == [] and manifest.digest != digest
+
+
+# --- found by trying the fixes as a careless user and a hostile one would -----------------------------------------
+
+def test_an_empty_digest_is_refused_never_taken_for_no_pin(world, tmp_path, monkeypatch, capsys):
+    """`--digest "$DIGEST"` or NEMO_RL_BUNDLE_DIGESTS=$DIGESTS with the variable unset: the site believes it pins."""
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    capsys.readouterr()
+    assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", "", "--project", str(world.project)]) == 1
+    assert "is not a bundle digest" in capsys.readouterr().err
+    with pytest.raises(NemoRLError, match="is not a bundle digest"):
+        bundles.check(bundle, world.project, FLAGS, "")
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    for setting in ("", " , ;"):
+        monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", setting)
+        with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS is set but holds no digest"):
+            bundles.find(world.project, FLAGS)
+    monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
+    assert bundles.find(world.project, FLAGS) == bundle
+
+
+def test_a_fifo_in_a_bundle_is_refused_never_waited_on(world, tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    fifo = bundle / bundles.CACHE / "simple-v1" / "pipe"
+    os.mkfifo(fifo)
+
+    def unblock():  # without the check a reader would wait for ever: a writer that comes and goes ends that
+        with open(fifo, "wb"):
+            pass
+
+    writer = threading.Timer(5, unblock)
+    writer.start()
+    try:
+        with pytest.raises(NemoRLError, match="not a file or a link"):
+            bundles.check(bundle, world.project, FLAGS)
+        with pytest.raises(NemoRLError, match="not a file or a link"):
+            bundles.content_digest(bundle / bundles.CACHE)
+    finally:
+        writer.cancel()
+        if writer.is_alive():
+            writer.join()

@@ -118,14 +118,15 @@ def run(project: Path, args: argparse.Namespace) -> int:
               "the digests you trust")
         return 0
     if args.verb == "build":
-        if args.digest and not args.bundle:
+        if args.digest is not None and not args.bundle:
             from nemo_rl.errors import UsageError
 
             raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
                              "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
         from nemo_rl.workers import bundle_trust
 
-        digest = bundle_trust.digest_argument(args.digest) if args.digest else None
+        # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
+        digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None
         if args.bundle is not None and sys.prefix == sys.base_prefix:
             return _bootstrap(project, flags, args, digest)
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,8 @@ class _Reader:
 def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer | None:
     """The pointer at `path`; None when it is not one of the shapes above (uv reads it as a cache miss too)."""
     try:
-        if os.lstat(path).st_size > _MAX_POINTER:
+        info = os.stat(path)  # a link inside the bundle (links out were refused with the digest) is read
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_POINTER:  # never open a FIFO
             return None
         reader = _Reader(path.read_bytes())
         fields = reader.array()

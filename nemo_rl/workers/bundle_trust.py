@@ -15,8 +15,17 @@ from nemo_rl.errors import NemoRLError
 
 def pinned_digests() -> set[str]:
     """The bundle digests this site trusts ($NEMO_RL_BUNDLE_DIGESTS, in values.bundle_digests' format); empty when
-    unset (any bundle whose content matches its manifest)."""
-    return values.bundle_digests(os.environ.get("NEMO_RL_BUNDLE_DIGESTS", ""), "NEMO_RL_BUNDLE_DIGESTS")
+    unset (any bundle whose content matches its manifest). Set but holding no digest (a variable that did not come
+    up) is refused: it would trust every bundle while the site believes it pins."""
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIGESTS")
+    if setting is None:
+        return set()
+    found = values.bundle_digests(setting, "NEMO_RL_BUNDLE_DIGESTS")
+    if not found:
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS is set but holds no digest ({setting!r:.40}), which would trust "
+                          "every bundle", "set it to the digests `nemo-rl envs pack` printed, or unset it "
+                          "(`unset NEMO_RL_BUNDLE_DIGESTS`) to take any bundle whose content matches its manifest")
+    return found
 
 
 def digest_argument(value: str) -> str:
@@ -34,6 +43,10 @@ def refuse_foreign_links(root: Path, work_caches: list[Path]) -> None:
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
             info = os.lstat(os.path.join(dirpath, name))
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                raise NemoRLError(f"{os.path.join(dirpath, name)} in bundle {root.parent} is not a file or a link (a "
+                                  "FIFO, socket or device, which pack never makes; reading one waits for ever)",
+                                  f"copy the bundle again from the builder: {root.parent}")
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
                 inode = (info.st_dev, info.st_ino)
                 names.setdefault(inode, []).append(os.path.relpath(os.path.join(dirpath, name), root))

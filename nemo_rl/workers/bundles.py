@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,9 @@ def _file_entry(root: Path, path: Path) -> tuple[str, int]:
                               "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
                               "inside itself")
         return f"L {relative} {target}\n", -1
+    if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would block the open for ever
+        raise NemoRLError(f"{path} in the bundle is not a file or a link (a FIFO, socket or device)",
+                          "make the bundle again on the builder (`nemo-rl envs pack`), or copy it again")
     file_hash, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -90,9 +94,9 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
-    trusted = {bundle_trust.digest_argument(digest)} if digest else bundle_trust.pinned_digests()
+    trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()
     if trusted and manifest.digest not in trusted:
-        where = "--digest" if digest else "NEMO_RL_BUNDLE_DIGESTS"
+        where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
         raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
                           "write a bundle can write its manifest)",
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
@@ -293,7 +297,8 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
                 shutil.copy2(bucket, cache / bucket.name, follow_symlinks=False)
         check_copy(cache, bundle, manifest)
         checked = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each archive
-        progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records")
+        progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
+                 "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
         uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
     finally:

@@ -77,7 +77,8 @@ def listing(project: Path | None) -> list[Row]:
         if path.name.startswith(WORK_CACHE_PREFIX):  # a build from a bundle, live or killed, if it is ours
             foreign = bundle_trust.why_not_ours(path)
             if foreign:  # planted, or another user's: never counted, sized through a link, or removed
-                rows.append(Row("bundle-cache", path, (), None, "not ours", 0.0, None, (), f"{foreign}: left alone"))
+                rows.append(Row("bundle-cache", path, (), None, "not ours", 0.0, None, (),
+                                f"{foreign}: left alone; remove it yourself if it is yours"))
             else:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
