@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from nemo_rl import interrupt
+from nemo_rl import interrupt, values
 from nemo_rl.errors import NemoRLError
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL for a group being ended: the whole command must end within 5 s
@@ -230,16 +230,8 @@ class Running:
 
 
 def _checked_timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    try:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < float(timeout) < 1e9:
-            raise ValueError
-    except (ValueError, OverflowError):
-        raise NemoRLError(f"timeout must be a positive number of seconds, not {timeout!r:.40}",
-                          "pass a finite timeout greater than 0 (under 1e9), or None to wait as long as it takes"
-                          ) from None
-    return float(timeout)
+    """None waits as long as it takes; anything else is values.timeout_seconds' one rule."""
+    return None if timeout is None else values.timeout_seconds(timeout, "process.run")
 
 
 def start(

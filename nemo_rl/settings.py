@@ -53,3 +53,18 @@ def venv_dir(create: bool = True) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
     return path
+
+
+def bundle_dir() -> Path | None:
+    """$NEMO_RL_BUNDLE_DIR, read here only: None when unset. Set means offline from bundles, never the network, so
+    a value that names no directory (empty, blanks: a shared mount or a variable that did not come up) is refused,
+    never taken for unset."""
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
+    if setting is None:
+        return None
+    if not setting.strip():
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR is set but empty ({setting!r}): a shared mount or a variable that did "
+                          "not come up, and nemo-rl never falls back to the network while it is set",
+                          "set it to the directory holding the bundles `nemo-rl envs pack` made, or unset it "
+                          "(`unset NEMO_RL_BUNDLE_DIR`) to build from the network")
+    return Path(os.path.expanduser(setting))

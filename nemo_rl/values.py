@@ -4,7 +4,7 @@ is safe to hand to git (it cannot be read as an option) and to join to a path (i
 from __future__ import annotations
 
 import json
-import math
+import numbers
 import re
 from pathlib import Path
 
@@ -85,10 +85,48 @@ def state_json(path: Path, fix: str, name: str = "") -> object:
         raise NemoRLError(f"cannot read {where}: {exc}", fix) from exc
 
 
+# A deadline is time.monotonic() + timeout and a wait hands it to threading (TIMEOUT_MAX ~9.2e9 s): past 1e9 s
+# (31 years) a timeout means "never", which is None where an API allows it.
+TIMEOUT_MAX_S = 1e9
+
+
 def timeout_seconds(value: object, where: str) -> float:
-    """A timeout given to an API: a finite number of seconds above zero (0, a negative, NaN, inf, a string or a
-    bool would wait forever, never, or fail deep inside)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero",
-                          "pass a finite number of seconds, e.g. timeout=30")
-    return float(value)
+    """A timeout given to an API (the one rule: every public timeout and process.run check it): a finite number of
+    seconds above zero and at most TIMEOUT_MAX_S (0, a negative, NaN, inf, a string or a bool would wait forever,
+    never, or fail deep inside)."""
+    seconds = None
+    if not isinstance(value, bool) and isinstance(value, numbers.Real):  # numpy's numbers too
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float (10**400)
+            pass
+    if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # NaN fails both comparisons, inf the second
+        raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
+                          f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
+    return seconds
+
+
+# A bundle digest as `nemo-rl envs pack` prints it. Sites copy them from logs and mail: the hex is taken in either
+# case (and stored in lower case), bare hex is sha256, and a list separates digests by commas, semicolons or
+# whitespace. Anything else (another algorithm, a space inside a digest, a wrong length) is refused by name.
+_BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}$")
+_DIGEST_SEPARATORS = re.compile(r"[\s,;]+")
+DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
+                 "pack` prints it")
+
+
+def bundle_digest(value: str, where: str) -> str:
+    """One digest (`--digest`, or one item of NEMO_RL_BUNDLE_DIGESTS) in its one spelling, `sha256:<lower hex>`."""
+    text = value.strip().lower()
+    if not _BUNDLE_DIGEST.match(text):
+        inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
+        raise NemoRLError(f"{where}: {value!r:.90} is not a bundle digest{inner}", f"give {DIGEST_FORMAT}")
+    return text if text.startswith("sha256:") else f"sha256:{text}"
+
+
+def bundle_digests(setting: str, where: str) -> set[str]:
+    """A list of digests (NEMO_RL_BUNDLE_DIGESTS): separated by commas, semicolons or whitespace, in any mix."""
+    if re.search(r":\s", setting):  # `sha256: abc...` would split into two words that are no digest
+        raise NemoRLError(f"{where}: {setting!r:.90} has a space after a colon: one digest is one word",
+                          f"give each digest as {DIGEST_FORMAT}, separated by commas, semicolons or spaces")
+    return {bundle_digest(item, where) for item in _DIGEST_SEPARATORS.split(setting) if item}

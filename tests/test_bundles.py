@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -24,7 +25,7 @@ from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import installed, lockfile
-from nemo_rl.workers import bundles, executables, manifests, verified
+from nemo_rl.workers import archive_hashes, bundles, executables, manifests, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,6 +134,22 @@ def test_the_bundle_carries_what_was_built_and_no_history(builder):
     cache = bundle / bundles.CACHE
     assert not list(cache.glob("git-v*"))  # no git history
     assert list(cache.rglob("_helpers*.so"))  # the compiled helper, built once, here
+    world = builder[0]
+    # uv's own archive pointers, as uv 0.13 writes them, read and matched against uv.lock (Ray's wheel among them)
+    assert archive_hashes.check(cache, world.project, "the bundle") > 0
+    assert any(p.archive.startswith("ray-") for p in archive_hashes.pointers(cache))
+
+
+def test_a_real_archive_pointer_with_another_hash_is_refused(builder, tmp_path):
+    world, bundle, _, _ = builder
+    (ray,) = [p for p in archive_hashes.pointers(bundle / bundles.CACHE) if p.archive.startswith("ray-")]
+    copy = tmp_path / "cache" / ray.path.relative_to(bundle / bundles.CACHE)
+    copy.parent.mkdir(parents=True)
+    data = ray.path.read_bytes()
+    recorded = ray.hashes["sha256"].encode()
+    copy.write_bytes(data.replace(recorded, recorded[:-1] + (b"0" if recorded[-1:] != b"0" else b"1")))
+    with pytest.raises(NemoRLError, match=f"archive of ray \\({re.escape(ray.archive)}\\) records sha256"):
+        archive_hashes.check(tmp_path / "cache", world.project, "bundle")
 
 
 def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path,

@@ -143,7 +143,7 @@ def test_onto_refuses_a_checkout_with_unsaved_work(world, capsys, monkeypatch, u
     capsys.readouterr()
     assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
     err = capsys.readouterr().err
-    assert f"has {unsaved}" in err and "commit or stash them first" in err, err
+    assert f"has {unsaved}" in err and "stash push --include-untracked" in err, err
     assert git(checkout, "branch", "--show-current") == "develop/megatron-core"
     assert git(checkout, "rev-parse", "HEAD") == world.forks["megatron-core"].head
     assert git(checkout, "branch", "--list", "rebase/*") == ""

@@ -66,15 +66,15 @@ def test_an_unrelated_process_is_not_a_user(env, tmp_path):
 
 
 def test_a_killed_bundle_build_leaves_a_working_cache_that_prune_removes(tmp_path, monkeypatch):
-    import fcntl
+    from nemo_rl.workers import bundle_trust
 
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    dead = tmp_path / "venvs" / ".bundle-cache-1111"
-    live = tmp_path / "venvs" / ".bundle-cache-2222"
+    (tmp_path / "venvs").mkdir()
+    dead, killed = bundle_trust.new_work_cache(tmp_path / "venvs")
+    os.close(killed)  # its build was killed
+    live, held = bundle_trust.new_work_cache(tmp_path / "venvs")  # a node build still running
     for path in (dead, live):
-        (path / "wheels-v8").mkdir(parents=True)
-    held = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(held, fcntl.LOCK_EX)  # a node build still running
+        (path / bundle_trust.CACHE / "wheels-v8").mkdir(parents=True)
     try:
         assert {row.path for row in housekeeping.listing(None) if row.state == "unfinished build"} == {dead, live}
         assert housekeeping.prune(None) == [dead]

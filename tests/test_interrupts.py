@@ -291,7 +291,7 @@ def test_a_timeout_that_cannot_be_right_is_refused_before_starting(timeout, tmp_
     from nemo_rl.process import run
 
     marker = tmp_path / "started"
-    with pytest.raises(NemoRLError, match="timeout must be a positive number"):
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
         run(["touch", str(marker)], timeout=timeout)
     assert not marker.exists()
 

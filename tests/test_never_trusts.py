@@ -18,7 +18,7 @@ from nemo_rl import locks, values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, landing
-from nemo_rl.workers import bundles, environments
+from nemo_rl.workers import bundle_trust, bundles, environments
 
 NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 
@@ -327,10 +327,12 @@ def test_a_file_with_a_foreign_hard_link_is_refused(world, tmp_path, monkeypatch
         bundles.check(bundle, world.project, FLAGS)
     # a link a node build running from the bundle holds (its working cache) is the bundle's own
     outside.unlink()
-    work = tmp_path / "venvs" / f"{bundles.WORK_CACHE_PREFIX}other"
-    (work / "archive-v0/abc/pkg").mkdir(parents=True)
-    os.link(target, work / "archive-v0/abc/pkg/__init__.py")
+    (tmp_path / "venvs").mkdir()
+    work, held = bundle_trust.new_work_cache(tmp_path / "venvs")
+    (work / bundles.CACHE / "archive-v0/abc/pkg").mkdir(parents=True)
+    os.link(target, work / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")
     bundles.check(bundle, world.project, FLAGS)
+    os.close(held)
 
 
 def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):

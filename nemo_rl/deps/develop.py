@@ -9,6 +9,7 @@ stays, so `--stop` only removes the .pth and the next process runs the pin again
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 from pathlib import Path
 
@@ -73,8 +74,9 @@ def start(project: Path, args: argparse.Namespace) -> int:
     env = develop_state.project_environment(project)
     active = develop_state.active_checkout(env, fork.distribution) if env.exists() else None
     if fork.distribution in state or active:
-        raise NemoRLError(f"{fork.distribution} is already developed from "
-                          f"{state[fork.distribution].checkout if fork.distribution in state else active}",
+        where = state[fork.distribution].checkout if fork.distribution in state else active
+        gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
+        raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
     if args.path:
         checkout = check_checkout(Path(args.path).resolve(), fork)
@@ -82,10 +84,11 @@ def start(project: Path, args: argparse.Namespace) -> int:
         settings.cache_dir()  # the same checks on the setting as a fetch
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
+    token = develop_state.new_token()
     if env.exists():
-        develop_state.install_overlay(env, fork.distribution, checkout, shadow)
+        develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
     state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
-                                                       (env,) if env.exists() else ())
+                                                       (env,) if env.exists() else (), token)
     develop_state.write(project, state)
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
@@ -162,8 +165,8 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         _check_removable(project, entry)
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
-    for worker_env in _own_worker_envs(project):
-        develop_state.remove_overlay(worker_env, args.distribution)
+    for worker_env in _own_worker_envs(project):  # this checkout's path, and of those only this develop's overlays
+        develop_state.remove_overlay(worker_env, args.distribution, entry.token if entry else "")
     state.pop(args.distribution, None)
     develop_state.write(project, state)
     shutil.rmtree(develop_state.shadow_dir(project, args.distribution), ignore_errors=True)
@@ -190,9 +193,13 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
                           f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
-    unsaved = [u for u in git.unsaved_work(checkout) if "commit(s) on no remote branch" not in u]
+    # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
+    unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
     if unsaved:
-        raise NemoRLError(f"{checkout} has {', '.join(unsaved)}", "commit or stash them first; then --onto again")
+        where = shlex.quote(str(checkout))
+        raise NemoRLError(f"{checkout} has {' and '.join(unsaved)}, which a rebase would not carry",
+                          f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
+                          f"--onto again, then bring them back on the rebased branch with `git -C {where} stash pop`")
     if not fork.upstream_url:
         raise NemoRLError(f"no upstream is recorded for {fork.distribution}, so there is nothing to rebase onto",
                           f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "

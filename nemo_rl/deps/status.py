@@ -22,13 +22,16 @@ REMEDIES = {
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
+    "checkout gone": "the develop checkout {checkout} is gone, so {dist} runs the pinned commit: run `nemo-rl deps "
+                     "develop --stop {dist}` (then `nemo-rl deps develop {dist} [PATH]` to develop from a checkout "
+                     "again)",
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
 }
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
 FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
-           "develop not applied", "env stale", "installed differs"}
+           "develop not applied", "checkout gone", "env stale", "installed differs"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     state = first_state(bad_pin=bool(fork.bad_rev), interrupted=interrupted, lock_stale=locked_commit != fork.rev,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
+                        checkout_gone=bool(develop_entry and not develop_entry.checkout.is_dir()),
                         develop_recorded=bool(develop_entry), installed=present)
     if state is None:  # installed as locked so far: the environment itself is compared last (it reads files)
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
@@ -73,16 +77,17 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
-                      developed, state, remedy.format(dist=fork.distribution) if remedy else None)
+                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None)
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
-                developing: bool, develop_recorded: bool, installed: bool) -> str | None:
+                developing: bool, checkout_gone: bool, develop_recorded: bool, installed: bool) -> str | None:
     """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
     installed with nothing wrong so far, and the environment decides."""
     for state, applies in (("bad pin", bad_pin), ("bump interrupted", interrupted), ("lock stale", lock_stale),
                            ("records stale", records_stale), ("metadata stale", metadata_stale),
-                           ("developing", developing), ("develop not applied", develop_recorded),
+                           ("developing", developing), ("checkout gone", checkout_gone),
+                           ("develop not applied", develop_recorded),
                            ("not installed", not installed)):
         if applies:
             return state

@@ -161,7 +161,9 @@ def develop_notes(project: Path | None) -> list[str]:
     except NemoRLError as exc:
         return [str(exc)]
     env = Path(sys.prefix)
-    return [f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
+    return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone, so the pinned commit "
+            f"runs: `nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
+            f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
             "installed code: run from the project's environment (`uv run`), or `nemo-rl deps develop --stop "
             f"{dist}`" for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 

@@ -45,8 +45,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                            help="build from this bundle, offline (it is checked first; it may be read-only); run "
                            "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
             p.add_argument("--digest", metavar="SHA256",
-                           help="with --from: the bundle digest `envs pack` printed; any other bundle is refused "
-                           "(for bundles under NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS)")
+                           help="with --from: the bundle digest `envs pack` printed (sha256: and 64 hex digits, "
+                           "either case; bare hex is sha256); any other bundle is refused (for bundles under "
+                           "NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS, digests separated by commas, semicolons or "
+                           "spaces)")
         if verb == "list":
             p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler="nemo_rl.envs.command:run")
@@ -72,13 +74,13 @@ def _flags(py_executable: str) -> list[str]:
     return executables.sync_flags(command)
 
 
-def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace) -> int:
+def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
     """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
     checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
     against. The bundle was checked a moment ago: the rest runs with its digest as the trusted one."""
     from nemo_rl.workers import bundles
 
-    manifest = bundles.build_driver(args.bundle, project, flags, args.digest)
+    manifest = bundles.build_driver(args.bundle, project, flags, digest)
     python = bundles.driver_path(project) / "bin" / "python"
     argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),
             "--digest", manifest.digest, "--project", str(project)]
@@ -117,16 +119,17 @@ def run(project: Path, args: argparse.Namespace) -> int:
               "the digests you trust")
         return 0
     if args.verb == "build":
-        if args.digest and not args.bundle:
+        if args.digest is not None and not args.bundle:
             from nemo_rl.errors import UsageError
 
             raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
                              "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
         from nemo_rl.workers import bundle_trust
 
-        digest = bundle_trust.digest_argument(args.digest) if args.digest else None
+        # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
+        digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None
         if args.bundle is not None and sys.prefix == sys.base_prefix:
-            return _bootstrap(project, flags, args)
+            return _bootstrap(project, flags, args, digest)
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:
         found = environments.describe(environments.slot(environments.key_for(project, flags)).path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
+import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,8 @@ STATE = Path(landing.STAGING_ROOT) / "develop.json"
 MANAGED_DIR = Path(landing.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
 OVERLAY_PREFIX = "_nemo_rl_develop_"
 CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
+OWNER_LINE = "# nemo-rl deps develop owner: "  # the develop state's token: which checkout's overlay this is
+_TOKEN = re.compile(r"^[0-9a-f]{0,64}$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,9 @@ class Developed:
     checkout: Path  # absolute
     managed: bool  # nemo-rl made it under .nemo-rl/develop/ (only such a checkout may be removed)
     envs: tuple[Path, ...]  # environments that got an overlay besides the project's own
+    # random, made by `develop`: whose overlays these are. Two containers with the same checkout path sharing
+    # NEMO_RL_VENV_DIR repeat paths (and PIDs); the token differs ("" in state written before tokens)
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,13 +61,16 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
     if not isinstance(entry, dict):
         raise NemoRLError(f"{where} must be an object", fix)
     checkout, managed, envs = entry.get("path"), entry.get("managed", False), entry.get("envs", [])
+    token = entry.get("token", "")
+    if not isinstance(token, str) or not _TOKEN.match(token):
+        raise NemoRLError(f"{where}: token must be hex digits, found {token!r:.40}", fix)
     if not isinstance(checkout, str) or not os.path.isabs(checkout):
         raise NemoRLError(f"{where}: path must be an absolute path, found {checkout!r:.80}", fix)
     if not isinstance(managed, bool):
         raise NemoRLError(f"{where}: managed must be true or false, found {managed!r:.40}", fix)
     if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):
         raise NemoRLError(f"{where}: envs must be a list of absolute paths, found {envs!r:.80}", fix)
-    return Developed(distribution, Path(checkout), managed, tuple(Path(e) for e in envs))
+    return Developed(distribution, Path(checkout), managed, tuple(Path(e) for e in envs), token)
 
 
 def read(project: Path) -> dict[str, Developed]:
@@ -75,8 +85,8 @@ def read(project: Path) -> dict[str, Developed]:
 
 def write(project: Path, state: dict[str, Developed]) -> None:
     path = project / STATE
-    data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs]}
-            for d in state.values()}
+    data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs],
+                             "token": d.token} for d in state.values()}
     if data:
         landing.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     else:
@@ -133,7 +143,11 @@ def overlay_name(distribution: str) -> str:
     return f"{OVERLAY_PREFIX}{distribution.replace('-', '_').replace('.', '_').lower()}.pth"
 
 
-def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path) -> Path:
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, owner: str = "") -> Path:
     """Put the packages of `checkout` in front of the locked install in `env`: a .pth line (the mechanism editable
     installs use) that puts `shadow` first, written outside uv's records so `uv sync` neither sees nor removes
     it and uv.lock never changes."""
@@ -143,7 +157,10 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path) 
     path = site[0] / overlay_name(distribution)
     values.plain_path(checkout, "the develop checkout")
     values.plain_path(shadow, "the develop overlay directory")
-    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n")
+    if not _TOKEN.match(owner):
+        raise ValueError(f"owner token {owner!r:.40} is not hex")  # made by new_token: a bug, not a user's mistake
+    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"
+                         + (f"{OWNER_LINE}{owner}\n" if owner else ""))
     return path
 
 
@@ -156,9 +173,12 @@ def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
             lines = path.read_text(errors="replace").splitlines()[:2]
             if lines and lines[0].startswith(CHECKOUT_LINE):
+                checkout = Path(lines[0][len(CHECKOUT_LINE):])
                 if live and not _puts_first(lines[1:]):
                     continue
-                found[path.name] = Path(lines[0][len(CHECKOUT_LINE):])
+                if live and not checkout.is_dir():  # deleted: the overlay's links lead nowhere, the pin runs
+                    continue
+                found[path.name] = checkout
     return found
 
 
@@ -184,11 +204,22 @@ def has_overlay(env: Path, distribution: str) -> bool:
     return overlay_name(distribution) in overlays(env)
 
 
-def remove_overlay(env: Path, distribution: str) -> bool:
+def overlay_owner(path: Path) -> str:
+    """The token an overlay file was written with; "" for one written before tokens (or not ours to read)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()[:3]
+    except OSError:
+        return ""
+    return next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), "")
+
+
+def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bool:
+    """Remove `distribution`'s overlay from `env`: any (`owner` None: the checkout's own environment), else only
+    one written with `owner`'s token, or one without a token (written before tokens: nothing tells whose)."""
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)
-        if path.exists():
+        if path.exists() and (owner is None or overlay_owner(path) in (owner, "")):
             path.unlink()
             found = True
     return found

@@ -17,8 +17,8 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,17 +26,17 @@ from nemo_rl import locks, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
-from nemo_rl.workers import bundle_seal, bundle_trust, cuda_archs, pack_seed
+from nemo_rl.workers import archive_hashes, bundle_seal, bundle_trust, cuda_archs, pack_seed
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, differences, inputs_for, read_manifest
 
-CACHE = "uv-cache"
+CACHE = bundle_trust.CACHE  # the bundle's uv cache, and a node's working copy of it
 DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`: what `uv run` syncs (default groups, no extras)
 # uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
 # own interpreters and environments, which uv recomputes.
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
 # Buckets uv only reads when everything is there (unpacked wheels): a node links them instead of copying.
 READ_ONLY_BUCKETS = ("archive-v",)
-WORK_CACHE_PREFIX = ".bundle-cache-"  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
+WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
 
 
 def _file_entry(root: Path, path: Path) -> tuple[str, int]:
@@ -53,6 +53,9 @@ def _file_entry(root: Path, path: Path) -> tuple[str, int]:
                               "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
                               "inside itself")
         return f"L {relative} {target}\n", -1
+    if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would block the open for ever
+        raise NemoRLError(f"{path} in the bundle is not a file or a link (a FIFO, socket or device)",
+                          "make the bundle again on the builder (`nemo-rl envs pack`), or copy it again")
     file_hash, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -92,16 +95,15 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
-    trusted = {digest} if digest else bundle_trust.pinned_digests()
+    trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()
     if trusted and manifest.digest not in trusted:
-        where = "--digest" if digest else "NEMO_RL_BUNDLE_DIGESTS"
+        where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
         raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
                           "write a bundle can write its manifest)",
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
                           "if this bundle is the one you trust")
-    venvs = settings.venv_dir(create=False)
-    work_caches = sorted(venvs.glob(f"{WORK_CACHE_PREFIX}*")) if venvs.is_dir() else []
-    bundle_trust.refuse_foreign_links(bundle / CACHE, work_caches)
+    own = bundle_trust.work_caches(settings.venv_dir(create=False))
+    bundle_trust.refuse_foreign_links(bundle / CACHE, own)
     return manifest
 
 
@@ -287,21 +289,24 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
         progress(fits)
     manifest = manifest or read_manifest(bundle)
     root = settings.venv_dir()
-    # a name of its own (PIDs repeat across containers sharing the directory), held while in use
-    work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
-    progress(f"using bundle {bundle} through a working uv cache in {work} (the bundle stays read-only)")
-    held = locks.hold(work)  # while held, `envs prune` leaves it; after a SIGKILL, prune removes it
+    # a name of its own (PIDs repeat across containers sharing the directory), held while in use, marked as ours
+    work, held = bundle_trust.new_work_cache(root)  # while held, `envs prune` leaves it; after a SIGKILL, removes it
+    cache = work / CACHE
+    progress(f"using bundle {bundle} through a working uv cache in {cache} (the bundle stays read-only)")
     try:
         for bucket in sorted((bundle / CACHE).iterdir()):
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
-                _link_tree(bucket, work / bucket.name)
+                _link_tree(bucket, cache / bucket.name)
             elif bucket.is_dir() and not bucket.is_symlink():
-                shutil.copytree(bucket, work / bucket.name, symlinks=True)
+                shutil.copytree(bucket, cache / bucket.name, symlinks=True)
             else:
-                shutil.copy2(bucket, work / bucket.name, follow_symlinks=False)
-        check_copy(work, bundle, manifest, record)
+                shutil.copy2(bucket, cache / bucket.name, follow_symlinks=False)
+        check_copy(cache, bundle, manifest, record)
+        checked = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each archive
+        progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
+                 "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
         uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
-                stream=True, extra_env={"UV_CACHE_DIR": str(work), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
+                stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
@@ -324,10 +329,9 @@ def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]
 
 def configured() -> list[Path]:
     """Bundles under $NEMO_RL_BUNDLE_DIR (each a directory with a manifest), or none when it is not set."""
-    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
-    if not setting:
+    root = settings.bundle_dir()
+    if root is None:
         return []
-    root = Path(os.path.expanduser(setting))
     if not root.is_dir():
         raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory", "point it at the directory holding "
                           "bundles made by `nemo-rl envs pack`, or unset it")
@@ -339,8 +343,8 @@ def find(project: Path, flags: list[str]) -> Path | None:
     (a node that should be offline must not fall back to the network)."""
     bundles = configured()
     if not bundles:
-        if os.environ.get("NEMO_RL_BUNDLE_DIR"):  # a shared mount that did not come up: never the network
-            raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {os.environ['NEMO_RL_BUNDLE_DIR']} holds no bundle",
+        if settings.bundle_dir():  # a shared mount that did not come up: never the network
+            raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {settings.bundle_dir()} holds no bundle",
                               "mount the directory the bundles are in (or pack one into it with `nemo-rl envs "
                               "pack`), or unset NEMO_RL_BUNDLE_DIR to build from the network")
         return None

@@ -125,7 +125,7 @@ def slot(key: str, *, create: bool = True) -> Slot:
 
 def key_for(project: Path, flags: list[str] | tuple[str, ...], lock_hash: str | None = None) -> str:
     """`lock_hash`: uv.lock's, when the caller has it already."""
-    developed = {dist: str(entry.checkout) for dist, entry in sorted(develop_state.read(project).items())}
+    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project).items())}
     lock_hash = lock_hash or lockfile.lock_hash(project)
     facts = {"project": str(project.resolve()), "lock": lock_hash, "flags": sorted(flags),
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
@@ -191,7 +191,7 @@ def _overlay_developed(project: Path, env: Path) -> None:
     """Forks under `nemo-rl deps develop` run from their checkout in workers too (see project.develop_state)."""
     for entry in develop_state.read(project).values():
         develop_state.install_overlay(env, entry.distribution, entry.checkout,
-                                      develop_state.shadow_dir(project, entry.distribution))
+                                      develop_state.shadow_dir(project, entry.distribution), entry.token)
 
 
 def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = None) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import environments
+from nemo_rl.workers import bundle_trust, environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
 
 
@@ -25,7 +25,7 @@ class Row:
     path: Path
     flags: tuple[str, ...]
     project: Path | None
-    state: str  # current | stale | other checkout | broken | unfinished build
+    state: str  # current | stale | other checkout | broken | unfinished build | not ours
     size_mb: float
     last_used: float | None
     users: tuple[int, ...]  # PIDs running from it
@@ -74,8 +74,13 @@ def listing(project: Path | None) -> list[Row]:
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
     for path in sorted(root.iterdir() if root.is_dir() else ()):
-        if path.name.startswith(WORK_CACHE_PREFIX) and path.is_dir():  # a build from a bundle, live or killed
-            rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
+        if path.name.startswith(WORK_CACHE_PREFIX):  # a build from a bundle, live or killed, if it is ours
+            foreign = bundle_trust.why_not_ours(path)
+            if foreign:  # planted, or another user's: never counted, sized through a link, or removed
+                rows.append(Row("bundle-cache", path, (), None, "not ours", 0.0, None, (),
+                                f"{foreign}: left alone; remove it yourself if it is yours"))
+            else:
+                rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
         if path.name.startswith(".") and ".building-" in path.name and path.is_dir():
             key = path.name[1:].split(".building-")[0]
@@ -110,7 +115,7 @@ def prune(project: Path | None) -> list[Path]:
         if row.state not in ("stale", "broken", "unfinished build"):
             continue
         if row.path.name.startswith(WORK_CACHE_PREFIX):
-            if not locks.held(row.path):  # its builder was killed
+            if not locks.held(row.path):  # its builder was killed (the listing lists only ours so)
                 shutil.rmtree(row.path, ignore_errors=True)
                 removed.append(row.path)
             continue
@@ -127,8 +132,7 @@ def _prune_packs() -> list[Path]:
     """Packs into $NEMO_RL_BUNDLE_DIR that were killed (their lock is free): GBs that pass for nothing."""
     from nemo_rl.workers import bundles
 
-    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
-    root = Path(os.path.expanduser(setting)) if setting else None
+    root = settings.bundle_dir()
     return bundles.remove_dead_packs(root) if root is not None and root.is_dir() else []
 
 
@@ -156,8 +160,8 @@ def bundle_rows(project: Path | None) -> list[BundleRow]:
             if project else ["no project"]
         rows.append(BundleRow(path, manifest.inputs.flags, "stale" if different else "current",
                               round(manifest.bytes / 1e6, 1), "; ".join(different) or None))
-    setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
-    for path in bundles.unfinished_packs(Path(os.path.expanduser(setting))) if setting else ():
+    root = settings.bundle_dir()
+    for path in bundles.unfinished_packs(root) if root is not None else ():
         detail = "a pack running now" if locks.held(path) else "a killed pack: `nemo-rl envs prune` removes it"
         rows.append(BundleRow(path, (), "unfinished pack", _size_mb(path), detail))
     return rows
