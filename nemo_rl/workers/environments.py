@@ -241,5 +241,5 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
         # and the metadata the commit and version checks read (an edit in place leaves the directory as it was)
         metadata = [str(p) for site in installed.site_packages_dirs(env.path)
                     for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-        verified.write(env.path, project, result.python, ray_there, watched,
+        verified.write(env.path, project, result.python, ray_there, modules, watched,
                        verified.inside(env.path, [*result.files, *metadata]))
