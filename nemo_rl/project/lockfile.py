@@ -290,9 +290,15 @@ def optional_dependencies(project: Path) -> dict[str, list[str]]:
 
 
 def extras_require(project: Path, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
-    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution`."""
+    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution` and the
+    flags install it (not `--no-install-package` it)."""
     from packaging.utils import canonicalize_name
 
+    left_out = {canonicalize_name(word.split("=", 1)[1] if "=" in word else flags[i + 1])
+                for i, word in enumerate(flags) if word.split("=", 1)[0] == "--no-install-package"
+                and ("=" in word or i + 1 < len(flags))}
+    if canonicalize_name(distribution) in left_out:
+        return False
     optional = optional_dependencies(project)
     chosen = set(optional) if "--all-extras" in flags else {
         word.split("=", 1)[1] if word.startswith("--extra=") else flags[i + 1]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")  # \Z: `$` also matches before a final newline
 
 
 def pinned_digests() -> set[str]:
