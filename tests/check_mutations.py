@@ -285,6 +285,8 @@ MUTATIONS = [
      "tests/test_values.py -k final_newline"),
     ("extras: --no-install-package leaves a fork out", "nemo_rl/project/lockfile.py",
      "    if canonicalize_name(distribution) in left_out:\n        return False\n", "", "tests/test_values.py -k leave_out"),
+    ("bundles: uv copies what is linked to the bundle", "nemo_rl/workers/bundles.py",
+     '        mode = "copy" if linked else "hardlink"', '        mode = "hardlink"', f"{BUNDLES} -k only_the_checkout"),
     ("verified: bytecode a worker writes keeps the record", "nemo_rl/workers/verified.py",
      '                                   if n != "__pycache__")', "                                   )",
      "tests/test_verified.py"),

@@ -150,6 +150,10 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
     assert (path / verified.RECORD).exists()
+    # uv copied what the working cache linked from the bundle: no installed file is one inode with a bundle file
+    inodes = {(p.stat().st_dev, p.stat().st_ino) for p in bundle.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert not [p for env in (path, project / ".venv") for p in env.rglob("*")
+                if p.is_file() and not p.is_symlink() and (p.stat().st_dev, p.stat().st_ino) in inodes]
     assert "imported by the pack from these bytes" in result.stderr  # the node did not import torch again
     assert "lib/python3.12/site-packages/megatron/core/__init__.py" in bundles.read_manifest(bundle).proven.files
     # the checkout's own environment runs nemo-rl offline: what `uv run` gives afterwards
