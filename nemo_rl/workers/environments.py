@@ -221,6 +221,11 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
     if result.python != platform.python_version():
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.installed(Path(sys.prefix), "ray")[1]
+    if driver_ray is None:  # rebuilding the worker environment would fail the same way: the driver is what lacks
+        raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
+                          "make the checkout's environment: `uv sync --locked`; on a node without network, "
+                          "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
+                          "makes it from the bundle")
     ray_there = installed.installed(env.path, "ray")[1]
     if ray_there != driver_ray:
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")

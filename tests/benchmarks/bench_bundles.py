@@ -246,8 +246,8 @@ def measure(case: str, args: argparse.Namespace) -> dict:
             cache = root / f"uv-cache-{i}"
             cold.append(sync(project, flags, env, cache, root / "env"))
             warm.append(sync(project, flags, env, cache, root / "env"))
-            if i < args.repeats - 1:
-                shutil.rmtree(cache)
+            shutil.rmtree(cache)  # a torch-sized cache is gigabytes: only the pack's and the node's stay
+            shutil.rmtree(root / "env")
         bundle = root / "bundles" / case
         os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_CONFIG")})
         pack_s = timed(lambda: bundles.pack(project, flags, bundle))
