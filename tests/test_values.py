@@ -93,9 +93,9 @@ def test_a_final_newline_is_part_of_the_value():
     """`$` matches before a final newline: "<sha>\\n" read from a file is not a SHA, nor a name, URL or digest."""
     from nemo_rl.workers import bundle_trust
 
-    checks = [(values.full_sha, "0123456789abcdef0123456789abcdef01234567"), (values.distribution_name, "megatron-core"),
-              (values.git_url, "https://github.com/NVIDIA/NeMo.git"), (values.git_url, "git@github.com:NVIDIA/NeMo.git"),
-              (bundle_trust.digest_argument, "sha256:" + "0" * 64)]
+    checks = [(values.full_sha, "0123456789abcdef0123456789abcdef01234567"),
+              (values.distribution_name, "megatron-core"), (values.git_url, "https://github.com/NVIDIA/NeMo.git"),
+              (values.git_url, "git@github.com:NVIDIA/NeMo.git"), (bundle_trust.digest_argument, "sha256:" + "0" * 64)]
     for check, good in checks:
         assert check(good, "here") if check is not bundle_trust.digest_argument else check(good)
         with pytest.raises(NemoRLError):
@@ -105,8 +105,8 @@ def test_a_final_newline_is_part_of_the_value():
 def test_extras_leave_out_what_the_flags_do_not_install(tmp_path):
     from nemo_rl.project import lockfile
 
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n'
-                                             '[project.optional-dependencies]\nmcore = ["megatron-core", "nemo-toolkit"]\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
+                                             'mcore = ["megatron-core", "nemo-toolkit"]\n')
     flags = ["--locked", "--extra", "mcore"]
     assert lockfile.extras_require(tmp_path, flags, "nemo-toolkit")
     assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "nemo-toolkit")

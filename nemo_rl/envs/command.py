@@ -102,7 +102,8 @@ def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace) -> int
     manifest = bundles.build_driver(args.bundle, project, flags, args.digest)
     python = bundles.driver_path(project) / "bin" / "python"
     argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),
-            "--digest", manifest.digest, "--project", str(project), *(["-v"] if getattr(args, "verbose", False) else [])]
+            "--digest", manifest.digest, "--project", str(project),
+            *(["-v"] if getattr(args, "verbose", False) else [])]
     sys.stdout.flush()
     sys.stderr.flush()
     os.environ[REEXEC] = str(bundles.driver_path(project).resolve())
