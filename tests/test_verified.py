@@ -135,3 +135,19 @@ def test_a_record_that_covers_less_than_the_environment_is_no_record(tmp_path):
                   "state": verified.state(env, dirs, files)}
         (env / verified.RECORD).write_text(json.dumps(forged))
         assert not verified.still_verified(env, project), (dirs, files, modules)
+
+
+def test_uv_linking_a_recorded_file_elsewhere_keeps_the_record_and_its_times(tmp_path, monkeypatch):
+    """uv hard-links its cached files into every environment it builds: the link count (and with it the ctime)
+    of a recorded file moves whenever anything on the machine is synced, and proves nothing about this one."""
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    os.link(env / "lib" / "python3.12" / "site-packages" / "pkg" / "__init__.py", tmp_path / "another-env-file")
+    monkeypatch.setattr(verified, "state", lambda *args: (_ for _ in ()).throw(AssertionError("listed")))
+    assert verified.still_verified(env, project)
+
+
+def test_lib64_is_walked_once(tmp_path):
+    env, _ = verified_env(tmp_path)
+    os.symlink("lib", env / "lib64")
+    assert not [d for d in verified.watched_dirs(env) if d.startswith("lib64")]

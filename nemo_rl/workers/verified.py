@@ -5,14 +5,14 @@ The record holds the inputs the verification compared (uv.lock's digest, the dri
 modules it imported, and the state of the files it covered: every directory under site-packages and bin/ (a file
 added, removed or renamed anywhere changes its directory's listing), every file the import check loaded (modules
 and mapped shared libraries), and the files every start of the interpreter reads: `pyvenv.cfg`, the `.pth` files
-and `bin/python*` with what they link to (an edit in place changes a file's size, mtime or ctime; ctime cannot be
-set back by hand). `__pycache__` is left out: Python writes it whenever a worker imports something new.
+and `bin/python*` with what they link to (an edit in place changes a file's mtime; a replaced file, its inode).
+`__pycache__` is left out: Python writes it whenever a worker imports something new.
 
 Two digests of that state: `state`, by each directory's listing, is the proof; `stats`, by each directory's own
 inode, mtime and ctime, is the fast way to see that no listing can have changed (a directory's ctime moves
 with every entry added, removed or renamed in it). Only `stats` is compared first (one `stat` per path); when it
 differs (a worker wrote `__pycache__`, which moves its directory's times) the listings are compared and, when they
-still hold, `stats` is taken again. A `stats` taken while any path's ctime was within RACY_NS of the clock is not
+still hold, `stats` is taken again. A `stats` taken while any path's time was within RACY_NS of the clock is not
 kept (a change in the same clock tick would leave the times as they were): the listings decide until it is.
 A record that does not read, of the wrong shape or covering less than the environment's top directories and
 start-up files counts as no record: the full verification runs and writes a new one.
@@ -51,10 +51,18 @@ class Record:
     stats: str | None
 
 
+def _sites(env: Path) -> list[Path]:
+    """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
+    seen: dict[Path, Path] = {}
+    for site in installed.site_packages_dirs(env):
+        seen.setdefault(site.resolve(), site)
+    return sorted(seen.values())
+
+
 def watched_dirs(env: Path) -> list[str]:
     """Directories whose listing the verification relied on, relative to `env`."""
     found = []
-    for top in [env / "bin", *installed.site_packages_dirs(env)]:
+    for top in [env / "bin", *_sites(env)]:
         for dirpath, dirnames, _ in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             found.append(os.path.relpath(dirpath, env))
@@ -64,7 +72,7 @@ def watched_dirs(env: Path) -> list[str]:
 def startup_files(env: Path) -> list[str]:
     """What every start of the environment's interpreter reads, relative to `env`: an edit in place of these
     changes no directory."""
-    sites = installed.site_packages_dirs(env)
+    sites = _sites(env)
     return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
                    *(os.path.relpath(p, env) for site in sites for p in site.glob("*.pth"))})
 
@@ -81,19 +89,20 @@ def inside(env: Path, paths: list[str]) -> list[str]:
 
 
 def _file_line(relative: str, fd: int) -> tuple[str, int]:
-    """A file by its inode, size, mtime and ctime; a link by its own and by its target's (`bin/python`); and
-    the newest ctime among them."""
+    """A file by its inode, mode, size and mtime; a link by its own and by its target's (`bin/python`); and the
+    newest mtime among them. Not a file's ctime: it moves with the link count, and uv links the same cached file
+    into every environment it builds (any `uv sync` on the machine would make every record look stale)."""
     try:
         st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
-        line = f"{relative} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+        line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"
         if not stat.S_ISLNK(st.st_mode):
-            return line, st.st_ctime_ns
+            return line, st.st_mtime_ns
         try:
             target = os.stat(relative, dir_fd=fd)
         except OSError:  # dangling
-            return f"{line} -> {os.readlink(relative, dir_fd=fd)} -", st.st_ctime_ns
-        return (f"{line} -> {os.readlink(relative, dir_fd=fd)} {target.st_ino} {target.st_size} "
-                f"{target.st_mtime_ns} {target.st_ctime_ns}", max(st.st_ctime_ns, target.st_ctime_ns))
+            return f"{line} -> {os.readlink(relative, dir_fd=fd)} -", st.st_mtime_ns
+        return (f"{line} -> {os.readlink(relative, dir_fd=fd)} {target.st_ino} {target.st_mode} {target.st_size} "
+                f"{target.st_mtime_ns}", max(st.st_mtime_ns, target.st_mtime_ns))
     except (OSError, ValueError):  # ValueError: a NUL in a hand-edited path
         return f"{relative} -", 0
 
@@ -130,7 +139,7 @@ def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple
 
 def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str | None:
     """The fast digest: each directory by its inode, mtime and ctime, each file as in `state`; None when a path
-    changed too recently to tell a later change by its times (RACY_NS)."""
+    changed too recently (a directory's ctime, a file's mtime) to tell a later change by its times (RACY_NS)."""
     taken = time.time_ns()
     newest = 0
     lines = []
@@ -144,8 +153,8 @@ def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple
                 except (OSError, ValueError):
                     lines.append(f"{relative}/ -")
             for relative in files:
-                line, ctime = _file_line(relative, fd)
-                newest = max(newest, ctime)
+                line, mtime = _file_line(relative, fd)
+                newest = max(newest, mtime)
                 lines.append(line)
     except OSError:
         return None
@@ -195,7 +204,7 @@ def read(env: Path) -> Record | None:
 def covers(record: Record, env: Path, project: Path) -> bool:
     """Whether the record covers what any verification of this environment covers: its top directories, the
     start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
-    tops = {"bin", *(os.path.relpath(p, env) for p in installed.site_packages_dirs(env))}
+    tops = {"bin", *(os.path.relpath(p, env) for p in _sites(env))}
     needed = modules_to_import(lockfile.forks(project), env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)
             and set(needed) <= set(record.modules))
