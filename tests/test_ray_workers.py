@@ -355,3 +355,14 @@ def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world,
     (env.path / verified.RECORD).write_text("{}")
     assert again() == 1 and again() == 1  # the state moved during the first check: nothing was recorded
     assert again() == 0
+
+
+def test_prestart_leaves_workers_running_the_environment(ray_world, venv_dir, cluster):
+    """What `workers.prestart` promises: the workers it started run the environment's interpreter and are left
+    running (idle, for the next actors) when it returns."""
+    env = environments.ensure(ray_world.project, ["--locked"])
+    started = workers.prestart(BASE, 2, ray_world.project)
+    assert len(started) == 2 and {prefix for _, prefix in started} == {str(env.path)}
+    for pid, _ in started:
+        os.kill(pid, 0)  # alive: raises ProcessLookupError otherwise
+    assert workers.prestart(workers.PY_EXECUTABLES.SYSTEM) == []

@@ -12,7 +12,9 @@ driver's Ray, a private uv cache, a local Ray cluster under the temporary direct
     environment (torch and Ray: thousands of recorded paths), built from the user's uv cache;
   - actor start-to-first-call for N actors at once with py_executable =
     (0) none (a default actor, the driver's Python), (a) the verified environment's python (nemo-rl),
-    (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's).
+    (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's), and
+    (a) again right after `workers.prestart(MCORE, N)` (N idle workers in the environment, as Ray prestarts
+    workers in the driver's Python at ray.init).
 Prints a markdown table; writes JSON to benchmark-results/workers.json. Not a test: pytest does not collect it.
 """
 
@@ -153,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         start_actors(1, ways["`uv run --locked --extra mcore`"])  # make the uv-run environment once
         results["actors"] = {way: {n: [start_actors(n, options) for _ in range(args.repeats)] for n in args.actors}
                              for way, options in ways.items()}
+        prestarted = ways["verified environment's python (nemo-rl)"]
+        results["actors"]["verified environment's python, after `workers.prestart(MCORE, N)`"] = {
+            n: [(workers.prestart(mcore, n, project), start_actors(n, prestarted))[1] for _ in range(args.repeats)]
+            for n in args.actors}
     finally:
         try:
             import ray
