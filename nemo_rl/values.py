@@ -10,16 +10,16 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would also match before a final newline
 # PEP 508 distribution names (PEP 503 normalises them): letters, digits, '.', '_', '-', starting and ending
 # with a letter or digit, so never '..', '/', or a leading '-'.
-DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 # What git's check-ref-format allows, minus what could be read as an option or escape a ref namespace.
-_BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(\.lock$)|(/$)|(\.$)")
+_BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(\.lock\Z)|(/\Z)|(\.\Z)")
 # A control character (a newline above all) in a path written into a .pth file or a script starts a new line,
 # and a .pth line that starts with `import` runs in every Python of the environment.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s-][^\s]*$")
+_URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+\Z|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s-][^\s]*\Z")
 
 
 def distribution_name(value: str, where: str) -> str:
@@ -109,7 +109,7 @@ def timeout_seconds(value: object, where: str) -> float:
 # A bundle digest as `nemo-rl envs pack` prints it. Sites copy them from logs and mail: the hex is taken in either
 # case (and stored in lower case), bare hex is sha256, and a list separates digests by commas, semicolons or
 # whitespace. Anything else (another algorithm, a space inside a digest, a wrong length) is refused by name.
-_BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}$")
+_BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")  # after strip(): a digest copied with its newline is one
 _DIGEST_SEPARATORS = re.compile(r"[\s,;]+")
 DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
                  "pack` prints it")

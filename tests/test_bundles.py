@@ -167,6 +167,10 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
     assert (path / verified.RECORD).exists()
+    # uv copied what the working cache linked from the bundle: no installed file is one inode with a bundle file
+    inodes = {(p.stat().st_dev, p.stat().st_ino) for p in bundle.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert not [p for env in (path, project / ".venv") for p in env.rglob("*")
+                if p.is_file() and not p.is_symlink() and (p.stat().st_dev, p.stat().st_ino) in inodes]
     assert "imported by the pack from these bytes" in result.stderr  # the node did not import torch again
     assert "lib/python3.12/site-packages/megatron/core/__init__.py" in bundles.read_manifest(bundle).proven.files
     # the checkout's own environment runs nemo-rl offline: what `uv run` gives afterwards
@@ -380,3 +384,74 @@ def _manifest_at(root: Path, changes: dict) -> Path:
     data = {**json.loads(dumps(GOOD)), **changes}
     (root / bundles.MANIFEST).write_text(json.dumps(data))
     return root
+
+
+def test_the_node_bootstrap_goes_on_with_verbose(tmp_path, monkeypatch):
+    """`-v` survives the re-execution inside the `.venv` the bootstrap made."""
+    from types import SimpleNamespace
+
+    from nemo_rl.envs import command
+
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as under `uv run --no-project`
+    monkeypatch.setattr(bundles, "build_driver", lambda *args: SimpleNamespace(digest="sha256:" + "0" * 64))
+    became = []
+    monkeypatch.setattr(command.os, "execv", lambda python, argv: became.append(argv))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    main(["envs", "build", "MCORE", "--from", str(tmp_path / "bundle"), "-v", "--project", str(tmp_path)])
+    assert became and "-v" in became[0]
+
+
+def test_a_half_made_checkout_environment_is_made_again_never_in_a_loop(tmp_path, monkeypatch):
+    """`uv run --no-project` picks the checkout's `.venv` when its interpreter runs, Ray or not: without Ray it is
+    made from the bundle (the bootstrap), once; in the `.venv` the bootstrap made, no Ray is an error."""
+    from nemo_rl.envs import command
+
+    venv = tmp_path / ".venv"
+    site = venv / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    # what the interpreter of that `.venv` would see on its own sys.path
+    monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
+    monkeypatch.delenv("UV_PROJECT_ENVIRONMENT", raising=False)
+    monkeypatch.delenv(command.REEXEC, raising=False)
+    assert command._without_driver(tmp_path)
+    monkeypatch.setenv(command.REEXEC, str(venv.resolve()))
+    with pytest.raises(NemoRLError, match="has no Ray after it was made"):
+        command._without_driver(tmp_path)
+    (site / "ray-2.0.0.dist-info").mkdir()
+    (site / "ray-2.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n")
+    assert not command._without_driver(tmp_path)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-env"))  # someone else's environment: used as is
+    assert not command._without_driver(tmp_path)
+
+
+def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monkeypatch):
+    """Rebuilding the worker environment cannot give the driver Ray: the fix names the driver's."""
+    from nemo_rl.workers import environments
+
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    os.symlink(sys.executable, env / "bin" / "python")
+    (tmp_path / "driver").mkdir()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "driver"))
+    monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
+    with pytest.raises(NemoRLError, match="has no Ray") as raised:
+        environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), tmp_path)
+    assert "uv sync --locked" in raised.value.remedy and str(env) not in raised.value.remedy
+
+
+@pytest.mark.parametrize("state", ["python link dangling", "interpreter only"])
+def test_a_broken_checkout_environment_is_made_again_offline(builder, tmp_path, state):
+    """The documented command on a node whose `.venv` is broken: a dangling interpreter link (uv run --no-project
+    passes over it) or an interpreter with nothing installed (uv run --no-project picks it)."""
+    world, bundle, head, command = builder
+    project, env = offline_node(tmp_path, world)
+    venv = project / ".venv"
+    subprocess.run(["uv", "venv", "--quiet", str(venv)], cwd=project, env=env, check=True, timeout=120)
+    if state == "python link dangling":
+        (venv / "bin" / "python").unlink()
+        os.symlink("/nonexistent/python3.12", venv / "bin" / "python")
+    result = node_build(project, env, command)
+    assert result.returncode == 0, result.stderr
+    assert installed.installed(venv, "ray")[0] and "making the checkout's environment" in result.stderr

@@ -367,3 +367,14 @@ def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ra
     with pytest.raises(NemoRLError, match="megatron-core 0.9.0 is installed but uv.lock says 0.1.0") as caught:
         environments.verify(env, ray_world.project)
     assert "nemo-rl deps patches megatron-core" in str(caught.value)
+
+
+def test_prestart_leaves_workers_running_the_environment(ray_world, venv_dir, cluster):
+    """What `workers.prestart` promises: the workers it started run the environment's interpreter and are left
+    running (idle, for the next actors) when it returns."""
+    env = environments.ensure(ray_world.project, ["--locked"])
+    started = workers.prestart(BASE, 2, ray_world.project)
+    assert len(started) == 2 and {prefix for _, prefix in started} == {str(env.path)}
+    for pid, _ in started:
+        os.kill(pid, 0)  # alive: raises ProcessLookupError otherwise
+    assert workers.prestart(workers.PY_EXECUTABLES.SYSTEM) == []

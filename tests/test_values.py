@@ -87,3 +87,27 @@ def test_inside_names_the_path_and_the_fix(tmp_path):
         values.inside(tmp_path, "../escape", "state.json")
     assert "'../escape' points outside" in refused.value.what
     assert refused.value.remedy == f"fix or delete state.json: it must name a path inside {tmp_path}"
+
+
+def test_a_final_newline_is_part_of_the_value():
+    """`$` matches before a final newline: "<sha>\\n" read from a file is not a SHA, nor a name or URL. (A bundle
+    digest is another case: it is taken without the whitespace around it, see test_never_trusts_review.)"""
+    checks = [(values.full_sha, "0123456789abcdef0123456789abcdef01234567"),
+              (values.distribution_name, "megatron-core"), (values.git_url, "https://github.com/NVIDIA/NeMo.git"),
+              (values.git_url, "git@github.com:NVIDIA/NeMo.git")]
+    for check, good in checks:
+        assert check(good, "here")
+        with pytest.raises(NemoRLError):
+            check(good + "\n", "here")
+
+
+def test_extras_leave_out_what_the_flags_do_not_install(tmp_path):
+    from nemo_rl.project import lockfile
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
+                                             'mcore = ["megatron-core", "nemo-toolkit"]\n')
+    flags = ["--locked", "--extra", "mcore"]
+    assert lockfile.extras_require(tmp_path, flags, "nemo-toolkit")
+    assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "nemo-toolkit")
+    assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package=nemo_toolkit"], "nemo-toolkit")
+    assert lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "megatron-core")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,14 +17,18 @@ def verified_env(tmp_path: Path) -> tuple[Path, Path]:
     project = tmp_path / "project"
     project.mkdir()
     (project / "uv.lock").write_text("version = 1\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     env = tmp_path / "env"
     package = env / "lib" / "python3.12" / "site-packages" / "pkg"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
+    (package.parent / "_virtualenv.pth").write_text("import _virtualenv\n")
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (env / "bin").mkdir()
+    os.symlink(sys.executable, env / "bin" / "python")
     dirs = verified.watched_dirs(env)
     files = ["lib/python3.12/site-packages/pkg/__init__.py"]
-    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), dirs, files)
+    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"], dirs, files)
     assert verified.still_verified(env, project)
     return env, project
 
@@ -52,3 +57,97 @@ def test_a_hand_made_record_of_any_shape_is_no_record(tmp_path):
         assert not verified.still_verified(env, project)
     os.remove(env / verified.RECORD)
     assert not verified.still_verified(env, project)
+
+
+def settled(monkeypatch, env: Path, project: Path) -> None:
+    """Record as if every path had been written long ago (RACY_NS off), so the fast digest is kept."""
+    monkeypatch.setattr(verified, "RACY_NS", -10**18)
+    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
+                   verified.watched_dirs(env), ["lib/python3.12/site-packages/pkg/__init__.py"])
+    assert verified.read(env).stats is not None
+
+
+def test_a_settled_record_is_checked_by_its_times_alone(tmp_path, monkeypatch):
+    """One stat per path, no directory listed: what keeps actor_options in milliseconds."""
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    monkeypatch.setattr(verified, "state", lambda *args: (_ for _ in ()).throw(AssertionError("listed")))
+    assert verified.still_verified(env, project)
+
+
+def test_a_change_is_seen_through_the_times(tmp_path, monkeypatch):
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    (env / "lib" / "python3.12" / "site-packages" / "pkg" / "stray.py").write_text("")
+    assert not verified.still_verified(env, project)
+
+
+def test_bytecode_moves_the_times_but_keeps_the_record_and_the_new_times_are_kept(tmp_path, monkeypatch):
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    before = verified.read(env).stats
+    (env / "lib" / "python3.12" / "site-packages" / "pkg" / "__pycache__").mkdir()
+    assert verified.still_verified(env, project)
+    assert verified.read(env).stats not in (None, before)  # the next call is a fast one again
+
+
+def test_times_taken_as_paths_change_are_not_kept(tmp_path):
+    """A change within the clock tick of the record leaves the times as they were: such times decide nothing."""
+    env, project = verified_env(tmp_path)
+    assert verified.read(env).stats is None
+    assert verified.still_verified(env, project)
+
+
+def test_start_up_files_edited_in_place_are_noticed(tmp_path, monkeypatch):
+    """pyvenv.cfg, a .pth file and the interpreter's link change no directory's listing."""
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    for edit in [lambda env: (env / "pyvenv.cfg").write_text("home = /elsewhere\n"),
+                 lambda env: (site / "_virtualenv.pth").write_text("import os; os.system('x')\n"),
+                 lambda env: (os.remove(env / "bin" / "python"), os.symlink("/bin/sh", env / "bin" / "python"))]:
+        env, project = verified_env(tmp_path)
+        settled(monkeypatch, env, project)
+        edit(env)
+        assert not verified.still_verified(env, project)
+        shutil.rmtree(tmp_path)
+        tmp_path.mkdir()
+
+
+def test_the_interpreter_the_link_names_is_covered(tmp_path, monkeypatch):
+    """bin/python links out of the environment: the base interpreter replaced in place is another interpreter."""
+    env, project = verified_env(tmp_path)
+    base = tmp_path / "base-python"
+    base.write_bytes(b"\x7fELF one")
+    os.remove(env / "bin" / "python")
+    os.symlink(base, env / "bin" / "python")
+    settled(monkeypatch, env, project)
+    base.write_bytes(b"\x7fELF another build")
+    assert not verified.still_verified(env, project)
+
+
+def test_a_record_that_covers_less_than_the_environment_is_no_record(tmp_path):
+    """A hand-made record whose state is right for what it lists (nothing) proves nothing."""
+    env, project = verified_env(tmp_path)
+    record = json.loads((env / verified.RECORD).read_text())
+    site = "lib/python3.12/site-packages"
+    for dirs, files, modules in [([], [], []), ([], record["files"], ["ray"]), (["bin", site], [], ["ray"]),
+                                 (["bin", site], record["files"], [])]:
+        forged = {**record, "dirs": dirs, "files": files, "modules": modules, "stats": None,
+                  "state": verified.state(env, dirs, files)}
+        (env / verified.RECORD).write_text(json.dumps(forged))
+        assert not verified.still_verified(env, project), (dirs, files, modules)
+
+
+def test_uv_linking_a_recorded_file_elsewhere_keeps_the_record_and_its_times(tmp_path, monkeypatch):
+    """uv hard-links its cached files into every environment it builds: the link count (and with it the ctime)
+    of a recorded file moves whenever anything on the machine is synced, and proves nothing about this one."""
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    os.link(env / "lib" / "python3.12" / "site-packages" / "pkg" / "__init__.py", tmp_path / "another-env-file")
+    monkeypatch.setattr(verified, "state", lambda *args: (_ for _ in ()).throw(AssertionError("listed")))
+    assert verified.still_verified(env, project)
+
+
+def test_lib64_is_walked_once(tmp_path):
+    env, _ = verified_env(tmp_path)
+    os.symlink("lib", env / "lib64")
+    assert not [d for d in verified.watched_dirs(env) if d.startswith("lib64")]

@@ -13,6 +13,7 @@ from nemo_rl import verbose
 from nemo_rl.workers.executables import PY_EXECUTABLES
 
 NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
+REEXEC = "NEMO_RL_DRIVER_MADE"  # set by the bootstrap for the process it becomes: the `.venv` it made
 VERBS = (
     ("list", "every environment and bundle: key, state, in use, size, last use"),
     ("build", "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"),
@@ -74,6 +75,27 @@ def _flags(py_executable: str) -> list[str]:
     return executables.sync_flags(command)
 
 
+def _without_driver(project: Path) -> bool:
+    """Whether nemo-rl runs outside a working driver environment: in no environment (`uv run --no-project`), or in
+    the checkout's own `.venv` while it lacks Ray (a `.venv` left empty or half-made, which `uv run --no-project`
+    picks over the base Python). The bootstrap makes `.venv` exact; in one it has made, this is never asked
+    again (REEXEC), so a `.venv` the bootstrap cannot repair is an error, not a loop."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import installed
+    from nemo_rl.workers import bundles
+
+    if sys.prefix == sys.base_prefix:
+        return True
+    here = Path(sys.prefix).resolve()
+    if here != bundles.driver_path(project).resolve() or installed.installed(here, "ray")[0]:
+        return False
+    if os.environ.get(REEXEC) == str(here):
+        raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",
+                          "pack the bundle again on the builder (Ray is a base dependency: the bundle's driver "
+                          "packages hold it)")
+    return True
+
+
 def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
     """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
     checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
@@ -83,9 +105,11 @@ def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest
     manifest = bundles.build_driver(args.bundle, project, flags, digest)
     python = bundles.driver_path(project) / "bin" / "python"
     argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),
-            "--digest", manifest.digest, "--project", str(project)]
+            "--digest", manifest.digest, "--project", str(project),
+            *(["-v"] if getattr(args, "verbose", False) else [])]
     sys.stdout.flush()
     sys.stderr.flush()
+    os.environ[REEXEC] = str(bundles.driver_path(project).resolve())
     os.execv(python, argv)
     return 3  # not reached: execv replaces this process
 
@@ -128,7 +152,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
         # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
         digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None
-        if args.bundle is not None and sys.prefix == sys.base_prefix:
+        if args.bundle is not None and _without_driver(project):
             return _bootstrap(project, flags, args, digest)
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:

@@ -294,7 +294,9 @@ def extras_require(project: Path, flags: list[str] | tuple[str, ...], distributi
     flags install it (`--no-install-package DIST` leaves it out on purpose: nothing then expects it there)."""
     from packaging.utils import canonicalize_name
 
-    left_out = {canonicalize_name(flags[i + 1]) for i, word in enumerate(flags[:-1]) if word == "--no-install-package"}
+    left_out = {canonicalize_name(word.split("=", 1)[1] if "=" in word else flags[i + 1])
+                for i, word in enumerate(flags) if word.split("=", 1)[0] == "--no-install-package"
+                and ("=" in word or i + 1 < len(flags))}
     if canonicalize_name(distribution) in left_out:
         return False
     optional = optional_dependencies(project)

@@ -2,10 +2,12 @@
 
 - `executables`: how a worker's Python is declared (PY_EXECUTABLES) and turned into an interpreter path.
 - `environments`: the keyed, verified worker environments on disk (build, verify, list, prune).
-- `ray_actors`: what Ray needs from us (actor options, every-node preparation); Ray is imported lazily.
+- `ray_actors`: what Ray needs from us (actor options, prestarted workers, every-node preparation); Ray is
+  imported lazily.
 """
 
 from nemo_rl.workers.executables import PY_EXECUTABLES, create_local_venv
-from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, start_ray, wait_ready
+from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, prestart, start_ray, wait_ready
 
-__all__ = ["PY_EXECUTABLES", "actor_options", "create_local_venv", "prepare_on_every_node", "start_ray", "wait_ready"]
+__all__ = ["PY_EXECUTABLES", "actor_options", "create_local_venv", "prepare_on_every_node", "prestart", "start_ray",
+           "wait_ready"]

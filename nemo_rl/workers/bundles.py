@@ -242,21 +242,24 @@ def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
     return manifest
 
 
-def _link_tree(source: Path, target: Path) -> None:
+def _link_tree(source: Path, target: Path) -> int:
     """`target` with the directories of `source` and its files, so whatever uv adds (the project's own editable
     wheel) lands in `target`, never in the bundle. A file only this user can write is hard-linked when the bundle
     is on this filesystem (no byte copied, and nobody else can change it after the check); any other file is
     copied (another filesystem, NFS, a read-only mount, a file others may write), so the copy that is checked is
-    the copy that is installed."""
+    the copy that is installed. Returns how many files were linked."""
     euid = os.geteuid()
+    links = 0
 
     def place(path: Path, here: Path) -> None:
+        nonlocal links
         info = path.stat()
         if info.st_uid == euid and not info.st_mode & 0o022:
             try:
                 os.link(path, here)
                 linked = os.lstat(here)  # the inode linked, which the name may no longer be: only ours may stay
                 if linked.st_uid == euid and not linked.st_mode & 0o022:
+                    links += 1
                     return
                 os.unlink(here)
             except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
@@ -273,6 +276,7 @@ def _link_tree(source: Path, target: Path) -> None:
                 os.symlink(os.readlink(path), here / name)
             else:
                 place(path, here / name)
+    return links
 
 
 def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path,
@@ -294,9 +298,10 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     cache = work / CACHE
     progress(f"using bundle {bundle} through a working uv cache in {cache} (the bundle stays read-only)")
     try:
+        linked = 0
         for bucket in sorted((bundle / CACHE).iterdir()):
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
-                _link_tree(bucket, cache / bucket.name)
+                linked += _link_tree(bucket, cache / bucket.name)
             elif bucket.is_dir() and not bucket.is_symlink():
                 shutil.copytree(bucket, cache / bucket.name, symlinks=True)
             else:
@@ -305,8 +310,11 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
         checked = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each archive
         progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
                  "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
+        # uv copies what is linked to the bundle; a working cache of the node's own copies only (another filesystem,
+        # a read-only bundle) shares nothing with it, and uv links from it instead of copying every byte twice
+        mode = "copy" if linked else "hardlink"
         uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
-                stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "copy"})
+                stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": mode})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)

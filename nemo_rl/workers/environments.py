@@ -222,6 +222,11 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
     if result.python != platform.python_version():
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.installed(Path(sys.prefix), "ray")[1]
+    if driver_ray is None:  # rebuilding the worker environment would fail the same way: the driver is what lacks
+        raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
+                          "make the checkout's environment: `uv sync --locked`; on a node without network, "
+                          "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
+                          "makes it from the bundle")
     ray_there = installed.installed(env.path, "ray")[1]
     if ray_there != driver_ray:
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
@@ -242,5 +247,5 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
         # and the metadata the commit and version checks read (an edit in place leaves the directory as it was)
         metadata = [str(p) for site in installed.site_packages_dirs(env.path)
                     for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-        verified.write(env.path, project, result.python, ray_there, watched,
+        verified.write(env.path, project, result.python, ray_there, modules, watched,
                        verified.inside(env.path, [*result.files, *metadata]))

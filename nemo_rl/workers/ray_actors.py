@@ -45,6 +45,28 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
     }}
 
 
+def prestart(py_executable: str, count: int = 1, project: Path | None = None) -> list[tuple[int, str]]:
+    """Leave `count` idle Ray workers running the environment's interpreter on this cluster, so the next actors
+    with `actor_options(py_executable)` start in a worker that has imported Ray already (an actor's start is
+    otherwise a new Python importing Ray: seconds, where a default actor takes a worker Ray prestarted at
+    ray.init). Runs `count` no-op tasks in the environment at once; Ray keeps their workers idle for reuse, up to
+    its soft limit of workers (the node's CPUs) and for as long as it does not reap idle ones. Returns each
+    task's (pid, sys.prefix): the workers and the environment they run."""
+    import ray
+
+    options = actor_options(py_executable, project)
+    if not options:  # the driver's own Python: Ray prestarted those
+        return []
+
+    @ray.remote(num_cpus=0)
+    def ready() -> tuple[int, str]:
+        import sys
+
+        return os.getpid(), sys.prefix
+
+    return ray.get([ready.options(**options).remote() for _ in range(count)])
+
+
 def prepare_on_every_node(py_executable: str, project: Path | None = None,
                           bundle: Path | None = None) -> dict[str, str]:
     """Build and verify the environment on every alive node (one task pinned to each), as the upstream project

@@ -1,50 +1,80 @@
 """What a worker environment's verification proved, recorded in the environment, so that `actor_options` costs
 milliseconds once it passed and the imports run again only when the environment changed.
 
-The record holds the inputs the verification compared (uv.lock's digest, the driver's Python and Ray) and the
-state of the files it covered: every directory under site-packages and bin/ (a file added, removed or renamed
-anywhere changes its directory's listing) and every file the import check loaded, modules and mapped shared libraries
-(an edit in place changes the file's size, mtime or ctime; ctime cannot be set back by hand). `__pycache__` is
-left out: Python writes it whenever a worker imports something new. A record that does not read, or of the
-wrong shape, counts as no record: the full verification runs and writes a new one.
+The record holds the inputs the verification compared (uv.lock's digest, the driver's Python and Ray), the
+modules it imported, and the state of the files it covered: every directory under site-packages and bin/ (a file
+added, removed or renamed anywhere changes its directory's listing), every file the import check loaded (modules
+and mapped shared libraries), and the files every start of the interpreter reads: `pyvenv.cfg`, the `.pth` files
+and `bin/python*` with what they link to (an edit in place changes a file's mtime; a replaced file, its inode).
+`__pycache__` is left out: Python writes it whenever a worker imports something new.
+
+Two digests of that state: `state`, by each directory's listing, is the proof; `stats`, by each directory's own
+inode, mtime and ctime, is the fast way to see that no listing can have changed (a directory's ctime moves
+with every entry added, removed or renamed in it). Only `stats` is compared first (one `stat` per path); when it
+differs (a worker wrote `__pycache__`, which moves its directory's times) the listings are compared and, when they
+still hold, `stats` is taken again. A `stats` taken while any path's time was within RACY_NS of the clock is not
+kept (a change in the same clock tick would leave the times as they were): the listings decide until it is.
+A record that does not read, of the wrong shape or covering less than the environment's top directories and
+start-up files counts as no record: the full verification runs and writes a new one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
 import os
 import platform
+import stat
 import sys
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 from nemo_rl import extras
 from nemo_rl.project import installed, landing, lockfile
 
 RECORD = "nemo-rl-verified.json"
+RACY_NS = 2_000_000_000  # a ctime this close to the clock may be followed by a change with the same ctime
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Record:
     lock_hash: str
     python: str  # the environment's Python, equal to the driver's when it was recorded
     ray: str | None  # the environment's Ray, likewise
+    modules: tuple[str, ...]  # what was imported
     dirs: tuple[str, ...]  # relative to the environment
     files: tuple[str, ...]
     state: str
+    stats: str | None
+
+
+def _sites(env: Path) -> list[Path]:
+    """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
+    seen: dict[Path, Path] = {}
+    for site in installed.site_packages_dirs(env):
+        seen.setdefault(site.resolve(), site)
+    return sorted(seen.values())
 
 
 def watched_dirs(env: Path) -> list[str]:
     """Directories whose listing the verification relied on, relative to `env`."""
     found = []
-    for top in [env / "bin", *installed.site_packages_dirs(env)]:
+    for top in [env / "bin", *_sites(env)]:
         for dirpath, dirnames, _ in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             found.append(os.path.relpath(dirpath, env))
     return found
+
+
+def startup_files(env: Path) -> list[str]:
+    """What every start of the environment's interpreter reads, relative to `env`: an edit in place of these
+    changes no directory."""
+    sites = _sites(env)
+    return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
+                   *(os.path.relpath(p, env) for site in sites for p in site.glob("*.pth"))})
 
 
 def inside(env: Path, paths: list[str]) -> list[str]:
@@ -58,32 +88,78 @@ def inside(env: Path, paths: list[str]) -> list[str]:
     return sorted(result)
 
 
-def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str:
-    """A digest of each path's inode, size, mtime and ctime (stat relative to the environment's directory: a few
-    thousand of them in milliseconds)."""
-    lines = []
+def _file_line(relative: str, fd: int) -> tuple[str, int]:
+    """A file by its inode, mode, size and mtime; a link by its own and by its target's (`bin/python`); and the
+    newest mtime among them. Not a file's ctime: it moves with the link count, and uv links the same cached file
+    into every environment it builds (any `uv sync` on the machine would make every record look stale)."""
     try:
-        fd = os.open(env, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return "no environment"
+        st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
+        line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"
+        if not stat.S_ISLNK(st.st_mode):
+            return line, st.st_mtime_ns
+        try:
+            target = os.stat(relative, dir_fd=fd)
+        except OSError:  # dangling
+            return f"{line} -> {os.readlink(relative, dir_fd=fd)} -", st.st_mtime_ns
+        return (f"{line} -> {os.readlink(relative, dir_fd=fd)} {target.st_ino} {target.st_mode} {target.st_size} "
+                f"{target.st_mtime_ns}", max(st.st_mtime_ns, target.st_mtime_ns))
+    except (OSError, ValueError):  # ValueError: a NUL in a hand-edited path
+        return f"{relative} -", 0
+
+
+@contextlib.contextmanager
+def _opened(env: Path):
+    fd = os.open(env, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for relative in dirs:
-            # a directory by what it lists, __pycache__ left out: a worker's first import of a package writes
-            # `pkg/__pycache__/`, which changes the directory's mtime and nothing that was verified
-            try:
-                names = sorted(n for n in os.listdir(os.path.join(f"/proc/self/fd/{fd}", relative))
-                               if n != "__pycache__")
-                lines.append(f"{relative}/ {hashlib.sha256(chr(0).join(names).encode()).hexdigest()}")
-            except (OSError, ValueError):
-                lines.append(f"{relative}/ -")
-        for relative in files:
-            try:
-                st = os.stat(relative, dir_fd=fd)
-                lines.append(f"{relative} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}")
-            except (OSError, ValueError):  # ValueError: a NUL in a hand-edited path
-                lines.append(f"{relative} -")
+        yield fd
     finally:
         os.close(fd)
+
+
+def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str:
+    """The proof's digest: each directory by what it lists, each file as _file_line says (paths relative to
+    the environment's directory)."""
+    lines = []
+    try:
+        with _opened(env) as fd:
+            for relative in dirs:
+                # __pycache__ left out: a worker's first import of a package writes `pkg/__pycache__/`, which
+                # changes the directory's mtime and nothing that was verified
+                try:
+                    names = sorted(n for n in os.listdir(os.path.join(f"/proc/self/fd/{fd}", relative))
+                                   if n != "__pycache__")
+                    lines.append(f"{relative}/ {hashlib.sha256(chr(0).join(names).encode()).hexdigest()}")
+                except (OSError, ValueError):
+                    lines.append(f"{relative}/ -")
+            lines += [_file_line(relative, fd)[0] for relative in files]
+    except OSError:
+        return "no environment"
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str | None:
+    """The fast digest: each directory by its inode, mtime and ctime, each file as in `state`; None when a path
+    changed too recently (a directory's ctime, a file's mtime) to tell a later change by its times (RACY_NS)."""
+    taken = time.time_ns()
+    newest = 0
+    lines = []
+    try:
+        with _opened(env) as fd:
+            for relative in dirs:
+                try:
+                    st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
+                    newest = max(newest, st.st_ctime_ns)
+                    lines.append(f"{relative}/ {st.st_ino} {st.st_mode} {st.st_mtime_ns} {st.st_ctime_ns}")
+                except (OSError, ValueError):
+                    lines.append(f"{relative}/ -")
+            for relative in files:
+                line, mtime = _file_line(relative, fd)
+                newest = max(newest, mtime)
+                lines.append(line)
+    except OSError:
+        return None
+    if newest > taken - RACY_NS:
+        return None
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -97,11 +173,17 @@ def driver_ray(prefix: str) -> str | None:
     return installed.installed(Path(prefix), "ray")[1]
 
 
-def write(env: Path, project: Path, python: str, ray: str | None, dirs: list[str], files: list[str]) -> None:
-    record = {"lock_hash": lockfile.lock_hash(project), "python": python, "ray": ray, "dirs": dirs,
-              "files": files, "state": state(env, dirs, files)}
+def write(env: Path, project: Path, python: str, ray: str | None, modules: list[str], dirs: list[str],
+          files: list[str]) -> None:
+    files = sorted({*files, *startup_files(env)})
+    quick = stats(env, dirs, files)  # before the listings: a change between the two shows in the next `stats`
+    _save(env, Record(lockfile.lock_hash(project), python, ray, tuple(modules), tuple(dirs), tuple(files),
+                      state(env, dirs, files), quick))
+
+
+def _save(env: Path, record: Record) -> None:
     with contextlib.suppress(OSError):  # an environment we may not write is verified in full each time
-        landing.write_atomic(env / RECORD, json.dumps(record))
+        landing.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
 
 
 def read(env: Path) -> Record | None:
@@ -109,26 +191,43 @@ def read(env: Path) -> Record | None:
         data = json.loads((env / RECORD).read_text())
         strings = ("lock_hash", "python", "state")
         if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
-                or not isinstance(data.get("ray"), str | None)
+                or not isinstance(data.get("ray"), str | None) or not isinstance(data.get("stats"), str | None)
+                or not isinstance(data.get("modules"), list) or not all(type(m) is str for m in data["modules"])
                 or not all(isinstance(data.get(k), list) and all(map(_relative, data[k])) for k in ("dirs", "files"))):
             return None
-        return Record(data["lock_hash"], data["python"], data["ray"], tuple(data["dirs"]), tuple(data["files"]),
-                      data["state"])
+        return Record(data["lock_hash"], data["python"], data["ray"], tuple(data["modules"]), tuple(data["dirs"]),
+                      tuple(data["files"]), data["state"], data["stats"])
     except (OSError, ValueError, RecursionError):  # not a record we wrote: verify in full
         return None
+
+
+def covers(record: Record, env: Path, project: Path) -> bool:
+    """Whether the record covers what any verification of this environment covers: its top directories, the
+    start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
+    tops = {"bin", *(os.path.relpath(p, env) for p in _sites(env))}
+    needed = modules_to_import(lockfile.forks(project), env)
+    return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)
+            and set(needed) <= set(record.modules))
 
 
 def still_verified(env: Path, project: Path) -> bool:
     """Whether the last verification still holds: same uv.lock, the driver's Python and Ray, and every file and
     directory it covered as it was then."""
     record = read(env)
-    if record is None:
+    if record is None or not covers(record, env, project):
         return False
     if record.lock_hash != lockfile.lock_hash(project):
         return False
     if record.python != platform.python_version() or record.ray != driver_ray(sys.prefix):
         return False
-    return state(env, record.dirs, record.files) == record.state
+    quick = stats(env, record.dirs, record.files)
+    if quick is not None and quick == record.stats:
+        return True
+    if state(env, record.dirs, record.files) != record.state:
+        return False
+    if quick is not None:  # the listings hold: the times moved for nothing verified (bytecode); keep the new ones
+        _save(env, dataclasses.replace(record, stats=quick))
+    return True
 
 
 def forget(env: Path) -> None:

@@ -1,22 +1,27 @@
 """Benchmark: Ray actors started in worker environments, three ways, and the environments themselves.
 
-    uv run python tests/benchmarks/bench_workers.py [--actors 1 4 8] [--repeats 2]
+    uv run python tests/benchmarks/bench_workers.py [--actors 1 4 8] [--repeats 2] [--no-actors] [--checkout-env]
 
 In one temporary directory: the hermetic fixture forks (tests/forkworld.py) in a project that also locks the
 driver's Ray, a private uv cache, a local Ray cluster under the temporary directory. Measures
   - environment build, cold (empty uv cache) and warm (cache filled, environment removed), and
     `nemo-rl envs verify`;
-  - `actor_options(MCORE)` per call: on a verified environment (its record holds), and after a change (the
-    record no longer holds: the full verification with its imports);
+  - `actor_options(MCORE)` per call: on a verified environment (its record holds and its times have settled:
+    verified.RACY_NS after the last change), and after a change (the record no longer holds: the full
+    verification with its imports); with --checkout-env also `actor_options(BASE)` for this checkout's base
+    environment (torch and Ray: thousands of recorded paths), built from the user's uv cache;
   - actor start-to-first-call for N actors at once with py_executable =
     (0) none (a default actor, the driver's Python), (a) the verified environment's python (nemo-rl),
-    (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's).
+    (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's), and
+    (a) again right after `workers.prestart(MCORE, N)` (N idle workers in the environment, as Ray prestarts
+    workers in the driver's Python at ray.init).
 Prints a markdown table; writes JSON to benchmark-results/workers.json. Not a test: pytest does not collect it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -38,6 +43,7 @@ from nemo_rl.uv import find_uv_bin
 from nemo_rl.workers import environments, verified
 
 MCORE = ["--locked", "--extra", "mcore"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def world_with_ray(root: Path) -> forkworld.World:
@@ -92,8 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--calls", type=int, default=20, help="actor_options calls timed on a verified environment")
     parser.add_argument("--json-out", type=Path, default=Path("benchmark-results") / "workers.json")
+    parser.add_argument("--no-actors", action="store_true", help="no Ray cluster: environments and actor_options only")
+    parser.add_argument("--checkout-env", action="store_true",
+                        help="also time actor_options(BASE) on this checkout's environment (torch and Ray)")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-workers-"))
+    user_cache = os.environ.get("UV_CACHE_DIR")
     os.environ.update({"UV_CACHE_DIR": str(root / "uv-cache"), "NEMO_RL_VENV_DIR": str(root / "venvs"),
                        "NEMO_RL_CACHE_DIR": str(root / "nemo-rl-cache"), "UV_NO_GITHUB_FAST_PATH": "1",
                        "RAY_TMPDIR": str(root / "ray"), "GIT_CONFIG_GLOBAL": os.devnull,
@@ -112,16 +122,24 @@ def main(argv: list[str] | None = None) -> int:
                                      "--project", str(project)]))[0] for _ in range(5)]
         results["environment"] = {"cold build": cold, "warm build": warm, "envs verify": verify}
         mcore = "uv run " + " ".join(MCORE)
-        workers.actor_options(mcore, project)  # verified and recorded
         results["actor_options"] = {
-            "verified environment": [timed(lambda: workers.actor_options(mcore, project))[0]
-                                     for _ in range(args.calls)],
-            "after a change (full verification)": [
+            "fixture forks, verified environment": settled_calls(lambda: workers.actor_options(mcore, project),
+                                                                 args.calls),
+            "fixture forks, after a change (full verification)": [
                 timed(lambda: (verified.forget(env.path), workers.actor_options(mcore, project)))[0]
                 for _ in range(3)]}
-        calls = results["actor_options"]["verified environment"]
-        print(f"actor_options on a verified environment: {statistics.median(calls) * 1000:.1f} ms median of "
-              f"{len(calls)}", flush=True)
+        if args.checkout_env:
+            with cache_of(user_cache):  # torch from the user's uv cache, not downloaded again
+                base = "uv run --locked"
+                results["actor_options"]["this checkout's base environment (torch, Ray), verified"] = settled_calls(
+                    lambda: workers.actor_options(base, ROOT), args.calls)
+            env_dir = environments.slot(environments.key_for(ROOT, ["--locked"])).path
+            results["checkout environment paths"] = len(verified.read(env_dir).dirs) + len(verified.read(env_dir).files)
+        for case, calls in results["actor_options"].items():
+            print(f"actor_options, {case}: {statistics.median(calls) * 1000:.1f} ms median of {len(calls)}",
+                  flush=True)
+        if args.no_actors:
+            return report(args, argv, root, results)
         workers.start_ray(num_cpus=2, include_dashboard=False)
         uv_env = {"UV_PROJECT_ENVIRONMENT": str(root / "uv-run-env"), "VIRTUAL_ENV": str(root / "uv-run-env")}
         ways = {
@@ -137,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         start_actors(1, ways["`uv run --locked --extra mcore`"])  # make the uv-run environment once
         results["actors"] = {way: {n: [start_actors(n, options) for _ in range(args.repeats)] for n in args.actors}
                              for way, options in ways.items()}
+        prestarted = ways["verified environment's python (nemo-rl)"]
+        results["actors"]["verified environment's python, after `workers.prestart(MCORE, N)`"] = {
+            n: [(workers.prestart(mcore, n, project), start_actors(n, prestarted))[1] for _ in range(args.repeats)]
+            for n in args.actors}
     finally:
         try:
             import ray
@@ -145,21 +167,52 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             pass
         shutil.rmtree(root, ignore_errors=True)
+    return report(args, argv, root, results)
+
+
+def settled_calls(call, count: int) -> list[float]:
+    """`call` once (it verifies and records), then timed `count` times once the record's times have settled."""
+    call()
+    time.sleep(verified.RACY_NS / 1e9 + 0.1)
+    call()  # the record holds and its times are kept now
+    return [timed(call)[0] for _ in range(count)]
+
+
+@contextlib.contextmanager
+def cache_of(cache: str | None):
+    saved = os.environ.pop("UV_CACHE_DIR", None)
+    if cache:
+        os.environ["UV_CACHE_DIR"] = cache
+    try:
+        yield
+    finally:
+        os.environ.pop("UV_CACHE_DIR", None)
+        if saved:
+            os.environ["UV_CACHE_DIR"] = saved
+
+
+def report(args: argparse.Namespace, argv: list[str] | None, root: Path, results: dict) -> int:
+    shutil.rmtree(root, ignore_errors=True)
     meta = {"date": datetime.date.today().isoformat(), "cores": os.cpu_count(), "platform": platform.platform(),
             "ray": importlib.metadata.version("ray"),
             "command": " ".join(["uv run python tests/benchmarks/bench_workers.py", *(argv or sys.argv[1:])])}
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"meta": meta, **results}, indent=2))
     env_results = results["environment"]
-    print(f"Worker environments ({meta['date']}, {meta['cores']} cores, Ray {meta['ray']}; fixture forks):\n")
+    print(f"Worker environments ({meta['date']}, {meta['cores']} cores, load average {os.getloadavg()[0]:.1f}, Ray "
+          f"{meta['ray']}; fixture forks):\n")
     print("| metric | time |\n|---|---|")
     print(f"| environment build, cold uv cache | {env_results['cold build']:.2f} s |")
     print(f"| environment build, warm uv cache | {env_results['warm build']:.2f} s |")
     print(f"| `nemo-rl envs verify` | {summary(env_results['envs verify'])} |")
-    print("\n`actor_options(MCORE)` per call:\n\n| environment | per call |\n|---|---|")
+    print("\n`actor_options` per call:\n\n| environment | per call |\n|---|---|")
     for case, values in results["actor_options"].items():
         print(f"| {case} | {statistics.median(values) * 1000:.1f} ms (median; {min(values) * 1000:.1f}–"
               f"{max(values) * 1000:.1f}, n={len(values)}) |")
+    if "checkout environment paths" in results:
+        print(f"\n(this checkout's base environment: {results['checkout environment paths']} recorded paths)")
+    if "actors" not in results:
+        return 0
     print("\nActor start to first call, N actors at once:\n")
     print("| py_executable | " + " | ".join(f"N={n}" for n in args.actors) + " |")
     print("|---|" + "---|" * len(args.actors))
