@@ -182,6 +182,9 @@ MUTATIONS = [
      "                os.symlink(bucket.resolve(), cache / bucket.name)", BUNDLES),
     ("bundles: transformer-engine pre-flight", "nemo_rl/workers/bundles.py", "        if unbuildable:\n", "        if False:\n", BUNDLES),
     # issue 28: nodes with only the checkout, verification recorded
+    ("node: the node path imports on the standard library alone", "nemo_rl/workers/environments.py",
+     "from nemo_rl.errors import NemoRLError\n", "from nemo_rl.errors import NemoRLError\nfrom nemo_rl.forks import installed_fork\n",
+     "tests/test_node_path.py"),
     ("verified: the record is used", "nemo_rl/workers/environments.py", "        if not verified.still_verified(env.path, project):",
      "        if True:", f"{RAY} -k checked_again_only"),
     ("verified: directories in the state", "nemo_rl/workers/environments.py", "        verified.write(env.path, project, result.python, ray_there, modules, watched,",

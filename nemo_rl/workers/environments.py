@@ -23,7 +23,6 @@ from pathlib import Path
 
 from nemo_rl import imports, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import installed_fork
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import bundles, verified
@@ -230,6 +229,8 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
     ray_there = installed.installed(env.path, "ray")[1]
     if ray_there != driver_ray:
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
+    from nemo_rl.forks import installed_fork  # packaging: not on the node path, which runs on the standard library
+
     locked = lockfile.locked_packages(project)
     for fork in forks:
         package = locked.get(fork.distribution)
