@@ -313,14 +313,17 @@ def test_a_node_refuses_a_bundle_whose_archive_uv_lock_never_pinned(world, tmp_p
     (bundle / bundles.CACHE / name).write_bytes(uv_pointer("A1", "7" * 64, "tiny_pkg-1.0-py3-none-any.whl"))
     manifest = bundles.read_manifest(bundle)  # the bundle's writer rewrites the manifest too: the digest matches
     count, total, digest = bundles.content_digest(bundle / bundles.CACHE)
+    resealed = dataclasses.replace(manifest, files=count, bytes=total, digest="")
+    record = (bundle / bundles.cuda_archs.SIDECAR).read_bytes()
+    sealed = bundles.bundle_seal.seal(digest, resealed, record)
     raw = json.loads((bundle / bundles.MANIFEST).read_text())
-    raw.update({"files": count, "bytes": total, "digest": digest})
+    raw.update({"files": count, "bytes": total, "digest": sealed})
     (bundle / bundles.MANIFEST).write_text(json.dumps(raw))
     synced = []
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: synced.append(a))
     with pytest.raises(NemoRLError, match="uv.lock pins sha256:" + wheel):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", bundles.read_manifest(bundle))
-    assert synced == [] and manifest.digest != digest
+    assert synced == [] and manifest.digest != sealed
 
 
 # --- found by trying the fixes as a careless user and a hostile one would -----------------------------------------
