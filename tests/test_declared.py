@@ -340,7 +340,7 @@ def test_without_an_entry_the_forks_own_requirements_must_be_locked(tmp_path):
     assert "`uv lock --upgrade-package megatron-core`" in found["not locked"]
 
 
-def test_a_requirement_this_interpreter_meets_must_be_locked():
+def test_a_requirement_met_where_the_lock_applies_must_be_locked():
     from nemo_rl.forks import metadata_check
 
     entry = declared.Entry("megatron-core", "0.1.0", None, ('numpy; python_version >= "3"', "torch"))
@@ -355,3 +355,37 @@ def test_a_marker_that_cannot_be_evaluated_counts_as_met_and_never_raises(tmp_pa
     odd = 'six>=1.16; implementation_name ~= "1.0"'
     found = kinds(fake_project(tmp_path, requires=(odd,)), fake_env(tmp_path, "0.2.0", []))
     assert list(found) == ["requirements differ"] and f"-{odd.split(';')[0]}" in found["requirements differ"]
+
+
+def test_a_dependency_the_lock_omits_beside_an_entry_is_fixed_by_a_relock(tmp_path):
+    """uv locked the entry: `uv sync` cannot install what the lock omits, so the fix relocks (never a loop)."""
+    found = kinds(fake_project(tmp_path, depends=()), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=()))
+    assert list(found) == ["not locked"] and "the lock omits six, which megatron-core requires" in found["not locked"]
+    assert FIX in found["not locked"] and "upgrade-package" not in found["not locked"]
+
+
+def extras_project(tmp_path, extra):
+    project = fake_project(tmp_path, requires=("urllib3[socks]>=2",), depends=())
+    lock = tomlkit.parse((project / "uv.lock").read_text())
+    lock["package"][0]["dependencies"] = [{"name": "urllib3", **({"extra": ["socks"]} if extra else {})}]
+    lock["package"].append({"name": "urllib3", "version": "2.0",
+                            "optional-dependencies": {"socks": [{"name": "pysocks"}]}})
+    (project / "uv.lock").write_text(tomlkit.dumps(lock))
+    return project
+
+
+def test_an_extras_requirements_are_installed_and_locked(tmp_path):
+    env = fake_env(tmp_path, "0.2.0", ["urllib3[socks]>=2"], others=("urllib3",))
+    found = kinds(extras_project(tmp_path / "locked", extra=True), env)
+    assert list(found) == ["requirement missing"]
+    assert "pysocks, which urllib3[socks] (a requirement of megatron-core) requires" in found["requirement missing"]
+    found = kinds(extras_project(tmp_path / "stripped", extra=False), env)
+    assert list(found) == ["not locked"] and "the lock omits urllib3[socks]" in found["not locked"]
+
+
+def test_a_locked_requirement_the_environment_leaves_out_is_not_missing(tmp_path):
+    from nemo_rl.forks import installed_fork
+
+    project, env = fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=())
+    assert [p.kind for p in installed_fork.problems(project, env, "megatron-core")] == ["requirement missing"]
+    assert installed_fork.problems(project, env, "megatron-core", left_out=["six"]) == []

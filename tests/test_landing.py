@@ -49,3 +49,33 @@ def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content)
 def test_a_missing_journal_is_refused(staging):
     with pytest.raises(NemoRLError, match="cannot read the landing journal"):
         landing.read_journal(staging)
+
+
+@pytest.mark.parametrize("edited", ["pyproject.toml", "uv.lock", "patches/megatron-core/index.toml", "new file"])
+def test_an_edit_made_while_staged_is_never_landed_over(tmp_path, edited):
+    """An editor or `uv add` in another terminal takes no project lock: a landing over its edit would lose it."""
+    project = tmp_path / "project"
+    (project / "patches/megatron-core").mkdir(parents=True)
+    for name in ("pyproject.toml", "uv.lock", "patches/megatron-core/index.toml"):
+        (project / name).write_text(f"{name} before\n")
+    with landing.Staging(project, ["pyproject.toml", "uv.lock"], ["patches/megatron-core"]) as staged:
+        for name in ("pyproject.toml", "uv.lock", "patches/megatron-core/index.toml"):
+            (staged.path / name).write_text(f"{name} staged\n")
+        other = project / ("patches/megatron-core/other.md" if edited == "new file" else edited)
+        other.write_text("the other terminal's edit\n")
+        with pytest.raises(NemoRLError, match="changed .* while this command ran.*nothing landed") as raised:
+            staged.land()
+        assert raised.value.remedy == "run the command again"
+    assert other.read_text() == "the other terminal's edit\n"
+    assert all("staged" not in p.read_text() for p in project.rglob("*") if p.is_file())
+    assert not (project / landing.STAGING_ROOT).exists()
+
+
+def test_an_unchanged_project_lands(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("before\n")
+    with landing.Staging(project, ["pyproject.toml", "uv.lock"], ["patches/megatron-core"]) as staged:
+        (staged.path / "pyproject.toml").write_text("staged\n")
+        staged.land()
+    assert (project / "pyproject.toml").read_text() == "staged\n"

@@ -35,15 +35,23 @@ def test_a_fork_derives_its_entry_when_it_has_one_or_deltas_that_need_one(tmp_pa
         "megatron-core", "0.1.0", None, ("numpy",))
 
 
-def test_the_locked_package_is_held_against_the_derived_entry():
-    def lock(version, *names, recorded=DERIVED.requires_dist):
-        return {"package": [{"name": "megatron-core", "version": version,
-                             "dependencies": [{"name": n} for n in names]}, {"name": "numpy"}],
-                "manifest": {"dependency-metadata": [{"name": "megatron-core", "version": "0.2.0",
-                                                      "requires-dist": list(recorded)}]}}
+LINUX = ["platform_machine == 'x86_64' and sys_platform == 'linux'",
+         "platform_machine == 'aarch64' and sys_platform == 'linux'"]
 
+
+def lock(version, *names, recorded=DERIVED.requires_dist, dependencies=None):
+    """uv.lock as uv writes it for the project's [tool.uv] environments (Linux x86_64 and aarch64)."""
+    return {"requires-python": ">=3.10", "supported-markers": LINUX,
+            "package": [{"name": "megatron-core", "version": version,
+                         "dependencies": dependencies if dependencies is not None else [{"name": n} for n in names]},
+                        {"name": "numpy"}],
+            "manifest": {"dependency-metadata": [{"name": "megatron-core", "version": "0.2.0",
+                                                  "requires-dist": list(recorded)}]}}
+
+
+def test_the_locked_package_is_held_against_the_derived_entry():
     assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch"), DERIVED) == []
-    # torch's marker is met here (Linux), so it must be locked; numpy is unconditional
+    # torch's marker is met on every supported platform (uv leaves it out), so it must be locked
     assert metadata_check.locked_differences(lock("0.2.0", "numpy"), DERIVED) == [
         ("dependencies", "torch among them", "missing")]
     assert metadata_check.locked_differences(lock("0.1.0", "torch", "einops"), DERIVED) == [
@@ -52,7 +60,58 @@ def test_the_locked_package_is_held_against_the_derived_entry():
     assert metadata_check.locked_differences({"package": []}, DERIVED) == [("entries", "one", "0")]
     # the entry uv recorded, edited by hand
     assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch", recorded=["numpy>=1.26"]), DERIVED) == [
-        ("[[manifest.dependency-metadata]] requires-dist", "the derived list", "missing torch")]
+        ("[[manifest.dependency-metadata]] requires-dist", "the derived list",
+         "missing torch; sys_platform == \"linux\"")]
+
+
+EXTRAS = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26", "urllib3[socks]>=2",
+                                                    "idna; platform_machine == 'aarch64'"))
+EXTRAS_LOCKED = [{"name": "idna", "marker": "platform_machine == 'aarch64'"}, {"name": "numpy"},
+                 {"name": "urllib3", "extra": ["socks"]}]
+
+
+def gaps(dependencies, recorded=EXTRAS.requires_dist):
+    return metadata_check.locked_differences(lock("0.2.0", dependencies=dependencies, recorded=recorded), EXTRAS)
+
+
+def test_a_locked_dependency_is_compared_with_its_extras_and_marker():
+    assert gaps(EXTRAS_LOCKED) == []
+    # an extra removed by hand: uv would not install pysocks
+    assert gaps([*EXTRAS_LOCKED[:2], {"name": "urllib3"}]) == [("dependencies", "urllib3[socks] among them",
+                                                               "missing")]
+    # one added, or given as a second entry of the name (uv's other spelling): the first is caught, the second is not
+    assert gaps([*EXTRAS_LOCKED[:2], {"name": "urllib3", "extra": ["socks", "brotli"]}]) == [
+        ("dependencies", "only what the entry requires", "also urllib3[brotli]")]
+    assert gaps([*EXTRAS_LOCKED, {"name": "urllib3"}]) == []
+
+
+def test_a_marker_narrowed_in_the_lock_is_caught():
+    narrowed = [{"name": "idna", "marker": "platform_machine == 'aarch64'"},
+                {"name": "numpy", "marker": "python_full_version < '3'"}, {"name": "urllib3", "extra": ["socks"]}]
+    assert gaps(narrowed) == [("dependencies", "numpy among them", "missing")]
+    widened = [{"name": "idna"}, *EXTRAS_LOCKED[1:]]
+    assert gaps(widened) == [("dependencies", "only what the entry requires",
+                              "also idna (on linux x86_64 Python 3.10)")]
+
+
+def test_a_dependency_of_another_platform_is_required_on_every_machine(monkeypatch):
+    """The lock covers aarch64: its dependency deleted is caught on x86_64 too, whatever this machine is."""
+    import platform
+
+    for machine in ("x86_64", "aarch64"):
+        monkeypatch.setattr(platform, "machine", lambda machine=machine: machine)
+        assert gaps(EXTRAS_LOCKED[1:]) == [("dependencies", "idna among them",
+                                            "missing")]
+
+
+def test_a_marker_edited_in_the_manifest_is_caught_and_uvs_spelling_is_not():
+    uv_spelling = ["idna ; platform_machine == 'aarch64'", "numpy>=1.26", "urllib3[socks]>=2"]
+    assert gaps(EXTRAS_LOCKED, recorded=uv_spelling) == []
+    narrowed = ["idna ; platform_machine == 'aarch64'", "numpy>=1.26 ; python_full_version < '3'",
+                "urllib3[socks]>=2"]
+    assert gaps(EXTRAS_LOCKED, recorded=narrowed) == [
+        ("[[manifest.dependency-metadata]] requires-dist", "the derived list",
+         "missing numpy>=1.26; not derived numpy>=1.26; python_full_version < \"3\"")]
 
 
 def test_the_report_names_what_a_rewritten_entry_changed():
@@ -69,3 +128,20 @@ def test_a_refused_lock_names_the_drop_line_of_each_added_requirement():
     assert '    { name = "torch", why = "<why nemo-rl does not need it>" },' in remedy
     assert "numpy" not in remedy and "[tool.nemo-rl.forks.megatron-core]" in remedy
     assert metadata_check.refusal_remedy(DERIVED, DERIVED).startswith("uv's message above names the requirement")
+
+
+def test_an_entry_spelled_differently_is_named_so_and_rewritten_in_place(tmp_path):
+    import tomlkit
+
+    from nemo_rl.forks import declared
+
+    path = project(tmp_path, entry=True) / "pyproject.toml"
+    path.write_text(path.read_text().replace('name = "megatron-core"\nversion', 'name = "Megatron_Core"\nversion'))
+    found = metadata_check.entry(tmp_path, "megatron-core")
+    assert found is not None and found.name == "Megatron_Core"
+    assert declared.differences(found, DERIVED)[0] == (
+        "name", "'megatron-core'", "'Megatron_Core' (the same distribution spelled differently)")
+    doc = tomlkit.parse(path.read_text())
+    assert declared.write_entry(doc, DERIVED)
+    entries = doc["tool"]["uv"]["dependency-metadata"]
+    assert [e["name"] for e in entries] == ["megatron-core"] and entries[0]["version"] == "0.2.0"

@@ -185,6 +185,8 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
     if entry is None:
         return [("entry", f"[[tool.uv.dependency-metadata]] name = {derived.name!r}", "missing")]
     result = []
+    if entry.name != derived.name:  # uv takes it, but a search by the name finds nothing
+        result.append(("name", repr(derived.name), f"{entry.name!r} (the same distribution spelled differently)"))
     for field, expected, found in (("version", derived.version, entry.version),
                                    ("requires-python", derived.requires_python, entry.requires_python)):
         if expected != found:
@@ -204,12 +206,14 @@ def write_entry(doc, derived: Entry) -> bool:
     import tomlkit
 
     entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
-    entry = next((e for e in entries if e.get("name") == derived.name), None)
+    entry = next((e for e in entries if canonicalize_name(str(e.get("name"))) == canonicalize_name(derived.name)),
+                 None)
     if entry is None:
         entry = tomlkit.table()
         entry["name"] = derived.name
         entries.append(entry)
     before = tomlkit.dumps(entry)
+    entry["name"] = derived.name  # `Megatron_Core` rewritten in place, never a second entry
     entry["version"] = derived.version
     if derived.requires_python is None:
         entry.pop("requires-python", None)

@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import find_installed
-from nemo_rl.forks import declared, metadata_check
+from nemo_rl.forks import declared, lock_markers, metadata_check
 from nemo_rl.project import installed, lockfile
 
 
@@ -89,19 +89,37 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
                                   f"the entry does)", relock))
-    listed = package.get("dependencies")
-    depends = {canonicalize_name(str(d.get("name"))) for d in (listed if isinstance(listed, list) else [])
-               if isinstance(d, dict) and _applies_marker(d.get("marker"), markers)}
-    want_names = {canonicalize_name(q.name) for q in map(_parsed, want_here) if q is not None}
-    if entry is None and (unlocked := sorted(want_names - depends)):
-        result.append(Problem("not locked", f"the installed {distribution} requires {', '.join(unlocked)}, which "
-                              f"uv.lock does not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
+    depends = lock_markers.locked(package.get("dependencies"), markers)
+    wanted_pairs = lock_markers.required([q for q in map(_parsed, want_here) if q is not None], markers)
+    unlocked = sorted(wanted_pairs - depends)
+    shown = ", ".join(map(lock_markers.spelled, unlocked))
+    if unlocked and entry is None:
+        result.append(Problem("not locked", f"the installed {distribution} requires {shown}, which uv.lock does "
+                              f"not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
                               f"`uv sync --locked --extra {extra}`"))
-    required = (depends | want_names) - {canonicalize_name(n) for n in left_out}
+    elif unlocked and not any(p.kind == "requirements differ" for p in result):  # that one's relock fixes both
+        # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
+        result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
+    skipped = {canonicalize_name(n) for n in left_out}
+    required = {n for n, _ in depends | wanted_pairs if (n, "") not in unlocked} - skipped
     for missing in sorted(n for n in required if find_installed(n, path) is None):
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
+    for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
+        needs = lock_markers.locked(_optional(lock, dep, option), markers)
+        for missing in sorted({n for n, _ in needs} - skipped):
+            if find_installed(missing, path) is None:
+                result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
+                                      f"{distribution}) requires, is not installed", sync))
     return result
+
+
+def _optional(lock: dict, name: str, option: str) -> object:
+    """The dependencies uv.lock locks for `name`'s extra `option` ([package.optional-dependencies])."""
+    package = _one(lock.get("package"), name)
+    options = package.get("optional-dependencies") if package is not None else None
+    return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
+        if isinstance(options, dict) else None
 
 
 def _one(items: object, name: str) -> dict | None:
@@ -140,11 +158,6 @@ def _applies(line: str, markers: dict[str, str]) -> bool:
     """Whether the requirement counts in that environment: one whose marker excludes it is no problem."""
     requirement = _parsed(line)
     return requirement is not None and _evaluate(requirement.marker, markers)
-
-
-def _applies_marker(marker: object, markers: dict[str, str]) -> bool:
-    requirement = _parsed(f"x; {marker}") if marker else None
-    return requirement is None or _evaluate(requirement.marker, markers)
 
 
 def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:

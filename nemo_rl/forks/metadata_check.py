@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_rl.forks import declared
+from nemo_rl.forks import declared, lock_markers
 from nemo_rl.forks.record_files import Index
 from nemo_rl.project import lockfile
 
@@ -24,7 +24,7 @@ def entry(project: Path, distribution: str) -> declared.Entry | None:
     found = lockfile.declared_metadata(project, distribution)
     if found is None:
         return None
-    return declared.Entry(distribution, found.version, found.requires_python, found.requires_dist)
+    return declared.Entry(found.name, found.version, found.requires_python, found.requires_dist)
 
 
 def recorded(index: Index | None, distribution: str) -> declared.Declares | None:
@@ -67,9 +67,10 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
 
 
 def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, str, str]]:
-    """The fork in uv.lock against the derived entry: its [[package]] (version, the names it depends on) and the
-    entry uv recorded in [[manifest.dependency-metadata]]. uv does not check a git package's locked metadata
-    against the entry, so a hand edit of uv.lock would stand."""
+    """The fork in uv.lock against the derived entry: its [[package]] (version; the dependencies it installs,
+    with their extras, in each environment the lock supports) and the entry uv recorded in
+    [[manifest.dependency-metadata]]. uv does not check a git package's locked metadata against the entry, so a
+    hand edit of uv.lock would stand. Decided over lock_markers.environments(lock): the same on every machine."""
     from collections import Counter
 
     from packaging.requirements import Requirement
@@ -81,17 +82,15 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
     if len(packages) != 1:
         return [("entries", "one", str(len(packages)))]
     package = packages[0]
-    found = {canonicalize_name(str(d.get("name"))) for d in package.get("dependencies", []) if isinstance(d, dict)}
     requirements = [Requirement(r) for r in derived.requires_dist]
-    # uv leaves out a requirement whose marker no locked environment meets; one this interpreter meets is locked
-    required = {canonicalize_name(r.name) for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})}
-    allowed = {canonicalize_name(r.name) for r in requirements}
+    envs = lock_markers.environments(lock)
     result = []
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
-    if missing := sorted(required - found):
+    missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
+    if missing:
         result.append(("dependencies", f"{', '.join(missing)} among them", "missing"))
-    if unexpected := sorted(found - allowed):
+    if unexpected:
         result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
     manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
         else []
@@ -103,18 +102,55 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
         result.append(("[[manifest.dependency-metadata]] version", str(derived.version), str(entry.get("version"))))
     lines = entry.get("requires-dist", [])
     try:
-        have = Counter(_spelled(str(line)) for line in lines) if isinstance(lines, list) else None
+        parsed = [Requirement(str(line)) for line in lines] if isinstance(lines, list) else None
     except ValueError:  # packaging's InvalidRequirement
-        have = None
-    want = Counter(_spelled(str(r)) for r in requirements)
-    if have is None:
+        parsed = None
+    if parsed is None:
         result.append(("[[manifest.dependency-metadata]] requires-dist", "a list of requirements", repr(lines)[:80]))
-    elif have != want:
-        missing_lines, extra_lines = sorted((want - have).elements()), sorted((have - want).elements())
+        return result
+    shown: dict[tuple[str, str], str] = {}
+    have = Counter(_keyed(r, envs, shown) for r in parsed)
+    want = Counter(_keyed(r, envs, shown) for r in requirements)
+    if have != want:
+        missing_lines = sorted(shown[k] for k in (want - have).elements())
+        extra_lines = sorted(shown[k] for k in (have - want).elements())
         result.append(("[[manifest.dependency-metadata]] requires-dist", "the derived list", "; ".join(filter(None, [
             f"missing {', '.join(missing_lines)}" if missing_lines else "",
             f"not derived {', '.join(extra_lines)}" if extra_lines else ""]))))
     return result
+
+
+def _dependency_gaps(dependencies: object, requirements: list, envs: list[lock_markers.Environment]
+                     ) -> tuple[list[str], list[str]]:
+    """(required but not locked, locked but not required): each `name[extra]`, with the first environment it
+    differs in when it differs in only some of those where it applies."""
+    missing: dict[str, list[str]] = {}
+    unexpected: dict[str, list[str]] = {}
+    applies: dict[str, int] = {}
+    for env in envs:
+        want, have = lock_markers.required(requirements, env), lock_markers.locked(dependencies, env)
+        for pair in want | have:
+            applies[lock_markers.spelled(pair)] = applies.get(lock_markers.spelled(pair), 0) + 1
+        for pair in want - have:
+            missing.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
+        for pair in have - want:
+            unexpected.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
+
+    def shown(found: dict[str, list[str]]) -> list[str]:
+        return [name if len(where) == applies[name] else f"{name} (on {where[0]})"
+                for name, where in sorted(found.items())]
+
+    return shown(missing), shown(unexpected)
+
+
+def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
+           ) -> tuple[str, str]:
+    """A requirement as compared with uv's manifest: its spelling (_spelled) and where its marker applies (uv
+    rewrites markers: python_version as python_full_version); `shown` gets the line a report names."""
+    spelled = _spelled(str(requirement))
+    key = (spelled, lock_markers.signature(requirement, envs))
+    shown.setdefault(key, f"{spelled}; {requirement.marker}" if requirement.marker is not None else spelled)
+    return key
 
 
 def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
@@ -126,8 +162,7 @@ def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares
 
 def _spelled(line: str) -> str:
     """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order. Its marker
-    is left out: uv rewrites markers (python_version as python_full_version), and a marker edit moves the
-    [[package]] dependencies, checked above."""
+    is left out: uv rewrites markers (python_version as python_full_version); _keyed compares where it applies."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

@@ -68,6 +68,7 @@ class Staging:
         self.project = project
         self.files = files  # landed by land()
         self.directories = directories  # landed by land()
+        self.copied: dict[str, str | None] = {}  # landed path -> its digest when copied (__enter__)
         self.context = list(context)  # copied for the tools that run in the staging copy, never landed
         # Inside the project (same filesystem) when it will land by rename; a dry run never lands, so it
         # stages in the system's temporary directory and works in a read-only checkout too.
@@ -84,6 +85,9 @@ class Staging:
         self._fd = locks.hold(self.path)
 
     def __enter__(self) -> Staging:
+        # what each landed path held when copied: an editor or `uv add` in another terminal takes no project lock,
+        # and landing over its edit would lose it
+        self.copied = {name: _digest(self.project / name) for name in (*self.files, *self.directories)}
         for name in (*self.files, *self.context):
             if (self.project / name).exists():
                 shutil.copy2(self.project / name, self.path / name)
@@ -114,9 +118,29 @@ class Staging:
     def land(self) -> None:
         """Move every staged path into the project: the journal first, then one rename per path."""
         interrupt.check()  # the last point at which nothing has changed
+        changed = [name for name, digest in self.copied.items() if _digest(self.project / name) != digest]
+        if changed:
+            raise NemoRLError(f"{', '.join(changed)} changed in {self.project} while this command ran (an editor or "
+                              "another command); nothing landed, the project is as that change left it",
+                              "run the command again")
         moves = [name for name in (*self.files, *self.directories) if (self.path / name).exists()]
         write_atomic(self.path / JOURNAL, json.dumps({"moves": moves}))
         finish(self.project, self.path)
+
+
+def _digest(path: Path) -> str | None:
+    """The content of a file or a directory tree (each path and its bytes), as one hash; None when absent."""
+    import hashlib
+
+    if not path.exists() and not path.is_symlink():
+        return None
+    digest = hashlib.sha256()
+    paths = sorted(p for p in path.rglob("*") if not p.is_dir()) if path.is_dir() else [path]
+    for item in paths:
+        digest.update(str(item.relative_to(path)).encode() + b"\0")
+        digest.update(item.read_bytes() if item.is_file() else os.readlink(item).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def _landable(name: object) -> bool:

@@ -227,14 +227,14 @@ def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | No
         raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
                           f"({', '.join(repr(e['name']) for e in same)})",
                           f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
-    entry = same[0] if same and same[0].get("name") == distribution else None
-    if entry is None:
+    if not same:
         return None
+    entry = same[0]  # `Megatron_Core` is megatron-core to uv: its name as spelled is kept, for a check to name
     where = f"[[tool.uv.dependency-metadata]] {distribution}"
     requires = entry.get("requires-dist", [])
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise NemoRLError(f"{path.name}: {where} requires-dist must be a list of strings", f"fix it in {path}")
-    return DeclaredMetadata(distribution, _string(entry.get("version"), f"{where} version", path), tuple(requires),
+    return DeclaredMetadata(entry["name"], _string(entry.get("version"), f"{where} version", path), tuple(requires),
                             _string(entry.get("requires-python"), f"{where} requires-python", path))
 
 

@@ -1,0 +1,107 @@
+"""Which requirements apply where, decided the same way on every machine: over each platform and Python the
+lock supports (uv.lock's `supported-markers`, from [tool.uv] environments, times the Pythons its
+`requires-python` allows), never by evaluating on the machine running the check. uv rewrites markers when it locks
+(python_version as python_full_version, a clause every supported environment meets left out), so a locked
+dependency and the requirement it comes from are equivalent when they apply in the same environments, which is
+what is compared here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.markers import InvalidMarker, Marker
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+Environment = dict[str, str]
+Pair = tuple[str, str]  # (canonical name, extra or ""): what a dependency makes uv install
+
+_PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix", "aarch64"),
+              ("darwin", "Darwin", "posix", "arm64"), ("darwin", "Darwin", "posix", "x86_64"),
+              ("win32", "Windows", "nt", "AMD64"))
+_PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
+
+
+def environments(lock: dict) -> list[Environment]:
+    """The marker environments uv.lock covers: a sample per supported platform and Python minor version."""
+    supported = lock.get("supported-markers")
+    markers = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
+    try:
+        python = SpecifierSet(str(lock.get("requires-python") or ""))
+    except InvalidSpecifier:
+        python = SpecifierSet()
+    result = []
+    for sys_platform, system, os_name, machine in _PLATFORMS:
+        for version in _PYTHONS:
+            if f"{version}.0" not in python and f"{version}.99" not in python:
+                continue
+            env = {"sys_platform": sys_platform, "platform_system": system, "os_name": os_name,
+                   "platform_machine": machine, "python_version": version,
+                   "python_full_version": f"{version}.0" if f"{version}.0" in python else f"{version}.99",
+                   "implementation_name": "cpython", "platform_python_implementation": "CPython",
+                   "implementation_version": f"{version}.0", "platform_release": "", "platform_version": "",
+                   "extra": ""}
+            if not markers or any(_evaluate(m, env) for m in markers):
+                result.append(env)
+    return result
+
+
+def describe(env: Environment) -> str:
+    return f"{env['sys_platform']} {env['platform_machine']} Python {env['python_version']}"
+
+
+def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]:
+    """What the requirements make uv install in `env`: each name, and each of its extras."""
+    result: set[Pair] = set()
+    for requirement in requirements:
+        if requirement.marker is None or _evaluate(requirement.marker, env):
+            name = canonicalize_name(requirement.name)
+            result |= {(name, ""), *((name, canonicalize_name(e)) for e in requirement.extras)}
+    return result
+
+
+def locked(dependencies: object, env: Environment) -> set[Pair]:
+    """What a uv.lock `dependencies` list makes uv install in `env` (`{ name, extra = [...], marker }`)."""
+    result: set[Pair] = set()
+    for item in dependencies if isinstance(dependencies, list) else []:
+        if not isinstance(item, dict):
+            continue
+        marker = item.get("marker")
+        parsed = _marker(marker) if marker else None
+        if marker and (parsed is None or not _evaluate(parsed, env)):
+            continue  # a marker nothing can read installs nothing: uv would refuse it, this says it is missing
+        name = canonicalize_name(str(item.get("name")))
+        extras = item.get("extra")
+        result |= {(name, ""), *((name, canonicalize_name(str(e))) for e in
+                                 (extras if isinstance(extras, list) else []))}
+    return result
+
+
+def spelled(pair: Pair) -> str:
+    return f"{pair[0]}[{pair[1]}]" if pair[1] else pair[0]
+
+
+def signature(requirement: Requirement, envs: list[Environment]) -> str:
+    """Where a requirement applies, as one string: two markers uv spells differently that apply in the same
+    environments have the same one, and one met in every environment is no marker ("")."""
+    if requirement.marker is None:
+        return ""
+    found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
+    return "" if "0" not in found else found
+
+
+def _marker(text: object) -> Marker | None:
+    try:
+        return Marker(str(text))
+    except InvalidMarker:
+        return None
+
+
+def _evaluate(marker: Marker, env: Environment) -> bool:
+    """A marker packaging cannot evaluate (a version it cannot compare) counts as met: shown, not hidden."""
+    try:
+        return marker.evaluate(env)
+    except ValueError:  # UndefinedComparison, UndefinedEnvironmentName, InvalidVersion
+        return True

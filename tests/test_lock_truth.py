@@ -1,0 +1,153 @@
+"""uv.lock never lies about a fork: a hand edit of the fork's locked dependencies (an extra, a marker, another
+platform's dependency) fails the offline CI check on any machine and `deps patches` relocks it; an edit made in
+another terminal while a command runs is never landed over; an entry spelled differently is rewritten in place.
+Real fork fixtures and real uv (tests/forkworld.py)."""
+
+from __future__ import annotations
+
+import forkworld
+from gitfixtures import commit
+from test_deps_declared import derived_world
+
+from nemo_rl.cli import main
+from nemo_rl.project import lockfile
+
+DEPS = ["nemo-toolkit", "pytest>=8", "six>=1.16", "urllib3[socks]>=2", "idna; platform_machine == 'aarch64'"]
+NARROWED = '{ name = "six", marker = "python_full_version < \'3\'" }'
+
+
+def offline(world, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["deps", "patches", "--check", "--offline", "--project", str(world.project)])
+    return rc, capsys.readouterr().out
+
+
+def patches(world, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["deps", "patches", "megatron-core", "--project", str(world.project)])
+    captured = capsys.readouterr()
+    return rc, captured.out + captured.err
+
+
+def fork_with_extras(world) -> None:
+    """megatron-core's pin moved to a commit requiring an extra and an aarch64-only package, and relocked."""
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    new = commit(fork, "more deps", {"pyproject.toml": forkworld.fork_pyproject(world, dependencies=DEPS)})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, new))
+    assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
+
+
+def block(text: str) -> tuple[int, int]:
+    start = text.index('[[package]]\nname = "megatron-core"')
+    return start, text.index("[[package]]", start + 1)
+
+
+def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, capsys, tmp_path):
+    fork_with_extras(world)
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    start, end = block(good)
+    assert '{ name = "urllib3", extra = ["socks"] }' in good[start:end] and '"idna"' in good[start:end]
+    edits = {
+        "urllib3[socks]": good[start:end].replace('{ name = "urllib3", extra = ["socks"] }', '{ name = "urllib3" }'),
+        "six": good[start:end].replace('{ name = "six" }', NARROWED),
+        "idna": "\n".join(line for line in good[start:end].splitlines() if '"idna"' not in line) + "\n",
+    }
+    for missing, edited in edits.items():
+        lock.write_text(good[:start] + edited + good[end:])
+        rc, out = offline(world, capsys)
+        assert rc == 1 and f"[[package]] megatron-core dependencies: expected {missing}" in out, out
+        rc, out = patches(world, capsys)
+        assert rc == 0 and "relocked" in out, out
+        assert lock.read_text() == good, missing
+        assert offline(world, capsys)[0] == 0
+    # the narrowed marker, synced: status names the relock (`uv sync` would install the same lie again)
+    lock.write_text(good[:start] + edits["six"] + good[end:])
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    out = capsys.readouterr().out
+    print(out)
+    assert "six among them" in out and "fix        run `nemo-rl deps patches megatron-core`" in out, out
+    assert "uv sync" not in out.split("nemo-toolkit:")[0], out
+
+
+def test_an_edit_in_another_terminal_during_a_relock_is_kept(world, capsys, monkeypatch):
+    fork_with_extras(world)
+    lock = world.project / "uv.lock"
+    text = lock.read_text()
+    start, end = block(text)
+    lied = text[:start] + text[start:end].replace('{ name = "six" }', NARROWED) + text[end:]
+    lock.write_text(lied)
+    from nemo_rl.deps import patches as patches_verb
+
+    real = patches_verb.uv.lock
+    path = world.project / "pyproject.toml"
+
+    def other_terminal(*args, **kwargs):
+        # `uv add` in another terminal while the relock runs: it takes no nemo-rl lock
+        path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["colorama"]', 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(patches_verb.uv, "lock", other_terminal)
+    rc, out = patches(world, capsys)
+    assert rc == 1 and "pyproject.toml changed" in out and "nothing landed" in out, out
+    assert 'dependencies = ["colorama"]' in path.read_text() and lock.read_text() == lied
+    monkeypatch.setattr(patches_verb.uv, "lock", real)
+    assert offline(world, capsys)[0] == 1  # the lie is still named
+
+
+def test_an_entry_spelled_differently_is_named_and_rewritten_in_place(world, capsys):
+    derived_world(world)
+    path = world.project / "pyproject.toml"
+    text = path.read_text()
+    header = '[[tool.uv.dependency-metadata]]\nname = "megatron-core"'
+    assert text.count(header) == 1
+    path.write_text(text.replace(header, '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"'))
+    rc, out = offline(world, capsys)
+    assert rc == 1 and "'Megatron_Core' (the same distribution spelled differently)" in out, out
+    rc, out = patches(world, capsys)
+    assert rc == 0, out
+    assert path.read_text().count("[[tool.uv.dependency-metadata]]") == text.count("[[tool.uv.dependency-metadata]]")
+    assert header in path.read_text() and offline(world, capsys)[0] == 0
+
+
+def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_path):
+    """The offline check cannot prove [declares] (a consistent fake passes it): .ci/run shows a reviewer each
+    change to it against the merge base, and never fails, with or without the history."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = tmp_path / "clone"
+    (repo / ".ci").mkdir(parents=True)
+    shutil.copy2(Path(__file__).resolve().parent.parent / ".ci/declares-changes", repo / ".ci/declares-changes")
+    index = repo / "patches/megatron-core/index.toml"
+    index.parent.mkdir(parents=True)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], cwd=repo,
+                              check=True, capture_output=True, text=True).stdout
+
+    def declares_changes() -> subprocess.CompletedProcess:
+        return subprocess.run([str(repo / ".ci/declares-changes")], capture_output=True, text=True)
+
+    git("init", "-q", "-b", "main")
+    assert "no merge base" in declares_changes().stdout and declares_changes().returncode == 0  # no commit yet
+    index.write_text('pinned = "aaa"\n\n[declares]\nversion = "0.1.0"\nrequires-dist = ["six"]\n\n[other]\nx = 1\n')
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "pr")
+    index.write_text('pinned = "bbb"\n\n[declares]\nversion = "0.1.0"\nrequires-dist = ["six", "torch"]\n\n'
+                     '[other]\nx = 2\n')
+    git("commit", "-qam", "a pr")
+    found = declares_changes()
+    assert found.returncode == 0
+    assert '  patches/megatron-core/index.toml: -requires-dist = ["six"]' in found.stdout
+    assert '  patches/megatron-core/index.toml: +requires-dist = ["six", "torch"]' in found.stdout
+    assert "pinned" not in found.stdout and "x = " not in found.stdout and "version" not in found.stdout
+    git("checkout", "-q", "main")
+    assert declares_changes().stdout == ""  # nothing changed against the base
