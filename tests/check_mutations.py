@@ -4,6 +4,7 @@ bump's validation, status's states, what is read from disk, and the worker envir
     uv run python tests/check_mutations.py                     # every mutation
     uv run python tests/check_mutations.py -k digest           # those whose name contains "digest"
     uv run python tests/check_mutations.py -k digest -k lock   # ... "digest" or "lock"
+    uv run python tests/check_mutations.py --jobs 2            # two at a time (the Ray and signal ones alone)
 
 Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
 and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
@@ -23,6 +24,7 @@ holds the verdicts and that pytest plugin). Not collected by pytest (the file na
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import functools
 import os
 import shutil
@@ -498,6 +500,11 @@ MUTATIONS = [
      "        if run is baseline and run.failed:", "        if False:", "tests/test_check_mutations.py"),
     ("runner: a run goes on past errors and stops at a failure", "tests/mutation_verdicts.py",
      '        _SESSION.shouldfail = f"{report.nodeid} failed"', "        pass", "tests/test_check_mutations.py"),
+    ("runner: the run without the mutation comes before the confirming one", "tests/check_mutations.py",
+     '    target.write_text(text)\n    baseline = run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout)\n',
+     '    again = run_pytest(copy, [with_mutation.failed[0]], scratch / "mutated", timeout)\n    target.write_text(text)\n'
+     '    return judge(with_mutation, run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout), again)\n',
+     "tests/test_check_mutations.py"),
     # the derived [[tool.uv.dependency-metadata]] entry (nemo_rl/forks/declared.py, metadata_check.py)
     ("derived: drops applied", "nemo_rl/forks/declared.py", "        if name in dropped or name in replaced_names or",
      "        if name in replaced_names or", DECLARED),
@@ -905,27 +912,40 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
     return classify(report.read_text() if report.exists() else None, returncode)
 
 
+def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, timeout: float) -> tuple[str, str]:
+    """The verdict on one mutation of `copy` (a checkout copy holding the original text): its tests with the
+    mutation; when one fails, that test alone without the mutation, then alone with it once more."""
+    target = copy / file
+    text = target.read_text()
+    target.write_text(mutated)
+    with_mutation = run_pytest(copy, tests.split(), scratch / "mutated", timeout)
+    if not with_mutation.failed:
+        return judge(with_mutation)
+    target.write_text(text)
+    baseline = run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout)
+    if baseline.inconclusive or baseline.failed:
+        return judge(with_mutation, baseline)
+    target.write_text(mutated)
+    return judge(with_mutation, baseline, run_pytest(copy, [with_mutation.failed[0]], scratch / "mutated", timeout))
+
+
 def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl",
                                                                    "benchmark-results", "__pycache__"))
-        target = copy / file
-        text = target.read_text()
+        text = (copy / file).read_text()
         if text.count(original) != 1:
             return "not applied", f"the original text occurs {text.count(original)} times"
-        target.write_text(text.replace(original, mutated))
-        with_mutation = run_pytest(copy, tests.split(), Path(tmp) / "mutated", timeout)
-        if not with_mutation.failed:
-            return judge(with_mutation)
-        again = run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "mutated", timeout)
-        if again.inconclusive or not again.failed:
-            return judge(with_mutation, again)
-        target.write_text(text)
-        return judge(with_mutation, again, run_pytest(copy, [with_mutation.failed[0]], Path(tmp) / "baseline", timeout))
+        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout)
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
+
+
+# Runs whose tests time signals or start a Ray cluster get the machine to themselves: beside another run they
+# time out on a busy machine and prove nothing.
+ALONE = (RAY, INTERRUPTS)
 
 
 def main() -> int:
@@ -933,17 +953,29 @@ def main() -> int:
     parser.add_argument("-k", action="append", default=[], help="only mutations whose name contains this "
                         "(repeat for any of several)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one pytest run may take (default 3600)")
+    parser.add_argument("--jobs", type=int, default=1, help="mutations run at once, each in its own copy (default 1); "
+                        "those of the Ray and interruption tests always run alone")
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
     counts = dict.fromkeys(OUTCOMES, 0)
-    print("| check removed | tests | result | s |\n|---|---|---|---|")
-    for name, file, original, mutated, tests in MUTATIONS:
-        if args.k and not any(k in name for k in args.k):
-            continue
+    selected = [m for m in MUTATIONS if not args.k or any(k in m[0] for k in args.k)]
+
+    def one(mutation: tuple[str, str, str, str, str]) -> None:
+        name, file, original, mutated, tests = mutation
         started = time.monotonic()
         outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout))
         counts[outcome] += 1
         shown = f"caught by {detail}" if outcome == "caught" else f"{outcome.upper()} ({detail})"
         print(f"| {name} | {tests} | {shown.replace('|', '/')} | {time.monotonic() - started:.0f} |", flush=True)
+
+    print("| check removed | tests | result | s |\n|---|---|---|---|")
+    alone = [m for m in selected if any(t in m[4] for t in ALONE)]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for future in [pool.submit(one, m) for m in selected if m not in alone]:
+            future.result()
+    for mutation in alone:
+        one(mutation)
     total = sum(counts.values())
     print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))
     return 0 if total and counts["caught"] == total else 1

@@ -78,23 +78,24 @@ def classify(report: str | None, returncode: int | None) -> Run:
     return Run((), passed, "")
 
 
-def judge(mutated: Run, again: Run | None = None, baseline: Run | None = None) -> tuple[str, str]:
+def judge(mutated: Run, baseline: Run | None = None, again: Run | None = None) -> tuple[str, str]:
     """(caught | flaky | inconclusive | survived, detail) from the run with the mutation and, when a test failed
-    there, that test's runs alone: `again` with the mutation, `baseline` without it."""
+    there, that test's runs alone, in the order they are made: `baseline` without the mutation, then `again` with
+    it. The confirming run comes last, so a failure that clears with time (a busy machine) reads as flaky."""
     if mutated.inconclusive:
         return "inconclusive", mutated.inconclusive
     if not mutated.failed:
         return "survived", f"{mutated.passed} passed"
     test = mutated.failed[0]
-    for run, alone in ((again, "alone with the mutation"), (baseline, "without the mutation")):
+    for run, alone in ((baseline, "without the mutation"), (again, "alone with the mutation")):
         if run is None:
             return "inconclusive", f"{test} failed, and was not run {alone}"
         if run.inconclusive:
             return "inconclusive", f"{test} failed; {alone}, {run.inconclusive}"
-        if run is again and not run.failed:
-            return "flaky", f"{test} passes alone with the mutation (it failed with: {mutated.failure})"
         if run is baseline and run.failed:
             return "flaky", f"{test} fails without the mutation too ({run.failure})"
+        if run is again and not run.failed:
+            return "flaky", f"{test} passes alone with the mutation (it failed with: {mutated.failure})"
     return "caught", f"{test} ({mutated.failure})"
 
 

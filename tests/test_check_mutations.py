@@ -93,18 +93,42 @@ def test_node_ids_of_classes_and_parameters_run_again(pytester):
     again.assert_outcomes(failed=1)
 
 
-def test_a_mutation_is_caught_only_when_its_test_fails_again_alone_and_passes_without_it(pytester):
+def test_a_mutation_is_caught_only_when_its_test_passes_without_it_and_fails_again_alone(pytester):
     failing, passing, broken = verdict(pytester, ASSERTS), verdict(pytester, PASSES), verdict(pytester, BROKEN_FIXTURE)
-    assert mv.judge(failing, failing, passing) == ("caught", "test_inner.py::test_asserts (assert [1, 2] == [1, 2, 0])")
-    assert mv.judge(failing, failing, failing)[1].startswith("test_inner.py::test_asserts fails without the mutation")
-    assert mv.judge(failing, passing)[1].startswith("test_inner.py::test_asserts passes alone with the mutation")
-    assert mv.judge(failing, failing)[0] == "inconclusive"  # not run without the mutation: no verdict
-    for again, baseline, said in [(broken, None, "alone with the mutation, 1 error(s) outside a test body"),
-                                  (failing, broken, "without the mutation, 1 error(s) outside a test body")]:
-        outcome, detail = mv.judge(failing, again, baseline)
+    assert mv.judge(failing, passing, failing) == ("caught", "test_inner.py::test_asserts (assert [1, 2] == [1, 2, 0])")
+    assert mv.judge(failing, failing)[1].startswith("test_inner.py::test_asserts fails without the mutation")
+    assert mv.judge(failing, passing, passing)[1].startswith(
+        "test_inner.py::test_asserts passes alone with the mutation")
+    assert mv.judge(failing, passing)[0] == "inconclusive"  # not run alone with the mutation: no verdict
+    assert mv.judge(failing)[0] == "inconclusive"  # not run without the mutation: no verdict
+    for baseline, again, said in [(broken, None, "without the mutation, 1 error(s) outside a test body"),
+                                  (passing, broken, "alone with the mutation, 1 error(s) outside a test body")]:
+        outcome, detail = mv.judge(failing, baseline, again)
         assert outcome == "inconclusive" and said in detail, detail
     assert mv.judge(broken)[0] == "inconclusive"
     assert mv.judge(passing) == ("survived", "1 passed")
+
+
+@pytest.mark.slow
+def test_a_failure_that_clears_with_time_is_flaky_not_caught(tmp_path):
+    """A test that fails on its first two runs and passes later (a busy machine that calms down): the runner's
+    real runs, in the order it makes them, call it flaky. Were the run without the mutation made last, the
+    failure would have cleared by then and the mutation would read as caught."""
+    count = tmp_path / "runs"
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        from pathlib import Path
+        RUNS = Path({str(count)!r})
+        # the mutation point
+        def test_transient():
+            runs = int(RUNS.read_text()) + 1 if RUNS.exists() else 1
+            RUNS.write_text(str(runs))
+            assert runs > 2, f"run {{runs}} of a busy machine"
+        """))
+    target = copy / "tests" / "test_inner.py"
+    mutated = target.read_text().replace("# the mutation point", "# mutated")
+    outcome, detail = cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300)
+    assert (outcome, count.read_text()) == ("flaky", "2"), detail
+    assert "fails without the mutation too" in detail
 
 
 def test_an_inconclusive_attempt_is_made_once_more():
