@@ -4,7 +4,8 @@ Every child starts a session of its own (so a Ctrl-C at the terminal reaches nem
 can be ended with the uv that started them, and no child waits on the terminal), with no Python code run between
 fork and exec. No thread
 starts a child: a command that waits on two things starts both children and collects them in turn (`start`).
-A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds. A watchdog
+A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds; a child
+that exits takes what it left running in its group with it. A watchdog
 process ends the groups still registered when nemo-rl itself dies, SIGKILL included, so no `uv lock` or build
 backend lives on to rewrite files after nemo-rl has exited.
 """
