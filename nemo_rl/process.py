@@ -4,7 +4,8 @@ Every child starts a session of its own (so a Ctrl-C at the terminal reaches nem
 can be ended with the uv that started them, and no child waits on the terminal), with no Python code run between
 fork and exec. No thread
 starts a child: a command that waits on two things starts both children and collects them in turn (`start`).
-A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds. A watchdog
+A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds; a child
+that exits takes what it left running in its group with it. A watchdog
 process ends the groups still registered when nemo-rl itself dies, SIGKILL included, so no `uv lock` or build
 backend lives on to rewrite files after nemo-rl has exited.
 """
@@ -29,6 +30,9 @@ from nemo_rl.errors import NemoRLError
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL for a group being ended: the whole command must end within 5 s
 _SLICE_S = 0.2  # how often a wait looks at the interruption flag
+# Once the child itself has exited, its pipes are read this much longer: what it wrote is in the pipe already,
+# and a process that left its group (setsid) but kept the pipes open is not waited on.
+AFTER_EXIT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -139,20 +143,52 @@ def _to_stderr(chunk: bytes) -> None:
     sys.stderr.flush()
 
 
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether the child has exited, without reaping it (its pid, the group's number, stays reserved)."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped by someone else (Popen.poll)
+        return proc.poll() is not None
+
+
+class _Kept:
+    """A pipe's output, all of it, or with `limit` only its last `limit` bytes (a build backend printing
+    hundreds of MB costs no memory; an error message shows the end, where the error is)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.data, self.dropped = limit, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if self.limit is not None and len(self.data) > 2 * self.limit:  # trimmed now and then, not per chunk
+            self.dropped += len(self.data) - self.limit
+            del self.data[:-self.limit]
+
+    def text(self) -> str:
+        if self.limit is not None and len(self.data) > self.limit:
+            self.dropped += len(self.data) - self.limit
+            del self.data[:-self.limit]
+        text = self.data.decode(errors="replace")
+        return f"[{self.dropped} bytes before this left out]\n{text}" if self.dropped else text
+
+
 class Running:
     """A started child. `wait()` collects it (a Result, or NemoRLError when `check` and it failed); leaving a
     `with` block by an exception, or calling `end()`, ends its whole process group."""
 
     def __init__(self, argv: list[str], proc: subprocess.Popen, check: bool, remedy: str | None,
-                 timeout: float | None, deadline: float | None, stream: bool) -> None:
+                 timeout: float | None, deadline: float | None, stream: bool, keep: int | None = None) -> None:
         self.argv, self._proc = argv, proc
         self._check, self._remedy = check, remedy
-        self._timeout, self._deadline, self._stream = timeout, deadline, stream
+        self._timeout, self._deadline, self._stream, self._keep = timeout, deadline, stream, keep
         self._result: Result | None = None
 
     def done(self) -> bool:
-        """Whether the child has exited (then `wait()` returns at once)."""
-        return self._result is not None or self._proc.poll() is not None
+        """Whether the child has exited (then `wait()` returns at once). It is not reaped here: its number stays
+        its own until `wait()` has ended what is left of its group."""
+        return self._result is not None or self._proc.returncode is not None or _exited(self._proc)
 
     def wait(self) -> Result:
         if self._result is None:
@@ -174,46 +210,56 @@ class Running:
     def _collect(self) -> Result:
         proc = self._proc
         try:
-            stdout, stderr = self._relay() if self._stream else self._communicate()
-            while proc.poll() is None:
-                try:
-                    proc.wait(timeout=self._checkpoint())
-                except subprocess.TimeoutExpired:
-                    continue
+            stdout, stderr = self._read()
+            pause = 0.001
+            while not _exited(proc):  # the pipes closed: the child is (most often) exiting
+                time.sleep(min(pause, self._checkpoint()))
+                pause = min(pause * 2, _SLICE_S)
+            # What the child left running in its group (a build backend's helpers) ends with it; signalled before
+            # the child is reaped, so the group's number cannot belong to anyone else yet.
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
             interrupt.check()  # a child that died of the very signal (a whole process tree was sent SIGTERM)
         except BaseException:  # interrupted, timed out: nothing we started may outlive us
             self.end()
             raise
         _forget(proc)
         # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
-        return Result(self.argv, proc.returncode, stdout.decode(errors="replace") if stdout is not None else "",
-                      stderr.decode(errors="replace") if stderr is not None else "")
+        return Result(self.argv, proc.returncode, stdout.text() if stdout is not None else "",
+                      stderr.text() if stderr is not None else "")
 
-    def _communicate(self) -> tuple[bytes | None, bytes | None]:
-        while True:
-            try:  # after a timed-out slice communicate() goes on reading where it stopped
-                return self._proc.communicate(timeout=self._checkpoint())
-            except subprocess.TimeoutExpired:
-                continue
-
-    def _relay(self) -> tuple[bytes | None, bytes | None]:
-        """Capture stdout (when piped) and pass stderr on as it comes."""
+    def _read(self) -> tuple[_Kept | None, _Kept | None]:
+        """The child's piped output until it closes, or until AFTER_EXIT_S after the child exited (a process it
+        left behind may hold the pipes); with `stream`, stderr is passed on as it comes instead."""
         proc = self._proc
-        captured: list[bytes] = []
+        kept = {pipe: _Kept(self._keep) for pipe in (proc.stdout, proc.stderr)
+                if pipe is not None and not (self._stream and pipe is proc.stderr)}
+        exited_at = None
         with selectors.DefaultSelector() as selector:
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
                     selector.register(pipe, selectors.EVENT_READ)
             while selector.get_map():
-                for key, _ in selector.select(timeout=self._checkpoint()):
+                timeout = self._checkpoint()
+                if exited_at is None and _exited(proc):
+                    exited_at = time.monotonic()
+                if exited_at is not None:
+                    timeout = min(timeout, exited_at + AFTER_EXIT_S - time.monotonic())
+                    if timeout <= 0:
+                        break
+                for key, _ in selector.select(timeout=timeout):
                     chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
                         selector.unregister(key.fileobj)
-                    elif key.fileobj is proc.stderr:
-                        _to_stderr(chunk)
+                    elif key.fileobj in kept:
+                        kept[key.fileobj].add(chunk)
                     else:
-                        captured.append(chunk)
-        return (b"".join(captured) if proc.stdout is not None else None), None
+                        _to_stderr(chunk)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return (kept.get(proc.stdout) if proc.stdout is not None else None,
+                kept.get(proc.stderr) if proc.stderr is not None else None)
 
     def end(self) -> None:
         """End the child's group, unless it was collected already (its number may belong to another by now)."""
@@ -246,6 +292,7 @@ def start(
     stream: bool = False,
     stdin_file: BinaryIO | None = None,
     stdout_file: BinaryIO | None = None,
+    keep: int | None = None,
 ) -> Running:
     """Start `args` and return at once; see `run` for the arguments."""
     argv = [os.fspath(a) for a in args]
@@ -276,7 +323,7 @@ def start(
             stdin_file.close()  # the child holds its own descriptor
     _LIVE[proc.pid] = proc
     _tell_watchdog(f"+{proc.pid}")
-    return Running(argv, proc, check, remedy, seconds, deadline, stream)
+    return Running(argv, proc, check, remedy, seconds, deadline, stream, keep)
 
 
 def run(
@@ -291,6 +338,7 @@ def run(
     stream: bool = False,
     stdin_file: BinaryIO | None = None,
     stdout_file: BinaryIO | None = None,
+    keep: int | None = None,
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
@@ -298,7 +346,8 @@ def run(
     passes stderr through to the user (long builds show their progress) and captures stdout only.
     `timeout` ends the command's whole process group and raises NemoRLError. `stdin_file` and `stdout_file`
     (open files, instead of `input_text` and the captured stdout) hand tens of MB from one command to the
-    next without decoding them in Python.
+    next without decoding them in Python. `keep` bounds what is kept of each captured output to its last `keep`
+    bytes (a command whose output only explains a failure).
     """
     return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
-                 stream=stream, stdin_file=stdin_file, stdout_file=stdout_file).wait()
+                 stream=stream, stdin_file=stdin_file, stdout_file=stdout_file, keep=keep).wait()

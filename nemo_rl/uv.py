@@ -92,14 +92,18 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
 
 
 def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, python: str,
-             extra_env: Mapping[str, str], offline: bool = False, timeout: float | None = None) -> Result:
+             extra_env: Mapping[str, str], offline: bool = False, timeout: float | None = None,
+             keep: int | None = None) -> Result:
     """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
-    `offline`: from what the cache holds, for a set resolved moments ago), ended after `timeout` seconds."""
+    `offline`: from what the cache holds, for a set resolved moments ago), ended after `timeout` seconds; `keep`:
+    the bytes kept of each output (process.run)."""
     with_args = [arg for req in requirements for arg in ("--with", req)]
-    # --no-config: `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the
-    # build requirements come from (or the cache they land in)
-    return uv(["run", "--no-project", "--no-config", "--isolated", "--quiet", *(["--offline"] if offline else []),
-               "--python", python, *with_args, *args], cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout)
+    # `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the build
+    # requirements come from (or the cache they land in): uv looks for project configuration from the filesystem
+    # root instead, and still reads the user's own (~/.config/uv/uv.toml, /etc/uv/uv.toml, $UV_CONFIG_FILE, UV_*)
+    return run([find_uv_bin(), "run", "--project", os.path.abspath(os.sep), "--no-project", "--isolated", "--quiet",
+                *(["--offline"] if offline else []), "--python", python, *with_args, *args],
+               cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout, keep=keep)
 
 
 def venv(path: Path, *, python: str) -> Result:

@@ -77,3 +77,16 @@ def test_patches_export_refuses_check_before_or_after_its_words(flags, before):
     args = build_parser().parse_args(["deps", "patches", *(flags + words if before else words + flags)])
     with pytest.raises(UsageError, match="takes no --check or --offline"):
         patches.run(Path("/nonexistent-project"), args)
+
+
+@pytest.mark.parametrize("argv, export, directory", [
+    (["export", "megatron-core", "-v", "out"], "megatron-core", "out"),
+    (["export", "megatron-core", "--project", "/p", "out"], "megatron-core", "out"),
+    (["--project", "/p", "export", "-v", "megatron-core", "out"], "megatron-core", "out"),
+    (["export", "-v", "megatron-core", "--", "-out"], "megatron-core", "-out"),
+])
+def test_patches_export_takes_its_options_anywhere_and_words_after_a_double_dash(argv, export, directory):
+    args = build_parser().parse_args(["deps", "patches", *argv])
+    assert (args.export, args.export_dir, args.distribution) == (export, Path(directory), None)
+    assert build_parser().parse_args(["deps", "patches", "--", "-x"]).distribution == "-x"
+    assert build_parser().parse_args(["deps", "patches", "megatron-core", "--check"]).distribution == "megatron-core"

@@ -76,6 +76,20 @@ def record(number, sha, patch_id):
     return Record(number, sha * 40, "a <a@b>", "2026-01-01", f"subject {sha}", patch_id * 40, "")
 
 
+def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
+    """`evil @ file:///...` in the fork's METADATA would be built (its setup.py run) by uv lock: refused before any
+    lock; a dropped one is never locked, and kept by its name alone (no URL in index.toml)."""
+    url = "evil @ file:///elsewhere/evil"
+    with pytest.raises(NemoRLError, match="the fork at aaaaaaaaaaaa declares a direct reference 'evil @ file:") \
+            as caught:
+        declared.declares_from("0.2.0", None, {"torch": "torch>=2", "evil": url}, "a" * 40, "megatron-core")
+    assert declared.drop_line("evil") in caught.value.remedy
+    found = declared.declares_from("0.2.0", None, {"torch": "torch>=2", "evil": url}, "a" * 40, "megatron-core",
+                                   frozenset({"evil"}))
+    assert found.requires_dist == ("torch>=2", "evil")
+    assert declared.declares_from_table(found.as_table(), "index.toml") == found
+
+
 def test_bump_report_counts_commits_not_patch_ids():
     old = [{"commit": "a" * 40, "patch-id": "1" * 40, "subject": "subject a"}]
     # b and c are one change twice (one patch-id); a' is a rebased a (a's patch-id under a new SHA)

@@ -175,3 +175,70 @@ def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
     assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
     assert cli(world, "status", "--check") == 1
     assert "metadata stale" in capsys.readouterr().out
+
+
+def _backend_commit(world, metadata: str, pyproject_name: str | None = "megatron-core") -> str:
+    """A fork commit whose in-tree build backend writes `metadata` as its METADATA."""
+    project = f'[project]\nname = "{pyproject_name}"\nversion = "0.2.0"\n' if pyproject_name else ""
+    backend = f'''import os
+def prepare_metadata_for_build_wheel(d, config_settings=None):
+    os.makedirs(os.path.join(d, "megatron_core-0.2.0.dist-info"))
+    with open(os.path.join(d, "megatron_core-0.2.0.dist-info", "METADATA"), "w") as f:
+        f.write({metadata!r})
+    return "megatron_core-0.2.0.dist-info"
+'''
+    return commit(world.forks["megatron-core"].fork, "backend", {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n' + project,
+        "backend.py": backend})
+
+
+def _state(world):
+    paths = [world.project / "pyproject.toml", world.project / "uv.lock", *(world.project / "patches").rglob("*")]
+    return {str(p): p.read_bytes() for p in paths if p.is_file()}
+
+
+def test_a_direct_reference_in_the_forks_metadata_is_never_built(world, capsys, tmp_path):
+    """`evil @ file:///...` in the fork's METADATA: refused before uv lock could build it (run its setup.py);
+    dropped, the bump lands without it and no URL reaches a project file."""
+    evil, ran = tmp_path / "evil", tmp_path / "EVIL_RAN"
+    evil.mkdir()
+    (evil / "setup.py").write_text(f"open({str(ran)!r}, 'w').write('ran')\nfrom setuptools import setup\n"
+                                   "setup(name='evil', version='1')\n")
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0\n"
+                                 f"Requires-Dist: evil @ {evil.as_uri()}\n")
+    capsys.readouterr()
+    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    err = capsys.readouterr().err
+    assert f"the fork at {rev[:12]} declares a direct reference" in err and "fix the fork or drop it" in err
+    assert not ran.exists() and _state(world) == before
+    text = (world.project / "pyproject.toml").read_text()
+    (world.project / "pyproject.toml").write_text(text.replace(
+        "drop = []", 'drop = [{ name = "evil", why = "a direct reference nemo-rl never locks" }]'))
+    assert cli(world, "bump", "megatron-core", "--rev", rev) == 0
+    assert not ran.exists()
+    assert all(evil.as_uri() not in p.read_text() for p in [world.project / "pyproject.toml", world.project / "uv.lock",
+                                                             *(world.project / "patches").rglob("*.toml")])
+    assert cli(world, "patches", "--check", "--offline") == 0
+
+
+def test_metadata_naming_another_distribution_is_not_bumped_to(world, capsys):
+    """A fork without a static [project] name (setup.py style) whose METADATA says megatron-tron."""
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-tron\nVersion: 0.2.0\n", pyproject_name=None)
+    capsys.readouterr()
+    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert "builds distribution 'megatron-tron', not 'megatron-core'" in capsys.readouterr().err
+    assert _state(world) == before
+
+
+def test_a_version_that_is_not_pep_440_is_not_bumped_to(world, capsys):
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0 garbage\n")
+    capsys.readouterr()
+    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert "not a PEP 440 version" in capsys.readouterr().err
+    assert _state(world) == before

@@ -51,3 +51,31 @@ def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):
     with pytest.raises(NemoRLError, match="no METADATA file under"):
         fork_metadata._bounded(tmp_path)  # a directory where the file should be
     assert fork_metadata._metadata("Name: f\nVersion: 1\nRequires-Dist: a\n", [])["requires"] == {"a": "a"}
+
+
+def test_a_version_that_is_not_pep_440_blames_the_fork():
+    with pytest.raises(NemoRLError, match="has Version '0.2.0 garbage', not a PEP 440 version") as caught:
+        fork_metadata._metadata("Name: f\nVersion: 0.2.0 garbage\n", [])
+    assert "fix the fork's build backend" in caught.value.remedy
+
+
+def test_metadata_naming_another_distribution_is_refused():
+    """A setup.py (or dynamic [project]) fork renamed where require_builds cannot see: its METADATA says so."""
+    fork_metadata.declares(Metadata("Megatron_Core", "0.2.0", {}), "a" * 40, "megatron-core", frozenset())
+    with pytest.raises(NemoRLError, match="builds distribution 'megatron-tron', not 'megatron-core'"):
+        fork_metadata.declares(Metadata("megatron-tron", "0.2.0", {}), "a" * 40, "megatron-core", frozenset())
+
+
+@pytest.mark.parametrize("damage", [b'{"name": "megatron-core", "vers', b"[]", b'{"name": "megatron-core"}',
+                                    b'{"name": "m", "version": "1", "requires": {"\xff": "x"}}',
+                                    b'{"name": "m", "version": "0.2 garbage", "requires": {}}',
+                                    b'{"name": "m", "version": "1", "requires": {"a": "not a req ==="}}'])
+def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
+    path = tmp_path / "nemo-rl-metadata" / f"{'a' * 40}.{fork_metadata.METADATA}"
+    path.parent.mkdir()
+    path.write_bytes(damage)
+    assert fork_metadata._load(path, fork_metadata.METADATA) is None
+    assert fork_metadata.uncached(tmp_path, ["a" * 40]) == ["a" * 40]
+    path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null}')
+    assert fork_metadata._load(path, fork_metadata.METADATA) is not None
+    assert fork_metadata.uncached(tmp_path, ["a" * 40]) == []

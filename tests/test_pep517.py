@@ -4,6 +4,7 @@ answers and hangs reported as errors."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -80,15 +81,25 @@ def test_build_requirements_that_are_direct_references_are_refused():
         pep517._checked(["setuptools", f"pkg @ {Path('/').as_uri()}elsewhere"], "a" * 40)
 
 
-def test_the_forks_own_uv_configuration_is_never_read(tmp_path, monkeypatch):
-    """The hooks run with the fork's checkout as the working directory: its uv.toml or [tool.uv] must not choose
-    where build requirements come from."""
-    from nemo_rl import uv
-
-    seen = []
-    monkeypatch.setattr(uv, "uv", lambda args, **kwargs: seen.append(args))
-    uv.run_with(["setuptools"], ["python", "-c", "pass"], cwd=tmp_path, python="3.12", extra_env={})
-    assert "--no-config" in seen[0]
+def test_the_users_uv_configuration_is_read_and_the_forks_is_not(tmp_path, monkeypatch):
+    """The hooks run with the fork's checkout as the working directory: its uv.toml must not choose where build
+    requirements come from, while the user's own uv.toml (an index mirror) still does."""
+    for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL", "UV_CONFIG_FILE",
+                 "UV_NO_CONFIG", "UV_OFFLINE", "UV_FIND_LINKS"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config" / "uv").mkdir(parents=True)
+    (tmp_path / "config" / "uv" / "uv.toml").write_text('index-url = "http://user-mirror.invalid/simple"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "pyproject.toml").write_text('[build-system]\nrequires = ["nemo-rl-fixture-absent==1.0"]\n'
+                                           'build-backend = "backend"\nbackend-path = ["."]\n')
+    (source / "uv.toml").write_text('index-url = "http://fork-side.invalid/simple"\n')
+    with pytest.raises(NemoRLError, match="could not produce metadata at 000000000000") as caught:
+        pep517.call_backend(source, tmp_path, "0" * 40, False, set())
+    assert "user-mirror.invalid" in caught.value.remedy
+    assert "fork-side.invalid" not in caught.value.remedy
 
 
 def in_tree_backend(source: Path, code: str) -> Path:
@@ -183,3 +194,72 @@ def test_a_backend_that_never_returns_is_ended_and_reported(tmp_path, monkeypatc
     with pytest.raises(NemoRLError, match="could not produce metadata") as caught:
         pep517.call_backend(source, out, "0" * 40, False, set())
     assert "did not finish within 3 s" in caught.value.remedy
+
+
+def test_a_hook_answer_swapped_for_a_symlink_or_a_fifo_is_refused(tmp_path):
+    """A backend's process (or one it left behind) replaces output.json after the hook wrote it: a symlink (to a
+    file of its choosing, to /dev/zero) is never followed, a FIFO never waited on."""
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"return_val": []}')  # an answer that would be taken
+    swap = f'''
+    import atexit
+    _asked = get_requires_for_build_wheel
+
+    def get_requires_for_build_wheel(config_settings=None):
+        out = os.path.join(sys.argv[2], "output.json")  # get_requires' own answer, once the process ends
+
+        def _swap():
+            os.unlink(out)
+            os.symlink({str(target)!r}, out)
+        atexit.register(_swap)
+        return _asked(config_settings)
+'''
+    source, out = in_tree_backend(tmp_path / "src", WRITES_METADATA + swap), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata") as caught:
+        pep517.call_backend(source, out, "0" * 40, False, set())
+    assert "unreadable" in caught.value.remedy
+    fifo = WRITES_METADATA + swap.replace(f"os.symlink({str(target)!r}, out)", "os.mkfifo(out)")
+    source, out = in_tree_backend(tmp_path / "fifo", fifo), tmp_path / "fifo-out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata"):
+        pep517.call_backend(source, out, "0" * 40, False, set())
+
+
+def test_read_bounded_reads_regular_files_only_and_at_most_the_limit(tmp_path):
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    assert pep517.read_bounded(tmp_path / "f", 10) == b"x" * 10
+    with pytest.raises(ValueError, match="over 9 bytes"):
+        pep517.read_bounded(tmp_path / "f", 9)
+    with pytest.raises(ValueError, match="not a regular file"):
+        pep517.read_bounded(Path(os.devnull), 10)  # a device: /dev/zero would never end
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    with pytest.raises(OSError):
+        pep517.read_bounded(tmp_path / "link", 10)
+
+
+def test_what_a_backend_prints_is_kept_only_in_part(tmp_path):
+    """A backend printing hundreds of MB costs no memory: the error message keeps the end of each output."""
+    loud = '''        _seen("prepare_metadata")
+        for _ in range(40):
+            sys.stdout.write("o" * (1 << 17) + "\\n")
+            sys.stderr.write("e" * (1 << 17) + "\\n")
+        sys.stderr.write("the real error\\n")
+        raise SystemExit(1)'''
+    code = WRITES_METADATA.replace('        _seen("prepare_metadata")', loud)
+    source, out = in_tree_backend(tmp_path / "src", code), tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(NemoRLError, match="could not produce metadata") as caught:
+        pep517.call_backend(source, out, "0" * 40, False, set())
+    assert "the real error" in caught.value.remedy and "bytes before this left out" in caught.value.remedy
+    assert len(caught.value.remedy) < 4 * pep517.OUTPUT_KEPT
+
+
+def test_thousands_of_build_requirements_are_refused_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setenv("UV_OFFLINE", "1")  # were they passed on, uv would fail at once
+    listed = ", ".join(f'"pkg{n}"' for n in range(5000))
+    (tmp_path / "pyproject.toml").write_text(f"[build-system]\nrequires = [{listed}]\n")
+    with pytest.raises(NemoRLError, match="5000 requirements"):
+        pep517.call_backend(tmp_path, tmp_path, "0" * 40, False, set())
+    with pytest.raises(NemoRLError, match="longer than"):
+        pep517._checked(["a" + "1" * 2000], "0" * 40)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nemo_rl import verbose
@@ -27,25 +28,40 @@ class _Quiet(argparse.ArgumentParser):
         raise argparse.ArgumentError(None, message)
 
 
-class _PatchesWords(argparse.Action):
+class _PatchesParser(argparse.ArgumentParser):
     """`deps patches [DIST]` and `deps patches export DIST DIR` share a verb (records name the second form): the
-    words set `distribution`, or `export` and `export_dir`, through a parser of the export form."""
+    words set `distribution`, or `export` and `export_dir`, through a parser of the export form. Options go
+    anywhere among the words (`patches export DIST -v DIR`: argparse's intermixed parsing, which itself calls
+    parse_known_args once for the options and once for the words); what follows `--` is words."""
 
     EXPORT = _Quiet(prog="nemo-rl deps patches export", add_help=False)
     EXPORT.add_argument("export", metavar="DIST")
     EXPORT.add_argument("export_dir", metavar="DIR", type=Path)
+    _parsing = False
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        words = list(values or [])
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._parsing:
+            return super().parse_known_args(args, namespace)
+        args = list(sys.argv[1:] if args is None else args)
+        head, tail = (args[:args.index("--")], args[args.index("--") + 1:]) if "--" in args else (args, [])
+        self._parsing = True
+        try:
+            namespace, extras = self.parse_known_intermixed_args(head, namespace)
+        finally:
+            self._parsing = False
+        self._words(namespace, [*(getattr(namespace, "words", None) or []), *tail])
+        return namespace, extras
+
+    def _words(self, namespace: argparse.Namespace, words: list[str]) -> None:
         namespace.distribution, namespace.export, namespace.export_dir = None, None, None
         if words[:1] == ["export"]:
             try:
-                found = self.EXPORT.parse_args(words[1:])
+                found = self.EXPORT.parse_args(["--", *words[1:]])
             except argparse.ArgumentError as exc:
-                parser.error(f"patches export DIST DIR: {exc.message}")
+                self.error(f"patches export DIST DIR: {exc.message}")
             namespace.export, namespace.export_dir = found.export, found.export_dir
         elif len(words) > 1:
-            parser.error(f"unrecognized arguments: {' '.join(words[1:])}")
+            self.error(f"unrecognized arguments: {' '.join(words[1:])}")
         elif words:
             namespace.distribution = words[0]
 
@@ -139,8 +155,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "pyproject.toml and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch "
         "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: "
         "0 ok, 1 drift or an expected failure, 2 bad arguments.")
+    p.__class__ = _PatchesParser  # the subparsers' action makes every verb's parser of one class
     _common(p)
-    p.add_argument("words", nargs="*", action=_PatchesWords, metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
+    p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")
     p.add_argument("--offline", action="store_true", help="with --check: no fetch, validate the records only")
     _writes(p)

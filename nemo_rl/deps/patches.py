@@ -37,7 +37,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         # what the fork declares at the pin is recorded with it, and the entry uv locks is derived from it
-        declares = records.declares_at(repo, fork.rev) if metadata_check.derives(project, fork.distribution) else None
+        declares = (records.declares_at(project, repo, fork, fork.rev)
+                    if metadata_check.derives(project, fork.distribution) else None)
         relative = records.relative_dir(fork.distribution)
         files = ["pyproject.toml", "uv.lock"] if declares else []
         landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])

@@ -62,7 +62,8 @@ def declares_for(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str) -
                           f"[[tool.uv.dependency-metadata]] entry cannot be derived: {exc.what.splitlines()[0]}",
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {fork.distribution} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
-    return declared.declares_from(new.version, new.requires_python, new.requires)
+    dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
+    return fork_metadata.declares(new, new_rev, fork.distribution, dropped)  # before anything is locked
 
 
 def prefetched_trees(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str, old_fetched: bool) -> list[str]:

@@ -69,9 +69,25 @@ def key(requirement: Requirement) -> tuple[str, str, str]:
     return canonicalize_name(requirement.name), str(requirement.marker or ""), ",".join(sorted(requirement.extras))
 
 
-def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str]) -> Declares:
-    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement)."""
-    values = list(requires.values()) if isinstance(requires, dict) else list(requires)
+def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str],
+                  rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset()) -> Declares:
+    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement). A direct
+    reference (`pkg @ <URL>`) is refused before any lock: uv would build it, and run its code, when it locks the
+    entry. One the project drops (`dropped`: canonical names) is never locked: it is kept by its name alone, so
+    no URL reaches index.toml."""
+    values = []
+    for line in (requires.values() if isinstance(requires, dict) else requires):
+        requirement = Requirement(line)
+        if requirement.url:
+            name = canonicalize_name(requirement.name)
+            if name not in dropped:
+                raise NemoRLError(f"the fork at {rev[:12]} declares a direct reference {line!r:.200}: fix the fork "
+                                  "or drop it",
+                                  f"drop it in pyproject.toml [tool.nemo-rl.forks.{distribution or '<dist>'}]: "
+                                  f"drop = [{drop_line(name)}], or pin a commit of the fork without it")
+            requirement.url = None
+            line = str(requirement)
+        values.append(line)
     return Declares(version, requires_python, tuple(values))
 
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from nemo_rl import git
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import fork_cache, git_history, pep517, scratch
+from nemo_rl.forks import declared, fork_cache, git_history, pep517, scratch
 from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
@@ -77,6 +78,19 @@ def _requirements(lines: list[str]) -> dict[str, str]:
     return result
 
 
+def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str]) -> declared.Declares:
+    """What the fork declares at `rev` for the derived entry, checked before anything is locked: the METADATA
+    names our distribution (a setup.py or dynamic [project] renames it where require_builds cannot see), and no
+    requirement is a direct reference the project does not drop (declared.declares_from)."""
+    if canonicalize_name(metadata.name) != canonicalize_name(distribution):
+        raise NemoRLError(
+            f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r} (the METADATA "
+            "its build backend writes names it)",
+            f"pick a commit that still builds {distribution}, or fix the fork's build backend")
+    return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires, rev, distribution,
+                                  dropped)
+
+
 def read(repo: Path, rev: str) -> Metadata:
     """The fork's metadata at `rev` (already fetched into the cache `repo`). A commit's metadata never changes,
     so it is kept beside the fork cache: a bump reads the old commit's for free."""
@@ -107,12 +121,39 @@ def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
 
 def uncached(repo: Path, revs: list[str]) -> list[str]:
     """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
-    return [rev for rev in revs if not _cache_path(repo, rev, METADATA).exists()]
+    return [rev for rev in revs if _load(_cache_path(repo, rev, METADATA), METADATA) is None]
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _load(path: Path, suffix: str) -> dict | None:
+    """A cached answer, or None when it is absent or damaged (truncated, another shape, not UTF-8, a version
+    that does not parse): it is rebuilt, never trusted."""
+    try:
+        data = json.loads(pep517.read_bounded(path, METADATA_LIMIT))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not _strings(data.get("placeholders", [])):
+        return None
+    if suffix == FILES:
+        return data if _strings(data.get("files")) else None
+    requires, python = data.get("requires"), data.get("requires_python")
+    try:
+        if not (isinstance(data.get("name"), str) and isinstance(requires, dict) and _strings(list(requires))
+                and _strings(list(requires.values())) and (python is None or isinstance(python, str))):
+            return None
+        Version(data["version"])
+        for line in requires.values():
+            Requirement(line)
+    except (InvalidVersion, InvalidRequirement, TypeError):
+        return None
+    return data
 
 
 def _cached(repo: Path, revs: list[str], suffix: str) -> list[dict]:
-    paths = {rev: _cache_path(repo, rev, suffix) for rev in revs}
-    found = {rev: json.loads(path.read_text()) for rev, path in paths.items() if path.exists()}
+    found = {rev: data for rev in revs if (data := _load(_cache_path(repo, rev, suffix), suffix)) is not None}
     for rev, built in _build(repo, [rev for rev in dict.fromkeys(revs) if rev not in found], wheel=suffix == FILES):
         for kind, data in built.items():
             write_atomic(_cache_path(repo, rev, kind), json.dumps(data))
@@ -179,15 +220,14 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
 
 
 def _bounded(path: Path) -> str:
-    """A METADATA file the backend wrote, refused when it is not a file or larger than METADATA_LIMIT."""
+    """A METADATA file the backend wrote, refused when it is not a regular file (a symlink, a FIFO, a device) or
+    larger than METADATA_LIMIT."""
     try:
-        if not path.is_file() or path.stat().st_size > METADATA_LIMIT:
-            raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
-                              f"({path.name})", "pick another commit, or fix the fork's build backend")
-        return path.read_bytes().decode(errors="replace")
-    except OSError as exc:
-        raise NemoRLError(f"cannot read the METADATA the fork's build backend wrote: {exc}",
-                          "pick another commit, or fix the fork's build backend") from exc
+        return pep517.read_bounded(path, METADATA_LIMIT).decode(errors="replace")
+    except (OSError, ValueError) as exc:
+        raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
+                          f"({path.name}: {str(exc)[:200]})", "pick another commit, or fix the fork's build backend"
+                          ) from exc
 
 
 def _metadata(text: str, placeholders: list[str]) -> dict:
@@ -195,6 +235,11 @@ def _metadata(text: str, placeholders: list[str]) -> dict:
     if not message["Name"] or not message["Version"]:
         raise NemoRLError("the METADATA the fork's build backend wrote has no Name or no Version",
                           "pick another commit, or fix the fork's build backend")
+    try:  # PEP 440, checked here: the derived entry and uv.lock carry it
+        Version(message["Version"])
+    except InvalidVersion as exc:
+        raise NemoRLError(f"the METADATA the fork's build backend wrote has Version {message['Version']!r:.100}, not "
+                          "a PEP 440 version", "pick another commit, or fix the fork's build backend") from exc
     return {"name": message["Name"], "version": message["Version"],
             "requires": _requirements(message.get_all("Requires-Dist") or []),
             "requires_python": message["Requires-Python"], "placeholders": placeholders}

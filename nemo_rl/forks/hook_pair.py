@@ -4,7 +4,7 @@ environment was not made with, the next hook at once into a control directory of
 second call then reads (fork_metadata). Two hooks, one interpreter start and one backend import.
 
 argv: pyproject_hooks' hook script, get_requires' control directory, the next hook's name, its control directory,
-the environment's requirements (JSON).
+a file holding the environment's requirements (JSON).
 """
 
 import importlib.util
@@ -14,7 +14,9 @@ import sys
 
 
 def main() -> None:
-    script, first, next_hook, ahead, given = sys.argv[1:6]
+    script, first, next_hook, ahead, given_file = sys.argv[1:6]
+    with open(given_file, encoding="utf-8") as f:  # read before the backend runs
+        given = json.load(f)
     # as the hook script itself does: this file's directory must not shadow the backend's imports
     here = os.path.realpath(os.path.dirname(__file__))
     sys.path[:] = [path for path in sys.path if os.path.realpath(path) != here]
@@ -27,7 +29,7 @@ def main() -> None:
     hooks.main()
     with open(os.path.join(first, "output.json"), encoding="utf-8") as f:
         asked = json.load(f).get("return_val")
-    if isinstance(asked, list) and all(isinstance(r, str) for r in asked) and set(asked) <= set(json.loads(given)):
+    if isinstance(asked, list) and all(isinstance(r, str) for r in asked) and set(asked) <= set(given):
         sys.argv = [script, next_hook, ahead]
         hooks.main()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,32 @@ HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
 # fork takes seconds, a wheel with a compiled extension minutes.
 METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
 OUTPUT_LIMIT = 1 << 20  # a hook's output.json: a list of requirements or a file name
+# [build-system] requires and get_requires' answer: a real backend asks for a handful; the bounds keep the `uv run
+# --with` command line far below the kernel's limit on arguments
+REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
+OUTPUT_KEPT = 64 << 10  # of a backend's stdout and stderr, each: the end, for the error message
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, refused (ValueError, OSError) when it is larger than `limit`, a
+    symlink (its target is never read), or a FIFO or a device (opened without blocking, refused after fstat): the
+    build backend's process, or one it left behind, can put anything at a path it knows."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ValueError(f"over {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
@@ -48,12 +75,13 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
         if name == "get_requires_for_build_wheel":
             ahead.mkdir(exist_ok=True)
             write_atomic(ahead / "input.json", json.dumps(ahead_input))
-            args = [str(HOOK_PAIR), script, str(control), hook, str(ahead), json.dumps(requires)]
+            write_atomic(ahead / "requires.json", json.dumps(requires))
+            args = [str(HOOK_PAIR), script, str(control), hook, str(ahead), str(ahead / "requires.json")]
         if name == "get_requires_for_build_wheel" or not _answered_ahead(ahead, control):
             key = tuple(sorted(requires))
             uv.run_with(requires, ["python", *args], cwd=Path(cwd or source), python=sys.executable,
                         extra_env=extra_environ or {}, offline=key in resolved,
-                        timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S)
+                        timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
             resolved.add(key)
         _output(control)  # the backend's process wrote it: checked before pyproject_hooks reads it
 
@@ -72,12 +100,13 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
 def _answered_ahead(ahead: Path, control: Path) -> bool:
     """Whether the first run already answered this call (same input): its output then becomes this call's."""
     try:
-        if (ahead / "input.json").read_text() != json.dumps(json.loads((control / "input.json").read_text())):
+        if read_bounded(ahead / "input.json", OUTPUT_LIMIT) != json.dumps(
+                json.loads(read_bounded(control / "input.json", OUTPUT_LIMIT))).encode():
             return False
-        answer = (ahead / "output.json").read_bytes()
-    except (OSError, ValueError):
+        answer = read_bounded(ahead / "output.json", OUTPUT_LIMIT)
+    except (OSError, ValueError, RecursionError):
         return False
-    (control / "output.json").write_bytes(answer)
+    write_atomic(control / "output.json", answer)
     return True
 
 
@@ -85,9 +114,7 @@ def _output(control: Path) -> dict:
     """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
     path = control / "output.json"
     try:
-        if path.stat().st_size > OUTPUT_LIMIT:
-            raise ValueError(f"{path.stat().st_size} bytes (over {OUTPUT_LIMIT})")
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_bounded(path, OUTPUT_LIMIT))
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not an object")
     except (OSError, ValueError, RecursionError) as exc:
@@ -128,6 +155,10 @@ def _checked(requirements: object, rev: str) -> list[str]:
     try:
         if not isinstance(requirements, list):
             raise InvalidRequirement(repr(requirements))
+        if len(requirements) > REQUIRES_LIMIT:
+            raise InvalidRequirement(f"{len(requirements)} requirements (more than {REQUIRES_LIMIT})")
+        if long := next((r for r in requirements if isinstance(r, str) and len(r) > REQUIREMENT_LIMIT), None):
+            raise InvalidRequirement(f"{long[:80]!r}... is longer than {REQUIREMENT_LIMIT} characters")
         parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
         if direct := [str(r) for r in parsed if r.url]:  # `pkg @ <a file URL>` builds code outside the fork
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")

@@ -84,10 +84,11 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
     return base, describe(repo, shas)
 
 
-def declares_at(repo: Path, rev: str) -> declared.Declares:
-    """What the fork declares at `rev`, from its own build backend (cached per commit)."""
-    metadata = fork_metadata.read(repo, rev)
-    return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires)
+def declares_at(project: Path, repo: Path, fork: lockfile.Fork, rev: str) -> declared.Declares:
+    """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the
+    project's drops (fork_metadata.declares)."""
+    dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
+    return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped)
 
 
 def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record],
@@ -231,7 +232,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.get('commit')} {entry.get('subject')}"))
     if metadata_check.derives(project, fork.distribution):
-        fork_declares = declares_at(repo, fork.rev).as_table()
+        fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
         recorded = index.declares or {}
         diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
                   for key in ("version", "requires-python", "requires-dist")

@@ -1,0 +1,79 @@
+"""The one runner (nemo_rl/process.py) against children that misbehave: what a finished child leaves in its
+group is ended, pipes a process outside the group still holds are not waited on, and `keep` bounds what is kept
+of a loud child's output."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from nemo_rl import process
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for init to reap it has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+LEAVES_A_CHILD = """
+import os, sys, time
+if os.fork() == 0:
+    if sys.argv[2] == "session":
+        os.setsid()
+    else:
+        fd = os.open(os.devnull, os.O_RDWR)
+        for i in (0, 1, 2):
+            os.dup2(fd, i)
+    open(sys.argv[1], "w").write(str(os.getpid()))
+    time.sleep(20)
+    os._exit(0)
+while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():
+    time.sleep(0.01)
+print("done")
+"""
+
+
+def test_what_a_finished_child_left_in_its_group_is_ended(tmp_path):
+    """A build backend's helper, still running when the backend returned, would go on writing files."""
+    pidfile = tmp_path / "pid"
+    result = process.run([sys.executable, "-c", LEAVES_A_CHILD, str(pidfile), "group"])
+    assert result.stdout == "done\n"
+    assert _gone(int(pidfile.read_text()))
+
+
+def test_pipes_held_by_a_process_outside_the_group_are_not_waited_on(tmp_path):
+    """A child of its own session (a daemon) holding stdout open is beyond the group's reach: the run returns
+    once its child exited, with what the child wrote, instead of waiting for the daemon."""
+    pidfile = tmp_path / "pid"
+    result = process.run([sys.executable, "-c", LEAVES_A_CHILD, str(pidfile), "session"])
+    daemon = int(pidfile.read_text())
+    try:
+        assert result.stdout == "done\n"
+        assert _alive(daemon), "the run waited for the daemon to end"
+    finally:
+        os.kill(daemon, 9)
+
+
+def test_keep_bounds_what_is_kept_of_a_loud_childs_output():
+    loud = "import sys\nfor _ in range(64): sys.stdout.write('x' * 65535 + '\\n')\nsys.stdout.write('end\\n')\n"
+    result = process.run([sys.executable, "-c", loud], keep=1000)
+    assert result.stdout.endswith("x\nend\n") and f"[{64 * 65536 + 4 - 1000} bytes before this left out]" in \
+        result.stdout
+    assert len(result.stdout) < 1100
+    assert len(process.run([sys.executable, "-c", loud]).stdout) == 64 * 65536 + 4  # without it: all of it
+    kept = process._Kept(1000)
+    for _ in range(100):
+        kept.add(b"y" * 999)
+    assert len(kept.data) <= 2000  # bounded while it is read, not only at the end
