@@ -879,6 +879,9 @@ MUTATIONS = [
     ("ci: only [declares] changes are printed", ".ci/declares-changes", '  table == "[declares]" && /^[-+]/ {',
      "  /^[-+]/ {", "tests/test_lock_truth.py -k ci_prints"),
     # the hostile review of the bump (fork METADATA, hook answers, a backend's output and children, uv config)
+    ("bump: a backend that cannot be imported is named, not its traceback", "nemo_rl/forks/pep517.py",
+     "    if isinstance(exc, pyproject_hooks.BackendUnavailable):", "    if False:",
+     "tests/test_deps_verify.py -k unreadable_fork_metadata"),
     ("bump: a direct reference the fork declares is refused", "nemo_rl/forks/declared.py",
      "            if name not in dropped:\n", "            if False:\n", f"{DECLARED} -k direct_reference"),
     ("bump: a dropped direct reference is not refused", "nemo_rl/forks/declared.py",

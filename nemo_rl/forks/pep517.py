@@ -94,7 +94,19 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
         # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
         what = "build a wheel" if wheel else "produce metadata"
         raise NemoRLError(f"the fork's build backend could not {what} at {rev[:12]}",
-                          f"read its output:\n{exc.what if isinstance(exc, NemoRLError) else exc}") from exc
+                          f"read its output:\n{_said(exc)}") from exc
+
+
+def _said(exc: Exception) -> str:
+    """What the backend's failure says, for the user: a backend that cannot be imported is named with the last
+    line of its traceback (the error itself), not the hook process's whole Python traceback."""
+    if isinstance(exc, NemoRLError):
+        return exc.what
+    if isinstance(exc, pyproject_hooks.BackendUnavailable):
+        lines = [line for line in exc.traceback.splitlines() if line.strip()]
+        name = exc.backend_name or "its build backend"
+        return f"{name} could not be imported" + (f": {lines[-1].strip()}" if lines else "")
+    return str(exc)
 
 
 def _answered_ahead(ahead: Path, control: Path) -> bool:
