@@ -238,6 +238,9 @@ def test_every_visible_gpu_of_a_mixed_node_is_checked(tmp_path, monkeypatch):
         assert "fits" in cuda_archs.check_node(record, tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert cuda_archs.node_gpus()[0] == (80,)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # none: nothing to check, said so
+    assert cuda_archs.node_gpus() == ((), "CUDA_VISIBLE_DEVICES='' leaves no GPU")
+    assert "could not check" in cuda_archs.check_node(record, tmp_path)
 
 
 def test_a_hung_nvidia_smi_is_could_not_check(tmp_path, monkeypatch):

@@ -23,7 +23,8 @@ LOCK = {"package": [
     {"name": "torch", "version": "2.7.0", "source": {"registry": "https://pypi.org/simple"},
      "sdist": {"url": "t", "hash": f"sha256:{SHA}"}, "wheels": [{"url": "w"}]},
     {"name": "megatron-core", "version": "0.13.0", "source": {"git": "https://example.invalid/m.git"}},
-    {"name": "../evil", "version": "1", "source": {"registry": "r"}, "sdist": {"url": "e", "hash": f"sha256:{SHA}"}}]}
+    {"name": "../evil", "version": "1", "source": {"registry": "r"}, "sdist": {"url": "e", "hash": f"sha256:{SHA}"}},
+    {"name": "up", "version": "..", "source": {"registry": "r"}, "sdist": {"url": "e", "hash": f"sha256:{SHA}"}}]}
 VERSION = "sdists-v11/pypi/transformer-engine-torch/2.3.0"
 REVISION = f"{VERSION}/REV"
 WHEEL = "transformer_engine_torch-2.3.0-cp312-cp312-linux_x86_64"
@@ -77,6 +78,21 @@ def test_the_built_wheel_and_its_unpacked_copy_are_seeded(tmp_path):
     assert not (built / "outside").is_symlink() and not (built / "2.3.0-cp312-cp312-linux_x86_64.lock").exists()
     assert not (fresh / VERSION.replace("2.3.0", "2.2.0")).exists()
     assert not (fresh / "sdists-v11/pypi/torch").exists()  # the lock takes torch as a wheel
+
+
+def test_a_wheel_built_with_default_settings_is_seeded_from_the_revision_itself(tmp_path):
+    """uv keeps such a wheel (jieba's, wget's) in the revision directory, beside the sources, not in SETTINGS/."""
+    cache = user_cache(tmp_path)
+    built = cache / REVISION / "SETTINGS"
+    for name in (f"{WHEEL}.whl", "metadata.msgpack"):
+        (built / name).rename(cache / REVISION / name)
+    os.symlink("../../../../../archive-v0/ID", cache / REVISION / WHEEL)
+    shutil.rmtree(built)
+    fresh = tmp_path / "fresh"
+    assert [s.entry for s in pack_seed.seed(cache, fresh, LOCK, lambda: (90,))] == [REVISION]
+    assert (fresh / REVISION / f"{WHEEL}.whl").read_bytes() == b"wheel"
+    assert (fresh / REVISION / WHEEL / "transformer_engine" / SO).is_file()
+    assert not (fresh / REVISION / "src").exists()
 
 
 def test_no_user_cache_seeds_nothing(tmp_path):

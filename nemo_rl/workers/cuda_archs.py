@@ -265,6 +265,8 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
                 re.finditer(r"^\s*(\d+),\s*(\S+),\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
         if rows:
             visible = _visible(rows, environ)
+            if not visible:
+                return (), f"CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES')!r:.60} leaves no GPU"
             return tuple(sm for _, _, sm in visible), "nvidia-smi" + (" (CUDA_VISIBLE_DEVICES)" if
                                                                      "CUDA_VISIBLE_DEVICES" in environ else "")
     try:

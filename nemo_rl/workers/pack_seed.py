@@ -36,6 +36,7 @@ SCRATCH = "src"  # a revision's unpacked sdist: what the build ran in, not what 
 REVISION_FILE = "revision.http"
 ARCHIVE = re.compile(r"archive-v\d+")
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
 OFF = "`nemo-rl envs pack --no-seed` builds it again"
 
 
@@ -79,8 +80,9 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
         name, version, digest = p.get("name"), p.get("version"), p["sdist"].get("hash")
         if not (isinstance(name, str) and isinstance(version, str) and isinstance(digest, str)):
             continue
-        if "/" in name + version or (name + version).startswith(".") or not re.fullmatch(r"sha256:[0-9a-f]{64}",
-                                                                                           digest):
+        # names and versions become directory names: never `..` or a `/` (the lock is a pull request's to edit)
+        if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)
+                and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
             continue
         found[name] = (version, digest.split(":", 1)[1])
     return found
@@ -170,7 +172,7 @@ class _Plan:
     dropped: list[str]
 
 
-def _plan(top: Path, user_cache: Path, in_archive: bool) -> _Plan:
+def _plan(top: Path, user_cache: Path, in_archive: bool, flat: bool = False) -> _Plan:
     """What copying `top` takes, every path checked without following a link; Refused when it holds a path
     this user does not own or others may write."""
     plan = _Plan([top], [], {}, [])
@@ -181,6 +183,8 @@ def _plan(top: Path, user_cache: Path, in_archive: bool) -> _Plan:
         raise exc
 
     for dirpath, dirnames, filenames in os.walk(top, onerror=fail):  # os.walk never descends into a link
+        if flat:  # a revision's own wheel (built without settings): its directories are other builds, sources
+            dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
             info = os.lstat(path)
@@ -245,10 +249,12 @@ def _copy_file(source: Path, target: Path) -> None:
 
 
 def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
-                   made: list[Path]) -> tuple[tuple[int, ...], list[str]]:
-    """Copy one built wheel (a SETTINGS directory) and the unpacked copies it links to; (its cubins, what was
-    left out)."""
-    plan = _plan(settings, user_cache, in_archive=False)
+                   made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
+    """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the unpacked
+    copies it links to; (its cubins, what was left out), or None when there is no wheel."""
+    plan = _plan(settings, user_cache, in_archive=False, flat=flat)
+    if not plan.files and not plan.links:
+        return None
     archives = {target: _plan(target, user_cache, in_archive=True) for target in set(plan.links.values())}
     linked_out = [d for a in archives.values() for d in a.dropped]
     if linked_out:
@@ -273,13 +279,18 @@ def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
     if not _real_dir(version_dir / revision):
         raise Refused(f"its revision {revision} is not a directory only this user may write")
     seeded = []
-    for settings in sorted((version_dir / revision).iterdir()):
-        if settings.name == SCRATCH or not _real_dir(settings):
-            continue
+    # uv keeps a wheel built with default settings in the revision itself, others in SETTINGS/ below it: the
+    # revision's own first, so that removing what a failed one made never removes another's
+    units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())
+                                                if d.name != SCRATCH and _real_dir(d)]
+    for settings, flat in units:
         entry = settings.relative_to(user_cache).as_posix()
         made: list[Path] = []
         try:
-            sm, dropped = _seed_settings(settings, user_cache, cache, declared, made)
+            done = _seed_settings(settings, user_cache, cache, declared, made, flat)
+            if done is None:
+                continue
+            sm, dropped = done
         except (Refused, OSError, shutil.Error, NemoRLError) as exc:
             for path in reversed(made):
                 shutil.rmtree(path, ignore_errors=True)
@@ -290,7 +301,11 @@ def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
         seeded.append((entry, sm))
     if seeded:
         target = cache / (version_dir / REVISION_FILE).relative_to(user_cache)
-        _copy_file(version_dir / REVISION_FILE, target)
+        try:
+            _copy_file(version_dir / REVISION_FILE, target)
+        except BaseException:  # without it uv never finds the wheels: they would only weigh on the bundle
+            shutil.rmtree(cache / (version_dir / revision).relative_to(user_cache), ignore_errors=True)
+            raise
     return seeded
 
 
@@ -345,4 +360,7 @@ def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
     if user is None:
         progress(f"not seeding the fresh cache: {found}")
         return []
-    return seed(user, cache, lock)
+    seeded = seed(user, cache, lock)
+    if not seeded:
+        progress(f"nothing seeded from {found}: no built wheel there of the lock's sdists that passes the checks")
+    return seeded
