@@ -31,17 +31,13 @@ from pathlib import Path
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, ours, plan_copy, read_own, real_dir
 
 SCRATCH = "src"  # a revision's unpacked sdist: what the build ran in, not what it made
 REVISION_FILE = "revision.http"
-ARCHIVE = re.compile(r"archive-v\d+")
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
 OFF = "`nemo-rl envs pack --no-seed` builds it again"
-
-
-class Refused(Exception):
-    """Why one built wheel is not seeded (a phrase)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ def user_cache() -> tuple[Path | None, str]:
         info = os.lstat(real)
     except OSError:
         return None, f"no uv cache at {real}"
-    if not stat.S_ISDIR(info.st_mode) or not _ours(info):
+    if not stat.S_ISDIR(info.st_mode) or not ours(info):
         return None, f"the uv cache {real} is not a directory only this user may write"
     return real, f"the uv cache {real}"
 
@@ -88,32 +84,20 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _ours(info: os.stat_result) -> bool:
-    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
-
-
-def _real_dir(path: Path) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and _ours(info)
-
-
 def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
     """The user's cache directories of `name` `version`'s sdist (the default index and named ones), every
     directory on the way a real one of this user's: a linked bucket or index is not followed."""
     found = []
     for bucket in sorted(user_cache.glob("sdists-v*")):
-        if not _real_dir(bucket):
+        if not real_dir(bucket):
             progress(f"not seeding from {bucket}: a link, or a directory others may write")
             continue
         indexes = [bucket / "pypi"]
-        if _real_dir(bucket / "index"):
+        if real_dir(bucket / "index"):
             indexes += sorted((bucket / "index").iterdir())
         for index in indexes:
             entry = index / name / version
-            if all(map(_real_dir, (index, index / name, entry))):
+            if all(map(real_dir, (index, index / name, entry))):
                 found.append(entry)
     return found
 
@@ -130,84 +114,7 @@ def revision_of(data: bytes, sha256: str) -> str | None:
     return revision if b"\xa6Sha256\xd9\x40" + sha256.encode() in data[start + size:] else None
 
 
-def _read(path: Path) -> bytes:
-    fd = _open(path)
-    try:
-        with open(fd, "rb", closefd=False) as fh:
-            return fh.read(1 << 20)
-    finally:
-        os.close(fd)
-
-
-def _open(path: Path) -> int:
-    """A descriptor of `path` when it is a file of this user's that nobody else may write (never a link
-    followed, never a FIFO waited on)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or not _ours(info):
-        os.close(fd)
-        raise Refused(f"{path} is not a file only this user may write")
-    return fd
-
-
-def _archive_target(link: Path, user_cache: Path) -> Path | None:
-    """The `archive-v*/ENTRY` directory uv's link points to, or None for any other link."""
-    lexical = Path(os.path.normpath(os.path.join(link.parent, os.readlink(link))))
-    try:
-        parts = lexical.relative_to(user_cache).parts
-    except ValueError:
-        return None
-    if len(parts) != 2 or not ARCHIVE.fullmatch(parts[0]) or parts[1] in (".", ".."):
-        return None
-    if os.path.realpath(link) != str(lexical) or not _real_dir(user_cache / parts[0]) or not _real_dir(lexical):
-        return None  # a link on the way there
-    return lexical
-
-
-@dataclass
-class _Plan:
-    dirs: list[Path]
-    files: list[Path]
-    links: dict[Path, Path]  # link in the entry -> the archive entry it names
-    dropped: list[str]
-
-
-def _plan(top: Path, user_cache: Path, in_archive: bool, flat: bool = False) -> _Plan:
-    """What copying `top` takes, every path checked without following a link; Refused when it holds a path
-    this user does not own or others may write."""
-    plan = _Plan([top], [], {}, [])
-    if not _real_dir(top):
-        raise Refused(f"{top} is not a directory only this user may write")
-
-    def fail(exc: OSError) -> None:
-        raise exc
-
-    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):  # os.walk never descends into a link
-        if flat:  # a revision's own wheel (built without settings): its directories are other builds, sources
-            dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath) / name
-            info = os.lstat(path)
-            if name.endswith(".lock") and stat.S_ISREG(info.st_mode):
-                continue  # uv's lock files (0666): made again by uv where it needs one
-            if stat.S_ISLNK(info.st_mode):
-                target = None if in_archive else _archive_target(path, user_cache)
-                if target is None:
-                    plan.dropped.append(f"{path.name} (a link not to one archive-v* entry)")
-                else:
-                    plan.links[path] = target
-            elif not _ours(info):
-                raise Refused(f"{path} is not this user's, or others may write it")
-            elif stat.S_ISDIR(info.st_mode):
-                plan.dirs.append(path)
-            elif stat.S_ISREG(info.st_mode):
-                plan.files.append(path)
-            else:
-                plan.dropped.append(f"{path.name} (not a file)")
-    return plan
-
-
-def _check_archs(plans: list[_Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
+def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
     """The cubins of the shared objects about to be seeded; Refused when one lacks a declared arch."""
     from nemo_rl.workers import cuda_archs
 
@@ -226,44 +133,22 @@ def _check_archs(plans: list[_Plan], declared: tuple[int, ...]) -> tuple[int, ..
     return tuple(sorted(held))
 
 
-def _copy(plan: _Plan, source_root: Path, target_root: Path, made: list[Path]) -> None:
-    for directory in plan.dirs:
-        target = target_root / directory.relative_to(source_root)
-        if not target.exists():
-            target.mkdir(parents=True)
-            made.append(target)
-    for path in plan.files:
-        _copy_file(path, target_root / path.relative_to(source_root))
-
-
-def _copy_file(source: Path, target: Path) -> None:
-    fd = _open(source)
-    try:
-        info = os.fstat(fd)
-        with open(fd, "rb", closefd=False) as src, open(target, "xb") as dst:
-            shutil.copyfileobj(src, dst)
-        os.chmod(target, stat.S_IMODE(info.st_mode) & 0o755)
-        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
-    finally:
-        os.close(fd)
-
-
 def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
                    made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
     """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the unpacked
     copies it links to; (its cubins, what was left out), or None when there is no wheel."""
-    plan = _plan(settings, user_cache, in_archive=False, flat=flat)
+    plan = plan_copy(settings, user_cache, in_archive=False, flat=flat)
     if not plan.files and not plan.links:
         return None
-    archives = {target: _plan(target, user_cache, in_archive=True) for target in set(plan.links.values())}
+    archives = {target: plan_copy(target, user_cache, in_archive=True) for target in set(plan.links.values())}
     linked_out = [d for a in archives.values() for d in a.dropped]
     if linked_out:
         raise Refused(f"its unpacked copy holds what a wheel never does: {', '.join(linked_out[:3])}")
     sm = _check_archs([plan, *archives.values()], declared())
-    _copy(plan, user_cache, cache, made)
+    copy_plan(plan, user_cache, cache, made)
     for target, archive in archives.items():
         if not (cache / target.relative_to(user_cache)).exists():
-            _copy(archive, user_cache, cache, made)
+            copy_plan(archive, user_cache, cache, made)
     for link, target in plan.links.items():
         landing = cache / link.relative_to(user_cache)
         os.symlink(os.path.relpath(cache / target.relative_to(user_cache), landing.parent), landing)
@@ -273,16 +158,16 @@ def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Call
 def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
                   declared: Callable[[], tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
     """Seed the revision of `version_dir` built from the lock's sdist; [(settings entry, cubins)] seeded."""
-    revision = revision_of(_read(version_dir / REVISION_FILE), sha256)
+    revision = revision_of(read_own(version_dir / REVISION_FILE), sha256)
     if revision is None:
         raise Refused(f"its {REVISION_FILE} names another sdist than the lock's (sha256 {sha256[:12]}...)")
-    if not _real_dir(version_dir / revision):
+    if not real_dir(version_dir / revision):
         raise Refused(f"its revision {revision} is not a directory only this user may write")
     seeded = []
     # uv keeps a wheel built with default settings in the revision itself, others in SETTINGS/ below it: the
     # revision's own first, so that removing what a failed one made never removes another's
     units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())
-                                                if d.name != SCRATCH and _real_dir(d)]
+                                                if d.name != SCRATCH and real_dir(d)]
     for settings, flat in units:
         entry = settings.relative_to(user_cache).as_posix()
         made: list[Path] = []
@@ -302,7 +187,7 @@ def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
     if seeded:
         target = cache / (version_dir / REVISION_FILE).relative_to(user_cache)
         try:
-            _copy_file(version_dir / REVISION_FILE, target)
+            copy_file(version_dir / REVISION_FILE, target)
         except BaseException:  # without it uv never finds the wheels: they would only weigh on the bundle
             shutil.rmtree(cache / (version_dir / revision).relative_to(user_cache), ignore_errors=True)
             raise
