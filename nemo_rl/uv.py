@@ -45,9 +45,10 @@ def version() -> str:
 
 
 def cache_dir() -> Path | None:
-    """The uv cache this user's commands use (`uv cache dir`: $UV_CACHE_DIR, uv.toml, or the default), or None
-    when uv cannot say."""
-    result = run([find_uv_bin(), "cache", "dir"], check=False, timeout=30)
+    """The uv cache $UV_CACHE_DIR or uv's own default names for this user, or None when uv cannot say. Never
+    what a checkout's `[tool.uv] cache-dir` or a uv.toml says: `--no-config`, run from `/`, so a pull request's
+    files cannot choose it."""
+    result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)
     text = result.stdout.strip()
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 

@@ -39,7 +39,7 @@ def make_bundle(root: Path, record: dict) -> Path:
 @pytest.fixture
 def node(tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: 90)
+    monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((90,), "nvidia-smi"))
     installs = []
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: installs.append(k))
     return installs

@@ -16,7 +16,8 @@ import pytest
 from nemo_rl import toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
-from nemo_rl.workers import bundles, cuda_archs, manifests
+from nemo_rl.project import lockfile
+from nemo_rl.workers import bundles, cuda_archs, manifests, pack_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,6 +40,12 @@ def elf_with(section: bytes, name: bytes = b".nv_fatbin") -> bytes:
                 struct.pack("<IIQQQQIIQQ", 1, 1, 2, 0, data_off, len(section), 0, 0, 8, 0),
                 struct.pack("<IIQQQQIIQQ", 2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)]
     return header + section + names + b"".join(sections)
+
+
+def revision_http(revision: str, sha256: str) -> bytes:
+    """What uv writes beside a revision: msgpack [revision, [{"Sha256": hex}], size], then its HTTP policy."""
+    return (b"\x93" + bytes([0xA0 + len(revision)]) + revision.encode() + b"\x91\x81\xa6Sha256\xd9\x40"
+            + sha256.encode() + b"\xce\x00\x02\x87\xc8" + b"\0" * 16 + b"https://files.invalid/x.tar.gz")
 
 
 def test_the_fatbin_parser_reads_cubins_and_ptx_of_every_container(tmp_path):
@@ -107,7 +114,8 @@ def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path,
     with pytest.raises(NemoRLError) as refused:
         cuda_archs.record(env, SDIST_LOCK, tmp_path)
     assert "holds cubins for sm 80" in refused.value.what and "sm 90 missing" in refused.value.what
-    assert "uv cache clean transformer-engine-torch" in refused.value.remedy
+    # never the advice that destroys the user's own 20-minute build: the pack builds afresh in its own cache
+    assert "NVTE_CUDA_ARCHS" in refused.value.remedy and "no `uv cache clean`" in refused.value.remedy
     assert not (tmp_path / cuda_archs.SIDECAR).exists()
     # a wheel from the index is not ours to judge (torch's own libraries hold every arch NVIDIA chose): the record
     # says no extension, and a node checks nothing
@@ -136,7 +144,7 @@ def test_a_node_whose_gpu_is_not_among_the_archs_refuses_naming_both(sm80_extens
     assert "sm_90" in refused.value.what and "sm 80" in refused.value.what
     assert "NVTE_CUDA_ARCHS" in refused.value.remedy
     assert "fits" in cuda_archs.check_node(record, bundle, gpu=86)
-    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: None)
+    monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
     assert "could not check" in cuda_archs.check_node(record, bundle)
 
 
@@ -145,7 +153,7 @@ def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch)
     bundle.mkdir()
     (bundle / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
         "transformer_engine_torch.so": {"distribution": "transformer-engine-torch", "sm": [80], "ptx": []}}}))
-    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: 90)
+    monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((90,), "nvidia-smi"))
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
@@ -170,6 +178,8 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
     built = tmp_path / "user-cache" / "sdists-v11" / "pypi" / "transformer-engine-torch" / "2.3.0" / "REV" / "S"
     built.mkdir(parents=True)
     (built / "transformer_engine_torch-2.3.0-cp312-cp312-linux_x86_64.whl").write_bytes(b"built once")
+    sha256 = pack_seed.sdist_builds(lockfile.load_toml(ROOT / "uv.lock"))["transformer-engine-torch"][1]
+    (built.parent.parent / "revision.http").write_bytes(revision_http("REV", sha256))
     monkeypatch.setattr(bundles.uv, "cache_dir", lambda: tmp_path / "user-cache")
     seen = []
 
@@ -196,16 +206,56 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
 
 
 def fake_smi(bin_dir: Path, monkeypatch, capability: str) -> None:
-    """`nvidia-smi --query-gpu=compute_cap` answering `capability`, first on PATH."""
+    """`nvidia-smi --query-gpu=index,uuid,compute_cap` answering one GPU of `capability`, first on PATH."""
     bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho {capability}\n")
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho '0, GPU-fake, {capability}'\n")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     (bin_dir / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
 
 def test_the_nodes_gpu_is_what_nvidia_smi_says(tmp_path, monkeypatch):
     fake_smi(tmp_path / "smi", monkeypatch, "8.6")
-    assert cuda_archs.node_gpu() == 86
+    assert cuda_archs.node_gpus()[0] == (86,)
+
+
+def test_every_visible_gpu_of_a_mixed_node_is_checked(tmp_path, monkeypatch):
+    """An H100 beside an A100: the bundle built for sm_90 only is refused for the A100, unless
+    CUDA_VISIBLE_DEVICES leaves this process the H100 alone."""
+    bin_dir = tmp_path / "smi"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho '0, GPU-aaaa-1111, 9.0'\necho '1, GPU-bbbb-2222, 8.0'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert cuda_archs.node_gpus()[0] == (90, 80)
+    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
+    with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):
+        cuda_archs.check_node(record, tmp_path)
+    for visible in ("0", "GPU-aaaa", "0,7,1"):  # an index, a UUID prefix; CUDA stops at the first unknown
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert cuda_archs.node_gpus()[0] == (90,)
+        assert "fits" in cuda_archs.check_node(record, tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert cuda_archs.node_gpus()[0] == (80,)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # none: nothing to check, said so
+    assert cuda_archs.node_gpus() == ((), "CUDA_VISIBLE_DEVICES='' leaves no GPU")
+    assert "could not check" in cuda_archs.check_node(record, tmp_path)
+
+
+def test_a_hung_nvidia_smi_is_could_not_check(tmp_path, monkeypatch):
+    """A probe never raises: an nvidia-smi that never answers is a reason, and the node says it could not check."""
+    bin_dir = tmp_path / "smi"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nsleep 60\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(cuda_archs, "SMI_TIMEOUT", 1)
+    try:
+        gpus, why = cuda_archs.node_gpus()
+    except NemoRLError:  # what process.run raises on its timeout: the probe let it through
+        pytest.fail("the GPU probe raised instead of saying it could not check")
+    assert gpus == () and "nvidia-smi did not answer" in why
 
 
 def _elf(fatbin: bytes, section_size: int | None = None) -> bytes:

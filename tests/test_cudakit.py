@@ -275,3 +275,67 @@ def test_only_debian_sources_are_asked_for_trixie(tmp_path, os_release, refused)
     with pytest.raises(NemoRLError, match="is not Debian") as error:
         sources.require_debian(tmp_path / "os-release")
     assert refused in error.value.remedy
+
+
+def test_a_verified_toolkit_loses_a_killed_runs_work_directory(tmp_path, monkeypatch):
+    """A re-assembly killed after the stamp was written left DIR/.nemo-rl-cuda/ (about 1 GB): the next run that
+    verifies the toolkit removes it."""
+    home = stamped_toolkit(tmp_path)
+    (home / assemble.WORK / "debs").mkdir(parents=True)
+    (home / assemble.WORK / "debs" / "nvidia-cuda-toolkit_12.4_amd64.deb").write_bytes(b"x" * 1024)
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    assert assemble.assemble(home).reused
+    assert not (home / assemble.WORK).exists()
+
+
+def test_a_reassembly_removes_the_stamp_before_it_starts(tmp_path, monkeypatch):
+    """Killed half-way, a re-assembly must not leave the old stamp over a half-made tree."""
+    home = stamped_toolkit(tmp_path)
+    (home / "bin" / "ptxas").unlink()
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+    assert not (home / assemble.STAMP).exists() and (home / assemble.WORK).is_dir()  # still ours to finish
+
+
+def test_a_hand_written_stamp_does_not_skip_the_layout_check(tmp_path, monkeypatch):
+    home = stamped_toolkit(tmp_path)
+    (home / "bin" / "nvcc").unlink()
+    assemble._write_stamp(home, {"packages": {}, "files": {}})
+    assert "bin/nvcc" in assemble._damage(home, assemble._stamp(home))
+    monkeypatch.setattr(assemble, "verify", lambda *a: pytest.fail("trusted a stamp over a missing nvcc"))
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+
+
+def test_one_lock_however_the_directory_is_spelled(tmp_path, monkeypatch):
+    import threading
+
+    from nemo_rl import locks
+
+    home = stamped_toolkit(tmp_path)
+    os.symlink(home, tmp_path / "alias")
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+    assert locks.acquire(fd, None)
+    results = []
+    second = threading.Thread(target=lambda: results.append(assemble.assemble(tmp_path / "alias")))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive() and results == []  # the alias waits for the run on the real path
+    os.close(fd)
+    second.join(10)
+    assert results and results[0].reused and results[0].home == home
+
+
+def test_a_lock_file_that_cannot_be_made_is_named_with_its_directory(tmp_path, monkeypatch, capsys):
+    from nemo_rl import locks
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(locks, "open_lock_file", refused)
+    assert main(["toolchain", "cuda", str(tmp_path / "cuda")]) == 1
+    err = capsys.readouterr().err
+    assert f"the lock file {tmp_path}/.cuda.toolchain-lock" in err and f"the lock lives in {tmp_path}" in err

@@ -80,7 +80,7 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
     monkeypatch.setenv("PATH", str(no_compiler))
     monkeypatch.setenv("UV_OFFLINE", "1")
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    monkeypatch.setattr(cuda_archs, "node_gpu", lambda: None)
+    monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
     bundles.check(bundle, ROOT, FLAGS)
     node_env = tmp_path / "node"
     bundles.sync_from(bundle, ROOT, FLAGS, node_env)

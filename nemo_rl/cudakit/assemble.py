@@ -74,12 +74,14 @@ def _listing(home: Path) -> dict[str, str]:
 
 def _damage(home: Path, stamp: dict) -> str | None:
     """What differs from the file list and sizes the stamp recorded (a binary deleted or truncated after the
-    assembly), in a phrase; None when all is as assembled. A stamp without a list is from an older nemo-rl."""
+    assembly), or what a CUDA_HOME needs and lacks whatever the stamp says, in a phrase; None when all is as
+    assembled. A same-size change is not seen here (verify's nvcc run is what catches it). A stamp without a
+    list is from an older nemo-rl."""
     recorded = stamp.get("files")
     if not isinstance(recorded, dict):
-        return None if not layout.missing(home) else f"{', '.join(layout.missing(home))} missing"
+        recorded = {}
     now = _listing(home)
-    gone = [p for p in recorded if p not in now]
+    gone = sorted({*(p for p in recorded if p not in now), *layout.missing(home)})
     changed = [p for p in recorded if p in now and now[p] != recorded[p]]
     if not gone and not changed:
         return None
@@ -92,13 +94,16 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
              etc: Path = sources.APT_ETC, os_release: Path = Path("/etc/os-release")) -> Toolkit:
     """Assemble (or verify) the toolkit in `home`, one run per directory at a time: a second waits for the
     first and then finds its stamp."""
-    home = home.absolute()
+    home = home.resolve()  # one lock per directory, however it is spelled
+    lock = home.parent / f".{home.name}.toolchain-lock"
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
         # beside DIR, never inside it: a directory that is not ours yet is not written to
-        fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+        fd = locks.open_lock_file(lock)
     except OSError as exc:
-        raise NemoRLError(f"cannot create {home}: {exc.strerror or exc}", "name a directory you may write") from exc
+        raise NemoRLError(f"cannot create the lock file {lock} beside {home}: {exc.strerror or exc}",
+                          f"the lock lives in {home.parent}, which must be writable too: name a DIR whose parent "
+                          "directory you may write") from exc
     try:
         locks.acquire(fd, lambda: f"another `nemo-rl toolchain cuda` is assembling {home}: waiting for it")
         return _assemble(home, arch, cuda_major, suite, components, debs, etc, os_release)
@@ -118,11 +123,15 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         release, listed = verify(home, arch, cuda_major)
         if not isinstance(stamp.get("files"), dict):  # an older stamp: the list is taken once it verifies
             _write_stamp(home, {**stamp, "files": _listing(home)})
+        shutil.rmtree(home / WORK, ignore_errors=True)  # a killed re-assembly's (about 1 GB)
         return Toolkit(home, release, arch, listed, {str(k): str(v) for k, v in stamp["packages"].items()}, True)
     if stamp is not None:
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
     work = home / WORK
     work.mkdir(parents=True, exist_ok=True)
+    # the work directory first (it marks DIR as ours to finish), then no stamp: a run killed during the
+    # assembly leaves a directory that is never taken for an assembled one
+    (home / STAMP).unlink(missing_ok=True)
     deb_dir = debs.absolute() if debs else work / "debs"
     if debs is not None:
         # what the user handed over is the whole input: never the network for what it lacks

@@ -41,6 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")
         if verb == "pack":
             p.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
+            p.add_argument("--no-seed", action="store_true",
+                           help="build every sdist again in the pack's fresh cache instead of seeding it with the "
+                           "wheels uv built here in your own uv cache (docs/mcore.md)")
         if verb == "build":
             p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
                            help="build from this bundle, offline (it is checked first; it may be read-only); run "
@@ -135,7 +138,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         return 0
     flags = _flags(args.py_executable)
     if args.verb == "pack":
-        manifest = bundles.pack(project, flags, args.bundle)
+        manifest = bundles.pack(project, flags, args.bundle, seed=not args.no_seed)
         print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
         print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
               f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "

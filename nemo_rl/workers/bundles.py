@@ -166,8 +166,9 @@ def remove_dead_packs(root: Path) -> list[Path]:
     return removed
 
 
-def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
-    """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet."""
+def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> Manifest:
+    """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
+    user's own uv cache (pack_seed)."""
     if develop_state.read(project):
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
                           "run `nemo-rl deps develop --stop DIST` first")
@@ -195,12 +196,12 @@ def pack(project: Path, flags: list[str], dest: Path) -> Manifest:
                               "wait for it to finish (it is the bundle you asked for), or pack into another directory")
         if dest.exists():
             raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
-        return _pack(project, flags, dest)
+        return _pack(project, flags, dest, seed)
     finally:
         os.close(claim)
 
 
-def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
+def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
     _remove_dead_packs(dest)
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
     shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID (the live one would hold the claim)
@@ -210,7 +211,7 @@ def _pack(project: Path, flags: list[str], dest: Path) -> Manifest:
         cache, env = work / CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
         lock = lockfile.load_toml(project / "uv.lock")
-        pack_seed.seed(uv.cache_dir(), cache, lock)  # no second compile of what the builder built already
+        pack_seed.from_user_cache(cache, lock, seed)  # no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})

@@ -25,6 +25,7 @@ SIDECAR = "nemo-rl-cuda.json"  # beside the bundle's manifest
 FATBIN_MAGIC = 0xBA55ED50
 CUBIN, PTX = 2, 1
 # transformer-engine's build defaults when NVTE_CUDA_ARCHS is unset (build_tools/utils.py of 2.3)
+SMI_TIMEOUT = 30  # seconds: an nvidia-smi stuck on a wedged driver is "could not check", never a hang
 TE_DEFAULT_ARCHS = {(12, 8): (70, 80, 89, 90, 100, 120), (0, 0): (70, 80, 89, 90)}
 
 
@@ -111,6 +112,16 @@ def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple
         return tuple(sorted({int(m) for m in re.findall(r"(\d+)", setting)}))
     version = tuple(int(p) for p in (nvcc_version or "0.0").split(".")[:2])
     return next(archs for floor, archs in sorted(TE_DEFAULT_ARCHS.items(), reverse=True) if version >= floor)
+
+
+def declared_at_pack(environ=os.environ) -> tuple[int, ...]:
+    """The archs a pack declares: NVTE_CUDA_ARCHS, else transformer-engine's default for the nvcc found here."""
+    if environ.get("NVTE_CUDA_ARCHS"):
+        return declared_archs(environ)
+    from nemo_rl import toolchain
+
+    nvcc = toolchain.find_nvcc()
+    return declared_archs(environ, toolchain.nvcc_version(nvcc) if nvcc else None)
 
 
 def runs_on(archs: Archs, gpu: int) -> bool:
@@ -201,8 +212,9 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
                 f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
                 f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
                 f"{';'.join(map(str, tools['declared_archs_at_pack']))} (NVTE_CUDA_ARCHS): sm "
-                f"{', '.join(map(str, absent))} missing", f"uv reused a wheel built with other settings: `uv cache "
-                f"clean {dist}`, set NVTE_CUDA_ARCHS to the GPUs of your nodes, and pack again")
+                f"{', '.join(map(str, absent))} missing", "set NVTE_CUDA_ARCHS (in this shell and in any "
+                "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again: a seeded wheel without "
+                "them is built again in the pack's own cache, and your uv cache keeps its build (no `uv cache clean`)")
     data = {"toolchain": tools, "extensions": {
         name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
         for name, (dist, a, path) in sorted(extensions.items())}}
@@ -223,28 +235,55 @@ def read_record(bundle: Path) -> bytes:
                           "copy the bundle again from the builder") from exc
 
 
-def node_gpu() -> int | None:
-    """This node's GPU as an SM number (90 for compute capability 9.0), or None without one."""
+def _visible(rows: list[tuple[str, str, int]], environ) -> list[tuple[str, str, int]]:
+    """The (index, uuid, sm) rows CUDA_VISIBLE_DEVICES leaves this process (indices or UUID prefixes; CUDA stops
+    at the first entry naming no GPU; a MIG name is not mapped to its GPU here, so every GPU is checked)."""
+    setting = environ.get("CUDA_VISIBLE_DEVICES")
+    if setting is None:
+        return rows
+    chosen = []
+    for word in (w.strip() for w in setting.split(",")):
+        if word.startswith("MIG-"):
+            return rows
+        row = next((r for r in rows if word == r[0] or (word.startswith("GPU-") and r[1].startswith(word))), None)
+        if row is None:
+            break
+        chosen.append(row)
+    return chosen
+
+
+def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
+    """The SM number (90 for compute capability 9.0) of every GPU this process may use, and how they were found
+    or why none could be. A probe: never raises (a hung nvidia-smi is a reason, not an error)."""
     if shutil.which("nvidia-smi"):
-        out = run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], check=False, timeout=30)
-        match = re.search(r"(\d+)\.(\d+)", out.stdout) if out.returncode == 0 else None
-        if match:
-            return int(match.group(1)) * 10 + int(match.group(2))
+        try:
+            out = run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"], check=False,
+                      timeout=SMI_TIMEOUT)
+        except (OSError, NemoRLError) as exc:
+            return (), f"nvidia-smi did not answer ({str(exc).splitlines()[0][:120]})"
+        rows = [(m.group(1), m.group(2), int(m.group(3)) * 10 + int(m.group(4))) for m in
+                re.finditer(r"^\s*(\d+),\s*(\S+),\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
+        if rows:
+            visible = _visible(rows, environ)
+            if not visible:
+                return (), f"CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES')!r:.60} leaves no GPU"
+            return tuple(sm for _, _, sm in visible), "nvidia-smi" + (" (CUDA_VISIBLE_DEVICES)" if
+                                                                     "CUDA_VISIBLE_DEVICES" in environ else "")
     try:
         import torch
 
-        if torch.cuda.is_available():
-            major, minor = torch.cuda.get_device_capability()
-            return major * 10 + minor
+        if torch.cuda.is_available():  # torch honours CUDA_VISIBLE_DEVICES itself
+            return tuple(major * 10 + minor for major, minor in (torch.cuda.get_device_capability(i)
+                                                                 for i in range(torch.cuda.device_count()))), "torch"
     except Exception:  # a broken CUDA install: the same as no GPU for this check
         pass
-    return None
+    return (), "no GPU found (nvidia-smi, torch)"
 
 
 def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | None:
-    """Refuse (before anything is installed) a bundle whose extensions cannot run on this node's GPU (`gpu`:
-    tests only; a node asks node_gpu); a line saying what was checked, or that nothing could be, otherwise
-    (None: the bundle has no CUDA extensions)."""
+    """Refuse (before anything is installed) a bundle whose extensions cannot run on one of this node's GPUs
+    (`gpu`: tests only; a node asks node_gpus); a line saying what was checked, or that nothing could be,
+    otherwise (None: the bundle has no CUDA extensions)."""
     try:
         data = json.loads(record)
         extensions = {str(n): Archs(tuple(map(int, e["sm"])), tuple(map(int, e["ptx"])))
@@ -253,13 +292,14 @@ def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | Non
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
     if not extensions:
         return None
-    gpu = node_gpu() if gpu is None else gpu
+    gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
-    if gpu is None:
-        return f"no GPU found (nvidia-smi, torch): could not check the bundle's CUDA architectures ({held})"
-    unfit = [n for n, a in extensions.items() if not runs_on(a, gpu)]
-    if unfit:
-        raise NemoRLError(f"this node's GPU is sm_{gpu}, but the bundle's {held}: {', '.join(unfit)} cannot run "
-                          "here", f"pack on the builder with NVTE_CUDA_ARCHS including {gpu} (e.g. "
-                          f"NVTE_CUDA_ARCHS=\"{gpu}\") after `uv cache clean transformer-engine-torch`")
-    return f"GPU sm_{gpu} fits the bundle's {held}"
+    if not gpus:
+        return f"{found}: could not check the bundle's CUDA architectures ({held})"
+    for one in sorted(set(gpus)):
+        unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
+        if unfit:
+            raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
+                              "here", f"pack again on the builder with NVTE_CUDA_ARCHS including {one} (e.g. "
+                              f"NVTE_CUDA_ARCHS=\"{one}\"): a seeded wheel without it is built again for the bundle")
+    return f"GPU {', '.join(f'sm_{g}' for g in sorted(set(gpus)))} ({found}) fits the bundle's {held}"

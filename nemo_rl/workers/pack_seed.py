@@ -1,85 +1,251 @@
-"""A pack's fresh uv cache seeded with the wheels uv already built here from the lock's sdists.
+"""A pack's fresh uv cache seeded with the wheels uv already built here, by this user, from the lock's sdists.
 
 A pack builds its environment into a fresh cache, so that the bundle holds exactly what one environment needs.
 For an sdist that is a 20-minute compile (transformer-engine-torch's CUDA extension) that would be a second
 build of a wheel the builder's own cache already holds. uv keeps a built wheel under the sdist's revision
-(`sdists-v*/pypi/NAME/VERSION/REVISION/SETTINGS/`), keyed by the sdist's hash and the build settings, and
-decides itself whether it still fits: the seed copies only those entries (never the unpacked sources in
-`src/`, which are build scratch) with the unpacked wheels they link to in `archive-v*`, and uv then reuses or
-rebuilds as it would in the user's cache. What the extension really holds is read from its binary afterwards
-(cuda_archs.record), so a seeded wheel built with other settings still fails the pack.
+(`sdists-v*/pypi/NAME/VERSION/revision.http` names the revision and the sdist's hash; the wheels are in
+`VERSION/REVISION/SETTINGS/`, linked to their unpacked copies in `archive-v*`). uv checks the sdist's hash,
+never the built wheel, so what is seeded is trusted as built: the seed extends to the bundle the trust this
+user's own `uv sync` already gives the cache, and no further.
+
+- The cache is the one $UV_CACHE_DIR or uv's defaults name (`uv --no-config cache dir`): a checkout's
+  `[tool.uv] cache-dir` or uv.toml (a pull request) never chooses it.
+- Only the revision whose hash is the lock's sdist hash; only what this user owns and nobody else may write;
+  a link only when it is uv's own, to exactly one `archive-v*/ENTRY`; no FIFO, device or link is ever followed
+  or copied; never the unpacked sources (`src/`, build scratch).
+- NVTE_CUDA_ARCHS is not in uv's cache key: a wheel whose extensions lack a declared arch is not seeded (the
+  pack builds it for the declared archs, and the user's cache keeps its own build).
+- Seeding is an optimisation: whatever fails (a `uv cache clean` meanwhile) leaves that wheel unseeded.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import uv
+from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, ours, plan_copy, read_own, real_dir
 
 SCRATCH = "src"  # a revision's unpacked sdist: what the build ran in, not what it made
+REVISION_FILE = "revision.http"
+REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
+OFF = "`nemo-rl envs pack --no-seed` builds it again"
 
 
-def sdist_builds(lock: dict) -> dict[str, str]:
-    """{name: version} of the packages uv.lock takes from an index as an sdist only (no wheel): uv builds them
-    on the builder."""
-    return {str(p["name"]): str(p["version"]) for p in lock.get("package", []) if isinstance(p, dict)
-            and p.get("sdist") and not p.get("wheels") and "registry" in (p.get("source") or {})
-            and isinstance(p.get("name"), str) and isinstance(p.get("version"), str)
-            and "/" not in p["name"] + p["version"] and not (p["name"] + p["version"]).startswith(".")}
+@dataclass(frozen=True)
+class Seeded:
+    name: str
+    version: str
+    entry: str  # its directory in the user's cache, relative to it
+    sm: tuple[int, ...]  # the cubins its extensions hold (none without device code)
 
 
-def _entries(user_cache: Path, name: str, version: str) -> list[Path]:
-    """The user's cache directories holding the builds of `name` `version`'s sdist (the default index and
-    named ones)."""
+def user_cache() -> tuple[Path | None, str]:
+    """(the builder's own uv cache, resolved; or None) and what was found, in a phrase."""
+    named = uv.cache_dir()
+    if named is None:
+        return None, "uv named no cache"
+    if not named.is_absolute():
+        return None, f"the uv cache {named} is not an absolute path (set UV_CACHE_DIR to one)"
+    real = named.resolve()
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return None, f"no uv cache at {real}"
+    if not stat.S_ISDIR(info.st_mode) or not ours(info):
+        return None, f"the uv cache {real} is not a directory only this user may write"
+    return real, f"the uv cache {real}"
+
+
+def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
+    """{name: (version, sdist sha256)} of the packages uv.lock takes from an index as an sdist only (no wheel):
+    uv builds them on the builder."""
+    found = {}
+    for p in lock.get("package", []):
+        if not (isinstance(p, dict) and isinstance(p.get("sdist"), dict) and not p.get("wheels")
+                and "registry" in (p.get("source") or {})):
+            continue
+        name, version, digest = p.get("name"), p.get("version"), p["sdist"].get("hash")
+        if not (isinstance(name, str) and isinstance(version, str) and isinstance(digest, str)):
+            continue
+        # names and versions become directory names: never `..` or a `/` (the lock is a pull request's to edit)
+        if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)
+                and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
+            continue
+        found[name] = (version, digest.split(":", 1)[1])
+    return found
+
+
+def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
+    """The user's cache directories of `name` `version`'s sdist (the default index and named ones), every
+    directory on the way a real one of this user's: a linked bucket or index is not followed."""
     found = []
     for bucket in sorted(user_cache.glob("sdists-v*")):
-        for index in [bucket / "pypi", *sorted((bucket / "index").glob("*"))]:
+        if not real_dir(bucket):
+            progress(f"not seeding from {bucket}: a link, or a directory others may write")
+            continue
+        indexes = [bucket / "pypi"]
+        if real_dir(bucket / "index"):
+            indexes += sorted((bucket / "index").iterdir())
+        for index in indexes:
             entry = index / name / version
-            if entry.is_dir() and not entry.is_symlink() and not (index / name).is_symlink():
+            if all(map(real_dir, (index, index / name, entry))):
                 found.append(entry)
     return found
 
 
-def _copy_entry(entry: Path, user_cache: Path, cache: Path) -> None:
-    target = cache / entry.relative_to(user_cache)
+def revision_of(data: bytes, sha256: str) -> str | None:
+    """The revision `revision.http` names when its hashes include `sha256`: uv writes it as msgpack,
+    [revision id, [{"Sha256": hex}, ...], ...], then the HTTP cache policy."""
+    if len(data) < 3 or data[0] & 0xF0 != 0x90:
+        return None
+    size, start = (data[1] - 0xA0, 2) if 0xA0 <= data[1] <= 0xBF else (data[2], 3) if data[1] == 0xD9 else (0, 0)
+    revision = data[start:start + size].decode("ascii", "replace") if start else ""
+    if not REVISION_ID.fullmatch(revision):
+        return None
+    return revision if b"\xa6Sha256\xd9\x40" + sha256.encode() in data[start + size:] else None
 
-    def skip(directory: str, names: list[str]) -> list[str]:
-        return [SCRATCH] if SCRATCH in names and len(Path(directory).relative_to(entry).parts) == 1 else []
 
-    shutil.copytree(entry, target, symlinks=True, ignore=skip, dirs_exist_ok=True)
-    real_cache = os.path.realpath(user_cache)
-    for dirpath, dirnames, filenames in os.walk(target):
-        for name in [*dirnames, *filenames]:
-            link = Path(dirpath) / name
-            if not link.is_symlink():
+def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
+    """The cubins of the shared objects about to be seeded; Refused when one lacks a declared arch."""
+    from nemo_rl.workers import cuda_archs
+
+    held: set[int] = set()
+    for path in (f for plan in plans for f in plan.files):
+        if not (path.name.endswith(".so") or ".so." in path.name):
+            continue
+        archs = cuda_archs.fatbin_archs(path)
+        if archs is None:
+            continue
+        absent = [a for a in declared if a not in archs.sm]
+        if absent:
+            raise Refused(f"{path.name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the pack "
+                          f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): it is built again for them")
+        held.update(archs.sm)
+    return tuple(sorted(held))
+
+
+def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
+                   made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
+    """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the unpacked
+    copies it links to; (its cubins, what was left out), or None when there is no wheel."""
+    plan = plan_copy(settings, user_cache, in_archive=False, flat=flat)
+    if not plan.files and not plan.links:
+        return None
+    archives = {target: plan_copy(target, user_cache, in_archive=True) for target in set(plan.links.values())}
+    linked_out = [d for a in archives.values() for d in a.dropped]
+    if linked_out:
+        raise Refused(f"its unpacked copy holds what a wheel never does: {', '.join(linked_out[:3])}")
+    sm = _check_archs([plan, *archives.values()], declared())
+    copy_plan(plan, user_cache, cache, made)
+    for target, archive in archives.items():
+        if not (cache / target.relative_to(user_cache)).exists():
+            copy_plan(archive, user_cache, cache, made)
+    for link, target in plan.links.items():
+        landing = cache / link.relative_to(user_cache)
+        os.symlink(os.path.relpath(cache / target.relative_to(user_cache), landing.parent), landing)
+    return sm, plan.dropped
+
+
+def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
+                  declared: Callable[[], tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
+    """Seed the revision of `version_dir` built from the lock's sdist; [(settings entry, cubins)] seeded."""
+    revision = revision_of(read_own(version_dir / REVISION_FILE), sha256)
+    if revision is None:
+        raise Refused(f"its {REVISION_FILE} names another sdist than the lock's (sha256 {sha256[:12]}...)")
+    if not real_dir(version_dir / revision):
+        raise Refused(f"its revision {revision} is not a directory only this user may write")
+    seeded = []
+    # uv keeps a wheel built with default settings in the revision itself, others in SETTINGS/ below it: the
+    # revision's own first, so that removing what a failed one made never removes another's
+    units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())
+                                                if d.name != SCRATCH and real_dir(d)]
+    for settings, flat in units:
+        entry = settings.relative_to(user_cache).as_posix()
+        made: list[Path] = []
+        try:
+            done = _seed_settings(settings, user_cache, cache, declared, made, flat)
+            if done is None:
                 continue
-            # uv links a built wheel to its unpacked copy in archive-v*: that copy comes along, and the link is
-            # made again relative to it; any other link (one leaving the user's cache) is dropped
-            real = os.path.realpath(user_cache / link.relative_to(cache))
-            link.unlink()
-            relative = Path(os.path.relpath(real, real_cache))  # "../..." when it leaves the cache
-            if not os.path.isdir(real) or not relative.parts[0].startswith("archive-v"):
-                continue
-            landing = cache / relative
-            if not landing.exists():
-                shutil.copytree(real, landing, symlinks=True)
-            os.symlink(os.path.relpath(landing, link.parent), link)
+            sm, dropped = done
+        except (Refused, OSError, shutil.Error, NemoRLError) as exc:
+            for path in reversed(made):
+                shutil.rmtree(path, ignore_errors=True)
+            progress(f"not seeding {entry}: {_reason(exc)}; uv builds it in the fresh cache")
+            continue
+        if dropped:
+            progress(f"seeding {entry} without {', '.join(dropped[:3])}")
+        seeded.append((entry, sm))
+    if seeded:
+        target = cache / (version_dir / REVISION_FILE).relative_to(user_cache)
+        try:
+            copy_file(version_dir / REVISION_FILE, target)
+        except BaseException:  # without it uv never finds the wheels: they would only weigh on the bundle
+            shutil.rmtree(cache / (version_dir / revision).relative_to(user_cache), ignore_errors=True)
+            raise
+    return seeded
 
 
-def seed(user_cache: Path | None, cache: Path, lock: dict) -> list[str]:
-    """Copy the user's built wheels of the lock's sdists into the fresh `cache`; the names seeded."""
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, NemoRLError):
+        return exc.what
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror or exc} ({exc.filename}: changed while seeding?)"
+    return str(exc)
+
+
+def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] | None = None
+         ) -> list[Seeded]:
+    """Copy this user's built wheels of the lock's sdists into the fresh `cache` (`user_cache`: from
+    user_cache(), resolved); what was seeded. `declared`: the archs the pack declares (cuda_archs')."""
     if user_cache is None or not user_cache.is_dir() or os.path.realpath(user_cache) == os.path.realpath(cache):
         return []
+    if declared is None:
+        from nemo_rl.workers import cuda_archs
+
+        declared = cuda_archs.declared_at_pack
+    found: list[tuple[int, ...]] = []
+    asked = declared
+
+    def once() -> tuple[int, ...]:  # nvcc --version only when a wheel is there to check
+        if not found:
+            found.append(asked())
+        return found[0]
+
     seeded = []
-    for name, version in sorted(sdist_builds(lock).items()):
-        entries = _entries(user_cache, name, version)
-        for entry in entries:
-            _copy_entry(entry, user_cache, cache)
-        if entries:
-            seeded.append(name)
-    if seeded:
-        progress(f"seeding the fresh cache with the wheels {user_cache} holds for {', '.join(seeded)} "
-                 "(uv reuses them when their sdist and build settings match, and builds otherwise)")
+    for name, (version, sha256) in sorted(sdist_builds(lock).items()):
+        for version_dir in _version_dirs(user_cache, name, version):
+            try:
+                entries = _seed_version(version_dir, sha256, user_cache, cache, once)
+            except (Refused, OSError, shutil.Error, NemoRLError) as exc:
+                progress(f"not seeding {name} {version} from {version_dir}: {_reason(exc)}")
+                continue
+            seeded += [Seeded(name, version, entry, sm) for entry, sm in entries]
+    for item in seeded:
+        progress(f"seeded the fresh cache with {item.name} {item.version} as built in {user_cache}/{item.entry}"
+                 + (f" (cubins for sm {', '.join(map(str, item.sm))})" if item.sm else "")
+                 + f": the builder's own uv cache is trusted for it ({OFF})")
+    return seeded
+
+
+def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
+    """The pack's seeding, said as it happens: from where, or why not."""
+    if not enabled:
+        progress("not seeding the fresh cache (--no-seed): uv builds every sdist of the lock in it")
+        return []
+    user, found = user_cache()
+    if user is None:
+        progress(f"not seeding the fresh cache: {found}")
+        return []
+    seeded = seed(user, cache, lock)
+    if not seeded:
+        progress(f"nothing seeded from {found}: no built wheel there of the lock's sdists that passes the checks")
     return seeded

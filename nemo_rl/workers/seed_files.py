@@ -1,0 +1,129 @@
+"""A user's uv cache entry read without trusting more than its owner: every path checked with lstat, never a
+link followed (uv's own links into `archive-v*` excepted, to exactly one entry), nothing this user does not own
+or others may write, never a FIFO or device opened (pack_seed copies what these allow)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+ARCHIVE = re.compile(r"archive-v\d+")
+
+
+class Refused(Exception):
+    """Why one built wheel is not seeded (a phrase)."""
+
+
+def ours(info: os.stat_result) -> bool:
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def real_dir(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and ours(info)
+
+
+def read_own(path: Path) -> bytes:
+    fd = open_own(path)
+    try:
+        with open(fd, "rb", closefd=False) as fh:
+            return fh.read(1 << 20)
+    finally:
+        os.close(fd)
+
+
+def open_own(path: Path) -> int:
+    """A descriptor of `path` when it is a file of this user's that nobody else may write (never a link
+    followed, never a FIFO waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or not ours(info):
+        os.close(fd)
+        raise Refused(f"{path} is not a file only this user may write")
+    return fd
+
+
+def archive_target(link: Path, user_cache: Path) -> Path | None:
+    """The `archive-v*/ENTRY` directory uv's link points to, or None for any other link."""
+    lexical = Path(os.path.normpath(os.path.join(link.parent, os.readlink(link))))
+    try:
+        parts = lexical.relative_to(user_cache).parts
+    except ValueError:
+        return None
+    if len(parts) != 2 or not ARCHIVE.fullmatch(parts[0]) or parts[1] in (".", ".."):
+        return None
+    if os.path.realpath(link) != str(lexical) or not real_dir(user_cache / parts[0]) or not real_dir(lexical):
+        return None  # a link on the way there
+    return lexical
+
+
+@dataclass
+class Plan:
+    dirs: list[Path]
+    files: list[Path]
+    links: dict[Path, Path]  # link in the entry -> the archive entry it names
+    dropped: list[str]
+
+
+def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False) -> Plan:
+    """What copying `top` takes, every path checked without following a link; Refused when it holds a path
+    this user does not own or others may write."""
+    plan = Plan([top], [], {}, [])
+    if not real_dir(top):
+        raise Refused(f"{top} is not a directory only this user may write")
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):  # os.walk never descends into a link
+        if flat:  # a revision's own wheel (built without settings): its directories are other builds, sources
+            dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            info = os.lstat(path)
+            if name.endswith(".lock") and stat.S_ISREG(info.st_mode):
+                continue  # uv's lock files (0666): made again by uv where it needs one
+            if stat.S_ISLNK(info.st_mode):
+                target = None if in_archive else archive_target(path, user_cache)
+                if target is None:
+                    plan.dropped.append(f"{path.name} (a link not to one archive-v* entry)")
+                else:
+                    plan.links[path] = target
+            elif not ours(info):
+                raise Refused(f"{path} is not this user's, or others may write it")
+            elif stat.S_ISDIR(info.st_mode):
+                plan.dirs.append(path)
+            elif stat.S_ISREG(info.st_mode):
+                plan.files.append(path)
+            else:
+                plan.dropped.append(f"{path.name} (not a file)")
+    return plan
+
+
+def copy_plan(plan: Plan, source_root: Path, target_root: Path, made: list[Path]) -> None:
+    for directory in plan.dirs:
+        target = target_root / directory.relative_to(source_root)
+        if not target.exists():
+            target.mkdir(parents=True)
+            made.append(target)
+    for path in plan.files:
+        copy_file(path, target_root / path.relative_to(source_root))
+
+
+def copy_file(source: Path, target: Path) -> None:
+    fd = open_own(source)
+    try:
+        info = os.fstat(fd)
+        with open(fd, "rb", closefd=False) as src, open(target, "xb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chmod(target, stat.S_IMODE(info.st_mode) & 0o755)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    finally:
+        os.close(fd)
