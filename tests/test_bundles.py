@@ -483,6 +483,23 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     assert "uv sync --locked" in raised.value.remedy and str(env) not in raised.value.remedy
 
 
+def test_a_checkout_environment_a_killed_build_left_with_ray_in_is_made_again_offline(builder, tmp_path):
+    """The bootstrap was killed after it installed Ray, before msgpack: the documented command makes it whole."""
+    world, bundle, head, command = builder
+    project, env = offline_node(tmp_path, world)
+    assert node_build(project, env, command).returncode == 0
+    venv = project / ".venv"
+    assert not bundles.driver_unfinished(project).exists()
+    site = next(venv.glob("lib/python*/site-packages"))
+    for path in [p for p in site.iterdir() if p.name.lower().startswith("msgpack")]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    bundles.driver_unfinished(project).touch()  # what build_driver leaves when it is killed midway
+    result = node_build(project, env, command)
+    assert result.returncode == 0, result.stderr
+    assert "making the checkout's environment" in result.stderr and installed.installed(venv, "msgpack")[0]
+    assert not bundles.driver_unfinished(project).exists()
+
+
 @pytest.mark.parametrize("state", ["python link dangling", "interpreter only"])
 def test_a_broken_checkout_environment_is_made_again_offline(builder, tmp_path, state):
     """The documented command on a node whose `.venv` is broken: a dangling interpreter link (uv run --no-project

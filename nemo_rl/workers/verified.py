@@ -6,6 +6,7 @@ modules it imported, and the state of the files it covered: every directory unde
 added, removed or renamed anywhere changes its directory's listing), every file the import check loaded (modules
 and mapped shared libraries), and the files every start of the interpreter reads: `pyvenv.cfg`, the `.pth` files
 and `bin/python*` with what they link to (an edit in place changes a file's mtime; a replaced file, its inode).
+A directory's line holds its mode and each link's target in it (a `chmod 777`, a link pointed elsewhere).
 `__pycache__` is left out: Python writes it whenever a worker imports something new.
 
 Two digests of that state: `state`, by each directory's listing, is the proof; `stats`, by each directory's own
