@@ -52,7 +52,7 @@ class Record:
     stats: str | None
 
 
-def _sites(env: Path) -> list[Path]:
+def sites(env: Path) -> list[Path]:
     """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
     seen: dict[Path, Path] = {}
     for site in installed.site_packages_dirs(env):
@@ -63,7 +63,7 @@ def _sites(env: Path) -> list[Path]:
 def watched_dirs(env: Path) -> list[str]:
     """Directories whose listing the verification relied on, relative to `env`."""
     found = []
-    for top in [env / "bin", *_sites(env)]:
+    for top in [env / "bin", *sites(env)]:
         for dirpath, dirnames, _ in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             found.append(os.path.relpath(dirpath, env))
@@ -73,9 +73,9 @@ def watched_dirs(env: Path) -> list[str]:
 def startup_files(env: Path) -> list[str]:
     """What every start of the environment's interpreter reads, relative to `env`: an edit in place of these
     changes no directory."""
-    sites = _sites(env)
+    found = sites(env)
     return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
-                   *(os.path.relpath(p, env) for site in sites for p in site.glob("*.pth"))})
+                   *(os.path.relpath(p, env) for site in found for p in site.glob("*.pth"))})
 
 
 def inside(env: Path, paths: list[str]) -> list[str]:
@@ -185,7 +185,7 @@ def loose(env: Path) -> list[str]:
     """Files and directories of the environment that group or others may write (links aside: their mode is not
     theirs), relative to it: code a co-user could change after it was checked."""
     found = []
-    for top in [env / "bin", *_sites(env)]:
+    for top in [env / "bin", *sites(env)]:
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
@@ -274,7 +274,7 @@ def read(env: Path) -> Record | None:
 def covers(record: Record, env: Path, project: Path) -> bool:
     """Whether the record covers what any verification of this environment covers: its top directories, the
     start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
-    tops = {"bin", *(os.path.relpath(p, env) for p in _sites(env))}
+    tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
     needed = modules_to_import(lockfile.forks(project), env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)
             and set(needed) <= set(record.modules))
