@@ -249,8 +249,8 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
                 problems += map(str, differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    # and the metadata the commit and version checks read (an edit in place leaves the directory as it was);
-    # nothing is recorded when any of it moved while it was checked
+    # recorded: what the check loaded and the metadata the commit and version checks read (an edit in place
+    # leaves the directory as it was); nothing is recorded when any of it moved while it was checked
     metadata = [str(p) for site in verified.sites(env.path)  # by the paths the snapshot took: lib64 is lib
                 for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
     verified.write(env.path, project, result.python, ray_there, modules, watched,
