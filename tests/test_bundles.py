@@ -425,6 +425,48 @@ def test_a_half_made_checkout_environment_is_made_again_never_in_a_loop(tmp_path
     assert not command._without_driver(tmp_path)
 
 
+def test_a_checkout_environment_whose_build_was_killed_is_made_again(tmp_path, monkeypatch):
+    """Ray in, a dependency not yet: the mark build_driver removes last says the `.venv` is unfinished."""
+    from nemo_rl.envs import command
+
+    venv = tmp_path / ".venv"
+    site = venv / "lib" / "python3.12" / "site-packages"
+    (site / "ray-2.0.0.dist-info").mkdir(parents=True)
+    (site / "ray-2.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
+    monkeypatch.delenv("UV_PROJECT_ENVIRONMENT", raising=False)
+    monkeypatch.delenv(command.REEXEC, raising=False)
+    assert not command._without_driver(tmp_path)
+    bundles.driver_unfinished(tmp_path).touch()
+    assert command._without_driver(tmp_path)
+
+
+def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
+    """uv keeps a cached file's mode in the environment: a bundle's group-writable file must not stay so."""
+    source = tmp_path / "bucket"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "mod.py").write_text("x = 1\n")
+    os.chmod(source / "pkg" / "mod.py", 0o666)
+    os.chmod(source / "pkg", 0o777)
+    bundles._link_tree(source, tmp_path / "linked")
+    bundles._copy_tree(source, tmp_path / "copied")
+    for root in (tmp_path / "linked", tmp_path / "copied"):
+        assert (root / "pkg" / "mod.py").read_text() == "x = 1\n"
+        assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
+
+
+def test_an_environment_built_under_umask_002_is_made_writable_by_its_owner_only(tmp_path):
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "tool").write_text("#!/bin/sh\n")
+    for path, mode in [(tmp_path / "env" / "bin" / "tool", 0o775), (tmp_path / "env" / "bin", 0o2777)]:
+        os.chmod(path, mode)
+    os.symlink("tool", tmp_path / "env" / "bin" / "link")
+    bundles.strip_group_write(tmp_path / "env")
+    assert oct((tmp_path / "env" / "bin" / "tool").stat().st_mode & 0o7777) == "0o755"
+    assert oct((tmp_path / "env" / "bin").stat().st_mode & 0o7777) == "0o2755"
+
+
 def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monkeypatch):
     """Rebuilding the worker environment cannot give the driver Ray: the fix names the driver's."""
     from nemo_rl.workers import environments
@@ -439,6 +481,23 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     with pytest.raises(NemoRLError, match="has no Ray") as raised:
         environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), tmp_path)
     assert "uv sync --locked" in raised.value.remedy and str(env) not in raised.value.remedy
+
+
+def test_a_checkout_environment_a_killed_build_left_with_ray_in_is_made_again_offline(builder, tmp_path):
+    """The bootstrap was killed after it installed Ray, before msgpack: the documented command makes it whole."""
+    world, bundle, head, command = builder
+    project, env = offline_node(tmp_path, world)
+    assert node_build(project, env, command).returncode == 0
+    venv = project / ".venv"
+    assert not bundles.driver_unfinished(project).exists()
+    site = next(venv.glob("lib/python*/site-packages"))
+    for path in [p for p in site.iterdir() if p.name.lower().startswith("msgpack")]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    bundles.driver_unfinished(project).touch()  # what build_driver leaves when it is killed midway
+    result = node_build(project, env, command)
+    assert result.returncode == 0, result.stderr
+    assert "making the checkout's environment" in result.stderr and installed.installed(venv, "msgpack")[0]
+    assert not bundles.driver_unfinished(project).exists()
 
 
 @pytest.mark.parametrize("state", ["python link dangling", "interpreter only"])

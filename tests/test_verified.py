@@ -10,6 +10,9 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
+from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import verified
 
 
@@ -28,7 +31,8 @@ def verified_env(tmp_path: Path) -> tuple[Path, Path]:
     os.symlink(sys.executable, env / "bin" / "python")
     dirs = verified.watched_dirs(env)
     files = ["lib/python3.12/site-packages/pkg/__init__.py"]
-    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"], dirs, files)
+    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"], dirs, files,
+                   verified.snapshot(env, dirs))
     assert verified.still_verified(env, project)
     return env, project
 
@@ -62,8 +66,9 @@ def test_a_hand_made_record_of_any_shape_is_no_record(tmp_path):
 def settled(monkeypatch, env: Path, project: Path) -> None:
     """Record as if every path had been written long ago (RACY_NS off), so the fast digest is kept."""
     monkeypatch.setattr(verified, "RACY_NS", -10**18)
-    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
-                   verified.watched_dirs(env), ["lib/python3.12/site-packages/pkg/__init__.py"])
+    dirs = verified.watched_dirs(env)
+    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"], dirs,
+                   ["lib/python3.12/site-packages/pkg/__init__.py"], verified.snapshot(env, dirs))
     assert verified.read(env).stats is not None
 
 
@@ -151,3 +156,126 @@ def test_lib64_is_walked_once(tmp_path):
     env, _ = verified_env(tmp_path)
     os.symlink("lib", env / "lib64")
     assert not [d for d in verified.watched_dirs(env) if d.startswith("lib64")]
+
+
+PKG = "lib/python3.12/site-packages/pkg/__init__.py"
+
+
+def test_an_edit_while_it_is_checked_is_not_recorded(tmp_path):
+    """The check read the old bytes; the record would name the new ones: nothing is recorded."""
+    env, project = verified_env(tmp_path)
+    os.remove(env / verified.RECORD)
+    dirs = verified.watched_dirs(env)
+    before = verified.snapshot(env, dirs)
+    (env / PKG).write_text("x = 'edited during the check'\n")
+    assert not verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
+                              dirs, [PKG], before)
+    assert not (env / verified.RECORD).exists()
+
+
+def test_a_directory_made_writable_by_others_is_noticed(tmp_path, monkeypatch):
+    """chmod 777 site-packages adds no file: its mode is in the record."""
+    env, project = verified_env(tmp_path)
+    settled(monkeypatch, env, project)
+    os.chmod(env / "lib" / "python3.12" / "site-packages", 0o777)
+    assert not verified.still_verified(env, project)
+
+
+def test_a_linked_directory_pointed_elsewhere_is_noticed(tmp_path, monkeypatch):
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    for name in ("A", "B"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.py").write_text(f"# {name}\n")
+    env, project = verified_env(tmp_path)
+    os.symlink(tmp_path / "A", site / "ext")
+    settled(monkeypatch, env, project)
+    os.remove(site / "ext")
+    os.symlink(tmp_path / "B", site / "ext")
+    assert not verified.still_verified(env, project)
+
+
+def test_a_listing_that_does_not_read_does_not_hold(tmp_path, monkeypatch):
+    """Listed through a descriptor (no /proc needed); a listing that fails proves nothing, when the record is
+    written as when it is compared (a failure on both sides must not compare equal)."""
+    env, project = verified_env(tmp_path)
+    os.remove(env / verified.RECORD)
+    real = os.scandir
+    monkeypatch.setattr(verified.os, "scandir", lambda p=".": (_ for _ in ()).throw(OSError(5, "EIO"))
+                        if isinstance(p, int) else real(p))
+    settled_dirs = verified.watched_dirs(env)
+    verified.write(env, project, platform.python_version(), verified.driver_ray(sys.prefix), ["ray"], settled_dirs,
+                   [PKG], verified.snapshot(env, settled_dirs))
+    (env / "lib" / "python3.12" / "site-packages" / "sitecustomize.py").write_text("print('at every start')\n")
+    assert not verified.still_verified(env, project)
+
+
+def test_a_temporary_record_a_killed_write_left_is_removed(tmp_path, monkeypatch):
+    env, project = verified_env(tmp_path)
+    left = env / f".{verified.RECORD}.abc123.tmp"
+    left.write_text("{")
+    os.utime(left, (0, 0))
+    settled(monkeypatch, env, project)
+    assert not left.exists()
+
+
+def test_group_or_other_writable_files_are_found(tmp_path):
+    env, _ = verified_env(tmp_path)
+    assert verified.loose(env) == []
+    os.chmod(env / PKG, 0o666)
+    os.chmod(env / "bin", 0o777)
+    assert sorted(verified.loose(env)) == ["bin", PKG]
+
+
+def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
+    """A worker environment with this checkout's uv.lock and the driver's Ray, checked by `environments.verify`
+    with the import check faked (`during` runs inside it)."""
+    from nemo_rl import imports
+    from nemo_rl.project import installed
+    from nemo_rl.workers import environments
+
+    root = Path(__file__).resolve().parents[1]
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(root / name, project / name)
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.12" / "site-packages"
+    (site / "ray").mkdir(parents=True)
+    (site / "ray" / "__init__.py").write_text("ok = 1\n")
+    ray = installed.installed(Path(sys.prefix), "ray")[1]
+    (site / f"ray-{ray}.dist-info").mkdir()
+    (site / f"ray-{ray}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: ray\nVersion: {ray}\n")
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (env / "bin").mkdir()
+    os.symlink(sys.executable, env / "bin" / "python")
+    monkeypatch.setattr(installed, "site_packages", lambda e: [str(p) for p in installed.site_packages_dirs(e)])
+
+    def check(python, modules):
+        during(site)
+        return imports.Result(platform.python_version(), {}, (str(site / "ray" / "__init__.py"),))
+
+    monkeypatch.setattr(imports, "check", check)
+    return env, project, lambda: environments.verify(environments.WorkerEnv("k", env, ("--locked",), project, ""),
+                                                      project)
+
+
+def test_verification_records_what_it_checked(tmp_path, monkeypatch):
+    env, project, verify = _checked_env(tmp_path, monkeypatch)
+    verify()
+    assert verified.still_verified(env, project)
+
+
+def test_a_file_edited_during_verification_is_not_recorded(tmp_path, monkeypatch):
+    env, project, verify = _checked_env(tmp_path, monkeypatch,
+                                        lambda site: (site / "ray" / "__init__.py").write_text("ok = 2\n"))
+    verify()
+    assert not (env / verified.RECORD).exists()
+
+
+def test_an_environment_others_may_write_is_refused_naming_the_file(tmp_path, monkeypatch):
+    env, project, verify = _checked_env(tmp_path, monkeypatch)
+    os.chmod(env / "lib" / "python3.12" / "site-packages" / "ray" / "__init__.py", 0o664)
+    with pytest.raises(NemoRLError, match="ray/__init__.py") as raised:
+        verify()
+    assert "chmod -R go-w" in raised.value.remedy
+    assert not (env / verified.RECORD).exists()

@@ -80,9 +80,10 @@ def _flags(py_executable: str) -> list[str]:
 
 def _without_driver(project: Path) -> bool:
     """Whether nemo-rl runs outside a working driver environment: in no environment (`uv run --no-project`), or in
-    the checkout's own `.venv` while it lacks Ray (a `.venv` left empty or half-made, which `uv run --no-project`
-    picks over the base Python). The bootstrap makes `.venv` exact; in one it has made, this is never asked
-    again (REEXEC), so a `.venv` the bootstrap cannot repair is an error, not a loop."""
+    the checkout's own `.venv` while it lacks Ray or a build of it was killed midway (bundles.driver_unfinished;
+    `uv run --no-project` picks such a `.venv` over the base Python). The bootstrap makes `.venv` exact and
+    removes the mark last; in one it has made, this is never asked again (REEXEC), so a `.venv` the bootstrap
+    cannot repair is an error, not a loop."""
     from nemo_rl.errors import NemoRLError
     from nemo_rl.project import installed
     from nemo_rl.workers import bundles
@@ -90,7 +91,10 @@ def _without_driver(project: Path) -> bool:
     if sys.prefix == sys.base_prefix:
         return True
     here = Path(sys.prefix).resolve()
-    if here != bundles.driver_path(project).resolve() or installed.installed(here, "ray")[0]:
+    if here != bundles.driver_path(project).resolve():
+        return False
+    unfinished = bundles.driver_unfinished(project).exists()  # a build killed midway: Ray may be in, not the rest
+    if installed.installed(here, "ray")[0] and not unfinished:
         return False
     if os.environ.get(REEXEC) == str(here):
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",

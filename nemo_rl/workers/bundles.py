@@ -243,6 +243,31 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
     return manifest
 
 
+def _copy(source: str | Path, target: str | Path, *, follow_symlinks: bool = True) -> None:
+    """copy2 without the write bits for group and others: uv keeps a cached file's mode in the environment it
+    installs (copy and hard-link mode alike), and a file a co-user may write is code they may change after the
+    check (verification refuses such an environment)."""
+    shutil.copy2(source, target, follow_symlinks=follow_symlinks)
+    if not os.path.islink(target):
+        os.chmod(target, os.stat(target).st_mode & 0o7777 & ~0o022)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, symlinks=True, copy_function=_copy)
+    for dirpath, _, _ in os.walk(target):  # copytree gives directories their source's mode
+        os.chmod(dirpath, os.stat(dirpath).st_mode & 0o7777 & ~0o022)
+
+
+def strip_group_write(root: Path) -> None:
+    """Take group's and others' write bits off everything under `root` that has them (links aside: theirs is
+    not a mode): an environment built under umask 002, or from a cache whose files keep such modes."""
+    for dirpath, _, filenames in os.walk(root):
+        for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
+            st = os.lstat(path)
+            if st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode):
+                os.chmod(path, st.st_mode & 0o7777 & ~0o022)
+
+
 def _link_tree(source: Path, target: Path) -> int:
     """`target` with the directories of `source` and its files, so whatever uv adds (the project's own editable
     wheel) lands in `target`, never in the bundle. A file only this user can write is hard-linked when the bundle
@@ -265,7 +290,7 @@ def _link_tree(source: Path, target: Path) -> int:
                 os.unlink(here)
             except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
                 pass
-        shutil.copy2(path, here)
+        _copy(path, here)
 
     source = source.resolve()
     for dirpath, dirnames, filenames in os.walk(source):
@@ -304,9 +329,9 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
                 linked += _link_tree(bucket, cache / bucket.name)
             elif bucket.is_dir() and not bucket.is_symlink():
-                shutil.copytree(bucket, cache / bucket.name, symlinks=True)
+                _copy_tree(bucket, cache / bucket.name)
             else:
-                shutil.copy2(bucket, cache / bucket.name, follow_symlinks=False)
+                _copy(bucket, cache / bucket.name, follow_symlinks=False)
         check_copy(cache, bundle, manifest, record)
         checked = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each archive
         progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
@@ -326,13 +351,25 @@ def driver_path(project: Path) -> Path:
     return project / os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")
 
 
+def driver_unfinished(project: Path) -> Path:
+    """Beside the checkout's environment while build_driver makes it, removed last: a `.venv` a killed build left
+    (with Ray in, a dependency not yet) is made again, never taken for made."""
+    venv = driver_path(project)
+    return venv.with_name(f".{venv.name}.nemo-rl-unfinished")
+
+
 def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...],
                  digest: str | None = None) -> Manifest:
     """The checkout's `.venv` from a bundle made for (uv.lock, flags): on a node that has only the checkout, what
-    `nemo-rl` itself runs in (exact, as `uv run` syncs it)."""
+    `nemo-rl` itself runs in (exact, as `uv run` syncs it). Complete or marked unfinished (driver_unfinished)."""
     manifest = check(bundle, project, flags, digest)
     progress(f"making the checkout's environment {driver_path(project)} from bundle {bundle}")
+    mark = driver_unfinished(project)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.touch()
     sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), manifest, inexact=False)
+    strip_group_write(driver_path(project))
+    mark.unlink()
     return manifest
 
 

@@ -177,6 +177,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
+        bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash).write(staging)
         os.replace(staging, where.path)
     except BaseException:
@@ -202,9 +203,13 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
-    before = verified.state(env.path, watched, [])
+    before = verified.snapshot(env.path, watched)  # what `write` compares with after the check
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
+    if loose := verified.loose(env.path):
+        raise NemoRLError(f"worker environment {env.path} has {len(loose)} file(s) or directories that group or "
+                          f"others may write, code a co-user could change after the check: {', '.join(loose[:5])}",
+                          f"`chmod -R go-w {env.path}` if you trust who could write them, else {rebuild}")
     forks = lockfile.forks(project)
     modules = verified.modules_to_import(forks, env.path)
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
@@ -244,9 +249,9 @@ def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = Non
                 problems += map(str, differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    if verified.state(env.path, watched, []) == before:  # nothing moved while it was checked
-        # and the metadata the commit and version checks read (an edit in place leaves the directory as it was)
-        metadata = [str(p) for site in installed.site_packages_dirs(env.path)
-                    for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-        verified.write(env.path, project, result.python, ray_there, modules, watched,
-                       verified.inside(env.path, [*result.files, *metadata]))
+    # recorded: what the check loaded and the metadata the commit and version checks read (an edit in place
+    # leaves the directory as it was); nothing is recorded when any of it moved while it was checked
+    metadata = [str(p) for site in verified.sites(env.path)  # by the paths the snapshot took: lib64 is lib
+                for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
+    verified.write(env.path, project, result.python, ray_there, modules, watched,
+                   verified.inside(env.path, [*result.files, *metadata]), before)

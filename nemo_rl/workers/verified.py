@@ -6,6 +6,7 @@ modules it imported, and the state of the files it covered: every directory unde
 added, removed or renamed anywhere changes its directory's listing), every file the import check loaded (modules
 and mapped shared libraries), and the files every start of the interpreter reads: `pyvenv.cfg`, the `.pth` files
 and `bin/python*` with what they link to (an edit in place changes a file's mtime; a replaced file, its inode).
+A directory's line holds its mode and each link's target in it (a `chmod 777`, a link pointed elsewhere).
 `__pycache__` is left out: Python writes it whenever a worker imports something new.
 
 Two digests of that state: `state`, by each directory's listing, is the proof; `stats`, by each directory's own
@@ -51,7 +52,7 @@ class Record:
     stats: str | None
 
 
-def _sites(env: Path) -> list[Path]:
+def sites(env: Path) -> list[Path]:
     """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
     seen: dict[Path, Path] = {}
     for site in installed.site_packages_dirs(env):
@@ -62,7 +63,7 @@ def _sites(env: Path) -> list[Path]:
 def watched_dirs(env: Path) -> list[str]:
     """Directories whose listing the verification relied on, relative to `env`."""
     found = []
-    for top in [env / "bin", *_sites(env)]:
+    for top in [env / "bin", *sites(env)]:
         for dirpath, dirnames, _ in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             found.append(os.path.relpath(dirpath, env))
@@ -72,9 +73,9 @@ def watched_dirs(env: Path) -> list[str]:
 def startup_files(env: Path) -> list[str]:
     """What every start of the environment's interpreter reads, relative to `env`: an edit in place of these
     changes no directory."""
-    sites = _sites(env)
+    found = sites(env)
     return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
-                   *(os.path.relpath(p, env) for site in sites for p in site.glob("*.pth"))})
+                   *(os.path.relpath(p, env) for site in found for p in site.glob("*.pth"))})
 
 
 def inside(env: Path, paths: list[str]) -> list[str]:
@@ -116,25 +117,83 @@ def _opened(env: Path):
         os.close(fd)
 
 
-def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str:
-    """The proof's digest: each directory by what it lists, each file as _file_line says (paths relative to
-    the environment's directory)."""
+def _listing(relative: str, fd: int) -> str | None:
+    """A directory by its mode and what it lists (a link by its target too); None when it does not read.
+    Through a descriptor, not /proc (which a container may not mount)."""
+    try:
+        dfd = os.open(relative, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except (OSError, ValueError):  # ValueError: a NUL in a hand-edited path
+        return None
+    try:
+        names = []
+        with os.scandir(dfd) as entries:
+            for entry in entries:
+                # __pycache__ left out: a worker's first import of a package writes `pkg/__pycache__/`, which
+                # changes the directory's mtime and nothing that was verified
+                if entry.name != "__pycache__":
+                    names.append(f"{entry.name} -> {os.readlink(entry.name, dir_fd=dfd)}" if entry.is_symlink()
+                                 else entry.name)
+        digest = hashlib.sha256(chr(0).join(sorted(names)).encode()).hexdigest()
+        return f"{relative}/ {os.fstat(dfd).st_mode} {digest}"
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
+
+
+def _lines(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> list[str] | None:
     lines = []
     try:
         with _opened(env) as fd:
             for relative in dirs:
-                # __pycache__ left out: a worker's first import of a package writes `pkg/__pycache__/`, which
-                # changes the directory's mtime and nothing that was verified
-                try:
-                    names = sorted(n for n in os.listdir(os.path.join(f"/proc/self/fd/{fd}", relative))
-                                   if n != "__pycache__")
-                    lines.append(f"{relative}/ {hashlib.sha256(chr(0).join(names).encode()).hexdigest()}")
-                except (OSError, ValueError):
-                    lines.append(f"{relative}/ -")
+                listing = _listing(relative, fd)
+                if listing is None:  # a listing that does not read proves nothing: the record does not hold
+                    return None
+                lines.append(listing)
             lines += [_file_line(relative, fd)[0] for relative in files]
     except OSError:
-        return "no environment"
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return None
+    return lines
+
+
+def state(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str | None:
+    """The proof's digest: each directory by its mode and what it lists, each file as _file_line says (paths
+    relative to the environment's directory); None when any of them does not read."""
+    lines = _lines(env, dirs, files)
+    return None if lines is None else hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def snapshot(env: Path, dirs: list[str]) -> dict[str, str] | None:
+    """Each directory's listing and each file's line under them and of the start-up files, by path: taken before
+    a check, compared by `write` after it (a file edited while it was checked is not recorded as checked)."""
+    files = [*startup_files(env), *(os.path.join(d, n) for d in dirs for n in _names(env / d))]
+    lines = _lines(env, dirs, files)
+    if lines is None:
+        return None
+    return dict(zip([*(f"{d}/" for d in dirs), *files], lines, strict=True))
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def loose(env: Path) -> list[str]:
+    """Files and directories of the environment that group or others may write (links aside: their mode is not
+    theirs), relative to it: code a co-user could change after it was checked."""
+    found = []
+    for top in [env / "bin", *sites(env)]:
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode):
+                        found.append(os.path.relpath(path, env))
+    return found
 
 
 def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str | None:
@@ -174,15 +233,26 @@ def driver_ray(prefix: str) -> str | None:
 
 
 def write(env: Path, project: Path, python: str, ray: str | None, modules: list[str], dirs: list[str],
-          files: list[str]) -> None:
+          files: list[str], before: dict[str, str] | None) -> bool:
+    """Record what was checked, unless any of it differs from `before` (snapshot, taken before the check): a
+    directory or a file changed while it was checked. Returns whether it was recorded."""
     files = sorted({*files, *startup_files(env)})
     quick = stats(env, dirs, files)  # before the listings: a change between the two shows in the next `stats`
+    lines = _lines(env, dirs, files)
+    if before is None or lines is None:
+        return False
+    if any(before.get(path) != line for path, line in zip([*(f"{d}/" for d in dirs), *files], lines, strict=True)):
+        return False
     _save(env, Record(lockfile.lock_hash(project), python, ray, tuple(modules), tuple(dirs), tuple(files),
-                      state(env, dirs, files), quick))
+                      hashlib.sha256("\n".join(lines).encode()).hexdigest(), quick))
+    return True
 
 
 def _save(env: Path, record: Record) -> None:
     with contextlib.suppress(OSError):  # an environment we may not write is verified in full each time
+        for left in env.glob(f".{RECORD}.*.tmp"):  # a write killed midway; one a minute old is no write going on
+            if left.lstat().st_mtime < time.time() - 60:
+                left.unlink(missing_ok=True)
         landing.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
 
 
@@ -204,7 +274,7 @@ def read(env: Path) -> Record | None:
 def covers(record: Record, env: Path, project: Path) -> bool:
     """Whether the record covers what any verification of this environment covers: its top directories, the
     start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
-    tops = {"bin", *(os.path.relpath(p, env) for p in _sites(env))}
+    tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
     needed = modules_to_import(lockfile.forks(project), env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)
             and set(needed) <= set(record.modules))
@@ -223,7 +293,8 @@ def still_verified(env: Path, project: Path) -> bool:
     quick = stats(env, record.dirs, record.files)
     if quick is not None and quick == record.stats:
         return True
-    if state(env, record.dirs, record.files) != record.state:
+    held = state(env, record.dirs, record.files)
+    if held is None or held != record.state:
         return False
     if quick is not None:  # the listings hold: the times moved for nothing verified (bytecode); keep the new ones
         _save(env, dataclasses.replace(record, stats=quick))
