@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 import re
+import stat
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -70,13 +72,47 @@ def plain_path(path: Path | str, where: str) -> Path:
     return Path(path)
 
 
+# State and record files are a few KiB (a bundle manifest lists every distribution: well under a MiB).
+STATE_FILE_MAX = 16 * 1024 * 1024
+
+
+class NotAPlainFile(OSError):
+    """A state file that is a link, a FIFO, a device or a socket, or larger than its cap: planted, never ours."""
+
+
+def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
+    """The bytes of `path`, read so that nothing planted there can hang or flood the reader: the one reader of
+    every state or record file a co-user could write (a shared NEMO_RL_VENV_DIR, a bundle directory). A FIFO
+    would block open() forever, /dev/zero read() forever, a link lead anywhere; each is refused before it is
+    opened, and the file opened is checked again (it may be swapped between the two looks).
+    FileNotFoundError passes through; every refusal is a NotAPlainFile (an OSError)."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file (a FIFO, device or socket)"
+        raise NotAPlainFile(f"{path} is {kind}")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise NotAPlainFile(f"{path} was replaced while it was read")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise NotAPlainFile(f"{path} is larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def state_json(path: Path, fix: str, name: str = "") -> object:
     """The JSON of a state file nemo-rl wrote (a manifest, a journal, develop.json, environment metadata): any
     file that is not plain JSON, however deeply nested or damaged, is a NemoRLError naming it, never a crash.
     FileNotFoundError passes through (a missing state file means something else to each reader)."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_plain_file(path).decode())
     except FileNotFoundError:
         raise
     except RecursionError as exc:

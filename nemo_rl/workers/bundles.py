@@ -303,7 +303,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
                 linked += _link_tree(bucket, cache / bucket.name)
             elif bucket.is_dir() and not bucket.is_symlink():
-                shutil.copytree(bucket, cache / bucket.name, symlinks=True)
+                _copy_tree(bucket, cache / bucket.name, bundle)
             else:
                 shutil.copy2(bucket, cache / bucket.name, follow_symlinks=False)
         check_copy(cache, bundle, manifest, record)
@@ -318,6 +318,18 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
+
+
+def _copy_tree(source: Path, target: Path, bundle: Path) -> None:
+    """copytree, whose shutil.Error (what it could not copy: a FIFO or a device planted in the bundle after
+    `check`) becomes a NemoRLError naming the file."""
+    try:
+        shutil.copytree(source, target, symlinks=True)
+    except shutil.Error as exc:
+        failed = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        name, why = (failed[0][0], failed[0][2]) if failed and len(failed[0]) == 3 else (str(source), str(exc))
+        raise NemoRLError(f"cannot copy {name} of bundle {bundle}: {why} (a bundle holds only regular files)",
+                          f"copy the bundle again from the builder: {bundle}") from exc
 
 
 def driver_path(project: Path) -> Path:
