@@ -136,6 +136,9 @@ def timeout_seconds(value: object, where: str) -> float:
             seconds = float(value)
         except OverflowError:  # an int beyond any float (10**400)
             pass
+    if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):
+        raise NemoRLError(f"{where}: timeout {value!r:.40} is a {type(value).__name__}, not a real number of seconds",
+                          "pass an int or a float (float(value)), e.g. timeout=30")
     if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # NaN fails both comparisons, inf the second
         raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
                           f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
@@ -156,6 +159,8 @@ def bundle_digest(value: str, where: str) -> str:
     text = value.strip().lower()
     if not _BUNDLE_DIGEST.match(text):
         inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # quoted twice: once for the shell
+            inner = " (it is in quotes: drop them, the shell already took its own)"
         raise NemoRLError(f"{where}: {value!r:.90} is not a bundle digest{inner}", f"give {DIGEST_FORMAT}")
     return text if text.startswith("sha256:") else f"sha256:{text}"
 

@@ -896,6 +896,19 @@ MUTATIONS = [
     ("plain: --onto during a merge says to finish it", "nemo_rl/deps/develop.py",
      "    under_way = git.operation_in_progress(checkout)\n", "    under_way = None\n",
      f"{PLAIN}::test_onto_during_a_merge_says_to_finish_it"),
+    ("plain: NEMO_RL_BUNDLE_DIR's whitespace is named", "nemo_rl/settings.py",
+     "    if setting != setting.strip():  #", "    if False:  #", f"{PLAIN}::test_a_bundle_dir_with_whitespace_is_named"),
+    ("plain: a quoted digest says to drop the quotes", "nemo_rl/values.py",
+     "        if len(text) > 1 and text[0] == text[-1]", "        if False and text[0] == text[-1]",
+     f"{PLAIN}::test_a_quoted_digest_says_to_drop_the_quotes"),
+    ("plain: a Decimal timeout is refused by its type", "nemo_rl/values.py",
+     "    if seconds is None and isinstance(value, numbers.Number)", "    if False and isinstance(value, numbers.Number)",
+     f"{PLAIN}::test_a_decimal_timeout_is_refused_by_its_type"),
+    ("plain: an empty unmarked working cache is a killed build's", "nemo_rl/workers/bundle_trust.py",
+     "    if marker is None and _empty(path):", "    if False:", f"{PLAIN}::test_an_empty_unmarked_working_cache_is_a_killed_builds"),
+    ("plain: a leftover working cache's hard link is named", "nemo_rl/workers/bundle_trust.py",
+     "            if leftover is not None:\n", "            if False:\n",
+     f"{PLAIN}::test_a_hard_link_from_a_leftover_working_cache_is_named"),
 ]
 
 

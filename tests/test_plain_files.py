@@ -281,3 +281,60 @@ def test_onto_during_a_merge_says_to_finish_it(world, monkeypatch, capsys):
     assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
     err = capsys.readouterr().err
     assert "a merge is under way" in err and f"git -C {checkout} merge --abort" in err and "stash" not in err, err
+
+
+# --- settings and arguments ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("end, named", [(" ", "a space"), ("\r", "a carriage return"), ("\t", "a tab")])
+def test_a_bundle_dir_with_whitespace_is_named(world, tmp_path, monkeypatch, capsys, end, named):
+    from nemo_rl.cli import main
+
+    (tmp_path / "bundles").mkdir()
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(tmp_path / "bundles") + end)
+    capsys.readouterr()
+    assert main(["envs", "list", "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert f"ends with {named}" in err and repr(str(tmp_path / "bundles") + end) in err, err
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_a_quoted_digest_says_to_drop_the_quotes(quote):
+    with pytest.raises(NemoRLError, match="in quotes: drop them"):
+        values.bundle_digest(f"{quote}sha256:{'ab' * 32}{quote}", "--digest")
+
+
+def test_a_decimal_timeout_is_refused_by_its_type():
+    from decimal import Decimal
+
+    with pytest.raises(NemoRLError, match="is a Decimal, not a real number"):
+        values.timeout_seconds(Decimal("30"), "t")
+
+
+# --- working caches left without a marker -------------------------------------------------------------------------
+
+def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, monkeypatch):
+    import tempfile
+
+    from nemo_rl.workers import bundle_trust
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    killed = Path(tempfile.mkdtemp(prefix=bundle_trust.WORK_CACHE_PREFIX, dir=venvs))  # SIGKILL before the marker
+    assert bundle_trust.why_not_ours(killed) is None
+    assert killed in housekeeping.prune(world.project) and not killed.exists()
+    (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted").mkdir()
+    (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted" / "x").write_text("x")
+    assert bundle_trust.why_not_ours(venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted")  # not empty: not ours
+
+
+def test_a_hard_link_from_a_leftover_working_cache_is_named(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    leftover = venvs / f"{bundles.WORK_CACHE_PREFIX}old"  # from before markers: not ours to remove, but named
+    (leftover / "uv-cache").mkdir(parents=True)
+    os.link(bundle / bundles.CACHE / "simple-v1" / "index", leftover / "uv-cache" / "index")
+    with pytest.raises(NemoRLError, match=f"hard-linked from {leftover}") as refused:
+        bundles.check(bundle, world.project, FLAGS)
+    assert f"rm -rf {leftover}" in refused.value.remedy

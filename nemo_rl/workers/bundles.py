@@ -103,7 +103,7 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
                           "if this bundle is the one you trust")
     own = bundle_trust.work_caches(settings.venv_dir(create=False))
-    bundle_trust.refuse_foreign_links(bundle / CACHE, own)
+    bundle_trust.refuse_foreign_links(bundle / CACHE, own, settings.venv_dir(create=False))
     return manifest
 
 
