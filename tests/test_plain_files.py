@@ -335,6 +335,6 @@ def test_a_hard_link_from_a_leftover_working_cache_is_named(world, tmp_path, mon
     leftover = venvs / f"{bundles.WORK_CACHE_PREFIX}old"  # from before markers: not ours to remove, but named
     (leftover / "uv-cache").mkdir(parents=True)
     os.link(bundle / bundles.CACHE / "simple-v1" / "index", leftover / "uv-cache" / "index")
-    with pytest.raises(NemoRLError, match=f"hard-linked from {leftover}") as refused:
+    with pytest.raises(NemoRLError, match=f"hard-linked to 1 file\\(s\\) outside the bundle, in {leftover}") as refused:
         bundles.check(bundle, world.project, FLAGS)
     assert f"rm -rf {leftover}" in refused.value.remedy

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
@@ -78,10 +78,9 @@ class _Reader:
 def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer | None:
     """The pointer at `path`; None when it is not one of the shapes above (uv reads it as a cache miss too)."""
     try:
-        info = os.stat(path)  # a link inside the bundle (links out were refused with the digest) is read
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_POINTER:  # never open a FIFO
-            return None
-        reader = _Reader(path.read_bytes())
+        # a link inside the bundle (links out were refused with the digest) is read where it leads, by the one
+        # reader a FIFO swapped in meanwhile cannot hang
+        reader = _Reader(values.read_plain_file(Path(os.path.realpath(path)), _MAX_POINTER))
         fields = reader.array()
         if fields < (2 if sdist else 3):
             return None

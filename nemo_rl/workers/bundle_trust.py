@@ -57,9 +57,11 @@ def refuse_foreign_links(root: Path, work_caches: list[Path], venv_dir: Path | N
             also = f" (and with {len(inside) - 1} other file(s) of the bundle)" if len(inside) > 1 else ""
             leftover = _leftover_holding(inode, work_caches[0].parent if work_caches else venv_dir)
             if leftover is not None:
-                raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked from {leftover}, a "
-                                  "working cache a killed node build left without its marker",
-                                  f"remove it if no build of yours runs now: `rm -rf {leftover}`, then run again")
+                raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
+                                  f"outside the bundle, in {leftover}: a working cache without nemo-rl's marker (a "
+                                  "node build killed before it wrote one, or a nemo-rl without markers)",
+                                  f"if it is yours and no build runs from it now, remove it (`rm -rf {leftover}`) "
+                                  "and run again; else copy the bundle again from the builder")
             raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
                               f"outside the bundle{also}: one inode, which whatever writes the other file changes",
                               f"copy the bundle again from the builder with a copy that makes no hard links to "
