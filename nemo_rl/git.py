@@ -233,6 +233,17 @@ def rebasing(repo: Path) -> bool:
     return (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
 
 
+def operation_in_progress(repo: Path) -> str | None:
+    """The git command `repo` stopped in the middle of, other than a rebase ("merge", "cherry-pick", "revert"),
+    or "unmerged" for unmerged paths left without one (a conflicted `stash pop`); None when none."""
+    git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
+    for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (git_dir / head).exists():
+            return name
+    unmerged = git(["ls-files", "--unmerged"], repo=repo, check=False)
+    return "unmerged" if unmerged.returncode == 0 and unmerged.stdout.strip() else None
+
+
 def merge_base(repo: Path, a: str, b: str) -> str:
     return git(["merge-base", "--end-of-options", a, b], repo=repo).stdout.strip()
 

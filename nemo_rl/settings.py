@@ -67,4 +67,11 @@ def bundle_dir() -> Path | None:
                           "not come up, and nemo-rl never falls back to the network while it is set",
                           "set it to the directory holding the bundles `nemo-rl envs pack` made, or unset it "
                           "(`unset NEMO_RL_BUNDLE_DIR`) to build from the network")
+    if setting != setting.strip():  # a \r from a Windows-edited env file, a space from a copy: no such directory
+        ends = {" ": "a space", "\t": "a tab", "\r": "a carriage return (\\r)", "\n": "a newline"}
+        found = sorted({ends.get(c, repr(c)) for c in setting[:len(setting) - len(setting.lstrip())]
+                        + setting[len(setting.rstrip()):]})
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {setting!r} starts or ends with {' and '.join(found)}",
+                          f"set it without the whitespace: NEMO_RL_BUNDLE_DIR={setting.strip()!r} (a \\r comes from "
+                          "a file saved with Windows line ends)")
     return Path(os.path.expanduser(setting))

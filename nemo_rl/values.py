@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 import re
+import stat
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -70,13 +72,47 @@ def plain_path(path: Path | str, where: str) -> Path:
     return Path(path)
 
 
+# State and record files are a few KiB (a bundle manifest lists every distribution: well under a MiB).
+STATE_FILE_MAX = 16 * 1024 * 1024
+
+
+class NotAPlainFile(OSError):
+    """A state file that is a link, a FIFO, a device or a socket, or larger than its cap: planted, never ours."""
+
+
+def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
+    """The bytes of `path`, read so that nothing planted there can hang or flood the reader: the one reader of
+    every state or record file a co-user could write (a shared NEMO_RL_VENV_DIR, a bundle directory). A FIFO
+    would block open() forever, /dev/zero read() forever, a link lead anywhere; each is refused before it is
+    opened, and the file opened is checked again (it may be swapped between the two looks).
+    FileNotFoundError passes through; every refusal is a NotAPlainFile (an OSError)."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file (a FIFO, device or socket)"
+        raise NotAPlainFile(f"{path} is {kind}")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise NotAPlainFile(f"{path} was replaced while it was read")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise NotAPlainFile(f"{path} is larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def state_json(path: Path, fix: str, name: str = "") -> object:
     """The JSON of a state file nemo-rl wrote (a manifest, a journal, develop.json, environment metadata): any
     file that is not plain JSON, however deeply nested or damaged, is a NemoRLError naming it, never a crash.
     FileNotFoundError passes through (a missing state file means something else to each reader)."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_plain_file(path).decode())
     except FileNotFoundError:
         raise
     except RecursionError as exc:
@@ -100,6 +136,9 @@ def timeout_seconds(value: object, where: str) -> float:
             seconds = float(value)
         except OverflowError:  # an int beyond any float (10**400)
             pass
+    if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):
+        raise NemoRLError(f"{where}: timeout {value!r:.40} is a {type(value).__name__}, not a real number of seconds",
+                          "pass an int or a float (float(value)), e.g. timeout=30")
     if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # NaN fails both comparisons, inf the second
         raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
                           f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
@@ -120,6 +159,8 @@ def bundle_digest(value: str, where: str) -> str:
     text = value.strip().lower()
     if not _BUNDLE_DIGEST.match(text):
         inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # quoted twice: once for the shell
+            inner = " (it is in quotes: drop them, the shell already took its own)"
         raise NemoRLError(f"{where}: {value!r:.90} is not a bundle digest{inner}", f"give {DIGEST_FORMAT}")
     return text if text.startswith("sha256:") else f"sha256:{text}"
 

@@ -137,18 +137,18 @@ def test_the_bundle_carries_what_was_built_and_no_history(builder):
     world = builder[0]
     # uv's own archive pointers, as uv 0.13 writes them, read and matched against uv.lock (Ray's wheel among them)
     assert archive_hashes.check(cache, world.project, "the bundle") > 0
-    assert any(p.archive.startswith("ray-") for p in archive_hashes.pointers(cache))
+    assert any(p.label.startswith("ray-") for p in archive_hashes.pointers(cache))
 
 
 def test_a_real_archive_pointer_with_another_hash_is_refused(builder, tmp_path):
     world, bundle, _, _ = builder
-    (ray,) = [p for p in archive_hashes.pointers(bundle / bundles.CACHE) if p.archive.startswith("ray-")]
+    (ray,) = [p for p in archive_hashes.pointers(bundle / bundles.CACHE) if p.label.startswith("ray-")]
     copy = tmp_path / "cache" / ray.path.relative_to(bundle / bundles.CACHE)
     copy.parent.mkdir(parents=True)
     data = ray.path.read_bytes()
-    recorded = ray.hashes["sha256"].encode()
+    recorded = dict(ray.hashes)["sha256"].encode()
     copy.write_bytes(data.replace(recorded, recorded[:-1] + (b"0" if recorded[-1:] != b"0" else b"1")))
-    with pytest.raises(NemoRLError, match=f"archive of ray \\({re.escape(ray.archive)}\\) records sha256"):
+    with pytest.raises(NemoRLError, match=f"archive of ray \\({re.escape(ray.label)}\\) records sha256"):
         archive_hashes.check(tmp_path / "cache", world.project, "bundle")
 
 

@@ -9,6 +9,7 @@ stays, so `--stop` only removes the .pth and the next process runs the pin again
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -142,8 +143,9 @@ def _own_worker_envs(project: Path) -> list[Path]:
     venvs = settings.venv_dir(create=False)
     own = []
     for path in sorted(venvs.iterdir()) if venvs.is_dir() else ():
-        try:
-            env = environments.describe(path) if path.is_dir() and not path.name.startswith(".") else None
+        try:  # another user's directory in a shared NEMO_RL_VENV_DIR is theirs, whatever its metadata names
+            mine = path.is_dir() and not path.is_symlink() and path.lstat().st_uid == os.getuid()
+            env = environments.describe(path) if mine and not path.name.startswith(".") else None
         except NemoRLError:
             continue
         if env is not None and env.project == project.resolve():
@@ -173,7 +175,10 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     if args.remove and entry is not None and entry.checkout.exists():
         shutil.rmtree(entry.checkout)
         print(f"removed {entry.checkout}")
-    stays = f" (the checkout stays at {entry.checkout})" if entry and not args.remove else ""
+    stays = ""
+    if entry and not args.remove:
+        stays = (f" (the checkout stays at {entry.checkout})" if entry.checkout.exists()
+                 else f" (the checkout {entry.checkout} is already gone)")
     print(f"{args.distribution}: back to the pinned commit; the next process runs the locked code{stays}")
     return 0
 
@@ -185,7 +190,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         start(project, args)  # a checkout at the pin first
     entry = develop_state.read(project)[fork.distribution]
     checkout = entry.checkout
-    if not checkout.is_dir():
+    if not develop_state.checkout_present(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
@@ -193,6 +198,16 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
                           f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
+    under_way = git.operation_in_progress(checkout)
+    if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
+        if under_way == "unmerged":
+            what, finish = "", f"commit) or drop them (`git -C {checkout} reset --merge`)"
+        else:
+            what = f" (a {under_way} is under way)"
+            finish = f"`git -C {checkout} {under_way} --continue`) or drop it (`git -C {checkout} {under_way} --abort`)"
+        raise NemoRLError(f"{checkout} has unmerged paths{what}",
+                          f"finish it (`git -C {checkout} status`, resolve, `git -C {checkout} add ...`, then "
+                          f"{finish}, then --onto again")
     # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
     unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
     if unsaved:

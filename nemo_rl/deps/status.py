@@ -22,9 +22,9 @@ REMEDIES = {
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
-    "checkout gone": "the develop checkout {checkout} is gone, so {dist} runs the pinned commit: run `nemo-rl deps "
-                     "develop --stop {dist}` (then `nemo-rl deps develop {dist} [PATH]` to develop from a checkout "
-                     "again)",
+    "checkout gone": "the develop checkout {checkout} is gone (or holds no git checkout: a mount that did not come "
+                     "up?), so {dist} runs the pinned commit: run `nemo-rl deps develop --stop {dist}` (then "
+                     "`nemo-rl deps develop {dist} [PATH]` to develop from a checkout again)",
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
@@ -66,9 +66,10 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
     developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
+    gone = bool(develop_entry and not develop_state.checkout_present(develop_entry.checkout))
     state = first_state(bad_pin=bool(fork.bad_rev), interrupted=interrupted, lock_stale=locked_commit != fork.rev,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
-                        checkout_gone=bool(develop_entry and not develop_entry.checkout.is_dir()),
+                        checkout_gone=gone,
                         develop_recorded=bool(develop_entry), installed=present)
     if state is None:  # installed as locked so far: the environment itself is compared last (it reads files)
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]

@@ -26,7 +26,8 @@ MANAGED_DIR = Path(landing.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes,
 OVERLAY_PREFIX = "_nemo_rl_develop_"
 CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
 OWNER_LINE = "# nemo-rl deps develop owner: "  # the develop state's token: which checkout's overlay this is
-_TOKEN = re.compile(r"^[0-9a-f]{0,64}$")
+_TOKEN = re.compile(r"[0-9a-f]{0,64}")  # always fullmatch: `$` would take a final newline
+OVERLAY_MAX = 64 * 1024  # what install_overlay writes is three lines
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
         raise NemoRLError(f"{where} must be an object", fix)
     checkout, managed, envs = entry.get("path"), entry.get("managed", False), entry.get("envs", [])
     token = entry.get("token", "")
-    if not isinstance(token, str) or not _TOKEN.match(token):
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
         raise NemoRLError(f"{where}: token must be hex digits, found {token!r:.40}", fix)
     if not isinstance(checkout, str) or not os.path.isabs(checkout):
         raise NemoRLError(f"{where}: path must be an absolute path, found {checkout!r:.80}", fix)
@@ -97,9 +98,15 @@ def managed_checkout(project: Path, distribution: str) -> Path:
     return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
 
 
+def checkout_present(checkout: Path) -> bool:
+    """Whether the checkout is there: a directory with its `.git` (a directory, or a file in a worktree). An empty
+    directory at the path (a mount that did not come up) or one without `.git` is no checkout: gone."""
+    return checkout.is_dir() and (checkout / ".git").exists()
+
+
 def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
     """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes."""
-    if not checkout.is_dir():
+    if not checkout_present(checkout):
         return CheckoutFacts(checkout, None, 0, False, missing=True)
     head = git.rev_parse(checkout, "HEAD")
     return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout),
@@ -157,7 +164,7 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
     path = site[0] / overlay_name(distribution)
     values.plain_path(checkout, "the develop checkout")
     values.plain_path(shadow, "the develop overlay directory")
-    if not _TOKEN.match(owner):
+    if not _TOKEN.fullmatch(owner):
         raise ValueError(f"owner token {owner!r:.40} is not hex")  # made by new_token: a bug, not a user's mistake
     landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"
                          + (f"{OWNER_LINE}{owner}\n" if owner else ""))
@@ -171,12 +178,12 @@ def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
     found = {}
     for site in installed.site_packages_dirs(env):
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
-            lines = path.read_text(errors="replace").splitlines()[:2]
+            lines = _overlay_lines(path)[:2]
             if lines and lines[0].startswith(CHECKOUT_LINE):
                 checkout = Path(lines[0][len(CHECKOUT_LINE):])
                 if live and not _puts_first(lines[1:]):
                     continue
-                if live and not checkout.is_dir():  # deleted: the overlay's links lead nowhere, the pin runs
+                if live and not checkout_present(checkout):  # deleted: the overlay's links lead nowhere
                     continue
                 found[path.name] = checkout
     return found
@@ -204,13 +211,40 @@ def has_overlay(env: Path, distribution: str) -> bool:
     return overlay_name(distribution) in overlays(env)
 
 
-def overlay_owner(path: Path) -> str:
-    """The token an overlay file was written with; "" for one written before tokens (or not ours to read)."""
+def _overlay_lines(path: Path) -> list[str]:
+    """The lines of an overlay file; none for one that is not a plain file we could have written (a FIFO planted
+    in a shared NEMO_RL_VENV_DIR would block a plain read forever, a link lead anywhere)."""
     try:
-        lines = path.read_text(errors="replace").splitlines()[:3]
+        return values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()
     except OSError:
+        return []
+
+
+def overlay_owner(path: Path) -> str | None:
+    """The token an overlay file was written with; "" for one written before tokens (no owner line); None for one
+    that is not ours to judge: unreadable, not a plain file, or an owner line that holds no token (an empty or
+    damaged one is not "written before tokens")."""
+    try:
+        lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]
+    except OSError:
+        return None
+    owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), None)
+    if owner is None:
         return ""
-    return next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), "")
+    return owner if owner and _TOKEN.fullmatch(owner) else None
+
+
+def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
+    """The overlay file in `env` that this checkout's develop state did not write, if any: a checkout at the same
+    path in another container (sharing NEMO_RL_VENV_DIR) gives its worker environments its own token, and /proc
+    does not show its workers, so such an environment is that checkout's, never this one's to prune."""
+    tokens = {overlay_name(d.distribution): d.token for d in state.values()}
+    for site in installed.site_packages_dirs(env):
+        for path in sorted(site.glob(f"{OVERLAY_PREFIX}*.pth")):
+            owner = overlay_owner(path)
+            if owner is None or (owner and tokens.get(path.name) != owner):
+                return path.name
+    return None
 
 
 def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bool:
@@ -219,9 +253,14 @@ def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bo
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)
-        if path.exists() and (owner is None or overlay_owner(path) in (owner, "")):
+        if not os.path.lexists(path) or (owner is not None and overlay_owner(path) not in (owner, "")):
+            continue
+        try:
             path.unlink()
-            found = True
+        except PermissionError as exc:
+            raise NemoRLError(f"cannot remove the overlay {path}: {exc.strerror}",
+                              f"ask the owner of {env} to remove {path.name} (or remove {env}: it is rebuilt)") from exc
+        found = True
     return found
 
 

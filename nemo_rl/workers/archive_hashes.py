@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
@@ -32,8 +32,9 @@ def canonical(name: str) -> str:
 @dataclass(frozen=True)
 class Pointer:
     path: Path
-    archive: str  # a wheel's file name, or "<name> <version> sdist"
-    hashes: dict[str, str]  # algorithm (lower case, as uv.lock spells it) -> hex
+    archive: str  # where uv reads it: "<name> <stem>" of a wheel, or "<name> <version> sdist"
+    hashes: tuple[tuple[str, str], ...]  # every (algorithm (lower case, as uv.lock spells it), hex) it records
+    label: str = ""  # a wheel's file name, as written inside it (checked against where it lies)
 
 
 class _Reader:
@@ -65,31 +66,38 @@ class _Reader:
     def map(self) -> int:
         return self._size(self._take(1)[0], 0x80, 0x0F, {0xDE: 2, 0xDF: 4})
 
-    def hashes(self) -> dict[str, str]:
-        found = {}
+    def hashes(self) -> tuple[tuple[str, str], ...]:
+        found = []
         for _ in range(self.array()):
             for _ in range(self.map()):
                 algorithm = self.string().lower()
-                found[algorithm] = self.string().lower()
-        return found
+                found.append((algorithm, self.string().lower()))
+        return tuple(found)
 
 
 def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer | None:
     """The pointer at `path`; None when it is not one of the shapes above (uv reads it as a cache miss too)."""
     try:
-        info = os.stat(path)  # a link inside the bundle (links out were refused with the digest) is read
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_POINTER:  # never open a FIFO
-            return None
-        reader = _Reader(path.read_bytes())
+        # a link inside the bundle (links out were refused with the digest) is read where it leads, by the one
+        # reader a FIFO swapped in meanwhile cannot hang
+        reader = _Reader(values.read_plain_file(Path(os.path.realpath(path)), _MAX_POINTER))
         fields = reader.array()
         if fields < (2 if sdist else 3):
             return None
         reader.string()  # the archive or revision id
         hashes = reader.hashes()
-        archive = f"{canonical(sdist[0])} {sdist[1]} sdist" if sdist else reader.string()
+        label = "" if sdist else reader.string()
     except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return None
-    return Pointer(path, archive, hashes)
+    # keyed by where it lies, which is what uv looks up, never by the name written inside it
+    archive = f"{canonical(sdist[0])} {sdist[1]} sdist" if sdist else f"{path.parent.name} {path.name[:-len('.http')]}"
+    return Pointer(path, archive, hashes, label)
+
+
+def wheel_key(filename: str) -> str:
+    """Where uv keeps a wheel's pointer, as a key: "<canonical name> <file name less name and .whl>"."""
+    name, _, rest = filename.partition("-")
+    return f"{canonical(name)} {rest.removesuffix('.whl')}"
 
 
 def pointers(cache: Path) -> list[Pointer]:
@@ -111,7 +119,7 @@ def pointers(cache: Path) -> list[Pointer]:
 
 
 def locked_hashes(project: Path) -> dict[str, tuple[str, str]]:
-    """Archive (wheel file name, or "<name> <version> sdist") -> (package, "algorithm:hex") from uv.lock."""
+    """Archive (wheel_key of the file name, or "<name> <version> sdist") -> (package, "algorithm:hex")."""
     found = {}
     for package in lockfile.load_toml(project / "uv.lock").get("package", []):
         name, version = str(package.get("name", "")), str(package.get("version", ""))
@@ -121,7 +129,7 @@ def locked_hashes(project: Path) -> dict[str, tuple[str, str]]:
         for wheel in package.get("wheels", []):
             if isinstance(wheel, dict) and isinstance(wheel.get("hash"), str) and isinstance(wheel.get("url"), str):
                 filename = urllib.parse.unquote(urllib.parse.urlsplit(wheel["url"]).path.rsplit("/", 1)[-1])
-                found[filename] = (name, wheel["hash"])
+                found[wheel_key(filename)] = (name, wheel["hash"])
     return found
 
 
@@ -134,13 +142,16 @@ def check(cache: Path, project: Path, where: str) -> int:
         if key not in locked:  # an archive uv.lock does not name: uv never installs it for this lock
             continue
         package, expected = locked[key]
+        fix = ("pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`): a bundle carries only "
+               "archives whose hashes uv.lock records")
+        if pointer.label and wheel_key(pointer.label) != key:
+            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} of {package} names another "
+                              f"wheel, {pointer.label!r:.120}", fix)
         algorithm, _, digest = expected.partition(":")
-        recorded = pointer.hashes.get(algorithm.lower())
-        if recorded != digest.lower():
-            found = f"records {algorithm} {recorded}" if recorded else f"records no {algorithm}"
-            raise NemoRLError(f"{where}: the cache's archive of {package} ({pointer.archive}) {found}, but uv.lock "
-                              f"pins {expected} ({pointer.path})",
-                              "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`): a "
-                              "bundle carries only archives whose hashes uv.lock records")
+        recorded = {h for a, h in pointer.hashes if a == algorithm.lower()}  # every entry: uv may read any
+        if recorded != {digest.lower()}:
+            found = f"records {algorithm} {', '.join(sorted(recorded))}" if recorded else f"records no {algorithm}"
+            raise NemoRLError(f"{where}: the cache's archive of {package} ({pointer.label or key}) {found}, but "
+                              f"uv.lock pins {expected} ({pointer.path})", fix)
         checked += 1
     return checked

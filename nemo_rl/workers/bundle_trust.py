@@ -33,7 +33,7 @@ def digest_argument(value: str) -> str:
     return values.bundle_digest(value, "--digest")
 
 
-def refuse_foreign_links(root: Path, work_caches: list[Path]) -> None:
+def refuse_foreign_links(root: Path, work_caches: list[Path], venv_dir: Path | None = None) -> None:
     """A bundle file with a hard link outside the bundle is one inode with that file (pack never makes one, and
     nodes copy what they install): an install would read it, and whatever writes it changes the other. Links
     between two files of the bundle (a copy that keeps hard links, a deduplicating tool) share nothing with
@@ -55,6 +55,13 @@ def refuse_foreign_links(root: Path, work_caches: list[Path]) -> None:
         outside = nlink[inode] - len(inside) - sum(_our_links(inode, relative, work_caches) for relative in inside)
         if outside > 0:
             also = f" (and with {len(inside) - 1} other file(s) of the bundle)" if len(inside) > 1 else ""
+            leftover = _leftover_holding(inode, work_caches[0].parent if work_caches else venv_dir)
+            if leftover is not None:
+                raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
+                                  f"outside the bundle, in {leftover}: a working cache without nemo-rl's marker (a "
+                                  "node build killed before it wrote one, or a nemo-rl without markers)",
+                                  f"if it is yours and no build runs from it now, remove it (`rm -rf {leftover}`) "
+                                  "and run again; else copy the bundle again from the builder")
             raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
                               f"outside the bundle{also}: one inode, which whatever writes the other file changes",
                               f"copy the bundle again from the builder with a copy that makes no hard links to "
@@ -83,10 +90,19 @@ MARKER = "nemo-rl-work-cache"
 
 def new_work_cache(root: Path) -> tuple[Path, int]:
     """A working cache of our own under `root`, held (the descriptor: close it when done), marked as ours."""
-    work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
-    held = locks.hold(work)  # before the marker: an unmarked directory is never removed by prune
+    for attempt in range(3):
+        work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
+        held = -1
+        try:  # held, then marked, before anything else: an empty unmarked one is a killed build's to prune
+            held = locks.hold(work)
+            fd = os.open(work / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            break
+        except FileNotFoundError:  # a prune took it for a killed build's between mkdtemp and the lock: again
+            if held >= 0:
+                os.close(held)
+            if attempt == 2:
+                raise
     try:
-        fd = os.open(work / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         os.write(fd, f"a working uv cache of a node build from a bundle (pid {os.getpid()})\n".encode())
         os.close(fd)
         (work / CACHE).mkdir()
@@ -114,8 +130,34 @@ def why_not_ours(path: Path) -> str | None:
         marker = os.lstat(path / MARKER)
     except OSError:
         marker = None
+    if marker is None and _empty(path):  # killed between mkdtemp and the marker: nothing in it to be anyone's
+        return None
     if marker is None or not stat.S_ISREG(marker.st_mode) or marker.st_uid != euid:
         return f"no {MARKER} file of this user's in it"
+    return None
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return not os.listdir(path)
+    except OSError:
+        return False
+
+
+def _leftover_holding(inode: tuple[int, int], root: Path | None) -> Path | None:
+    """The unmarked working cache under `root` (a build killed before markers were written, or from a nemo-rl
+    without them) that holds the other link of `inode`: what to remove, named, instead of "outside the bundle"."""
+    for cache in sorted(root.glob(f"{WORK_CACHE_PREFIX}*")) if root is not None and root.is_dir() else ():
+        if why_not_ours(cache) is None or cache.is_symlink():
+            continue
+        for dirpath, _, filenames in os.walk(cache):
+            for name in filenames:
+                try:
+                    info = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if (info.st_dev, info.st_ino) == inode:
+                    return cache
     return None
 
 

@@ -103,7 +103,7 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
                           "if this bundle is the one you trust")
     own = bundle_trust.work_caches(settings.venv_dir(create=False))
-    bundle_trust.refuse_foreign_links(bundle / CACHE, own)
+    bundle_trust.refuse_foreign_links(bundle / CACHE, own, settings.venv_dir(create=False))
     return manifest
 
 
@@ -252,12 +252,6 @@ def _copy(source: str | Path, target: str | Path, *, follow_symlinks: bool = Tru
         os.chmod(target, os.stat(target).st_mode & 0o7777 & ~0o022)
 
 
-def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, symlinks=True, copy_function=_copy)
-    for dirpath, _, _ in os.walk(target):  # copytree gives directories their source's mode
-        os.chmod(dirpath, os.stat(dirpath).st_mode & 0o7777 & ~0o022)
-
-
 def strip_group_write(root: Path) -> None:
     """Take group's and others' write bits off everything under `root` that has them (links aside: theirs is
     not a mode): an environment built under umask 002, or from a cache whose files keep such modes."""
@@ -329,7 +323,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
             if bucket.name.startswith(READ_ONLY_BUCKETS) and bucket.is_dir() and not bucket.is_symlink():
                 linked += _link_tree(bucket, cache / bucket.name)
             elif bucket.is_dir() and not bucket.is_symlink():
-                _copy_tree(bucket, cache / bucket.name)
+                _copy_tree(bucket, cache / bucket.name, bundle)
             else:
                 _copy(bucket, cache / bucket.name, follow_symlinks=False)
         check_copy(cache, bundle, manifest, record)
@@ -344,6 +338,20 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
+
+
+def _copy_tree(source: Path, target: Path, bundle: Path) -> None:
+    """copytree, whose shutil.Error (what it could not copy: a FIFO or a device planted in the bundle after
+    `check`) becomes a NemoRLError naming the file."""
+    try:
+        shutil.copytree(source, target, symlinks=True, copy_function=_copy)
+    except shutil.Error as exc:
+        failed = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        name, why = (failed[0][0], failed[0][2]) if failed and len(failed[0]) == 3 else (str(source), str(exc))
+        raise NemoRLError(f"cannot copy {name} of bundle {bundle}: {why} (a bundle holds only regular files)",
+                          f"copy the bundle again from the builder: {bundle}") from exc
+    for dirpath, _, _ in os.walk(target):  # copytree gives directories their source's mode
+        os.chmod(dirpath, os.stat(dirpath).st_mode & 0o7777 & ~0o022)
 
 
 def driver_path(project: Path) -> Path:

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
@@ -226,7 +227,7 @@ def read_record(bundle: Path) -> bytes:
     """The bundle's CUDA record, as bytes: the node checks these against the digest and the GPU, never a later
     read of the file. Every bundle has one; a missing record would silently skip the arch check."""
     try:
-        return (bundle / SIDECAR).read_bytes()
+        return values.read_plain_file(bundle / SIDECAR)
     except FileNotFoundError as exc:
         raise NemoRLError(f"bundle {bundle} has no {SIDECAR} (every bundle records its CUDA extensions, even none)",
                           "copy the bundle again from the builder, or pack it again with this nemo-rl") from exc

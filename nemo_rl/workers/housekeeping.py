@@ -15,6 +15,7 @@ from pathlib import Path
 
 from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state
 from nemo_rl.workers import bundle_trust, environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
 
@@ -68,11 +69,20 @@ def _size_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6, 1)
 
 
+def _develop_state(project: Path | None) -> dict[str, develop_state.Developed]:
+    """This checkout's develop state; none when unreadable (then every token-marked overlay is another's: kept)."""
+    try:
+        return develop_state.read(project) if project is not None else {}
+    except NemoRLError:
+        return {}
+
+
 def listing(project: Path | None) -> list[Row]:
     """Every environment (and unfinished build) under the venv directory; listing creates nothing."""
     root = settings.venv_dir(create=False)
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
+    mine = _develop_state(project)
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith(WORK_CACHE_PREFIX):  # a build from a bundle, live or killed, if it is ours
             foreign = bundle_trust.why_not_ours(path)
@@ -97,13 +107,17 @@ def listing(project: Path | None) -> list[Row]:
             continue
         if project is not None and env.flags not in current:
             current[env.flags] = environments.key_for(project, env.flags)
+        note = ""
         if project is None or env.project != project.resolve():
             state = "other checkout"
+        elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:
+            state, note = "other checkout", (f"its {foreign} was written by another checkout at this path (another "
+                                             "container): left to that checkout")
         else:
             state = "current" if env.key == current[env.flags] else "stale"
         used = path / environments.LAST_USED
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
-                        used.stat().st_mtime if used.exists() else None, users(path)))
+                        used.stat().st_mtime if used.exists() else None, users(path), note or None))
     return rows
 
 
