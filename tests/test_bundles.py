@@ -450,7 +450,7 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     os.chmod(source / "pkg" / "mod.py", 0o666)
     os.chmod(source / "pkg", 0o777)
     bundles._link_tree(source, tmp_path / "linked")
-    bundles._copy_tree(source, tmp_path / "copied")
+    bundles._copy_tree(source, tmp_path / "copied", source)
     for root in (tmp_path / "linked", tmp_path / "copied"):
         assert (root / "pkg" / "mod.py").read_text() == "x = 1\n"
         assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
