@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -16,7 +15,7 @@ from pathlib import Path
 import pyproject_hooks
 from packaging.requirements import InvalidRequirement, Requirement
 
-from nemo_rl import uv
+from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.landing import write_atomic
 
@@ -32,25 +31,10 @@ OUTPUT_KEPT = 64 << 10  # of a backend's stdout and stderr, each: the end, for t
 
 
 def read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file `path`, refused (ValueError, OSError) when it is larger than `limit`, a
-    symlink (its target is never read), or a FIFO or a device (opened without blocking, refused after fstat): the
-    build backend's process, or one it left behind, can put anything at a path it knows."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise ValueError(f"over {limit} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    """The bytes of the regular file `path`, up to `limit`, through the one safe reader (values.read_plain_file:
+    no symlink followed, no FIFO or device opened, refused as an OSError): the build backend's process, or one it
+    left behind, can put anything at a path it knows."""
+    return values.read_plain_file(path, limit)
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
