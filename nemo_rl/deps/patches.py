@@ -33,6 +33,7 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 
 
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
+    left = []
     for fork in forks:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
@@ -66,9 +67,16 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
                   "declares it")
-        for problem in metadata_check.problems(project, fork, records.read_index(project / relative)):
+        remaining = metadata_check.problems(project, fork, records.read_index(project / relative))
+        for problem in remaining:
             print(f"  - {records.Difference(*problem)}")
-    return 0
+        if remaining:  # the relock is all this command does to uv.lock: what it leaves needs a hand
+            left.append(fork.distribution)
+    for dist in left:
+        print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
+              f"override named above, or run `uv lock --upgrade-package <package>` for each package named, then "
+              f"`nemo-rl deps patches --check --offline`")
+    return 1 if left else 0
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
