@@ -115,7 +115,8 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
     return result
 
 
-def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str], distribution: str) -> list[Problem]:
+def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str],
+                      distribution: str) -> list[Problem]:
     """Each installed requirement of the fork at a version its specifier refuses (an override in pyproject.toml,
     a [[package]] pasted into uv.lock): uv installs what the lock says without checking it."""
     from packaging.specifiers import SpecifierSet
