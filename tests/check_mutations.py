@@ -1081,6 +1081,9 @@ MUTATIONS = [
     ("markers: and at the micro after it", "nemo_rl/forks/lock_markers.py",
      "            found |= {(major, minor, micro), (major, minor, micro + 1)}",
      "            found |= {(major, minor, micro)}", "tests/test_metadata_check.py -k inside"),
+    ("locked dependency: an override that replaced it named", "nemo_rl/forks/metadata_check.py",
+     "        overridden = sorted({m.split(\"[\")[0].split(\" \")[0] for m in missing} & _overrides(lock).keys())",
+     "        overridden: list[str] = []", "tests/test_metadata_check.py -k override_replaced"),
 ]
 
 

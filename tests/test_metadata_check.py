@@ -177,3 +177,13 @@ def test_a_locked_version_the_requirement_refuses_is_named():
     found["package"] += [{"name": "numpy", "version": "2.1.0"}]
     found["package"][1]["version"] = "1.25.2"
     assert [d[0] for d in metadata_check.locked_differences(found, DERIVED)] == ["locked numpy"]
+
+
+def test_a_requirement_an_override_replaced_names_the_override():
+    found = lock("0.2.0", dependencies=[EXTRAS_LOCKED[0], EXTRAS_LOCKED[1], {"name": "urllib3"}],
+                 recorded=EXTRAS.requires_dist)
+    found["manifest"]["overrides"] = [{"name": "urllib3", "specifier": ">=2"}]
+    assert metadata_check.locked_differences(found, EXTRAS) == [
+        ("dependencies", "urllib3[socks] among them", "missing (pyproject.toml [tool.uv] override-dependencies names "
+         "urllib3: an override replaces the fork's requirement, extras and marker with its own; edit it, then run "
+         "`uv lock`)")]

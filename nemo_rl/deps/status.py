@@ -77,7 +77,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "env stale" if mismatch else "installed differs" if differs else "ok"
         mismatch = mismatch or "; ".join(differs) or None
     remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
-    if state == "metadata stale" and any("override-dependencies sets" in m for m in metadata):
+    if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,

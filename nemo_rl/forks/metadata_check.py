@@ -96,7 +96,11 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
         result.append(("version", derived.version, str(package.get("version"))))
     missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
     if missing:
-        result.append(("dependencies", f"{', '.join(missing)} among them", "missing"))
+        overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
+                 f"replaces the fork's requirement, extras and marker with its own; edit it, then run `uv lock`)"
+                 if overridden else "")
+        result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
         result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
     result += _version_gaps(lock, package.get("dependencies"), requirements, envs)
@@ -163,9 +167,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
             packages.setdefault(canonicalize_name(str(p.get("name"))), []).append(str(p.get("version")))
     named = {canonicalize_name(str(d.get("name"))): d.get("version") for d in
              (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)}
-    manifest = lock.get("manifest") if isinstance(lock.get("manifest"), dict) else {}
-    overrides = {canonicalize_name(str(o.get("name"))): str(o.get("specifier") or "") for o in
-                 manifest.get("overrides", []) if isinstance(o, dict)} if isinstance(manifest, dict) else {}
+    overrides = _overrides(lock)
     result = []
     for requirement in requirements:
         name = canonicalize_name(requirement.name)
@@ -187,6 +189,16 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         result.append((f"locked {name}", f"{name}{requirement.specifier}",
                        f"{version}{cause}"))
     return result
+
+
+def _overrides(lock: dict) -> dict[str, str]:
+    """[tool.uv] override-dependencies as uv records them in uv.lock's [manifest]: name -> specifier."""
+    from packaging.utils import canonicalize_name
+
+    manifest = lock.get("manifest")
+    found = manifest.get("overrides") if isinstance(manifest, dict) else None
+    return {canonicalize_name(str(o.get("name"))): str(o.get("specifier") or "") for o in
+            (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
 
 def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
