@@ -1084,6 +1084,9 @@ MUTATIONS = [
     ("locked dependency: an override that replaced it named", "nemo_rl/forks/metadata_check.py",
      "        overridden = sorted({m.split(\"[\")[0].split(\" \")[0] for m in missing} & _overrides(lock).keys())",
      "        overridden: list[str] = []", "tests/test_metadata_check.py -k override_replaced"),
+    ("patches --check: an override's fix is to edit it", "nemo_rl/deps/patches.py",
+     '            overridden += [fork.distribution] if any(', "            overridden += [] if any(",
+     "tests/test_lock_truth.py -k locked_version_the_fork"),
 ]
 
 

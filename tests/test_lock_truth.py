@@ -167,6 +167,7 @@ def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys
     rc, out = offline(world, capsys)
     assert rc == 1 and "locked six: expected six>=1.16 (the derived entry), found 1.15.0" in out, out
     assert "override-dependencies sets six<1.16: remove it" in out, out
+    assert "fix: megatron-core: edit the [tool.uv] override-dependencies entry named above" in out, out
     env = tmp_path / "env"
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
     capsys.readouterr()

@@ -94,19 +94,25 @@ def run(project: Path, args: argparse.Namespace) -> int:
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)
-    failed = []
+    failed: list[str] = []
+    overridden: list[str] = []
     for fork in forks:
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
         if problems:
             failed.append(fork.distribution)
+            # relocking keeps what an override forces: regenerating cannot fix it, editing the override does
+            overridden += [fork.distribution] if any("override-dependencies" in str(p) for p in problems) else []
         print(f"{fork.distribution}: {'ok' if not problems else 'DRIFT'}")
         for problem in problems:
             print(f"  - {problem}")
     orphans = records.orphans(project, all_forks) if not args.distribution else []
     for orphan in orphans:
         print(f"  - {orphan}")
+    for dist in overridden:
+        print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
+              f"or let it allow what the fork requires), then run `uv lock`")
     for dist in failed:
         print(f"fix: {records.REGENERATE.format(dist=dist)} (it also writes the derived "
               f"[[tool.uv.dependency-metadata]] entry and relocks); or move the pin with "
