@@ -117,7 +117,7 @@ COMMIT = "c" * 40
 FIX = "run `nemo-rl deps patches megatron-core` (it derives the entry from what the fork declares at the pin"
 
 
-def fake_env(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",)):
+def fake_env(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",), other_version=None):
     """A site-packages holding megatron-core's dist-info (installed from `commit`) and `others`."""
     import json
 
@@ -129,10 +129,11 @@ def fake_env(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others
     if commit:
         (info / "direct_url.json").write_text(json.dumps({"url": "https://forks.nemo-rl.invalid/m.git",
                                                           "vcs_info": {"vcs": "git", "commit_id": commit}}))
-    for name in others:
-        other = site / f"{name}-1.0.dist-info"
+    for name in others:  # at a version every requirement here allows: a refused one is its own problem
+        fits = other_version or {"six": "1.17", "numpy": "2.1", "urllib3": "2.2"}.get(name, "1.0")
+        other = site / f"{name}-{fits}.dist-info"
         other.mkdir()
-        (other / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (other / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {fits}\n")
     (tmp_path / "env/pyvenv.cfg").write_text(f"home = /usr\nversion_info = {python}\n")
     return tmp_path / "env"
 
@@ -403,3 +404,10 @@ def test_a_locked_requirement_the_environment_leaves_out_is_not_missing(tmp_path
     project, env = fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=())
     assert [p.kind for p in installed_fork.problems(project, env, "megatron-core")] == ["requirement missing"]
     assert installed_fork.problems(project, env, "megatron-core", left_out=["six"]) == []
+
+
+def test_an_installed_requirement_at_a_version_the_fork_refuses_is_named(tmp_path):
+    """uv installs what uv.lock says without checking it against the fork's requirement (an override, a pasted
+    [[package]]): six 1.0 installed for a fork requiring six>=1.16."""
+    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], other_version="1.0"))
+    assert "six 1.0 is installed but megatron-core requires six>=1.16" in found["version refused"], found

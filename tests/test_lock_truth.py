@@ -10,6 +10,7 @@ from gitfixtures import commit
 from test_deps_declared import derived_world
 
 from nemo_rl.cli import main
+from nemo_rl.forks import installed_fork
 from nemo_rl.project import lockfile
 
 DEPS = ["nemo-toolkit", "pytest>=8", "six>=1.16", "urllib3[socks]>=2", "idna; platform_machine == 'aarch64'"]
@@ -151,3 +152,39 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
     assert "pinned" not in found.stdout and "x = " not in found.stdout and "version" not in found.stdout
     git("checkout", "-q", "main")
     assert declares_changes().stdout == ""  # nothing changed against the base
+
+
+def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys, tmp_path):
+    """uv checks neither a git package's locked metadata nor what an override does to it: six 1.15.0 locked for
+    a fork requiring six>=1.16 passes `uv lock --check`, and `uv sync --locked` installs it."""
+    fork_with_extras(world)
+    lock, path = world.project / "uv.lock", world.project / "pyproject.toml"
+    good, pyproject = lock.read_text(), path.read_text()
+    path.write_text(pyproject.replace("[tool.uv]\n", '[tool.uv]\noverride-dependencies = ["six<1.16"]\n', 1))
+    forkworld.uv_run(world, "lock", "--quiet")
+    overridden = lock.read_text()
+    assert 'name = "six"\nversion = "1.15.0"' in overridden
+    rc, out = offline(world, capsys)
+    assert rc == 1 and "locked six: expected six>=1.16 (the derived entry), found 1.15.0" in out, out
+    assert "override-dependencies sets six<1.16: remove it" in out, out
+    assert "fix: megatron-core: edit the [tool.uv] override-dependencies entry named above" in out, out
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    out = capsys.readouterr().out
+    assert "fix        remove or widen the override-dependencies entry named above" in out, out
+    found = [str(p) for p in installed_fork.problems(world.project, env, "megatron-core")]
+    assert any("six 1.15.0 is installed but megatron-core requires six>=1.16" in p for p in found), found
+    rc, out = patches(world, capsys)  # relocking cannot undo an override: said, never rc 0
+    assert rc == 1 and "still disagrees" in out and "remove or widen the override" in out, out
+    # the same block pasted by hand, without the override
+    path.write_text(pyproject)
+    start = overridden.index('[[package]]\nname = "six"')
+    six = overridden[start:overridden.index("[[package]]", start + 1)]
+    g = good.index('[[package]]\nname = "six"')
+    lock.write_text(good[:g] + six + good[good.index("[[package]]", g + 1):])
+    rc, out = offline(world, capsys)
+    assert rc == 1 and "found 1.15.0 (run `uv lock --upgrade-package six`)" in out, out
+    rc, out = patches(world, capsys)
+    assert rc == 0 and lock.read_text() == good and offline(world, capsys)[0] == 0, out

@@ -145,3 +145,45 @@ def test_an_entry_spelled_differently_is_named_so_and_rewritten_in_place(tmp_pat
     assert declared.write_entry(doc, DERIVED)
     entries = doc["tool"]["uv"]["dependency-metadata"]
     assert [e["name"] for e in entries] == ["megatron-core"] and entries[0]["version"] == "0.2.0"
+
+
+def test_a_bound_inside_a_minor_version_is_sampled_on_both_sides():
+    """Sampled only at X.0 and X.99, `< '3.12.3' or >= '3.13'` would apply wherever no marker does."""
+    inside = "python_full_version < '3.12.3' or python_full_version >= '3.13'"
+    narrowed = [EXTRAS_LOCKED[0], {"name": "numpy", "marker": inside}, EXTRAS_LOCKED[2]]
+    assert gaps(narrowed) == [("dependencies", "numpy (on linux x86_64 Python 3.12) among them", "missing")]
+    through = [EXTRAS_LOCKED[0], {"name": "numpy", "marker": inside.replace("< '3.12.3'", "<= '3.12.3'")},
+               EXTRAS_LOCKED[2]]  # met at the literal itself: the micro after it is where it is not
+    assert gaps(through) == [("dependencies", "numpy (on linux x86_64 Python 3.12) among them", "missing")]
+    recorded = ["idna ; platform_machine == 'aarch64'", f"numpy>=1.26 ; {inside}", "urllib3[socks]>=2"]
+    assert gaps(EXTRAS_LOCKED, recorded=recorded)[0][0] == "[[manifest.dependency-metadata]] requires-dist"
+
+
+def test_a_locked_version_the_requirement_refuses_is_named():
+    def versions(numpy, *more, overrides=()):
+        found = lock("0.2.0", "numpy", "torch")
+        found["package"] = [found["package"][0], {"name": "numpy", "version": numpy},
+                            *({"name": "numpy", "version": v} for v in more)]
+        found["manifest"]["overrides"] = [{"name": "numpy", "specifier": s} for s in overrides]
+        return metadata_check.locked_differences(found, DERIVED)
+
+    assert versions("1.26.0") == [] and versions("2.0.0rc1") == []
+    assert versions("1.25.2") == [("locked numpy", "numpy>=1.26", "1.25.2 (run `uv lock --upgrade-package numpy`)")]
+    assert versions("1.25.2", overrides=["<1.26"]) == [
+        ("locked numpy", "numpy>=1.26", "1.25.2 (pyproject.toml [tool.uv] override-dependencies sets numpy<1.26: "
+         "remove it or widen it to allow >=1.26, then run `uv lock`)")]
+    # two versions locked: the one the fork's dependency names
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "version": "1.25.2"}, {"name": "torch"}])
+    found["package"] += [{"name": "numpy", "version": "2.1.0"}]
+    found["package"][1]["version"] = "1.25.2"
+    assert [d[0] for d in metadata_check.locked_differences(found, DERIVED)] == ["locked numpy"]
+
+
+def test_a_requirement_an_override_replaced_names_the_override():
+    found = lock("0.2.0", dependencies=[EXTRAS_LOCKED[0], EXTRAS_LOCKED[1], {"name": "urllib3"}],
+                 recorded=EXTRAS.requires_dist)
+    found["manifest"]["overrides"] = [{"name": "urllib3", "specifier": ">=2"}]
+    assert metadata_check.locked_differences(found, EXTRAS) == [
+        ("dependencies", "urllib3[socks] among them", "missing (pyproject.toml [tool.uv] override-dependencies names "
+         "urllib3: an override replaces the fork's requirement, extras and marker with its own; edit it, then run "
+         "`uv lock`)")]

@@ -363,7 +363,9 @@ def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ra
     env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     metadata = next(site.glob("megatron_core-*.dist-info")) / "METADATA"
-    metadata.write_text(metadata.read_text().replace("\nVersion: 0.1.0\n", "\nVersion: 0.9.0\n", 1))
+    text = metadata.read_text()
+    metadata.unlink()  # a hard link into uv's cache, which later tests install from: a new file, not an edit
+    metadata.write_text(text.replace("\nVersion: 0.1.0\n", "\nVersion: 0.9.0\n", 1))
     with pytest.raises(NemoRLError, match="megatron-core 0.9.0 is installed but uv.lock says 0.1.0") as caught:
         environments.verify(env, ray_world.project)
     assert "nemo-rl deps patches megatron-core" in str(caught.value)

@@ -33,6 +33,7 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 
 
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
+    left = []
     for fork in forks:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
@@ -66,9 +67,16 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
                   "declares it")
-        for problem in metadata_check.problems(project, fork, records.read_index(project / relative)):
+        remaining = metadata_check.problems(project, fork, records.read_index(project / relative))
+        for problem in remaining:
             print(f"  - {records.Difference(*problem)}")
-    return 0
+        if remaining:  # the relock is all this command does to uv.lock: what it leaves needs a hand
+            left.append(fork.distribution)
+    for dist in left:
+        print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
+              f"override named above, or run `uv lock --upgrade-package <package>` for each package named, then "
+              f"`nemo-rl deps patches --check --offline`")
+    return 1 if left else 0
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
@@ -86,19 +94,25 @@ def run(project: Path, args: argparse.Namespace) -> int:
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)
-    failed = []
+    failed: list[str] = []
+    overridden: list[str] = []
     for fork in forks:
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
         if problems:
             failed.append(fork.distribution)
+            # relocking keeps what an override forces: regenerating cannot fix it, editing the override does
+            overridden += [fork.distribution] if any("override-dependencies" in str(p) for p in problems) else []
         print(f"{fork.distribution}: {'ok' if not problems else 'DRIFT'}")
         for problem in problems:
             print(f"  - {problem}")
     orphans = records.orphans(project, all_forks) if not args.distribution else []
     for orphan in orphans:
         print(f"  - {orphan}")
+    for dist in overridden:
+        print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
+              f"or let it allow what the fork requires), then run `uv lock`")
     for dist in failed:
         print(f"fix: {records.REGENERATE.format(dist=dist)} (it also writes the derived "
               f"[[tool.uv.dependency-metadata]] entry and relocks); or move the pin with "

@@ -29,6 +29,8 @@ REMEDIES = {
     "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
 }
+OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "
+              "`uv lock` and `nemo-rl deps patches --check --offline`")
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
 FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
            "develop not applied", "checkout gone", "env stale", "installed differs"}
@@ -76,6 +78,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
         state = "env stale" if mismatch else "installed differs" if differs else "ok"
         mismatch = mismatch or "; ".join(differs) or None
     remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
+    if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
+        remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
                       developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None)

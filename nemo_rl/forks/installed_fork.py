@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,12 +105,40 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
     for missing in sorted(n for n in required if find_installed(n, path) is None):
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
+    result += _refused_versions(want_here, path, skipped, distribution)
     for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
         needs = lock_markers.locked(_optional(lock, dep, option), markers)
         for missing in sorted({n for n, _ in needs} - skipped):
             if find_installed(missing, path) is None:
                 result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
                                       f"{distribution}) requires, is not installed", sync))
+    return result
+
+
+def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str],
+                      distribution: str) -> list[Problem]:
+    """Each installed requirement of the fork at a version its specifier refuses (an override in pyproject.toml,
+    a [[package]] pasted into uv.lock): uv installs what the lock says without checking it."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    result = []
+    for requirement in (q for q in map(_parsed, want) if q is not None and q.specifier):
+        name = canonicalize_name(requirement.name)
+        dist = find_installed(name, path) if name not in skipped else None
+        if dist is None:
+            continue  # missing is said above
+        try:
+            version = Version(dist.version)
+        except InvalidVersion:
+            version = None
+        if version is not None and SpecifierSet(str(requirement.specifier),
+                                                prereleases=version.is_prerelease).contains(version):
+            continue
+        result.append(Problem("version refused", f"{name} {dist.version} is installed but {distribution} requires "
+                              f"{name}{requirement.specifier}", f"remove or widen any [tool.uv] "
+                              f"override-dependencies entry for {name} in pyproject.toml, run `uv lock "
+                              f"--upgrade-package {name}` and `nemo-rl deps patches --check --offline`, then sync"))
     return result
 
 

@@ -8,6 +8,7 @@ what is compared here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from packaging.markers import InvalidMarker, Marker
@@ -24,28 +25,43 @@ _PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix",
 _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
 
 
-def environments(lock: dict) -> list[Environment]:
-    """The marker environments uv.lock covers: a sample per supported platform and Python minor version."""
+def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment]:
+    """The marker environments uv.lock covers: a sample per supported platform and Python minor version, and
+    one at each version literal in `markers` (the markers being compared) and at its next micro release, so a
+    bound inside a minor version (`python_full_version < '3.12.3'`) is seen on both sides."""
     supported = lock.get("supported-markers")
-    markers = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
+    parsed = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
     try:
         python = SpecifierSet(str(lock.get("requires-python") or ""))
     except InvalidSpecifier:
         python = SpecifierSet()
+    points = []
+    for version in _PYTHONS:
+        if f"{version}.0" in python or f"{version}.99" in python:
+            points.append(f"{version}.0" if f"{version}.0" in python else f"{version}.99")
+    points += [p for p in _literal_points(markers) if p in python and p not in points]
     result = []
     for sys_platform, system, os_name, machine in _PLATFORMS:
-        for version in _PYTHONS:
-            if f"{version}.0" not in python and f"{version}.99" not in python:
-                continue
+        for full in points:
+            version = ".".join(full.split(".")[:2])
             env = {"sys_platform": sys_platform, "platform_system": system, "os_name": os_name,
-                   "platform_machine": machine, "python_version": version,
-                   "python_full_version": f"{version}.0" if f"{version}.0" in python else f"{version}.99",
+                   "platform_machine": machine, "python_version": version, "python_full_version": full,
                    "implementation_name": "cpython", "platform_python_implementation": "CPython",
-                   "implementation_version": f"{version}.0", "platform_release": "", "platform_version": "",
+                   "implementation_version": full, "platform_release": "", "platform_version": "",
                    "extra": ""}
-            if not markers or any(_evaluate(m, env) for m in markers):
+            if not parsed or any(_evaluate(m, env) for m in parsed):
                 result.append(env)
     return result
+
+
+def _literal_points(markers: Iterable[object]) -> list[str]:
+    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it."""
+    found: set[tuple[int, int, int]] = set()
+    for text in markers:
+        for literal in re.findall(r"""['"]\s*(3\.\d+(?:\.\d+)?)\s*['"]""", str(text or "")):
+            major, minor, micro = (list(map(int, literal.split("."))) + [0])[:3]
+            found |= {(major, minor, micro), (major, minor, micro + 1)}
+    return [f"{a}.{b}.{c}" for a, b, c in sorted(found)]
 
 
 def describe(env: Environment) -> str:

@@ -83,18 +83,27 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
         return [("entries", "one", str(len(packages)))]
     package = packages[0]
     requirements = [Requirement(r) for r in derived.requires_dist]
-    envs = lock_markers.environments(lock)
+    manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
+        else []
+    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
+    dependencies = package.get("dependencies")
+    # sampled at each version the compared markers name: a bound inside a minor version is seen
+    envs = lock_markers.environments(lock, [*(r.marker for r in requirements), *(
+        d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
+        line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
     missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
     if missing:
-        result.append(("dependencies", f"{', '.join(missing)} among them", "missing"))
+        overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
+                 f"replaces the fork's requirement, extras and marker with its own; edit it, then run `uv lock`)"
+                 if overridden else "")
+        result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
         result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
-    manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
-        else []
-    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
+    result += _version_gaps(lock, package.get("dependencies"), requirements, envs)
     if len(recorded) != 1:
         return [*result, ("[[manifest.dependency-metadata]] entries", "one", str(len(recorded)))]
     entry = recorded[0]
@@ -141,6 +150,55 @@ def _dependency_gaps(dependencies: object, requirements: list, envs: list[lock_m
                 for name, where in sorted(found.items())]
 
     return shown(missing), shown(unexpected)
+
+
+def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
+                  ) -> list[tuple[str, str, str]]:
+    """Each locked dependency whose locked version the requirement does not allow. uv checks neither a git
+    package's locked metadata nor what an override does to it, so `override-dependencies = ["six<1.16"]` or a
+    pasted [[package]] block installs a version the fork's metadata refuses."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    packages: dict[str, list[str]] = {}
+    for p in lock.get("package", []):
+        if isinstance(p, dict) and p.get("version") is not None:  # a source tree's dynamic version: not locked
+            packages.setdefault(canonicalize_name(str(p.get("name"))), []).append(str(p.get("version")))
+    named = {canonicalize_name(str(d.get("name"))): d.get("version") for d in
+             (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)}
+    overrides = _overrides(lock)
+    result = []
+    for requirement in requirements:
+        name = canonicalize_name(requirement.name)
+        applies = requirement.marker is None or any(lock_markers._evaluate(requirement.marker, e) for e in envs)
+        if not requirement.specifier or not applies or name not in named or not packages.get(name):
+            continue  # a requirement not locked at all is _dependency_gaps' to report
+        versions = packages[name]
+        version = str(named[name]) if named[name] is not None and len(versions) > 1 else versions[0]
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            result.append((f"locked {name}", f"a version allowed by {requirement.specifier}", version))
+            continue
+        if SpecifierSet(str(requirement.specifier), prereleases=parsed.is_prerelease).contains(parsed):
+            continue
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies sets {name}{overrides[name]}: remove it or "
+                 f"widen it to allow {requirement.specifier}, then run `uv lock`)" if name in overrides else
+                 f" (run `uv lock --upgrade-package {name}`)")
+        result.append((f"locked {name}", f"{name}{requirement.specifier}",
+                       f"{version}{cause}"))
+    return result
+
+
+def _overrides(lock: dict) -> dict[str, str]:
+    """[tool.uv] override-dependencies as uv records them in uv.lock's [manifest]: name -> specifier."""
+    from packaging.utils import canonicalize_name
+
+    manifest = lock.get("manifest")
+    found = manifest.get("overrides") if isinstance(manifest, dict) else None
+    return {canonicalize_name(str(o.get("name"))): str(o.get("specifier") or "") for o in
+            (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
 
 def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
