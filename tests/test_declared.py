@@ -77,10 +77,10 @@ def record(number, sha, patch_id):
 
 
 def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
-    """`evil @ file:///...` in the fork's METADATA would be built (its setup.py run) by uv lock: refused before any
+    """`evil @ <url>` in the fork's METADATA would be built (its setup.py run) by uv lock: refused before any
     lock; a dropped one is never locked, and kept by its name alone (no URL in index.toml)."""
-    url = "evil @ file:///elsewhere/evil"
-    with pytest.raises(NemoRLError, match="the fork at aaaaaaaaaaaa declares a direct reference 'evil @ file:") \
+    url = "evil @ https://evil.nemo-rl.invalid/evil-1.0.tar.gz"
+    with pytest.raises(NemoRLError, match="the fork at aaaaaaaaaaaa declares a direct reference 'evil @ https:") \
             as caught:
         declared.declares_from("0.2.0", None, {"torch": "torch>=2", "evil": url}, "a" * 40, "megatron-core")
     assert declared.drop_line("evil") in caught.value.remedy
