@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -1157,12 +1158,31 @@ MUTATIONS = [
     ("patches --check: an override's fix is to edit it", "nemo_rl/deps/patches.py",
      '            overridden += [fork.distribution] if any(', "            overridden += [] if any(",
      "tests/test_lock_truth.py -k locked_version_the_fork"),
+    ("runner: an interrupt ends the pytest runs going on", "tests/check_mutations.py",
+     "    with RUNNING_LOCK:\n        for pgid in RUNNING:", "    with RUNNING_LOCK:\n        for pgid in ():",
+     "tests/test_check_mutations.py -k interrupted_runner"),
+    ("runner: SIGTERM ends the runner as Ctrl-C does", "tests/check_mutations.py",
+     "        signal.signal(signum, _interrupted)\n", "        pass\n",
+     "tests/test_check_mutations.py -k interrupted_runner"),
 ]
 
 
 
+# The pytest runs going on, each its own process group (so a timeout kills Ray too), ended when the runner is
+# interrupted: a run in its own session outlives its parent otherwise.
+RUNNING: set[int] = set()
+RUNNING_LOCK = threading.Lock()
+STOPPING = threading.Event()
+
+
+class Stopped(Exception):
+    """The runner was interrupted: no new pytest run starts."""
+
+
 def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) -> Run:
     """pytest over `selection` with the code of `copy`, in its own process group (a timeout kills Ray too)."""
+    if STOPPING.is_set():
+        raise Stopped
     scratch.mkdir(parents=True, exist_ok=True)
     report = scratch / "junit.xml"
     report.unlink(missing_ok=True)
@@ -1173,7 +1193,11 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
             f"--junitxml={report}", "-o", "junit_family=xunit1", *selection]
     proc = subprocess.Popen(argv, cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
+    with RUNNING_LOCK:
+        RUNNING.add(proc.pid)
     try:
+        if STOPPING.is_set():  # interrupted while it started: end_runs may have looked before it was added
+            raise Stopped
         returncode = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         returncode = None
@@ -1183,6 +1207,10 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
         except ProcessLookupError:
             pass
         proc.wait()
+        with RUNNING_LOCK:
+            RUNNING.discard(proc.pid)
+    if STOPPING.is_set():  # killed by end_runs: its report proves nothing
+        raise Stopped
     return classify(report.read_text() if report.exists() else None, returncode)
 
 
@@ -1217,6 +1245,21 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
 
 
+def end_runs() -> None:
+    """Kill every pytest run going on (its whole group: Ray's processes too); none starts afterwards."""
+    STOPPING.set()
+    with RUNNING_LOCK:
+        for pgid in RUNNING:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a cancelled job) and SIGHUP end the runner as Ctrl-C does
+
+
 # Runs whose tests time signals or start a Ray cluster get the machine to themselves: beside another run they
 # time out on a busy machine and prove nothing.
 ALONE = (RAY, INTERRUPTS)
@@ -1245,11 +1288,23 @@ def main() -> int:
 
     print("| check removed | tests | result | s |\n|---|---|---|---|")
     alone = [m for m in selected if any(t in m[4] for t in ALONE)]
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupted)
+    pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
+    try:
         for future in [pool.submit(one, m) for m in selected if m not in alone]:
             future.result()
-    for mutation in alone:
-        one(mutation)
+        for mutation in alone:
+            one(mutation)
+    except KeyboardInterrupt:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # the cleanup takes a moment: a second signal cannot cut it short
+        end_runs()
+        pool.shutdown(wait=True, cancel_futures=True)  # the runs going on were killed: their threads end now
+        print(f"\ninterrupted after {sum(counts.values())} of {len(selected)} mutation(s): "
+              + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]), flush=True)
+        return 130
+    pool.shutdown()
     total = sum(counts.values())
     print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))
     return 0 if total and counts["caught"] == total else 1

@@ -1,7 +1,11 @@
 """tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts
 (tests/mutation_verdicts.py) on real pytest reports made in-process with pytester, and on runs that leave none."""
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -176,3 +180,46 @@ def test_an_empty_selection_is_no_success(monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "no check is named this"])
     assert cm.main() == 1
     assert "0 mutation(s): 0 caught, 0 inconclusive, 0 survived, 0 flaky" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
+    """A cancelled job sends SIGTERM: the runner exits 130 at once and leaves no pytest run (each in a session
+    of its own) behind, nor the process that run started."""
+    pid_file = tmp_path / "child.pid"
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        import subprocess, time
+        from pathlib import Path
+        # the mutation point
+        def test_waits():
+            child = subprocess.Popen(["sleep", "300"])
+            Path({str(pid_file)!r}).write_text(str(child.pid))
+            time.sleep(300)
+        """))
+    shutil.copy(Path(cm.__file__), copy / "tests" / "check_mutations.py")
+    driver = (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
+              f"from pathlib import Path; cm.ROOT = Path({str(copy)!r}); "
+              "cm.MUTATIONS = [('waits', 'tests/test_inner.py', '# the mutation point', '# mutated', "
+              "'tests/test_inner.py')]; sys.argv = ['check_mutations.py']; sys.exit(cm.main())")
+    runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and runner.poll() is None, "the inner test never started"
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        runner.send_signal(signum)
+        deadline = time.monotonic() + 30
+        while runner.poll() is None:
+            assert time.monotonic() < deadline, "the runner waited for its pytest run to end by itself"
+            time.sleep(0.1)
+        assert runner.returncode == 130
+        assert "interrupted after 0 of 1 mutation(s)" in runner.stdout.read()
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{child}") and "Z" not in open(f"/proc/{child}/stat").read().split(")")[-1][:3]:
+            assert time.monotonic() < deadline, "the pytest run's child outlived the runner"
+            time.sleep(0.1)
+    finally:
+        os.killpg(runner.pid, signal.SIGKILL) if runner.poll() is None else None
