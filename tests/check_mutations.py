@@ -1185,6 +1185,18 @@ MUTATIONS = [
     ("fast: status --check fails on the environment beside a lock problem", "nemo_rl/deps/status.py",
      "row.state in FAILING or row.environment for row", "row.state in FAILING for row",
      "tests/test_status.py -k beside"),
+    # a version refused further down the fork's closure (uv.lock records no specifier for a registry package's needs)
+    ("installed closure: a refused transitive version named", INSTALLED_FORK,
+     "    result += _refused_in_closure(lock, depends, markers, path, skipped | {name}, distribution)\n", "",
+     "tests/test_lock_truth.py -k transitive"),
+    ("installed closure: an extra's requirements followed", INSTALLED_FORK,
+     '_evaluate(requirement.marker, markers | {"extra": o})', "_evaluate(requirement.marker, markers)",
+     "tests/test_lock_truth.py -k transitive"),
+    ("fast: installed closure: walked past the first level", INSTALLED_FORK,
+     "        todo += sorted(lock_markers.locked(needs, markers))\n", "", "tests/test_declared.py -k deep"),
+    ("fast: installed closure: another fork's own requirements are its check", INSTALLED_FORK,
+     "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
+     "tests/test_declared.py -k deep"),
 ]
 
 
