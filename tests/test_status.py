@@ -27,7 +27,7 @@ def test_nothing_wrong_leaves_the_state_to_the_environment():
 
 @pytest.mark.parametrize("n", range(len(ORDER)))
 def test_the_most_fundamental_state_wins(n):
-    """Each condition hides every later one: a bad pin before an interrupted bump before a stale lock ..."""
+    """Each condition hides every later one: a bad pin before a landing cut short before a stale lock ..."""
     found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
     assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
                      "checkout gone", "develop not applied"][n]

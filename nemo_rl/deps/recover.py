@@ -17,7 +17,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
 def _recover(project: Path) -> int:
     found = landing.leftovers(project, locked=True)
     if not found:
-        print("nothing to recover: no interrupted bump in this project")
+        print("nothing to recover: no staging copy left by a killed bump or `deps patches` in this project")
         return 0
     for path, journal in found:
         if journal:  # killed while landing: every staged file is complete, so landing the rest is correct
