@@ -411,3 +411,26 @@ def test_an_installed_requirement_at_a_version_the_fork_refuses_is_named(tmp_pat
     [[package]]): six 1.0 installed for a fork requiring six>=1.16."""
     found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], other_version="1.0"))
     assert "six 1.0 is installed but megatron-core requires six>=1.16" in found["version refused"], found
+
+
+def test_a_version_refused_deep_in_the_forks_closure_is_named_and_another_forks_own_is_not(tmp_path):
+    """megatron-core -> six -> helper, which requires leaf>=2 (installed 1.0): named two levels down. nemo-toolkit,
+    another fork with its own derived entry, requiring leaf>=5, is its own check (its drop list applies)."""
+    project = fake_project(tmp_path, requires=("six>=1.16", "nemo-toolkit"), depends=("six", "nemo-toolkit"))
+    lock = tomlkit.parse((project / "uv.lock").read_text())
+    lock["package"] += [{"name": "six", "version": "1.17", "dependencies": [{"name": "helper"}]},
+                        {"name": "helper", "version": "1.0", "dependencies": [{"name": "leaf"}]},
+                        {"name": "leaf", "version": "1.0"}, {"name": "nemo-toolkit", "version": "0.1"}]
+    lock["manifest"]["dependency-metadata"].append({"name": "nemo-toolkit", "version": "0.1", "requires-dist": []})
+    (project / "uv.lock").write_text(tomlkit.dumps(lock))
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "nemo-toolkit"], others=("six", "leaf"))
+    site = env / "lib/python3.12/site-packages"
+    for name, version, requires in (("helper", "1.0", "leaf>=2"), ("nemo_toolkit", "0.1", "leaf>=5")):
+        (site / f"{name}-{version}.dist-info").mkdir()
+        (site / f"{name}-{version}.dist-info/METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Dist: {requires}\n")
+    found = kinds(project, env)
+    assert found == {"version refused": "leaf 1.0 is installed but helper 1.0 (which megatron-core pulls in) requires "
+                     "leaf>=2: uv.lock locks a version its dependent refuses (a [[package]] edited or pasted by hand, "
+                     "or an override): remove any [tool.uv] override-dependencies entry for leaf, run `uv lock "
+                     "--upgrade-package leaf`, then sync"}, found

@@ -240,7 +240,7 @@ def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeyp
         staging.rename(staging.with_name(staging.name.replace(str(os.getpid()), str(dead.pid), 1)))
     capsys.readouterr()
     assert main(["deps", "status", "--json", "--project", str(world.project)]) == 0
-    assert '"state": "bump interrupted"' in capsys.readouterr().out
+    assert '"state": "landing interrupted"' in capsys.readouterr().out
     assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
     assert "nemo-rl deps recover" in capsys.readouterr().out
     assert main(["deps", "recover", "--project", str(world.project)]) == 0

@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import forkworld
 from gitfixtures import git
@@ -59,7 +60,7 @@ def test_status_json_schema(world, tmp_path, capsys):
     assert data["schema"] == 2 and data["lock_problem"] is None
     expected = {"distribution", "url", "branch", "pinned_rev", "locked_commit", "installed_commit",
                 "installed_version", "upstream_url", "upstream_base", "downstream_commits", "records_problems",
-                "developing", "state", "remedy"}
+                "developing", "state", "remedy", "environment"}
     for row in data["forks"]:
         assert set(row) == expected
         assert row["state"] in set(status.REMEDIES)
@@ -125,3 +126,49 @@ def test_status_fails_when_a_fork_table_is_deleted_but_its_records_remain(world,
     capsys.readouterr()
     assert status_check(world, env) == 1
     assert "patches/nemo-toolkit/: fork: expected [tool.nemo-rl.forks.nemo-toolkit]" in capsys.readouterr().out
+
+
+def test_a_wrong_lock_and_an_environment_that_differs_are_both_said(world, tmp_path, capsys):
+    """The lock's problem does not hide the environment's: each is named with its own fix, and --check fails."""
+    env = tmp_path / "env"
+    megatron = world.forks["megatron-core"]
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+    new_head = forkworld.commit(megatron.fork, "more tokens", {"megatron/core/more.py": "X = 1\n"})
+    assert main(["deps", "bump", "megatron-core", "--rev", new_head, "--project", str(world.project)]) == 0
+    pyproject = world.project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(new_head, megatron.head))  # a hand edit back, not relocked
+    rows = status_json(world, capsys, env)
+    assert rows["megatron-core"]["state"] == "lock stale"
+    assert "uv lock --upgrade-package megatron-core" in rows["megatron-core"]["remedy"]
+    assert rows["megatron-core"]["environment"] == [f"env stale: {status.installed.ENV_STALE}"]
+    assert rows["nemo-toolkit"]["state"] == "ok" and rows["nemo-toolkit"]["environment"] == []
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    out = capsys.readouterr().out
+    assert "  fix        run `uv lock --upgrade-package megatron-core`" in out
+    assert "  then       env stale: run `uv sync --locked --extra mcore`" in out, out
+
+
+def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world, tmp_path, capsys):
+    """Killed after its journal, before any rename: megatron-core's landing is named as not moved yet, and
+    nemo-toolkit, which it does not change, is not said to be in it."""
+    from nemo_rl.project import landing
+
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+    moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    staging = world.project / landing.STAGING_ROOT / "staging-1-x"
+    (staging / "patches").mkdir(parents=True)
+    for name in moves[:2]:
+        (staging / name).write_text((world.project / name).read_text() + "\n")
+    shutil.copytree(world.project / moves[2], staging / moves[2])
+    before = {name: landing._digest(world.project / name) for name in moves}
+    (staging / landing.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
+    rows = status_json(world, capsys, env)
+    assert rows["megatron-core"]["state"] == "landing interrupted"
+    assert "cut short before any of them moved: the project is as before that command" in \
+        rows["megatron-core"]["remedy"]
+    assert rows["nemo-toolkit"]["state"] == "ok"
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    (staging / "uv.lock").rename(world.project / "uv.lock")  # the first rename done
+    remedy = status_json(world, capsys, env)["megatron-core"]["remedy"]
+    assert "with uv.lock moved and pyproject.toml, patches/megatron-core not (the project mixes" in remedy, remedy

@@ -46,6 +46,17 @@ def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content)
     assert "nothing was moved" in caught.value.remedy
 
 
+@pytest.mark.parametrize("before", [[], {"pyproject.toml": None}, {"uv.lock": "x" * 64, "pyproject.toml": None},
+                                    {"uv.lock": "0" * 63, "pyproject.toml": None},
+                                    {"uv.lock": 7, "pyproject.toml": None}])
+def test_a_journal_whose_digests_are_not_one_per_move_is_refused(staging, before):
+    journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": before})
+    with pytest.raises(NemoRLError, match="records digests that are not one per moved path"):
+        landing.read_journal(staging)
+    journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": {"uv.lock": "0" * 64, "pyproject.toml": None}})
+    assert landing.read_journal(staging) == ["uv.lock", "pyproject.toml"]
+
+
 def test_a_missing_journal_is_refused(staging):
     with pytest.raises(NemoRLError, match="cannot read the landing journal"):
         landing.read_journal(staging)

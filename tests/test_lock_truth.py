@@ -73,7 +73,9 @@ def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, 
     out = capsys.readouterr().out
     print(out)
     assert "six among them" in out and "fix        run `nemo-rl deps patches megatron-core`" in out, out
-    assert "uv sync" not in out.split("nemo-toolkit:")[0], out
+    # never a sync alone (it installs the lie again): each sync named comes after the relock
+    assert all("uv sync" not in line or line.index("nemo-rl deps patches megatron-core") < line.index("uv sync")
+               for line in out.split("nemo-toolkit:")[0].splitlines()), out
 
 
 def test_an_edit_in_another_terminal_during_a_relock_is_kept(world, capsys, monkeypatch):
@@ -188,3 +190,35 @@ def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys
     assert rc == 1 and "found 1.15.0 (run `uv lock --upgrade-package six`)" in out, out
     rc, out = patches(world, capsys)
     assert rc == 0 and lock.read_text() == good and offline(world, capsys)[0] == 0, out
+
+
+def test_a_transitive_version_its_dependent_refuses_is_named_by_status(world, capsys, tmp_path):
+    """uv.lock records no specifier for a registry package's own requirements: pysocks 1.5.7 pasted in (urllib3[socks],
+    which megatron-core requires, refuses it) passes `uv lock --check --offline`, `uv lock --check` and the offline
+    CI check, and `uv sync --locked` installs it. The installed metadata holds the specifier: status names it."""
+    fork_with_extras(world)
+    lock, path = world.project / "uv.lock", world.project / "pyproject.toml"
+    good, pyproject = lock.read_text(), path.read_text()
+    path.write_text(pyproject.replace("[tool.uv]\n", '[tool.uv]\noverride-dependencies = ["pysocks==1.5.7"]\n', 1))
+    forkworld.uv_run(world, "lock", "--quiet")  # a real [[package]] for pysocks 1.5.7, to paste
+    overridden = lock.read_text()
+    path.write_text(pyproject)
+    start = overridden.index('[[package]]\nname = "pysocks"')
+    pysocks = overridden[start:overridden.index("[[package]]", start + 1)]
+    g = good.index('[[package]]\nname = "pysocks"')
+    lock.write_text(good[:g] + pysocks + good[good.index("[[package]]", g + 1):])
+    forkworld.uv_run(world, "lock", "--check", "--offline")  # uv does not catch it (raises if it ever does)
+    assert offline(world, capsys)[0] == 0  # nor can the offline check: nothing in uv.lock says what urllib3 needs
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    out = capsys.readouterr().out
+    assert "megatron-core: installed differs" in out, out
+    urllib3 = lockfile.locked_packages(world.project)["urllib3"].version
+    said = f"pysocks 1.5.7 is installed but urllib3 {urllib3} (which megatron-core pulls in) requires pysocks"
+    assert said in out and "!=1.5.7" in out.split(said)[1].split(":")[0], out
+    assert "run `uv lock --upgrade-package pysocks`" in out
+    lock.write_text(good)  # the committed lock, synced again: nothing refused
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    assert not installed_fork.problems(world.project, env, "megatron-core")

@@ -163,7 +163,8 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
         staging = elsewhere / "staging-1-x"
         staging.mkdir()
         (staging / "uv.lock").write_text("# landed\n")
-        (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"]}))
+        before = {"uv.lock": landing._digest(world.project / "uv.lock")}
+        (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
         assert deps(world, "recover") == 0, capsys.readouterr().err
         assert (world.project / "uv.lock").read_text() == "# landed\n"
     finally:

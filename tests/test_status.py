@@ -27,9 +27,9 @@ def test_nothing_wrong_leaves_the_state_to_the_environment():
 
 @pytest.mark.parametrize("n", range(len(ORDER)))
 def test_the_most_fundamental_state_wins(n):
-    """Each condition hides every later one: a bad pin before an interrupted bump before a stale lock ..."""
+    """Each condition hides every later one: a bad pin before a landing cut short before a stale lock ..."""
     found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
-    assert found == ["bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
+    assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
                      "checkout gone", "develop not applied"][n]
     assert found in status.FAILING and status.REMEDIES[found]
 
@@ -55,3 +55,35 @@ def test_render_shows_the_pins_the_checkout_and_at_most_five_record_problems():
     assert lines[11] == "  fix        run `nemo-rl deps develop --stop x`"
     missing = replace(row, developing=CheckoutFacts(Path("/gone"), None, 0, False, missing=True), records_problems=[])
     assert "  developing /gone (missing)" in status.render([missing], []).splitlines()
+
+
+def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path):
+    """A bump of megatron-core cut short says nothing about nemo-toolkit; a journal naming no records, or one that
+    cannot be read, may touch any fork."""
+    from nemo_rl.project.landing import CutShort
+
+    bump = CutShort(tmp_path, ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
+    assert status.touches(bump, "megatron-core") and not status.touches(bump, "nemo-toolkit")
+    assert status.touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
+    assert status.touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
+
+
+def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happen(tmp_path):
+    from nemo_rl.project.landing import CutShort
+
+    nothing = CutShort(tmp_path / "s", ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
+    said = status.cut_remedy(nothing).format(dist="megatron-core", checkout=None)
+    assert "cut short before any of them moved: the project is as before that command" in said
+    assert f"`rm -rf {tmp_path / 's'}` drops them" in said and "mixes" not in said
+    some = replace(nothing, moved=["uv.lock"])
+    said = status.cut_remedy(some).format(dist="megatron-core", checkout=None)
+    assert "with uv.lock moved and pyproject.toml, patches/megatron-core not (the project mixes" in said
+    assert "nemo-rl deps recover" in said
+
+
+def test_the_environment_beside_a_lock_problem_fails_check_too():
+    beside = replace(ROW, state="not installed", environment=("installed differs: x: run `uv sync`",))
+    assert status.fails_check([beside], None, [])
+    lines = status.render([replace(beside, state="metadata stale", remedy="run `nemo-rl deps patches x`")], [])
+    assert lines.splitlines()[-2:] == ["  fix        run `nemo-rl deps patches x`",
+                                       "  then       installed differs: x: run `uv sync`"]

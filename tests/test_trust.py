@@ -114,9 +114,10 @@ def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     staging = world.project / ".nemo-rl" / f"staging-{os.getpid()}-reused"
     staging.mkdir(parents=True)
     (staging / "pyproject.toml").write_text(new_pyproject)
-    (staging / "LANDING.json").write_text(json.dumps({"moves": ["pyproject.toml"]}))
+    before = {"pyproject.toml": landing._digest(world.project / "pyproject.toml")}
+    (staging / "LANDING.json").write_text(json.dumps({"moves": ["pyproject.toml"], "before": before}))
     assert deps(world, "status", "--json") == 0
-    assert {r["state"] for r in json.loads(capsys.readouterr().out)["forks"]} == {"bump interrupted"}
+    assert {r["state"] for r in json.loads(capsys.readouterr().out)["forks"]} == {"landing interrupted"}
     assert deps(world, "recover") == 0
     assert "finished an interrupted landing" in capsys.readouterr().out
     assert (world.project / "pyproject.toml").read_text() == new_pyproject

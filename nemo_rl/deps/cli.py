@@ -79,7 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env", help="environment to inspect (default: the running one)")
     p.add_argument("--check", action="store_true",
                    help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
-                   "developing checkout, an interrupted bump all fail)")
+                   "developing checkout, a landing cut short all fail)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler="nemo_rl.deps.status:run")
 

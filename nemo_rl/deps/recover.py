@@ -17,14 +17,18 @@ def run(project: Path, args: argparse.Namespace) -> int:
 def _recover(project: Path) -> int:
     found = landing.leftovers(project, locked=True)
     if not found:
-        print("nothing to recover: no interrupted bump in this project")
+        print("nothing to recover: no staging copy left by a killed bump or `deps patches` in this project")
         return 0
     for path, journal in found:
         if journal:  # killed while landing: every staged file is complete, so landing the rest is correct
-            moved = landing.finish(project, path)
-            print(f"finished an interrupted landing: {', '.join(moved)}")
+            moves = landing.read_journal(path)
+            moved = landing.finish(project, path)  # refuses a path changed since it was staged
+            before = [name for name in moves if name not in moved]
+            print(f"finished an interrupted landing: moved {', '.join(moved) or 'nothing more'} ("
+                  + (f"{', '.join(before)} had moved before the interruption)" if before else
+                     "nothing had moved before the interruption: the project was as before the command)"))
         else:  # killed before landing: the project was never touched
             shutil.rmtree(path, ignore_errors=True)
-            print(f"removed {path} (a bump killed before it changed anything)")
+            print(f"removed {path} (left by a bump or `deps patches` killed before it changed anything)")
     landing.remove_empty(project / landing.STAGING_ROOT)
     return 0

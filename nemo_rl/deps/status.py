@@ -15,7 +15,7 @@ from nemo_rl.project import develop_state, installed, landing, lockfile
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
                "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
-    "bump interrupted": "run `nemo-rl deps recover` (it finishes the interrupted bump's landing)",
+    "landing interrupted": "run `nemo-rl deps recover` (it finishes the landing that was cut short)",
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
     "records stale": records.REGENERATE,
     "metadata stale": declared.FIX,
@@ -32,8 +32,10 @@ REMEDIES = {
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "
               "`uv lock` and `nemo-rl deps patches --check --offline`")
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
-FAILING = {"bad pin", "bump interrupted", "lock stale", "records stale", "metadata stale", "developing",
+FAILING = {"bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
            "develop not applied", "checkout gone", "env stale", "installed differs"}
+# States about uv.lock and patches/ alone: the environment is still compared with the lock, and said too.
+LOCK_STATES = ("lock stale", "records stale", "metadata stale")
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,11 @@ class ForkStatus:
     developing: develop_state.CheckoutFacts | None  # the checkout the environment imports (or the state names)
     state: str
     remedy: str | None
+    # the environment's own problems beside a LOCK_STATES state, each "state: what: fix" (after the state's fix)
+    environment: tuple[str, ...] = ()
 
 
-def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, interrupted: bool,
+def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[landing.CutShort],
                 develop_entry: develop_state.Developed | None) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
@@ -69,27 +73,53 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, int
     developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     gone = bool(develop_entry and not develop_state.checkout_present(develop_entry.checkout))
-    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=interrupted, lock_stale=locked_commit != fork.rev,
+    cut = next((c for c in cuts if touches(c, fork.distribution)), None)
+    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=locked_commit != fork.rev,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
                         checkout_gone=gone,
                         develop_recorded=bool(develop_entry), installed=present)
-    if state is None:  # installed as locked so far: the environment itself is compared last (it reads files)
+    environment: tuple[str, ...] = ()
+    if state is None or (state in LOCK_STATES and present):  # the environment is compared last (it reads files)
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
-        state = "env stale" if mismatch else "installed differs" if differs else "ok"
-        mismatch = mismatch or "; ".join(differs) or None
-    remedy = mismatch if state in ("env stale", "installed differs") else REMEDIES[state]
+        if state is None:
+            state = "env stale" if mismatch else "installed differs" if differs else "ok"
+            mismatch = mismatch or "; ".join(differs) or None
+        else:  # a wrong lock hides no second problem: what runs differs from the lock as well
+            environment = (f"env stale: {mismatch}",) if mismatch else tuple(f"installed differs: {d}" for d in differs)
+    remedy = mismatch if state in ("env stale", "installed differs") else \
+        cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
-                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None)
+                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None,
+                      environment)
+
+
+def touches(cut: landing.CutShort, distribution: str) -> bool:
+    """Whether a landing cut short changes this fork: it moves its records (a bump or `deps patches` of it always
+    does), or its journal names no records or cannot be read, so any fork may be in it."""
+    records_moved = [name for name in cut.moves if name.startswith("patches/")]
+    return cut.unreadable is not None or not records_moved or records.relative_dir(distribution) in records_moved
+
+
+def cut_remedy(cut: landing.CutShort) -> str:
+    """What happened, as the files say it, and the fix: nothing moved yet is no mix, and said so."""
+    if cut.unreadable is not None:
+        return cut.unreadable.replace("{", "{{").replace("}", "}}")
+    left = [name for name in cut.moves if name not in cut.moved]
+    what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "
+            f"that command; `nemo-rl deps recover` lands them, `rm -rf {cut.staging}` drops them" if not cut.moved else
+            f"a landing was cut short with {', '.join(cut.moved)} moved and {', '.join(left)} not (the project mixes "
+            f"old and new files): run `nemo-rl deps recover` (it moves the rest)")
+    return what.replace("{", "{{").replace("}", "}}")
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
                 developing: bool, checkout_gone: bool, develop_recorded: bool, installed: bool) -> str | None:
     """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
     installed with nothing wrong so far, and the environment decides."""
-    for state, applies in (("bad pin", bad_pin), ("bump interrupted", interrupted), ("lock stale", lock_stale),
+    for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
                            ("records stale", records_stale), ("metadata stale", metadata_stale),
                            ("developing", developing), ("checkout gone", checkout_gone),
                            ("develop not applied", develop_recorded),
@@ -100,15 +130,16 @@ def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_s
 
 
 def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
-    """Whether `--check` exits 1: a lock that does not match, orphaned records, or a fork in a FAILING state."""
-    return bool(lock_problem or orphans or any(row.state in FAILING for row in rows))
+    """Whether `--check` exits 1: a lock that does not match, orphaned records, or a fork in a FAILING state or
+    whose environment differs beside it."""
+    return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))
 
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
     locked = lockfile.locked_packages(project)
-    interrupted = any(journal for _, journal in landing.leftovers(project))
+    cuts = landing.cut_short(project)
     developed = develop_state.read(project)
-    return [fork_status(project, env, fork, locked, interrupted, developed.get(fork.distribution)) for fork in forks]
+    return [fork_status(project, env, fork, locked, cuts, developed.get(fork.distribution)) for fork in forks]
 
 
 def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
@@ -135,6 +166,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
             lines.append(f"  records    ... and {len(row.records_problems) - 5} more")
         if row.remedy:
             lines.append(f"  fix        {row.remedy}")
+        lines += [f"  then       {problem}" for problem in row.environment]
     lines += [f"{o}\n  fix        add the fork table back, or remove {o.file}" for o in orphans]
     return "\n".join(lines)
 
@@ -156,7 +188,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(render(rows, orphans))
     for path, journal in landing.leftovers(project):
         if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
-            print(f"note: {path} is left from a bump that was killed before it changed anything; "
+            print(f"note: {path} is left from a bump or `deps patches` killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
     if args.check and fails_check(rows, lock_problem, orphans):
         return 1

@@ -106,6 +106,7 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
     result += _refused_versions(want_here, path, skipped, distribution)
+    result += _refused_in_closure(lock, depends, markers, path, skipped | {name}, distribution)
     for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
         needs = lock_markers.locked(_optional(lock, dep, option), markers)
         for missing in sorted({n for n, _ in needs} - skipped):
@@ -139,6 +140,55 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
                               f"{name}{requirement.specifier}", f"remove or widen any [tool.uv] "
                               f"override-dependencies entry for {name} in pyproject.toml, run `uv lock "
                               f"--upgrade-package {name}` and `nemo-rl deps patches --check --offline`, then sync"))
+    return result
+
+
+def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str], path: list[str] | None,
+                        skipped: Container[str], distribution: str) -> list[Problem]:
+    """Each package the fork pulls in (uv.lock's dependencies from it, extras followed) whose installed Requires-Dist
+    refuses the installed version of a requirement: uv.lock records no specifier for a registry package's
+    requirements, so a [[package]] pasted at a version its dependent refuses passes `uv lock --check` and
+    `uv sync --locked` installs it. Another fork's own requirements are its own check (its drop list applies)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    manifest = lock.get("manifest")
+    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
+    derived = {canonicalize_name(str(e.get("name"))) for e in entries if isinstance(e, dict)} \
+        if isinstance(entries, list) else set()
+    options: dict[str, set[str]] = {}
+    todo = sorted(depends)
+    while todo:
+        dep, option = todo.pop()
+        if dep in skipped or dep in derived or option in options.setdefault(dep, set()):
+            continue
+        options[dep].add(option)
+        package = _one(lock.get("package"), dep)
+        needs = _optional(lock, dep, option) if option else package.get("dependencies") if package else None
+        todo += sorted(lock_markers.locked(needs, markers))
+    result = []
+    for dep, wanted in sorted(options.items()):
+        dist = find_installed(dep, path)
+        if dist is None:
+            continue  # missing is said above
+        for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
+            if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):
+                continue
+            needed = find_installed(requirement.name, path)
+            try:
+                version = Version(needed.version) if needed else None
+            except InvalidVersion:
+                version = None
+            if needed is None or version is not None and SpecifierSet(
+                    str(requirement.specifier), prereleases=version.is_prerelease).contains(version):
+                continue  # missing is its own problem, said by uv sync
+            name = canonicalize_name(requirement.name)
+            result.append(Problem("version refused", f"{name} {needed.version} is installed but {dep} "
+                                  f"{dist.version} (which {distribution} pulls in) requires {name}"
+                                  f"{requirement.specifier}", f"uv.lock locks a version its dependent refuses (a "
+                                  f"[[package]] edited or pasted by hand, or an override): remove any [tool.uv] "
+                                  f"override-dependencies entry for {name}, run `uv lock --upgrade-package {name}`, "
+                                  "then sync"))
     return result
 
 

@@ -12,10 +12,12 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import interrupt, locks, values
@@ -124,7 +126,8 @@ class Staging:
                               "another command); nothing landed, the project is as that change left it",
                               "run the command again")
         moves = [name for name in (*self.files, *self.directories) if (self.path / name).exists()]
-        write_atomic(self.path / JOURNAL, json.dumps({"moves": moves}))
+        # what each path held when staged goes with the moves: `deps recover` lands nothing over a later edit either
+        write_atomic(self.path / JOURNAL, json.dumps({"moves": moves, "before": {n: self.copied[n] for n in moves}}))
         finish(self.project, self.path)
 
 
@@ -153,6 +156,11 @@ def _landable(name: object) -> bool:
 
 def read_journal(staging: Path) -> list[str]:
     """The moves a journal names, checked: a hand-edited or corrupt journal can never move anything else."""
+    return _read_journal(staging)[0]
+
+
+def _read_journal(staging: Path) -> tuple[list[str], dict[str, str | None] | None]:
+    """The moves, and the digest each moved path had when staged (None: a journal that records none)."""
     path = staging / JOURNAL
     fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
            f"(`git checkout -- <file>` restores one), then delete {staging}")
@@ -160,7 +168,7 @@ def read_journal(staging: Path) -> list[str]:
         journal = values.state_json(path, fix, "the landing journal")
         if not isinstance(journal, dict):
             raise TypeError("not a JSON object")
-        moves = journal["moves"]
+        moves, before = journal["moves"], journal.get("before")
     except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
     if (not isinstance(moves, list) or len(moves) != len(set(map(str, moves))) or len(moves) > 8
@@ -168,7 +176,61 @@ def read_journal(staging: Path) -> list[str]:
         raise NemoRLError(f"{path} names paths a landing never moves: {moves!r:.200}", fix)
     for name in moves:
         values.inside(project_of(staging), name, str(path))
-    return moves
+    if before is not None and (not isinstance(before, dict) or set(before) != set(moves) or not all(
+            d is None or isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in before.values())):
+        raise NemoRLError(f"{path} records digests that are not one per moved path: {before!r:.200}", fix)
+    return moves, before
+
+
+def _require_unchanged(project: Path, staging: Path, moves: list[str], before: dict[str, str | None] | None) -> None:
+    """Refuse to move a path that changed in the project since it was staged (an editor, `uv add`, a `git checkout`
+    in another terminal): landing over it would lose that change."""
+    left = [name for name in moves if (staging / name).exists() or (staging / name).is_symlink()]
+
+    def unchanged(name: str) -> bool:
+        held = _digest(project / name)
+        if before is None or held == before[name]:
+            return before is not None
+        old = staging / f".old-{Path(name).name}"  # a directory swap cut short: the project's copy is set aside
+        return held is None and old.is_dir() and _digest(old) == before[name]
+
+    changed = [name for name in left if not unchanged(name)]
+    if not changed:
+        return
+    landed = [name for name in moves if name not in left]
+    why = ("the journal records nothing to compare with (written by an older nemo-rl)" if before is None else
+           "changed in the project since they were staged (an editor or another command)")
+    raise NemoRLError(f"cannot finish the landing in {staging}: {', '.join(changed)} {why}; nothing more was moved"
+                      + (f" ({', '.join(landed)} had landed before the interruption)" if landed else ""),
+                      f"to keep the project's files, `rm -rf {staging}`, then `nemo-rl deps status` names what to fix "
+                      f"and the command can run again; the staged files stay in {staging} until then (compare with "
+                      f"`diff -r {project}/<path> {staging}/<path>`)")
+
+
+@dataclass(frozen=True)
+class CutShort:
+    """A landing whose journal was written and whose process died: what it moves, which of them had moved."""
+
+    staging: Path
+    moves: list[str]
+    moved: list[str]
+    unreadable: str | None  # the refusal, when the journal cannot be read (then moves are unknown)
+
+
+def cut_short(project: Path) -> list[CutShort]:
+    """The landings left cut short in `project` (see leftovers()); never raises on what a journal holds."""
+    found = []
+    for staging, journal in leftovers(project):
+        if not journal:
+            continue
+        try:
+            moves = read_journal(staging)
+        except NemoRLError as exc:
+            found.append(CutShort(staging, [], [], f"{exc.what}: {exc.remedy}"))
+            continue
+        moved = [name for name in moves if not (staging / name).exists() and not (staging / name).is_symlink()]
+        found.append(CutShort(staging, moves, moved, None))
+    return found
 
 
 def project_of(staging: Path) -> Path:
@@ -244,11 +306,14 @@ def _move(source: Path, target: Path) -> None:
 
 
 def finish(project: Path, staging: Path) -> list[str]:
-    """Complete a landing whose journal exists; idempotent, so a landing cut short can be run again."""
-    moves = read_journal(staging)
+    """Complete a landing whose journal exists; idempotent, so a landing cut short can be run again. Returns the
+    paths it moved (not those moved before it was cut short)."""
+    moves, before = _read_journal(staging)
     for name in moves:
         if (staging / name).exists() or (staging / name).is_symlink():
             _check_staged(staging, name)
+    _require_unchanged(project, staging, moves, before)
+    moved = []
     for name in moves:
         source, target = staging / name, project / name
         if not source.exists():
@@ -260,10 +325,11 @@ def finish(project: Path, staging: Path) -> list[str]:
                 _move(target, old)
             target.parent.mkdir(parents=True, exist_ok=True)
         _move(source, target)
+        moved.append(name)
     interrupt.completed(f"{', '.join(moves)} landed in {project}")
     shutil.rmtree(staging, ignore_errors=True)
     remove_empty(project / STAGING_ROOT)
-    return moves
+    return moved
 
 
 @contextlib.contextmanager
