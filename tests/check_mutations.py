@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import functools
+import json
 import os
 import shutil
 import signal
@@ -1204,6 +1205,11 @@ MUTATIONS = [
     ("fast: installed closure: another fork's own requirements are its check", INSTALLED_FORK,
      "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
      "tests/test_declared.py -k deep"),
+    ("runner: a hint that no longer fails falls back to the selection", "tests/check_mutations.py",
+     "    if with_mutation is None or not with_mutation.failed:\n", "    if with_mutation is None:\n",
+     "tests/test_check_mutations.py -k killer_first"),
+    ("runner: a hint only for the selection it was caught in", "tests/check_mutations.py",
+     "hint[\"tests\"] == tests", "True", "tests/test_check_mutations.py -k hints_are_kept"),
 ]
 
 
@@ -1254,13 +1260,19 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
     return classify(report.read_text() if report.exists() else None, returncode)
 
 
-def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, timeout: float) -> tuple[str, str]:
+def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, timeout: float,
+               first: str | None = None) -> tuple[str, str]:
     """The verdict on one mutation of `copy` (a checkout copy holding the original text): its tests with the
-    mutation; when one fails, that test alone without the mutation, then alone with it once more."""
+    mutation; when one fails, that test alone without the mutation, then alone with it once more. `first`: the
+    test that caught this mutation last time (a hint), run alone before the whole selection, which runs only
+    when it does not fail: the verdict is the same, and a row whose killer sits late in a slow file costs one
+    test instead of the file."""
     target = copy / file
     text = target.read_text()
     target.write_text(mutated)
-    with_mutation = run_pytest(copy, tests.split(), scratch / "mutated", timeout)
+    with_mutation = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
+    if with_mutation is None or not with_mutation.failed:
+        with_mutation = run_pytest(copy, tests.split(), scratch / "mutated", timeout)
     if not with_mutation.failed:
         return judge(with_mutation)
     target.write_text(text)
@@ -1271,7 +1283,8 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
     return judge(with_mutation, baseline, run_pytest(copy, [with_mutation.failed[0]], scratch / "mutated", timeout))
 
 
-def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) -> tuple[str, str]:
+def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
+            first: str | None = None) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl",
@@ -1279,10 +1292,40 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float) 
         text = (copy / file).read_text()
         if text.count(original) != 1:
             return "not applied", f"the original text occurs {text.count(original)} times"
-        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout)
+        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first)
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
+
+# Which test caught each mutation last time, with the selection it was caught in (a hint is used only while the
+# row's selection is unchanged). Each caught row updates it as the run goes, so an interrupted run keeps what
+# it learnt. Committed: the next run, anywhere, starts from it.
+HINTS = ROOT / "tests" / "mutation_killers.json"
+
+
+class Hints:
+    def __init__(self, path: Path, use: bool) -> None:
+        self.path, self.lock = path, threading.Lock()
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        self.known = {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("tests"), str)
+                      and isinstance(v.get("killer"), str)} if isinstance(data, dict) else {}
+        self.use = use
+
+    def first(self, name: str, tests: str) -> str | None:
+        hint = self.known.get(name)
+        return hint["killer"] if self.use and hint and hint["tests"] == tests else None
+
+    def caught(self, name: str, tests: str, killer: str) -> None:
+        with self.lock:
+            self.known[name] = {"tests": tests, "killer": killer}
+            names = {m[0] for m in MUTATIONS}
+            text = json.dumps({k: self.known[k] for k in sorted(self.known) if k in names}, indent=1) + "\n"
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, self.path)
 
 
 def end_runs() -> None:
@@ -1310,19 +1353,25 @@ def main() -> int:
     parser.add_argument("-k", action="append", default=[], help="only mutations whose name contains this "
                         "(repeat for any of several)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one pytest run may take (default 3600)")
+    parser.add_argument("--no-hints", action="store_true", help="run each mutation's whole selection first, not "
+                        "the test that caught it last time (tests/mutation_killers.json)")
     parser.add_argument("--jobs", type=int, default=1, help="mutations run at once, each in its own copy (default 1); "
                         "those of the Ray and interruption tests always run alone")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
     counts = dict.fromkeys(OUTCOMES, 0)
+    hints = Hints(HINTS, use=not args.no_hints)
     selected = [m for m in MUTATIONS if not args.k or any(k in m[0] for k in args.k)]
 
     def one(mutation: tuple[str, str, str, str, str]) -> None:
         name, file, original, mutated, tests = mutation
         started = time.monotonic()
-        outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout))
+        outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout,
+                                                  hints.first(name, tests)))
         counts[outcome] += 1
+        if outcome == "caught":
+            hints.caught(name, tests, detail.split(" (")[0])
         shown = f"caught by {detail}" if outcome == "caught" else f"{outcome.upper()} ({detail})"
         print(f"| {name} | {tests} | {shown.replace('|', '/')} | {time.monotonic() - started:.0f} |", flush=True)
 

@@ -1,6 +1,7 @@
 """tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts
 (tests/mutation_verdicts.py) on real pytest reports made in-process with pytester, and on runs that leave none."""
 
+import json
 import os
 import shutil
 import signal
@@ -223,3 +224,47 @@ def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
             time.sleep(0.1)
     finally:
         os.killpg(runner.pid, signal.SIGKILL) if runner.poll() is None else None
+
+
+@pytest.mark.slow
+def test_a_hint_runs_the_killer_first_and_the_selection_only_when_it_passes(tmp_path):
+    """The test that caught a mutation last time runs alone first; the whole selection (here a slow test that
+    records that it ran) only when the hint no longer fails."""
+    ran = tmp_path / "whole selection ran"
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        from pathlib import Path
+        GUARDED = True  # the mutation point
+        def test_records_that_the_selection_ran():
+            Path({str(ran)!r}).write_text("yes")
+        def test_passes_anyway():
+            assert True
+        def test_guard():
+            assert GUARDED
+        """))
+    target = copy / "tests" / "test_inner.py"
+    original = target.read_text()
+    mutated = original.replace("GUARDED = True  # the mutation point", "GUARDED = False")
+    killer = "tests/test_inner.py::test_guard"
+    outcome, detail = cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300,
+                                    first=killer)
+    assert (outcome, detail.split(" (")[0], ran.exists()) == ("caught", killer, False)
+    target.write_text(original)  # verdict_of leaves its copy mutated: run_one throws the copy away
+    outcome, detail = cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300,
+                                    first="tests/test_inner.py::test_passes_anyway")
+    assert (outcome, detail.split(" (")[0], ran.exists()) == ("caught", killer, True)
+
+
+def test_hints_are_kept_per_selection_and_written_as_rows_are_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(cm, "MUTATIONS", [("row", "f.py", "a", "b", "tests/test_x.py"),
+                                          ("other", "f.py", "c", "d", "tests/test_y.py")])
+    path = tmp_path / "hints.json"
+    path.write_text('{"row": {"tests": "tests/test_x.py", "killer": "tests/test_x.py::test_a"}, '
+                    '"gone": {"tests": "t", "killer": "k"}, "bad": 3}')
+    hints = cm.Hints(path, use=True)
+    assert hints.first("row", "tests/test_x.py") == "tests/test_x.py::test_a"
+    assert hints.first("row", "tests/test_x.py -k other") is None  # the selection changed: the hint may lie
+    assert cm.Hints(path, use=False).first("row", "tests/test_x.py") is None
+    hints.caught("other", "tests/test_y.py", "tests/test_y.py::test_b")
+    written = json.loads(path.read_text())
+    assert written == {"other": {"tests": "tests/test_y.py", "killer": "tests/test_y.py::test_b"},
+                       "row": {"tests": "tests/test_x.py", "killer": "tests/test_x.py::test_a"}}  # "gone" dropped
