@@ -62,6 +62,7 @@ SCRATCH = "tests/test_scratch.py"
 NEVER = "tests/test_never_trusts.py"
 REVIEW = "tests/test_never_trusts_review.py"
 PLAIN = "tests/test_plain_files.py"
+WHOSE = "tests/test_whose_environment.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -777,7 +778,8 @@ MUTATIONS = [
     ("fast: metadata leaves out the fork's extras", "nemo_rl/forks/fork_metadata.py",
      '        if req.marker and "extra" in str(req.marker):', "        if False:", "tests/test_fork_metadata.py"),
     ("fast: worker-env key is its directory's name", "nemo_rl/workers/environments.py",
-     '\n                or meta["key"] != path.name):', "):", "tests/test_environments.py"),
+     '\n                or meta["key"] != path.name\n                or not (', "\n                or not (",
+     "tests/test_environments.py"),
     ("fast: worker-env flags are strings", "nemo_rl/workers/environments.py",
      'not all(isinstance(f, str) for f in meta["flags"])', "False", "tests/test_environments.py"),
     ("fast: journal names landable paths only", "nemo_rl/project/landing.py",
@@ -1157,6 +1159,37 @@ MUTATIONS = [
     ("patches --check: an override's fix is to edit it", "nemo_rl/deps/patches.py",
      '            overridden += [fork.distribution] if any(', "            overridden += [] if any(",
      "tests/test_lock_truth.py -k locked_version_the_fork"),
+    # whose worker environment it is, and the last files read through the one reader (issue 24, third round)
+    ("whose: another checkout's id is left to it", "nemo_rl/workers/housekeeping.py",
+     "        elif env.checkout and env.checkout != ours:", "        elif False:",
+     f"{WHOSE} -k another_checkout_at_this_path"),
+    ("whose: a checkout without an id owns no environment with one", "nemo_rl/workers/housekeeping.py",
+     "        elif env.checkout and env.checkout != ours:", "        elif env.checkout and env.checkout != (ours or env.checkout):",
+     f"{WHOSE} -k without_an_id"),
+    ("whose: another user's environment is not ours", "nemo_rl/workers/housekeeping.py",
+     'if info.st_uid != os.geteuid() else None', "if False else None", f"{WHOSE} -k another_users"),
+    ("whose: a link in the venv directory is not ours", "nemo_rl/workers/housekeeping.py",
+     '    if path.is_symlink():\n        return "a symbolic link"', '    if False:\n        return "a symbolic link"',
+     f"{WHOSE} -k link_in_the_venv"),
+    ("whose: a damaged checkout id is named", "nemo_rl/project/identity.py", "    if os.path.lexists(path):\n",
+     "    if False:\n", f"{WHOSE} -k damaged_checkout_id"),
+    ("whose: the metadata's checkout id is checked", "nemo_rl/workers/environments.py",
+     'identity.ID.fullmatch(str(meta.get("checkout")))', "True", f"{WHOSE} -k not_hex"),
+    ("whose: a build records its checkout's id", "nemo_rl/workers/environments.py",
+     "    checkout = identity.ensure_checkout_id(project)\n", '    checkout = ""\n',
+     f"{BUNDLES} -k builds_offline_from_a_read_only_bundle"),
+    ("reader: the verification record", "nemo_rl/workers/verified.py",
+     "json.loads(values.read_plain_file(env / RECORD))", "json.loads((env / RECORD).read_text())",
+     f"{WHOSE} -k fifo_verification_record"),
+    ("reader: pyvenv.cfg", INSTALLED_FORK, 'values.read_plain_file(env / "pyvenv.cfg").decode()',
+     '(env / "pyvenv.cfg").read_text()', f"{WHOSE} -k fifo_pyvenv"),
+    ("reader: the toolkit stamp", "nemo_rl/cudakit/assemble.py", "json.loads(values.read_plain_file(home / STAMP))",
+     "json.loads((home / STAMP).read_text())", f"{WHOSE} -k fifo_toolkit_stamp"),
+    ("reader: the patch-id cache", "nemo_rl/forks/patch_ids.py", "json.loads(values.read_plain_file(repo / CACHE))",
+     "json.loads((repo / CACHE).read_text())", f"{WHOSE} -k fifo_patch_id"),
+    ("reader: the fork's pyproject.toml", "nemo_rl/forks/pep517.py",
+     'read_bounded(source / "pyproject.toml", PYPROJECT_LIMIT).decode()', '(source / "pyproject.toml").read_text()',
+     f"{WHOSE} -k pyproject_that_is_a_link"),
 ]
 
 
