@@ -63,6 +63,7 @@ NEVER = "tests/test_never_trusts.py"
 REVIEW = "tests/test_never_trusts_review.py"
 PLAIN = "tests/test_plain_files.py"
 WHOSE = "tests/test_whose_environment.py"
+FIXES = "tests/test_review_fixes.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -922,7 +923,7 @@ MUTATIONS = [
     ("review: an empty NEMO_RL_BUNDLE_DIR is refused", "nemo_rl/settings.py", "    if not setting.strip():\n        raise",
      "    if False:\n        raise", f"{REVIEW}::test_an_empty_bundle_dir_is_refused_everywhere_it_is_read"),
     ("review: a node checks archive hashes", "nemo_rl/workers/bundles.py",
-     '        checked = archive_hashes.check(cache, project, f"bundle {bundle}")', "        checked = 0", f"{REVIEW}::test_a_node_refuses_a_bundle_whose_archive_uv_lock_never_pinned"),
+     '        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")', "        checked, unlisted = 0, []", f"{REVIEW}::test_a_node_refuses_a_bundle_whose_archive_uv_lock_never_pinned"),
     ("review: an archive hash is compared", "nemo_rl/workers/archive_hashes.py", "        if recorded != {digest.lower()}:",
      "        if False:", f"{REVIEW}::test_index_archives_carry_uv_locks_hashes"),
     ("review: sdist pointers are read", "nemo_rl/workers/archive_hashes.py", 'rglob("revision.http")',
@@ -1100,7 +1101,7 @@ MUTATIONS = [
     ("plain: stop says a deleted checkout is gone", "nemo_rl/deps/develop.py",
      "if entry.checkout.exists()\n", "if True\n", f"{PLAIN}::test_stop_says_a_deleted_checkout_is_gone"),
     ("plain: an archive pointer is keyed by where it lies", "nemo_rl/workers/archive_hashes.py",
-     "if pointer.label and wheel_key(pointer.label) != key:", "if False:",
+     "if pointer.label and not _lies_where_uv_looks(pointer):", "if False:",
      f"{PLAIN}::test_an_archive_pointer_is_keyed_by_its_path_and_every_hash_counts"),
     ("plain: every hash entry of a pointer counts", "nemo_rl/workers/archive_hashes.py",
      "        if recorded != {digest.lower()}:", "        if digest.lower() not in recorded:",
@@ -1190,6 +1191,14 @@ MUTATIONS = [
     ("reader: the fork's pyproject.toml", "nemo_rl/forks/pep517.py",
      'read_bounded(source / "pyproject.toml", PYPROJECT_LIMIT).decode()', '(source / "pyproject.toml").read_text()',
      f"{WHOSE} -k pyproject_that_is_a_link"),
+    ("fixes: a pointer is matched by the file it records", "nemo_rl/workers/archive_hashes.py",
+     "    return Pointer(path, wheel_key(label), hashes, label)",
+     "    return Pointer(path, f\"{path.parent.name} {path.name[:-len('.http')]}\", hashes, label)",
+     f"{FIXES} -k hash_of_its_tags"),
+    ("fixes: a hashed stem of a locked version names a locked wheel", "nemo_rl/workers/archive_hashes.py",
+     "            if hashed_stem and _version(key) in versions:", "            if False:", f"{FIXES} -k hash_of_its_tags"),
+    ("fixes: an unreadable pointer is refused", "nemo_rl/workers/archive_hashes.py",
+     "        if not pointer.readable:", "        if False:", f"{FIXES} -k hash_of_its_tags"),
 ]
 
 
