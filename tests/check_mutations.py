@@ -1199,6 +1199,11 @@ MUTATIONS = [
      "            if hashed_stem and _version(key) in versions:", "            if False:", f"{FIXES} -k hash_of_its_tags"),
     ("fixes: an unreadable pointer is refused", "nemo_rl/workers/archive_hashes.py",
      "        if not pointer.readable:", "        if False:", f"{FIXES} -k hash_of_its_tags"),
+    ("fixes: an overlay this checkout no longer records is its own, stale", "nemo_rl/workers/housekeeping.py",
+     "            if ours is not None and env.checkout == ours:", "            if False:",
+     f"{FIXES} -k no_longer_records"),
+    ("fixes: an unclaimed environment names the command that removes it", "nemo_rl/workers/housekeeping.py",
+     '            f"{shlex.quote(str(path))}")', '            "")', f"{FIXES} -k no_longer_records"),
 ]
 
 

@@ -5,11 +5,15 @@ anything is written (10), an environment no checkout claims (1)."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from test_never_trusts_review import uv_pointer
+from test_whose_environment import _planted_env, _state
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import archive_hashes
+from nemo_rl.project import develop_state, identity
+from nemo_rl.workers import archive_hashes, housekeeping
 
 MANY_TAGS = "cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.manylinux_2_28_x86_64"
 LOCK = """\
@@ -51,3 +55,23 @@ def test_a_pointer_uv_names_by_a_hash_of_its_tags_is_checked(tmp_path):
     pointer.write_bytes(b"\x00not a pointer")
     with pytest.raises(NemoRLError, match="1.0-00b06ae7f1096870.http is not one uv writes"):
         archive_hashes.check(cache, project, "bundle b")
+
+
+def test_an_overlay_this_checkout_no_longer_records_is_its_own_stale_environment(world, tmp_path, monkeypatch):
+    """`rm .nemo-rl/develop.json` (or an edited token) while a worker environment carries the overlay: the
+    environment records this checkout's id, so it is this checkout's, stale, and pruned; with another id it is
+    left, naming the id and the exact command for when no other container holds it (`git clean -fdx`)."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    ours = identity.ensure_checkout_id(world.project)
+    mine = _planted_env(venvs, "0" * 24, world.project, ours)
+    develop_state.install_overlay(mine, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+    row = _state(world.project, mine)
+    assert row.state == "stale" and "develop this checkout no longer records" in (row.detail or ""), row
+    assert mine in housekeeping.prune(world.project) and not mine.exists()
+    cleaned = _planted_env(venvs, "1" * 24, world.project, "c" * 32)  # built before `git clean -fdx`
+    develop_state.install_overlay(cleaned, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+    row = _state(world.project, cleaned)
+    assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(cleaned))}" in (row.detail or ""), row
+    assert "checkout id cccccccc" in (row.detail or "")
+    assert cleaned not in housekeeping.prune(world.project) and cleaned.exists()

@@ -41,7 +41,7 @@ def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world,
     theirs, ours = "a" * 32, identity.ensure_checkout_id(world.project)
     env_a = _planted_env(venvs, "0" * 24, world.project, theirs)
     row = _state(world.project, env_a)
-    assert row.state == "other checkout" and "checkout-id differs" in (row.detail or ""), row
+    assert row.state == "other checkout" and "not this checkout's .nemo-rl/checkout-id" in (row.detail or ""), row
     assert env_a not in housekeeping.prune(world.project) and env_a.exists()
     (world.project / identity.ID_FILE).write_text(theirs + "\n")  # A itself: its own stale environment goes
     assert _state(world.project, env_a).state == "stale"

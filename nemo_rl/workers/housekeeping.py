@@ -9,6 +9,7 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,19 +132,34 @@ def listing(project: Path | None) -> list[Row]:
         if project is None or env.project != project.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:
-            state, note = "other checkout", (f"its {foreign} was written by another checkout at this path (another "
-                                             "container): left to that checkout")
+            if ours is not None and env.checkout == ours:  # this checkout built it: the overlay is its own, stale
+                state, note = "stale", (f"its {foreign} was written by a develop this checkout no longer records "
+                                        "(.nemo-rl/develop.json removed or edited)")
+            elif env.checkout:
+                state, note = "other checkout", _unclaimed(path, env.checkout)
+            else:
+                state, note = "other checkout", (f"its {foreign} was written by another checkout at this path "
+                                                 "(another container): left to that checkout")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:
-            state, note = "other checkout", ("built by another checkout at this path (another container: its "
-                                             ".nemo-rl/checkout-id differs): left to that checkout")
+            state, note = "other checkout", _unclaimed(path, env.checkout)
         else:
             state = "stale"
         used = path / environments.LAST_USED
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
                         used.stat().st_mtime if used.exists() else None, users(path), note or None))
     return rows
+
+
+def _unclaimed(path: Path, checkout: str) -> str:
+    """Why an environment with another checkout id is left, and the way out when no other checkout holds it: a
+    checkout at this path in another container, or this one before `git clean -fdx` removed its .nemo-rl/, look
+    the same from here (neither's processes show in /proc), so only the user can say."""
+    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id: another "
+            "container's checkout at this path (left to it), or this checkout's before its .nemo-rl/ was removed "
+            f"(`git clean -fdx`); if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf "
+            f"{shlex.quote(str(path))}")
 
 
 def prune(project: Path | None) -> list[Path]:
