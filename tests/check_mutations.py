@@ -1204,6 +1204,8 @@ MUTATIONS = [
      f"{FIXES} -k no_longer_records"),
     ("fixes: an unclaimed environment names the command that removes it", "nemo_rl/workers/housekeeping.py",
      '            f"{shlex.quote(str(path))}")', '            "")', f"{FIXES} -k no_longer_records"),
+    ("fixes: output that cannot be written fails the command", "nemo_rl/__main__.py",
+     "        code = code or 1\n", "        pass\n", f"{FIXES} -k cannot_be_written"),
 ]
 
 

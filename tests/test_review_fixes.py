@@ -6,6 +6,8 @@ anything is written (10), an environment no checkout claims (1)."""
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
 
 import pytest
 from test_never_trusts_review import uv_pointer
@@ -75,3 +77,14 @@ def test_an_overlay_this_checkout_no_longer_records_is_its_own_stale_environment
     assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(cleaned))}" in (row.detail or ""), row
     assert "checkout id cccccccc" in (row.detail or "")
     assert cleaned not in housekeeping.prune(world.project) and cleaned.exists()
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_output_that_cannot_be_written_is_a_failed_command(world, json_flag):
+    """A full disk under stdout: the result is lost, so the exit is not 0, and stderr says so in one line."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "nemo_rl", "deps", "status", "--project", str(world.project),
+                                 *json_flag], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot write the command's output (stdout): No space left on device" in lines[0]
