@@ -13,7 +13,6 @@ import sys
 
 from nemo_rl import interrupt
 
-
 _OUTPUT_NAMES = {1: "the command's output (stdout)", 2: "the command's error output (stderr)"}
 _FAILED: set[int] = set()  # the descriptors a write failed on (the command's error said so already)
 
