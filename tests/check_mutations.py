@@ -1206,6 +1206,12 @@ MUTATIONS = [
      '            f"{shlex.quote(str(path))}")', '            "")', f"{FIXES} -k no_longer_records"),
     ("fixes: output that cannot be written fails the command", "nemo_rl/__main__.py",
      "        code = code or 1\n", "        pass\n", f"{FIXES} -k cannot_be_written"),
+    ("fixes: a failed staging copy removes itself", "nemo_rl/project/landing.py",
+     "nothing may be left behind\n            self.discard()\n", "nothing may be left behind\n            pass\n",
+     f"{FIXES} -k full_disk"),
+    ("fixes: a full disk while staging says to free space", "nemo_rl/project/landing.py",
+     "            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):", "            if False:",
+     f"{FIXES} -k full_disk"),
 ]
 
 

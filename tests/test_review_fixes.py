@@ -5,16 +5,19 @@ anything is written (10), an environment no checkout claims (1)."""
 
 from __future__ import annotations
 
+import errno
 import shlex
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_never_trusts_review import uv_pointer
 from test_whose_environment import _planted_env, _state
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state, identity
+from nemo_rl.project import develop_state, identity, landing
 from nemo_rl.workers import archive_hashes, housekeeping
 
 MANY_TAGS = "cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.manylinux_2_28_x86_64"
@@ -88,3 +91,22 @@ def test_output_that_cannot_be_written_is_a_failed_command(world, json_flag):
     assert result.returncode == 1, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write the command's output (stdout): No space left on device" in lines[0]
+
+
+def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
+    """The copy fails inside `with Staging(...)`'s __enter__, so __exit__ never runs: __enter__ cleans up itself,
+    and the message says what to free, not to check the source's path."""
+    real = shutil.copy2
+
+    def full(source, target, **kwargs):
+        if Path(source).name == "uv.lock":
+            raise OSError(errno.ENOSPC, "No space left on device", str(source))
+        return real(source, target, **kwargs)
+
+    monkeypatch.setattr(shutil, "copy2", full)
+    staging = landing.Staging(world.project, ["pyproject.toml", "uv.lock"], ["patches"])
+    with pytest.raises(NemoRLError, match="No space left on device") as refused:
+        with staging:
+            pytest.fail("staged on a full disk")
+    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
+    assert not staging.path.exists() and not (world.project / landing.STAGING_ROOT / staging.path.name).exists()
