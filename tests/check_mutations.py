@@ -1212,6 +1212,14 @@ MUTATIONS = [
     ("fixes: a full disk while staging says to free space", "nemo_rl/project/landing.py",
      "            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):", "            if False:",
      f"{FIXES} -k full_disk"),
+    ("fixes: develop records its overlay as a completed step", "nemo_rl/deps/develop.py",
+     "    interrupt.completed(f\"{develop_state.STATE} records", "    (lambda step: None)(f\"{develop_state.STATE} records",
+     f"{FIXES} -k signal_after"),
+    ("fixes: develop again after uv sync applies the recorded develop", "nemo_rl/deps/develop.py",
+     "        return _apply(project, fork, state, entry, env)", "        pass", f"{FIXES} -k advice_that_works"),
+    ("fixes: a develop path is checked before anything is written", "nemo_rl/deps/develop.py",
+     "check_checkout(values.plain_path(Path(args.path).resolve(), \"the checkout path\"), fork)",
+     "check_checkout(Path(args.path).resolve(), fork)", f"{FIXES} -k line_break"),
 ]
 
 

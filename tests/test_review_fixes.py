@@ -8,14 +8,17 @@ from __future__ import annotations
 import errno
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_never_trusts import deps, fake_env
 from test_never_trusts_review import uv_pointer
 from test_whose_environment import _planted_env, _state
 
+from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity, landing
 from nemo_rl.workers import archive_hashes, housekeeping
@@ -110,3 +113,60 @@ def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
             pytest.fail("staged on a full disk")
     assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
     assert not staging.path.exists() and not (world.project / landing.STAGING_ROOT / staging.path.name).exists()
+
+
+def _clone(world, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(where)], check=True)
+    return where
+
+
+def test_develop_before_uv_sync_gives_advice_that_works(world, tmp_path, monkeypatch, capsys):
+    """No environment yet: develop records the checkout and says to run develop again after `uv sync`; doing so
+    puts that checkout in front (it used to answer "already developed")."""
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my megatron")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    assert f"run `nemo-rl deps develop megatron-core` again to put {mine} in front" in capsys.readouterr().out
+    fake_env(env)  # what `uv sync` makes
+    assert deps(world, "develop", "megatron-core") == 0, capsys.readouterr().err
+    assert develop_state.active_checkout(env, "megatron-core") == mine.resolve()
+    assert deps(world, "develop", "megatron-core") == 1  # now it is applied: the answer is "already developed"
+    assert "already developed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_a_checkout_path_with_a_line_break_is_refused_before_anything_is_written(world, tmp_path, monkeypatch,
+                                                                                capsys, present):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    if present:
+        fake_env(env)
+    mine = _clone(world, tmp_path / "nl\u2028clone")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 1
+    assert "control character" in capsys.readouterr().err
+    assert not (world.project / ".nemo-rl/develop.json").exists()
+    assert not develop_state.shadow_dir(world.project, "megatron-core").exists()
+
+
+def test_a_signal_after_develop_wrote_its_overlay_names_what_was_done(world, tmp_path, monkeypatch, capsys):
+    """SIGHUP while develop reads the checkout's facts (git, a checkpoint) after the overlay and develop.json were
+    written: the exit is 129 and the message lists those steps, never "nothing was changed"."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "mine")
+    facts = develop_state.checkout_facts
+
+    def hangup_meanwhile(*args, **kwargs):
+        interrupt.record(signal.SIGHUP)
+        return facts(*args, **kwargs)
+
+    monkeypatch.setattr(develop_state, "checkout_facts", hangup_meanwhile)
+    try:
+        assert deps(world, "develop", "megatron-core", str(mine)) == 129
+    finally:
+        interrupt.reset()
+    err = capsys.readouterr().err
+    assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
+    assert f"{env} imports megatron-core from {mine}" in err and "develop.json records megatron-core" in err
+    assert develop_state.active_checkout(env, "megatron-core") == mine

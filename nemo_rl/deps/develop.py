@@ -9,6 +9,7 @@ stays, so `--stop` only removes the .pth and the next process runs the pin again
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -74,23 +75,30 @@ def start(project: Path, args: argparse.Namespace) -> int:
     state = develop_state.read(project)
     env = develop_state.project_environment(project)
     active = develop_state.active_checkout(env, fork.distribution) if env.exists() else None
+    entry = state.get(fork.distribution)
+    if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
+            and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
+        return _apply(project, fork, state, entry, env)  # developed while the environment did not exist
     if fork.distribution in state or active:
         where = state[fork.distribution].checkout if fork.distribution in state else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
-    if args.path:
-        checkout = check_checkout(Path(args.path).resolve(), fork)
+    if args.path:  # refused before anything is written, whether or not the environment exists yet
+        checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
+        values.plain_path(develop_state.managed_checkout(project, fork.distribution), "the checkout path")
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     if env.exists():
         develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
+        interrupt.completed(f"{env} imports {fork.distribution} from {checkout}")
     state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
                                                        (env,) if env.exists() else (), token)
     develop_state.write(project, state)
+    interrupt.completed(f"{develop_state.STATE} records {fork.distribution} developed from {checkout}")
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
     if env.exists():
@@ -98,9 +106,23 @@ def start(project: Path, args: argparse.Namespace) -> int:
               "unchanged; worker environments get it under their own keys")
     else:
         print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again to "
-              "put the checkout in front (worker environments get it under their own keys already)")
+              f"put {checkout} in front (worker environments get it under their own keys already)")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
+    return 0
+
+
+def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed], entry: develop_state.Developed,
+           env: Path) -> int:
+    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
+    printed then says to run."""
+    shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
+    develop_state.install_overlay(env, fork.distribution, entry.checkout, shadow, entry.token)
+    interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")
+    if env not in entry.envs:
+        state[fork.distribution] = dataclasses.replace(entry, envs=(*entry.envs, env))
+        develop_state.write(project, state)
+    print(f"{fork.distribution}: developing from {entry.checkout}; the next process in {env} imports it from there")
     return 0
 
 
