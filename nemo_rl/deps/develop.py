@@ -112,8 +112,8 @@ def start(project: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed], entry: develop_state.Developed,
-           env: Path) -> int:
+def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed],
+           entry: develop_state.Developed, env: Path) -> int:
     """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
     printed then says to run."""
     shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
