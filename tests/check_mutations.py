@@ -1220,6 +1220,9 @@ MUTATIONS = [
     ("fixes: a develop path is checked before anything is written", "nemo_rl/deps/develop.py",
      "check_checkout(values.plain_path(Path(args.path).resolve(), \"the checkout path\"), fork)",
      "check_checkout(Path(args.path).resolve(), fork)", f"{FIXES} -k line_break"),
+    ("fixes: --onto advice quotes the checkout path", "nemo_rl/deps/develop.py",
+     "    quoted = shlex.quote(str(checkout))  # advice", "    quoted = str(checkout)  # advice",
+     f"{FIXES} -k spaces_as_one_word"),
 ]
 
 

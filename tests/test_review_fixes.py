@@ -170,3 +170,17 @@ def test_a_signal_after_develop_wrote_its_overlay_names_what_was_done(world, tmp
     assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
     assert f"{env} imports megatron-core from {mine}" in err and "develop.json records megatron-core" in err
     assert develop_state.active_checkout(env, "megatron-core") == mine
+
+
+def test_onto_advice_names_a_path_with_spaces_as_one_word(world, tmp_path, monkeypatch, capsys):
+    """The advice is pasted into a shell: `git -C /tmp/my clone ü rebase --abort` would be three words."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my clone ü")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    (mine / ".git" / "rebase-merge").mkdir()  # a rebase under way
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "main") == 1
+    err = capsys.readouterr().err
+    assert f"git -C {shlex.quote(str(mine))} rebase --abort" in err, err
+    assert f"`git -C {mine} rebase" not in err

@@ -49,7 +49,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
     if not git.has_commit(top, fork.rev):
         raise NemoRLError(f"{top} is not a checkout of {fork.distribution}'s fork: it lacks the pinned commit "
-                          f"{fork.rev[:12]}", f"`git -C {top} fetch {fork.url}`, or pass a checkout of {fork.url}")
+                          f"{fork.rev[:12]}", f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
         text = pyproject.read_text() if pyproject.exists() else None
@@ -212,23 +212,24 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         start(project, args)  # a checkout at the pin first
     entry = develop_state.read(project)[fork.distribution]
     checkout = entry.checkout
+    quoted = shlex.quote(str(checkout))  # advice is pasted into a shell: a path with spaces stays one word
     if not develop_state.checkout_present(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
     if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
-                          f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
-                          f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
+                          f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
+                          f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
     under_way = git.operation_in_progress(checkout)
     if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
         if under_way == "unmerged":
-            what, finish = "", f"commit) or drop them (`git -C {checkout} reset --merge`)"
+            what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
         else:
             what = f" (a {under_way} is under way)"
-            finish = f"`git -C {checkout} {under_way} --continue`) or drop it (`git -C {checkout} {under_way} --abort`)"
+            finish = f"`git -C {quoted} {under_way} --continue`) or drop it (`git -C {quoted} {under_way} --abort`)"
         raise NemoRLError(f"{checkout} has unmerged paths{what}",
-                          f"finish it (`git -C {checkout} status`, resolve, `git -C {checkout} add ...`, then "
+                          f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
     # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
     unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
@@ -260,16 +261,16 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
     if git.ref_exists(checkout, f"refs/heads/{work}"):  # an earlier --onto (perhaps interrupted) made it
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
-                          f"go on with it (`git -C {checkout} switch {work}`, then `git -C {checkout} rebase "
-                          f"{target[:12]}`), or delete it (`git -C {checkout} branch -D {work}`) and run --onto again")
+                          f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
+                          f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
     git.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
     stopped = git.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
-        print(f"  resolve it with git: `git -C {checkout} status`, edit, `git -C {checkout} add ...`, "
-              f"`git -C {checkout} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
+        print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
+              f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
         return 1
     print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
           "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
