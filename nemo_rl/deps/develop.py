@@ -49,7 +49,8 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
     if not git.has_commit(top, fork.rev):
         raise NemoRLError(f"{top} is not a checkout of {fork.distribution}'s fork: it lacks the pinned commit "
-                          f"{fork.rev[:12]}", f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
+                          f"{fork.rev[:12]}",
+                          f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
         text = pyproject.read_text() if pyproject.exists() else None
