@@ -13,6 +13,9 @@ import sys
 
 from nemo_rl import interrupt
 
+_OUTPUT_NAMES = {1: "the command's output (stdout)", 2: "the command's error output (stderr)"}
+_FAILED: set[int] = set()  # the descriptors a write failed on (the command's error said so already)
+
 
 class _ReaderMayLeave(io.RawIOBase):
     """Writes to fd 1 or 2, also once nobody reads them: `nemo-rl deps bump … | head -1` must not abandon the bump at
@@ -38,7 +41,9 @@ class _ReaderMayLeave(io.RawIOBase):
         except OSError as exc:
             # EPIPE: the reader left; EIO: the terminal was closed (the SIGHUP that follows is the signal to act on)
             if exc.errno not in (errno.EPIPE, errno.EIO):
-                raise
+                # a full disk, a quota: the output is lost, so the command failed; main names where it went
+                _FAILED.add(self._fd)
+                raise OSError(exc.errno, exc.strerror, _OUTPUT_NAMES.get(self._fd, f"fd {self._fd}")) from exc
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._fd)
             os.close(devnull)
@@ -70,7 +75,10 @@ def entry_point() -> None:
     _guard_output()
     from nemo_rl.cli import after_late_signal, main
 
-    code = main()
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse's --help and usage errors: their output is flushed below too
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     # Shutting the interpreter down restores the default actions: a signal then would end the process with no
     # exit code of ours (a bump that landed would read as killed). So the signals are blocked, one that came
     # meanwhile is answered, and the process ends at once, with nothing left to run that needs the interpreter.
@@ -80,12 +88,31 @@ def entry_point() -> None:
     if late:
         interrupt.record(late[0])
     code = after_late_signal(code)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    os._exit(code)
+    os._exit(_flush_output(code))
+
+
+def _flush_output(code: int) -> int:
+    """Write what stdout still buffers (redirected to a file, all of it is still here): a write that fails is a
+    failed command, said in one line on stderr (an exit 0 would pass off lost output as a result)."""
+    said = 1 in _FAILED  # a write the command made failed: its error named it already
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if not said:
+            message = (f"error: cannot write {_OUTPUT_NAMES[1]}: {exc.strerror} (free space where it goes, or "
+                       "write it elsewhere)\n")
+            try:
+                os.write(2, message.encode(errors="backslashreplace"))
+            except OSError:  # stderr cannot be written either: the exit code is all that is left
+                pass
+        code = code or 1
+    except (ValueError, AttributeError):  # closed or replaced by the command: nothing of ours to write
+        pass
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    return code
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _os_error_message(exc: OSError) -> str | None:
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the path is fine: the filesystem it is on is full
+        return (f"cannot write {exc.filename}: {exc.strerror}\n  what to do: free space on that filesystem (or "
+                "raise the quota; `df -h` shows which is full), then run again")
     return (f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check that the path exists, is of the "
             "right kind (file or directory) and that you may write there")
 

@@ -24,8 +24,8 @@ from gitfixtures import commit
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
-from nemo_rl.project import installed, lockfile
-from nemo_rl.workers import archive_hashes, bundles, executables, manifests, verified
+from nemo_rl.project import identity, installed, lockfile
+from nemo_rl.workers import archive_hashes, bundles, environments, executables, manifests, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,7 +136,7 @@ def test_the_bundle_carries_what_was_built_and_no_history(builder):
     assert list(cache.rglob("_helpers*.so"))  # the compiled helper, built once, here
     world = builder[0]
     # uv's own archive pointers, as uv 0.13 writes them, read and matched against uv.lock (Ray's wheel among them)
-    assert archive_hashes.check(cache, world.project, "the bundle") > 0
+    assert archive_hashes.check(cache, world.project, "the bundle")[0] > 0
     assert any(p.label.startswith("ray-") for p in archive_hashes.pointers(cache))
 
 
@@ -167,6 +167,8 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
     assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
     assert (path / verified.RECORD).exists()
+    recorded = environments.WorkerEnv.read(path)
+    assert recorded is not None and recorded.checkout == identity.checkout_id(project) is not None  # whose it is
     # uv copied what the working cache linked from the bundle: no installed file is one inode with a bundle file
     inodes = {(p.stat().st_dev, p.stat().st_ino) for p in bundle.rglob("*") if p.is_file() and not p.is_symlink()}
     assert not [p for env in (path, project / ".venv") for p in env.rglob("*")

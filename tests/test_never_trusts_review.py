@@ -289,7 +289,7 @@ def test_index_archives_carry_uv_locks_hashes(tmp_path):
     other = cache / "wheels-v8/pypi/unlocked/2.0-py3-none-any.http"  # an archive uv.lock does not name
     other.parent.mkdir(parents=True)
     other.write_bytes(uv_pointer("A2", "3" * 64, "unlocked-2.0-py3-none-any.whl"))
-    assert archive_hashes.check(cache, project, "bundle b") == 2
+    assert archive_hashes.check(cache, project, "bundle b")[0] == 2
     pointer.write_bytes(uv_pointer("A1", "4" * 64, "tiny_pkg-1.0-py3-none-any.whl"))
     with pytest.raises(NemoRLError, match=f"archive of Tiny_Pkg .* records sha256 {'4' * 64}, but uv.lock pins "
                                           f"sha256:{wheel}") as refused:

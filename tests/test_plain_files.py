@@ -230,9 +230,9 @@ def test_an_archive_pointer_is_keyed_by_its_path_and_every_hash_counts(tmp_path)
     pointer = cache / "wheels-v8/pypi/tiny-pkg/1.0-py3-none-any.http"
     pointer.parent.mkdir(parents=True)
     pointer.write_bytes(uv_pointer("A1", wheel, "tiny_pkg-1.0-py3-none-any.whl"))
-    assert archive_hashes.check(cache, project, "bundle b") == 1
+    assert archive_hashes.check(cache, project, "bundle b")[0] == 1
     pointer.write_bytes(uv_pointer("A1", "0" * 64, "not_in_lock-1.0-py3-none-any.whl"))
-    with pytest.raises(NemoRLError, match="names another wheel, 'not_in_lock-1.0"):
+    with pytest.raises(NemoRLError, match="lies where another wheel.s pointer lies: it records .not_in_lock-1.0"):
         archive_hashes.check(cache, project, "bundle b")
     for first, second in ((wheel, "0" * 64), ("0" * 64, wheel)):
         entries = b"".join(bytes([0x81]) + _mp("Sha256") + _mp(h) for h in (first, second))

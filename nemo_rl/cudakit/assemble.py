@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import locks
+from nemo_rl import locks, values
 from nemo_rl.cudakit import apt, layout, sources
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
@@ -62,7 +62,7 @@ def verify(home: Path, arch: int, cuda_major: int) -> tuple[str, tuple[int, ...]
 
 def _stamp(home: Path) -> dict | None:
     try:
-        data = json.loads((home / STAMP).read_text())
+        data = json.loads(values.read_plain_file(home / STAMP))
         return data if isinstance(data, dict) and isinstance(data.get("packages"), dict) else None
     except (OSError, ValueError):
         return None

@@ -9,6 +9,7 @@ stays, so `--stop` only removes the .pth and the next process runs the pin again
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -48,7 +49,8 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
     if not git.has_commit(top, fork.rev):
         raise NemoRLError(f"{top} is not a checkout of {fork.distribution}'s fork: it lacks the pinned commit "
-                          f"{fork.rev[:12]}", f"`git -C {top} fetch {fork.url}`, or pass a checkout of {fork.url}")
+                          f"{fork.rev[:12]}",
+                          f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
         text = pyproject.read_text() if pyproject.exists() else None
@@ -74,23 +76,30 @@ def start(project: Path, args: argparse.Namespace) -> int:
     state = develop_state.read(project)
     env = develop_state.project_environment(project)
     active = develop_state.active_checkout(env, fork.distribution) if env.exists() else None
+    entry = state.get(fork.distribution)
+    if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
+            and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
+        return _apply(project, fork, state, entry, env)  # developed while the environment did not exist
     if fork.distribution in state or active:
         where = state[fork.distribution].checkout if fork.distribution in state else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
-    if args.path:
-        checkout = check_checkout(Path(args.path).resolve(), fork)
+    if args.path:  # refused before anything is written, whether or not the environment exists yet
+        checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
+        values.plain_path(develop_state.managed_checkout(project, fork.distribution), "the checkout path")
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     if env.exists():
         develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
+        interrupt.completed(f"{env} imports {fork.distribution} from {checkout}")
     state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
                                                        (env,) if env.exists() else (), token)
     develop_state.write(project, state)
+    interrupt.completed(f"{develop_state.STATE} records {fork.distribution} developed from {checkout}")
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
     if env.exists():
@@ -98,9 +107,23 @@ def start(project: Path, args: argparse.Namespace) -> int:
               "unchanged; worker environments get it under their own keys")
     else:
         print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again to "
-              "put the checkout in front (worker environments get it under their own keys already)")
+              f"put {checkout} in front (worker environments get it under their own keys already)")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
+    return 0
+
+
+def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed],
+           entry: develop_state.Developed, env: Path) -> int:
+    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
+    printed then says to run."""
+    shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
+    develop_state.install_overlay(env, fork.distribution, entry.checkout, shadow, entry.token)
+    interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")
+    if env not in entry.envs:
+        state[fork.distribution] = dataclasses.replace(entry, envs=(*entry.envs, env))
+        develop_state.write(project, state)
+    print(f"{fork.distribution}: developing from {entry.checkout}; the next process in {env} imports it from there")
     return 0
 
 
@@ -190,23 +213,24 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         start(project, args)  # a checkout at the pin first
     entry = develop_state.read(project)[fork.distribution]
     checkout = entry.checkout
+    quoted = shlex.quote(str(checkout))  # advice is pasted into a shell: a path with spaces stays one word
     if not develop_state.checkout_present(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
     if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
-                          f"finish it (`git -C {checkout} status`, then `git -C {checkout} rebase --continue`) or "
-                          f"drop it (`git -C {checkout} rebase --abort`), then --onto again")
+                          f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
+                          f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
     under_way = git.operation_in_progress(checkout)
     if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
         if under_way == "unmerged":
-            what, finish = "", f"commit) or drop them (`git -C {checkout} reset --merge`)"
+            what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
         else:
             what = f" (a {under_way} is under way)"
-            finish = f"`git -C {checkout} {under_way} --continue`) or drop it (`git -C {checkout} {under_way} --abort`)"
+            finish = f"`git -C {quoted} {under_way} --continue`) or drop it (`git -C {quoted} {under_way} --abort`)"
         raise NemoRLError(f"{checkout} has unmerged paths{what}",
-                          f"finish it (`git -C {checkout} status`, resolve, `git -C {checkout} add ...`, then "
+                          f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
     # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
     unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
@@ -238,16 +262,16 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
     if git.ref_exists(checkout, f"refs/heads/{work}"):  # an earlier --onto (perhaps interrupted) made it
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
-                          f"go on with it (`git -C {checkout} switch {work}`, then `git -C {checkout} rebase "
-                          f"{target[:12]}`), or delete it (`git -C {checkout} branch -D {work}`) and run --onto again")
+                          f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
+                          f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
     git.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
     stopped = git.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
-        print(f"  resolve it with git: `git -C {checkout} status`, edit, `git -C {checkout} add ...`, "
-              f"`git -C {checkout} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
+        print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
+              f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
         return 1
     print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
           "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")

@@ -17,6 +17,7 @@ from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import find_installed
 from nemo_rl.forks import declared, lock_markers, metadata_check
@@ -223,7 +224,7 @@ def _markers(env: Path) -> dict[str, str]:
     version_info, venv writes version)."""
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
-        text = (env / "pyvenv.cfg").read_text()
+        text = values.read_plain_file(env / "pyvenv.cfg").decode()
     except (OSError, UnicodeDecodeError):
         text = ""
     if match := re.search(r"^(?:version_info|version)\s*=\s*(\d+)\.(\d+)(\.\d+)?", text, re.MULTILINE):

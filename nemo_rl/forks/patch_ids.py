@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.forks import git_diffs, git_history
 from nemo_rl.project.landing import write_atomic
 
@@ -18,7 +19,7 @@ CACHE = "nemo-rl-patch-ids.json"
 
 def _read(repo: Path) -> dict[str, str]:
     try:
-        data = json.loads((repo / CACHE).read_text())
+        data = json.loads(values.read_plain_file(repo / CACHE))
     except (OSError, ValueError, RecursionError):  # a damaged cache only costs a recomputation
         return {}  # a missing or damaged cache only costs a recomputation
     if not isinstance(data, dict):

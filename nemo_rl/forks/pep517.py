@@ -24,6 +24,7 @@ HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
 # fork takes seconds, a wheel with a compiled extension minutes.
 METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
 OUTPUT_LIMIT = 1 << 20  # a hook's output.json: a list of requirements or a file name
+PYPROJECT_LIMIT = 4 << 20  # the fork's pyproject.toml (Megatron's and NeMo's are tens of KiB)
 # [build-system] requires and get_requires' answer: a real backend asks for a handful; the bounds keep the `uv run
 # --with` command line far below the kernel's limit on arguments
 REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
@@ -134,8 +135,12 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
                       "pick another commit, or fix the fork")
     try:
-        build = (tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {})
-                 if (source / "pyproject.toml").exists() else {})
+        build = tomllib.loads(read_bounded(source / "pyproject.toml", PYPROJECT_LIMIT).decode()).get("build-system", {})
+    except FileNotFoundError:
+        build = {}
+    except OSError as exc:  # a link (git checks links out as links) or a huge file: never followed
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} is not a plain file nemo-rl reads: {exc}",
+                          "pick another commit, or fix the fork") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
                           "pick another commit, or fix the fork") from exc

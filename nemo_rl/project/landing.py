@@ -89,13 +89,22 @@ class Staging:
     def __enter__(self) -> Staging:
         # what each landed path held when copied: an editor or `uv add` in another terminal takes no project lock,
         # and landing over its edit would lose it
-        self.copied = {name: _digest(self.project / name) for name in (*self.files, *self.directories)}
-        for name in (*self.files, *self.context):
-            if (self.project / name).exists():
-                shutil.copy2(self.project / name, self.path / name)
-        for name in self.directories:
-            if (self.project / name).is_dir():
-                shutil.copytree(self.project / name, self.path / name, copy_function=shutil.copy2)
+        try:
+            self.copied = {name: _digest(self.project / name) for name in (*self.files, *self.directories)}
+            for name in (*self.files, *self.context):
+                if (self.project / name).exists():
+                    shutil.copy2(self.project / name, self.path / name)
+            for name in self.directories:
+                if (self.project / name).is_dir():
+                    shutil.copytree(self.project / name, self.path / name, copy_function=shutil.copy2)
+        except BaseException as exc:  # __exit__ never runs for a failed __enter__: nothing may be left behind
+            self.discard()
+            os.close(self._fd)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise NemoRLError(f"cannot copy the files this command changes into {self.path.parent}: "
+                                  f"{exc.strerror}", f"free space on the filesystem of {self.project} (or raise "
+                                  "the quota), then run again: nothing was changed") from exc
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -35,6 +35,7 @@ class Pointer:
     archive: str  # where uv reads it: "<name> <stem>" of a wheel, or "<name> <version> sdist"
     hashes: tuple[tuple[str, str], ...]  # every (algorithm (lower case, as uv.lock spells it), hex) it records
     label: str = ""  # a wheel's file name, as written inside it (checked against where it lies)
+    readable: bool = True  # False: not one of uv's shapes (uv reads it as a cache miss)
 
 
 class _Reader:
@@ -75,29 +76,49 @@ class _Reader:
         return tuple(found)
 
 
-def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer | None:
-    """The pointer at `path`; None when it is not one of the shapes above (uv reads it as a cache miss too)."""
+def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
+    """The pointer at `path`; one with no hashes and no label when it is not one of the shapes above."""
     try:
         # a link inside the bundle (links out were refused with the digest) is read where it leads, by the one
         # reader a FIFO swapped in meanwhile cannot hang
         reader = _Reader(values.read_plain_file(Path(os.path.realpath(path)), _MAX_POINTER))
         fields = reader.array()
         if fields < (2 if sdist else 3):
-            return None
+            raise ValueError("too few fields")
         reader.string()  # the archive or revision id
         hashes = reader.hashes()
         label = "" if sdist else reader.string()
     except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
-        return None
-    # keyed by where it lies, which is what uv looks up, never by the name written inside it
-    archive = f"{canonical(sdist[0])} {sdist[1]} sdist" if sdist else f"{path.parent.name} {path.name[:-len('.http')]}"
-    return Pointer(path, archive, hashes, label)
+        return Pointer(path, "", (), "", readable=False)
+    if sdist:
+        return Pointer(path, f"{canonical(sdist[0])} {sdist[1]} sdist", hashes, label)
+    # matched to uv.lock by the wheel file name it records; where it lies must agree (below, in check)
+    return Pointer(path, wheel_key(label), hashes, label)
+
+
+def _lies_where_uv_looks(pointer: Pointer) -> bool:
+    """uv looks a wheel's pointer up at `<name>/<file name less name and .whl>.http`, or, for a name with many
+    tags, `<name>/<version>-<16 hex digits of the tags>.http`: a pointer elsewhere stands for another wheel."""
+    name, _, rest = pointer.archive.partition(" ")
+    stem = pointer.path.name[:-len(".http")]
+    if pointer.path.parent.name != name:
+        return False
+    if _key(name, stem) == pointer.archive:
+        return True
+    return re.fullmatch(re.escape(rest.split("-", 1)[0]) + "-[0-9a-f]{16}", stem) is not None
 
 
 def wheel_key(filename: str) -> str:
-    """Where uv keeps a wheel's pointer, as a key: "<canonical name> <file name less name and .whl>"."""
-    name, _, rest = filename.partition("-")
-    return f"{canonical(name)} {rest.removesuffix('.whl')}"
+    """A wheel file name as a key: "<canonical name> <version>[-<build>]-<py>-<abi>-<platform>", each tag set
+    sorted (uv writes a name's tags in its own order; uv.lock keeps the index's)."""
+    name, _, rest = filename.removesuffix(".whl").partition("-")
+    return _key(canonical(name), rest)
+
+
+def _key(name: str, rest: str) -> str:
+    parts = rest.split("-")
+    head, tags = parts[:-3], [".".join(sorted(part.split("."))) for part in parts[-3:]]
+    return f"{name} {'-'.join(head + tags)}"
 
 
 def pointers(cache: Path) -> list[Pointer]:
@@ -106,15 +127,11 @@ def pointers(cache: Path) -> list[Pointer]:
     for bucket in sorted(cache.glob("wheels-v*")):
         for index in ("pypi", "index"):
             for path in sorted((bucket / index).rglob("*.http")) if (bucket / index).is_dir() else ():
-                pointer = _read(path, None)
-                if pointer is not None:
-                    found.append(pointer)
+                found.append(_read(path, None))
     for bucket in sorted(cache.glob("sdists-v*")):
         for index in ("pypi", "index"):
             for path in sorted((bucket / index).rglob("revision.http")) if (bucket / index).is_dir() else ():
-                pointer = _read(path, (path.parent.parent.name, path.parent.name))
-                if pointer is not None:
-                    found.append(pointer)
+                found.append(_read(path, (path.parent.parent.name, path.parent.name)))
     return found
 
 
@@ -133,20 +150,39 @@ def locked_hashes(project: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def check(cache: Path, project: Path, where: str) -> int:
-    """Refuse an archive pointer in `cache` whose hash is not uv.lock's for that archive; the number checked."""
+def _version(key: str) -> str:
+    """"<name> <version>" of a wheel's key."""
+    name, _, rest = key.partition(" ")
+    return f"{name} {rest.split('-', 1)[0]}"
+
+
+def check(cache: Path, project: Path, where: str) -> tuple[int, list[str]]:
+    """Refuse an archive pointer in `cache` that cannot be matched to uv.lock by the file it records, or whose
+    hash is not uv.lock's for that file; (the number checked, the archives uv.lock does not name)."""
     locked = locked_hashes(project)
-    checked = 0
+    versions = {_version(key) for key in locked if not key.endswith(" sdist")}
+    fix = ("pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`): a bundle carries only "
+           "archives whose hashes uv.lock records")
+    checked, unlisted = 0, []
     for pointer in pointers(cache):
+        if not pointer.readable:
+            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} is not one uv writes (a "
+                              "damaged or edited cache: nothing says which archive it stands for)", fix)
         key = pointer.archive
-        if key not in locked:  # an archive uv.lock does not name: uv never installs it for this lock
+        if pointer.label and not _lies_where_uv_looks(pointer):
+            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} lies where another wheel's "
+                              f"pointer lies: it records {pointer.label!r:.120}", fix)
+        if key not in locked:
+            stem = pointer.path.name[:-len(".http")]
+            hashed_stem = pointer.label and _key(key.partition(" ")[0], stem) != key
+            if hashed_stem and _version(key) in versions:
+                # uv finds a locked wheel of this name and version by a hash of its tags, which may be this one
+                raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} records "
+                                  f"{pointer.label!r:.120}, a wheel uv.lock does not name", fix)
+            # a build requirement of an sdist: never looked up for this lock, named in what the build says
+            unlisted.append(pointer.label or key)
             continue
         package, expected = locked[key]
-        fix = ("pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`): a bundle carries only "
-               "archives whose hashes uv.lock records")
-        if pointer.label and wheel_key(pointer.label) != key:
-            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} of {package} names another "
-                              f"wheel, {pointer.label!r:.120}", fix)
         algorithm, _, digest = expected.partition(":")
         recorded = {h for a, h in pointer.hashes if a == algorithm.lower()}  # every entry: uv may read any
         if recorded != {digest.lower()}:
@@ -154,4 +190,4 @@ def check(cache: Path, project: Path, where: str) -> int:
             raise NemoRLError(f"{where}: the cache's archive of {package} ({pointer.label or key}) {found}, but "
                               f"uv.lock pins {expected} ({pointer.path})", fix)
         checked += 1
-    return checked
+    return checked, unlisted

@@ -327,9 +327,12 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
             else:
                 _copy(bucket, cache / bucket.name, follow_symlinks=False)
         check_copy(cache, bundle, manifest, record)
-        checked = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each archive
+        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each
         progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
                  "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
+        if unlisted:  # build requirements of the lock's sdists: never installed into the environment
+            progress(f"{len(unlisted)} archive(s) uv.lock does not name (build requirements): "
+                     + ", ".join(unlisted))
         # uv copies what is linked to the bundle; a working cache of the node's own copies only (another filesystem,
         # a read-only bundle) shares nothing with it, and uv links from it instead of copying every byte twice
         mode = "copy" if linked else "hardlink"

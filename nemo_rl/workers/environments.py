@@ -24,7 +24,7 @@ from pathlib import Path
 from nemo_rl import imports, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.project import develop_state, identity, installed, lockfile
 from nemo_rl.workers import bundles, verified
 
 META = "nemo-rl-env.json"
@@ -40,6 +40,7 @@ class WorkerEnv:
     flags: tuple[str, ...]
     project: Path
     lock_hash: str
+    checkout: str = ""  # the id of the checkout that built it (project.identity); "" when built before ids
 
     @property
     def python(self) -> Path:
@@ -47,7 +48,8 @@ class WorkerEnv:
 
     def write(self, directory: Path) -> None:
         """Into `directory` (the build, renamed to `path` afterwards)."""
-        meta = {"key": self.key, "flags": list(self.flags), "project": str(self.project), "lock_hash": self.lock_hash}
+        meta = {"key": self.key, "flags": list(self.flags), "project": str(self.project), "lock_hash": self.lock_hash,
+                "checkout": self.checkout}
         (directory / META).write_text(json.dumps(meta, indent=2))
 
     @classmethod
@@ -63,10 +65,13 @@ class WorkerEnv:
         text = ("key", "project", "lock_hash")
         if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
                 or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
-                or meta["key"] != path.name):
+                or meta["key"] != path.name
+                or not (meta.get("checkout", "") == "" or identity.ID.fullmatch(str(meta.get("checkout"))))):
             raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(text)}, flags, "
-                              "key = directory name)", f"remove {path}: it is rebuilt from uv.lock")
-        return cls(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"])
+                              "key = directory name, a checkout id or none)",
+                              f"remove {path}: it is rebuilt from uv.lock")
+        return cls(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"],
+                   meta.get("checkout", ""))
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
     manifest = None
     if bundle is not None:
         manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
+    checkout = identity.ensure_checkout_id(project)
     staging = where.staging()
     values.plain_path(project.resolve(), "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")
@@ -178,7 +184,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
         bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
-        WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash).write(staging)
+        WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

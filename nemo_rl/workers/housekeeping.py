@@ -9,13 +9,14 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state
+from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import bundle_trust, environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
 
@@ -65,6 +66,18 @@ def _read(path: str) -> str:
         return fh.read().decode(errors="replace")
 
 
+def _not_ours(path: Path) -> str | None:
+    """Why an entry of the venv directory is not this user's to judge (None when it is): a link (removing or
+    sizing it would act on its target) or another owner's (a shared NEMO_RL_VENV_DIR)."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if path.is_symlink():
+        return "a symbolic link"
+    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
+
+
 def _size_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6, 1)
 
@@ -83,6 +96,7 @@ def listing(project: Path | None) -> list[Row]:
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
     mine = _develop_state(project)
+    ours = identity.checkout_id(project) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith(WORK_CACHE_PREFIX):  # a build from a bundle, live or killed, if it is ours
             foreign = bundle_trust.why_not_ours(path)
@@ -92,11 +106,18 @@ def listing(project: Path | None) -> list[Row]:
             else:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
-        if path.name.startswith(".") and ".building-" in path.name and path.is_dir():
+        building = path.name.startswith(".") and ".building-" in path.name
+        if path.name.startswith(".") and not building:  # the slots' lock files and record temporaries
+            continue
+        if (foreign := _not_ours(path)) is not None:  # another user's, or a link: never read, sized or removed
+            rows.append(Row(path.name, path, (), None, "not ours", 0.0, None, (),
+                            f"{foreign}: left alone; remove it yourself if it is yours"))
+            continue
+        if building and path.is_dir():
             key = path.name[1:].split(".building-")[0]
             rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
-        if not path.is_dir() or path.name.startswith("."):
+        if building or not path.is_dir():
             continue
         try:
             env = environments.describe(path)
@@ -111,14 +132,34 @@ def listing(project: Path | None) -> list[Row]:
         if project is None or env.project != project.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:
-            state, note = "other checkout", (f"its {foreign} was written by another checkout at this path (another "
-                                             "container): left to that checkout")
+            if ours is not None and env.checkout == ours:  # this checkout built it: the overlay is its own, stale
+                state, note = "stale", (f"its {foreign} was written by a develop this checkout no longer records "
+                                        "(.nemo-rl/develop.json removed or edited)")
+            elif env.checkout:
+                state, note = "other checkout", _unclaimed(path, env.checkout)
+            else:
+                state, note = "other checkout", (f"its {foreign} was written by another checkout at this path "
+                                                 "(another container): left to that checkout")
+        elif env.key == current[env.flags]:
+            state = "current"
+        elif env.checkout and env.checkout != ours:
+            state, note = "other checkout", _unclaimed(path, env.checkout)
         else:
-            state = "current" if env.key == current[env.flags] else "stale"
+            state = "stale"
         used = path / environments.LAST_USED
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
                         used.stat().st_mtime if used.exists() else None, users(path), note or None))
     return rows
+
+
+def _unclaimed(path: Path, checkout: str) -> str:
+    """Why an environment with another checkout id is left, and the way out when no other checkout holds it: a
+    checkout at this path in another container, or this one before `git clean -fdx` removed its .nemo-rl/, look
+    the same from here (neither's processes show in /proc), so only the user can say."""
+    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id: another "
+            "container's checkout at this path (left to it), or this checkout's before its .nemo-rl/ was removed "
+            f"(`git clean -fdx`); if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf "
+            f"{shlex.quote(str(path))}")
 
 
 def prune(project: Path | None) -> list[Path]:

@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import extras
+from nemo_rl import extras, values
 from nemo_rl.project import installed, landing, lockfile
 
 RECORD = "nemo-rl-verified.json"
@@ -258,7 +258,7 @@ def _save(env: Path, record: Record) -> None:
 
 def read(env: Path) -> Record | None:
     try:
-        data = json.loads((env / RECORD).read_text())
+        data = json.loads(values.read_plain_file(env / RECORD))
         strings = ("lock_hash", "python", "state")
         if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
                 or not isinstance(data.get("ray"), str | None) or not isinstance(data.get("stats"), str | None)
