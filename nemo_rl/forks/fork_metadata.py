@@ -284,7 +284,7 @@ class Drift:
         return lines
 
 
-def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | None) -> Drift:
+def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | declared.Entry | None) -> Drift:
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     added_names = sorted(new.requires.keys() - old.requires.keys())
     added = [new.requires[n] for n in added_names]
