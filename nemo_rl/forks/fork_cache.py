@@ -71,7 +71,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 and git.is_ancestor(repo, sha, upstream_ref)):
             # An upstream commit is already in the cache, and git never asks a server for an object it has: the
             # fork's branch is the proof that the fork has it too.
-            if not git.is_ancestor(repo, sha, _branch_head(repo, fork)):
+            if not _on_branch(repo, fork, sha):
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                                   "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
                                   "with --branch NAME")
@@ -80,7 +80,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
             # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push
             # can take it away and every later `uv sync` would then fail. Offline, the proof stands.
             if git.served(fork.url, sha) is False and not (
-                    fork.branch and git.is_ancestor(repo, sha, _branch_head(repo, fork))):
+                    fork.branch and _on_branch(repo, fork, sha)):
                 git.delete_ref(repo, pin_ref)
                 raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was "
                                   "fetched)", "pin a commit the fork has now (`git ls-remote` shows its branches), "
@@ -89,15 +89,15 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
             progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
             git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
             try:
-                _fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
+                git.fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
             except NemoRLError as exc:
                 # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching
                 # the branch tells the two apart.
                 if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
-                    if git.has_commit(repo, sha) and git.is_ancestor(repo, sha, _branch_head(repo, fork)):
+                    if _on_branch(repo, fork, sha):  # False as well when the branch lacks the commit
                         raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
                                           f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
-                _fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
+                git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
                 upstream_only = git.is_ancestor(repo, sha, upstream_ref)
                 raise NemoRLError(
                     f"commit {sha} does not exist in {fork.url}"
@@ -110,8 +110,8 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
             raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
                               "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
         progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
-        _fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
-        if on_branch and fork.branch and not git.is_ancestor(repo, sha, _branch_head(repo, fork)):
+        git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
+        if on_branch and fork.branch and not _on_branch(repo, fork, sha):
             raise NemoRLError(
                 f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
                 "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "
@@ -135,13 +135,8 @@ def resolve_branch(fork: Fork, branch: str) -> str:
     return sha
 
 
-def _fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
-    if not git.fetch(repo, remote, url, refspecs):
-        progress(f"warning: {url} ignored the blob filter and sent whole history; {git.MIRROR_SETTINGS}")
-
-
-def _branch_head(repo: Path, fork: Fork) -> str:
-    """Fetch the fork's recorded branch into the cache; its head."""
+def _on_branch(repo: Path, fork: Fork, sha: str) -> bool:
+    """Whether `sha` is on the fork's recorded branch, fetched into the cache now."""
     ref = FORK_BRANCH_REF.format(branch=fork.branch)
-    _fetch(repo, "fork", fork.url, [f"+refs/heads/{fork.branch}:{ref}"])
-    return git.rev_parse(repo, ref)
+    git.fetch(repo, "fork", fork.url, [f"+refs/heads/{fork.branch}:{ref}"])
+    return git.is_ancestor(repo, sha, ref)

@@ -192,10 +192,8 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
     """Each of `revs` built: {METADATA: ...} from the metadata hook, or {METADATA: ..., FILES: ...} from a wheel."""
     if not revs:
         return
-    try:  # the trees' blobs in one request: git's own checkout of a blob-less tree asks again and again
-        git_history.fetch_blobs(repo, "fork", git_history.missing_blobs(repo, revs))
-        # the trees and what a build writes beside them (a wheel: a copy and an archive)
-        size = max(git_history.tree_size(repo, rev) for rev in revs) * (3 if wheel else 2)
+    try:  # the trees and what a build writes beside them (a wheel: a copy and an archive)
+        size = git_history.fetch_trees(repo, "fork", revs) * (3 if wheel else 2)
     except NemoRLError:
         size = None  # a server without some blobs (placeholders follow): their sizes are unknown
     resolved: set[tuple[str, ...]] = set()
