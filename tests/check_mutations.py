@@ -663,7 +663,7 @@ MUTATIONS = [
      "    if declares is None:\n        write_atomic(path, tomlkit.dumps(doc))",
      "    if True:\n        write_atomic(path, tomlkit.dumps(doc))", f"{BUMP} -k lands_the_version"),
     ("derived: a changed entry locks online at once", "nemo_rl/deps/bump.py",
-     "self.before is not None and changed is None", "self.before is not None", f"{DERIVED} -k dynamic_version"),
+     "self.committed is not None and changed is None", "self.committed is not None", f"{DERIVED} -k dynamic_version"),
     ("derived: bump's refused lock names the drop line", "nemo_rl/deps/bump.py",
      "                raise bump_steps.lock_refused(self.fork, self.changed, exc) from exc", "                raise",
      f"{DERIVED} -k cannot_lock"),

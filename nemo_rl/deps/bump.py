@@ -38,8 +38,8 @@ class StagedLock:
     def __init__(self, staged: Path, before: bump_steps.Before, new_rev: str,
                  changed: bump_steps.EntryChange | None) -> None:
         self.staged, self.fork, self.new_rev, self.changed = staged, before.fork, new_rev, changed
-        self.before = before.lock_text
-        self.offline = (OFFLINE_FIRST and self.before is not None and changed is None
+        self.committed = before.lock_text
+        self.offline = (OFFLINE_FIRST and self.committed is not None and changed is None
                         and before.entry is not None)
         # "offline", or "online: <why>" once an offline run was thrown away or never tried
         self.mode = "online: the fork's own metadata changed the entry uv locks" if changed else "online"
@@ -52,11 +52,11 @@ class StagedLock:
             self._settle_offline()
 
     def _settle_offline(self) -> None:
-        assert self.before is not None
+        assert self.committed is not None
         self.offline = False
         try:
             self.running.wait()
-            why = offline_lock_rejected(self.before, (self.staged / "uv.lock").read_text(), self.fork.rev,
+            why = offline_lock_rejected(self.committed, (self.staged / "uv.lock").read_text(), self.fork.rev,
                                         self.new_rev)
             if why is None:
                 self.mode = "offline"
@@ -64,7 +64,7 @@ class StagedLock:
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
         self.mode = f"online: the offline lock was thrown away: {why}"
-        landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
+        landing.write_atomic(self.staged / "uv.lock", self.committed)  # online starts from the committed lock
         self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:

@@ -64,8 +64,7 @@ class Before:
 
     @property
     def derives(self) -> bool:
-        """Whether the fork's entry is derived (metadata_check.derives): it has one, or deltas that need one."""
-        return self.entry is not None or bool(self.deltas.drop or self.deltas.add)
+        return declared.derives(self.entry, self.deltas)
 
 
 def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:

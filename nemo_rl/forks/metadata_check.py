@@ -33,10 +33,8 @@ def recorded(index: Index | None, distribution: str) -> declared.Declares | None
 
 
 def derives(project: Path, distribution: str) -> bool:
-    """Whether the fork's entry is derived: it has one, or deltas that need one. Without either uv locks the
-    fork's own metadata, which is true by construction."""
-    found = deltas(project, distribution)
-    return entry(project, distribution) is not None or bool(found.drop or found.add)
+    """declared.derives, of the entry and the deltas `project`'s pyproject.toml holds."""
+    return declared.derives(entry(project, distribution), deltas(project, distribution))
 
 
 def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
