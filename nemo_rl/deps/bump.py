@@ -201,8 +201,8 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch
         repo = fork_cache.fetched(fork, new_rev, on_branch=not args.branch)
-        fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
-        fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
+        fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,
+                                     f"the fork at {new_rev[:12]}")
         progress("computing the downstream commits over upstream")
         # A fork whose history was rewritten may have lost the commit pinned now: the bump goes on without it,
         # and the requirement drift says it could not compare.

@@ -43,9 +43,10 @@ def project_table(pyproject_text: str | None) -> dict:
     return table if isinstance(table, dict) else {}
 
 
-def require_builds(table: dict, distribution: str, where: str) -> None:
-    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution."""
-    name = table.get("name")
+def require_builds(pyproject_text: str | None, distribution: str, where: str) -> None:
+    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution
+    (seen in the fork's static [project] table, when it has one)."""
+    name = project_table(pyproject_text).get("name")
     if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
         raise NemoRLError(
             f"{where} builds distribution {name!r}, not {distribution!r} (its pyproject.toml renames it)",
