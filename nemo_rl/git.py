@@ -14,6 +14,7 @@ from typing import BinaryIO
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
+from nemo_rl.progress import progress
 
 FILTER_IGNORED = "filtering not recognized by server"
 MIRROR_SETTINGS = (
@@ -86,8 +87,8 @@ def set_remote(repo: Path, name: str, url: str) -> None:
         git(["config", "extensions.partialClone", name], repo=repo)
 
 
-def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
-    """Fetch blob-less; False when the server ignored the filter (it then sent every blob: slow, not wrong)."""
+def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
+    """Fetch blob-less; a server that ignores the filter sends every blob (slow, not wrong), and is warned of."""
     try:
         result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", "--end-of-options", remote, *refspecs],
                      repo=repo,
@@ -98,7 +99,8 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> bool:
             raise NemoRLError(exc.what, f"{url} is missing objects and ignored the blob filter, so git asked for "
                               f"all of them; {MIRROR_SETTINGS}, or re-sync the mirror") from exc
         raise
-    return FILTER_IGNORED not in result.stderr
+    if FILTER_IGNORED in result.stderr:
+        progress(f"warning: {url} ignored the blob filter and sent whole history; {MIRROR_SETTINGS}")
 
 
 def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:

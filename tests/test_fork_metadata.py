@@ -19,10 +19,11 @@ def test_project_table_is_empty_for_setup_py_forks_and_bad_toml():
 
 
 def test_a_renamed_distribution_is_refused_and_a_normalised_name_is_not():
-    fork_metadata.require_builds({"name": "Megatron_Core"}, "megatron-core", "the fork")
-    fork_metadata.require_builds({}, "megatron-core", "the fork")  # dynamic or setup.py: nothing to compare
+    fork_metadata.require_builds('[project]\nname = "Megatron_Core"\n', "megatron-core", "the fork")
+    fork_metadata.require_builds(None, "megatron-core", "the fork")  # setup.py: nothing to compare
+    fork_metadata.require_builds("[build-system]\n", "megatron-core", "the fork")  # dynamic: nothing either
     with pytest.raises(NemoRLError, match="builds distribution 'nemo-tron', not 'nemo-toolkit'"):
-        fork_metadata.require_builds({"name": "nemo-tron"}, "nemo-toolkit", "the fork at abc")
+        fork_metadata.require_builds('[project]\nname = "nemo-tron"\n', "nemo-toolkit", "the fork at abc")
 
 
 def test_requirements_leave_out_extras_and_what_does_not_parse():

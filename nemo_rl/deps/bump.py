@@ -11,31 +11,13 @@ from pathlib import Path
 
 from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import bump_steps, fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks import bump_steps, fork_cache, fork_metadata, records
 from nemo_rl.forks.bump_steps import commit_changes
-from nemo_rl.forks.record_files import read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
 
 LANDED = ["pyproject.toml", "uv.lock"]
 CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
-
-
-def write_pin(project: Path, distribution: str, rev: str, branch: str | None, base: str | None) -> None:
-    """Set the source's rev and the fork table's base (when known; uv never reads it) and branch (when given);
-    comments and layout stay."""
-    import tomlkit
-
-    path = project / "pyproject.toml"
-    doc = tomlkit.parse(lockfile.read_text(path))
-    doc["tool"]["uv"]["sources"][distribution]["rev"] = rev
-    table = doc["tool"]["nemo-rl"]["forks"][distribution]
-    if branch:
-        table["branch"] = branch
-    if base is not None and table.get("base") != base:
-        table["base"] = base
-    landing.write_atomic(path, tomlkit.dumps(doc))
-
 
 
 OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
@@ -53,16 +35,15 @@ class StagedLock:
     its reason, and uv runs online from the committed lock. An entry that changed brings requirements uv must
     resolve against the index: uv runs online at once."""
 
-    def __init__(self, staged: Path, project: Path, fork: lockfile.Fork, new_rev: str,
+    def __init__(self, staged: Path, before: bump_steps.Before, new_rev: str,
                  changed: bump_steps.EntryChange | None) -> None:
-        self.staged, self.fork, self.new_rev, self.changed = staged, fork, new_rev, changed
-        lock_path = project / "uv.lock"
-        self.before = lock_path.read_text() if lock_path.exists() else None
-        self.offline = (OFFLINE_FIRST and self.before is not None and changed is None
-                        and lockfile.declared_metadata(project, fork.distribution) is not None)
+        self.staged, self.fork, self.new_rev, self.changed = staged, before.fork, new_rev, changed
+        self.committed = before.lock_text
+        self.offline = (OFFLINE_FIRST and self.committed is not None and changed is None
+                        and before.entry is not None)
         # "offline", or "online: <why>" once an offline run was thrown away or never tried
         self.mode = "online: the fork's own metadata changed the entry uv locks" if changed else "online"
-        self.running = uv.lock_started(staged, upgrade_package=fork.distribution, offline=self.offline)
+        self.running = uv.lock_started(staged, upgrade_package=self.fork.distribution, offline=self.offline)
 
     def advance(self) -> None:
         """Without waiting: once the offline run has ended and its lock is thrown away, start the online one now,
@@ -71,11 +52,11 @@ class StagedLock:
             self._settle_offline()
 
     def _settle_offline(self) -> None:
-        assert self.before is not None
+        assert self.committed is not None
         self.offline = False
         try:
             self.running.wait()
-            why = offline_lock_rejected(self.before, (self.staged / "uv.lock").read_text(), self.fork.rev,
+            why = offline_lock_rejected(self.committed, (self.staged / "uv.lock").read_text(), self.fork.rev,
                                         self.new_rev)
             if why is None:
                 self.mode = "offline"
@@ -83,7 +64,7 @@ class StagedLock:
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
         self.mode = f"online: the offline lock was thrown away: {why}"
-        landing.write_atomic(self.staged / "uv.lock", self.before)  # online starts from the committed lock
+        landing.write_atomic(self.staged / "uv.lock", self.committed)  # online starts from the committed lock
         self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:
@@ -158,31 +139,25 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     return "\n".join(lines)
 
 
-def requirement_drift(project: Path, repo: Path, fork: lockfile.Fork, new_rev: str) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new (the new
-    commit's metadata is cached already when the entry was derived from it)."""
+def requirement_drift(before: bump_steps.Before, old_gone: NemoRLError | None, repo: Path, new_rev: str,
+                      new: fork_metadata.Metadata | None) -> list[str]:
+    """The bump report's requirement lines: what the fork itself declares, old commit against new (`new`: its
+    metadata at the new commit when the entry was derived from it)."""
+    fork = before.fork
     progress("reading the fork's own metadata at the old commit (its build backend)")
-    try:
-        fork_cache.fetched(fork, fork.rev)  # says why when the old commit is gone from the fork (a force-push)
-        old, new = fork_metadata.read_all(repo, [fork.rev, new_rev])
-    except NemoRLError as exc:
-        return [f"  requirements: not compared: {exc.what.splitlines()[0]}",
-                f"    ({exc.remedy.splitlines()[0] if exc.remedy else 'see above'}); check them by "
+    problem = old_gone
+    if problem is None:
+        try:
+            read = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
+        except NemoRLError as exc:
+            problem = exc
+    if problem is not None:
+        return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
+                f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
                 f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
     # a derived entry follows the fork by construction: nothing it adds is left uncovered
-    entry = (None if metadata_check.derives(project, fork.distribution)
-             else lockfile.declared_metadata(project, fork.distribution))
-    return fork_metadata.drift(old, new, entry).lines(fork.distribution)
-
-
-def old_commit_fetched(fork: lockfile.Fork) -> bool:
-    """Whether the commit pinned now is in the cache; a fork whose history was rewritten may have lost it, and
-    the bump goes on without it (the requirement drift then says it could not compare)."""
-    try:
-        fork_cache.fetched(fork, fork.rev)
-        return True
-    except NemoRLError:
-        return False
+    return fork_metadata.drift(read[0], new or read[1], None if before.derives else before.entry
+                               ).lines(fork.distribution)
 
 
 def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
@@ -196,18 +171,6 @@ def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
         raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
                           "report this as a bug in nemo-rl; nothing was changed")
     return locked
-
-
-def check_on_branch(repo: Path, fork: lockfile.Fork, new_rev: str, branch_argument: str | None) -> None:
-    """A --rev must be on the branch pyproject.toml records, or the record would name the wrong branch."""
-    if branch_argument or not fork.branch:
-        return
-    head = fork_cache.fetch_branch(repo, fork, fork.branch)
-    if not git.is_ancestor(repo, new_rev, head):
-        raise NemoRLError(
-            f"{new_rev[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
-            "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push it "
-            f"to {fork.branch} first")
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
@@ -224,40 +187,49 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
-    fork = lockfile.fork(project, args.distribution)
+    patch_dir = records.records_dir(project, args.distribution)
+    before = bump_steps.read_before(project, args.distribution, patch_dir)
+    fork = before.fork
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
-    locked_before = lockfile.locked_packages(project)
-    locked = locked_before.get(fork.distribution)
+    locked = before.locked.get(fork.distribution)
     if new_rev == fork.rev and locked and locked.commit == new_rev and (args.branch or fork.branch) == fork.branch:
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
-    patch_dir = records.records_dir(project, fork.distribution)
     if not args.dry_run:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
-        repo = fork_cache.fetched(fork, new_rev)
-        check_on_branch(repo, fork, new_rev, args.branch)
-        fork_table = fork_metadata.project_table(git.show_file(repo, new_rev, "pyproject.toml"))
-        fork_metadata.require_builds(fork_table, fork.distribution, f"the fork at {new_rev[:12]}")
+        # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch
+        repo = fork_cache.fetched(fork, new_rev, on_branch=not args.branch)
+        fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,
+                                     f"the fork at {new_rev[:12]}")
         progress("computing the downstream commits over upstream")
-        base, shas, blobs = records.downstream_started(repo, fork, new_rev, bump_steps.prefetched_trees(
-            project, fork, repo, new_rev, old_commit_fetched(fork)))
+        # A fork whose history was rewritten may have lost the commit pinned now: the bump goes on without it,
+        # and the requirement drift says it could not compare.
+        try:
+            fork_cache.fetched(fork, fork.rev)
+            old_gone = None
+        except NemoRLError as exc:
+            old_gone = exc
+        # The trees that come with the diffs' blobs (their metadata is built after the history): the old pin, when
+        # the fork still has it, and the new commit unless its metadata is built first, for the entry.
+        trees = fork_metadata.uncached(repo, [*([fork.rev] if old_gone is None else []),
+                                              *([] if before.derives else [new_rev])])
+        base, shas, blobs = records.downstream_started(repo, fork, new_rev, trees)
         # Each step waits on other processes: the diffs' blobs come while the fork's metadata at the new commit is
         # built, and uv locks the final staged pyproject.toml while the records are computed. Any failure (the
         # commit is not the fork's, its backend fails) ends what is still running.
         with blobs:
-            declares = bump_steps.declares_for(project, fork, repo, new_rev)
-            write_pin(staging.path, fork.distribution, new_rev, args.branch, base)
-            entry_lines, changed = bump_steps.write_entry(staging.path, fork, declares)
+            new_metadata, declares = bump_steps.declares_for(before, repo, new_rev)
+            entry_lines, changed = bump_steps.write_pyproject(staging.path, before, new_rev, args.branch, base,
+                                                              declares)
             progress(f"uv lock --upgrade-package {fork.distribution}")
-            with StagedLock(staging.path, project, fork, new_rev, changed) as locking:
+            with StagedLock(staging.path, before, new_rev, changed) as locking:
                 blobs.wait()
                 locking.advance()
                 recs = records.describe(repo, shas)
                 locking.advance()
-                drift_lines = requirement_drift(project, repo, fork, new_rev)
-                old_index = read_index(patch_dir)
+                drift_lines = requirement_drift(before, old_gone, repo, new_rev, new_metadata)
                 lock_mode = locking.result()
         progress(f"writing {relative_patches}/")
         new_fork = lockfile.fork(staging.path, fork.distribution)
@@ -265,11 +237,11 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         records.write(staging.path / relative_patches, index, noted)
         staging.keep_mode("uv.lock")
         locked_after = validate(staging.path, new_fork, new_rev)
-        changes = lock_changes(lock_versions(locked_before), lock_versions(locked_after))
+        changes = lock_changes(lock_versions(before.locked), lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
         if not args.dry_run:
             staging.land()
-    print(report(fork, new_rev, old_index, base, noted, changes, args.dry_run, lock_mode))
+    print(report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode))
     print("\n".join(drift_lines + entry_lines))
     if not args.dry_run:
         print(f"next: review {relative_patches}/index.toml (why-note), run `nemo-rl deps verify {fork.distribution}`, "

@@ -56,7 +56,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
         text = pyproject.read_text() if pyproject.exists() else None
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{pyproject} is not UTF-8: {exc}", "fix it, or check out another commit") from exc
-    fork_metadata.require_builds(fork_metadata.project_table(text), fork.distribution, str(top))
+    fork_metadata.require_builds(text, fork.distribution, str(top))
     return top
 
 

@@ -1,15 +1,18 @@
-"""The steps of `deps bump` that keep the derived [[tool.uv.dependency-metadata]] entry and the report true, as
-functions bump() calls in one line each: what the fork declares at the new commit, the entry written before uv
-locks it, and the downstream commits counted by commit."""
+"""The steps of `deps bump` that keep the derived [[tool.uv.dependency-metadata]] entry and the report true: what
+the bump reads from the project once, what the fork declares at the new commit, the staged pyproject.toml written
+once before uv locks it, and the downstream commits counted by commit."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_metadata, metadata_check
+from nemo_rl.forks.record_files import Index, read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
+from nemo_rl.project.landing import write_atomic
 
 
 def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dict[str, list[str]]]:
@@ -48,51 +51,82 @@ def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dic
     return added, removed, shared
 
 
-def declares_for(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str) -> declared.Declares | None:
+@dataclass(frozen=True)
+class Before:
+    """The project as the bump finds it, read once before anything is staged; every step takes these values."""
+
+    fork: lockfile.Fork
+    locked: dict[str, lockfile.LockedPackage]
+    lock_text: str | None  # uv.lock as committed (None: the project has none yet)
+    entry: declared.Entry | None  # the fork's [[tool.uv.dependency-metadata]] entry
+    deltas: declared.Deltas  # the fork table's drop and add lists
+    index: Index | None  # patches/<dist>/index.toml
+
+    @property
+    def derives(self) -> bool:
+        return declared.derives(self.entry, self.deltas)
+
+
+def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:
+    lock_path = project / "uv.lock"
+    return Before(lockfile.fork(project, distribution), lockfile.locked_packages(project),
+                  lock_path.read_text() if lock_path.exists() else None, metadata_check.entry(project, distribution),
+                  metadata_check.deltas(project, distribution), read_index(patch_dir))
+
+
+def declares_for(before: Before, repo: Path, new_rev: str
+                 ) -> tuple[fork_metadata.Metadata | None, declared.Declares | None]:
     """What the fork declares at the new commit, from its own build backend, for the index and the derived entry
-    (None: the fork has no entry to derive). Without the fork's metadata the entry cannot be derived, so the bump
-    stops."""
-    if not metadata_check.derives(project, fork.distribution):
-        return None
+    (None, None: the fork has no entry to derive); with its metadata, which the drift compares. Without the fork's
+    metadata the entry cannot be derived, so the bump stops."""
+    if not before.derives:
+        return None, None
     progress("reading the fork's own metadata at the new commit (its build backend)")
     try:
         new = fork_metadata.read(repo, new_rev)
     except NemoRLError as exc:
+        dist = before.fork.distribution
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so its "
                           f"[[tool.uv.dependency-metadata]] entry cannot be derived: {exc.what.splitlines()[0]}",
-                          f"fix what stops the fork's build backend, then run `nemo-rl deps bump {fork.distribution} "
+                          f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
-    dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
-    return fork_metadata.declares(new, new_rev, fork.distribution, dropped)  # before anything is locked
-
-
-def prefetched_trees(project: Path, fork: lockfile.Fork, repo: Path, new_rev: str, old_fetched: bool) -> list[str]:
-    """The commits whose trees come with the diffs' blobs (their metadata is built after the history): the old
-    pin, when the fork still has it, and the new commit unless its metadata is built first, for the entry."""
-    derived = metadata_check.derives(project, fork.distribution)
-    return fork_metadata.uncached(repo, [*([fork.rev] if old_fetched else []), *([] if derived else [new_rev])])
+    dropped = frozenset(d.name for d in before.deltas.drop)
+    return new, fork_metadata.declares(new, new_rev, before.fork.distribution, dropped)  # before anything is locked
 
 
 EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)
 
 
-def write_entry(staged: Path, fork: lockfile.Fork, declares: declared.Declares | None
-                ) -> tuple[list[str], EntryChange | None]:
-    """Write the derived entry into the staged pyproject.toml before uv locks it; (the report's lines, the change
-    when the entry changed: uv then locks online, since the requirements it resolves are new)."""
+def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, base: str | None,
+                    declares: declared.Declares | None) -> tuple[list[str], EntryChange | None]:
+    """Write the staged pyproject.toml once, before uv locks it (comments and layout stay): the source's rev, the
+    fork table's base (when known; uv never reads it) and branch (when given), and the derived entry; (the
+    report's lines, the change when the entry changed: uv then locks online, since the requirements it resolves
+    are new)."""
+    import tomlkit
+
+    dist = before.fork.distribution
+    path = staged / "pyproject.toml"
+    doc = tomlkit.parse(lockfile.read_text(path))
+    doc["tool"]["uv"]["sources"][dist]["rev"] = rev
+    table = doc["tool"]["nemo-rl"]["forks"][dist]
+    if branch:
+        table["branch"] = branch
+    if base is not None and table.get("base") != base:
+        table["base"] = base
     if declares is None:
+        write_atomic(path, tomlkit.dumps(doc))
         return [], None
-    before, written, unneeded = metadata_check.write_derived(staged, fork.distribution, declares)
-    after = written or before
-    assert after is not None  # unchanged means the entry was there already: write_entry adds a missing one
-    lines = [f"  [[tool.uv.dependency-metadata]] {fork.distribution}: the fork's own metadata at the new commit, "
-             f"{'rewritten' if written else 'unchanged'} (version {after.version})"]
+    derived, changed, unneeded = declared.write_derived(doc, dist, declares, before.deltas)
+    write_atomic(path, tomlkit.dumps(doc))
+    lines = [f"  [[tool.uv.dependency-metadata]] {dist}: the fork's own metadata at the new commit, "
+             f"{'rewritten' if changed else 'unchanged'} (version {derived.version})"]
     lines += [f"    the drop of {name} is unnecessary (the fork no longer declares it): removed from "
-              f"[tool.nemo-rl.forks.{fork.distribution}] drop" for name in unneeded]
-    if not written:
+              f"[tool.nemo-rl.forks.{dist}] drop" for name in unneeded]
+    if not changed:
         return lines, None
-    lines[1:1] = metadata_check.entry_changes(before, written)
-    return lines, (before, written)
+    lines[1:1] = metadata_check.entry_changes(before.entry, derived)
+    return lines, (before.entry, derived)
 
 
 def lock_refused(fork: lockfile.Fork, change: EntryChange, exc: NemoRLError) -> NemoRLError:

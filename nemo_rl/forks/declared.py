@@ -241,3 +241,22 @@ def write_entry(doc, derived: Entry) -> bool:
         requires.extend(derived.requires_dist)
         entry["requires-dist"] = requires
     return tomlkit.dumps(entry) != before
+
+
+def derives(entry: Entry | None, deltas: Deltas) -> bool:
+    """Whether the fork's entry is derived: it has one, or deltas that need one. Without either uv locks the
+    fork's own metadata, which is true by construction."""
+    return entry is not None or bool(deltas.drop or deltas.add)
+
+
+def write_derived(doc, distribution: str, declares: Declares, deltas: Deltas) -> tuple[Entry, bool, list[str]]:
+    """Make the tomlkit document's entry the one derived from `declares`, and remove the drops the fork no longer
+    needs (they change nothing); (the derived entry, whether the entry changed, the drops removed)."""
+    derived = derive(distribution, declares, deltas)
+    unneeded = unnecessary_drops(declares, deltas)
+    changed = write_entry(doc, derived)
+    if unneeded:
+        drops = doc["tool"]["nemo-rl"]["forks"][distribution]["drop"]
+        for item in [d for d in drops if canonicalize_name(str(d.get("name"))) in unneeded]:
+            drops.remove(item)
+    return derived, changed, unneeded

@@ -53,15 +53,69 @@ def _remove_stale_git_locks(repo: Path) -> None:
                 path.unlink(missing_ok=True)
 
 
-def fetched(fork: Fork, sha: str) -> Path:
-    """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch."""
+def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
+    """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch; with
+    `on_branch`, `sha` must also be on fork.branch (the branch pyproject.toml records)."""
+    if not fork.upstream_url:
+        raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
+                          "add upstream-url and upstream-branch to the fork table")
     repo = _path(fork)
+    pin_ref = FORK_COMMIT_REF.format(sha=sha)
+    upstream_ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
+    upstream_refspec = f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"
     with _locked(repo):
         git.init_cache(repo)
         git.set_remote(repo, "fork", fork.url)
-        if fork.upstream_url:
-            git.set_remote(repo, "upstream", fork.upstream_url)
-        _fetch_commit(repo, fork, sha)
+        git.set_remote(repo, "upstream", fork.upstream_url)
+        if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
+                and git.is_ancestor(repo, sha, upstream_ref)):
+            # An upstream commit is already in the cache, and git never asks a server for an object it has: the
+            # fork's branch is the proof that the fork has it too.
+            if not _on_branch(repo, fork, sha):
+                raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
+                                  "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
+                                  "with --branch NAME")
+            git.update_ref(repo, pin_ref, sha)
+        elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
+            # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push
+            # can take it away and every later `uv sync` would then fail. Offline, the proof stands.
+            if git.served(fork.url, sha) is False and not (
+                    fork.branch and _on_branch(repo, fork, sha)):
+                git.delete_ref(repo, pin_ref)
+                raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was "
+                                  "fetched)", "pin a commit the fork has now (`git ls-remote` shows its branches), "
+                                  "or push the commit to a branch of the fork again")
+        if not git.ref_exists(repo, pin_ref):
+            progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
+            git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
+            try:
+                git.fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
+            except NemoRLError as exc:
+                # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching
+                # the branch tells the two apart.
+                if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
+                    if _on_branch(repo, fork, sha):  # False as well when the branch lacks the commit
+                        raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
+                                          f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
+                git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
+                upstream_only = git.is_ancestor(repo, sha, upstream_ref)
+                raise NemoRLError(
+                    f"commit {sha} does not exist in {fork.url}"
+                    + (" (it is a commit of upstream, not of the fork)" if upstream_only else ""),
+                    f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
+                ) from exc
+        kind = git.object_type(repo, sha)
+        if kind != "commit":
+            git.delete_ref(repo, pin_ref)
+            raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
+                              "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
+        progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
+        git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
+        if on_branch and fork.branch and not _on_branch(repo, fork, sha):
+            raise NemoRLError(
+                f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
+                "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "
+                f"it to {fork.branch} first")
     return repo
 
 
@@ -81,66 +135,8 @@ def resolve_branch(fork: Fork, branch: str) -> str:
     return sha
 
 
-def _fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
-    if not git.fetch(repo, remote, url, refspecs):
-        progress(f"warning: {url} ignored the blob filter and sent whole history; {git.MIRROR_SETTINGS}")
-
-
-def fetch_branch(repo: Path, fork: Fork, branch: str) -> str:
-    """Fetch the fork's `branch` into the cache; its head."""
-    ref = FORK_BRANCH_REF.format(branch=branch)
-    _fetch(repo, "fork", fork.url, [f"+refs/heads/{branch}:{ref}"])
-    return git.rev_parse(repo, ref)
-
-
-def _fetch_commit(repo: Path, fork: Fork, sha: str) -> None:
-    if not fork.upstream_url:
-        raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
-                          "add upstream-url and upstream-branch to the fork table")
-    pin_ref = FORK_COMMIT_REF.format(sha=sha)
-    upstream_ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
-    if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
-            and git.is_ancestor(repo, sha, upstream_ref)):
-        # An upstream commit is already in the cache, and git never asks a server for an object it has: the
-        # fork's branch is the proof that the fork has it too.
-        if not git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch)):
-            raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
-                              "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch with "
-                              "--branch NAME")
-        git.update_ref(repo, pin_ref, sha)
-    elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
-        # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push can
-        # take it away and every later `uv sync` would then fail. Offline, the proof stands.
-        if git.served(fork.url, sha) is False and not (
-                fork.branch and git.is_ancestor(repo, sha, fetch_branch(repo, fork, fork.branch))):
-            git.delete_ref(repo, pin_ref)
-            raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was fetched)",
-                              "pin a commit the fork has now (`git ls-remote` shows its branches), or push the "
-                              "commit to a branch of the fork again")
-    if not git.ref_exists(repo, pin_ref):
-        progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
-        git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
-        try:
-            _fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
-        except NemoRLError as exc:
-            # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching the
-            # branch tells the two apart.
-            if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
-                head = fetch_branch(repo, fork, fork.branch)
-                if git.has_commit(repo, sha) and git.is_ancestor(repo, sha, head):
-                    raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
-                                      f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
-            _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"])
-            upstream_only = git.is_ancestor(repo, sha, upstream_ref)
-            raise NemoRLError(
-                f"commit {sha} does not exist in {fork.url}"
-                + (" (it is a commit of upstream, not of the fork)" if upstream_only else ""),
-                f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
-            ) from exc
-    kind = git.object_type(repo, sha)
-    if kind != "commit":
-        git.delete_ref(repo, pin_ref)
-        raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
-                          "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
-    progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
-    _fetch(repo, "upstream", fork.upstream_url, [f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"])
+def _on_branch(repo: Path, fork: Fork, sha: str) -> bool:
+    """Whether `sha` is on the fork's recorded branch, fetched into the cache now."""
+    ref = FORK_BRANCH_REF.format(branch=fork.branch)
+    git.fetch(repo, "fork", fork.url, [f"+refs/heads/{fork.branch}:{ref}"])
+    return git.is_ancestor(repo, sha, ref)

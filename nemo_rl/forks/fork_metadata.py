@@ -43,9 +43,10 @@ def project_table(pyproject_text: str | None) -> dict:
     return table if isinstance(table, dict) else {}
 
 
-def require_builds(table: dict, distribution: str, where: str) -> None:
-    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution."""
-    name = table.get("name")
+def require_builds(pyproject_text: str | None, distribution: str, where: str) -> None:
+    """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution
+    (seen in the fork's static [project] table, when it has one)."""
+    name = project_table(pyproject_text).get("name")
     if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
         raise NemoRLError(
             f"{where} builds distribution {name!r}, not {distribution!r} (its pyproject.toml renames it)",
@@ -192,10 +193,8 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
     """Each of `revs` built: {METADATA: ...} from the metadata hook, or {METADATA: ..., FILES: ...} from a wheel."""
     if not revs:
         return
-    try:  # the trees' blobs in one request: git's own checkout of a blob-less tree asks again and again
-        git_history.fetch_blobs(repo, "fork", git_history.missing_blobs(repo, revs))
-        # the trees and what a build writes beside them (a wheel: a copy and an archive)
-        size = max(git_history.tree_size(repo, rev) for rev in revs) * (3 if wheel else 2)
+    try:  # the trees and what a build writes beside them (a wheel: a copy and an archive)
+        size = git_history.fetch_trees(repo, "fork", revs) * (3 if wheel else 2)
     except NemoRLError:
         size = None  # a server without some blobs (placeholders follow): their sizes are unknown
     resolved: set[tuple[str, ...]] = set()
@@ -284,7 +283,7 @@ class Drift:
         return lines
 
 
-def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | None) -> Drift:
+def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | declared.Entry | None) -> Drift:
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     added_names = sorted(new.requires.keys() - old.requires.keys())
     added = [new.requires[n] for n in added_names]

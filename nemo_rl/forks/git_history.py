@@ -156,10 +156,13 @@ def commit_date(repo: Path, sha: str) -> str:
     return git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
 
 
-def tree_size(repo: Path, rev: str) -> int:
-    """The bytes of `rev`'s files; their blobs must be here (a missing one would be fetched, one request each)."""
-    out = git(["ls-tree", "-r", "-l", "-z", "--end-of-options", rev], repo=repo).stdout
-    return sum(int(entry.split()[3]) for entry in filter(None, out.split("\0")) if entry.split()[3].isdigit())
+def fetch_trees(repo: Path, remote: str, revs: list[str]) -> int:
+    """Fetch the files of `revs` this blob-less cache lacks, in one request (git's own checkout of a blob-less tree
+    asks again and again); the bytes of the largest tree."""
+    fetch_blobs(repo, remote, missing_blobs(repo, revs))
+    sizes = [git(["ls-tree", "-r", "-l", "-z", "--end-of-options", rev], repo=repo).stdout for rev in revs]
+    return max(sum(int(entry.split()[3]) for entry in filter(None, out.split("\0")) if entry.split()[3].isdigit())
+               for out in sizes)
 
 
 def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:

@@ -33,10 +33,8 @@ def recorded(index: Index | None, distribution: str) -> declared.Declares | None
 
 
 def derives(project: Path, distribution: str) -> bool:
-    """Whether the fork's entry is derived: it has one, or deltas that need one. Without either uv locks the
-    fork's own metadata, which is true by construction."""
-    found = deltas(project, distribution)
-    return entry(project, distribution) is not None or bool(found.drop or found.add)
+    """declared.derives, of the entry and the deltas `project`'s pyproject.toml holds."""
+    return declared.derives(entry(project, distribution), deltas(project, distribution))
 
 
 def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
@@ -239,16 +237,9 @@ def write_derived(project: Path, distribution: str, declares: declared.Declares
     from nemo_rl.project.landing import write_atomic
 
     before = entry(project, distribution)
-    found = deltas(project, distribution)
-    derived = declared.derive(distribution, declares, found)
-    unneeded = declared.unnecessary_drops(declares, found)
     path = project / "pyproject.toml"
     doc = tomlkit.parse(lockfile.read_text(path))
-    changed = declared.write_entry(doc, derived)
-    if unneeded:
-        drops = doc["tool"]["nemo-rl"]["forks"][distribution]["drop"]
-        for item in [d for d in drops if declared.canonicalize_name(str(d.get("name"))) in unneeded]:
-            drops.remove(item)
+    derived, changed, unneeded = declared.write_derived(doc, distribution, declares, deltas(project, distribution))
     if changed or unneeded:
         write_atomic(path, tomlkit.dumps(doc))
     return before, derived if changed else None, unneeded
