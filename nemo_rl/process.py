@@ -48,6 +48,17 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) if text else "    (nothing)"
 
 
+_FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
+
+
+def _full_disk(result: Result) -> str | None:
+    """The remedy when a command failed on a full filesystem (uv says "No space left on device (os error 28)"),
+    whatever its caller's remedy says of the command's own work."""
+    if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
+        return "free space on the filesystem named above (`df -h` shows which is full), then run again"
+    return None
+
+
 def describe_failure(result: Result) -> str:
     return (
         f"command failed (exit {result.returncode}): {shlex.join(result.args)}\n"
@@ -194,7 +205,7 @@ class Running:
         if self._result is None:
             self._result = self._collect()
         if self._check and self._result.returncode != 0:
-            raise NemoRLError(describe_failure(self._result), self._remedy)
+            raise NemoRLError(describe_failure(self._result), _full_disk(self._result) or self._remedy)
         return self._result
 
     def _checkpoint(self) -> float:

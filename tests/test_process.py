@@ -77,3 +77,20 @@ def test_keep_bounds_what_is_kept_of_a_loud_childs_output():
     for _ in range(100):
         kept.add(b"y" * 999)
     assert len(kept.data) <= 2000  # bounded while it is read, not only at the end
+
+
+def test_a_command_that_fails_on_a_full_disk_says_to_free_space(tmp_path):
+    """uv's "No space left on device (os error 28)" is no network problem, whatever the caller's remedy says."""
+    from nemo_rl.errors import NemoRLError
+
+    code = "import sys; sys.stderr.write('error: failed to flush: No space left on device (os error 28)'); sys.exit(2)"
+    try:
+        process.run([sys.executable, "-c", code], cwd=tmp_path, remedy="configure a mirror")
+    except NemoRLError as exc:
+        assert "free space" in str(exc.remedy) and "mirror" not in str(exc.remedy), exc.remedy
+    else:
+        raise AssertionError("a failed command passed")
+    try:
+        process.run([sys.executable, "-c", "import sys; sys.exit(2)"], cwd=tmp_path, remedy="configure a mirror")
+    except NemoRLError as exc:
+        assert exc.remedy == "configure a mirror"

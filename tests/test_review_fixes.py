@@ -59,6 +59,10 @@ def test_a_pointer_uv_names_by_a_hash_of_its_tags_is_checked(tmp_path):
     pointer.write_bytes(uv_pointer("A1", "0" * 64, "tiny_pkg-1.0-py3-none-any.whl"))
     with pytest.raises(NemoRLError, match="records 'tiny_pkg-1.0-py3-none-any.whl', a wheel uv.lock does not name"):
         archive_hashes.check(cache, project, "bundle b")
+    # a wheel's pointer that records no file name: nothing says which wheel it is
+    pointer.write_bytes(uv_pointer("A1", wheel, " "))
+    with pytest.raises(NemoRLError, match="1.0-00b06ae7f1096870.http is not one uv writes"):
+        archive_hashes.check(cache, project, "bundle b")
     # nothing says which archive it stands for: refused by name, never skipped
     pointer.write_bytes(b"\x00not a pointer")
     with pytest.raises(NemoRLError, match="1.0-00b06ae7f1096870.http is not one uv writes"):

@@ -5,6 +5,7 @@ cache). Issue 24, the third round."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -99,12 +100,40 @@ def test_a_damaged_checkout_id_is_named_and_two_builds_agree_on_a_new_one(tmp_pa
     assert [p.name for p in (tmp_path / identity.ID_FILE).parent.iterdir()] == ["checkout-id"]  # no temporaries
 
 
-def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch):
+@pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])
+def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch, checkout):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = _planted_env(venvs, "0" * 24, world.project, "../x")
+    env = _planted_env(venvs, "0" * 24, world.project, checkout)
     row = _state(world.project, env)
     assert row.state == "broken" and "checkout id" in (row.detail or "")
+
+
+def test_a_read_only_checkout_builds_without_an_id(tmp_path, monkeypatch):
+    """A checkout in an image or on a read-only mount: no id can be written, and none is needed to build."""
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self == tmp_path / identity.ID_FILE.parent:
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    assert identity.ensure_checkout_id(tmp_path) == "" and not (tmp_path / identity.ID_FILE.parent).exists()
+
+
+def test_an_id_another_build_links_meanwhile_is_read_not_refused(tmp_path, monkeypatch):
+    """The first look finds no id; another build links its id into place before the second: it is read."""
+    (tmp_path / identity.ID_FILE).parent.mkdir()
+    (tmp_path / identity.ID_FILE).write_text("d" * 32 + "\n")
+    real, looks = identity.checkout_id, []
+
+    def first_look_misses(project):
+        looks.append(1)
+        return None if len(looks) == 1 else real(project)
+
+    monkeypatch.setattr(identity, "checkout_id", first_look_misses)
+    assert identity.ensure_checkout_id(tmp_path) == "d" * 32
 
 
 # --- the last files read from disk --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ A copy of a checkout that copies .nemo-rl/ keeps the id: it is the same checkout
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -31,20 +32,28 @@ def checkout_id(project: Path) -> str | None:
 
 
 def ensure_checkout_id(project: Path) -> str:
-    """This checkout's id, made when it has none. Two builds at once agree: the id is linked into place, which
-    fails when the other got there first, and then theirs is read."""
+    """This checkout's id, made when it has none; "" where none can be written (a read-only checkout, as in an
+    image: its environments are then this path's, as those built before ids). Two builds at once agree: the id
+    is linked into place, which fails when the other got there first, and then theirs is read."""
     if (found := checkout_id(project)) is not None:
         return found
     path = project / ID_FILE
+    if os.path.lexists(path) and (found := checkout_id(project)) is not None:  # another build linked it meanwhile
+        return found
     if os.path.lexists(path):
         raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
                           f"remove {path}: a new id is made (environments built with the old one are then "
                           "listed as another checkout's: remove them with `rm -rf`)")
-    path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(16)
     tmp = path.with_name(f".{path.name}.{token}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(token + "\n")
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return ""  # a checkout this user may not write: no id, and nothing of it is changed
+        raise
+    try:
         try:
             os.link(tmp, path)
         except FileExistsError:

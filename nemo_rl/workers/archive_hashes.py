@@ -88,6 +88,8 @@ def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
         reader.string()  # the archive or revision id
         hashes = reader.hashes()
         label = "" if sdist else reader.string()
+        if not sdist and not label.strip():
+            raise ValueError("a wheel pointer without the wheel's file name")
     except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return Pointer(path, "", (), "", readable=False)
     if sdist:

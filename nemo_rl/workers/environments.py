@@ -66,7 +66,8 @@ class WorkerEnv:
         if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
                 or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
                 or meta["key"] != path.name
-                or not (meta.get("checkout", "") == "" or identity.ID.fullmatch(str(meta.get("checkout"))))):
+                or not (meta.get("checkout", "") == ""
+                        or (isinstance(meta.get("checkout"), str) and identity.ID.fullmatch(meta["checkout"])))):
             raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(text)}, flags, "
                               "key = directory name, a checkout id or none)",
                               f"remove {path}: it is rebuilt from uv.lock")
