@@ -41,7 +41,8 @@ def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, cap
     derived_world(world)
     assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.1.0", ("nemo-toolkit",), ">=3.10")
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
-    assert index["declares"] == {"version": "0.1.0", "requires-python": ">=3.10",
+    assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
+                                 "requires-python": ">=3.10",
                                  "requires-dist": ["nemo-toolkit", "pytest>=8"]}
     assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()
     lock = (world.project / "uv.lock").read_text()

@@ -224,6 +224,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
+    landing.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
     fork = lockfile.fork(project, args.distribution)
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
     locked_before = lockfile.locked_packages(project)
