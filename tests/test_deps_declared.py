@@ -150,7 +150,8 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     fork = lockfile.fork(world.project, "megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
-    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"))
+    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
+                             fork.rev)
     index, noted = records.build(directory, fork, fork.rev, base, recs, wrong)
     records.write(directory, index, noted)
     metadata_check.write_derived(world.project, "megatron-core", wrong)
