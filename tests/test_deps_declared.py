@@ -41,7 +41,8 @@ def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, cap
     derived_world(world)
     assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.1.0", ("nemo-toolkit",), ">=3.10")
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
-    assert index["declares"] == {"version": "0.1.0", "requires-python": ">=3.10",
+    assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
+                                 "requires-python": ">=3.10",
                                  "requires-dist": ["nemo-toolkit", "pytest>=8"]}
     assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()
     lock = (world.project / "uv.lock").read_text()
@@ -149,7 +150,8 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     fork = lockfile.fork(world.project, "megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
-    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"))
+    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
+                             fork.rev)
     index, noted = records.build(directory, fork, fork.rev, base, recs, wrong)
     records.write(directory, index, noted)
     metadata_check.write_derived(world.project, "megatron-core", wrong)

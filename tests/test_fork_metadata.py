@@ -80,3 +80,13 @@ def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
     path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null}')
     assert fork_metadata._load(path, fork_metadata.METADATA) is not None
     assert fork_metadata.uncached(tmp_path, ["a" * 40]) == []
+
+
+def test_a_marker_that_merely_names_extra_is_a_base_requirement():
+    """Installed without any extra (extra = "" on some platform and Python), so the derived entry locks it; only a
+    requirement that needs an extra is the extra's."""
+    from nemo_rl.forks.fork_metadata import _requirements
+
+    found = _requirements(["idna; python_version >= '3' or extra == 'never'", "six; extra != 'x'",
+                           "pytest; extra == 'test'", "foo; sys_platform == 'linux' and extra == 'x'", "torch"])
+    assert sorted(found) == ["idna", "six", "torch"], found

@@ -139,7 +139,8 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     fork = lockfile.fork(world.project, "megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
-    wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",))  # the fork builds 0.1.0 and requires nemo-toolkit
+    # the fork builds 0.1.0 and requires nemo-toolkit
+    wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)
     records.write(directory, *records.build(directory, fork, fork.rev, base, recs, wrong))
     metadata_check.write_derived(world.project, "megatron-core", wrong)
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")

@@ -120,9 +120,11 @@ def test_an_entry_spelled_differently_is_named_and_rewritten_in_place(world, cap
 
 def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_path):
     """The offline check cannot prove [declares] (a consistent fake passes it): .ci/run shows a reviewer each
-    change to it against the merge base, and never fails, with or without the history."""
+    change to it against the merge base, read from the parsed TOML (a header spelled another valid way is the
+    same table), and a pin moved with [declares] kept; it never fails, with or without the history."""
     import shutil
     import subprocess
+    import sys
     from pathlib import Path
 
     repo = tmp_path / "clone"
@@ -136,7 +138,7 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
                               check=True, capture_output=True, text=True).stdout
 
     def declares_changes() -> subprocess.CompletedProcess:
-        return subprocess.run([str(repo / ".ci/declares-changes")], capture_output=True, text=True)
+        return subprocess.run([sys.executable, str(repo / ".ci/declares-changes")], capture_output=True, text=True)
 
     git("init", "-q", "-b", "main")
     assert "no merge base" in declares_changes().stdout and declares_changes().returncode == 0  # no commit yet
@@ -149,9 +151,18 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
     git("commit", "-qam", "a pr")
     found = declares_changes()
     assert found.returncode == 0
-    assert '  patches/megatron-core/index.toml: -requires-dist = ["six"]' in found.stdout
-    assert '  patches/megatron-core/index.toml: +requires-dist = ["six", "torch"]' in found.stdout
+    assert "  patches/megatron-core/index.toml: requires-dist: +'torch'" in found.stdout, found.stdout
     assert "pinned" not in found.stdout and "x = " not in found.stdout and "version" not in found.stdout
+    for header in (" [declares]", "[ declares ]", "[declares]  # reviewed", '["declares"]'):
+        index.write_text(f'pinned = "aaa"\n\n{header}\nversion = "0.9.0"\nrequires-dist = ["six"]\n')
+        found = declares_changes()
+        assert "  patches/megatron-core/index.toml: version: '0.1.0' -> '0.9.0'" in found.stdout, (header, found)
+    index.write_text('pinned = "ccc"\n\n[declares]\nversion = "0.1.0"\nrequires-dist = ["six"]\n')
+    found = declares_changes()
+    assert "pinned moved ('aaa' -> 'ccc') and [declares] did not" in found.stdout, found.stdout
+    index.write_text("pinned = [\n")
+    assert "does not parse as TOML" in declares_changes().stdout
+    git("checkout", "-q", "--", ".")
     git("checkout", "-q", "main")
     assert declares_changes().stdout == ""  # nothing changed against the base
 
@@ -222,3 +233,61 @@ def test_a_transitive_version_its_dependent_refuses_is_named_by_status(world, ca
     lock.write_text(good)  # the committed lock, synced again: nothing refused
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
     assert not installed_fork.problems(world.project, env, "megatron-core")
+
+
+def _moved_pin_kept_declares(world) -> str:
+    """F1: a new fork commit (0.2.0, requires idna) pinned by hand in pyproject.toml and index.toml, relocked with
+    `uv lock --upgrade-package`, the index's digest pasted: [declares] (and so uv.lock) still says 0.1.0."""
+    from nemo_rl.forks import record_files
+
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    old = lockfile.fork(world.project, "megatron-core").rev
+    new = commit(fork, "0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8", "idna"])})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(old, new))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    directory = world.project / "patches/megatron-core"
+    index_path = directory / "index.toml"
+    index_path.write_text(index_path.read_text().replace(f'pinned = "{old}"', f'pinned = "{new}"'))
+    index = record_files.read_index(directory)
+    index_path.write_text(index_path.read_text().replace(str(index.digest), index.expected_digest()))
+    return new
+
+
+def test_a_pin_moved_with_the_old_declares_fails_the_offline_check(world, capsys):
+    new = _moved_pin_kept_declares(world)
+    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.1.0"  # uv.lock lies
+    rc, out = offline(world, capsys)
+    assert rc == 1, out
+    assert f"declares commit: expected {new} (the pin" in out, out
+    assert "pinned: expected " in out and "(the last [[commit]]" in out, out
+    rc, out = patches(world, capsys)  # the one command reads the fork at the new pin
+    assert rc == 0, out
+    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
+    assert offline(world, capsys)[0] == 0
+
+
+def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):
+    """A landing killed after pyproject.toml moved: a bump or `deps patches` run over it would read the half-moved
+    pins and land over them (and `deps recover` then refuses the newer files); each names `deps recover`."""
+    import json
+
+    from nemo_rl.project import landing
+
+    rev = lockfile.fork(world.project, "megatron-core").rev
+    staging = world.project / landing.STAGING_ROOT / "staging-1-a"
+    staging.mkdir(parents=True)
+    (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
+    (staging / landing.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml", "uv.lock"], "before": {
+        name: landing._digest(world.project / name) for name in ("pyproject.toml", "uv.lock")}}))
+    for args in (["patches"], ["bump", "megatron-core", "--rev", rev], ["bump", "megatron-core", "--rev", rev,
+                                                                          "--dry-run"]):
+        capsys.readouterr()
+        assert main(["deps", *args, "--project", str(world.project)]) == 1, args
+        captured = capsys.readouterr()
+        said = captured.out + captured.err
+        assert "was cut short" in said and "nemo-rl deps recover" in said, (args, said)
+    assert main(["deps", "recover", "--project", str(world.project)]) == 0
+    assert main(["deps", "patches", "--project", str(world.project)]) == 0

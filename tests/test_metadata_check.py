@@ -187,3 +187,39 @@ def test_a_requirement_an_override_replaced_names_the_override():
         ("dependencies", "urllib3[socks] among them", "missing (pyproject.toml [tool.uv] override-dependencies names "
          "urllib3: an override replaces the fork's requirement, extras and marker with its own; edit it, then run "
          "`uv lock`)")]
+
+
+def test_every_locked_entry_of_a_dependency_is_checked_in_either_order():
+    """A lock forked by platform locks numpy twice (1.25.2 on aarch64, 2.1.0 elsewhere): the refused one is
+    named whichever the fork's dependencies list first; the last one alone passed when listed last."""
+    aarch = {"name": "numpy", "version": "1.25.2", "marker": "platform_machine == 'aarch64'"}
+    rest = {"name": "numpy", "version": "2.1.0", "marker": "platform_machine != 'aarch64'"}
+    for order in ([aarch, rest], [rest, aarch]):
+        found = lock("0.2.0", dependencies=[*order, {"name": "torch"}])
+        found["package"][1]["version"] = "1.25.2"
+        found["package"] += [{"name": "numpy", "version": "2.1.0"}]
+        assert ("locked numpy", "numpy>=1.26", "1.25.2 (run `uv lock --upgrade-package numpy`)") in \
+            metadata_check.locked_differences(found, DERIVED), order
+
+
+def test_a_locked_marker_that_cannot_be_evaluated_is_a_difference():
+    """`platform_release >= '99'` decides nothing here (no release is sampled): counting it as installed hid a
+    dependency uv never installs; it is named, so `deps patches` relocks."""
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release >= '99'"}, {"name": "torch"}])
+    assert metadata_check.locked_differences(found, DERIVED) == [
+        ("dependencies", "markers that decide in every environment the lock supports",
+         "numpy (marker \"platform_release >= '99'\"): not what the entry locks")]
+    # the fork's own requirement carries it: uv wrote it from the entry, nothing to relock
+    own = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26; platform_release >= '99'", "torch"))
+    found["manifest"]["dependency-metadata"][0]["requires-dist"] = list(own.requires_dist)
+    assert not any(d[0] == "dependencies" and "decide" in d[1] for d in metadata_check.locked_differences(found, own))
+
+
+def test_locked_optional_dependencies_of_a_derived_fork_are_a_difference():
+    """The derived entry declares no extras, so uv locks none: `megatron-core[evil]` with a pasted
+    [package.optional-dependencies] installs its list unless it is named."""
+    found = lock("0.2.0", "numpy", "torch")
+    assert metadata_check.locked_differences(found, DERIVED) == []
+    found["package"][0]["optional-dependencies"] = {"evil": [{"name": "six"}]}
+    assert metadata_check.locked_differences(found, DERIVED) == [
+        ("optional-dependencies", "none (the derived entry declares no extras)", "evil")]

@@ -87,3 +87,13 @@ def test_the_environment_beside_a_lock_problem_fails_check_too():
     lines = status.render([replace(beside, state="metadata stale", remedy="run `nemo-rl deps patches x`")], [])
     assert lines.splitlines()[-2:] == ["  fix        run `nemo-rl deps patches x`",
                                        "  then       installed differs: x: run `uv sync`"]
+
+
+def test_a_landing_cut_short_after_every_move_says_the_project_is_whole(tmp_path):
+    """Killed while removing its staging copy: every file moved, so nothing mixes; recover removes the copy."""
+    from nemo_rl.project.landing import CutShort
+
+    moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    said = status.cut_remedy(CutShort(tmp_path / "s", moves, moves, None)).format(dist="megatron-core", checkout=None)
+    assert "cut short after every file moved" in said and "the project is whole" in said, said
+    assert "mixes" not in said and " and  not" not in said and "nemo-rl deps recover" in said

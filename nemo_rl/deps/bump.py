@@ -187,6 +187,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
+    landing.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
     patch_dir = records.records_dir(project, args.distribution)
     before = bump_steps.read_before(project, args.distribution, patch_dir)
     fork = before.fork

@@ -91,6 +91,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else all_forks
     if not args.check:
         with landing.project_lock(project, wait=not args.no_wait):
+            landing.refuse_cut_short(project, locked=True)  # the pins read below may be half moved
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)

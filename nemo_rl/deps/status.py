@@ -110,6 +110,9 @@ def cut_remedy(cut: landing.CutShort) -> str:
     left = [name for name in cut.moves if name not in cut.moved]
     what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "
             f"that command; `nemo-rl deps recover` lands them, `rm -rf {cut.staging}` drops them" if not cut.moved else
+            f"a landing of {', '.join(cut.moved)} was cut short after every file moved (only removing its staging "
+            f"copy was lost; the project is whole): run `nemo-rl deps recover` (it removes {cut.staging})"
+            if not left else
             f"a landing was cut short with {', '.join(cut.moved)} moved and {', '.join(left)} not (the project mixes "
             f"old and new files): run `nemo-rl deps recover` (it moves the rest)")
     return what.replace("{", "{{").replace("}", "}}")

@@ -36,14 +36,18 @@ class Deltas:
 
 @dataclass(frozen=True)
 class Declares:
-    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out)."""
+    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out).
+    `commit` is the commit it was read at: the offline check holds it against the pin, so a pin moved without
+    reading the fork again is caught, and the move shows as a change to [declares] (.ci/declares-changes)."""
 
     version: str
     requires_python: str | None
     requires_dist: tuple[str, ...]
+    commit: str = ""
 
     def as_table(self) -> dict:
-        table = {"version": self.version, "requires-dist": list(self.requires_dist)}
+        table: dict = {"commit": self.commit} if self.commit else {}
+        table |= {"version": self.version, "requires-dist": list(self.requires_dist)}
         if self.requires_python is not None:
             table["requires-python"] = self.requires_python
         return table
@@ -88,7 +92,7 @@ def declares_from(version: str, requires_python: str | None, requires: dict[str,
             requirement.url = None
             line = str(requirement)
         values.append(line)
-    return Declares(version, requires_python, tuple(values))
+    return Declares(version, requires_python, tuple(values), rev)
 
 
 def declares_from_table(table: object, where: str, distribution: str | None = None) -> Declares | None:
@@ -96,13 +100,13 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
     if table is None:
         return None
     regenerate = f"regenerate it with `nemo-rl deps patches{f' {distribution}' if distribution else ''}`"
-    problem = f"{where} [declares] must hold version (a string), requires-dist (a list of requirements) and an " \
-              "optional requires-python (a string)"
+    problem = f"{where} [declares] must hold commit and version (strings), requires-dist (a list of requirements) " \
+              "and an optional requires-python (a string)"
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):
         raise NemoRLError(problem, regenerate)
-    requires, python = table.get("requires-dist", []), table.get("requires-python")
+    requires, python, commit = table.get("requires-dist", []), table.get("requires-python"), table.get("commit", "")
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires) or not (
-            python is None or isinstance(python, str)):
+            python is None or isinstance(python, str)) or not isinstance(commit, str):
         raise NemoRLError(problem, regenerate)
     for line in requires:  # parsed here, once: past this point every line is a requirement
         try:
@@ -111,7 +115,7 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
         except InvalidRequirement as exc:
             raise NemoRLError(f"{where} [declares] requires-dist: {line!r:.80} is not a requirement nemo-rl locks "
                               f"({exc})", regenerate) from exc
-    return Declares(table["version"], python, tuple(requires))
+    return Declares(table["version"], python, tuple(requires), commit)
 
 
 def deltas_from_table(table: dict, distribution: str) -> Deltas:

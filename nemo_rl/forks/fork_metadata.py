@@ -23,14 +23,14 @@ from packaging.version import InvalidVersion, Version
 
 from nemo_rl import git
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_cache, git_history, pep517, scratch
+from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
 from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
 # the build had to use.
 # the metadata file name changed when Requires-Python joined it: an older cached answer lacks it
-METADATA, FILES = "metadata-v3.json", "files.json"  # v3: requirements of one name split by marker
+METADATA, FILES = "metadata-v4.json", "files.json"  # v4: a marker merely naming `extra` is no extra's
 METADATA_LIMIT = 16 << 20  # a METADATA file the backend wrote: long descriptions included
 
 
@@ -72,7 +72,7 @@ def _requirements(lines: list[str]) -> dict[str, str]:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if req.marker and "extra" in str(req.marker):
+        if not lock_markers.base_requirement(req):
             continue  # optional features of the fork, not what `import` needs
         # a name required twice (split by marker or extras) keeps both: the second under its full text
         result[str(req) if canonicalize_name(req.name) in result else canonicalize_name(req.name)] = str(req)

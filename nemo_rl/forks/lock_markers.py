@@ -64,6 +64,13 @@ def _literal_points(markers: Iterable[object]) -> list[str]:
     return [f"{a}.{b}.{c}" for a, b, c in sorted(found)]
 
 
+def base_requirement(requirement: Requirement) -> bool:
+    """Whether a requirement is the distribution's own, not one of its extras': its marker can be true with no
+    extra (`extra` = "", as pip and uv evaluate it) on some platform and Python. `idna; python_version >= "3" or
+    extra == "x"` and `six; extra != "x"` are installed without any extra, so they are base requirements."""
+    return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)
+
+
 def describe(env: Environment) -> str:
     return f"{env['sys_platform']} {env['platform_machine']} Python {env['python_version']}"
 
@@ -95,6 +102,32 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
     return result
 
 
+def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
+    """(name, marker) of each entry in a uv.lock `dependencies` list whose marker cannot be read, or cannot be
+    evaluated in one of `envs` (`platform_release >= '99'` against a release that is no version): locked()
+    cannot tell whether uv installs it."""
+    found: list[Pair] = []
+    for item in dependencies if isinstance(dependencies, list) else []:
+        if isinstance(item, dict) and item.get("marker"):
+            marker = _marker(item["marker"])
+            if marker is None or not all(_decides(marker, env) for env in envs):
+                found.append((canonicalize_name(str(item.get("name"))), str(item["marker"])))
+    return found
+
+
+def decides(requirement: Requirement, envs: list[Environment]) -> bool:
+    """Whether a requirement's marker can be evaluated in each of `envs`."""
+    return requirement.marker is None or all(_decides(requirement.marker, env) for env in envs)
+
+
+def _decides(marker: Marker, env: Environment) -> bool:
+    try:
+        marker.evaluate(env)
+        return True
+    except ValueError:
+        return False
+
+
 def spelled(pair: Pair) -> str:
     return f"{pair[0]}[{pair[1]}]" if pair[1] else pair[0]
 
@@ -121,3 +154,6 @@ def _evaluate(marker: Marker, env: Environment) -> bool:
         return marker.evaluate(env)
     except ValueError:  # UndefinedComparison, UndefinedEnvironmentName, InvalidVersion
         return True
+
+
+_ANY = environments({})  # every platform and Python sampled: no lock narrows them

@@ -51,8 +51,13 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     found_deltas = deltas(project, dist)
     derived = declared.derive(dist, declares, found_deltas)
     where = f"[[tool.uv.dependency-metadata]] {dist}"
-    result = [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares] and the drop/add "
-               f"lists)", found) for field, expected, found in declared.differences(entry(project, dist), derived)]
+    # a pin moved (index and pyproject) with [declares] kept: what the fork declares at the new commit is unread
+    stale = [] if declares.commit == fork.rev else [
+        (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
+         declares.commit or "not recorded")]
+    result = stale + [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares] and the "
+                       f"drop/add lists)", found)
+                      for field, expected, found in declared.differences(entry(project, dist), derived)]
     result += [("pyproject.toml", f"[tool.nemo-rl.forks.{dist}] drop {name}",
                 f"a requirement {dist} declares at {fork.rev[:12]}",
                 "not declared by the fork: the drop is unnecessary, remove it")
@@ -92,6 +97,18 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
     result = []
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
+    # locked() cannot tell whether uv installs a dependency whose marker does not evaluate: unless the fork's own
+    # requirement carries such a marker, uv never wrote it, and relocking replaces it
+    undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
+    unreadable = [f"{n} (marker {m!r:.80})" for n, m in lock_markers.unevaluable(dependencies, envs)
+                  if n not in undecided]
+    if unreadable:
+        result.append(("dependencies", "markers that decide in every environment the lock supports",
+                       f"{', '.join(unreadable)}: not what the entry locks"))
+    extras = package.get("optional-dependencies")
+    if extras:  # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
+        result.append(("optional-dependencies", "none (the derived entry declares no extras)",
+                       ", ".join(sorted(map(str, extras))) if isinstance(extras, dict) else repr(extras)[:80]))
     missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
     if missing:
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
@@ -163,17 +180,26 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     for p in lock.get("package", []):
         if isinstance(p, dict) and p.get("version") is not None:  # a source tree's dynamic version: not locked
             packages.setdefault(canonicalize_name(str(p.get("name"))), []).append(str(p.get("version")))
-    named = {canonicalize_name(str(d.get("name"))): d.get("version") for d in
-             (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)}
+    # every locked entry of a name (one per version the lock forks into), never the last one listed alone
+    named: dict[str, list[dict]] = {}
+    for d in dependencies if isinstance(dependencies, list) else []:
+        if isinstance(d, dict):
+            named.setdefault(canonicalize_name(str(d.get("name"))), []).append(d)
     overrides = _overrides(lock)
     result = []
-    for requirement in requirements:
+    checked: set[tuple[str, str, str]] = set()
+    for requirement, item in ((r, d) for r in requirements for d in named.get(canonicalize_name(r.name), [])):
         name = canonicalize_name(requirement.name)
-        applies = requirement.marker is None or any(lock_markers._evaluate(requirement.marker, e) for e in envs)
-        if not requirement.specifier or not applies or name not in named or not packages.get(name):
+        marker = lock_markers._marker(item["marker"]) if item.get("marker") else None
+        applies = any((requirement.marker is None or lock_markers._evaluate(requirement.marker, e))
+                      and (marker is None or lock_markers._evaluate(marker, e)) for e in envs)
+        if not requirement.specifier or not applies or not packages.get(name):
             continue  # a requirement not locked at all is _dependency_gaps' to report
         versions = packages[name]
-        version = str(named[name]) if named[name] is not None and len(versions) > 1 else versions[0]
+        version = str(item["version"]) if item.get("version") is not None and len(versions) > 1 else versions[0]
+        if (name, str(requirement.specifier), version) in checked:
+            continue
+        checked.add((name, str(requirement.specifier), version))
         try:
             parsed = Version(version)
         except InvalidVersion:

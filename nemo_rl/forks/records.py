@@ -182,6 +182,11 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):
         diffs.append(Difference(rel, "why", "a note saying what the fork adds and why nemo-rl needs it",
                                 "the placeholder"))
+    # the records end at the pin (the last downstream commit), or the pin is the base: a pin moved by hand is not
+    last = index.commits[-1].get("commit") if index.commits else index.base
+    if last != index.pinned:
+        diffs.append(Difference(rel, "pinned", f"{last} (the last [[commit]], or the base without one: the records "
+                                "are of another commit)", repr(index.pinned)))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
     listed = {str(entry.get("record")) for entry in index.commits} | {INDEX}
@@ -235,7 +240,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
         fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
         recorded = index.declares or {}
         diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
-                  for key in ("version", "requires-python", "requires-dist")
+                  for key in ("commit", "version", "requires-python", "requires-dist")
                   if fork_declares.get(key) != recorded.get(key)]
     return diffs
 

@@ -226,10 +226,10 @@ class CutShort:
     unreadable: str | None  # the refusal, when the journal cannot be read (then moves are unknown)
 
 
-def cut_short(project: Path) -> list[CutShort]:
+def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
     """The landings left cut short in `project` (see leftovers()); never raises on what a journal holds."""
     found = []
-    for staging, journal in leftovers(project):
+    for staging, journal in leftovers(project, locked=locked):
         if not journal:
             continue
         try:
@@ -240,6 +240,15 @@ def cut_short(project: Path) -> list[CutShort]:
         moved = [name for name in moves if not (staging / name).exists() and not (staging / name).is_symlink()]
         found.append(CutShort(staging, moves, moved, None))
     return found
+
+
+def refuse_cut_short(project: Path, *, locked: bool) -> None:
+    """A command that reads the pins refuses over a landing cut short: it would read a mix of old and new files
+    and land its own over them, after which `deps recover` refuses the newer files."""
+    for cut in cut_short(project, locked=locked):
+        raise NemoRLError(f"a landing in {project} was cut short ({cut.staging} is left; moved: "
+                          f"{', '.join(cut.moved) or 'nothing'}): the project may mix old and new files",
+                          "run `nemo-rl deps recover` (it finishes that landing), then run this command again")
 
 
 def project_of(staging: Path) -> Path:
