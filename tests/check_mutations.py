@@ -183,7 +183,8 @@ MUTATIONS = [
     ("bundles: links to directories in the digest", "nemo_rl/workers/bundles.py", "        links = [name for name in dirnames if (Path(dirpath) / name).is_symlink()]",
      "        links = []", BUNDLES),
     ("bundles: an unfinished pack is no bundle", "nemo_rl/workers/manifests.py", '    if ".packing-" in bundle.name:', "    if False:", BUNDLES),
-    ("bundles: a live node build's cache is kept", "nemo_rl/workers/housekeeping.py", "            if not locks.held(row.path):  # its builder was killed", "            if True:", HOUSEKEEPING),
+    ("bundles: a live node build's cache is kept", "nemo_rl/workers/housekeeping.py", "            if not locks.held(row.path):  # its builder was killed",
+     "            if True:  # its builder was killed", HOUSEKEEPING),
     ("bundles: dead packs removed", "nemo_rl/workers/bundles.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", BUNDLES),
     ("bundles: hidden directories are not bundles", "nemo_rl/workers/bundles.py", 'if not p.name.startswith(".") and (p / MANIFEST).is_file())',
      "if (p / MANIFEST).is_file())", BUNDLES),
@@ -863,8 +864,9 @@ MUTATIONS = [
     ("never: the environment gets copies", "nemo_rl/workers/bundles.py", '        mode = "copy" if linked else "hardlink"',
      '        mode = "hardlink"', NEVER),
     ("never: a working cache of its own", "nemo_rl/workers/bundle_trust.py",
-     "    work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))",
-     '    work = root / f"{WORK_CACHE_PREFIX}{os.getpid()}"\n    shutil.rmtree(work, ignore_errors=True)\n    work.mkdir()',
+     "        work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))",
+     '        work = root / f"{WORK_CACHE_PREFIX}{os.getpid()}"\n        shutil.rmtree(work, ignore_errors=True)\n'
+     '        work.mkdir()',
      NEVER),
     ("never: a broken bundle is skipped", "nemo_rl/workers/bundles.py",
      "        except NemoRLError as exc:  # one broken bundle never hides the good ones", "        except ZeroDivisionError as exc:",
@@ -1328,6 +1330,9 @@ MUTATIONS = [
      "tests/test_lock_truth.py -k cut_short"),
     ("status: a landing cut short after every move leaves the project whole", "nemo_rl/deps/status.py",
      "            if not left else\n", "            if False else\n", "tests/test_status.py -k every_move"),
+    ("runner: a mutation that does not compile is not applied", "tests/check_mutations.py",
+     "            except SyntaxError as exc:\n                return", "            except ValueError as exc:\n                return",
+     "tests/test_check_mutations.py -k does_not_compile"),
 ]
 
 
@@ -1410,6 +1415,11 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
         text = (copy / file).read_text()
         if text.count(original) != 1:
             return "not applied", f"the original text occurs {text.count(original)} times"
+        if file.endswith(".py"):
+            try:  # a row whose replacement breaks the syntax would only ever be a collection error
+                compile(text.replace(original, mutated), file, "exec")
+            except SyntaxError as exc:
+                return "not applied", f"the mutated file does not compile: {exc}"
         return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first)
 
 

@@ -268,3 +268,11 @@ def test_hints_are_kept_per_selection_and_written_as_rows_are_caught(tmp_path, m
     written = json.loads(path.read_text())
     assert written == {"other": {"tests": "tests/test_y.py", "killer": "tests/test_y.py::test_b"},
                        "row": {"tests": "tests/test_x.py", "killer": "tests/test_x.py::test_a"}}  # "gone" dropped
+
+
+def test_a_mutation_that_does_not_compile_is_not_applied(monkeypatch):
+    """A replacement that leaves a line half-cut (its comment's rest behind `if True:`) is a broken row, named."""
+    monkeypatch.setattr(cm, "ROOT", Path(cm.__file__).resolve().parent.parent)
+    outcome, detail = cm.run_one("nemo_rl/errors.py", "class NemoRLError(Exception):", "class NemoRLError(Exception",
+                                 "tests/test_values.py", 60)
+    assert (outcome, detail.split(":")[0]) == ("not applied", "the mutated file does not compile"), detail
