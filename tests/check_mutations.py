@@ -66,6 +66,7 @@ REVIEW = "tests/test_never_trusts_review.py"
 PLAIN = "tests/test_plain_files.py"
 WHOSE = "tests/test_whose_environment.py"
 FIXES = "tests/test_review_fixes.py"
+REST = "tests/test_review24_rest.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -887,7 +888,7 @@ MUTATIONS = [
      "    except OSError as exc:\n        raise NemoRLError(f\"cannot pack into", "    except ZeroDivisionError as exc:\n        raise NemoRLError(f\"cannot pack into", NEVER),
     # the hostile review of "Never hangs, never trusts"
     ("review: a deleted checkout is not live", "nemo_rl/project/develop_state.py",
-     "                if live and not checkout_present(checkout):  # deleted", "                if False:  # deleted", f"{REVIEW}::test_a_deleted_checkout_is_said_to_be_gone"),
+     "                if live and checkout_gone(checkout):  # deleted", "                if False:  # deleted", f"{REVIEW}::test_a_deleted_checkout_is_said_to_be_gone"),
     ("review: status says the checkout is gone", "nemo_rl/deps/status.py",
      "                        checkout_gone=gone,", "                        checkout_gone=False,", f"{REVIEW}::test_a_deleted_checkout_is_said_to_be_gone"),
     ("review: --stop removes only its own token's overlays", "nemo_rl/project/develop_state.py",
@@ -1276,6 +1277,16 @@ MUTATIONS = [
     ("fixes: --onto advice quotes the checkout path", "nemo_rl/deps/develop.py",
      "    quoted = shlex.quote(str(checkout))  # advice", "    quoted = str(checkout)  # advice",
      f"{FIXES} -k spaces_as_one_word"),
+    ("rest: a checkout git cannot read is a state of its own", "nemo_rl/deps/status.py",
+     "checkout_unreadable=problem is not None,", "checkout_unreadable=False,", f"{REST} -k git_cannot_read"),
+    ("rest: a checkout with its files but no .git is not gone", "nemo_rl/project/develop_state.py",
+     "            return next(entries, None) is None", "            return not (checkout / \".git\").exists()",
+     f"{REST} -k git_cannot_read"),
+    ("rest: a missing .git is said to be missing", "nemo_rl/project/develop_state.py",
+     '    if not os.path.lexists(checkout / ".git"):', "    if False:", f"{REST} -k git_cannot_read"),
+    ("rest: --onto refuses a checkout git cannot read", "nemo_rl/deps/develop.py",
+     "    if problem is not None:  # its files are there", "    if False:  # its files are there",
+     f"{REST} -k git_cannot_read"),
 ]
 
 

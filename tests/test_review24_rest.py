@@ -1,0 +1,67 @@
+"""What the hostile review of issue 24 left: a develop checkout whose git data is broken or gone while its files
+stay (a report, not git's raw error, and not "gone"), an `envs build` interrupted after its environment was ready,
+a relative NEMO_RL_BUNDLE_DIR, `envs prune` and what it cannot attribute, and a committed `.nemo-rl` link."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_never_trusts import deps, fake_env
+
+from nemo_rl.project import develop_state
+
+
+def _clone(world, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(where)], check=True)
+    return where
+
+
+def _rows(world, env, capsys) -> dict:
+    capsys.readouterr()
+    assert deps(world, "status", "--json", "--env", str(env)) == 0, capsys.readouterr().err
+    return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}
+
+
+def _break(kind: str, clone: Path, worktree: Path) -> None:
+    if kind == "main repository moved":
+        clone.rename(clone.with_name("clone-moved"))
+    elif kind == "empty .git file":
+        (worktree / ".git").write_text("")
+    else:
+        shutil.move(worktree / ".git", worktree.with_name("git-aside"))
+
+
+@pytest.mark.parametrize("kind", ["main repository moved", "empty .git file", ".git removed"])
+def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monkeypatch, capsys, kind):
+    """A worktree whose main repository moved, an empty `.git` file, a `.git` moved away: the files are still what
+    Python imports, so the fork is "checkout unreadable" (not "gone", not git's raw error), every fork's row is
+    shown, --check fails, and the fix given (--stop) works."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    clone = _clone(world, tmp_path / "clone")
+    worktree = tmp_path / "wtree"
+    subprocess.run(["git", "-C", str(clone), "worktree", "add", "-q", str(worktree), "HEAD"], check=True)
+    assert deps(world, "develop", "megatron-core", str(worktree)) == 0
+    _break(kind, clone, worktree)
+    assert develop_state.active_checkout(env, "megatron-core") == worktree  # its files are imported
+    rows = _rows(world, env, capsys)
+    assert set(rows) == set(world.forks), rows  # the other forks are still reported
+    row = rows["megatron-core"]
+    assert row["state"] == "checkout unreadable", row
+    assert row["developing"]["problem"] and not row["developing"]["missing"]
+    assert f"imported from the files of {worktree}" in row["remedy"] and "deps develop --stop megatron-core" in \
+        row["remedy"]
+    assert ("worktree repair" if kind != ".git removed" else ".git is missing") in row["remedy"]
+    assert deps(world, "status", "--env", str(env)) == 0
+    assert "(unreadable: " in capsys.readouterr().out
+    assert deps(world, "status", "--check", "--env", str(env)) == 1
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "HEAD") == 1
+    err = capsys.readouterr().err
+    assert "cannot be rebased" in err and "what to do" in err and "command failed" not in err, err
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
+    assert develop_state.active_checkout(env, "megatron-core") is None and worktree.is_dir()
