@@ -95,7 +95,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
         remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
-                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout, problem=problem) if remedy else None,
+                      developed, state,
+                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem) if remedy else None,
                       environment)
 
 
@@ -119,7 +120,8 @@ def cut_remedy(cut: landing.CutShort) -> str:
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
-                developing: bool, checkout_gone: bool, checkout_unreadable: bool, develop_recorded: bool, installed: bool) -> str | None:
+                checkout_unreadable: bool, developing: bool, checkout_gone: bool, develop_recorded: bool,
+                installed: bool) -> str | None:
     """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
     installed with nothing wrong so far, and the environment decides."""
     for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
