@@ -1287,6 +1287,9 @@ MUTATIONS = [
     ("rest: --onto refuses a checkout git cannot read", "nemo_rl/deps/develop.py",
      "    if problem is not None:  # its files are there", "    if False:  # its files are there",
      f"{REST} -k git_cannot_read"),
+    ("rest: envs build records the built environment as a completed step", "nemo_rl/workers/environments.py",
+     "        interrupt.completed(f\"the worker environment {where.path} is built", "        (lambda step: None)(f\"the worker environment {where.path} is built",
+     f"{REST} -k worker_environment_is_built"),
 ]
 
 

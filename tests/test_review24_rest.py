@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,29 @@ def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monke
     assert "cannot be rebased" in err and "what to do" in err and "command failed" not in err, err
     assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
     assert develop_state.active_checkout(env, "megatron-core") is None and worktree.is_dir()
+
+
+def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path, monkeypatch, capsys):
+    """SIGINT while the new environment is verified (after "worker environment ready"): exit 130 and the message
+    names the environment as built, never "nothing was changed"; the environment is there for the next build."""
+    from nemo_rl import interrupt, uv
+    from nemo_rl.cli import main
+    from nemo_rl.workers import environments
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(uv, "venv", lambda path, **_: fake_env(path))  # what a build installs is not the point
+    monkeypatch.setattr(uv, "sync", lambda *_, **__: None)
+
+    def interrupted_while_verifying(*_, **__):
+        interrupt.record(signal.SIGINT)
+        interrupt.check()
+
+    monkeypatch.setattr(environments, "verify", interrupted_while_verifying)
+    try:
+        assert main(["envs", "build", "BASE", "--project", str(world.project)]) == 130
+    finally:
+        interrupt.reset()
+    err = capsys.readouterr().err
+    assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
+    built = environments.slot(environments.key_for(world.project, ["--locked"])).path
+    assert f"the worker environment {built} is built" in err and environments.describe(built) is not None

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import imports, locks, settings, uv, values
+from nemo_rl import imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed, lockfile
@@ -186,6 +186,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
+        interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
