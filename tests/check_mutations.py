@@ -1290,6 +1290,9 @@ MUTATIONS = [
     ("rest: envs build records the built environment as a completed step", "nemo_rl/workers/environments.py",
      "        interrupt.completed(f\"the worker environment {where.path} is built", "        (lambda step: None)(f\"the worker environment {where.path} is built",
      f"{REST} -k worker_environment_is_built"),
+    ("rest: a relative NEMO_RL_BUNDLE_DIR is refused", "nemo_rl/settings.py",
+     "    if not os.path.isabs(path):  # read from every node", "    if False:  # read from every node",
+     f"{REST} -k relative_bundle"),
 ]
 
 

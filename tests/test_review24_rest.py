@@ -5,6 +5,7 @@ a relative NEMO_RL_BUNDLE_DIR, `envs prune` and what it cannot attribute, and a 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -92,3 +93,28 @@ def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path,
     assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
     built = environments.slot(environments.key_for(world.project, ["--locked"])).path
     assert f"the worker environment {built} is built" in err and environments.describe(built) is not None
+
+
+@pytest.mark.parametrize("setting", ["bundles", "./bundles", "../shared/bundles"])
+def test_a_relative_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, monkeypatch, capsys, setting):
+    """Like NEMO_RL_CACHE_DIR: a relative NEMO_RL_BUNDLE_DIR names another directory from each working directory
+    (a worker's is not the driver's), so it is refused with the absolute path it names from here."""
+    from nemo_rl.cli import main
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.workers import bundles, housekeeping
+
+    (tmp_path / "bundles").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    for read in (lambda: bundles.find(world.project, ["--locked"]), bundles.configured, housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(world.project)):
+        with pytest.raises(NemoRLError, match="is not an absolute path") as refused:
+            read()
+        assert f"NEMO_RL_BUNDLE_DIR={os.path.normpath(tmp_path / setting)!r}" in refused.value.remedy
+    for verb in ("list", "prune"):
+        capsys.readouterr()
+        assert main(["envs", verb, "--project", str(world.project)]) == 1
+        assert "not an absolute path" in capsys.readouterr().err
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(tmp_path / "bundles"))  # the fix it gives works
+    assert main(["envs", "list", "--project", str(world.project)]) == 0
