@@ -1293,6 +1293,8 @@ MUTATIONS = [
     ("rest: a relative NEMO_RL_BUNDLE_DIR is refused", "nemo_rl/settings.py",
      "    if not os.path.isabs(path):  # read from every node", "    if False:  # read from every node",
      f"{REST} -k relative_bundle"),
+    ("rest: a .nemo-rl link or file is refused", "nemo_rl/project/landing.py",
+     "    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):", "    if False:", f"{REST} -k nemo_rl_link"),
 ]
 
 

@@ -118,3 +118,41 @@ def test_a_relative_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path,
         assert "not an absolute path" in capsys.readouterr().err
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(tmp_path / "bundles"))  # the fix it gives works
     assert main(["envs", "list", "--project", str(world.project)]) == 0
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling link", "file"])
+def test_a_committed_nemo_rl_link_is_never_followed(world, tmp_path, monkeypatch, capsys, kind):
+    """A pull request commits `.nemo-rl -> /some/dir` (or a dangling link, or a file): staging, develop, status and
+    the checkout id refuse it with what to do, and nothing is written where it points."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import identity, landing
+
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    outside = tmp_path / "outside"
+    root = world.project / ".nemo-rl"
+    shutil.rmtree(root, ignore_errors=True)
+    if kind == "file":
+        root.write_text("not a directory\n")
+    else:
+        if kind == "link":
+            outside.mkdir()
+        root.symlink_to(outside)
+    expected = "is a symbolic link" if kind != "file" else "is not a directory"
+    with pytest.raises(NemoRLError, match=expected) as refused:
+        landing.Staging(world.project, ["pyproject.toml"], ["patches"])
+    assert f"rm {root}" in refused.value.remedy and "git rm --cached .nemo-rl" in refused.value.remedy
+    with pytest.raises(NemoRLError, match=expected):
+        identity.ensure_checkout_id(world.project)
+    assert identity.checkout_id(world.project) is None
+    mine = _clone(world, tmp_path / "mine")
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", str(mine)) == 1
+    assert expected in capsys.readouterr().err
+    assert deps(world, "status", "--env", str(env)) == 1
+    assert expected in capsys.readouterr().err
+    assert not outside.exists() or not list(outside.iterdir())  # nothing was staged or kept out there
+    assert develop_state.active_checkout(env, "megatron-core") is None
+    root.unlink()  # the fix it gives works
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    assert root.is_dir() and not root.is_symlink()

@@ -76,7 +76,7 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
 
 
 def read(project: Path) -> dict[str, Developed]:
-    path = project / STATE
+    path = landing.state_root(project) / STATE.name
     if not path.exists():
         return {}
     data = values.state_json(path, f"fix or delete {path}")
@@ -86,7 +86,7 @@ def read(project: Path) -> dict[str, Developed]:
 
 
 def write(project: Path, state: dict[str, Developed]) -> None:
-    path = project / STATE
+    path = landing.state_root(project, create=True) / STATE.name
     data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs],
                              "token": d.token} for d in state.values()}
     if data:
@@ -96,6 +96,7 @@ def write(project: Path, state: dict[str, Developed]) -> None:
 
 
 def managed_checkout(project: Path, distribution: str) -> Path:
+    landing.state_root(project)  # a .nemo-rl link out of the project: said as such, not "points outside"
     return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
 
 
@@ -150,6 +151,7 @@ def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
 
 
 def shadow_dir(project: Path, distribution: str) -> Path:
+    landing.state_root(project)
     return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
 
 
