@@ -1295,6 +1295,21 @@ MUTATIONS = [
      f"{REST} -k relative_bundle"),
     ("rest: a .nemo-rl link or file is refused", "nemo_rl/project/landing.py",
      "    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):", "    if False:", f"{REST} -k nemo_rl_link"),
+    ("rest: prune never removes a broken environment", "nemo_rl/workers/housekeeping.py",
+     '        if row.state not in ("stale", "unfinished build"):',
+     '        if row.state not in ("stale", "broken", "unfinished build"):', f"{REST} -k prune_removes_only"),
+    ("rest: a broken environment names its rm -rf", "nemo_rl/workers/housekeeping.py",
+     '                            f"unused, rm -rf {shlex.quote(str(path))}"))', '                            "unused"))',
+     f"{REST} -k prune_removes_only"),
+    ("rest: prune removes a pruned key's lock file", "nemo_rl/workers/housekeeping.py",
+     "    return removed + _prune_lock_files() + _prune_packs()", "    return removed + _prune_packs()",
+     f"{REST} -k prune_removes_only"),
+    ("rest: prune removes free pack locks", "nemo_rl/workers/housekeeping.py",
+     "bundles.remove_dead_packs(root) + bundles.remove_free_pack_locks(root)", "bundles.remove_dead_packs(root)",
+     f"{REST} -k free_lock_files"),
+    ("rest: a lock whose file was removed meanwhile is taken again", "nemo_rl/locks.py",
+     "            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):\n                return fd",
+     "            if True:\n                return fd", f"{REST} -k held_twice"),
 ]
 
 

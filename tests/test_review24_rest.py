@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,113 @@ def test_a_committed_nemo_rl_link_is_never_followed(world, tmp_path, monkeypatch
     root.unlink()  # the fix it gives works
     assert deps(world, "develop", "megatron-core", str(mine)) == 0
     assert root.is_dir() and not root.is_symlink()
+
+
+def _broken_envs(world, venvs: Path) -> dict[str, Path]:
+    from test_whose_environment import _planted_env
+
+    from nemo_rl.project import identity
+    from nemo_rl.workers import environments
+
+    ours = identity.ensure_checkout_id(world.project)
+    made = {"bad metadata": fake_env(venvs / "bad")}
+    (made["bad metadata"] / environments.META).write_text("{")
+    made["fifo metadata"] = fake_env(venvs / "fifo")
+    os.mkfifo(made["fifo metadata"] / environments.META)
+    made["linked metadata"] = fake_env(venvs / "linked")
+    (venvs / "meta-elsewhere.json").write_text("{}")
+    (made["linked metadata"] / environments.META).symlink_to(venvs / "meta-elsewhere.json")
+    original = _planted_env(venvs, "1" * 24, world.project, ours)
+    made["a cp -a backup"] = venvs / f"{'1' * 24}-backup"
+    subprocess.run(["cp", "-a", str(original), str(made["a cp -a backup"])], check=True)
+    return made
+
+
+def test_prune_removes_only_what_it_proves_ours_and_lists_the_rest(world, tmp_path, monkeypatch, capsys):
+    """Broken entries (metadata that does not read, a FIFO or a link for it, a key that is not the directory's
+    name: a user's `cp -a` backup) are listed with the exact `rm -rf`, never removed; a stale environment of this
+    checkout is removed, and with it its key's lock file."""
+    from nemo_rl.cli import main
+    from nemo_rl.workers import environments, housekeeping
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    broken = _broken_envs(world, venvs)
+    stale = venvs / ("1" * 24)
+    with environments.Slot(venvs, stale.name).locked():  # a build of it once made its lock file
+        pass
+    rows = {r.path: r for r in housekeeping.listing(world.project)}
+    for kind, path in broken.items():
+        assert rows[path].state == "broken", (kind, rows[path])
+        assert f"rm -rf {path}" in rows[path].detail, (kind, rows[path].detail)
+    capsys.readouterr()
+    assert main(["envs", "prune", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    for kind, path in broken.items():
+        assert path.exists() and f"left {path} (broken)" in out, (kind, out)
+    assert not stale.exists() and not (venvs / f".{stale.name}.lock").exists(), out
+    assert f"removed {stale}" in out
+
+
+def test_prune_removes_free_lock_files_and_leaves_held_ones(world, tmp_path, monkeypatch):
+    """A key's lock file with no environment, and a bundle destination's pack lock, are removed when nobody holds
+    them; one held (a build or a pack starting now) stays, and so does the lock of a key whose environment is there."""
+    from nemo_rl import locks
+    from nemo_rl.workers import housekeeping
+
+    venvs, bundles_dir = tmp_path / "venvs", tmp_path / "bundles"
+    bundles_dir.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundles_dir))
+    fake_env(venvs / ("2" * 24))
+    lock = {name: root / name for root, name in ((venvs, f".{'2' * 24}.lock"), (venvs, f".{'3' * 24}.lock"),
+                                                 (venvs, f".{'4' * 24}.lock"), (bundles_dir, ".b1.pack-lock"),
+                                                 (bundles_dir, ".b2.pack-lock"))}
+    for path in lock.values():
+        path.write_text("")
+    held = [locks.lock_file(lock[f".{'4' * 24}.lock"], None), locks.lock_file(lock[".b2.pack-lock"], None)]
+    try:
+        removed = housekeeping.prune(world.project)
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert set(removed) == {lock[f".{'3' * 24}.lock"], lock[".b1.pack-lock"]}, removed
+    assert {p.name for p in lock.values() if p.exists()} == {f".{'2' * 24}.lock", f".{'4' * 24}.lock",
+                                                              ".b2.pack-lock"}
+
+
+def test_a_lock_file_removed_while_another_waits_for_it_is_never_held_twice(tmp_path):
+    """The race a removed lock file invites: B opened the file and waits for its lock; A, holding it, removes it.
+    B must then lock the file the path names now, never the removed one (a third process would lock the new
+    file and both would build one key)."""
+    import threading
+
+    from nemo_rl import locks
+
+    path = tmp_path / ".k.lock"
+    first = locks.lock_file(path, None)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(locks.lock_file(path, lambda fd: "waiting")))
+    waiter.start()
+    deadline = time.monotonic() + 20
+    while not any(f"-> {path}" in line for line in _open_files()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the waiter has the file open (then it polls for the lock)
+    time.sleep(0.3)
+    assert locks.remove_locked(path, first)
+    os.close(first)
+    waiter.join(20)
+    assert got and os.fstat(got[0]).st_ino == os.stat(path).st_ino  # the file the path names, not the removed one
+    third = locks.lock_file(path, None)
+    assert third is None  # so a third process waits instead of locking a second file
+    os.close(got[0])
+
+
+def _open_files() -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            continue
+    return found

@@ -86,7 +86,7 @@ class Slot:
         return self.root / self.key
 
     @property
-    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; never deleted
+    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; prune removes it under it
         return self.root / f".{self.key}.lock"
 
     def building(self) -> list[Path]:
@@ -99,21 +99,21 @@ class Slot:
     @contextlib.contextmanager
     def locked(self, *, wait: bool = True) -> Iterator[bool]:
         """Hold the key's lock (yields False when busy and not `wait`); a waiter is told who builds since when."""
-        try:
-            fd = locks.open_lock_file(self.lock_path)
-        except OSError as exc:
-            raise settings.venv_dir_error(self.root, exc) from exc
         waited = []
 
-        def waiting() -> str:
+        def waiting(fd: int) -> str:
             waited.append(True)
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
             return f"waiting for {holder} to finish worker environment {self.key}"
 
         try:
-            if not locks.acquire(fd, waiting if wait else None):
-                yield False
-                return
+            fd = locks.lock_file(self.lock_path, waiting if wait else None)
+        except OSError as exc:
+            raise settings.venv_dir_error(self.root, exc) from exc
+        if fd is None:
+            yield False
+            return
+        try:
             if waited:
                 progress(f"worker environment {self.key}: the other build finished")
             os.ftruncate(fd, 0)
