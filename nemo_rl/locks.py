@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import stat
 import time
@@ -99,7 +100,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
     while True:
         fd = open_lock_file(path)
         try:
-            if not acquire(fd, (lambda fd=fd: waiting(fd)) if waiting else None):
+            if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
                 os.close(fd)
                 return None
             mine = os.fstat(fd)

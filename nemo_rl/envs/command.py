@@ -140,9 +140,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.verb == "prune":
         removed = housekeeping.prune(project)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
-        for row in housekeeping.listing(project):
-            if row.state == "broken":
-                print(f"left {row.path} (broken): {row.detail}")
+        for entry in housekeeping.listing(project):
+            if entry.state == "broken":
+                print(f"left {entry.path} (broken): {entry.detail}")
         return 0
     flags = _flags(args.py_executable)
     if args.verb == "pack":
