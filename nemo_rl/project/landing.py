@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import tempfile
@@ -50,10 +51,16 @@ def state_root(project: Path, *, create: bool = False) -> Path:
     except FileNotFoundError:
         return root
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
-        what = f"a symbolic link (to {os.readlink(root)!r:.120})" if stat.S_ISLNK(mode) else "not a directory"
+        link = os.readlink(root) if stat.S_ISLNK(mode) else None
+        here = shlex.quote(str(root))
+        keep = (f"; to keep what the directory it names holds (an interrupted bump's staging copy), copy it in: "
+                f"`rm {here} && cp -a {shlex.quote(str(root.parent / link) + '/.')} {here}`"
+                if link is not None and (root.parent / link).is_dir() else "")
+        what = f"a symbolic link (to {link!r:.120})" if link is not None else "not a directory"
         raise NemoRLError(f"{root} is {what}: nemo-rl keeps its private state there and never follows it out of "
-                          "the project", f"remove it (`rm {root}`; if a commit added it, also `git rm --cached "
-                          f"{STAGING_ROOT}` and keep `{STAGING_ROOT}/` in .gitignore): nemo-rl makes the directory")
+                          "the project", f"remove it (`rm {here}`; if a commit added it, also `git rm --cached "
+                          f"{STAGING_ROOT}` and keep `{STAGING_ROOT}/` in .gitignore): nemo-rl makes the "
+                          f"directory{keep}")
     return root
 
 
