@@ -1310,6 +1310,12 @@ MUTATIONS = [
     ("rest: a lock whose file was removed meanwhile is taken again", "nemo_rl/locks.py",
      "            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):\n                return fd",
      "            if True:\n                return fd", f"{REST} -k held_twice"),
+    ("rest: an unreadable checkout's fix says whether its files run", "nemo_rl/deps/status.py",
+     '                          f"{fork.distribution} is imported from the files of" if active else',
+     '                          f"{fork.distribution} is imported from the files of" if True else',
+     f"{REST} -k git_cannot_read"),
+    ("rest: prune removes only lock files named like a key's", "nemo_rl/workers/housekeeping.py",
+     "        if not KEY.fullmatch(where.key) or _not_ours(path)", "        if _not_ours(path)", f"{REST} -k free_lock_files"),
 ]
 
 

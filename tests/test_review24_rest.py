@@ -56,8 +56,8 @@ def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monke
     row = rows["megatron-core"]
     assert row["state"] == "checkout unreadable", row
     assert row["developing"]["problem"] and not row["developing"]["missing"]
-    assert f"imported from the files of {worktree}" in row["remedy"] and "deps develop --stop megatron-core" in \
-        row["remedy"]
+    assert f"megatron-core is imported from the files of {worktree}" in row["remedy"]
+    assert "deps develop --stop megatron-core" in row["remedy"]
     assert ("worktree repair" if kind != ".git removed" else ".git is missing") in row["remedy"]
     assert deps(world, "status", "--env", str(env)) == 0
     assert "(unreadable: " in capsys.readouterr().out
@@ -66,6 +66,9 @@ def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monke
     assert deps(world, "develop", "megatron-core", "--onto", "HEAD") == 1
     err = capsys.readouterr().err
     assert "cannot be rebased" in err and "what to do" in err and "command failed" not in err, err
+    shutil.rmtree(develop_state.shadow_dir(world.project, "megatron-core"))  # `git clean -fdx`: the pin runs
+    row = _rows(world, env, capsys)["megatron-core"]
+    assert row["state"] == "checkout unreadable" and "megatron-core runs the pin" in row["remedy"], row
     assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
     assert develop_state.active_checkout(env, "megatron-core") is None and worktree.is_dir()
 
@@ -220,6 +223,7 @@ def test_prune_removes_free_lock_files_and_leaves_held_ones(world, tmp_path, mon
     lock = {name: root / name for root, name in ((venvs, f".{'2' * 24}.lock"), (venvs, f".{'3' * 24}.lock"),
                                                  (venvs, f".{'4' * 24}.lock"), (bundles_dir, ".b1.pack-lock"),
                                                  (bundles_dir, ".b2.pack-lock"))}
+    lock["not a key's"] = venvs / ".notes.lock"  # a user's own file in the directory: not ours to remove
     for path in lock.values():
         path.write_text("")
     held = [locks.lock_file(lock[f".{'4' * 24}.lock"], None), locks.lock_file(lock[".b2.pack-lock"], None)]
@@ -230,7 +234,7 @@ def test_prune_removes_free_lock_files_and_leaves_held_ones(world, tmp_path, mon
             os.close(fd)
     assert set(removed) == {lock[f".{'3' * 24}.lock"], lock[".b1.pack-lock"]}, removed
     assert {p.name for p in lock.values() if p.exists()} == {f".{'2' * 24}.lock", f".{'4' * 24}.lock",
-                                                              ".b2.pack-lock"}
+                                                              ".b2.pack-lock", ".notes.lock"}
 
 
 def test_a_lock_file_removed_while_another_waits_for_it_is_never_held_twice(tmp_path):

@@ -25,8 +25,8 @@ REMEDIES = {
     "checkout gone": "the develop checkout {checkout} is gone (or holds no git checkout: a mount that did not come "
                      "up?), so {dist} runs the pinned commit: run `nemo-rl deps develop --stop {dist}` (then "
                      "`nemo-rl deps develop {dist} [PATH]` to develop from a checkout again)",
-    "checkout unreadable": "{dist} is imported from the files of {checkout}, but {problem}, so nobody can tell which "
-                           "commit runs: " + develop_state.UNREADABLE_FIX,
+    "checkout unreadable": "{imported} {checkout}, but {problem}, so nobody can tell which commit it holds: "
+                           + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
@@ -96,7 +96,10 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
                       developed, state,
-                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem) if remedy else None,
+                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem, imported=(
+                          f"{fork.distribution} is imported from the files of" if active else
+                          f"{fork.distribution} runs the pin (the environment has no overlay for it); the develop "
+                          "checkout is")) if remedy else None,
                       environment)
 
 

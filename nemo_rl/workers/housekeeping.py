@@ -9,6 +9,7 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import bundle_trust, environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
+
+KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ def _prune_lock_files() -> list[Path]:
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        if where.lock_path != path or _not_ours(path) is not None or os.path.lexists(where.path) or where.building():
+        if not KEY.fullmatch(where.key) or _not_ours(path) is not None or os.path.lexists(where.path) \
+                or where.building():  # only a key's lock file (environments.key_for), and only an unused key's
             continue
         try:
             fd = locks.lock_file(path, None)
