@@ -167,6 +167,16 @@ def rev_parse(repo: Path, rev: str) -> str:
     return git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], repo=repo).stdout.strip()
 
 
+def head_problem(repo: Path) -> str | None:
+    """git's first line of complaint when it cannot read `repo`'s HEAD (a worktree whose main repository moved, an
+    empty `.git` file), or None when it can. Never raises: callers report it as a state."""
+    result = git(["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"], repo=repo, check=False)
+    if result.returncode == 0:
+        return None
+    line = next((line.strip() for line in result.stderr.splitlines() if line.strip()), f"exit {result.returncode}")
+    return line[:200]
+
+
 def count(repo: Path, revision_range: str) -> int:
     result = git(["rev-list", "--count", "--end-of-options", revision_range], repo=repo, check=False)
     return int(result.stdout.strip()) if result.returncode == 0 else -1  # -1: the pin is not in this checkout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import stat
 import time
@@ -89,6 +90,44 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
             return True
         except BlockingIOError:
             time.sleep(_POLL_S)
+
+
+def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
+    """Open (creating) and lock the lock file `path`: the descriptor holding it, or None when busy and not
+    `waiting` (given the descriptor, it says what is waited for). A lock file may be removed by whoever holds its
+    lock (`remove_locked`); a process that opened it before that finds, once it has the lock, that the path no
+    longer names its file, and locks the one the path names now: two processes never hold one path's lock."""
+    while True:
+        fd = open_lock_file(path)
+        try:
+            if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
+                os.close(fd)
+                return None
+            mine = os.fstat(fd)
+            try:
+                now = os.lstat(path)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed (or replaced) while this process waited for it: lock what is there now
+
+
+def remove_locked(path: Path, fd: int) -> bool:
+    """Remove the lock file `path` whose lock `fd` holds (from `lock_file`): safe for those who follow
+    `lock_file`, see there. False when the path no longer names that file (then it is left)."""
+    mine = os.fstat(fd)
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+        return False
+    path.unlink()
+    return True
 
 
 def hold(directory: Path) -> int:

@@ -74,4 +74,10 @@ def bundle_dir() -> Path | None:
         raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {setting!r} starts or ends with {' and '.join(found)}",
                           f"set it without the whitespace: NEMO_RL_BUNDLE_DIR={setting.strip()!r} (a \\r comes from "
                           "a file saved with Windows line ends)")
-    return Path(os.path.expanduser(setting))
+    path = os.path.expanduser(setting)
+    if not os.path.isabs(path):  # read from every node's and worker's own cwd: one setting, many directories
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {setting!r} is not an absolute path (a relative one names another "
+                          "directory from every working directory, a Ray worker's included)",
+                          f"set it to an absolute path, e.g. NEMO_RL_BUNDLE_DIR={os.path.abspath(path)!r} for the "
+                          "one it names from here")
+    return Path(path)

@@ -12,9 +12,9 @@ from nemo_rl.deps import status
 from nemo_rl.project.develop_state import CheckoutFacts
 
 CLEAN = dict(bad_pin=False, interrupted=False, lock_stale=False, records_stale=False, metadata_stale=False,
-             developing=False, checkout_gone=False, develop_recorded=False, installed=True)
-ORDER = ["bad_pin", "interrupted", "lock_stale", "records_stale", "metadata_stale", "developing", "checkout_gone",
-         "develop_recorded"]
+             checkout_unreadable=False, developing=False, checkout_gone=False, develop_recorded=False, installed=True)
+ORDER = ["bad_pin", "interrupted", "lock_stale", "records_stale", "metadata_stale", "checkout_unreadable",
+         "developing", "checkout_gone", "develop_recorded"]
 ROW = status.ForkStatus("megatron-core", "https://forks.nemo-rl.invalid/m.git", "nemo-rl/main", "a" * 40, "a" * 40,
                         "a" * 40, "0.1.0", "https://upstream.nemo-rl.invalid/m.git", "b" * 40, 2, [], None, "ok",
                         None)
@@ -29,8 +29,8 @@ def test_nothing_wrong_leaves_the_state_to_the_environment():
 def test_the_most_fundamental_state_wins(n):
     """Each condition hides every later one: a bad pin before a landing cut short before a stale lock ..."""
     found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
-    assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
-                     "checkout gone", "develop not applied"][n]
+    assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale",
+                     "checkout unreadable", "developing", "checkout gone", "develop not applied"][n]
     assert found in status.FAILING and status.REMEDIES[found]
 
 

@@ -214,10 +214,14 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     entry = develop_state.read(project)[fork.distribution]
     checkout = entry.checkout
     quoted = shlex.quote(str(checkout))  # advice is pasted into a shell: a path with spaces stays one word
-    if not develop_state.checkout_present(checkout):
+    if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
+    problem = develop_state.unreadable(checkout)
+    if problem is not None:  # its files are there and imported: git's raw error would say nothing of what to do
+        raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
+                          develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
     if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "

@@ -25,6 +25,8 @@ REMEDIES = {
     "checkout gone": "the develop checkout {checkout} is gone (or holds no git checkout: a mount that did not come "
                      "up?), so {dist} runs the pinned commit: run `nemo-rl deps develop --stop {dist}` (then "
                      "`nemo-rl deps develop {dist} [PATH]` to develop from a checkout again)",
+    "checkout unreadable": "{imported} {checkout}, but {problem}, so nobody can tell which commit it holds: "
+                           + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
     "not installed": "run `uv sync --locked --extra mcore` if you need it",
     "ok": None,
@@ -33,7 +35,7 @@ OVERRIDDEN = ("remove or widen the override-dependencies entry named above in py
               "`uv lock` and `nemo-rl deps patches --check --offline`")
 # States --check fails on: anything that means the committed pin is not what runs or what is recorded.
 FAILING = {"bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
-           "develop not applied", "checkout gone", "env stale", "installed differs"}
+           "develop not applied", "checkout gone", "checkout unreadable", "env stale", "installed differs"}
 # States about uv.lock and patches/ alone: the environment is still compared with the lock, and said too.
 LOCK_STATES = ("lock stale", "records stale", "metadata stale")
 
@@ -72,11 +74,12 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
     developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
-    gone = bool(develop_entry and not develop_state.checkout_present(develop_entry.checkout))
+    gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
+    problem = developed.problem if developed else None
     cut = next((c for c in cuts if touches(c, fork.distribution)), None)
     state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=locked_commit != fork.rev,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
-                        checkout_gone=gone,
+                        checkout_gone=gone, checkout_unreadable=problem is not None,
                         develop_recorded=bool(develop_entry), installed=present)
     environment: tuple[str, ...] = ()
     if state is None or (state in LOCK_STATES and present):  # the environment is compared last (it reads files)
@@ -92,7 +95,11 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
         remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
-                      developed, state, remedy.format(dist=fork.distribution, checkout=checkout) if remedy else None,
+                      developed, state,
+                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem, imported=(
+                          f"{fork.distribution} is imported from the files of" if active else
+                          f"{fork.distribution} runs the pin (the environment has no overlay for it); the develop "
+                          "checkout is")) if remedy else None,
                       environment)
 
 
@@ -119,12 +126,14 @@ def cut_remedy(cut: landing.CutShort) -> str:
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
-                developing: bool, checkout_gone: bool, develop_recorded: bool, installed: bool) -> str | None:
+                checkout_unreadable: bool, developing: bool, checkout_gone: bool, develop_recorded: bool,
+                installed: bool) -> str | None:
     """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
     installed with nothing wrong so far, and the environment decides."""
     for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
                            ("records stale", records_stale), ("metadata stale", metadata_stale),
-                           ("developing", developing), ("checkout gone", checkout_gone),
+                           ("checkout unreadable", checkout_unreadable), ("developing", developing),
+                           ("checkout gone", checkout_gone),
                            ("develop not applied", develop_recorded),
                            ("not installed", not installed)):
         if applies:
@@ -162,6 +171,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
         if row.developing:
             d = row.developing
             lines.append(f"  developing {d.path} (missing)" if d.missing else
+                         f"  developing {d.path} (unreadable: {d.problem})" if d.problem else
                          f"  developing {d.path} at {short(d.head)}, {d.ahead} commit(s) ahead of the pin"
                          f"{', dirty' if d.dirty else ''}{', REBASING (stopped at a conflict)' if d.rebasing else ''}")
         lines += [f"  records    {problem}" for problem in row.records_problems[:5]]

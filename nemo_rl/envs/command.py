@@ -18,7 +18,8 @@ VERBS = (
     ("list", "every environment and bundle: key, state, in use, size, last use"),
     ("build", "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"),
     ("verify", "verify the environment of a PY_EXECUTABLE (it must exist)"),
-    ("prune", "remove this checkout's stale and broken environments and killed builds that no process uses"),
+    ("prune", "remove this checkout's stale environments and killed builds that no process uses (broken ones, "
+              "whose owner nothing proves, are listed with the command that removes them)"),
     ("pack", "make a bundle: what a node with no network and no compiler needs to build the environment"),
 )
 
@@ -139,6 +140,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.verb == "prune":
         removed = housekeeping.prune(project)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
+        for entry in housekeeping.listing(project):
+            if entry.state == "broken":
+                print(f"left {entry.path} (broken): {entry.detail}")
         return 0
     flags = _flags(args.py_executable)
     if args.verb == "pack":

@@ -51,6 +51,7 @@ class CheckoutFacts:
     dirty: bool
     missing: bool = False
     rebasing: bool = False  # stopped in the middle of a rebase (`deps develop --onto`)
+    problem: str | None = None  # why git cannot read the checkout (its files may still be what Python imports)
 
 
 def _entry(path: Path, distribution: object, entry: object) -> Developed:
@@ -75,7 +76,7 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
 
 
 def read(project: Path) -> dict[str, Developed]:
-    path = project / STATE
+    path = landing.state_root(project) / STATE.name
     if not path.exists():
         return {}
     data = values.state_json(path, f"fix or delete {path}")
@@ -85,7 +86,7 @@ def read(project: Path) -> dict[str, Developed]:
 
 
 def write(project: Path, state: dict[str, Developed]) -> None:
-    path = project / STATE
+    path = landing.state_root(project, create=True) / STATE.name
     data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs],
                              "token": d.token} for d in state.values()}
     if data:
@@ -95,19 +96,42 @@ def write(project: Path, state: dict[str, Developed]) -> None:
 
 
 def managed_checkout(project: Path, distribution: str) -> Path:
+    landing.state_root(project)  # a .nemo-rl link out of the project: said as such, not "points outside"
     return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
 
 
-def checkout_present(checkout: Path) -> bool:
-    """Whether the checkout is there: a directory with its `.git` (a directory, or a file in a worktree). An empty
-    directory at the path (a mount that did not come up) or one without `.git` is no checkout: gone."""
-    return checkout.is_dir() and (checkout / ".git").exists()
+def checkout_gone(checkout: Path) -> bool:
+    """Whether nothing of the checkout is left for Python to import: no directory, or an empty one (a mount that
+    did not come up). A directory with files but broken or missing git data is not gone: its files are imported."""
+    try:
+        with os.scandir(checkout) as entries:
+            return next(entries, None) is None
+    except OSError:  # not there, not a directory, or not ours to read: nothing Python could import either
+        return True
+
+
+def unreadable(checkout: Path) -> str | None:
+    """Why git cannot read the checkout, or None when it can: no `.git` at all (moved or deleted), or git's own
+    first line (a worktree whose main repository moved, an empty or damaged `.git` file). Never raises."""
+    if not os.path.lexists(checkout / ".git"):
+        return "its .git is missing (the files are there, their git history is not)"
+    problem = git.head_problem(checkout)
+    return None if problem is None else f"git cannot read it: {problem}"
+
+
+UNREADABLE_FIX = ("mend its git data (a worktree whose main repository moved: `git -C <the moved repository> worktree "
+                  "repair {checkout}`; a moved or emptied .git: put it back), or, to leave it, run `nemo-rl deps "
+                  "develop --stop {dist}` (the files stay; the pin runs)")
 
 
 def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
-    """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes."""
-    if not checkout_present(checkout):
+    """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes; `problem`
+    says why none of that is known when git cannot read the checkout (a report, never git's raw error)."""
+    if checkout_gone(checkout):
         return CheckoutFacts(checkout, None, 0, False, missing=True)
+    problem = unreadable(checkout)
+    if problem is not None:
+        return CheckoutFacts(checkout, None, 0, False, problem=problem)
     head = git.rev_parse(checkout, "HEAD")
     return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout),
                          rebasing=git.rebasing(checkout))
@@ -127,6 +151,7 @@ def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
 
 
 def shadow_dir(project: Path, distribution: str) -> Path:
+    landing.state_root(project)
     return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
 
 
@@ -183,7 +208,7 @@ def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
                 checkout = Path(lines[0][len(CHECKOUT_LINE):])
                 if live and not _puts_first(lines[1:]):
                     continue
-                if live and not checkout_present(checkout):  # deleted: the overlay's links lead nowhere
+                if live and checkout_gone(checkout):  # deleted: the overlay's links lead nowhere
                     continue
                 found[path.name] = checkout
     return found

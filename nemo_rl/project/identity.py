@@ -25,8 +25,9 @@ def checkout_id(project: Path) -> str | None:
     """This checkout's id; None when it has none yet or the file is not one nemo-rl wrote (then every
     environment that records an id is another checkout's: kept, never pruned)."""
     try:
+        landing.state_root(project)  # a .nemo-rl link: another directory's id is not this checkout's
         text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
-    except (OSError, UnicodeDecodeError):  # missing, planted (a link, a FIFO) or unreadable
+    except (OSError, UnicodeDecodeError, NemoRLError):  # missing, planted (a link, a FIFO) or unreadable
         return None
     return text.strip() if ID.fullmatch(text.strip()) else None
 
@@ -47,7 +48,7 @@ def ensure_checkout_id(project: Path) -> str:
     token = secrets.token_hex(16)
     tmp = path.with_name(f".{path.name}.{token}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        landing.state_root(project, create=True)  # a link or a file there is refused, never followed
         tmp.write_text(token + "\n")
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):

@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import tempfile
@@ -33,6 +34,34 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def state_root(project: Path, *, create: bool = False) -> Path:
+    """<project>/.nemo-rl, nemo-rl's private directory, proven a real directory of the project (made with
+    `create`): a `.nemo-rl` link committed by a pull request would have bumps stage, and develop and builds keep
+    their state, wherever it points, and a dangling one fails obscurely. Never follows a link: mkdir does not."""
+    root = project / STAGING_ROOT
+    if create:
+        try:
+            root.mkdir()
+        except FileExistsError:
+            pass
+    try:
+        mode = os.lstat(root).st_mode
+    except FileNotFoundError:
+        return root
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        link = os.readlink(root) if stat.S_ISLNK(mode) else None
+        here = shlex.quote(str(root))
+        keep = (f"; to keep what the directory it names holds (an interrupted bump's staging copy), copy it in: "
+                f"`rm {here} && cp -a {shlex.quote(str(root.parent / link) + '/.')} {here}`"
+                if link is not None and (root.parent / link).is_dir() else "")
+        what = f"a symbolic link (to {link!r:.120})" if link is not None else "not a directory"
+        raise NemoRLError(f"{root} is {what}: nemo-rl keeps its private state there and never follows it out of "
+                          "the project", f"remove it (`rm {here}`; if a commit added it, also `git rm --cached "
+                          f"{STAGING_ROOT}` and keep `{STAGING_ROOT}/` in .gitignore): nemo-rl makes the "
+                          f"directory{keep}")
+    return root
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -74,7 +103,7 @@ class Staging:
         self.context = list(context)  # copied for the tools that run in the staging copy, never landed
         # Inside the project (same filesystem) when it will land by rename; a dry run never lands, so it
         # stages in the system's temporary directory and works in a read-only checkout too.
-        root = project / STAGING_ROOT if inside else Path(tempfile.gettempdir())
+        root = state_root(project, create=True) if inside else Path(tempfile.gettempdir())
         root.mkdir(exist_ok=True)
         if inside:
             require_renames(project)
@@ -266,8 +295,7 @@ def require_renames(project: Path) -> None:
     """Refuse before any work when a landing could not rename staged files into the project: `.nemo-rl` (or
     patches/) on another filesystem or mount than the project (a link or a bind mount) fails with EXDEV. A probe
     file is renamed from `.nemo-rl` into each directory a landing writes, and removed."""
-    root = project / STAGING_ROOT
-    root.mkdir(exist_ok=True)
+    root = state_root(project, create=True)
     fd, probe = tempfile.mkstemp(prefix=".rename-probe-", dir=root)
     os.close(fd)
     here = Path(probe)
@@ -370,7 +398,7 @@ def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]
     """(staging dir, has a landing journal) left by commands that no longer run. A staging dir belongs to a
     live command only while the project lock is held, so with the lock held (`locked`) or free, every one is
     a leftover; while another command holds it, none is."""
-    root = project / STAGING_ROOT
+    root = state_root(project)
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
     if not stagings or (not locked and locks.held(project)):
         return []

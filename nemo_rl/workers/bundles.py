@@ -156,6 +156,10 @@ def _remove_dead_packs(dest: Path) -> list[Path]:
     return remove_dead_packs(dest.parent)
 
 
+def pack_lock(dest: Path) -> Path:
+    return dest.parent / f".{dest.name}.pack-lock"
+
+
 def remove_dead_packs(root: Path) -> list[Path]:
     """Remove the packs into `root` that were killed, whatever bundle they were making."""
     removed = []
@@ -163,6 +167,28 @@ def remove_dead_packs(root: Path) -> list[Path]:
         if not locks.held(leftover):  # a live pack holds its directory
             shutil.rmtree(leftover, ignore_errors=True)
             removed.append(leftover)
+    return removed
+
+
+def remove_free_pack_locks(root: Path) -> list[Path]:
+    """Remove this user's `.<name>.pack-lock` files in `root` that no pack holds: taken under their own lock, so
+    a pack that opened one meanwhile locks a new file instead (locks.lock_file). Planted ones are left."""
+    removed = []
+    for path in sorted(root.glob(".*.pack-lock")):
+        try:
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            fd = locks.lock_file(path, None)
+        except (OSError, NemoRLError):  # another's, a link or hard link planted there, gone meanwhile
+            continue
+        if fd is None:  # a pack running now
+            continue
+        try:
+            if locks.remove_locked(path, fd):
+                removed.append(path)
+        finally:
+            os.close(fd)
     return removed
 
 
@@ -185,15 +211,15 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> M
     dest = dest.absolute()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        # one pack per destination: a lock file beside it, never removed (removing it would let two lock two)
-        claim = locks.open_lock_file(dest.parent / f".{dest.name}.pack-lock")
+        # one pack per destination: a lock file beside it, removed only under its lock (locks.lock_file)
+        claim = locks.lock_file(pack_lock(dest), None)
     except OSError as exc:
         raise NemoRLError(f"cannot pack into {dest.parent}: {exc.strerror or exc}",
                           "pack into a directory you may write (then copy the bundle where the nodes read it)") from exc
+    if claim is None:
+        raise NemoRLError(f"another `nemo-rl envs pack` is making {dest}",
+                          "wait for it to finish (it is the bundle you asked for), or pack into another directory")
     try:
-        if not locks.acquire(claim, None):
-            raise NemoRLError(f"another `nemo-rl envs pack` is making {dest}",
-                              "wait for it to finish (it is the bundle you asked for), or pack into another directory")
         if dest.exists():
             raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
         return _pack(project, flags, dest, seed)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import imports, locks, settings, uv, values
+from nemo_rl import imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed, lockfile
@@ -87,7 +87,7 @@ class Slot:
         return self.root / self.key
 
     @property
-    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; never deleted
+    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; prune removes it under it
         return self.root / f".{self.key}.lock"
 
     def building(self) -> list[Path]:
@@ -100,21 +100,21 @@ class Slot:
     @contextlib.contextmanager
     def locked(self, *, wait: bool = True) -> Iterator[bool]:
         """Hold the key's lock (yields False when busy and not `wait`); a waiter is told who builds since when."""
-        try:
-            fd = locks.open_lock_file(self.lock_path)
-        except OSError as exc:
-            raise settings.venv_dir_error(self.root, exc) from exc
         waited = []
 
-        def waiting() -> str:
+        def waiting(fd: int) -> str:
             waited.append(True)
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
             return f"waiting for {holder} to finish worker environment {self.key}"
 
         try:
-            if not locks.acquire(fd, waiting if wait else None):
-                yield False
-                return
+            fd = locks.lock_file(self.lock_path, waiting if wait else None)
+        except OSError as exc:
+            raise settings.venv_dir_error(self.root, exc) from exc
+        if fd is None:
+            yield False
+            return
+        try:
             if waited:
                 progress(f"worker environment {self.key}: the other build finished")
             os.ftruncate(fd, 0)
@@ -187,6 +187,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
+        interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -9,6 +9,7 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import bundle_trust, environments
 from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
+
+KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,10 @@ def listing(project: Path | None) -> list[Row]:
             continue
         try:
             env = environments.describe(path)
-        except NemoRLError as exc:
-            rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path), exc.what))
+        except NemoRLError as exc:  # nothing proves whose it is (a user's `cp -a` backup, a planted file): kept
+            rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),
+                            f"{exc.what}; nothing says whose it is, so prune leaves it: if it is yours and "
+                            f"unused, rm -rf {shlex.quote(str(path))}"))
             continue
         if env is None:
             continue
@@ -163,11 +168,12 @@ def _unclaimed(path: Path, checkout: str) -> str:
 
 
 def prune(project: Path | None) -> list[Path]:
-    """Remove this checkout's stale environments, broken ones and killed builds that no process uses; an
-    environment of another checkout is that checkout's to prune."""
+    """Remove what is provably this checkout's and unused: its stale environments and killed builds, and the lock
+    files of keys left with no environment. A broken environment (metadata that does not read: nothing says whose
+    it is) and another checkout's are listed, never removed."""
     removed = []
     for row in listing(project):
-        if row.state not in ("stale", "broken", "unfinished build"):
+        if row.state not in ("stale", "unfinished build"):
             continue
         if row.path.name.startswith(WORK_CACHE_PREFIX):
             if not locks.held(row.path):  # its builder was killed (the listing lists only ours so)
@@ -175,12 +181,41 @@ def prune(project: Path | None) -> list[Path]:
                 removed.append(row.path)
             continue
         where = environments.Slot(row.path.parent, row.key)
-        with where.locked(wait=False) as free:  # a build or a user of the key holds it: leave it
-            if not free or users(row.path):  # in use, asked under the lock (the listing's answer may be old)
+        fd = locks.lock_file(where.lock_path, None)  # a build or a user of the key holds it: leave it
+        if fd is None:
+            continue
+        try:
+            if users(row.path):  # in use, asked under the lock (the listing's answer may be old)
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
-        removed.append(row.path)
-    return removed + _prune_packs()
+            removed.append(row.path)
+        finally:
+            os.close(fd)
+    return removed + _prune_lock_files() + _prune_packs()
+
+
+def _prune_lock_files() -> list[Path]:
+    """This user's `.<key>.lock` files whose key has no environment and no build (pruned just now or earlier, or
+    removed by hand), each removed under its own lock: a build that opened it meanwhile locks a new file."""
+    root = settings.venv_dir(create=False)
+    removed = []
+    for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
+        where = environments.Slot(root, path.name[1:-len(".lock")])
+        if not KEY.fullmatch(where.key) or _not_ours(path) is not None or os.path.lexists(where.path) \
+                or where.building():  # only a key's lock file (environments.key_for), and only an unused key's
+            continue
+        try:
+            fd = locks.lock_file(path, None)
+        except (OSError, NemoRLError):  # gone meanwhile, or planted (a link, a hard link): left
+            continue
+        if fd is None:  # a build of that key is starting
+            continue
+        try:
+            if not os.path.lexists(where.path) and not where.building() and locks.remove_locked(path, fd):
+                removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _prune_packs() -> list[Path]:
@@ -188,7 +223,8 @@ def _prune_packs() -> list[Path]:
     from nemo_rl.workers import bundles
 
     root = settings.bundle_dir()
-    return bundles.remove_dead_packs(root) if root is not None and root.is_dir() else []
+    return bundles.remove_dead_packs(root) + bundles.remove_free_pack_locks(root) \
+        if root is not None and root.is_dir() else []
 
 
 @dataclass(frozen=True)
