@@ -1273,9 +1273,12 @@ MUTATIONS = [
      "            if hashed_stem and _version(key) in versions:", "            if False:", f"{FIXES} -k hash_of_its_tags"),
     ("fixes: an unreadable pointer is refused", "nemo_rl/workers/archive_hashes.py",
      "        if not pointer.readable:", "        if False:", f"{FIXES} -k hash_of_its_tags"),
-    ("fixes: an overlay this checkout no longer records is its own, stale", "nemo_rl/workers/housekeeping.py",
-     "            if ours is not None and env.checkout == ours:", "            if False:",
+    ("fixes: an overlay token this checkout does not record is kept", "nemo_rl/workers/housekeeping.py",
+     '            state, note = "other checkout", (\n                f"its {foreign} was written by a develop',
+     '            state, note = "stale", (\n                f"its {foreign} was written by a develop',
      f"{FIXES} -k no_longer_records"),
+    ("fixes: an unrecorded overlay's row names its rm -rf", "nemo_rl/workers/housekeeping.py",
+     'remove it: rm -rf {shlex.quote(str(path))}")', 'remove it")', f"{FIXES} -k no_longer_records"),
     ("fixes: an unclaimed environment names the command that removes it", "nemo_rl/workers/housekeeping.py",
      '            f"{shlex.quote(str(path))}")', '            "")', f"{FIXES} -k no_longer_records"),
     ("fixes: output that cannot be written fails the command", "nemo_rl/__main__.py",
@@ -1373,6 +1376,9 @@ MUTATIONS = [
      f"{REST} -k git_cannot_read"),
     ("rest: prune removes only lock files named like a key's", "nemo_rl/workers/housekeeping.py",
      "        if not KEY.fullmatch(where.key) or _not_ours(path)", "        if _not_ours(path)", f"{REST} -k free_lock_files"),
+    ("develop: again after uv sync refuses a gone checkout", "nemo_rl/deps/develop.py",
+     "    if develop_state.checkout_gone(entry.checkout):  # the overlay would lead nowhere",
+     "    if False:  # the overlay would lead nowhere", "tests/test_review_fixes.py -k recorded_checkout_that_is_gone"),
 ]
 
 

@@ -69,24 +69,26 @@ def test_a_pointer_uv_names_by_a_hash_of_its_tags_is_checked(tmp_path):
         archive_hashes.check(cache, project, "bundle b")
 
 
-def test_an_overlay_this_checkout_no_longer_records_is_its_own_stale_environment(world, tmp_path, monkeypatch):
-    """`rm .nemo-rl/develop.json` (or an edited token) while a worker environment carries the overlay: the
-    environment records this checkout's id, so it is this checkout's, stale, and pruned; with another id it is
-    left, naming the id and the exact command for when no other container holds it (`git clean -fdx`)."""
+def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, tmp_path, monkeypatch):
+    """`rm .nemo-rl/develop.json` (or an edited token) while a worker environment carries the overlay looks, from
+    here, exactly like a copy of this checkout (an image: one id in every container) developing in another
+    container: the environment is kept, whatever id it records, and its row gives the rm -rf for the user who
+    knows. An environment of another id without an overlay names that id and its rm -rf too."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     ours = identity.ensure_checkout_id(world.project)
-    mine = _planted_env(venvs, "0" * 24, world.project, ours)
-    develop_state.install_overlay(mine, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
-    row = _state(world.project, mine)
-    assert row.state == "stale" and "develop this checkout no longer records" in (row.detail or ""), row
-    assert mine in housekeeping.prune(world.project) and not mine.exists()
-    cleaned = _planted_env(venvs, "1" * 24, world.project, "c" * 32)  # built before `git clean -fdx`
-    develop_state.install_overlay(cleaned, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
-    row = _state(world.project, cleaned)
-    assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(cleaned))}" in (row.detail or ""), row
-    assert "checkout id cccccccc" in (row.detail or "")
-    assert cleaned not in housekeeping.prune(world.project) and cleaned.exists()
+    for key, checkout in (("0" * 24, ours), ("1" * 24, "c" * 32)):  # this id; another (before `git clean -fdx`)
+        env = _planted_env(venvs, key, world.project, checkout)
+        develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+        row = _state(world.project, env)
+        assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(env))}" in (row.detail or ""), row
+        assert "does not record" in (row.detail or "")
+        assert env not in housekeeping.prune(world.project) and env.exists()
+    plain = _planted_env(venvs, "2" * 24, world.project, "c" * 32)
+    row = _state(world.project, plain)
+    assert row.state == "other checkout" and "checkout id cccccccc" in (row.detail or "")
+    assert f"rm -rf {shlex.quote(str(plain))}" in (row.detail or ""), row
+    assert plain not in housekeeping.prune(world.project) and plain.exists()
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
@@ -137,6 +139,20 @@ def test_develop_before_uv_sync_gives_advice_that_works(world, tmp_path, monkeyp
     assert develop_state.active_checkout(env, "megatron-core") == mine.resolve()
     assert deps(world, "develop", "megatron-core") == 1  # now it is applied: the answer is "already developed"
     assert "already developed" in capsys.readouterr().err
+
+
+def test_develop_after_uv_sync_refuses_a_recorded_checkout_that_is_gone(world, tmp_path, monkeypatch, capsys):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my megatron")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    fake_env(env)
+    shutil.rmtree(mine)
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core") == 1
+    err = capsys.readouterr().err
+    assert "is gone" in err and "deps develop --stop megatron-core" in err, err
+    assert not develop_state.has_overlay(env, "megatron-core")
 
 
 @pytest.mark.parametrize("present", [True, False])

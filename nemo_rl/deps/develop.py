@@ -117,6 +117,10 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
            entry: develop_state.Developed, env: Path) -> int:
     """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
     printed then says to run."""
+    if develop_state.checkout_gone(entry.checkout):  # the overlay would lead nowhere and the pin would run
+        raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone, so there is nothing "
+                          f"to put in front in {env}",
+                          f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
     shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
     develop_state.install_overlay(env, fork.distribution, entry.checkout, shadow, entry.token)
     interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")

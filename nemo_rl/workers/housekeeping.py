@@ -137,14 +137,13 @@ def listing(project: Path | None) -> list[Row]:
         if project is None or env.project != project.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:
-            if ours is not None and env.checkout == ours:  # this checkout built it: the overlay is its own, stale
-                state, note = "stale", (f"its {foreign} was written by a develop this checkout no longer records "
-                                        "(.nemo-rl/develop.json removed or edited)")
-            elif env.checkout:
-                state, note = "other checkout", _unclaimed(path, env.checkout)
-            else:
-                state, note = "other checkout", (f"its {foreign} was written by another checkout at this path "
-                                                 "(another container): left to that checkout")
+            # A copy of this checkout (an image's layer: one id in every container) develops with its own token,
+            # so a token this develop.json does not hold is another's as likely as a removed develop.json's:
+            # kept, and the user, who knows which, is given the command.
+            state, note = "other checkout", (
+                f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record: "
+                "another container's checkout at this path (left to it), or this checkout's develop state removed "
+                f"or edited; if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:
