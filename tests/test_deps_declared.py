@@ -248,8 +248,8 @@ def test_a_version_that_is_not_pep_440_is_not_bumped_to(world, capsys):
 
 def _tightened(world):
     """A fork commit that declares nemo-toolkit>=0.1 where derived_world's pin declares nemo-toolkit."""
-    return commit(world.forks["megatron-core"].fork, "tighten nemo-toolkit", {"pyproject.toml": forkworld.fork_pyproject(
-        world, dependencies=["nemo-toolkit>=0.1", "pytest>=8"])})
+    pyproject = forkworld.fork_pyproject(world, dependencies=["nemo-toolkit>=0.1", "pytest>=8"])
+    return commit(world.forks["megatron-core"].fork, "tighten nemo-toolkit", {"pyproject.toml": pyproject})
 
 
 def test_bump_compares_against_the_recorded_declares_when_the_old_commit_is_gone(world, capsys, monkeypatch,

@@ -76,7 +76,5 @@ def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
     path.parent.mkdir()
     path.write_bytes(damage)
     assert fork_metadata._load(path, fork_metadata.METADATA) is None
-    assert fork_metadata.uncached(tmp_path, ["a" * 40]) == ["a" * 40]
     path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null}')
     assert fork_metadata._load(path, fork_metadata.METADATA) is not None
-    assert fork_metadata.uncached(tmp_path, ["a" * 40]) == []

@@ -139,28 +139,27 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     return "\n".join(lines)
 
 
-def requirement_drift(before: bump_steps.Before, old: declared.Declares | None, old_gone: NemoRLError | None,
-                      repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:
+def requirement_drift(before: bump_steps.Before, repo: Path, new_rev: str, new: declared.Declares | None
+                      ) -> list[str]:
     """The bump report's requirement lines: what the fork itself declares, old commit against new. With a derived
-    entry, as [declares] records it (`new`: at the new commit; `old`: index.toml's record of the pin, or None:
-    built from the old commit); without one, the fork's own metadata at both commits, built."""
+    entry, as [declares] records it (`new`: at the new commit; the old side is index.toml's record of the pin when
+    it is one, or else built from the old commit); without one, the fork's own metadata at both commits, built. A
+    fork whose history was rewritten may have lost the old commit: the bump goes on without it, and the drift says
+    it could not compare."""
     fork = before.fork
-    problem = old_gone
-    if problem is None:
-        try:
-            if new is None:
-                progress("reading the fork's own metadata at both commits (its build backend)")
-                built = fork_metadata.read_all(repo, [fork.rev, new_rev])
-                old_lines, new_lines = (tuple(m.requires.values()) for m in built)
-            else:
-                if old is None:
-                    progress("reading the fork's own metadata at the old commit (its build backend)")
-                    old = fork_metadata.declares(fork_metadata.read(repo, fork.rev), fork.rev, fork.distribution,
-                                                 before.dropped)
-                old_lines, new_lines = old.requires_dist, new.requires_dist
-        except NemoRLError as exc:
-            problem = exc
-    if problem is not None:
+    old, built = before.recorded_at_pin(), []
+    try:
+        if old is None or new is None:
+            progress("reading the fork's own metadata at the old commit (its build backend)")
+            fork_cache.fetched(fork, fork.rev)  # the fork's history may have been rewritten since
+            built = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
+        if new is None:
+            old_lines, new_lines = (tuple(m.requires.values()) for m in built)
+        else:  # both as [declares] records them
+            old_lines = (old or fork_metadata.declares(built[0], fork.rev, fork.distribution, before.dropped)
+                         ).requires_dist
+            new_lines = new.requires_dist
+    except NemoRLError as problem:
         return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
                 f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
                 f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
@@ -213,20 +212,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,
                                      f"the fork at {new_rev[:12]}")
         progress("computing the downstream commits over upstream")
-        # The old side of the requirement drift is index.toml's record of the pin when it is one; otherwise the
-        # old commit's metadata is built. A fork whose history was rewritten may have lost that commit: the bump
-        # goes on without it, and the drift says it could not compare.
-        old_declares, old_gone = before.recorded_at_pin(), None
-        if old_declares is None:
-            try:
-                fork_cache.fetched(fork, fork.rev)
-            except NemoRLError as exc:
-                old_gone = exc
-        # The trees that come with the diffs' blobs (their metadata is built after the history): the old pin, when
-        # it is built and the fork still has it, and the new commit unless its metadata is built first, for the entry.
-        trees = fork_metadata.uncached(repo, [*([fork.rev] if old_declares is None and old_gone is None else []),
-                                              *([] if before.derives else [new_rev])])
-        base, shas, blobs = records.downstream_started(repo, fork, new_rev, trees)
+        base, shas, blobs = records.downstream_started(repo, fork, new_rev)
         # Each step waits on other processes: the diffs' blobs come while the fork's metadata at the new commit is
         # built, and uv locks the final staged pyproject.toml while the records are computed. Any failure (the
         # commit is not the fork's, its backend fails) ends what is still running.
@@ -240,7 +226,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
                 locking.advance()
                 recs = records.describe(repo, shas)
                 locking.advance()
-                drift_lines = requirement_drift(before, old_declares, old_gone, repo, new_rev, declares)
+                drift_lines = requirement_drift(before, repo, new_rev, declares)
                 lock_mode = locking.result()
         progress(f"writing {relative_patches}/")
         new_fork = lockfile.fork(staging.path, fork.distribution)

@@ -119,11 +119,6 @@ def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
     return repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
 
 
-def uncached(repo: Path, revs: list[str]) -> list[str]:
-    """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
-    return [rev for rev in revs if _load(_cache_path(repo, rev, METADATA), METADATA) is None]
-
-
 def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
