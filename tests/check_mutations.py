@@ -1004,7 +1004,7 @@ MUTATIONS = [
      "    return declared.Declares(new.version, new.requires_python, tuple(new.requires.values()))",
      f"{DERIVED} -k direct_reference"),
     ("bump: the drift's old side from the recorded [declares]", "nemo_rl/deps/bump.py",
-     "    old = before.recorded_at_pin()\n", "    old = None\n",
+     "    old, built = before.recorded_at_pin(), []", "    old, built = None, []",
      f"{DERIVED} -k recorded_declares_when_the_old_commit_is_gone"),
     ("bump: [declares] read only when the index is pinned at the pin", "nemo_rl/forks/bump_steps.py",
      "        if (index is None or index.pinned != fork.rev or", "        if (index is None or",
