@@ -245,14 +245,14 @@ def test_declares_of_a_hand_edited_index_are_requirements_or_refused(line):
 def test_two_entries_for_one_fork_are_refused(tmp_path):
     """uv would ignore the derived entry and lock the fork's own metadata, silently."""
     from nemo_rl.errors import NemoRLError
-    from nemo_rl.project import lockfile
+    from nemo_rl.forks import metadata_check
 
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "p"\nversion = "0"\n'
         '[[tool.uv.dependency-metadata]]\nname = "megatron-core"\nversion = "1"\n'
         '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"\nversion = "2"\n')
     with pytest.raises(NemoRLError, match="2 .*entries for megatron-core"):
-        lockfile.declared_metadata(tmp_path, "megatron-core")
+        metadata_check.entry(tmp_path, "megatron-core")
 
 
 def lock_of(package, manifest):

@@ -10,6 +10,7 @@ import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.forks import metadata_check
 from nemo_rl.project import lockfile
 
 
@@ -305,7 +306,7 @@ def test_bump_lands_the_version_the_fork_declares(world, capsys):
     newer = commit(megatron.fork, "release 0.2.0", {"pyproject.toml": pyproject.replace('"0.1.0"', '"0.2.0"')})
     assert bump(world, "megatron-core", "--rev", newer) == 0
     assert "version: 0.1.0 -> 0.2.0" in capsys.readouterr().out
-    assert lockfile.declared_metadata(world.project, "megatron-core").version == "0.2.0"
+    assert metadata_check.entry(world.project, "megatron-core").version == "0.2.0"
     assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
 
 

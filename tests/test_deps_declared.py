@@ -4,9 +4,10 @@ move, the project's drop/add lists, `deps patches`, `deps bump`, `deps status`, 
 import tomllib
 
 import forkworld
-from gitfixtures import commit
+from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.forks import declared, metadata_check
 from nemo_rl.project import lockfile
 
 DROP = {"pytest": "a test tool the fork lists as a runtime requirement"}
@@ -21,7 +22,7 @@ def pin(world, rev):
 
 
 def entry(world):
-    return lockfile.declared_metadata(world.project, "megatron-core")
+    return metadata_check.entry(world.project, "megatron-core")
 
 
 def locked(world):
@@ -39,7 +40,7 @@ def derived_world(world):
 
 def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):
     derived_world(world)
-    assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.1.0", ("nemo-toolkit",), ">=3.10")
+    assert entry(world) == declared.Entry("megatron-core", "0.1.0", ">=3.10", ("nemo-toolkit",))
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
     assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
                                  "requires-python": ">=3.10",
@@ -102,7 +103,7 @@ def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
     pin(world, dynamic)
     out = capsys.readouterr().out
     assert locked(world).version == "0.2.0"
-    assert entry(world) == lockfile.DeclaredMetadata("megatron-core", "0.2.0", ("nemo-toolkit>=0.1",), ">=3.10")
+    assert entry(world) == declared.Entry("megatron-core", "0.2.0", ">=3.10", ("nemo-toolkit>=0.1",))
     assert "version: 0.1.0 -> 0.2.0" in out and "+ nemo-toolkit>=0.1" in out
     assert "locked online: the fork's own metadata changed the entry uv locks" in out
     assert cli(world, "patches", "--check", "--offline") == 0
@@ -152,7 +153,7 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
     wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
                              fork.rev)
-    index, noted = records.build(directory, fork, fork.rev, base, recs, wrong)
+    index, noted = records.build(directory, records.read_index(directory), fork, fork.rev, base, recs, wrong)
     records.write(directory, index, noted)
     metadata_check.write_derived(world.project, "megatron-core", wrong)
     capsys.readouterr()
@@ -171,7 +172,8 @@ def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
     fork = lockfile.fork(world.project, "megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
-    records.write(directory, *records.build(directory, fork, fork.rev, base, recs, None))
+    records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
+                                            None))
     capsys.readouterr()
     assert cli(world, "patches", "--check", "--offline") == 1
     assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
@@ -244,3 +246,54 @@ def test_a_version_that_is_not_pep_440_is_not_bumped_to(world, capsys):
     assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
     assert "not a PEP 440 version" in capsys.readouterr().err
     assert _state(world) == before
+
+
+def _tightened(world):
+    """A fork commit that declares nemo-toolkit>=0.1 where derived_world's pin declares nemo-toolkit."""
+    pyproject = forkworld.fork_pyproject(world, dependencies=["nemo-toolkit>=0.1", "pytest>=8"])
+    return commit(world.forks["megatron-core"].fork, "tighten nemo-toolkit", {"pyproject.toml": pyproject})
+
+
+def test_bump_compares_against_the_recorded_declares_when_the_old_commit_is_gone(world, capsys, monkeypatch,
+                                                                                 tmp_path):
+    """index.toml's [declares] is the record of what the fork declares at the pin: the bump's requirement drift
+    reads its old side there, so it holds even when the old commit can no longer be fetched or built (the fork's
+    history was rewritten and the commit collected, and no cache keeps its metadata)."""
+    old = derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    git(fork, "reset", "-q", "--hard", f"{old}^")
+    new = _tightened(world)
+    git(fork, "reflog", "expire", "--expire=now", "--all")
+    git(fork, "gc", "-q", "--prune=now")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "empty-cache"))
+    capsys.readouterr()
+    pin(world, new)
+    out = capsys.readouterr().out
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 1 changed" in out
+    assert "~ nemo-toolkit -> nemo-toolkit>=0.1" in out and "not compared" not in out
+
+
+def test_bump_builds_the_old_side_when_the_index_is_not_the_record_of_the_pin(world, capsys):
+    """A pin moved by hand (pyproject.toml and `uv lock` alone) leaves index.toml describing the commit before:
+    its [declares] is not what the fork declares at the pin, so the old commit's own metadata is built."""
+    derived_world(world)
+    moved = _tightened(world)
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, moved))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    new = commit(world.forks["megatron-core"].fork, "no requirement changes", {"README.md": "same requirements\n"})
+    capsys.readouterr()
+    pin(world, new)
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 0 changed" in capsys.readouterr().out
+
+
+def test_bump_builds_the_old_side_when_the_recorded_declares_were_edited(world, capsys):
+    """A [declares] edited by hand no longer matches the index's digest: the old commit's own metadata is built."""
+    derived_world(world)
+    path = world.project / "patches/megatron-core/index.toml"
+    path.write_text(path.read_text().replace('"pytest>=8",', '"pytest>=8",\n    "einops",', 1))
+    assert "einops" in path.read_text()
+    new = commit(world.forks["megatron-core"].fork, "no requirement changes", {"README.md": "same requirements\n"})
+    capsys.readouterr()
+    pin(world, new)
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 0 changed" in capsys.readouterr().out

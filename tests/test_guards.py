@@ -14,9 +14,8 @@ from gitfixtures import commit, git
 
 from nemo_rl import git as nemo_git
 from nemo_rl.cli import main
-from nemo_rl.forks import fork_metadata, records
+from nemo_rl.forks import declared, fork_metadata, records
 from nemo_rl.forks.record_files import Record
-from nemo_rl.project.lockfile import DeclaredMetadata
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,7 +77,7 @@ def test_notes_follow_a_rebased_commit(tmp_path):
     from nemo_rl.project.lockfile import Fork
 
     pin = Fork("megatron-core", "https://x.invalid/f.git", "b" * 40, "main", "https://x.invalid/u.git", "main", None)
-    _, noted = records.build(previous, pin, "b" * 40, "d" * 40, [rebased, unrelated])
+    _, noted = records.build(previous, None, pin, "b" * 40, "d" * 40, [rebased, unrelated])
     assert [r.note for r in noted] == ["ours: why", ""]
 
 
@@ -87,7 +86,8 @@ def test_drift_reports_changes_and_leaves_out_extras():
         ["torch>=2", "einops", "pytest; extra == 'test'"]))
     new = fork_metadata.Metadata("megatron-core", "0.2", fork_metadata._requirements(
         ["torch>=2.1", "numpy<2", "wandb; extra == 'dev'"]))
-    drift = fork_metadata.drift(old, new, DeclaredMetadata("megatron-core", "0.1", ("torch",)))
+    drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
+                                declared.Entry("megatron-core", "0.1", None, ("torch",)))
     assert drift.changed == [("torch>=2", "torch>=2.1")]
     assert drift.added == ["numpy<2"] and drift.removed == ["einops"]  # extras' requirements are not imports
     assert drift.uncovered == ["numpy"]

@@ -10,6 +10,7 @@ from gitfixtures import commit
 from test_deps_declared import derived_world
 
 from nemo_rl.cli import main
+from nemo_rl.forks import metadata_check
 from nemo_rl.project import lockfile
 
 FIX = "run `nemo-rl deps patches megatron-core`"
@@ -115,7 +116,7 @@ def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world,
     forkworld.uv_run(world, "lock", "--quiet")
     both_report(world, env, capsys, "metadata stale", "[[tool.uv.dependency-metadata]] megatron-core requires-dist")
     fixed(world, env, capsys)
-    assert "rich" not in str(lockfile.declared_metadata(world.project, "megatron-core").requires_dist)
+    assert "rich" not in str(metadata_check.entry(world.project, "megatron-core").requires_dist)
 
     # 6. a `deps bump` to a fork commit that moves the version again lands a lock that says it
     release = commit(fork, "release 0.4.0", {"pyproject.toml": forkworld.fork_pyproject(
@@ -139,9 +140,9 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     fork = lockfile.fork(world.project, "megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
-    # the fork builds 0.1.0 and requires nemo-toolkit
-    wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)
-    records.write(directory, *records.build(directory, fork, fork.rev, base, recs, wrong))
+    wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)  # the fork builds 0.1.0, needs nemo-toolkit
+    records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
+                                            wrong))
     metadata_check.write_derived(world.project, "megatron-core", wrong)
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert offline(world, capsys)[0] == 0  # nothing offline can prove: the fork is not at hand

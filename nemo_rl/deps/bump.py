@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import bump_steps, fork_cache, fork_metadata, records
+from nemo_rl.forks import bump_steps, declared, fork_cache, fork_metadata, records
 from nemo_rl.forks.bump_steps import commit_changes
 from nemo_rl.progress import progress
 from nemo_rl.project import landing, lockfile
@@ -139,25 +139,33 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     return "\n".join(lines)
 
 
-def requirement_drift(before: bump_steps.Before, old_gone: NemoRLError | None, repo: Path, new_rev: str,
-                      new: fork_metadata.Metadata | None) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new (`new`: its
-    metadata at the new commit when the entry was derived from it)."""
+def requirement_drift(before: bump_steps.Before, repo: Path, new_rev: str, new: declared.Declares | None
+                      ) -> list[str]:
+    """The bump report's requirement lines: what the fork itself declares, old commit against new. With a derived
+    entry, as [declares] records it (`new`: at the new commit; the old side is index.toml's record of the pin when
+    it is one, or else built from the old commit); without one, the fork's own metadata at both commits, built. A
+    fork whose history was rewritten may have lost the old commit: the bump goes on without it, and the drift says
+    it could not compare."""
     fork = before.fork
-    progress("reading the fork's own metadata at the old commit (its build backend)")
-    problem = old_gone
-    if problem is None:
-        try:
-            read = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
-        except NemoRLError as exc:
-            problem = exc
-    if problem is not None:
+    old, built = before.recorded_at_pin(), []
+    try:
+        if old is None or new is None:
+            progress("reading the fork's own metadata at the old commit (its build backend)")
+            fork_cache.fetched(fork, fork.rev)  # the fork's history may have been rewritten since
+            built = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
+        if new is None:
+            old_lines, new_lines = (tuple(m.requires.values()) for m in built)
+        else:  # both as [declares] records them
+            old_lines = (old or fork_metadata.declares(built[0], fork.rev, fork.distribution, before.dropped)
+                         ).requires_dist
+            new_lines = new.requires_dist
+    except NemoRLError as problem:
         return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
                 f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
                 f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
-    # a derived entry follows the fork by construction: nothing it adds is left uncovered
-    return fork_metadata.drift(read[0], new or read[1], None if before.derives else before.entry
-                               ).lines(fork.distribution)
+    # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata: nothing
+    # the fork adds is left uncovered
+    return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
 
 
 def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict:
@@ -205,23 +213,12 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,
                                      f"the fork at {new_rev[:12]}")
         progress("computing the downstream commits over upstream")
-        # A fork whose history was rewritten may have lost the commit pinned now: the bump goes on without it,
-        # and the requirement drift says it could not compare.
-        try:
-            fork_cache.fetched(fork, fork.rev)
-            old_gone = None
-        except NemoRLError as exc:
-            old_gone = exc
-        # The trees that come with the diffs' blobs (their metadata is built after the history): the old pin, when
-        # the fork still has it, and the new commit unless its metadata is built first, for the entry.
-        trees = fork_metadata.uncached(repo, [*([fork.rev] if old_gone is None else []),
-                                              *([] if before.derives else [new_rev])])
-        base, shas, blobs = records.downstream_started(repo, fork, new_rev, trees)
+        base, shas, blobs = records.downstream_started(repo, fork, new_rev)
         # Each step waits on other processes: the diffs' blobs come while the fork's metadata at the new commit is
         # built, and uv locks the final staged pyproject.toml while the records are computed. Any failure (the
         # commit is not the fork's, its backend fails) ends what is still running.
         with blobs:
-            new_metadata, declares = bump_steps.declares_for(before, repo, new_rev)
+            declares = bump_steps.declares_for(before, repo, new_rev)
             entry_lines, changed = bump_steps.write_pyproject(staging.path, before, new_rev, args.branch, base,
                                                               declares)
             progress(f"uv lock --upgrade-package {fork.distribution}")
@@ -230,11 +227,12 @@ def bump(project: Path, args: argparse.Namespace) -> int:
                 locking.advance()
                 recs = records.describe(repo, shas)
                 locking.advance()
-                drift_lines = requirement_drift(before, old_gone, repo, new_rev, new_metadata)
+                drift_lines = requirement_drift(before, repo, new_rev, declares)
                 lock_mode = locking.result()
         progress(f"writing {relative_patches}/")
         new_fork = lockfile.fork(staging.path, fork.distribution)
-        index, noted = records.build(staging.path / relative_patches, new_fork, new_rev, base, recs, declares)
+        index, noted = records.build(staging.path / relative_patches, before.index, new_fork, new_rev, base, recs,
+                                     declares)
         records.write(staging.path / relative_patches, index, noted)
         staging.keep_mode("uv.lock")
         locked_after = validate(staging.path, new_fork, new_rev)

@@ -45,7 +45,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], [".python-version"] if declares else []) as staging:
-            index, noted = records.build(staging.path / relative, fork, fork.rev, base, recs, declares)
+            staged = staging.path / relative
+            index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
             before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
                 if declares else (None, None, [])

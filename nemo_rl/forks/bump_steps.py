@@ -66,6 +66,24 @@ class Before:
     def derives(self) -> bool:
         return declared.derives(self.entry, self.deltas)
 
+    @property
+    def dropped(self) -> frozenset[str]:
+        return frozenset(d.name for d in self.deltas.drop)
+
+    def recorded_at_pin(self) -> declared.Declares | None:
+        """What the fork declares at the pin, as index.toml's [declares] records it, when the index is the record of
+        the pin (pinned and locked there, its digest intact): the old side of the requirement drift, read instead of
+        building the old commit's metadata. None otherwise: that metadata is built."""
+        index, fork = self.index, self.fork
+        locked = self.locked.get(fork.distribution)
+        if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev
+                or index.digest != index.expected_digest()):
+            return None
+        try:
+            return metadata_check.recorded(index, fork.distribution)
+        except NemoRLError:
+            return None  # a [declares] nemo-rl does not read: the old commit's metadata says it instead
+
 
 def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:
     lock_path = project / "uv.lock"
@@ -74,13 +92,12 @@ def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:
                   metadata_check.deltas(project, distribution), read_index(patch_dir))
 
 
-def declares_for(before: Before, repo: Path, new_rev: str
-                 ) -> tuple[fork_metadata.Metadata | None, declared.Declares | None]:
-    """What the fork declares at the new commit, from its own build backend, for the index and the derived entry
-    (None, None: the fork has no entry to derive); with its metadata, which the drift compares. Without the fork's
-    metadata the entry cannot be derived, so the bump stops."""
+def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
+    """What the fork declares at the new commit, from its own build backend, for the index, the derived entry and
+    the drift (None: the fork has no entry to derive). Without the fork's metadata the entry cannot be derived, so
+    the bump stops."""
     if not before.derives:
-        return None, None
+        return None
     progress("reading the fork's own metadata at the new commit (its build backend)")
     try:
         new = fork_metadata.read(repo, new_rev)
@@ -90,8 +107,7 @@ def declares_for(before: Before, repo: Path, new_rev: str
                           f"[[tool.uv.dependency-metadata]] entry cannot be derived: {exc.what.splitlines()[0]}",
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
-    dropped = frozenset(d.name for d in before.deltas.drop)
-    return new, fork_metadata.declares(new, new_rev, before.fork.distribution, dropped)  # before anything is locked
+    return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped)  # before anything is locked
 
 
 EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)

@@ -63,6 +63,33 @@ class Entry:
     requires_dist: tuple[str, ...]
 
 
+def entry_from_tables(entries: object, distribution: str) -> Entry | None:
+    """pyproject.toml's [[tool.uv.dependency-metadata]] entry for `distribution` (`entries`: that array), checked;
+    None when it has none. uv locks its version and requirements instead of the fork's own."""
+    where = f"[[tool.uv.dependency-metadata]] {distribution}"
+    if not isinstance(entries, list):
+        raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
+                          "write each entry as a [[tool.uv.dependency-metadata]] table")
+    same = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
+            and canonicalize_name(e["name"]) == canonicalize_name(distribution)]
+    if len(same) > 1:  # uv then ignores ours and locks the fork's own metadata, silently
+        raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
+                          f"({', '.join(repr(e['name']) for e in same)})",
+                          f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
+    if not same:
+        return None
+    entry = same[0]  # `Megatron_Core` is megatron-core to uv: its name as spelled is kept, for a check to name
+    requires, version, python = entry.get("requires-dist", []), entry.get("version"), entry.get("requires-python")
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise NemoRLError(f"pyproject.toml: {where} requires-dist must be a list of strings",
+                          "fix it in pyproject.toml")
+    for field, value in (("version", version), ("requires-python", python)):
+        if value is not None and not isinstance(value, str):
+            raise NemoRLError(f"pyproject.toml: {where} {field} must be a string, found {type(value).__name__} "
+                              f"{value!r:.60}", f"fix {where} {field} in pyproject.toml")
+    return Entry(entry["name"], version, python, tuple(requires))
+
+
 def _name(requirement: str) -> str:
     return canonicalize_name(Requirement(requirement).name)
 

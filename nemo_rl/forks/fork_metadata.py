@@ -12,7 +12,7 @@ import json
 import shutil
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
@@ -24,7 +24,6 @@ from packaging.version import InvalidVersion, Version
 from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
-from nemo_rl.project import lockfile
 from nemo_rl.project.landing import write_atomic
 
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
@@ -118,11 +117,6 @@ def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
 
 def _cache_path(repo: Path, rev: str, suffix: str) -> Path:
     return repo / "nemo-rl-metadata" / f"{rev}.{suffix}"
-
-
-def uncached(repo: Path, revs: list[str]) -> list[str]:
-    """Those of `revs` whose metadata `read_all` would build (check out) rather than find cached."""
-    return [rev for rev in revs if _load(_cache_path(repo, rev, METADATA), METADATA) is None]
 
 
 def _strings(value: object) -> bool:
@@ -283,13 +277,14 @@ class Drift:
         return lines
 
 
-def drift(old: Metadata, new: Metadata, declared: lockfile.DeclaredMetadata | declared.Entry | None) -> Drift:
+def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
+    """The fork's requirements at two commits compared (Metadata.requires' values, or [declares] requires-dist)."""
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
-    added_names = sorted(new.requires.keys() - old.requires.keys())
-    added = [new.requires[n] for n in added_names]
-    removed = [old.requires[n] for n in sorted(old.requires.keys() - new.requires.keys())]
-    changed = [(old.requires[n], new.requires[n]) for n in sorted(old.requires.keys() & new.requires.keys())
-               if old.requires[n] != new.requires[n]]
+    old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
+    added_names = sorted(new.keys() - old.keys())
+    added = [new[n] for n in added_names]
+    removed = [old[n] for n in sorted(old.keys() - new.keys())]
+    changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
     uncovered = sorted({str(canonicalize_name(Requirement(r).name)) for r in added} - covered) \
         if declared is not None else []

@@ -21,10 +21,7 @@ def deltas(project: Path, distribution: str) -> declared.Deltas:
 
 
 def entry(project: Path, distribution: str) -> declared.Entry | None:
-    found = lockfile.declared_metadata(project, distribution)
-    if found is None:
-        return None
-    return declared.Entry(found.name, found.version, found.requires_python, found.requires_dist)
+    return declared.entry_from_tables(lockfile.tool_tables(project)[0].get("dependency-metadata", []), distribution)
 
 
 def recorded(index: Index | None, distribution: str) -> declared.Declares | None:

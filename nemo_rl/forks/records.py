@@ -91,10 +91,10 @@ def declares_at(project: Path, repo: Path, fork: lockfile.Fork, rev: str) -> dec
     return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped)
 
 
-def build(previous: Path, fork: lockfile.Fork, pinned: str, base: str, records: list[Record],
-          declares: declared.Declares | None = None) -> tuple[Index, list]:
-    """The index and records for `pinned`, keeping our why-note and notes from the records in `previous`."""
-    old_index = read_index(previous)
+def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: str, base: str,
+          records: list[Record], declares: declared.Declares | None = None) -> tuple[Index, list]:
+    """The index and records for `pinned`, keeping our why-note (from `old_index`, previous's index.toml as read
+    before) and notes from the records in `previous`."""
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
     # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.

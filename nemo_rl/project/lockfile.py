@@ -201,43 +201,6 @@ def fork(project: Path, distribution: str) -> Fork:
     return known[distribution]
 
 
-@dataclass(frozen=True)
-class DeclaredMetadata:
-    """A [[tool.uv.dependency-metadata]] entry: uv locks this instead of the distribution's own metadata."""
-
-    name: str
-    version: str | None
-    requires_dist: tuple[str, ...]
-    requires_python: str | None = None
-
-
-def declared_metadata(project: Path, distribution: str) -> DeclaredMetadata | None:
-    """The [[tool.uv.dependency-metadata]] entry for `distribution`: uv locks its version and requirements
-    instead of the fork's own, so a bump must keep it true."""
-    path = project / "pyproject.toml"
-    entries = tool_tables(project)[0].get("dependency-metadata", [])
-    if not isinstance(entries, list):
-        raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
-                          "write each entry as a [[tool.uv.dependency-metadata]] table")
-    from packaging.utils import canonicalize_name
-
-    same = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
-            and canonicalize_name(e["name"]) == canonicalize_name(distribution)]
-    if len(same) > 1:  # uv then ignores ours and locks the fork's own metadata, silently
-        raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
-                          f"({', '.join(repr(e['name']) for e in same)})",
-                          f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
-    if not same:
-        return None
-    entry = same[0]  # `Megatron_Core` is megatron-core to uv: its name as spelled is kept, for a check to name
-    where = f"[[tool.uv.dependency-metadata]] {distribution}"
-    requires = entry.get("requires-dist", [])
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise NemoRLError(f"{path.name}: {where} requires-dist must be a list of strings", f"fix it in {path}")
-    return DeclaredMetadata(entry["name"], _string(entry.get("version"), f"{where} version", path), tuple(requires),
-                            _string(entry.get("requires-python"), f"{where} requires-python", path))
-
-
 def requires_python(project: Path) -> str | None:
     path = project / "pyproject.toml"
     return _string(table(load_toml(path).get("project"), "[project]", path).get("requires-python"),
