@@ -1387,6 +1387,12 @@ MUTATIONS = [
     ("develop: again after uv sync refuses a gone checkout", "nemo_rl/deps/develop.py",
      "    if develop_state.checkout_gone(entry.checkout):  # the overlay would lead nowhere",
      "    if False:  # the overlay would lead nowhere", "tests/test_review_fixes.py -k recorded_checkout_that_is_gone"),
+    ("locked marker: one naming extra is not packaging's to decide", "nemo_rl/forks/lock_markers.py",
+     '    if _names_extra(getattr(marker, "_markers", [])):\n        return False\n', "",
+     "tests/test_metadata_check.py -k naming_extra"),
+    ("ci: a base named is the only base", ".ci/declares-changes",
+     '    for ref in [named] if named else ["origin/main", "main"]:', '    for ref in [named, "origin/main", "main"] if named else ["origin/main", "main"]:',
+     "tests/test_lock_truth.py -k declares_a_change"),
 ]
 
 

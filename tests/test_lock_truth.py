@@ -165,6 +165,11 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
     git("checkout", "-q", "--", ".")
     git("checkout", "-q", "main")
     assert declares_changes().stdout == ""  # nothing changed against the base
+    import os
+
+    named = subprocess.run([sys.executable, str(repo / ".ci/declares-changes")], capture_output=True, text=True,
+                           env={**os.environ, "NEMO_RL_CI_BASE": "no-such-ref"})  # never main quietly instead
+    assert named.returncode == 0 and "NEMO_RL_CI_BASE='no-such-ref' has no merge base" in named.stdout, named
 
 
 def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys, tmp_path):

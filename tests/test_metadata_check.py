@@ -215,6 +215,19 @@ def test_a_locked_marker_that_cannot_be_evaluated_is_a_difference():
     assert not any(d[0] == "dependencies" and "decide" in d[1] for d in metadata_check.locked_differences(found, own))
 
 
+def test_a_locked_marker_naming_extra_is_a_difference():
+    """`extra == ''` on a base dependency: packaging says true with no extra, uv installs nothing for it, so it
+    hid a missing requirement; it is named, and `deps patches` relocks. One the fork's own requirement carries
+    (a base requirement whose marker merely mentions an extra) is what uv wrote: no difference."""
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "extra == ''"}, {"name": "torch"}])
+    assert metadata_check.locked_differences(found, DERIVED) == [
+        ("dependencies", "markers that decide in every environment the lock supports",
+         "numpy (marker \"extra == ''\"): not what the entry locks")]
+    own = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26; python_version >= '3' or extra == 'x'", "torch"))
+    found["manifest"]["dependency-metadata"][0]["requires-dist"] = list(own.requires_dist)
+    assert not any(d[0] == "dependencies" and "decide" in d[1] for d in metadata_check.locked_differences(found, own))
+
+
 def test_locked_optional_dependencies_of_a_derived_fork_are_a_difference():
     """The derived entry declares no extras, so uv locks none: `megatron-core[evil]` with a pasted
     [package.optional-dependencies] installs its list unless it is named."""

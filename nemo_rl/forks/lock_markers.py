@@ -121,11 +121,26 @@ def decides(requirement: Requirement, envs: list[Environment]) -> bool:
 
 
 def _decides(marker: Marker, env: Environment) -> bool:
+    """Whether packaging's verdict on `marker` in `env` is uv's. A marker that names `extra` is not: uv keeps an
+    extra's requirements under optional-dependencies and installs none of them with no extra active, while
+    packaging reads `extra == ''` as true there."""
+    if _names_extra(getattr(marker, "_markers", [])):
+        return False
     try:
         marker.evaluate(env)
         return True
     except ValueError:
         return False
+
+
+def _names_extra(markers: object) -> bool:
+    """Whether packaging's parsed marker (nested lists of (Variable, Op, Value) tuples and "and"/"or") names
+    the variable `extra` on either side."""
+    if isinstance(markers, list):
+        return any(_names_extra(m) for m in markers)
+    if isinstance(markers, tuple):
+        return any(type(side).__name__ == "Variable" and str(side) == "extra" for side in markers)
+    return False
 
 
 def spelled(pair: Pair) -> str:
