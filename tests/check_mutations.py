@@ -1393,6 +1393,9 @@ MUTATIONS = [
     ("ci: a base named is the only base", ".ci/declares-changes",
      '    for ref in [named] if named else ["origin/main", "main"]:', '    for ref in [named, "origin/main", "main"] if named else ["origin/main", "main"]:',
      "tests/test_lock_truth.py -k declares_a_change"),
+    ("landing: an unreadable cut-short journal gets its own fix", "nemo_rl/project/landing.py",
+     "        if cut.unreadable is not None:  # recover cannot finish it either", "        if False:  # recover",
+     "tests/test_landing.py -k cannot_be_read"),
 ]
 
 

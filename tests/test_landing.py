@@ -90,3 +90,20 @@ def test_an_unchanged_project_lands(tmp_path):
         (staged.path / "pyproject.toml").write_text("staged\n")
         staged.land()
     assert (project / "pyproject.toml").read_text() == "staged\n"
+
+
+def test_a_cut_short_landing_whose_journal_cannot_be_read_is_refused_with_its_own_fix(tmp_path):
+    """recover cannot finish a landing whose journal does not read: the refusal says what recover would, never
+    to run recover."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import landing
+
+    staging = tmp_path / landing.STAGING_ROOT / "staging-1-a"
+    staging.mkdir(parents=True)
+    (staging / landing.JOURNAL).write_text("garbage{")
+    try:
+        landing.refuse_cut_short(tmp_path, locked=True)
+    except NemoRLError as exc:
+        assert "journal cannot be read" in exc.what and "deps recover` (it finishes" not in str(exc.remedy), exc
+    else:
+        raise AssertionError("a landing cut short was not refused")

@@ -275,6 +275,9 @@ def refuse_cut_short(project: Path, *, locked: bool) -> None:
     """A command that reads the pins refuses over a landing cut short: it would read a mix of old and new files
     and land its own over them, after which `deps recover` refuses the newer files."""
     for cut in cut_short(project, locked=locked):
+        if cut.unreadable is not None:  # recover cannot finish it either: say what it says
+            raise NemoRLError(f"a landing in {project} was cut short and its journal cannot be read: "
+                              f"{cut.unreadable}", "follow that, then run this command again")
         raise NemoRLError(f"a landing in {project} was cut short ({cut.staging} is left; moved: "
                           f"{', '.join(cut.moved) or 'nothing'}): the project may mix old and new files",
                           "run `nemo-rl deps recover` (it finishes that landing), then run this command again")
