@@ -103,12 +103,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
             if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
                 os.close(fd)
                 return None
-            mine = os.fstat(fd)
-            try:
-                now = os.lstat(path)
-            except FileNotFoundError:
-                now = None
-            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            if _names(path, fd):
                 return fd
         except BaseException:
             os.close(fd)
@@ -119,15 +114,20 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
 def remove_locked(path: Path, fd: int) -> bool:
     """Remove the lock file `path` whose lock `fd` holds (from `lock_file`): safe for those who follow
     `lock_file`, see there. False when the path no longer names that file (then it is left)."""
+    if not _names(path, fd):
+        return False
+    path.unlink()
+    return True
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether `path` still names the file `fd` has open (not removed, nor replaced by another)."""
     mine = os.fstat(fd)
     try:
         now = os.lstat(path)
     except FileNotFoundError:
         return False
-    if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
-        return False
-    path.unlink()
-    return True
+    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def hold(directory: Path) -> int:

@@ -1376,7 +1376,7 @@ MUTATIONS = [
      "bundles.remove_dead_packs(root) + bundles.remove_free_pack_locks(root)", "bundles.remove_dead_packs(root)",
      f"{REST} -k free_lock_files"),
     ("rest: a lock whose file was removed meanwhile is taken again", "nemo_rl/locks.py",
-     "            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):\n                return fd",
+     "            if _names(path, fd):\n                return fd",
      "            if True:\n                return fd", f"{REST} -k held_twice"),
     ("rest: an unreadable checkout's fix says whether its files run", "nemo_rl/deps/status.py",
      '                          f"{fork.distribution} is imported from the files of" if active else',
