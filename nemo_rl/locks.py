@@ -120,6 +120,21 @@ def remove_locked(path: Path, fd: int) -> bool:
     return True
 
 
+def remove_free(path: Path, unused: Callable[[], bool] = lambda: True) -> bool:
+    """Remove the lock file `path` when no process holds its lock and `unused()`, asked under that lock, agrees
+    (`lock_file`, `remove_locked`); False when held, in use, gone meanwhile or planted (a link, a hard link)."""
+    try:
+        fd = lock_file(path, None)
+    except (OSError, NemoRLError):
+        return False
+    if fd is None:
+        return False
+    try:
+        return unused() and remove_locked(path, fd)
+    finally:
+        os.close(fd)
+
+
 def _names(path: Path, fd: int) -> bool:
     """Whether `path` still names the file `fd` has open (not removed, nor replaced by another)."""
     mine = os.fstat(fd)

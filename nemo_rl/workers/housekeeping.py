@@ -8,6 +8,7 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -200,21 +201,17 @@ def _prune_lock_files() -> list[Path]:
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        if not KEY.fullmatch(where.key) or _not_ours(path) is not None or os.path.lexists(where.path) \
-                or where.building():  # only a key's lock file (environments.key_for), and only an unused key's
+        if not KEY.fullmatch(where.key) or _not_ours(path) is not None \
+                or not _unused(where):  # only a key's lock file (environments.key_for), and only an unused key's
             continue
-        try:
-            fd = locks.lock_file(path, None)
-        except (OSError, NemoRLError):  # gone meanwhile, or planted (a link, a hard link): left
-            continue
-        if fd is None:  # a build of that key is starting
-            continue
-        try:
-            if not os.path.lexists(where.path) and not where.building() and locks.remove_locked(path, fd):
-                removed.append(path)
-        finally:
-            os.close(fd)
+        # asked again under the lock: a build of that key may be starting
+        if locks.remove_free(path, functools.partial(_unused, where)):
+            removed.append(path)
     return removed
+
+
+def _unused(where: environments.Slot) -> bool:
+    return not os.path.lexists(where.path) and not where.building()
 
 
 def _prune_packs() -> list[Path]:
