@@ -1238,7 +1238,7 @@ MUTATIONS = [
     ("whose: another user's environment is not ours", "nemo_rl/workers/housekeeping.py",
      'if info.st_uid != os.geteuid() else None', "if False else None", f"{WHOSE} -k another_users"),
     ("whose: a link in the venv directory is not ours", "nemo_rl/workers/housekeeping.py",
-     '    if path.is_symlink():\n        return "a symbolic link"', '    if False:\n        return "a symbolic link"',
+     '    if stat.S_ISLNK(info.st_mode):\n        return "a symbolic link"', '    if False:\n        return "a symbolic link"',
      f"{WHOSE} -k link_in_the_venv"),
     ("whose: a damaged checkout id is named", "nemo_rl/project/identity.py", "    if os.path.lexists(path):\n",
      "    if False:\n", f"{WHOSE} -k damaged_checkout_id"),

@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _not_ours(path: Path) -> str | None:
         info = path.lstat()
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    if path.is_symlink():
+    if stat.S_ISLNK(info.st_mode):
         return "a symbolic link"
     return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
 
