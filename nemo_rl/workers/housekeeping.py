@@ -168,12 +168,13 @@ def _unclaimed(path: Path, checkout: str) -> str:
             f"{shlex.quote(str(path))}")
 
 
-def prune(project: Path | None) -> list[Path]:
+def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
     """Remove what is provably this checkout's and unused: its stale environments and killed builds, and the lock
     files of keys left with no environment. A broken environment (metadata that does not read: nothing says whose
-    it is) and another checkout's are listed, never removed."""
+    it is) and another checkout's are listed, never removed. `rows`: listing(project), when the caller has it
+    (it sizes every environment and reads /proc)."""
     removed = []
-    for row in listing(project):
+    for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "unfinished build"):
             continue
         if row.path.name.startswith(WORK_CACHE_PREFIX):
