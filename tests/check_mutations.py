@@ -829,7 +829,7 @@ MUTATIONS = [
      "    if entry.managed and git.remote_url(entry.checkout, \"upstream\"):", "    if True:", NEVER),
     ("never: --onto refuses a tree or blob", "nemo_rl/deps/develop.py", '    if kind != "commit":', "    if False:", NEVER),
     ("never: recover checks what it moves", "nemo_rl/project/landing.py",
-     "        if (staging / name).exists() or (staging / name).is_symlink():\n            _check_staged(staging, name)",
+     "        if os.path.lexists(staging / name):\n            _check_staged(staging, name)",
      "        if False:\n            _check_staged(staging, name)", NEVER),
     ("never: renames probed before staging", "nemo_rl/project/landing.py",
      "        if inside:\n            require_renames(project)\n", "", NEVER),
