@@ -110,19 +110,20 @@ def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
             marker = _marker(item["marker"])
-            if marker is None or not all(_decides(marker, env) for env in envs):
+            if marker is None or not _decides(marker, envs):
                 found.append((canonicalize_name(str(item.get("name"))), str(item["marker"])))
     return found
 
 
 def decides(requirement: Requirement, envs: list[Environment]) -> bool:
     """Whether a requirement's marker can be evaluated in each of `envs`."""
-    return requirement.marker is None or all(_decides(requirement.marker, env) for env in envs)
+    return requirement.marker is None or _decides(requirement.marker, envs)
 
 
-def _decides(marker: Marker, env: Environment) -> bool:
+def _decides(marker: Marker, envs: list[Environment]) -> bool:
     try:
-        marker.evaluate(env)
+        for env in envs:
+            marker.evaluate(env)
         return True
     except ValueError:
         return False
