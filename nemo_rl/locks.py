@@ -103,12 +103,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
             if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
                 os.close(fd)
                 return None
-            mine = os.fstat(fd)
-            try:
-                now = os.lstat(path)
-            except FileNotFoundError:
-                now = None
-            if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            if _names(path, fd):
                 return fd
         except BaseException:
             os.close(fd)
@@ -119,15 +114,35 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
 def remove_locked(path: Path, fd: int) -> bool:
     """Remove the lock file `path` whose lock `fd` holds (from `lock_file`): safe for those who follow
     `lock_file`, see there. False when the path no longer names that file (then it is left)."""
+    if not _names(path, fd):
+        return False
+    path.unlink()
+    return True
+
+
+def remove_free(path: Path, unused: Callable[[], bool] = lambda: True) -> bool:
+    """Remove the lock file `path` when no process holds its lock and `unused()`, asked under that lock, agrees
+    (`lock_file`, `remove_locked`); False when held, in use, gone meanwhile or planted (a link, a hard link)."""
+    try:
+        fd = lock_file(path, None)
+    except (OSError, NemoRLError):
+        return False
+    if fd is None:
+        return False
+    try:
+        return unused() and remove_locked(path, fd)
+    finally:
+        os.close(fd)
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether `path` still names the file `fd` has open (not removed, nor replaced by another)."""
     mine = os.fstat(fd)
     try:
         now = os.lstat(path)
     except FileNotFoundError:
         return False
-    if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
-        return False
-    path.unlink()
-    return True
+    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def hold(directory: Path) -> int:

@@ -80,8 +80,8 @@ def start(project: Path, args: argparse.Namespace) -> int:
     if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
             and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
         return _apply(project, fork, state, entry, env)  # developed while the environment did not exist
-    if fork.distribution in state or active:
-        where = state[fork.distribution].checkout if fork.distribution in state else active
+    if entry is not None or active:
+        where = entry.checkout if entry is not None else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")

@@ -138,9 +138,10 @@ def run(project: Path, args: argparse.Namespace) -> int:
                   + (f"  ({row.detail})" if row.detail else ""))
         return 0
     if args.verb == "prune":
-        removed = housekeeping.prune(project)
+        rows = housekeeping.listing(project)
+        removed = housekeeping.prune(project, rows)
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
-        for entry in housekeeping.listing(project):
+        for entry in rows:  # prune never removes a broken one
             if entry.state == "broken":
                 print(f"left {entry.path} (broken): {entry.detail}")
         return 0

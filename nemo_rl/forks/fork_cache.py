@@ -8,6 +8,7 @@ that change it (two bumps at once would otherwise race on its config and refs).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 from collections.abc import Iterator
@@ -63,6 +64,8 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
     pin_ref = FORK_COMMIT_REF.format(sha=sha)
     upstream_ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
     upstream_refspec = f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"
+    # asked at most once a call: each asking fetches the branch from the fork
+    on_fork_branch = functools.cache(lambda: _on_branch(repo, fork, sha))
     with _locked(repo):
         git.init_cache(repo)
         git.set_remote(repo, "fork", fork.url)
@@ -71,7 +74,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 and git.is_ancestor(repo, sha, upstream_ref)):
             # An upstream commit is already in the cache, and git never asks a server for an object it has: the
             # fork's branch is the proof that the fork has it too.
-            if not _on_branch(repo, fork, sha):
+            if not on_fork_branch():
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                                   "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
                                   "with --branch NAME")
@@ -80,7 +83,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
             # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push
             # can take it away and every later `uv sync` would then fail. Offline, the proof stands.
             if git.served(fork.url, sha) is False and not (
-                    fork.branch and _on_branch(repo, fork, sha)):
+                    fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
                 raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was "
                                   "fetched)", "pin a commit the fork has now (`git ls-remote` shows its branches), "
@@ -94,7 +97,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching
                 # the branch tells the two apart.
                 if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
-                    if _on_branch(repo, fork, sha):  # False as well when the branch lacks the commit
+                    if on_fork_branch():  # False as well when the branch lacks the commit
                         raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
                                           f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
                 git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
@@ -111,7 +114,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                               "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
         progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
         git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
-        if on_branch and fork.branch and not _on_branch(repo, fork, sha):
+        if on_branch and fork.branch and not on_fork_branch():
             raise NemoRLError(
                 f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
                 "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "

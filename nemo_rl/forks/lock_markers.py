@@ -110,24 +110,25 @@ def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
             marker = _marker(item["marker"])
-            if marker is None or not all(_decides(marker, env) for env in envs):
+            if marker is None or not _decides(marker, envs):
                 found.append((canonicalize_name(str(item.get("name"))), str(item["marker"])))
     return found
 
 
 def decides(requirement: Requirement, envs: list[Environment]) -> bool:
     """Whether a requirement's marker can be evaluated in each of `envs`."""
-    return requirement.marker is None or all(_decides(requirement.marker, env) for env in envs)
+    return requirement.marker is None or _decides(requirement.marker, envs)
 
 
-def _decides(marker: Marker, env: Environment) -> bool:
-    """Whether packaging's verdict on `marker` in `env` is uv's. A marker that names `extra` is not: uv keeps an
-    extra's requirements under optional-dependencies and installs none of them with no extra active, while
-    packaging reads `extra == ''` as true there."""
+def _decides(marker: Marker, envs: list[Environment]) -> bool:
+    """Whether packaging's verdict on `marker` in each of `envs` is uv's. A marker that names `extra` is not: uv
+    keeps an extra's requirements under optional-dependencies and installs none of them with no extra active,
+    while packaging reads `extra == ''` as true there."""
     if _names_extra(getattr(marker, "_markers", [])):
         return False
     try:
-        marker.evaluate(env)
+        for env in envs:
+            marker.evaluate(env)
         return True
     except ValueError:
         return False

@@ -223,7 +223,7 @@ def _read_journal(staging: Path) -> tuple[list[str], dict[str, str | None] | Non
 def _require_unchanged(project: Path, staging: Path, moves: list[str], before: dict[str, str | None] | None) -> None:
     """Refuse to move a path that changed in the project since it was staged (an editor, `uv add`, a `git checkout`
     in another terminal): landing over it would lose that change."""
-    left = [name for name in moves if (staging / name).exists() or (staging / name).is_symlink()]
+    left = [name for name in moves if os.path.lexists(staging / name)]
 
     def unchanged(name: str) -> bool:
         held = _digest(project / name)
@@ -266,7 +266,7 @@ def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
         except NemoRLError as exc:
             found.append(CutShort(staging, [], [], f"{exc.what}: {exc.remedy}"))
             continue
-        moved = [name for name in moves if not (staging / name).exists() and not (staging / name).is_symlink()]
+        moved = [name for name in moves if not os.path.lexists(staging / name)]
         found.append(CutShort(staging, moves, moved, None))
     return found
 
@@ -359,7 +359,7 @@ def finish(project: Path, staging: Path) -> list[str]:
     paths it moved (not those moved before it was cut short)."""
     moves, before = _read_journal(staging)
     for name in moves:
-        if (staging / name).exists() or (staging / name).is_symlink():
+        if os.path.lexists(staging / name):
             _check_staged(staging, name)
     _require_unchanged(project, staging, moves, before)
     moved = []

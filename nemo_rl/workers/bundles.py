@@ -177,18 +177,11 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
     for path in sorted(root.glob(".*.pack-lock")):
         try:
             info = path.lstat()
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                continue
-            fd = locks.lock_file(path, None)
-        except (OSError, NemoRLError):  # another's, a link or hard link planted there, gone meanwhile
+        except OSError:  # gone meanwhile
             continue
-        if fd is None:  # a pack running now
-            continue
-        try:
-            if locks.remove_locked(path, fd):
-                removed.append(path)
-        finally:
-            os.close(fd)
+        # another's, or a link planted there, is left; so is one a pack running now holds
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and locks.remove_free(path):
+            removed.append(path)
     return removed
 
 

@@ -8,10 +8,12 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +78,7 @@ def _not_ours(path: Path) -> str | None:
         info = path.lstat()
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    if path.is_symlink():
+    if stat.S_ISLNK(info.st_mode):
         return "a symbolic link"
     return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
 
@@ -166,12 +168,13 @@ def _unclaimed(path: Path, checkout: str) -> str:
             f"{shlex.quote(str(path))}")
 
 
-def prune(project: Path | None) -> list[Path]:
+def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
     """Remove what is provably this checkout's and unused: its stale environments and killed builds, and the lock
     files of keys left with no environment. A broken environment (metadata that does not read: nothing says whose
-    it is) and another checkout's are listed, never removed."""
+    it is) and another checkout's are listed, never removed. `rows`: listing(project), when the caller has it
+    (it sizes every environment and reads /proc)."""
     removed = []
-    for row in listing(project):
+    for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "unfinished build"):
             continue
         if row.path.name.startswith(WORK_CACHE_PREFIX):
@@ -200,21 +203,17 @@ def _prune_lock_files() -> list[Path]:
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        if not KEY.fullmatch(where.key) or _not_ours(path) is not None or os.path.lexists(where.path) \
-                or where.building():  # only a key's lock file (environments.key_for), and only an unused key's
+        if not KEY.fullmatch(where.key) or _not_ours(path) is not None \
+                or not _unused(where):  # only a key's lock file (environments.key_for), and only an unused key's
             continue
-        try:
-            fd = locks.lock_file(path, None)
-        except (OSError, NemoRLError):  # gone meanwhile, or planted (a link, a hard link): left
-            continue
-        if fd is None:  # a build of that key is starting
-            continue
-        try:
-            if not os.path.lexists(where.path) and not where.building() and locks.remove_locked(path, fd):
-                removed.append(path)
-        finally:
-            os.close(fd)
+        # asked again under the lock: a build of that key may be starting
+        if locks.remove_free(path, functools.partial(_unused, where)):
+            removed.append(path)
     return removed
+
+
+def _unused(where: environments.Slot) -> bool:
+    return not os.path.lexists(where.path) and not where.building()
 
 
 def _prune_packs() -> list[Path]:
