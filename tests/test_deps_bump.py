@@ -169,10 +169,9 @@ def start_bump_and_wait_for_uv_lock(world, rev):
     proc = subprocess.Popen([sys.executable, "-m", "nemo_rl", "deps", "bump", "megatron-core", "--rev", rev,
                              "--project", str(world.project)], stderr=subprocess.PIPE, text=True, env=os.environ)
     deadline = time.monotonic() + 120
-    # the staged pyproject holds the new rev and uv is running: files have been written, uv lock holds
-    while not any(rev in p.read_text() for p in (world.project / ".nemo-rl").glob("staging-*/pyproject.toml")) \
-            or not any("uv" in open(f"/proc/{c}/cmdline").read() for c in descendants(proc.pid)
-                       if os.path.exists(f"/proc/{c}/cmdline")):
+    # staged, and the fork's metadata building: nemo-rl's read of it for [declares] (every fork), then uv lock's
+    while not any((world.project / ".nemo-rl").glob("staging-*/pyproject.toml")) \
+            or not any(os.path.exists(f"/proc/{c}/cmdline") for c in descendants(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
         time.sleep(0.05)
     time.sleep(1.0)
