@@ -58,6 +58,7 @@ SEED = "tests/test_pack_seed.py"
 LIBS = "tests/test_cuda_libs.py"
 DECLARED = "tests/test_declared.py"
 DERIVED = "tests/test_deps_declared.py"
+NO_ENTRY = "tests/test_lock_truth.py -k without_a_derived"
 SEQUENCE = "tests/test_lock_sequence.py"
 INSTALLED_FORK = "nemo_rl/forks/installed_fork.py"
 SCRATCH = "tests/test_scratch.py"
@@ -70,6 +71,25 @@ REST = "tests/test_review24_rest.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
+    # a fork without a derived entry: uv.lock's [[package]] against [declares] (review 25 F7)
+    ("no entry: bump records [declares] for every fork", "nemo_rl/forks/bump_steps.py",
+     '    progress("reading the fork\'s own metadata at the new commit (its build backend)")',
+     '    if not before.derives:\n        return None\n    progress("reading the fork\'s own metadata")', NO_ENTRY),
+    ("no entry: deps patches records [declares] for every fork", "nemo_rl/deps/patches.py",
+     "index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)",
+     "index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, "
+     "declares if derives or not staged.exists() else None)", NO_ENTRY),
+    ("no entry: the offline check compares the locked fork with [declares]", "nemo_rl/forks/metadata_check.py",
+     "                        if lock_path.exists() else [])", "                        if False else [])", NO_ENTRY),
+    ("no entry: no manifest entry required", "nemo_rl/forks/metadata_check.py",
+     "    if not derived_entry:\n        return result", "    if False:\n        return result",
+     "tests/test_metadata_check.py -k without_a_derived"),
+    ("no entry: the fork's own extras are locked", "nemo_rl/forks/metadata_check.py", "    if extras and derived_entry:",
+     "    if extras:", "tests/test_metadata_check.py -k without_a_derived"),
+    ("no entry: deps patches relocks a hand-edited lock", "nemo_rl/deps/patches.py",
+     "relocked = not written and not", "relocked = derives and not written and not", NO_ENTRY),
+    ("no entry: status names no entry that does not exist", "nemo_rl/forks/installed_fork.py",
+     '"uv.lock\'s [[package]], edited by hand,")', '"its [[tool.uv.dependency-metadata]] entry")', NO_ENTRY),
     ("offline: index digest", "nemo_rl/forks/records.py", "if index.digest != index.expected_digest():",
      "if False:", PATCHES),
     ("offline: record digest", "nemo_rl/forks/records.py", '("patch-id", record.patch_id),\n                       ("digest", record.digest())',
@@ -658,15 +678,15 @@ MUTATIONS = [
      "    return diffs", f"{DERIVED} -k hand_edited_entry"),
     ("derived: declares recorded", "nemo_rl/forks/metadata_check.py", '                 "not recorded")]', '                 "not recorded")][:0]',
      f"{DERIVED} -k without_recorded"),
-    ("derived: declares verified online", "nemo_rl/forks/records.py", "                  if fork_declares.get(key) != recorded.get(key)]",
-     "                  if False]", f"{DERIVED} -k online_check_finds_declares"),
+    ("derived: declares verified online", "nemo_rl/forks/records.py", "              if fork_declares.get(key) != recorded.get(key)]",
+     "              if False]", f"{DERIVED} -k online_check_finds_declares"),
     ("derived: status says metadata stale", "nemo_rl/deps/status.py", "metadata_stale=bool(metadata)",
      "metadata_stale=False", f"{DERIVED} -k hand_edited_entry"),
     ("derived: deps patches writes the entry", "nemo_rl/deps/patches.py",
      "            if written or relocked:\n                _relock(", "            if relocked:\n                _relock(", f"{DERIVED} -k hand_edited_entry"),
     ("derived: bump locks the entry it derived", "nemo_rl/forks/bump_steps.py",
-     "    if declares is None:\n        write_atomic(path, tomlkit.dumps(doc))",
-     "    if True:\n        write_atomic(path, tomlkit.dumps(doc))", f"{BUMP} -k lands_the_version"),
+     "    if declares is None or not before.derives:  # uv locks",
+     "    if True:  # uv locks", f"{BUMP} -k lands_the_version"),
     ("derived: a changed entry locks online at once", "nemo_rl/deps/bump.py",
      "self.committed is not None and changed is None", "self.committed is not None", f"{DERIVED} -k dynamic_version"),
     ("derived: bump's refused lock names the drop line", "nemo_rl/deps/bump.py",
@@ -1328,7 +1348,7 @@ MUTATIONS = [
     ("locked marker: the fork's own unevaluable marker is none", "nemo_rl/forks/metadata_check.py",
      "                  if n not in undecided]", "                  ]", "tests/test_metadata_check.py -k cannot_be_evaluated"),
     ("locked optional-dependencies of a derived fork are a difference", "nemo_rl/forks/metadata_check.py",
-     "    if extras:  # the derived entry", "    if False:  # the derived entry",
+     "    if extras and derived_entry:", "    if False:",
      "tests/test_metadata_check.py -k optional_dependencies"),
     ("metadata: a marker merely naming extra is a base requirement", "nemo_rl/forks/lock_markers.py",
      "    return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)",

@@ -72,10 +72,19 @@ def test_bump_branch_records_the_branch(world):
     assert fork.rev == new_head and fork.branch == "nemo-rl/next"
 
 
-def test_bump_goes_on_when_the_old_pin_is_gone_from_the_fork(world, capsys, monkeypatch, tmp_path):
-    """The fork's branch was rewritten and its old head collected: the bump still moves the pin; only the
+@pytest.mark.parametrize("recorded", [True, False])
+def test_bump_goes_on_when_the_old_pin_is_gone_from_the_fork(world, capsys, monkeypatch, tmp_path, recorded):
+    """The fork's branch was rewritten and its old head collected: the bump still moves the pin. The old side of
+    the requirement drift is index.toml's [declares] when it records the pin; without it (removed here) only the
     comparison of the fork's own requirements, old against new, is left out, and it says so."""
+    import tomlkit
+
     megatron = world.forks["megatron-core"]
+    if not recorded:
+        path = world.project / "patches/megatron-core/index.toml"
+        doc = tomlkit.parse(path.read_text())
+        del doc["declares"]
+        path.write_text(tomlkit.dumps(doc))
     git(megatron.fork, "reset", "-q", "--hard", megatron.downstream[0])
     new_head = commit(megatron.fork, "fix: pad tokens again",
                       {"megatron/core/tokens.py": "def tokens():\n    return [0]\n"})
@@ -83,7 +92,7 @@ def test_bump_goes_on_when_the_old_pin_is_gone_from_the_fork(world, capsys, monk
     git(megatron.fork, "gc", "-q", "--prune=now")
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "empty-cache"))
     assert bump(world, "megatron-core", "--branch", "nemo-rl/main") == 0
-    assert "requirements: not compared" in capsys.readouterr().out
+    assert ("requirements: not compared" in capsys.readouterr().out) is not recorded
     assert lockfile.fork(world.project, "megatron-core").rev == new_head
 
 
@@ -160,10 +169,9 @@ def start_bump_and_wait_for_uv_lock(world, rev):
     proc = subprocess.Popen([sys.executable, "-m", "nemo_rl", "deps", "bump", "megatron-core", "--rev", rev,
                              "--project", str(world.project)], stderr=subprocess.PIPE, text=True, env=os.environ)
     deadline = time.monotonic() + 120
-    # the staged pyproject holds the new rev and uv is running: files have been written, uv lock holds
-    while not any(rev in p.read_text() for p in (world.project / ".nemo-rl").glob("staging-*/pyproject.toml")) \
-            or not any("uv" in open(f"/proc/{c}/cmdline").read() for c in descendants(proc.pid)
-                       if os.path.exists(f"/proc/{c}/cmdline")):
+    # staged, and the fork's metadata building: nemo-rl's read of it for [declares] (every fork), then uv lock's
+    while not any((world.project / ".nemo-rl").glob("staging-*/pyproject.toml")) \
+            or not any(os.path.exists(f"/proc/{c}/cmdline") for c in descendants(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
         time.sleep(0.05)
     time.sleep(1.0)

@@ -10,7 +10,7 @@ from gitfixtures import commit
 from test_deps_declared import derived_world
 
 from nemo_rl.cli import main
-from nemo_rl.forks import installed_fork
+from nemo_rl.forks import installed_fork, metadata_check
 from nemo_rl.project import lockfile
 
 DEPS = ["nemo-toolkit", "pytest>=8", "six>=1.16", "urllib3[socks]>=2", "idna; platform_machine == 'aarch64'"]
@@ -296,3 +296,48 @@ def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):
         assert "was cut short" in said and "nemo-rl deps recover" in said, (args, said)
     assert main(["deps", "recover", "--project", str(world.project)]) == 0
     assert main(["deps", "patches", "--project", str(world.project)]) == 0
+
+
+def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, capsys, tmp_path):
+    """nemo-toolkit has no [[tool.uv.dependency-metadata]] entry: uv locks the metadata it builds itself, and a hand
+    edit of its locked version or dependencies is caught against [declares] and relocked by `deps patches`."""
+    import tomllib
+
+    fork = world.forks["nemo-toolkit"].fork
+    rev = commit(fork, "require six", {"pyproject.toml": forkworld.fork_pyproject(
+        world, "nemo-toolkit", dependencies=["six>=1.16"])})
+    assert main(["deps", "bump", "nemo-toolkit", "--rev", rev, "--project", str(world.project)]) == 0
+    assert metadata_check.entry(world.project, "nemo-toolkit") is None
+    index = tomllib.loads((world.project / "patches/nemo-toolkit/index.toml").read_text())
+    assert index["declares"] == {"commit": rev, "version": "0.1.0", "requires-python": ">=3.10",
+                                 "requires-dist": ["six>=1.16"]}
+    assert offline(world, capsys)[0] == 0
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    start = good.index('[[package]]\nname = "nemo-toolkit"')
+    end = good.find("[[package]]", start + 1) % (len(good) + 1)
+    text = good[start:end]
+    assert 'version = "0.1.0"' in text and '{ name = "six" }' in text, text
+    edits = {"version: expected 0.1.0": text.replace('version = "0.1.0"', 'version = "0.7.0"', 1),
+             "dependencies: expected six": "\n".join(line for line in text.splitlines()
+                                                      if '{ name = "six" }' not in line) + "\n"}
+    for said, edited in edits.items():
+        lock.write_text(good[:start] + edited + good[end:])
+        rc, out = offline(world, capsys)
+        assert rc == 1 and f"[[package]] nemo-toolkit {said}" in out, out
+        assert "patches/nemo-toolkit/index.toml [declares]" in out and "derived entry" not in out, out
+        capsys.readouterr()
+        rc = main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)])
+        out = capsys.readouterr().out
+        assert rc == 0 and "relocked" in out and "[declares]" in out, out
+        assert lock.read_text() == good, said
+        assert offline(world, capsys)[0] == 0
+    # synced from the lie: status names the relock, and no entry that does not exist
+    lock.write_text(good[:start] + edits["version: expected 0.1.0"] + good[end:])
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    out = capsys.readouterr().out
+    mine = out.split("nemo-toolkit:", 1)[-1]
+    assert "nemo-rl deps patches nemo-toolkit" in mine and "dependency-metadata" not in mine, out

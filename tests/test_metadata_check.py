@@ -236,3 +236,17 @@ def test_locked_optional_dependencies_of_a_derived_fork_are_a_difference():
     found["package"][0]["optional-dependencies"] = {"evil": [{"name": "six"}]}
     assert metadata_check.locked_differences(found, DERIVED) == [
         ("optional-dependencies", "none (the derived entry declares no extras)", "evil")]
+
+
+def test_a_fork_without_a_derived_entry_is_held_against_what_it_declares_alone():
+    """uv built the fork's metadata itself: it records no manifest entry and locks the fork's own extras; the
+    version and the dependencies are still compared with what the fork declares."""
+    found = lock("0.2.0", "numpy", "torch")
+    del found["manifest"]
+    found["package"][0]["optional-dependencies"] = {"dev": [{"name": "six"}]}
+    assert metadata_check.locked_differences(found, DERIVED, derived_entry=False) == []
+    assert ("[[manifest.dependency-metadata]] entries", "one", "0") in metadata_check.locked_differences(found, DERIVED)
+    found["package"][0]["version"] = "0.7.0"
+    found["package"][0]["dependencies"] = [{"name": "numpy"}]
+    assert metadata_check.locked_differences(found, DERIVED, derived_entry=False) == [
+        ("version", "0.2.0", "0.7.0"), ("dependencies", "torch among them", "missing")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nemo_rl import git, uv
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import fork_cache, metadata_check, records
+from nemo_rl.forks import declared, fork_cache, metadata_check, records
 from nemo_rl.project import landing, lockfile
 
 
@@ -37,24 +37,26 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     for fork in forks:
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
-        # what the fork declares at the pin is recorded with it, and the entry uv locks is derived from it
-        declares = (records.declares_at(project, repo, fork, fork.rev)
-                    if metadata_check.derives(project, fork.distribution) else None)
+        # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock
+        # with it), and a derived entry is derived from it
+        declares = records.declares_at(project, repo, fork, fork.rev)
+        derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
-        files = ["pyproject.toml", "uv.lock"] if declares else []
+        files = ["pyproject.toml", "uv.lock"]
         landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
-        with landing.Staging(project, files, [relative], [".python-version"] if declares else []) as staging:
+        with landing.Staging(project, files, [relative], [".python-version"]) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
             before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
-                if declares else (None, None, [])
+                if derives else (None, None, [])
             # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
-            relocked = declares is not None and not written and not metadata_check.lock_follows(staging.path, fork,
-                                                                                                declares)
+            relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)
             if written or relocked:
-                _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution))
+                _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution)
+                        or declared.derive(fork.distribution, declares, metadata_check.deltas(staging.path,
+                                                                                              fork.distribution)))
                 staging.keep_mode("uv.lock")
             staging.land()
         print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {project / relative}")
@@ -63,8 +65,9 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
                   f"{fork.rev[:12]}, and uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
         elif relocked:
-            print(f"  uv.lock's {fork.distribution} was not the one its [[tool.uv.dependency-metadata]] entry "
-                  f"locks (an edit by hand): relocked")
+            said = ("its [[tool.uv.dependency-metadata]] entry locks" if derives else
+                    f"the fork declares at {fork.rev[:12]} ({relative}/index.toml [declares])")
+            print(f"  uv.lock's {fork.distribution} was not the one {said} (an edit by hand): relocked")
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
                   "declares it")

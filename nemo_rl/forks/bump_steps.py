@@ -93,18 +93,18 @@ def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit, from its own build backend, for the index, the derived entry and
-    the drift (None: the fork has no entry to derive). Without the fork's metadata the entry cannot be derived, so
-    the bump stops."""
-    if not before.derives:
-        return None
+    """What the fork declares at the new commit, from its own build backend, for the index ([declares], recorded
+    for every fork: uv.lock is checked against it offline), the derived entry and the drift. Without the fork's
+    metadata neither can be made, so the bump stops."""
     progress("reading the fork's own metadata at the new commit (its build backend)")
     try:
         new = fork_metadata.read(repo, new_rev)
     except NemoRLError as exc:
         dist = before.fork.distribution
-        raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so its "
-                          f"[[tool.uv.dependency-metadata]] entry cannot be derived: {exc.what.splitlines()[0]}",
+        made = ("its [[tool.uv.dependency-metadata]] entry cannot be derived" if before.derives else
+                f"what it declares cannot be recorded in patches/{dist}/index.toml [declares]")
+        raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so {made}: "
+                          f"{exc.what.splitlines()[0]}",
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
     return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped)  # before anything is locked
@@ -130,7 +130,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
         table["branch"] = branch
     if base is not None and table.get("base") != base:
         table["base"] = base
-    if declares is None:
+    if declares is None or not before.derives:  # uv locks the fork's own metadata: nothing to derive
         write_atomic(path, tomlkit.dumps(doc))
         return [], None
     derived, changed, unneeded = declared.write_derived(doc, dist, declares, before.deltas)

@@ -56,8 +56,9 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
     sync = f"run `uv sync --locked --extra {extra}`"
-    relock = (f"run `nemo-rl deps patches {distribution}` (it derives the entry from what the fork declares at the "
-              f"pin and relocks), then `uv sync --locked --extra {extra}`")
+    does = ("derives the entry from what the fork declares at the pin and relocks" if deltas is not None else
+            "relocks the fork, checked against what it declares at the pin")
+    relock = f"run `nemo-rl deps patches {distribution}` (it {does}), then `uv sync --locked --extra {extra}`"
     name = canonicalize_name(distribution)
     package = _one(lock.get("package"), name)
     if package is None:
@@ -70,10 +71,12 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
         return [Problem("another commit", f"{distribution} is installed from {shown}, uv.lock pins "
                         f"{locked_commit[:12] if locked_commit else 'no commit'}", sync)]
     result = []
+    # without a derived entry uv locks the fork's own metadata: a version that differs was written by hand
+    cause = ("its [[tool.uv.dependency-metadata]] entry" if deltas is not None else
+             "uv.lock's [[package]], edited by hand,")
     if dist.version != package.get("version"):
         result.append(Problem("another version", f"{distribution} {dist.version} is installed but uv.lock says "
-                              f"{package.get('version')} (its [[tool.uv.dependency-metadata]] entry is not what the "
-                              f"fork builds)", relock))
+                              f"{package.get('version')} ({cause} is not what the fork builds)", relock))
     markers = _markers(env)
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
     own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))

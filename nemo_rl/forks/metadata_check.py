@@ -35,9 +35,10 @@ def derives(project: Path, distribution: str) -> bool:
 
 
 def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
-    """Where pyproject's entry is not the one derived from the recorded declarations (index at the pin only: a
-    stale index is the records' problem, reported there)."""
-    if index is None or index.pinned != fork.rev or not derives(project, fork.distribution):
+    """Where pyproject's entry is not the one derived from the recorded declarations, or uv.lock's fork is not
+    what they say (index at the pin only: a stale index is the records' problem, reported there). A fork without
+    a derived entry is locked from the metadata uv builds itself: its [[package]] is compared with [declares]."""
+    if index is None or index.pinned != fork.rev:
         return []
     dist = fork.distribution
     declares = recorded(index, dist)
@@ -45,13 +46,21 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     if declares is None:
         return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",
                  "not recorded")]
-    found_deltas = deltas(project, dist)
-    derived = declared.derive(dist, declares, found_deltas)
-    where = f"[[tool.uv.dependency-metadata]] {dist}"
     # a pin moved (index and pyproject) with [declares] kept: what the fork declares at the new commit is unread
     stale = [] if declares.commit == fork.rev else [
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
+    lock_path = project / "uv.lock"
+    if not derives(project, dist):
+        # a hand edit of uv.lock stands through `uv lock --check`: uv does not rebuild a git package's metadata
+        own = declared.Entry(dist, declares.version, declares.requires_python, declares.requires_dist)
+        return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)
+                         for field, expected, found in locked_differences(lockfile.load_toml(lock_path), own,
+                                                                          derived_entry=False)]
+                        if lock_path.exists() else [])
+    found_deltas = deltas(project, dist)
+    derived = declared.derive(dist, declares, found_deltas)
+    where = f"[[tool.uv.dependency-metadata]] {dist}"
     result = stale + [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares] and the "
                        f"drop/add lists)", found)
                       for field, expected, found in declared.differences(entry(project, dist), derived)]
@@ -59,18 +68,20 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
                 f"a requirement {dist} declares at {fork.rev[:12]}",
                 "not declared by the fork: the drop is unnecessary, remove it")
                for name in declared.unnecessary_drops(declares, found_deltas)]
-    lock_path = project / "uv.lock"
     if lock_path.exists():
         result += [("uv.lock", f"[[package]] {dist} {field}", f"{expected} (the derived entry)", found)
                    for field, expected, found in locked_differences(lockfile.load_toml(lock_path), derived)]
     return result
 
 
-def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, str, str]]:
+def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool = True
+                       ) -> list[tuple[str, str, str]]:
     """The fork in uv.lock against the derived entry: its [[package]] (version; the dependencies it installs,
     with their extras, in each environment the lock supports) and the entry uv recorded in
     [[manifest.dependency-metadata]]. uv does not check a git package's locked metadata against the entry, so a
-    hand edit of uv.lock would stand. Decided over lock_markers.environments(lock): the same on every machine."""
+    hand edit of uv.lock would stand. Decided over lock_markers.environments(lock): the same on every machine.
+    Without a derived entry (`derived_entry` False, `derived` being what the fork declares) the [[package]] alone:
+    uv built the fork's metadata itself, records no manifest entry and locks the fork's own extras."""
     from collections import Counter
 
     from packaging.requirements import Requirement
@@ -92,6 +103,7 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
         d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
         line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
+    what = "the entry" if derived_entry else "[declares]"
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
     # locked() cannot tell whether uv installs a dependency whose marker does not evaluate: unless the fork's own
@@ -101,9 +113,10 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
                   if n not in undecided]
     if unreadable:
         result.append(("dependencies", "markers that decide in every environment the lock supports",
-                       f"{', '.join(unreadable)}: not what the entry locks"))
+                       f"{', '.join(unreadable)}: not what {what} locks"))
     extras = package.get("optional-dependencies")
-    if extras:  # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
+    # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
+    if extras and derived_entry:
         result.append(("optional-dependencies", "none (the derived entry declares no extras)",
                        ", ".join(sorted(map(str, extras))) if isinstance(extras, dict) else repr(extras)[:80]))
     missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
@@ -114,8 +127,10 @@ def locked_differences(lock: dict, derived: declared.Entry) -> list[tuple[str, s
                  if overridden else "")
         result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
-        result.append(("dependencies", "only what the entry requires", f"also {', '.join(unexpected)}"))
+        result.append(("dependencies", f"only what {what} requires", f"also {', '.join(unexpected)}"))
     result += _version_gaps(lock, package.get("dependencies"), requirements, envs)
+    if not derived_entry:
+        return result
     if len(recorded) != 1:
         return [*result, ("[[manifest.dependency-metadata]] entries", "one", str(len(recorded)))]
     entry = recorded[0]
@@ -233,10 +248,12 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
-    """Whether `project`'s uv.lock locks the fork as the entry derived from `declares` says."""
+    """Whether `project`'s uv.lock locks the fork as the entry derived from `declares` says (without a derived
+    entry: as `declares` says)."""
     derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
     path = project / "uv.lock"
-    return not path.exists() or not locked_differences(lockfile.load_toml(path), derived)
+    return not path.exists() or not locked_differences(lockfile.load_toml(path), derived,
+                                                       derives(project, fork.distribution))
 
 
 def _spelled(line: str) -> str:

@@ -236,11 +236,11 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.get('commit')} {entry.get('subject')}"))
-    if metadata_check.derives(project, fork.distribution):
-        fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
-        recorded = index.declares or {}
-        diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
-                  for key in ("commit", "version", "requires-python", "requires-dist")
-                  if fork_declares.get(key) != recorded.get(key)]
+    # every fork's: a derived entry is derived from it, and uv.lock's fork without one is checked against it
+    fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
+    recorded = index.declares or {}
+    diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
+              for key in ("commit", "version", "requires-python", "requires-dist")
+              if fork_declares.get(key) != recorded.get(key)]
     return diffs
 
