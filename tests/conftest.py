@@ -14,8 +14,8 @@ from nemo_rl import extras
 # them out for a quick inner loop (CI runs everything).
 SLOW_FIXTURES = {"world", "ray_world", "cluster", "venv_dir"}
 
-# A run under nohup, or started in the background by a shell without job control, inherits SIGHUP or SIGINT
-# ignored, and so would every nemo-rl the tests start: nemo-rl rightly keeps an inherited SIG_IGN, and the
+# A run under nohup inherits SIGHUP ignored (and, started with `&` by a shell without job control, SIGINT), and
+# so would every nemo-rl the tests start: nemo-rl keeps an ignored SIGHUP (nohup asked for it), and the
 # interruption tests would wait for it to end. The tests' processes start with the default dispositions.
 for _signum, _default in ((signal.SIGHUP, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
     if signal.getsignal(_signum) == signal.SIG_IGN:
