@@ -45,6 +45,16 @@ def block(text: str) -> tuple[int, int]:
     return start, text.index("[[package]]", start + 1)
 
 
+
+def synced_status(world, tmp_path, capsys):
+    """An environment synced from the project's uv.lock as it stands, and `deps status --check` on it, which fails
+    (the lie is installed): the environment and what status printed."""
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    return env, capsys.readouterr().out
+
 def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, capsys, tmp_path):
     fork_with_extras(world)
     lock = world.project / "uv.lock"
@@ -66,11 +76,7 @@ def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, 
         assert offline(world, capsys)[0] == 0
     # the narrowed marker, synced: status names the relock (`uv sync` would install the same lie again)
     lock.write_text(good[:start] + edits["six"] + good[end:])
-    env = tmp_path / "env"
-    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
-    capsys.readouterr()
-    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
-    out = capsys.readouterr().out
+    env, out = synced_status(world, tmp_path, capsys)
     print(out)
     assert "six among them" in out and "fix        run `nemo-rl deps patches megatron-core`" in out, out
     # never a sync alone (it installs the lie again): each sync named comes after the relock
@@ -186,11 +192,7 @@ def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys
     assert rc == 1 and "locked six: expected six>=1.16 (the derived entry), found 1.15.0" in out, out
     assert "override-dependencies sets six<1.16: remove it" in out, out
     assert "fix: megatron-core: edit the [tool.uv] override-dependencies entry named above" in out, out
-    env = tmp_path / "env"
-    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
-    capsys.readouterr()
-    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
-    out = capsys.readouterr().out
+    env, out = synced_status(world, tmp_path, capsys)
     assert "fix        remove or widen the override-dependencies entry named above" in out, out
     found = [str(p) for p in installed_fork.problems(world.project, env, "megatron-core")]
     assert any("six 1.15.0 is installed but megatron-core requires six>=1.16" in p for p in found), found
@@ -225,11 +227,7 @@ def test_a_transitive_version_its_dependent_refuses_is_named_by_status(world, ca
     lock.write_text(good[:g] + pysocks + good[good.index("[[package]]", g + 1):])
     forkworld.uv_run(world, "lock", "--check", "--offline")  # uv does not catch it (raises if it ever does)
     assert offline(world, capsys)[0] == 0  # nor can the offline check: nothing in uv.lock says what urllib3 needs
-    env = tmp_path / "env"
-    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
-    capsys.readouterr()
-    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
-    out = capsys.readouterr().out
+    env, out = synced_status(world, tmp_path, capsys)
     assert "megatron-core: installed differs" in out, out
     urllib3 = lockfile.locked_packages(world.project)["urllib3"].version
     said = f"pysocks 1.5.7 is installed but urllib3 {urllib3} (which megatron-core pulls in) requires pysocks"
@@ -334,10 +332,6 @@ def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, c
         assert offline(world, capsys)[0] == 0
     # synced from the lie: status names the relock, and no entry that does not exist
     lock.write_text(good[:start] + edits["version: expected 0.1.0"] + good[end:])
-    env = tmp_path / "env"
-    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
-    capsys.readouterr()
-    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
-    out = capsys.readouterr().out
+    env, out = synced_status(world, tmp_path, capsys)
     mine = out.split("nemo-toolkit:", 1)[-1]
     assert "nemo-rl deps patches nemo-toolkit" in mine and "dependency-metadata" not in mine, out
