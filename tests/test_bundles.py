@@ -25,7 +25,7 @@ from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import identity, installed, lockfile
-from nemo_rl.workers import archive_hashes, bundles, environments, executables, manifests, verified
+from nemo_rl.workers import archive_hashes, bundle_pack, bundles, environments, executables, manifests, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -264,7 +264,7 @@ def test_a_pack_killed_at_any_instant_leaves_nothing_that_passes(builder, tmp_pa
         assert bundles.configured() == []
     finally:
         del os.environ["NEMO_RL_BUNDLE_DIR"]
-    bundles._remove_dead_packs(dest)  # what the next pack does first: the dead pack's lock is free
+    bundle_pack._remove_dead_packs(dest)  # what the next pack does first: the dead pack's lock is free
     assert not leftover.exists()
 
 
@@ -335,7 +335,7 @@ def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch)
     root = tmp_path / "bundles"
     for name, inputs in [*foreign.items(), ("f-fits", here)]:
         (root / name).mkdir(parents=True)
-        manifest = bundles.Manifest(bundles.SCHEMA, inputs, {}, 0, 0, "sha256:" + "0" * 64, 1.7e9,
+        manifest = bundles.Manifest(manifests.SCHEMA, inputs, {}, 0, 0, "sha256:" + "0" * 64, 1.7e9,
                                     manifests.Proven((), ()))
         (root / name / bundles.MANIFEST).write_text(dumps(manifest) + "\n")
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))

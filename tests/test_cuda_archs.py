@@ -17,7 +17,7 @@ from nemo_rl import toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project import lockfile
-from nemo_rl.workers import bundles, cuda_archs, manifests, pack_seed
+from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +163,7 @@ def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch)
 
 @pytest.mark.nvcc
 def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch):
-    """bundles.pack with uv replaced by a fake environment holding the fixture extension as transformer-engine's."""
+    """bundle_pack.pack with uv replaced by a fake environment holding the fixture extension as transformer-engine's."""
     for name in ("pyproject.toml", "uv.lock", ".python-version"):
         shutil.copy(ROOT / name, tmp_path / name)
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "80")
@@ -190,8 +190,8 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
 
     monkeypatch.setattr(bundles.uv, "venv", venv)
     monkeypatch.setattr(bundles.uv, "sync", sync)
-    monkeypatch.setattr(bundles, "_prove", lambda project, env: manifests.Proven((), ()))  # no real Python there
-    bundles.pack(tmp_path, [], tmp_path / "bundle")
+    monkeypatch.setattr(bundle_pack, "_prove", lambda project, env: manifests.Proven((), ()))  # no real Python there
+    bundle_pack.pack(tmp_path, [], tmp_path / "bundle")
     assert seen and seen[0]
     # built for sm_80, asked for by a node whose nvidia-smi says 9.0: refused on the node's real path
     fake_smi(tmp_path / "smi", monkeypatch, "9.0")

@@ -151,18 +151,18 @@ def test_a_wrong_lock_and_an_environment_that_differs_are_both_said(world, tmp_p
 def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world, tmp_path, capsys):
     """Killed after its journal, before any rename: megatron-core's landing is named as not moved yet, and
     nemo-toolkit, which it does not change, is not said to be in it."""
-    from nemo_rl.project import landing
+    from nemo_rl.project import journal, state_dir
 
     env = tmp_path / "env"
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
     moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
-    staging = world.project / landing.STAGING_ROOT / "staging-1-x"
+    staging = world.project / state_dir.STAGING_ROOT / "staging-1-x"
     (staging / "patches").mkdir(parents=True)
     for name in moves[:2]:
         (staging / name).write_text((world.project / name).read_text() + "\n")
     shutil.copytree(world.project / moves[2], staging / moves[2])
-    before = {name: landing._digest(world.project / name) for name in moves}
-    (staging / landing.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
+    before = {name: journal.digest(world.project / name) for name in moves}
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
     rows = status_json(world, capsys, env)
     assert rows["megatron-core"]["state"] == "landing interrupted"
     assert "cut short before any of them moved: the project is as before that command" in \

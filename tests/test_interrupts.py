@@ -23,7 +23,7 @@ from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
-from nemo_rl.project import landing, lockfile
+from nemo_rl.project import journal, lockfile
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -125,14 +125,14 @@ def test_a_signal_before_the_verb_runs_stops_it(tmp_path, capsys):
 def test_a_signal_after_the_landing_says_the_change_is_complete(world, capsys, monkeypatch):
     """SIGTERM just after the renames: the bump is complete, the exit is still 143, and the message says so."""
     new_head = commit(world.forks["megatron-core"].fork, "feat: late", {"megatron/core/late.py": "L = 1\n"})
-    real_finish = landing.finish
+    real_finish = journal.finish
 
     def finish_then_signal(project, staging):
         moves = real_finish(project, staging)
         interrupt.record(signal.SIGTERM)
         return moves
 
-    monkeypatch.setattr(landing, "finish", finish_then_signal)
+    monkeypatch.setattr(journal, "finish", finish_then_signal)
     assert main(["deps", "bump", "megatron-core", "--rev", new_head, "--project", str(world.project)]) == 143
     err = capsys.readouterr().err
     assert "interrupted after these steps were complete" in err and "uv.lock" in err

@@ -8,24 +8,24 @@ import json
 import pytest
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import landing
+from nemo_rl.project import journal, landing, state_dir
 
 
 @pytest.fixture
 def staging(tmp_path):
-    path = tmp_path / "project" / landing.STAGING_ROOT / "staging-1-x"
+    path = tmp_path / "project" / state_dir.STAGING_ROOT / "staging-1-x"
     path.mkdir(parents=True)
     return path
 
 
-def journal(staging, content) -> None:
-    (staging / landing.JOURNAL).write_text(content if isinstance(content, str) else json.dumps(content))
+def write_journal(staging, content) -> None:
+    (staging / journal.JOURNAL).write_text(content if isinstance(content, str) else json.dumps(content))
 
 
 def test_a_journal_of_landable_paths_is_read(staging):
-    journal(staging, {"moves": ["pyproject.toml", "uv.lock", "patches/megatron-core"]})
-    assert landing.read_journal(staging) == ["pyproject.toml", "uv.lock", "patches/megatron-core"]
-    assert landing.project_of(staging) == staging.parent.parent
+    write_journal(staging, {"moves": ["pyproject.toml", "uv.lock", "patches/megatron-core"]})
+    assert journal.read_journal(staging) == ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    assert journal.project_of(staging) == staging.parent.parent
 
 
 @pytest.mark.parametrize("moves", [
@@ -33,16 +33,16 @@ def test_a_journal_of_landable_paths_is_read(staging):
     ["/etc/passwd"], [7], "pyproject.toml", {"a": 1},
 ])
 def test_a_journal_naming_anything_else_is_refused(staging, moves):
-    journal(staging, {"moves": moves})
+    write_journal(staging, {"moves": moves})
     with pytest.raises(NemoRLError, match="names paths a landing never moves"):
-        landing.read_journal(staging)
+        journal.read_journal(staging)
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"other": []}', "[]", ""])
 def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content):
-    journal(staging, content)
+    write_journal(staging, content)
     with pytest.raises(NemoRLError, match="cannot read the landing journal") as caught:
-        landing.read_journal(staging)
+        journal.read_journal(staging)
     assert "nothing was moved" in caught.value.remedy
 
 
@@ -50,16 +50,17 @@ def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content)
                                     {"uv.lock": "0" * 63, "pyproject.toml": None},
                                     {"uv.lock": 7, "pyproject.toml": None}])
 def test_a_journal_whose_digests_are_not_one_per_move_is_refused(staging, before):
-    journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": before})
+    write_journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": before})
     with pytest.raises(NemoRLError, match="records digests that are not one per moved path"):
-        landing.read_journal(staging)
-    journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": {"uv.lock": "0" * 64, "pyproject.toml": None}})
-    assert landing.read_journal(staging) == ["uv.lock", "pyproject.toml"]
+        journal.read_journal(staging)
+    valid = {"uv.lock": "0" * 64, "pyproject.toml": None}
+    write_journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": valid})
+    assert journal.read_journal(staging) == ["uv.lock", "pyproject.toml"]
 
 
 def test_a_missing_journal_is_refused(staging):
     with pytest.raises(NemoRLError, match="cannot read the landing journal"):
-        landing.read_journal(staging)
+        journal.read_journal(staging)
 
 
 @pytest.mark.parametrize("edited", ["pyproject.toml", "uv.lock", "patches/megatron-core/index.toml", "new file"])
@@ -79,7 +80,7 @@ def test_an_edit_made_while_staged_is_never_landed_over(tmp_path, edited):
         assert raised.value.remedy == "run the command again"
     assert other.read_text() == "the other terminal's edit\n"
     assert all("staged" not in p.read_text() for p in project.rglob("*") if p.is_file())
-    assert not (project / landing.STAGING_ROOT).exists()
+    assert not (project / state_dir.STAGING_ROOT).exists()
 
 
 def test_an_unchanged_project_lands(tmp_path):
@@ -96,13 +97,13 @@ def test_a_cut_short_landing_whose_journal_cannot_be_read_is_refused_with_its_ow
     """recover cannot finish a landing whose journal does not read: the refusal says what recover would, never
     to run recover."""
     from nemo_rl.errors import NemoRLError
-    from nemo_rl.project import landing
+    from nemo_rl.project import journal, state_dir
 
-    staging = tmp_path / landing.STAGING_ROOT / "staging-1-a"
+    staging = tmp_path / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
-    (staging / landing.JOURNAL).write_text("garbage{")
+    (staging / journal.JOURNAL).write_text("garbage{")
     try:
-        landing.refuse_cut_short(tmp_path, locked=True)
+        journal.refuse_cut_short(tmp_path, locked=True)
     except NemoRLError as exc:
         assert "journal cannot be read" in exc.what and "deps recover` (it finishes" not in str(exc.remedy), exc
     else:

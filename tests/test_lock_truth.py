@@ -277,14 +277,14 @@ def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):
     pins and land over them (and `deps recover` then refuses the newer files); each names `deps recover`."""
     import json
 
-    from nemo_rl.project import landing
+    from nemo_rl.project import journal, state_dir
 
     rev = lockfile.fork(world.project, "megatron-core").rev
-    staging = world.project / landing.STAGING_ROOT / "staging-1-a"
+    staging = world.project / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
-    (staging / landing.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml", "uv.lock"], "before": {
-        name: landing._digest(world.project / name) for name in ("pyproject.toml", "uv.lock")}}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml", "uv.lock"], "before": {
+        name: journal.digest(world.project / name) for name in ("pyproject.toml", "uv.lock")}}))
     for args in (["patches"], ["bump", "megatron-core", "--rev", rev], ["bump", "megatron-core", "--rev", rev,
                                                                           "--dry-run"]):
         capsys.readouterr()

@@ -19,7 +19,7 @@ import pytest
 
 from nemo_rl import imports, toolchain, uv
 from nemo_rl.project import lockfile
-from nemo_rl.workers import bundles, cuda_archs
+from nemo_rl.workers import bundle_pack, bundles, cuda_archs
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["--locked", "--extra", "mcore", "--no-install-package", "megatron-core", "--no-install-package",
@@ -65,7 +65,7 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
     for key, value in build_env.items():
         monkeypatch.setenv(key, value)
     bundle = tmp_path / "bundle"
-    bundles.pack(ROOT, FLAGS, bundle)
+    bundle_pack.pack(ROOT, FLAGS, bundle)
     assert (bundle / cuda_archs.SIDECAR).is_file()
     no_compiler = tmp_path / "bin"
     no_compiler.mkdir()

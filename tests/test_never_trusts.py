@@ -18,8 +18,8 @@ from gitfixtures import git
 from nemo_rl import locks, values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state, landing
-from nemo_rl.workers import bundle_trust, bundles, environments
+from nemo_rl.project import develop_state, journal, landing
+from nemo_rl.workers import bundle_pack, bundle_trust, bundles, environments, manifests
 
 NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 
@@ -176,7 +176,7 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
         staging = elsewhere / "staging-1-x"
         staging.mkdir()
         (staging / "uv.lock").write_text("# landed\n")
-        before = {"uv.lock": landing._digest(world.project / "uv.lock")}
+        before = {"uv.lock": journal.digest(world.project / "uv.lock")}
         (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
         capsys.readouterr()
         assert deps(world, "recover") == 1
@@ -313,8 +313,8 @@ def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
         (cache / name).parent.mkdir(parents=True, exist_ok=True)
         (cache / name).write_text(text)
     count, total, digest = bundles.content_digest(cache)
-    manifest = bundles.Manifest(bundles.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, "",
-                                1.7e9, bundles.Proven((), ()))
+    manifest = bundles.Manifest(manifests.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, "",
+                                1.7e9, manifests.Proven((), ()))
     record = b'{"toolchain": {}, "extensions": {}}\n'  # every bundle's CUDA record, here of no extension
     (root / bundles.cuda_archs.SIDECAR).write_bytes(record)
     manifest = dataclasses.replace(manifest, digest=bundles.bundle_seal.seal(digest, manifest, record))
@@ -451,7 +451,7 @@ def test_killed_packs_are_listed_and_pruned_and_one_pack_per_destination(world, 
     assert main(["envs", "prune", "--project", str(world.project)]) == 0
     assert f"removed {killed}" in capsys.readouterr().out and not killed.exists()
     (killed / bundles.CACHE).mkdir(parents=True)
-    assert bundles._remove_dead_packs(root / "another-name") == [killed]  # what a pack to any name does first
+    assert bundle_pack._remove_dead_packs(root / "another-name") == [killed]  # what a pack to any name does first
     claim = locks.open_lock_file(root / ".b.pack-lock")
     fcntl.flock(claim, fcntl.LOCK_EX)  # a pack into root/b is running
     try:
@@ -569,13 +569,13 @@ def test_a_path_with_a_line_separator_python_may_split_on_is_refused(character):
 
 
 def test_a_journal_that_names_a_path_twice_is_refused(tmp_path):
-    from nemo_rl.project import landing
+    from nemo_rl.project import journal
 
     staging = tmp_path / "project" / ".nemo-rl" / "staging-1"
     staging.mkdir(parents=True)
-    (staging / landing.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"] * 200_000}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"] * 200_000}))
     with pytest.raises(NemoRLError, match="names paths a landing never moves"):
-        landing.read_journal(staging)
+        journal.read_journal(staging)
 
 
 @pytest.mark.parametrize("text", ['{"vcs_info": [1]}', "[" * 100_000])

@@ -10,7 +10,7 @@ import pytest
 
 from nemo_rl.deps import recover
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import landing
+from nemo_rl.project import journal, state_dir
 
 
 def test_nothing_to_recover(tmp_path, capsys):
@@ -21,20 +21,20 @@ def test_nothing_to_recover(tmp_path, capsys):
 def cut_short(project, moves, staged, name="staging-2-b"):
     """A landing killed after its journal: `staged` ({path: text}) still in the staging copy, the digests the
     journal records taken from the project as it is now (as land() takes them when staging)."""
-    staging = project / landing.STAGING_ROOT / name
+    staging = project / state_dir.STAGING_ROOT / name
     staging.mkdir(parents=True)
     for path, text in staged.items():
         (staging / path).parent.mkdir(parents=True, exist_ok=True)
         (staging / path).write_text(text)
-    before = {path: landing._digest(project / path) for path in moves}
-    (staging / landing.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
+    before = {path: journal.digest(project / path) for path in moves}
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
     return staging
 
 
 def test_a_copy_that_never_landed_is_removed_and_a_cut_short_landing_finished(tmp_path, capsys):
     (tmp_path / "pyproject.toml").write_text("old\n")
     (tmp_path / "uv.lock").write_text("old lock\n")
-    root = tmp_path / landing.STAGING_ROOT
+    root = tmp_path / state_dir.STAGING_ROOT
     unused = root / "staging-1-a"
     unused.mkdir(parents=True)
     (unused / "pyproject.toml").write_text("never landed\n")
@@ -73,7 +73,7 @@ def test_recover_never_lands_over_an_edit_made_since_the_files_were_staged(tmp_p
     assert f"rm -rf {staging}" in raised.value.remedy and "nemo-rl deps status" in raised.value.remedy
     assert (tmp_path / edited).read_text() == "the other terminal's edit\n"
     assert all("staged" not in p.read_text() for p in tmp_path.rglob("*") if p.is_file() and staging not in p.parents)
-    assert (staging / landing.JOURNAL).exists()  # status and recover say the same again
+    assert (staging / journal.JOURNAL).exists()  # status and recover say the same again
 
 
 def test_a_landed_path_edited_since_is_no_refusal_and_a_directory_swap_cut_short_finishes(tmp_path, capsys):
@@ -93,10 +93,10 @@ def test_a_landed_path_edited_since_is_no_refusal_and_a_directory_swap_cut_short
 
 def test_a_journal_without_digests_lands_nothing(tmp_path):
     (tmp_path / "pyproject.toml").write_text("old\n")
-    staging = tmp_path / landing.STAGING_ROOT / "staging-1-a"
+    staging = tmp_path / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
     (staging / "pyproject.toml").write_text("new\n")
-    (staging / landing.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml"]}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml"]}))
     with pytest.raises(NemoRLError, match="records nothing to compare with"):
         recover._recover(tmp_path)
     assert (tmp_path / "pyproject.toml").read_text() == "old\n"

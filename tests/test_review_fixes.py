@@ -20,7 +20,7 @@ from test_whose_environment import _planted_env, _state
 
 from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state, identity, landing
+from nemo_rl.project import develop_state, identity, landing, state_dir
 from nemo_rl.workers import archive_hashes, housekeeping
 
 MANY_TAGS = "cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.manylinux_2_28_x86_64"
@@ -118,7 +118,7 @@ def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
         with staging:
             pytest.fail("staged on a full disk")
     assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
-    assert not staging.path.exists() and not (world.project / landing.STAGING_ROOT / staging.path.name).exists()
+    assert not staging.path.exists() and not (world.project / state_dir.STAGING_ROOT / staging.path.name).exists()
 
 
 def _clone(world, where: Path) -> Path:

@@ -60,7 +60,7 @@ def test_render_shows_the_pins_the_checkout_and_at_most_five_record_problems():
 def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path):
     """A bump of megatron-core cut short says nothing about nemo-toolkit; a journal naming no records, or one that
     cannot be read, may touch any fork."""
-    from nemo_rl.project.landing import CutShort
+    from nemo_rl.project.journal import CutShort
 
     bump = CutShort(tmp_path, ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
     assert status.touches(bump, "megatron-core") and not status.touches(bump, "nemo-toolkit")
@@ -69,7 +69,7 @@ def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path)
 
 
 def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happen(tmp_path):
-    from nemo_rl.project.landing import CutShort
+    from nemo_rl.project.journal import CutShort
 
     nothing = CutShort(tmp_path / "s", ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
     said = status.cut_remedy(nothing).format(dist="megatron-core", checkout=None)
@@ -91,7 +91,7 @@ def test_the_environment_beside_a_lock_problem_fails_check_too():
 
 def test_a_landing_cut_short_after_every_move_says_the_project_is_whole(tmp_path):
     """Killed while removing its staging copy: every file moved, so nothing mixes; recover removes the copy."""
-    from nemo_rl.project.landing import CutShort
+    from nemo_rl.project.journal import CutShort
 
     moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
     said = status.cut_remedy(CutShort(tmp_path / "s", moves, moves, None)).format(dist="megatron-core", checkout=None)

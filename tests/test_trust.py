@@ -12,7 +12,7 @@ import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
-from nemo_rl.project import landing, lockfile
+from nemo_rl.project import journal, landing, lockfile, state_dir
 
 HOSTILE_REV = "--upload-pack=touch {marker};git-upload-pack"
 
@@ -102,7 +102,7 @@ def test_a_landing_journal_never_moves_through_a_link_out_of_the_project(tmp_pat
     (staging / "LANDING.json").write_text(json.dumps({"moves": ["patches/megatron-core"]}))
     try:
         with pytest.raises(NemoRLError, match="points outside"):
-            landing.finish(project, staging)
+            journal.finish(project, staging)
     finally:
         assert [p.name for p in (outside / "megatron-core").iterdir()] == ["keep.txt"]  # theirs, untouched
     assert (staging / "LANDING.json").exists()  # nothing moved: recover says the same again
@@ -114,7 +114,7 @@ def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     staging = world.project / ".nemo-rl" / f"staging-{os.getpid()}-reused"
     staging.mkdir(parents=True)
     (staging / "pyproject.toml").write_text(new_pyproject)
-    before = {"pyproject.toml": landing._digest(world.project / "pyproject.toml")}
+    before = {"pyproject.toml": journal.digest(world.project / "pyproject.toml")}
     (staging / "LANDING.json").write_text(json.dumps({"moves": ["pyproject.toml"], "before": before}))
     assert deps(world, "status", "--json") == 0
     assert {r["state"] for r in json.loads(capsys.readouterr().out)["forks"]} == {"landing interrupted"}
@@ -123,9 +123,9 @@ def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     assert (world.project / "pyproject.toml").read_text() == new_pyproject
     # while a command holds the project lock, its staging is its own, not a leftover
     staging.mkdir(parents=True)
-    with landing.project_lock(world.project):
-        assert landing.leftovers(world.project) == []
-    assert landing.leftovers(world.project) == [(staging, False)]
+    with state_dir.project_lock(world.project):
+        assert journal.leftovers(world.project) == []
+    assert journal.leftovers(world.project) == [(staging, False)]
 
 
 def test_develop_state_steers_no_delete(world, tmp_path, capsys):
@@ -234,20 +234,20 @@ def test_another_command_waits_for_the_fork_cache(world):
 
 
 def test_no_wait_refuses_while_another_command_writes(world, capsys):
-    with landing.project_lock(world.project):
+    with state_dir.project_lock(world.project):
         assert deps(world, "patches", "--no-wait") == 1
     assert "another nemo-rl command" in capsys.readouterr().err
 
 
 def test_develop_waits_for_the_project_lock(world, capsys):
     """develop writes develop.json, the overlay and its checkout under the project: one command at a time."""
-    with landing.project_lock(world.project):
+    with state_dir.project_lock(world.project):
         for mode in ([], ["--onto", "upstream/main"]):
             assert deps(world, "develop", "megatron-core", *mode, "--no-wait") == 1, mode
             assert "another nemo-rl command" in capsys.readouterr().err, mode
         assert not (world.project / ".nemo-rl").exists()  # refused before the checkout or the state
     assert deps(world, "develop", "megatron-core") == 0
-    with landing.project_lock(world.project):
+    with state_dir.project_lock(world.project):
         assert deps(world, "develop", "--stop", "megatron-core", "--no-wait") == 1
         assert "another nemo-rl command" in capsys.readouterr().err
     assert json.loads((world.project / ".nemo-rl" / "develop.json").read_text()).keys() == {"megatron-core"}

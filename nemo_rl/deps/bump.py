@@ -14,7 +14,7 @@ from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import bump_steps, declared, fork_cache, fork_metadata, records
 from nemo_rl.forks.bump_steps import commit_changes
 from nemo_rl.progress import progress
-from nemo_rl.project import landing, lockfile
+from nemo_rl.project import journal, landing, lockfile, state_dir
 
 LANDED = ["pyproject.toml", "uv.lock"]
 CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
@@ -64,7 +64,7 @@ class StagedLock:
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
         self.mode = f"online: the offline lock was thrown away: {why}"
-        landing.write_atomic(self.staged / "uv.lock", self.committed)  # online starts from the committed lock
+        state_dir.write_atomic(self.staged / "uv.lock", self.committed)  # online starts from the committed lock
         self.running = uv.lock_started(self.staged, upgrade_package=self.fork.distribution)
 
     def result(self) -> str:
@@ -190,12 +190,12 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.dry_run:  # writes nothing, so it needs no lock (and works in a read-only checkout)
         return bump(project, args)
     # Taken before anything is read: a second bump waits, then starts from what the first one landed.
-    with landing.project_lock(project, wait=not args.no_wait):
+    with state_dir.project_lock(project, wait=not args.no_wait):
         return bump(project, args)
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
-    landing.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
+    journal.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
     patch_dir = records.records_dir(project, args.distribution)
     before = bump_steps.read_before(project, args.distribution, patch_dir)
     fork = before.fork

@@ -19,7 +19,7 @@ from nemo_rl import git, interrupt, settings, values
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, landing, lockfile
+from nemo_rl.project import develop_state, lockfile, state_dir
 
 
 def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
@@ -310,14 +310,14 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.onto:
         if args.stop or args.path or args.remove:
             raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
-        with landing.project_lock(project, wait=not args.no_wait):
+        with state_dir.project_lock(project, wait=not args.no_wait):
             return onto(project, args)
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")
-        with landing.project_lock(project, wait=not args.no_wait):
+        with state_dir.project_lock(project, wait=not args.no_wait):
             return stop(project, args)
     if args.remove:
         raise UsageError("--remove only applies to --stop", "run `nemo-rl deps develop --stop DIST --remove`")
-    with landing.project_lock(project, wait=not args.no_wait):
+    with state_dir.project_lock(project, wait=not args.no_wait):
         return start(project, args)

@@ -8,7 +8,7 @@ from pathlib import Path
 from nemo_rl import git, uv
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import declared, fork_cache, metadata_check, records
-from nemo_rl.project import landing, lockfile
+from nemo_rl.project import journal, landing, lockfile, state_dir
 
 
 def _export(project: Path, distribution: str, directory: Path) -> int:
@@ -94,8 +94,8 @@ def run(project: Path, args: argparse.Namespace) -> int:
     all_forks = lockfile.forks(project)
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else all_forks
     if not args.check:
-        with landing.project_lock(project, wait=not args.no_wait):
-            landing.refuse_cut_short(project, locked=True)  # the pins read below may be half moved
+        with state_dir.project_lock(project, wait=not args.no_wait):
+            journal.refuse_cut_short(project, locked=True)  # the pins read below may be half moved
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)

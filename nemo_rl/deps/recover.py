@@ -6,23 +6,23 @@ import argparse
 import shutil
 from pathlib import Path
 
-from nemo_rl.project import landing
+from nemo_rl.project import journal, state_dir
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
-    with landing.project_lock(project, wait=not args.no_wait):
+    with state_dir.project_lock(project, wait=not args.no_wait):
         return _recover(project)
 
 
 def _recover(project: Path) -> int:
-    found = landing.leftovers(project, locked=True)
+    found = journal.leftovers(project, locked=True)
     if not found:
         print("nothing to recover: no staging copy left by a killed bump or `deps patches` in this project")
         return 0
-    for path, journal in found:
-        if journal:  # killed while landing: every staged file is complete, so landing the rest is correct
-            moves = landing.read_journal(path)
-            moved = landing.finish(project, path)  # refuses a path changed since it was staged
+    for path, has_journal in found:
+        if has_journal:  # killed while landing: every staged file is complete, so landing the rest is correct
+            moves = journal.read_journal(path)
+            moved = journal.finish(project, path)  # refuses a path changed since it was staged
             before = [name for name in moves if name not in moved]
             print(f"finished an interrupted landing: moved {', '.join(moved) or 'nothing more'} ("
                   + (f"{', '.join(before)} had moved before the interruption)" if before else
@@ -30,5 +30,5 @@ def _recover(project: Path) -> int:
         else:  # killed before landing: the project was never touched
             shutil.rmtree(path, ignore_errors=True)
             print(f"removed {path} (left by a bump or `deps patches` killed before it changed anything)")
-    landing.remove_empty(project / landing.STAGING_ROOT)
+    state_dir.remove_empty(project / state_dir.STAGING_ROOT)
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, installed_fork, record_files, records
 from nemo_rl.jsonout import dumps
-from nemo_rl.project import develop_state, installed, landing, lockfile
+from nemo_rl.project import develop_state, installed, journal, lockfile
 
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
@@ -60,7 +60,7 @@ class ForkStatus:
     environment: tuple[str, ...] = ()
 
 
-def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[landing.CutShort],
+def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[journal.CutShort],
                 develop_entry: develop_state.Developed | None) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
@@ -103,14 +103,14 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
                       environment)
 
 
-def touches(cut: landing.CutShort, distribution: str) -> bool:
+def touches(cut: journal.CutShort, distribution: str) -> bool:
     """Whether a landing cut short changes this fork: it moves its records (a bump or `deps patches` of it always
     does), or its journal names no records or cannot be read, so any fork may be in it."""
     records_moved = [name for name in cut.moves if name.startswith("patches/")]
     return cut.unreadable is not None or not records_moved or records.relative_dir(distribution) in records_moved
 
 
-def cut_remedy(cut: landing.CutShort) -> str:
+def cut_remedy(cut: journal.CutShort) -> str:
     """What happened, as the files say it, and the fix: nothing moved yet is no mix, and said so."""
     if cut.unreadable is not None:
         return cut.unreadable.replace("{", "{{").replace("}", "}}")
@@ -149,7 +149,7 @@ def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list)
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
     locked = lockfile.locked_packages(project)
-    cuts = landing.cut_short(project)
+    cuts = journal.cut_short(project)
     developed = develop_state.read(project)
     return [fork_status(project, env, fork, locked, cuts, developed.get(fork.distribution)) for fork in forks]
 
@@ -199,8 +199,8 @@ def run(project: Path, args: argparse.Namespace) -> int:
     else:
         print(f"uv.lock: {lock_problem}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
-    for path, journal in landing.leftovers(project):
-        if not journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
+    for path, has_journal in journal.leftovers(project):
+        if not has_journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
             print(f"note: {path} is left from a bump or `deps patches` killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
     if args.check and fails_check(rows, lock_problem, orphans):

@@ -125,7 +125,7 @@ def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest
 def run(project: Path, args: argparse.Namespace) -> int:
     from nemo_rl import settings
     from nemo_rl.jsonout import dumps
-    from nemo_rl.workers import bundles, environments, housekeeping
+    from nemo_rl.workers import bundle_pack, environments, housekeeping
 
     if args.verb == "list":
         rows, packed = housekeeping.listing(project), housekeeping.bundle_rows(project)
@@ -147,7 +147,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         return 0
     flags = _flags(args.py_executable)
     if args.verb == "pack":
-        manifest = bundles.pack(project, flags, args.bundle, seed=not args.no_seed)
+        manifest = bundle_pack.pack(project, flags, args.bundle, seed=not args.no_seed)
         print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
         print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
               f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "

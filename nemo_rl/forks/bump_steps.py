@@ -12,7 +12,7 @@ from nemo_rl.forks import declared, fork_metadata, metadata_check
 from nemo_rl.forks.record_files import Index, read_index
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
-from nemo_rl.project.landing import write_atomic
+from nemo_rl.project.state_dir import write_atomic
 
 
 def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dict[str, list[str]]]:

@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
-from nemo_rl.project.landing import write_atomic
+from nemo_rl.project.state_dir import write_atomic
 
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
 # the build had to use.

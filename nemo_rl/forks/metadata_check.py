@@ -274,7 +274,7 @@ def write_derived(project: Path, distribution: str, declares: declared.Declares
     when it did not change, the drops removed)."""
     import tomlkit
 
-    from nemo_rl.project.landing import write_atomic
+    from nemo_rl.project.state_dir import write_atomic
 
     before = entry(project, distribution)
     path = project / "pyproject.toml"

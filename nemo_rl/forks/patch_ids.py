@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nemo_rl import values
 from nemo_rl.forks import git_diffs, git_history
-from nemo_rl.project.landing import write_atomic
+from nemo_rl.project.state_dir import write_atomic
 
 CACHE = "nemo-rl-patch-ids.json"
 

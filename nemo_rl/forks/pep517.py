@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project.landing import write_atomic
+from nemo_rl.project.state_dir import write_atomic
 
 HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
 # A backend that never returns is ended (its whole process group) and reported: the metadata hook of a large

@@ -22,7 +22,7 @@ from nemo_rl.forks.record_files import (
     render_index,
 )
 from nemo_rl.project import lockfile
-from nemo_rl.project.landing import write_atomic
+from nemo_rl.project.state_dir import write_atomic
 
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
 REGENERATE = "run `nemo-rl deps patches {dist}` (and review the why-note), then commit patches/{dist}/ with " \

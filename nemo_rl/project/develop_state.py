@@ -19,10 +19,10 @@ from pathlib import Path
 
 from nemo_rl import git, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import installed, landing
+from nemo_rl.project import installed, state_dir
 
-STATE = Path(landing.STAGING_ROOT) / "develop.json"
-MANAGED_DIR = Path(landing.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
+STATE = Path(state_dir.STAGING_ROOT) / "develop.json"
+MANAGED_DIR = Path(state_dir.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
 OVERLAY_PREFIX = "_nemo_rl_develop_"
 CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
 OWNER_LINE = "# nemo-rl deps develop owner: "  # the develop state's token: which checkout's overlay this is
@@ -76,7 +76,7 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
 
 
 def read(project: Path) -> dict[str, Developed]:
-    path = landing.state_root(project) / STATE.name
+    path = state_dir.state_root(project) / STATE.name
     if not path.exists():
         return {}
     data = values.state_json(path, f"fix or delete {path}")
@@ -86,17 +86,17 @@ def read(project: Path) -> dict[str, Developed]:
 
 
 def write(project: Path, state: dict[str, Developed]) -> None:
-    path = landing.state_root(project, create=True) / STATE.name
+    path = state_dir.state_root(project, create=True) / STATE.name
     data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs],
                              "token": d.token} for d in state.values()}
     if data:
-        landing.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        state_dir.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     else:
         path.unlink(missing_ok=True)
 
 
 def managed_checkout(project: Path, distribution: str) -> Path:
-    landing.state_root(project)  # a .nemo-rl link out of the project: said as such, not "points outside"
+    state_dir.state_root(project)  # a .nemo-rl link out of the project: said as such, not "points outside"
     return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
 
 
@@ -151,7 +151,7 @@ def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
 
 
 def shadow_dir(project: Path, distribution: str) -> Path:
-    landing.state_root(project)
+    state_dir.state_root(project)
     return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
 
 
@@ -191,7 +191,7 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
     values.plain_path(shadow, "the develop overlay directory")
     if not _TOKEN.fullmatch(owner):
         raise ValueError(f"owner token {owner!r:.40} is not hex")  # made by new_token: a bug, not a user's mistake
-    landing.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"
+    state_dir.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"
                          + (f"{OWNER_LINE}{owner}\n" if owner else ""))
     return path
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import landing
+from nemo_rl.project import state_dir
 
-ID_FILE = Path(landing.STAGING_ROOT) / "checkout-id"
+ID_FILE = Path(state_dir.STAGING_ROOT) / "checkout-id"
 ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would take a final newline
 
 
@@ -25,7 +25,7 @@ def checkout_id(project: Path) -> str | None:
     """This checkout's id; None when it has none yet or the file is not one nemo-rl wrote (then every
     environment that records an id is another checkout's: kept, never pruned)."""
     try:
-        landing.state_root(project)  # a .nemo-rl link: another directory's id is not this checkout's
+        state_dir.state_root(project)  # a .nemo-rl link: another directory's id is not this checkout's
         text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
     except (OSError, UnicodeDecodeError, NemoRLError):  # missing, planted (a link, a FIFO) or unreadable
         return None
@@ -48,7 +48,7 @@ def ensure_checkout_id(project: Path) -> str:
     token = secrets.token_hex(16)
     tmp = path.with_name(f".{path.name}.{token}.tmp")
     try:
-        landing.state_root(project, create=True)  # a link or a file there is refused, never followed
+        state_dir.state_root(project, create=True)  # a link or a file there is refused, never followed
         tmp.write_text(token + "\n")
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):

@@ -25,7 +25,7 @@ from nemo_rl import imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed, lockfile
-from nemo_rl.workers import bundles, verified
+from nemo_rl.workers import bundles, manifests, verified
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
@@ -202,7 +202,7 @@ def _overlay_developed(project: Path, env: Path) -> None:
                                       develop_state.shadow_dir(project, entry.distribution), entry.token)
 
 
-def verify(env: WorkerEnv, project: Path, *, proven: bundles.Proven | None = None) -> None:
+def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = None) -> None:
     """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
     fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
 

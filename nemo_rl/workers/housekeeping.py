@@ -218,10 +218,10 @@ def _unused(where: environments.Slot) -> bool:
 
 def _prune_packs() -> list[Path]:
     """Packs into $NEMO_RL_BUNDLE_DIR that were killed (their lock is free): GBs that pass for nothing."""
-    from nemo_rl.workers import bundles
+    from nemo_rl.workers import bundle_pack
 
     root = settings.bundle_dir()
-    return bundles.remove_dead_packs(root) + bundles.remove_free_pack_locks(root) \
+    return bundle_pack.remove_dead_packs(root) + bundle_pack.remove_free_pack_locks(root) \
         if root is not None and root.is_dir() else []
 
 
@@ -236,7 +236,7 @@ class BundleRow:
 
 def bundle_rows(project: Path | None) -> list[BundleRow]:
     """The bundles under $NEMO_RL_BUNDLE_DIR, each against this checkout's inputs for its flags."""
-    from nemo_rl.workers import bundles
+    from nemo_rl.workers import bundle_pack, bundles
 
     rows = []
     for path in bundles.configured():
@@ -250,7 +250,7 @@ def bundle_rows(project: Path | None) -> list[BundleRow]:
         rows.append(BundleRow(path, manifest.inputs.flags, "stale" if different else "current",
                               round(manifest.bytes / 1e6, 1), "; ".join(different) or None))
     root = settings.bundle_dir()
-    for path in bundles.unfinished_packs(root) if root is not None else ():
+    for path in bundle_pack.unfinished_packs(root) if root is not None else ():
         detail = "a pack running now" if locks.held(path) else "a killed pack: `nemo-rl envs prune` removes it"
         rows.append(BundleRow(path, (), "unfinished pack", _size_mb(path), detail))
     return rows

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from nemo_rl import extras, values
-from nemo_rl.project import installed, landing, lockfile
+from nemo_rl.project import installed, lockfile, state_dir
 
 RECORD = "nemo-rl-verified.json"
 RACY_NS = 2_000_000_000  # a ctime this close to the clock may be followed by a change with the same ctime
@@ -253,7 +253,7 @@ def _save(env: Path, record: Record) -> None:
         for left in env.glob(f".{RECORD}.*.tmp"):  # a write killed midway; one a minute old is no write going on
             if left.lstat().st_mtime < time.time() - 60:
                 left.unlink(missing_ok=True)
-        landing.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
+        state_dir.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
 
 
 def read(env: Path) -> Record | None:

@@ -40,7 +40,7 @@ from gitfixtures import commit
 
 from nemo_rl.process import run
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import bundles
+from nemo_rl.workers import bundle_pack, bundles
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "nvcc", "ld")
@@ -250,7 +250,7 @@ def measure(case: str, args: argparse.Namespace) -> dict:
             shutil.rmtree(root / "env")
         bundle = root / "bundles" / case
         os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_CONFIG")})
-        pack_s = timed(lambda: bundles.pack(project, flags, bundle))
+        pack_s = timed(lambda: bundle_pack.pack(project, flags, bundle))
         manifest = bundles.read_manifest(bundle)
         nodes = [node_build(bundle, project, flags, root, env, trusted=manifest.digest, imports=i == 0)
                  for i in range(args.repeats)]

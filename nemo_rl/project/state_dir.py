@@ -1,0 +1,89 @@
+"""The project's private directory (`.nemo-rl`, proven a real directory inside the project), atomic writes, and
+the project lock every command that writes project files holds."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from nemo_rl import locks
+from nemo_rl.errors import NemoRLError
+
+STAGING_ROOT = ".nemo-rl"
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def state_root(project: Path, *, create: bool = False) -> Path:
+    """<project>/.nemo-rl, nemo-rl's private directory, proven a real directory of the project (made with
+    `create`): a `.nemo-rl` link committed by a pull request would have bumps stage, and develop and builds keep
+    their state, wherever it points, and a dangling one fails obscurely. Never follows a link: mkdir does not."""
+    root = project / STAGING_ROOT
+    if create:
+        try:
+            root.mkdir()
+        except FileExistsError:
+            pass
+    try:
+        mode = os.lstat(root).st_mode
+    except FileNotFoundError:
+        return root
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        link = os.readlink(root) if stat.S_ISLNK(mode) else None
+        here = shlex.quote(str(root))
+        keep = (f"; to keep what the directory it names holds (an interrupted bump's staging copy), copy it in: "
+                f"`rm {here} && cp -a {shlex.quote(str(root.parent / link) + '/.')} {here}`"
+                if link is not None and (root.parent / link).is_dir() else "")
+        what = f"a symbolic link (to {link!r:.120})" if link is not None else "not a directory"
+        raise NemoRLError(f"{root} is {what}: nemo-rl keeps its private state there and never follows it out of "
+                          "the project", f"remove it (`rm {here}`; if a commit added it, also `git rm --cached "
+                          f"{STAGING_ROOT}` and keep `{STAGING_ROOT}/` in .gitignore): nemo-rl makes the "
+                          f"directory{keep}")
+    return root
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write through a temporary file in the same directory, then os.replace: readers never see half a file.
+    An existing file keeps its mode; a new one gets the mode the user's umask gives (not mkstemp's 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
+    """Held by every command that writes project files, for its whole run. It locks the project directory
+    itself: renames inside it (a landing) keep its inode, nothing is created (a read-only checkout can be
+    locked), and the kernel releases it when the holder dies, whatever its PID becomes later."""
+    fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        message = f"waiting for another nemo-rl command (bump, patches, develop or recover) in {project}"
+        if not locks.acquire(fd, (lambda: message) if wait else None):
+            raise NemoRLError(f"another nemo-rl command (bump, patches, develop or recover) is changing {project}",
+                              "wait for it to finish, or run again without --no-wait to wait")
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
