@@ -123,7 +123,8 @@ MUTATIONS = [
      BUMP),
     ("status: bad pin", "nemo_rl/deps/status.py", "bad_pin=bool(fork.bad_rev)", "bad_pin=False", STATUS),
     ("status: records stale", "nemo_rl/deps/status.py", "records_stale=bool(problems)", "records_stale=False", STATUS),
-    ("status: lock stale", "nemo_rl/deps/status.py", "lock_stale=locked_commit != fork.rev", "lock_stale=False",
+    ("status: lock stale", "nemo_rl/deps/status.py",
+     "    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))", "    lock_stale = False",
      STATUS),
     ("status: interrupted landing", "nemo_rl/deps/status.py", "interrupted=cut is not None,", "interrupted=False,", BUMP),
     ("status: developing (from the environment)", "nemo_rl/deps/status.py", "developing=bool(active)", "developing=False",
@@ -1186,7 +1187,7 @@ MUTATIONS = [
     ("status: an override's fix is to edit it", "nemo_rl/deps/status.py", "        remedy = OVERRIDDEN", "        pass",
      "tests/test_lock_truth.py -k locked_version_the_fork"),
     ("markers: sampled at each version literal compared", "nemo_rl/forks/lock_markers.py",
-     "    points += [p for p in _literal_points(markers)", "    points += [p for p in _literal_points(())",
+     "    literals = [*markers, *(supported", "    literals = [*(supported",
      "tests/test_metadata_check.py -k inside"),
     ("markers: and at the micro after it", "nemo_rl/forks/lock_markers.py",
      "            found |= {(major, minor, micro), (major, minor, micro + 1)}",
@@ -1346,7 +1347,8 @@ MUTATIONS = [
     ("locked marker: one that cannot be evaluated is a difference", "nemo_rl/forks/metadata_check.py",
      "    if unreadable:\n", "    if False:\n", "tests/test_metadata_check.py -k cannot_be_evaluated"),
     ("locked marker: the fork's own unevaluable marker is none", "nemo_rl/forks/metadata_check.py",
-     "                  if n not in undecided]", "                  ]", "tests/test_metadata_check.py -k cannot_be_evaluated"),
+     "                  if n not in undecided or lock_markers.names_extra(m)]", "                  ]",
+     "tests/test_metadata_check.py -k cannot_be_evaluated"),
     ("locked optional-dependencies of a derived fork are a difference", "nemo_rl/forks/metadata_check.py",
      "    if extras and derived_entry:", "    if False:",
      "tests/test_metadata_check.py -k optional_dependencies"),
@@ -1416,6 +1418,53 @@ MUTATIONS = [
     ("landing: an unreadable cut-short journal gets its own fix", "nemo_rl/project/journal.py",
      "        if cut.unreadable is not None:  # recover cannot finish it either", "        if False:  # recover",
      "tests/test_landing.py -k cannot_be_read"),
+    # review 25c: samples that meet the lock, machine markers, extra markers, sources, the CI base, journal links
+    ("samples: the Pythons the supported markers name", "nemo_rl/forks/lock_markers.py",
+     '    literals = [*markers, *(supported if isinstance(supported, list) else []), str(lock.get("requires-python") or "")]',
+     "    literals = list(markers)", "tests/test_metadata_check.py -k supported_markers_are_sampled"),
+    ("samples: a machine's release and version", "nemo_rl/forks/lock_markers.py",
+     '_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),',
+     '_MACHINES = {"linux": (("", ""),),', "tests/test_metadata_check.py -k machine_markers"),
+    ("samples: none meeting the lock is a difference", "nemo_rl/forks/metadata_check.py",
+     "    if not envs:  # every comparison below would run over nothing and pass", "    if False:",
+     "tests/test_metadata_check.py -k no_sampled_environment"),
+    ("locked marker: one naming extra is never the fork's", "nemo_rl/forks/metadata_check.py",
+     "                  if n not in undecided or lock_markers.names_extra(m)]", "                  if n not in undecided]",
+     "tests/test_metadata_check.py -k naming_extra"),
+    ("journal: a dangling link is a journal", "nemo_rl/project/journal.py",
+     "    return [(path, os.path.lexists(path / JOURNAL)) for path in stagings]",
+     "    return [(path, (path / JOURNAL).exists()) for path in stagings]", "tests/test_landing.py -k dangling_link"),
+    ("source: the locked URL is pyproject's", "nemo_rl/project/lockfile.py",
+     '        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != {"rev": [fork.rev]}:',
+     '        if parse_qs(parts.query, keep_blank_values=True) != {"rev": [fork.rev]}:',
+     "tests/test_lock_truth.py -k source_edited"),
+    ("source: no query beyond rev", "nemo_rl/project/lockfile.py",
+     '        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != {"rev": [fork.rev]}:',
+     "        if where != fork.url:", "tests/test_lock_truth.py -k source_edited"),
+    ("source: the offline check names it", "nemo_rl/forks/records.py", "    if locked_source is not None:",
+     "    if False:", "tests/test_lock_truth.py -k source_edited"),
+    ("source: status calls it lock stale", "nemo_rl/deps/status.py",
+     "    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))",
+     "    lock_stale = locked_commit != fork.rev", "tests/test_lock_truth.py -k source_edited"),
+    ("source: deps patches relocks it", "nemo_rl/forks/metadata_check.py",
+     "    return not (package and package.other_source(fork)) and not locked_differences(",
+     "    return not locked_differences(", "tests/test_lock_truth.py -k source_edited"),
+    ("ci: the base is resolved as a commit first", ".ci/declares-changes",
+     '        if resolved.returncode != 0 or not resolved.stdout.strip():\n            continue\n'
+     '        found = git("merge-base", "HEAD", resolved.stdout.strip())',
+     '        found = git("merge-base", "HEAD", ref)', "tests/test_lock_truth.py -k declares_a_change"),
+    ("ci: a base that is HEAD says so", ".ci/declares-changes",
+     '    if base == git("rev-parse", "HEAD").stdout.strip():', "    if False:",
+     "tests/test_lock_truth.py -k declares_a_change"),
+    ("fix: status names the entry only where there is one", "nemo_rl/deps/status.py",
+     '    elif state == "metadata stale":  # names the derived entry only where the fork has one', "    elif False:",
+     "tests/test_lock_truth.py -k without_a_derived"),
+    ("fix: deps patches names the entry only where there is one", "nemo_rl/deps/patches.py",
+     '                if metadata_check.derives(project, dist) else "it also relocks the fork")',
+     '                if True else "it also relocks the fork")', "tests/test_lock_truth.py -k without_a_derived"),
+    ("runner: rows no hint names first", "tests/check_mutations.py",
+     "    return sorted(selected, key=lambda m: " "hints.first(m[0], m[4]) is not None)", "    return list(selected)",
+     "tests/test_check_mutations.py -k no_hint_names"),
 ]
 
 
@@ -1539,6 +1588,13 @@ class Hints:
             os.replace(tmp, self.path)
 
 
+def run_order(selected: list, hints: Hints) -> list:
+    """Rows no hint names first (never caught with their selection as it is: new or changed rows, or survivors),
+    then the rest, each group in list order: a run cut short has judged what is least known. The verdicts do not
+    depend on the order."""
+    return sorted(selected, key=lambda m: hints.first(m[0], m[4]) is not None)
+
+
 def end_runs() -> None:
     """Kill every pytest run going on (its whole group: Ray's processes too); none starts afterwards."""
     STOPPING.set()
@@ -1587,6 +1643,7 @@ def main() -> int:
         print(f"| {name} | {tests} | {shown.replace('|', '/')} | {time.monotonic() - started:.0f} |", flush=True)
 
     print("| check removed | tests | result | s |\n|---|---|---|---|")
+    selected = run_order(selected, hints)
     alone = [m for m in selected if any(t in m[4] for t in ALONE)]
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupted)

@@ -276,3 +276,13 @@ def test_a_mutation_that_does_not_compile_is_not_applied(monkeypatch):
     outcome, detail = cm.run_one("nemo_rl/errors.py", "class NemoRLError(Exception):", "class NemoRLError(Exception",
                                  "tests/test_values.py", 60)
     assert (outcome, detail.split(":")[0]) == ("not applied", "the mutated file does not compile"), detail
+
+
+def test_rows_no_hint_names_run_first(tmp_path):
+    """A run cut short (2 cores take hours over the whole list) has judged the rows least known: new, changed and
+    never-caught ones before the rows a hint says were caught, each group in list order."""
+    path = tmp_path / "hints.json"
+    path.write_text('{"b": {"tests": "t_b", "killer": "k"}, "d": {"tests": "changed", "killer": "k"}}')
+    rows = [(name, "f.py", "x", "y", f"t_{name}") for name in "abcd"]
+    assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=True))] == ["a", "c", "d", "b"]
+    assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=False))] == ["a", "b", "c", "d"]

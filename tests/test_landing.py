@@ -108,3 +108,15 @@ def test_a_cut_short_landing_whose_journal_cannot_be_read_is_refused_with_its_ow
         assert "journal cannot be read" in exc.what and "deps recover` (it finishes" not in str(exc.remedy), exc
     else:
         raise AssertionError("a landing cut short was not refused")
+
+
+def test_a_journal_that_is_a_dangling_link_is_a_journal_that_cannot_be_read(staging):
+    """A journal replaced by a link to nowhere: taken for "no journal", the landing cut short read as a staging
+    copy killed before it changed anything, which `deps recover` deletes although files had moved."""
+    import os
+
+    os.symlink("/nonexistent/LANDING.json", staging / journal.JOURNAL)
+    project = journal.project_of(staging)
+    assert journal.leftovers(project, locked=True) == [(staging, True)]
+    (cut,) = journal.cut_short(project, locked=True)
+    assert cut.unreadable is not None and "cannot read the landing journal" in cut.unreadable

@@ -169,13 +169,22 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
     index.write_text("pinned = [\n")
     assert "does not parse as TOML" in declares_changes().stdout
     git("checkout", "-q", "--", ".")
-    git("checkout", "-q", "main")
-    assert declares_changes().stdout == ""  # nothing changed against the base
     import os
 
-    named = subprocess.run([sys.executable, str(repo / ".ci/declares-changes")], capture_output=True, text=True,
-                           env={**os.environ, "NEMO_RL_CI_BASE": "no-such-ref"})  # never main quietly instead
-    assert named.returncode == 0 and "NEMO_RL_CI_BASE='no-such-ref' has no merge base" in named.stdout, named
+    def based(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(repo / ".ci/declares-changes")], capture_output=True, text=True,
+                              env={**os.environ, "NEMO_RL_CI_BASE": name})
+
+    # a base that is HEAD itself compares nothing committed, and says so; git options are no base at all
+    for name in ("pr", "HEAD"):
+        found = based(name)
+        assert f"the base {name!r} is HEAD itself" in found.stdout and "torch" not in found.stdout, (name, found)
+    for name in ("--octopus", "--independent", "no-such-ref"):  # never main quietly instead
+        found = based(name)
+        assert found.returncode == 0 and f"NEMO_RL_CI_BASE={name!r} has no merge base" in found.stdout, (name, found)
+    git("checkout", "-q", "main")
+    found = declares_changes()
+    assert "is HEAD itself" in found.stdout and "declares] changed" not in found.stdout  # nothing changed
 
 
 def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys, tmp_path):
@@ -323,7 +332,7 @@ def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, c
         lock.write_text(good[:start] + edited + good[end:])
         rc, out = offline(world, capsys)
         assert rc == 1 and f"[[package]] nemo-toolkit {said}" in out, out
-        assert "patches/nemo-toolkit/index.toml [declares]" in out and "derived entry" not in out, out
+        assert "patches/nemo-toolkit/index.toml [declares]" in out and "derived" not in out, out
         capsys.readouterr()
         rc = main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)])
         out = capsys.readouterr().out
@@ -335,3 +344,23 @@ def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, c
     env, out = synced_status(world, tmp_path, capsys)
     mine = out.split("nemo-toolkit:", 1)[-1]
     assert "nemo-rl deps patches nemo-toolkit" in mine and "dependency-metadata" not in mine, out
+    assert "derived" not in mine, out
+
+
+def test_a_fork_source_edited_in_uv_lock_is_caught_and_relocked(world, capsys):
+    """uv fetches a git package from the source uv.lock names, and `uv lock --check` never compares it with
+    [tool.uv.sources]: another host, or a subdirectory added, with the commit kept, passed CI."""
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    rev = lockfile.fork(world.project, "nemo-toolkit").rev
+    url = lockfile.fork(world.project, "nemo-toolkit").url
+    assert f'{url}?rev={rev}#{rev}' in good
+    for edited in (f"{url.removesuffix('.git')}-evil.git?rev={rev}#{rev}", f"{url}?rev={rev}&subdirectory=sub#{rev}"):
+        lock.write_text(good.replace(f"{url}?rev={rev}#{rev}", edited))
+        rc, out = offline(world, capsys)
+        assert rc == 1 and "nemo-toolkit source" in out and edited.split("#")[0] in out, out
+        assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
+        assert "nemo-toolkit: lock stale" in capsys.readouterr().out
+        assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
+        assert "relocked" in capsys.readouterr().out
+        assert lock.read_text() == good, edited

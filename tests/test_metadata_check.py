@@ -223,9 +223,50 @@ def test_a_locked_marker_naming_extra_is_a_difference():
     assert metadata_check.locked_differences(found, DERIVED) == [
         ("dependencies", "markers that decide in every environment the lock supports",
          "numpy (marker \"extra == ''\"): not what the entry locks")]
+    # uv never writes a marker naming extra into [[package]] dependencies, whatever the fork's own requirement says
+    # (a base requirement whose marker merely mentions an extra locks with the extra clause gone)
     own = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26; python_version >= '3' or extra == 'x'", "torch"))
     found["manifest"]["dependency-metadata"][0]["requires-dist"] = list(own.requires_dist)
-    assert not any(d[0] == "dependencies" and "decide" in d[1] for d in metadata_check.locked_differences(found, own))
+    for marker in ("extra == ''", "'' == extra", "extra != 'x' and extra == ''"):
+        found["package"][0]["dependencies"][0]["marker"] = marker
+        assert ("dependencies", "markers that decide in every environment the lock supports",
+                f"numpy (marker {marker!r}): not what the entry locks") in metadata_check.locked_differences(
+                    found, own), marker
+    del found["package"][0]["dependencies"][0]["marker"]
+    assert metadata_check.locked_differences(found, own) == []
+
+
+def test_pythons_named_only_by_the_supported_markers_are_sampled():
+    """[tool.uv] environments narrowed inside a minor version (3.11.1 to 3.11.49): the samples at X.Y.0 and X.Y.99
+    meet none of it, and every comparison ran over nothing; the versions it names are sampled too."""
+    found = lock("0.2.0", "numpy")
+    found["supported-markers"] = ["python_full_version >= '3.11.1' and python_full_version < '3.11.50'"]
+    assert ("dependencies", "torch among them", "missing") in metadata_check.locked_differences(found, DERIVED)
+
+
+def test_a_lock_no_sampled_environment_meets_is_a_difference():
+    """Nothing compared is never "no difference": a lock whose supported environments none of the samples meets
+    says so."""
+    found = lock("0.2.0", "numpy", "torch")
+    found["supported-markers"] = ["sys_platform == 'freebsd'"]
+    assert [d[0] for d in metadata_check.locked_differences(found, DERIVED)] == ["supported environments"]
+
+
+def test_the_machine_markers_are_sampled_as_machines_report_them():
+    """platform_release and platform_version were sampled as "" only, which no usual machine reports: a locked
+    `platform_release == ''` passed for a dependency uv then never installs, and a fork's `idna; platform_release !=
+    ''` was no base requirement, so [declares] left it out."""
+    from packaging.requirements import Requirement
+
+    from nemo_rl.forks import lock_markers
+
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release == '' and python_full_version "
+                                                                  ">= '3.10'"}, {"name": "torch"}])
+    assert [d for d in metadata_check.locked_differences(found, DERIVED) if d[0] == "dependencies"] == [
+        ("dependencies", "numpy (on linux x86_64 Python 3.10) among them", "missing")]
+    assert lock_markers.base_requirement(Requirement("idna; platform_release != ''"))
+    assert lock_markers.base_requirement(Requirement("idna; platform_version != ''"))
+    assert not lock_markers.base_requirement(Requirement("idna; extra == 'x'"))
 
 
 def test_locked_optional_dependencies_of_a_derived_fork_are_a_difference():

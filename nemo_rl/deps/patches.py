@@ -119,8 +119,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
               f"or let it allow what the fork requires), then run `uv lock`")
     for dist in failed:
-        print(f"fix: {records.REGENERATE.format(dist=dist)} (it also writes the derived "
-              f"[[tool.uv.dependency-metadata]] entry and relocks); or move the pin with "
+        also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"
+                if metadata_check.derives(project, dist) else "it also relocks the fork")
+        print(f"fix: {records.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for orphan in orphans:
         print(f"fix: add the fork's table back to pyproject.toml, or remove {orphan.file}")

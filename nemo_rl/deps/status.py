@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, installed_fork, record_files, records
+from nemo_rl.forks import declared, installed_fork, metadata_check, record_files, records
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile
 
@@ -16,7 +16,7 @@ REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
                "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
     "landing interrupted": "run `nemo-rl deps recover` (it finishes the landing that was cut short)",
-    "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's rev differs from uv.lock)",
+    "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's source or rev differs from uv.lock's)",
     "records stale": records.REGENERATE,
     "metadata stale": declared.FIX,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
@@ -77,7 +77,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
     problem = developed.problem if developed else None
     cut = next((c for c in cuts if touches(c, fork.distribution)), None)
-    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=locked_commit != fork.rev,
+    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # uv fetches the lock's
+    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
                         checkout_gone=gone, checkout_unreadable=problem is not None,
                         develop_recorded=bool(develop_entry), installed=present)
@@ -93,6 +94,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
+    elif state == "metadata stale":  # names the derived entry only where the fork has one
+        remedy = declared.fix("{dist}", metadata_check.derives(project, fork.distribution))
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
                       fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
                       developed, state,

@@ -56,7 +56,8 @@ def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
     stale = [dist for dist, problems in found.items() if problems]
     if stale:
         # one fork: its command; several: `deps patches` without a name regenerates every fork
-        fix = declared.FIX.format(dist=stale[0]) if len(stale) == 1 else declared.FIX.replace(" {dist}", "")
+        fix = declared.fix(stale[0], metadata_check.derives(project, stale[0])) if len(stale) == 1 else \
+            declared.FIX.replace(" {dist}", "")
         raise NemoRLError("the [[tool.uv.dependency-metadata]] entries are not derived from the forks: "
                           + "; ".join(p for dist in stale for p in found[dist]), fix + ", then verify again")
 

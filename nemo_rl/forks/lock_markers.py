@@ -22,13 +22,21 @@ Pair = tuple[str, str]  # (canonical name, extra or ""): what a dependency makes
 _PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix", "aarch64"),
               ("darwin", "Darwin", "posix", "arm64"), ("darwin", "Darwin", "posix", "x86_64"),
               ("win32", "Windows", "nt", "AMD64"))
+# platform_release and platform_version name the machine, not the platform: a kernel's release as each platform
+# writes it, and the empty string some report. Sampling only "" (which no usual machine reports) would decide
+# `platform_release != ''` false everywhere, and a requirement under it would never be counted.
+_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),
+             "darwin": (("23.1.0", "Darwin Kernel Version 23.1.0"), ("", "")),
+             "win32": (("10", "10.0.19045"), ("", ""))}
 _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
 
 
 def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment]:
-    """The marker environments uv.lock covers: a sample per supported platform and Python minor version, and
-    one at each version literal in `markers` (the markers being compared) and at its next micro release, so a
-    bound inside a minor version (`python_full_version < '3.12.3'`) is seen on both sides."""
+    """The marker environments uv.lock covers: a sample per supported platform, machine and Python minor version,
+    and one at each version literal in `markers` (the markers being compared), in the lock's supported-markers and
+    in its requires-python, and at its next micro release, so a bound inside a minor version
+    (`python_full_version < '3.12.3'`) is seen on both sides. Empty when no sample meets supported-markers: the
+    caller cannot compare anything there and must say so."""
     supported = lock.get("supported-markers")
     parsed = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
     try:
@@ -39,18 +47,20 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
     for version in _PYTHONS:
         if f"{version}.0" in python or f"{version}.99" in python:
             points.append(f"{version}.0" if f"{version}.0" in python else f"{version}.99")
-    points += [p for p in _literal_points(markers) if p in python and p not in points]
+    literals = [*markers, *(supported if isinstance(supported, list) else []), str(lock.get("requires-python") or "")]
+    points += [p for p in _literal_points(literals) if p in python and p not in points]
     result = []
     for sys_platform, system, os_name, machine in _PLATFORMS:
         for full in points:
-            version = ".".join(full.split(".")[:2])
-            env = {"sys_platform": sys_platform, "platform_system": system, "os_name": os_name,
-                   "platform_machine": machine, "python_version": version, "python_full_version": full,
-                   "implementation_name": "cpython", "platform_python_implementation": "CPython",
-                   "implementation_version": full, "platform_release": "", "platform_version": "",
-                   "extra": ""}
-            if not parsed or any(_evaluate(m, env) for m in parsed):
-                result.append(env)
+            for release, kernel in _MACHINES[sys_platform]:
+                version = ".".join(full.split(".")[:2])
+                env = {"sys_platform": sys_platform, "platform_system": system, "os_name": os_name,
+                       "platform_machine": machine, "python_version": version, "python_full_version": full,
+                       "implementation_name": "cpython", "platform_python_implementation": "CPython",
+                       "implementation_version": full, "platform_release": release, "platform_version": kernel,
+                       "extra": ""}
+                if not parsed or any(_evaluate(m, env) for m in parsed):
+                    result.append(env)
     return result
 
 
@@ -58,7 +68,8 @@ def _literal_points(markers: Iterable[object]) -> list[str]:
     """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it."""
     found: set[tuple[int, int, int]] = set()
     for text in markers:
-        for literal in re.findall(r"""['"]\s*(3\.\d+(?:\.\d+)?)\s*['"]""", str(text or "")):
+        # quoted in a marker (`'3.12.3'`), bare in requires-python (`>=3.10,<3.13`)
+        for literal in re.findall(r"""(?:['"]\s*|[<>=!~]=?\s*)(3\.\d+(?:\.\d+)?)""", str(text or "")):
             major, minor, micro = (list(map(int, literal.split("."))) + [0])[:3]
             found |= {(major, minor, micro), (major, minor, micro + 1)}
     return [f"{a}.{b}.{c}" for a, b, c in sorted(found)]
@@ -142,6 +153,13 @@ def _names_extra(markers: object) -> bool:
     if isinstance(markers, tuple):
         return any(type(side).__name__ == "Variable" and str(side) == "extra" for side in markers)
     return False
+
+
+def names_extra(text: object) -> bool:
+    """Whether a uv.lock marker names `extra`: uv never writes one into a [[package]]'s dependencies (an extra's
+    requirements go under optional-dependencies), so one there was written by hand, whatever the fork requires."""
+    marker = _marker(text)
+    return marker is None or _names_extra(getattr(marker, "_markers", []))
 
 
 def spelled(pair: Pair) -> str:

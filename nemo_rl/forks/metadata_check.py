@@ -103,14 +103,19 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
         line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
+    if not envs:  # every comparison below would run over nothing and pass
+        result.append(("supported environments", "at least one platform and Python the check can sample",
+                       f"none meets uv.lock's supported-markers {lock.get('supported-markers')!r:.160} "
+                       "(pyproject.toml [tool.uv] environments): nothing could be compared"))
     what = "the entry" if derived_entry else "[declares]"
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
     # locked() cannot tell whether uv installs a dependency whose marker does not evaluate: unless the fork's own
-    # requirement carries such a marker, uv never wrote it, and relocking replaces it
+    # requirement carries such a marker, uv never wrote it, and relocking replaces it; one naming extra uv never
+    # writes there at all
     undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
     unreadable = [f"{n} (marker {m!r:.80})" for n, m in lock_markers.unevaluable(dependencies, envs)
-                  if n not in undecided]
+                  if n not in undecided or lock_markers.names_extra(m)]
     if unreadable:
         result.append(("dependencies", "markers that decide in every environment the lock supports",
                        f"{', '.join(unreadable)}: not what {what} locks"))
@@ -249,11 +254,14 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
     """Whether `project`'s uv.lock locks the fork as the entry derived from `declares` says (without a derived
-    entry: as `declares` says)."""
+    entry: as `declares` says), from the source pyproject.toml names."""
     derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
     path = project / "uv.lock"
-    return not path.exists() or not locked_differences(lockfile.load_toml(path), derived,
-                                                       derives(project, fork.distribution))
+    if not path.exists():
+        return True
+    package = lockfile.locked_packages(project).get(fork.distribution)
+    return not (package and package.other_source(fork)) and not locked_differences(
+        lockfile.load_toml(path), derived, derives(project, fork.distribution))
 
 
 def _spelled(line: str) -> str:

@@ -117,7 +117,8 @@ def write(directory: Path, index: Index, records: list[Record]) -> None:
     write_atomic(directory / INDEX, render_index(index))
 
 
-def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit: str | None) -> list[Difference]:
+def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit: str | None,
+                     locked_source: str | None = None) -> list[Difference]:
     expected = {"fork-url": fork.url, "branch": fork.branch or "", "pinned": fork.rev,
                 "upstream-url": fork.upstream_url or "", "upstream-branch": fork.upstream_branch}
     if fork.base:
@@ -128,6 +129,10 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
     if locked_commit != fork.rev:
         diffs.append(Difference("uv.lock", f"{fork.distribution} commit", f"{fork.rev} (pyproject.toml)",
                                 str(locked_commit)))
+    if locked_source is not None:
+        diffs.append(Difference("uv.lock", f"{fork.distribution} source (uv fetches it from there; `uv lock "
+                                f"--upgrade-package {fork.distribution}` locks pyproject's)",
+                                f"{fork.url}?rev={fork.rev} (pyproject.toml)", locked_source))
     return diffs
 
 
@@ -173,7 +178,8 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     package = locked.get(fork.distribution)
     # `deps status` reports pyproject against uv.lock as its own state (lock stale): not twice
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
-    diffs = _pin_differences(rel, index, fork, locked_commit)
+    other = package.other_source(fork) if package and compare_lock else None
+    diffs = _pin_differences(rel, index, fork, locked_commit, other)
     if index.distribution != fork.distribution:
         diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
     if index.digest != index.expected_digest():

@@ -206,4 +206,6 @@ def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
     if not stagings or (not locked and locks.held(project)):
         return []
-    return [(path, (path / JOURNAL).exists()) for path in stagings]
+    # any entry named like the journal is one (a dangling link too): read, and refused when unreadable, never taken
+    # for a staging copy killed before it landed, which recover deletes
+    return [(path, os.path.lexists(path / JOURNAL)) for path in stagings]

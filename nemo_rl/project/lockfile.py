@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
@@ -45,6 +45,19 @@ class LockedPackage:
         """The commit uv resolved a git source to: `git = "<url>?rev=<rev>#<commit>"`."""
         git_url = self.source.get("git")
         return urlsplit(git_url).fragment or None if isinstance(git_url, str) else None
+
+    def other_source(self, fork: Fork) -> str | None:
+        """What uv.lock names as the fork's git source when it is not pyproject.toml's `fork` (another URL, or a
+        query beyond `rev`, such as a subdirectory): uv fetches what the lock names, and `uv lock --check` does
+        not compare it with [tool.uv.sources]. None when they agree (the commit is compared on its own)."""
+        git_url = self.source.get("git")
+        if not isinstance(git_url, str):
+            return f"{self.source!r:.120} (not a git source)"
+        parts = urlsplit(git_url)
+        where = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != {"rev": [fork.rev]}:
+            return git_url.split("#", 1)[0]
+        return None
 
 
 class ProjectNotFound(NemoRLError):
