@@ -137,6 +137,16 @@ def ignored_files(repo: Path) -> list[str]:
     return [entry for entry in out.split("\0") if entry]
 
 
+def tracked(repo: Path, path: str) -> list[str] | None:
+    """The files under `path` (relative to `repo`) that git's index tracks; None when `repo` is no git work tree
+    or git cannot be run (a node without git)."""
+    try:
+        result = git(["ls-files", "-z", "--", path], repo=repo, check=False)
+    except NemoRLError:
+        return None
+    return [entry for entry in result.stdout.split("\0") if entry] if result.returncode == 0 else None
+
+
 def ref_exists(repo: Path, ref: str) -> bool:
     return git(["show-ref", "--verify", "--quiet", ref], repo=repo, check=False).returncode == 0
 

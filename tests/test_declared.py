@@ -270,14 +270,14 @@ def lock_of(package, manifest):
 ])
 def test_a_hand_edit_of_the_forks_locked_package_is_caught(edit, expected):
     """uv does not check a git package's locked metadata against the entry: a hand edit of uv.lock would stand."""
-    from nemo_rl.forks import metadata_check
+    from nemo_rl.forks import locked_fork
 
     entry = declared.Entry("megatron-core", "0.1.0", None, ("numpy", "torch"))
     package = {"name": "megatron-core", "version": "0.1.0", "dependencies": [{"name": "numpy"}, {"name": "torch"}]}
     manifest = {"name": "megatron-core", "version": "0.1.0", "requires-dist": ["numpy", "torch"]}
-    assert metadata_check.locked_differences(lock_of(package, manifest), entry) == []
+    assert locked_fork.locked_differences(lock_of(package, manifest), entry) == []
     edit(package, manifest)
-    found = metadata_check.locked_differences(lock_of(package, manifest), entry)
+    found = locked_fork.locked_differences(lock_of(package, manifest), entry)
     assert found and expected in " ".join(" ".join(f) for f in found)
 
 
@@ -308,9 +308,9 @@ def test_requirements_of_one_name_split_by_marker_are_both_kept():
 
 
 def metadata_check_differences(package, manifest, entry):
-    from nemo_rl.forks import metadata_check
+    from nemo_rl.forks import locked_fork
 
-    return " ".join(" ".join(f) for f in metadata_check.locked_differences(lock_of(package, manifest), entry))
+    return " ".join(" ".join(f) for f in locked_fork.locked_differences(lock_of(package, manifest), entry))
 
 
 @pytest.mark.parametrize("adds", [
@@ -356,12 +356,12 @@ def test_without_an_entry_the_forks_own_requirements_must_be_locked(tmp_path):
 
 
 def test_a_requirement_met_where_the_lock_applies_must_be_locked():
-    from nemo_rl.forks import metadata_check
+    from nemo_rl.forks import locked_fork
 
     entry = declared.Entry("megatron-core", "0.1.0", None, ('numpy; python_version >= "3"', "torch"))
     package = {"name": "megatron-core", "version": "0.1.0", "dependencies": [{"name": "torch"}]}
     manifest = {"name": "megatron-core", "version": "0.1.0", "requires-dist": list(entry.requires_dist)}
-    found = metadata_check.locked_differences(lock_of(package, manifest), entry)
+    found = locked_fork.locked_differences(lock_of(package, manifest), entry)
     assert ("dependencies", "numpy among them", "missing") in found
 
 
@@ -434,3 +434,15 @@ def test_a_version_refused_deep_in_the_forks_closure_is_named_and_another_forks_
                      "leaf>=2: uv.lock locks a version its dependent refuses (a [[package]] edited or pasted by hand, "
                      "or an override): remove any [tool.uv] override-dependencies entry for leaf, run `uv lock "
                      "--upgrade-package leaf`, then sync"}, found
+
+
+def test_declares_keeps_the_extras_of_a_fork_without_a_derived_entry():
+    """[declares] extras round-trip through index.toml's table; a damaged one is refused with its regeneration."""
+    made = declared.declares_from("0.1.0", None, {"six": "six"}, "a" * 40, "nemo-toolkit",
+                                  extras={"tron": ["idna; extra == 'tron'"], "dev": []})
+    assert made.as_table()["extras"] == {"dev": [], "tron": ["idna; extra == 'tron'"]}
+    assert declared.declares_from_table(made.as_table(), "index.toml") == made
+    assert "extras" not in declared.declares_from("0.1.0", None, {"six": "six"}).as_table()  # none: not written
+    for extras in ({"tron": "idna"}, ["tron"], {"tron": ["not a req ==="]}):
+        with pytest.raises(NemoRLError, match="regenerate it"):
+            declared.declares_from_table({**made.as_table(), "extras": extras}, "index.toml")

@@ -76,8 +76,25 @@ def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
     path.parent.mkdir()
     path.write_bytes(damage)
     assert fork_metadata._load(path, fork_metadata.METADATA) is None
-    path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null}')
+    path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null, '
+                    '"extras": {"x": ["b; extra == \'x\'"]}}')
     assert fork_metadata._load(path, fork_metadata.METADATA) is not None
+    for extras in ('{"x": "b"}', '{"x": ["not a req ==="]}', '[]'):  # damaged extras: rebuilt too
+        path.write_text(f'{{"name": "m", "version": "1", "requires": {{}}, "extras": {extras}}}')
+        assert fork_metadata._load(path, fork_metadata.METADATA) is None, extras
+
+
+def test_each_extra_keeps_the_requirements_only_it_brings():
+    """A fork without a derived entry locks its own extras: [declares] records each with what it adds."""
+    from nemo_rl.forks.fork_metadata import _metadata
+
+    text = ("Metadata-Version: 2.1\nName: nemo-toolkit\nVersion: 0.1.0\nProvides-Extra: tron\n"
+            "Provides-Extra: Dev_Tools\nRequires-Dist: six\nRequires-Dist: idna; extra == 'tron'\n"
+            "Requires-Dist: pytest; extra == 'dev-tools'\n"
+            "Requires-Dist: numpy; python_version >= '3' or extra == 'tron'\n\n")
+    found = _metadata(text, [])
+    assert found["extras"] == {"dev-tools": ["pytest; extra == 'dev-tools'"], "tron": ["idna; extra == 'tron'"]}
+    assert sorted(found["requires"]) == ["numpy", "six"]
 
 
 def test_a_marker_that_merely_names_extra_is_a_base_requirement():

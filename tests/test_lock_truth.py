@@ -364,3 +364,39 @@ def test_a_fork_source_edited_in_uv_lock_is_caught_and_relocked(world, capsys):
         assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
         assert "relocked" in capsys.readouterr().out
         assert lock.read_text() == good, edited
+
+
+def test_the_extras_of_a_fork_without_a_derived_entry_are_recorded_and_held(world, capsys):
+    """uv locks such a fork's own extras: [declares] records each with the requirements it brings, and an extra's
+    locked list edited by hand, or an extra pasted that the fork does not declare, fails CI; `deps patches`
+    relocks."""
+    import tomllib
+
+    fork = world.forks["nemo-toolkit"].fork
+    text = forkworld.fork_pyproject(world, "nemo-toolkit", dependencies=["six>=1.16"])
+    assert "\n[tool.hatch.build" in text
+    rev = commit(fork, "an extra", {"pyproject.toml": text.replace(
+        "\n[tool.hatch.build", '\n[project.optional-dependencies]\ntron = ["idna"]\n\n[tool.hatch.build', 1)})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace('"nemo-toolkit"', '"nemo-toolkit[tron]"', 1))
+    assert main(["deps", "bump", "nemo-toolkit", "--rev", rev, "--project", str(world.project)]) == 0
+    index = tomllib.loads((world.project / "patches/nemo-toolkit/index.toml").read_text())
+    assert index["declares"]["extras"] == {"tron": ["idna; extra == 'tron'"]}, index["declares"]
+    assert offline(world, capsys)[0] == 0
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    start = good.index('[[package]]\nname = "nemo-toolkit"')
+    end = good.find("[[package]]", start + 1) % (len(good) + 1)
+    block_text = good[start:end]
+    assert "[package.optional-dependencies]\ntron = [" in block_text and '{ name = "idna" }' in block_text, block_text
+    edits = {"optional-dependencies tron: expected idna": block_text.replace('    { name = "idna" },\n', "", 1),
+             "optional-dependencies evil: expected only the extras the fork declares": block_text.replace(
+                 "[package.optional-dependencies]\ntron = [", "[package.optional-dependencies]\nevil = [", 1)}
+    for said, edited in edits.items():
+        assert edited != block_text, said
+        lock.write_text(good[:start] + edited + good[end:])
+        rc, out = offline(world, capsys)
+        assert rc == 1 and f"[[package]] nemo-toolkit {said}" in out, out
+        capsys.readouterr()
+        assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
+        assert lock.read_text() == good, said

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from nemo_rl.forks import metadata_check
+from nemo_rl.forks import locked_fork, metadata_check
 from nemo_rl.forks.declared import Entry
 
 DERIVED = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26", "torch; sys_platform == 'linux'"))
@@ -50,16 +50,16 @@ def lock(version, *names, recorded=DERIVED.requires_dist, dependencies=None):
 
 
 def test_the_locked_package_is_held_against_the_derived_entry():
-    assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch"), DERIVED) == []
+    assert locked_fork.locked_differences(lock("0.2.0", "numpy", "torch"), DERIVED) == []
     # torch's marker is met on every supported platform (uv leaves it out), so it must be locked
-    assert metadata_check.locked_differences(lock("0.2.0", "numpy"), DERIVED) == [
+    assert locked_fork.locked_differences(lock("0.2.0", "numpy"), DERIVED) == [
         ("dependencies", "torch among them", "missing")]
-    assert metadata_check.locked_differences(lock("0.1.0", "torch", "einops"), DERIVED) == [
+    assert locked_fork.locked_differences(lock("0.1.0", "torch", "einops"), DERIVED) == [
         ("version", "0.2.0", "0.1.0"), ("dependencies", "numpy among them", "missing"),
         ("dependencies", "only what the entry requires", "also einops")]
-    assert metadata_check.locked_differences({"package": []}, DERIVED) == [("entries", "one", "0")]
+    assert locked_fork.locked_differences({"package": []}, DERIVED) == [("entries", "one", "0")]
     # the entry uv recorded, edited by hand
-    assert metadata_check.locked_differences(lock("0.2.0", "numpy", "torch", recorded=["numpy>=1.26"]), DERIVED) == [
+    assert locked_fork.locked_differences(lock("0.2.0", "numpy", "torch", recorded=["numpy>=1.26"]), DERIVED) == [
         ("[[manifest.dependency-metadata]] requires-dist", "the derived list",
          "missing torch; sys_platform == \"linux\"")]
 
@@ -71,7 +71,7 @@ EXTRAS_LOCKED = [{"name": "idna", "marker": "platform_machine == 'aarch64'"}, {"
 
 
 def gaps(dependencies, recorded=EXTRAS.requires_dist):
-    return metadata_check.locked_differences(lock("0.2.0", dependencies=dependencies, recorded=recorded), EXTRAS)
+    return locked_fork.locked_differences(lock("0.2.0", dependencies=dependencies, recorded=recorded), EXTRAS)
 
 
 def test_a_locked_dependency_is_compared_with_its_extras_and_marker():
@@ -165,7 +165,7 @@ def test_a_locked_version_the_requirement_refuses_is_named():
         found["package"] = [found["package"][0], {"name": "numpy", "version": numpy},
                             *({"name": "numpy", "version": v} for v in more)]
         found["manifest"]["overrides"] = [{"name": "numpy", "specifier": s} for s in overrides]
-        return metadata_check.locked_differences(found, DERIVED)
+        return locked_fork.locked_differences(found, DERIVED)
 
     assert versions("1.26.0") == [] and versions("2.0.0rc1") == []
     assert versions("1.25.2") == [("locked numpy", "numpy>=1.26", "1.25.2 (run `uv lock --upgrade-package numpy`)")]
@@ -176,14 +176,14 @@ def test_a_locked_version_the_requirement_refuses_is_named():
     found = lock("0.2.0", dependencies=[{"name": "numpy", "version": "1.25.2"}, {"name": "torch"}])
     found["package"] += [{"name": "numpy", "version": "2.1.0"}]
     found["package"][1]["version"] = "1.25.2"
-    assert [d[0] for d in metadata_check.locked_differences(found, DERIVED)] == ["locked numpy"]
+    assert [d[0] for d in locked_fork.locked_differences(found, DERIVED)] == ["locked numpy"]
 
 
 def test_a_requirement_an_override_replaced_names_the_override():
     found = lock("0.2.0", dependencies=[EXTRAS_LOCKED[0], EXTRAS_LOCKED[1], {"name": "urllib3"}],
                  recorded=EXTRAS.requires_dist)
     found["manifest"]["overrides"] = [{"name": "urllib3", "specifier": ">=2"}]
-    assert metadata_check.locked_differences(found, EXTRAS) == [
+    assert locked_fork.locked_differences(found, EXTRAS) == [
         ("dependencies", "urllib3[socks] among them", "missing (pyproject.toml [tool.uv] override-dependencies names "
          "urllib3: an override replaces the fork's requirement, extras and marker with its own; edit it, then run "
          "`uv lock`)")]
@@ -199,20 +199,20 @@ def test_every_locked_entry_of_a_dependency_is_checked_in_either_order():
         found["package"][1]["version"] = "1.25.2"
         found["package"] += [{"name": "numpy", "version": "2.1.0"}]
         assert ("locked numpy", "numpy>=1.26", "1.25.2 (run `uv lock --upgrade-package numpy`)") in \
-            metadata_check.locked_differences(found, DERIVED), order
+            locked_fork.locked_differences(found, DERIVED), order
 
 
 def test_a_locked_marker_that_cannot_be_evaluated_is_a_difference():
     """`platform_release >= '99'` decides nothing here (no release is sampled): counting it as installed hid a
     dependency uv never installs; it is named, so `deps patches` relocks."""
     found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release >= '99'"}, {"name": "torch"}])
-    assert metadata_check.locked_differences(found, DERIVED) == [
+    assert locked_fork.locked_differences(found, DERIVED) == [
         ("dependencies", "markers that decide in every environment the lock supports",
          "numpy (marker \"platform_release >= '99'\"): not what the entry locks")]
     # the fork's own requirement carries it: uv wrote it from the entry, nothing to relock
     own = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26; platform_release >= '99'", "torch"))
     found["manifest"]["dependency-metadata"][0]["requires-dist"] = list(own.requires_dist)
-    assert not any(d[0] == "dependencies" and "decide" in d[1] for d in metadata_check.locked_differences(found, own))
+    assert not any(d[0] == "dependencies" and "decide" in d[1] for d in locked_fork.locked_differences(found, own))
 
 
 def test_a_locked_marker_naming_extra_is_a_difference():
@@ -220,7 +220,7 @@ def test_a_locked_marker_naming_extra_is_a_difference():
     hid a missing requirement; it is named, and `deps patches` relocks. One the fork's own requirement carries
     (a base requirement whose marker merely mentions an extra) is what uv wrote: no difference."""
     found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "extra == ''"}, {"name": "torch"}])
-    assert metadata_check.locked_differences(found, DERIVED) == [
+    assert locked_fork.locked_differences(found, DERIVED) == [
         ("dependencies", "markers that decide in every environment the lock supports",
          "numpy (marker \"extra == ''\"): not what the entry locks")]
     # uv never writes a marker naming extra into [[package]] dependencies, whatever the fork's own requirement says
@@ -230,10 +230,10 @@ def test_a_locked_marker_naming_extra_is_a_difference():
     for marker in ("extra == ''", "'' == extra", "extra != 'x' and extra == ''"):
         found["package"][0]["dependencies"][0]["marker"] = marker
         assert ("dependencies", "markers that decide in every environment the lock supports",
-                f"numpy (marker {marker!r}): not what the entry locks") in metadata_check.locked_differences(
+                f"numpy (marker {marker!r}): not what the entry locks") in locked_fork.locked_differences(
                     found, own), marker
     del found["package"][0]["dependencies"][0]["marker"]
-    assert metadata_check.locked_differences(found, own) == []
+    assert locked_fork.locked_differences(found, own) == []
 
 
 def test_pythons_named_only_by_the_supported_markers_are_sampled():
@@ -241,7 +241,7 @@ def test_pythons_named_only_by_the_supported_markers_are_sampled():
     meet none of it, and every comparison ran over nothing; the versions it names are sampled too."""
     found = lock("0.2.0", "numpy")
     found["supported-markers"] = ["python_full_version >= '3.11.1' and python_full_version < '3.11.50'"]
-    assert ("dependencies", "torch among them", "missing") in metadata_check.locked_differences(found, DERIVED)
+    assert ("dependencies", "torch among them", "missing") in locked_fork.locked_differences(found, DERIVED)
 
 
 def test_a_lock_no_sampled_environment_meets_is_a_difference():
@@ -249,7 +249,7 @@ def test_a_lock_no_sampled_environment_meets_is_a_difference():
     says so."""
     found = lock("0.2.0", "numpy", "torch")
     found["supported-markers"] = ["sys_platform == 'freebsd'"]
-    assert [d[0] for d in metadata_check.locked_differences(found, DERIVED)] == ["supported environments"]
+    assert [d[0] for d in locked_fork.locked_differences(found, DERIVED)] == ["supported environments"]
 
 
 def test_the_machine_markers_are_sampled_as_machines_report_them():
@@ -262,7 +262,7 @@ def test_the_machine_markers_are_sampled_as_machines_report_them():
 
     found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release == '' and python_full_version "
                                                                   ">= '3.10'"}, {"name": "torch"}])
-    assert [d for d in metadata_check.locked_differences(found, DERIVED) if d[0] == "dependencies"] == [
+    assert [d for d in locked_fork.locked_differences(found, DERIVED) if d[0] == "dependencies"] == [
         ("dependencies", "numpy (on linux x86_64 Python 3.10) among them", "missing")]
     assert lock_markers.base_requirement(Requirement("idna; platform_release != ''"))
     assert lock_markers.base_requirement(Requirement("idna; platform_version != ''"))
@@ -273,9 +273,9 @@ def test_locked_optional_dependencies_of_a_derived_fork_are_a_difference():
     """The derived entry declares no extras, so uv locks none: `megatron-core[evil]` with a pasted
     [package.optional-dependencies] installs its list unless it is named."""
     found = lock("0.2.0", "numpy", "torch")
-    assert metadata_check.locked_differences(found, DERIVED) == []
+    assert locked_fork.locked_differences(found, DERIVED) == []
     found["package"][0]["optional-dependencies"] = {"evil": [{"name": "six"}]}
-    assert metadata_check.locked_differences(found, DERIVED) == [
+    assert locked_fork.locked_differences(found, DERIVED) == [
         ("optional-dependencies", "none (the derived entry declares no extras)", "evil")]
 
 
@@ -284,10 +284,31 @@ def test_a_fork_without_a_derived_entry_is_held_against_what_it_declares_alone()
     version and the dependencies are still compared with what the fork declares."""
     found = lock("0.2.0", "numpy", "torch")
     del found["manifest"]
+    dev = (("dev", ("six; extra == 'dev'",)),)
     found["package"][0]["optional-dependencies"] = {"dev": [{"name": "six"}]}
-    assert metadata_check.locked_differences(found, DERIVED, derived_entry=False) == []
-    assert ("[[manifest.dependency-metadata]] entries", "one", "0") in metadata_check.locked_differences(found, DERIVED)
+    assert locked_fork.locked_differences(found, DERIVED, False, dev) == []
+    assert ("[[manifest.dependency-metadata]] entries", "one", "0") in locked_fork.locked_differences(found, DERIVED)
     found["package"][0]["version"] = "0.7.0"
     found["package"][0]["dependencies"] = [{"name": "numpy"}]
-    assert metadata_check.locked_differences(found, DERIVED, derived_entry=False) == [
+    assert locked_fork.locked_differences(found, DERIVED, False, dev) == [
         ("version", "0.2.0", "0.7.0"), ("dependencies", "torch among them", "missing")]
+
+
+def test_the_extras_of_a_fork_without_a_derived_entry_are_what_it_declares_for_them():
+    """uv locks such a fork's own extras: one edited by hand (its list shortened or lengthened) or pasted (an extra
+    the fork does not declare, asked for as `fork[evil]`) installs what the fork never asked for, or not what it
+    did; an extra nothing asks for is not locked and no difference."""
+    found = lock("0.2.0", "numpy", "torch")
+    del found["manifest"]
+    declared_extras = (("dev", ("six; extra == 'dev'",)),
+                       ("tron", ("idna; extra == 'tron'", "einops; extra == 'tron'")))
+    optional = found["package"][0]["optional-dependencies"] = {"tron": [{"name": "idna"}, {"name": "einops"}]}
+    assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == []  # dev: not asked for
+    optional["tron"] = [{"name": "einops"}, {"name": "six"}]
+    assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == [
+        ("optional-dependencies tron", "idna among them", "missing"),
+        ("optional-dependencies tron", "only what the fork's extra tron requires", "also six")]
+    found["package"][0]["optional-dependencies"] = {"evil": [{"name": "six"}]}
+    assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == [
+        ("optional-dependencies evil", "only the extras the fork declares ([declares] extras)",
+         "an extra the fork does not declare")]

@@ -107,7 +107,8 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
                           f"{exc.what.splitlines()[0]}",
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
-    return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped)  # before anything is locked
+    # before anything is locked; a fork without a derived entry locks its own extras: they are recorded too
+    return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)
 
 
 EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)

@@ -8,6 +8,7 @@ Pure functions (no git, no uv): the checks below run offline on every `deps stat
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -50,12 +51,17 @@ class Declares:
     requires_python: str | None
     requires_dist: tuple[str, ...]
     commit: str = ""
+    # each extra (canonical) and the requirements only it brings: recorded for a fork without a derived entry,
+    # whose extras uv locks from the fork's own metadata (a derived entry declares none)
+    extras: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def as_table(self) -> dict:
         table: dict = {"commit": self.commit} if self.commit else {}
         table |= {"version": self.version, "requires-dist": list(self.requires_dist)}
         if self.requires_python is not None:
             table["requires-python"] = self.requires_python
+        if self.extras:
+            table["extras"] = {name: list(lines) for name, lines in self.extras}
         return table
 
 
@@ -107,25 +113,30 @@ def key(requirement: Requirement) -> tuple[str, str, str]:
 
 
 def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str],
-                  rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset()) -> Declares:
+                  rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset(),
+                  extras: dict[str, list[str]] | None = None) -> Declares:
     """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement). A direct
     reference (`pkg @ <URL>`) is refused before any lock: uv would build it, and run its code, when it locks the
     entry. One the project drops (`dropped`: canonical names) is never locked: it is kept by its name alone, so
     no URL reaches index.toml."""
-    values = []
-    for line in (requires.values() if isinstance(requires, dict) else requires):
-        requirement = Requirement(line)
-        if requirement.url:
-            name = canonicalize_name(requirement.name)
-            if name not in dropped:
-                raise NemoRLError(f"the fork at {rev[:12]} declares a direct reference {line!r:.200}: fix the fork "
-                                  "or drop it",
-                                  f"drop it in pyproject.toml [tool.nemo-rl.forks.{distribution or '<dist>'}]: "
-                                  f"drop = [{drop_line(name)}], or pin a commit of the fork without it")
-            requirement.url = None
-            line = str(requirement)
-        values.append(line)
-    return Declares(version, requires_python, tuple(values), rev)
+    def checked(lines: Iterable[str]) -> tuple[str, ...]:
+        values = []
+        for line in lines:
+            requirement = Requirement(line)
+            if requirement.url:
+                name = canonicalize_name(requirement.name)
+                if name not in dropped:
+                    raise NemoRLError(f"the fork at {rev[:12]} declares a direct reference {line!r:.200}: fix the "
+                                      "fork or drop it",
+                                      f"drop it in pyproject.toml [tool.nemo-rl.forks.{distribution or '<dist>'}]: "
+                                      f"drop = [{drop_line(name)}], or pin a commit of the fork without it")
+                requirement.url = None
+                line = str(requirement)
+            values.append(line)
+        return tuple(values)
+
+    return Declares(version, requires_python, checked(requires.values() if isinstance(requires, dict) else requires),
+                    rev, tuple((name, checked(lines)) for name, lines in sorted((extras or {}).items())))
 
 
 def declares_from_table(table: object, where: str, distribution: str | None = None) -> Declares | None:
@@ -138,17 +149,22 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):
         raise NemoRLError(problem, regenerate)
     requires, python, commit = table.get("requires-dist", []), table.get("requires-python"), table.get("commit", "")
+    extras = table.get("extras", {})
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires) or not (
-            python is None or isinstance(python, str)) or not isinstance(commit, str):
-        raise NemoRLError(problem, regenerate)
-    for line in requires:  # parsed here, once: past this point every line is a requirement
+            python is None or isinstance(python, str)) or not isinstance(commit, str) or not isinstance(
+            extras, dict) or not all(isinstance(k, str) and isinstance(v, list) and all(isinstance(r, str) for r in v)
+                                     for k, v in extras.items()):
+        raise NemoRLError(problem.replace(" and an optional", ", optional extras (a table of lists) and an optional"),
+                          regenerate)
+    for line in [*requires, *(line for lines in extras.values() for line in lines)]:  # parsed here, once
         try:
             if Requirement(line).url:
                 raise InvalidRequirement("a direct reference")
         except InvalidRequirement as exc:
             raise NemoRLError(f"{where} [declares] requires-dist: {line!r:.80} is not a requirement nemo-rl locks "
                               f"({exc})", regenerate) from exc
-    return Declares(table["version"], python, tuple(requires), commit)
+    return Declares(table["version"], python, tuple(requires), commit,
+                    tuple((name, tuple(lines)) for name, lines in sorted(extras.items())))
 
 
 def deltas_from_table(table: dict, distribution: str) -> Deltas:

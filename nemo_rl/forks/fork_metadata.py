@@ -29,7 +29,7 @@ from nemo_rl.project.state_dir import write_atomic
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
 # the build had to use.
 # the metadata file name changed when Requires-Python joined it: an older cached answer lacks it
-METADATA, FILES = "metadata-v4.json", "files.json"  # v4: a marker merely naming `extra` is no extra's
+METADATA, FILES = "metadata-v5.json", "files.json"  # v5: each extra's requirements too
 METADATA_LIMIT = 16 << 20  # a METADATA file the backend wrote: long descriptions included
 
 
@@ -62,6 +62,24 @@ class Metadata:
     # again (split by marker) is keyed by its requirement's text
     requires: dict[str, str]
     requires_python: str | None = None
+    # each extra the fork provides (canonical) -> the requirements only that extra brings, as the fork writes them
+    extras: dict[str, list[str]] | None = None
+
+
+def _extras(provided: list[str], lines: list[str]) -> dict[str, list[str]]:
+    """Each extra the METADATA provides, with the requirements it brings beyond the base ones (a requirement whose
+    marker holds with that extra on some platform and Python, and with none on no platform)."""
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append((line, Requirement(line)))
+        except InvalidRequirement:
+            continue
+    extras = {}
+    for extra in sorted({str(canonicalize_name(e)) for e in provided}):
+        extras[extra] = [line for line, req in parsed if not lock_markers.base_requirement(req)
+                         and lock_markers.with_extra(req, extra)]
+    return extras
 
 
 def _requirements(lines: list[str]) -> dict[str, str]:
@@ -78,17 +96,19 @@ def _requirements(lines: list[str]) -> dict[str, str]:
     return result
 
 
-def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str]) -> declared.Declares:
+def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str], *,
+             extras: bool = False) -> declared.Declares:
     """What the fork declares at `rev` for the derived entry, checked before anything is locked: the METADATA
     names our distribution (a setup.py or dynamic [project] renames it where require_builds cannot see), and no
-    requirement is a direct reference the project does not drop (declared.declares_from)."""
+    requirement is a direct reference the project does not drop (declared.declares_from). `extras`: with each
+    extra's requirements (a fork without a derived entry, whose extras uv locks from its own metadata)."""
     if canonicalize_name(metadata.name) != canonicalize_name(distribution):
         raise NemoRLError(
             f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r} (the METADATA "
             "its build backend writes names it)",
             f"pick a commit that still builds {distribution}, or fix the fork's build backend")
     return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires, rev, distribution,
-                                  dropped)
+                                  dropped, metadata.extras if extras else None)
 
 
 def read(repo: Path, rev: str) -> Metadata:
@@ -100,7 +120,7 @@ def read(repo: Path, rev: str) -> Metadata:
 def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
     """`read` of each of `revs`; those not cached are built in one scratch checkout moved from commit to commit
     (git rewrites only the files that differ)."""
-    return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"))
+    return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"), d["extras"])
             for d in _cached(repo, revs, METADATA)]
 
 
@@ -134,13 +154,14 @@ def _load(path: Path, suffix: str) -> dict | None:
         return None
     if suffix == FILES:
         return data if _strings(data.get("files")) else None
-    requires, python = data.get("requires"), data.get("requires_python")
+    requires, python, extras = data.get("requires"), data.get("requires_python"), data.get("extras")
     try:
         if not (isinstance(data.get("name"), str) and isinstance(requires, dict) and _strings(list(requires))
-                and _strings(list(requires.values())) and (python is None or isinstance(python, str))):
+                and _strings(list(requires.values())) and (python is None or isinstance(python, str))
+                and isinstance(extras, dict) and _strings(list(extras)) and all(map(_strings, extras.values()))):
             return None
         Version(data["version"])
-        for line in requires.values():
+        for line in [*requires.values(), *(line for lines in extras.values() for line in lines)]:
             Requirement(line)
     except (InvalidVersion, InvalidRequirement, TypeError):
         return None
@@ -233,8 +254,9 @@ def _metadata(text: str, placeholders: list[str]) -> dict:
     except InvalidVersion as exc:
         raise NemoRLError(f"the METADATA the fork's build backend wrote has Version {message['Version']!r:.100}, not "
                           "a PEP 440 version", "pick another commit, or fix the fork's build backend") from exc
-    return {"name": message["Name"], "version": message["Version"],
-            "requires": _requirements(message.get_all("Requires-Dist") or []),
+    lines = message.get_all("Requires-Dist") or []
+    return {"name": message["Name"], "version": message["Version"], "requires": _requirements(lines),
+            "extras": _extras(message.get_all("Provides-Extra") or [], lines),
             "requires_python": message["Requires-Python"], "placeholders": placeholders}
 
 

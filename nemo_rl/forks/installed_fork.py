@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import find_installed
-from nemo_rl.forks import declared, lock_markers, metadata_check
+from nemo_rl.forks import declared, lock_markers, locked_fork, metadata_check
 from nemo_rl.project import installed, lockfile
 
 
@@ -219,7 +219,7 @@ def _parsed(line: object) -> Requirement | None:
 
 def _spelled(line: object) -> str:
     requirement = _parsed(line)
-    return metadata_check._spelled(str(requirement)) if requirement else str(line)
+    return locked_fork.spelled(str(requirement)) if requirement else str(line)
 
 
 def _markers(env: Path) -> dict[str, str]:

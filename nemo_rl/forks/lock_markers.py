@@ -82,6 +82,11 @@ def base_requirement(requirement: Requirement) -> bool:
     return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)
 
 
+def with_extra(requirement: Requirement, extra: str) -> bool:
+    """Whether a requirement applies with `extra` active, on some platform and Python."""
+    return requirement.marker is None or any(_evaluate(requirement.marker, {**env, "extra": extra}) for env in _ANY)
+
+
 def describe(env: Environment) -> str:
     return f"{env['sys_platform']} {env['platform_machine']} Python {env['python_version']}"
 

@@ -184,6 +184,15 @@ def read_records(directory: Path) -> dict[str, Record]:
     return records
 
 
+def _multiline(items: list) -> object:
+    import tomlkit
+
+    array = tomlkit.array()
+    array.multiline(True)
+    array.extend(items)
+    return array
+
+
 def render_index(index: Index) -> str:
     import tomlkit
 
@@ -201,11 +210,13 @@ def render_index(index: Index) -> str:
         declares.add(tomlkit.comment("what the fork's own build backend declares at the pin (extras left out);"))
         declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
         for key, field in index.declares.items():
-            if isinstance(field, list):
-                array = tomlkit.array()
-                array.multiline(True)
-                array.extend(field)
-                field = array
+            if isinstance(field, dict):  # extras: for a fork without a derived entry, whose extras uv locks
+                extras = tomlkit.table()
+                for extra, lines in field.items():
+                    extras[extra] = _multiline(lines)
+                field = extras
+            elif isinstance(field, list):
+                field = _multiline(field)
             declares[key] = field
         doc["declares"] = declares
     commits = tomlkit.aot()

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import locks
+from nemo_rl import git, locks
 from nemo_rl.errors import NemoRLError
 
 STAGING_ROOT = ".nemo-rl"
@@ -37,6 +37,8 @@ def state_root(project: Path, *, create: bool = False) -> Path:
         mode = os.lstat(root).st_mode
     except FileNotFoundError:
         return root
+    if stat.S_ISDIR(mode):
+        _refuse_tracked(project, root)
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
         link = os.readlink(root) if stat.S_ISLNK(mode) else None
         here = shlex.quote(str(root))
@@ -49,6 +51,28 @@ def state_root(project: Path, *, create: bool = False) -> Path:
                           f"{STAGING_ROOT}` and keep `{STAGING_ROOT}/` in .gitignore): nemo-rl makes the "
                           f"directory{keep}")
     return root
+
+
+_UNTRACKED: set[tuple[str, int, int]] = set()  # (project, device, inode) of state directories found untracked
+
+
+def _refuse_tracked(project: Path, root: Path) -> None:
+    """A commit's files under .nemo-rl are never this machine's state: a pull request that force-adds a staging copy
+    with a journal, develop.json with an overlay, or a checkout id would have `deps recover` land its hidden files,
+    workers import its code, or another job's environments pruned. Asked of git once per directory a process sees."""
+    info = os.stat(root)
+    seen = (str(project), info.st_dev, info.st_ino)
+    if seen in _UNTRACKED:
+        return
+    found = git.tracked(project, STAGING_ROOT)
+    if found:
+        raise NemoRLError(f"{root} holds {len(found)} file(s) git tracks ({', '.join(found[:3])}): a commit put them "
+                          "there, and nemo-rl never takes a commit's files for this machine's own state",
+                          f"untrack them (`git -C {shlex.quote(str(project))} rm -r --cached {STAGING_ROOT}`, keep "
+                          f"`{STAGING_ROOT}/` in .gitignore) and remove what the commit brought (`rm -rf "
+                          f"{shlex.quote(str(root))}`; nemo-rl makes the directory again), or check out a commit "
+                          "without them")
+    _UNTRACKED.add(seen)
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -65,7 +66,7 @@ class WorkerEnv:
         text = ("key", "project", "lock_hash")
         if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
                 or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
-                or meta["key"] != path.name
+                or meta["key"] != path.name or not Path(meta["project"]).is_absolute()
                 or not (meta.get("checkout", "") == ""
                         or (isinstance(meta.get("checkout"), str) and identity.ID.fullmatch(meta["checkout"])))):
             raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(text)}, flags, "
@@ -142,6 +143,19 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv.read(path)
 
 
+def not_ours(path: Path) -> str | None:
+    """Why an entry of the venv directory is not this user's (None when it is): a link (using, removing or sizing
+    it would act on its target) or another owner's (a shared NEMO_RL_VENV_DIR: whoever owns it can change its code
+    at any time). Such an entry is never used, read, sized or removed."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link"
+    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
+
+
 def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
     (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
@@ -151,7 +165,15 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
-        if describe(where.path) is None:
+        if os.path.lexists(where.path) and (foreign := not_ours(where.path)) is not None:
+            # its key is computed from readable inputs: anyone who may write the directory can plant it first
+            raise NemoRLError(f"{where.path} is {foreign}, not an environment this user built: it is never used (its "
+                              "owner could change its code at any time)",
+                              "point NEMO_RL_VENV_DIR at a directory only you may write (the default, "
+                              "~/.cache/nemo-rl/venvs, is), or have its owner remove it")
+        found = describe(where.path)
+        # metadata naming another project is no environment of this key (the key hashes the project's path)
+        if found is None or found.project != project.resolve():
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
@@ -216,8 +238,9 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     if loose := verified.loose(env.path):
         raise NemoRLError(f"worker environment {env.path} has {len(loose)} file(s) or directories that group or "
-                          f"others may write, code a co-user could change after the check: {', '.join(loose[:5])}",
-                          f"`chmod -R go-w {env.path}` if you trust who could write them, else {rebuild}")
+                          f"others may write, or another user owns, code a co-user could change after the check: "
+                          f"{', '.join(loose[:5])}", f"`chmod -R go-w {env.path}` if you trust who could write them "
+                          f"(and `chown -R` what is another user's), else {rebuild}")
     forks = lockfile.forks(project)
     modules = verified.modules_to_import(forks, env.path)
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,

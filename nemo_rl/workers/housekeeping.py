@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,18 +70,6 @@ def _read(path: str) -> str:
         return fh.read().decode(errors="replace")
 
 
-def _not_ours(path: Path) -> str | None:
-    """Why an entry of the venv directory is not this user's to judge (None when it is): a link (removing or
-    sizing it would act on its target) or another owner's (a shared NEMO_RL_VENV_DIR)."""
-    try:
-        info = path.lstat()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):
-        return "a symbolic link"
-    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
-
-
 def _size_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6, 1)
 
@@ -114,7 +101,8 @@ def listing(project: Path | None) -> list[Row]:
         building = path.name.startswith(".") and ".building-" in path.name
         if path.name.startswith(".") and not building:  # the slots' lock files and record temporaries
             continue
-        if (foreign := _not_ours(path)) is not None:  # another user's, or a link: never read, sized or removed
+        # another user's, or a link: never read, sized or removed
+        if (foreign := environments.not_ours(path)) is not None:
             rows.append(Row(path.name, path, (), None, "not ours", 0.0, None, (),
                             f"{foreign}: left alone; remove it yourself if it is yours"))
             continue
@@ -203,7 +191,7 @@ def _prune_lock_files() -> list[Path]:
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        if not KEY.fullmatch(where.key) or _not_ours(path) is not None \
+        if not KEY.fullmatch(where.key) or environments.not_ours(path) is not None \
                 or not _unused(where):  # only a key's lock file (environments.key_for), and only an unused key's
             continue
         # asked again under the lock: a build of that key may be starting

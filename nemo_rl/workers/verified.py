@@ -182,16 +182,17 @@ def _names(directory: Path) -> list[str]:
 
 
 def loose(env: Path) -> list[str]:
-    """Files and directories of the environment that group or others may write (links aside: their mode is not
-    theirs), relative to it: code a co-user could change after it was checked."""
+    """Files and directories of the environment that group or others may write, or another user owns (links aside:
+    their mode and owner are not theirs), relative to it: code a co-user could change after it was checked."""
     found = []
+    euid = os.geteuid()
     for top in [env / "bin", *sites(env)]:
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
                 with contextlib.suppress(OSError):
                     st = os.lstat(path)
-                    if st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode):
+                    if (st.st_mode & 0o022 or st.st_uid != euid) and not stat.S_ISLNK(st.st_mode):
                         found.append(os.path.relpath(path, env))
     return found
 
