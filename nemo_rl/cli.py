@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from nemo_rl import __version__, interrupt, verbose
+from nemo_rl import __version__, interrupt, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
 
 # OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     except NemoRLError as exc:
         if (signum := interrupt.received()) is not None:  # a child died of the same signal (a whole tree's SIGTERM)
             return _interrupted(signum)
-        print(f"error: {exc}", file=sys.stderr)
+        # what failed names what was read (a file's text, git's or uv's output): shown, never acted on
+        print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
@@ -110,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(signum)
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
-            print(f"error: {message}", file=sys.stderr)
+            print(f"error: {values.printable(message, lines=True)}", file=sys.stderr)
             return 1
         if args is None or args.verbose:
             traceback.print_exc()
-        print(f"unexpected error: {type(exc).__name__}: {exc}\n"
+        print(f"unexpected error: {type(exc).__name__}: {values.printable(str(exc))}\n"
               "  this is a bug in nemo-rl; run again with --verbose and report the traceback", file=sys.stderr)
         return 3

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import functools
 import os
+import pwd
 import stat
 import time
 from collections.abc import Callable
@@ -38,7 +39,8 @@ def _flock(fd: int, operation: int) -> None:
 
 def open_lock_file(path: Path) -> int:
     """Open (creating) the lock file `path`, never through a link: a symlink or a hard link planted there would make
-    whoever locks write into another file. Raises OSError as os.open does, and NemoRLError for a planted file."""
+    whoever locks write into another file. Nor another user's file: its owner could hold the lock for ever and
+    read what a holder writes into it. Raises OSError as os.open does, and NemoRLError for a planted file."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     except OSError as exc:
@@ -53,7 +55,21 @@ def open_lock_file(path: Path) -> int:
         raise NemoRLError(f"lock file {path} is not a plain file nemo-rl made ("
                           f"{'hard-linked to another file' if stat.S_ISREG(info.st_mode) else 'not a regular file'})",
                           f"remove {path} (and find out who planted it); it is made again")
+    if info.st_uid != os.geteuid():
+        os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
+        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
+                          "or writes into another user's lock file",
+                          f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, "
+                          "NEMO_RL_CACHE_DIR) at a directory only you can write, or have its owner remove "
+                          f"{path}")
     return fd
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def held(directory: Path) -> bool:

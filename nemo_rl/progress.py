@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from nemo_rl import values
+
 
 def progress(message: str) -> None:
-    sys.stderr.write(f"==> {message}\n")
+    # a line names what others wrote (a lock file's holder, a path, a subject): shown, never acted on by the terminal
+    sys.stderr.write(f"==> {values.printable(message)}\n")
     sys.stderr.flush()

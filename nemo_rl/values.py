@@ -8,6 +8,7 @@ import numbers
 import os
 import re
 import stat
+import unicodedata
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -70,6 +71,21 @@ def plain_path(path: Path | str, where: str) -> Path:
                           "would start a new line (run as code) in the files nemo-rl writes",
                           "rename or move it to a path without control characters, then run again")
     return Path(path)
+
+
+# What a terminal acts on rather than shows: C0 and C1 controls (ESC starts CSI and OSC sequences, CR returns to
+# the line's start, BEL ends a title), DEL, line and paragraph separators, and format characters (bidirectional
+# overrides reorder what is shown).
+_UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """`text` (read from a file, or said by another process) made safe to print: every character a terminal would
+    act on is shown escaped as repr shows it (ESC as \\x1b), so a lock file or a record cannot erase a line, fake
+    one or retitle the terminal. `lines`: a newline is kept, for a message of several lines. Printable text comes
+    back unchanged, so applying it twice changes nothing."""
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch
+                   for ch in text)
 
 
 # State and record files are a few KiB (a bundle manifest lists every distribution: well under a MiB).

@@ -68,6 +68,7 @@ PLAIN = "tests/test_plain_files.py"
 WHOSE = "tests/test_whose_environment.py"
 FIXES = "tests/test_review_fixes.py"
 REST = "tests/test_review24_rest.py"
+TERMINAL = "tests/test_terminal_text.py"
 
 # (name, file, original text, mutated text, tests that must catch it)
 MUTATIONS = [
@@ -1507,6 +1508,29 @@ MUTATIONS = [
      "        if extra not in wanted:\n            result.append(",
      "        if extra not in wanted:\n            continue\n            result.append(",
      "tests/test_metadata_check.py -k extras_of_a_fork_without"),
+    # text others write reaches the terminal shown, never acted on (review 24c F4)
+    ("terminal: progress lines (a lock holder's description) show escapes", "nemo_rl/progress.py",
+     'sys.stderr.write(f"==> {values.printable(message)}\\n")', 'sys.stderr.write(f"==> {message}\\n")',
+     f"{TERMINAL} -k holder"),
+    ("terminal: error messages show escapes", "nemo_rl/cli.py",
+     'print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)',
+     'print(f"error: {exc}", file=sys.stderr)', f"{TERMINAL} -k error_message"),
+    ("terminal: a file's OSError shows escapes", "nemo_rl/cli.py",
+     'print(f"error: {values.printable(message, lines=True)}", file=sys.stderr)',
+     'print(f"error: {message}", file=sys.stderr)', f"{TERMINAL} -k os_or"),
+    ("terminal: an unexpected error shows escapes", "nemo_rl/cli.py",
+     '{type(exc).__name__}: {values.printable(str(exc))}', "{type(exc).__name__}: {exc}", f"{TERMINAL} -k os_or"),
+    ("terminal: a newline is kept only in a message of several lines", "nemo_rl/values.py",
+     'not (lines and ch == "\\n")', "not lines", f"{TERMINAL} -k error_message"),
+    ("terminal: record differences show escapes", "nemo_rl/forks/records.py",
+     '        return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")',
+     '        return f"{self.file}: {self.field}: expected {self.expected}, found {self.found}"',
+     f"{TERMINAL} -k record"),
+    ("terminal: status lines show escapes", "nemo_rl/deps/status.py",
+     '    return "\\n".join(values.printable(line) for line in lines)', '    return "\\n".join(lines)',
+     f"{TERMINAL} -k status_shows"),
+    ("terminal: another user's lock file is refused", "nemo_rl/locks.py",
+     "    if info.st_uid != os.geteuid():", "    if False:", f"{TERMINAL} -k another_user"),
 ]
 
 

@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, installed_fork, metadata_check, record_files, records
 from nemo_rl.jsonout import dumps
@@ -183,8 +184,11 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
         if row.remedy:
             lines.append(f"  fix        {row.remedy}")
         lines += [f"  then       {problem}" for problem in row.environment]
-    lines += [f"{o}\n  fix        add the fork table back, or remove {o.file}" for o in orphans]
-    return "\n".join(lines)
+    for o in orphans:
+        lines += [str(o), f"  fix        add the fork table back, or remove {o.file}"]
+    # rows carry text from files (develop.json's checkout, an environment's, the records'): shown, never acted on,
+    # and a newline in one is shown too, so no value fakes a line of its own
+    return "\n".join(values.printable(line) for line in lines)
 
 
 def run(project: Path, args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nemo_rl import git
+from nemo_rl import git, values
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX,
@@ -38,8 +38,8 @@ class Difference:
     expected: str
     found: str
 
-    def __str__(self) -> str:
-        return f"{self.file}: {self.field}: expected {self.expected}, found {self.found}"
+    def __str__(self) -> str:  # the fields are a record's or git's text (a pull request writes them): shown only
+        return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")
 
 
 def relative_dir(distribution: str) -> str:

@@ -1,0 +1,134 @@
+"""Text that others write (a lock file in a shared directory, a record a pull request edits, a path in a state
+file) reaches the terminal shown, never acted on: no escape sequence erases a line, fakes one or retitles the
+terminal. And a lock file another user owns is never waited on or written into."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import locks, values
+from nemo_rl.cli import main
+from nemo_rl.deps import status
+from nemo_rl.errors import NemoRLError
+from nemo_rl.forks.records import Difference
+from nemo_rl.progress import progress
+from nemo_rl.project.develop_state import CheckoutFacts
+from nemo_rl.workers import environments
+
+# erase the line, go up, erase, return: then a fake verdict, then a new terminal title
+FAKE = "\x1b[2K\x1b[1A\x1b[2K\rok: all checks passed\n\x1b]0;owned\x07"
+SHOWN = r"\x1b[2K\x1b[1A\x1b[2K\rok: all checks passed\n\x1b]0;owned\x07"
+SHOWN_LINES = r"\x1b[2K\x1b[1A\x1b[2K\rok: all checks passed" + "\n" + r"\x1b]0;owned\x07"
+
+
+def test_printable_escapes_what_a_terminal_acts_on_and_keeps_the_rest():
+    assert values.printable(FAKE) == SHOWN
+    # C1 CSI, DEL, a bidirectional override, a line separator, a soft hyphen
+    assert values.printable("a\x9b2Jb\x7fc\u202ed\u2028e\xadf") == r"a\x9b2Jb\x7fc\u202ed\u2028e\xadf"
+    assert values.printable("x\ny\tz", lines=True) == r"x" + "\n" + r"y\tz"
+    assert values.printable("x\ny") == r"x\ny"
+    text = "megatron-core: add tokens entry, Müller, 日本, C:\\path 'quoted'"
+    assert values.printable(text) == text
+    assert values.printable(values.printable(FAKE)) == SHOWN
+
+
+def test_a_progress_line_shows_escapes(capsys):
+    progress(f"waiting for {FAKE}")
+    assert capsys.readouterr().err == f"==> waiting for {SHOWN}\n"
+
+
+def test_a_lock_holder_s_description_is_shown_not_acted_on(tmp_path, capsys):
+    """The description a holder wrote into the key's lock file is printed in "waiting for ..."."""
+    where = environments.Slot(tmp_path, "k" * 24)
+    where.lock_path.write_text(FAKE)
+    holder = os.open(where.lock_path, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    release = threading.Timer(0.5, os.close, (holder,))
+    release.start()
+    try:
+        with where.locked() as got:
+            assert got
+    finally:
+        release.join()
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\r" not in err
+    assert f"==> waiting for {SHOWN} to finish worker environment {'k' * 24}\n" in err
+
+
+def test_another_user_s_lock_file_is_refused_and_never_written(tmp_path, monkeypatch):
+    """A co-user made the key's lock file first in a shared NEMO_RL_VENV_DIR (mode 1777)."""
+    where = environments.Slot(tmp_path, "k" * 24)
+    where.lock_path.write_text(FAKE)
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)  # the file is now another user's
+    with pytest.raises(NemoRLError) as raised:
+        with where.locked():
+            pytest.fail("locked a file another user owns")
+    assert f"{where.lock_path} belongs to uid {uid}" in raised.value.what
+    assert "NEMO_RL_VENV_DIR" in str(raised.value.remedy) and "only you can write" in str(raised.value.remedy)
+    assert where.lock_path.read_bytes() == FAKE.encode()  # nothing written into it
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    os.close(locks.open_lock_file(where.lock_path))  # the owner's own file is taken
+
+
+def test_an_error_message_shows_escapes(tmp_path, capsys):
+    project = tmp_path / f"p{FAKE}"  # a name found on disk, named in the error
+    project.mkdir()
+    assert main(["deps", "status", "--project", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\r" not in err
+    # a message of several lines (a command's indented output) keeps its lines: only the newline is left as it is
+    assert f"p{SHOWN_LINES}" in err
+    assert err.startswith("error: ") and "\n  what to do: " in err
+
+
+@pytest.mark.parametrize("raised", [OSError(errno.ENOSPC, "No space left on device", f"/d{FAKE}"),
+                                    RuntimeError(f"/d{FAKE}")], ids=["a file's error", "an unexpected error"])
+def test_an_os_or_unexpected_error_shows_escapes(world, monkeypatch, capsys, raised):
+    from nemo_rl.deps import status as command
+
+    def fails(project, args):
+        raise raised
+
+    monkeypatch.setattr(command, "run", fails)
+    assert main(["deps", "status", "--project", str(world.project)]) in (1, 3)
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\r" not in err
+    assert "/d\\x1b[2K" in err
+
+
+def test_a_record_difference_shows_escapes():
+    shown = str(Difference("0001-x.patch", "subject", f"add tokens{FAKE}", "add tokens"))
+    assert shown == f"0001-x.patch: subject: expected add tokens{SHOWN}, found add tokens"
+
+
+def test_status_shows_a_developed_checkout_s_path_with_escapes():
+    row = status.ForkStatus("megatron-core", "https://forks.nemo-rl.invalid/m.git", "nemo-rl/main", "a" * 40,
+                            "a" * 40, "a" * 40, "0.1.0", None, None, 0, [], None, "ok", None)
+    gone = replace(row, state="checkout gone", developing=CheckoutFacts(Path(f"/w{FAKE}"), None, 0, False,
+                                                                       missing=True),
+                   remedy=f"the develop checkout /w{FAKE} is gone")
+    text = status.render([gone], [])
+    assert "\x1b" not in text and "\r" not in text
+    assert f"  developing /w{SHOWN} (missing)" in text.splitlines()
+    assert f"  fix        the develop checkout /w{SHOWN} is gone" in text.splitlines()
+
+
+def test_a_pull_request_s_escape_in_a_record_subject_cannot_hide_the_drift(world, capsys):
+    index = world.project / "patches/megatron-core/index.toml"
+    text = index.read_text()
+    assert 'subject = "add tokens entry"' in text
+    index.write_text(text.replace('subject = "add tokens entry"', 'subject = "add tokens entry\\u001b[2K\\r"', 1))
+    capsys.readouterr()
+    assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out
+    assert "megatron-core: DRIFT" in out
+    assert r"subject: expected add tokens entry\x1b[2K\r, found add tokens entry" in out
