@@ -22,7 +22,9 @@ _BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)
 # A control character (a newline above all) in a path written into a .pth file or a script starts a new line,
 # and a .pth line that starts with `import` runs in every Python of the environment.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+\Z|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s-][^\s]*\Z")
+# no whitespace and no control character (a terminal escape in a URL read from pyproject.toml)
+_URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"
+                  r"|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]*\Z")
 
 
 def distribution_name(value: str, where: str) -> str:

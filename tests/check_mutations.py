@@ -319,9 +319,11 @@ MUTATIONS = [
      "tests/test_values.py -k final_newline"),
     ("values: a name ends at the end", "nemo_rl/values.py", '[A-Za-z0-9])?\\Z")', '[A-Za-z0-9])?$")',
      "tests/test_values.py -k final_newline"),
-    ("values: a URL ends at the end", "nemo_rl/values.py", 'file)://[^\\s]+\\Z|', 'file)://[^\\s]+$|',
+    ("values: a URL ends at the end", "nemo_rl/values.py", r'file)://[^\s\x00-\x1f\x7f]+\Z"',
+     r'file)://[^\s\x00-\x1f\x7f]+$"',
      "tests/test_values.py -k final_newline"),
-    ("values: an scp-style URL ends at the end", "nemo_rl/values.py", '[^\\s]*\\Z")', '[^\\s]*$")',
+    ("values: an scp-style URL ends at the end", "nemo_rl/values.py", r'[^\s\x00-\x1f\x7f]*\Z")',
+     r'[^\s\x00-\x1f\x7f]*$")',
      "tests/test_values.py -k final_newline"),
     ("extras: --no-install-package leaves a fork out", "nemo_rl/project/lockfile.py",
      "    if canonicalize_name(distribution) in left_out:\n        return False\n", "", "tests/test_values.py -k leave_out"),
@@ -1531,6 +1533,23 @@ MUTATIONS = [
      f"{TERMINAL} -k status_shows"),
     ("terminal: another user's lock file is refused", "nemo_rl/locks.py",
      "    if info.st_uid != os.geteuid():", "    if False:", f"{TERMINAL} -k another_user"),
+    # text from a fork or a shared directory shown, never acted on (review 24c F4, the rest)
+    ("terminal: envs list lines show escapes", "nemo_rl/envs/command.py",
+     '    return values.printable(f"{row.key}  {state:<16}', '    return (f"{row.key}  {state:<16}',
+     f"{TERMINAL} -k envs_list"),
+    ("terminal: bump's report shows escapes", "nemo_rl/deps/bump.py",
+     "    print(values.printable(report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode),\n"
+     "                           lines=True))",
+     "    print(report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode))",
+     f"{TERMINAL} -k commit_subject"),
+    ("terminal: upstream's report shows escapes", "nemo_rl/deps/upstream.py",
+     '        print(values.printable("\\n\\n".join(render(report) for report in reports), lines=True))',
+     '        print("\\n\\n".join(render(report) for report in reports))', f"{TERMINAL} -k commit_subject"),
+    ("values: a git URL holds no control character", "nemo_rl/values.py",
+     r'_URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"',
+     r'_URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+\Z"', "tests/test_values.py -k transports"),
+    ("records: a subject's carriage return survives its record", "nemo_rl/forks/record_files.py",
+     '    lines = text.split("\\n")', "    lines = text.splitlines()", f"{TERMINAL} -k commit_subject"),
 ]
 
 

@@ -132,3 +132,35 @@ def test_a_pull_request_s_escape_in_a_record_subject_cannot_hide_the_drift(world
     assert "\x1b" not in out and "\r" not in out
     assert "megatron-core: DRIFT" in out
     assert r"subject: expected add tokens entry\x1b[2K\r, found add tokens entry" in out
+
+
+def test_envs_list_shows_what_a_shared_directory_holds_with_escapes(world, tmp_path, monkeypatch, capsys):
+    """An environment's metadata (flags, project) and a bundle's manifest come from a shared directory."""
+    import json
+
+    from test_never_trusts import fake_env
+
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = fake_env(venvs / ("0" * 24))
+    (env / environments.META).write_text(json.dumps({"key": env.name, "flags": ["--locked", FAKE], "lock_hash": "x",
+                                                     "project": str(world.project)}))
+    capsys.readouterr()
+    assert main(["envs", "list", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and SHOWN in out, out
+
+
+def test_a_forks_commit_subject_is_shown_with_escapes_by_bump_and_upstream(world, capsys):
+    """Subjects come from the fork's history: `deps bump` and `deps upstream` print them."""
+    from gitfixtures import commit
+
+    fork = world.forks["megatron-core"].fork
+    rev = commit(fork, f"feat: {FAKE}", {"megatron/core/more.py": "MORE = 1\n"})
+    capsys.readouterr()
+    assert main(["deps", "bump", "megatron-core", "--rev", rev, "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and r"\x1b[2K" in out, out
+    assert main(["deps", "upstream", "megatron-core", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and r"\x1b[2K" in out, out

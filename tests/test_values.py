@@ -45,7 +45,7 @@ def test_git_urls_pass(url):
 
 
 @pytest.mark.parametrize("url", [".", "/srv/x.git", "--upload-pack=x", "ext::sh -c touch% x", "https://h/a b",
-                                 "git@h:-oProxyCommand=x", "fd::3", ""])
+                                 "git@h:-oProxyCommand=x", "fd::3", "", "https://h/x\x1b[2K.git", "git@h:x\x07"])
 def test_transports_and_options_are_not_git_urls(url):
     with pytest.raises(NemoRLError, match="is not a git URL"):
         values.git_url(url, "url")

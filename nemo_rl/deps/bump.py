@@ -240,8 +240,10 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
         if not args.dry_run:
             staging.land()
-    print(report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode))
-    print("\n".join(drift_lines + entry_lines))
+    # commit subjects and requirements come from the fork: shown, never acted on
+    print(values.printable(report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode),
+                           lines=True))
+    print(values.printable("\n".join(drift_lines + entry_lines), lines=True))
     if not args.dry_run:
         print(f"next: review {relative_patches}/index.toml (why-note), run `nemo-rl deps verify {fork.distribution}`, "
               f"then commit pyproject.toml, uv.lock and {relative_patches}/ together")

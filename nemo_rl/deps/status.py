@@ -204,7 +204,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(dumps({"schema": 2, "project": str(project), "environment": str(env), "lock_problem": lock_problem,
                      "forks": rows, "orphaned_records": [str(o) for o in orphans]}))
     else:
-        print(f"uv.lock: {lock_problem}\n" if lock_problem else "", end="")
+        print(f"uv.lock: {values.printable(lock_problem)}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
     for path, has_journal in journal.leftovers(project):
         if not has_journal:  # a bump killed before landing: the project is unchanged, the copy is garbage

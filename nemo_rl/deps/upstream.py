@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.forks import upstream_report
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import lockfile
@@ -46,5 +47,6 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": 1, "forks": reports}))
     else:
-        print("\n\n".join(render(report) for report in reports))
+        # commit subjects and file names come from the fork: shown, never acted on
+        print(values.printable("\n\n".join(render(report) for report in reports), lines=True))
     return 0

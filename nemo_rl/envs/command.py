@@ -60,12 +60,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _describe(row) -> str:
+    """One line of `envs list`: its fields come from files in a shared directory, shown, never acted on."""
+    from nemo_rl import values
+
     used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "never"
     state = row.state + (f" (in use: pid {', '.join(map(str, row.users))})" if row.users else "")
     whose = f"  of {row.project}" if row.state == "other checkout" and row.project else ""
     detail = f"  ({row.detail})" if row.detail else ""
-    return (f"{row.key}  {state:<16}  {row.size_mb:>8.1f} MB  last used {used}  "
-            f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
+    return values.printable(f"{row.key}  {state:<16}  {row.size_mb:>8.1f} MB  last used {used}  "
+                            f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
 
 
 def _flags(py_executable: str) -> list[str]:
@@ -123,7 +126,7 @@ def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
-    from nemo_rl import settings
+    from nemo_rl import settings, values
     from nemo_rl.jsonout import dumps
     from nemo_rl.workers import bundle_pack, environments, housekeeping
 
@@ -133,9 +136,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
             print(dumps({"environments": rows, "bundles": packed}))
             return 0
         print("\n".join(_describe(row) for row in rows) or f"no worker environments in {settings.venv_dir(False)}")
-        for row in packed:
-            print(f"bundle {row.path.name}  {row.state:<7}  {row.size_mb:>8.1f} MB  {' '.join(row.flags)}  {row.path}"
-                  + (f"  ({row.detail})" if row.detail else ""))
+        for row in packed:  # a manifest's fields: shown, never acted on
+            print(values.printable(f"bundle {row.path.name}  {row.state:<7}  {row.size_mb:>8.1f} MB  "
+                                   f"{' '.join(row.flags)}  {row.path}" + (f"  ({row.detail})" if row.detail else "")))
         return 0
     if args.verb == "prune":
         rows = housekeeping.listing(project)
@@ -143,7 +146,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
         for entry in rows:  # prune never removes a broken one
             if entry.state == "broken":
-                print(f"left {entry.path} (broken): {entry.detail}")
+                print(values.printable(f"left {entry.path} (broken): {entry.detail}"))
         return 0
     flags = _flags(args.py_executable)
     if args.verb == "pack":

@@ -125,7 +125,8 @@ def patch_filename(number: int, subject: str) -> str:
 
 def parse_record(text: str, where: str = "patch record") -> Record:
     fields: dict[str, str] = {}
-    lines = text.splitlines()
+    # split at newlines only: a commit subject may hold a carriage return or a form feed, which splitlines() breaks at
+    lines = text.split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
