@@ -99,8 +99,11 @@ def _flush_output(code: int) -> int:
         sys.stdout.flush()
     except OSError as exc:
         if not said:
+            # `bump > log || handle-failure`: the exit is 1, yet what the command did has happened
+            done = interrupt.completed_steps()
             message = (f"error: cannot write {_OUTPUT_NAMES[1]}: {exc.strerror} (free space where it goes, or "
-                       "write it elsewhere)\n")
+                       "write it elsewhere)" + (f"; the command itself {'finished' if code == 0 else 'ended'}, and "
+                                                f"these steps were complete: {'; '.join(done)}" if done else "") + "\n")
             try:
                 os.write(2, message.encode(errors="backslashreplace"))
             except OSError:  # stderr cannot be written either: the exit code is all that is left

@@ -7,6 +7,7 @@ import argparse
 import errno
 import importlib
 import os
+import shlex
 import signal
 import sys
 import traceback
@@ -44,13 +45,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _os_error_message(exc: OSError) -> str | None:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the path is fine: the filesystem it is on is full
+        return _full_message(exc)
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the path is fine: the filesystem it is on is full
-        return (f"cannot write {exc.filename}: {exc.strerror}\n  what to do: free space on that filesystem (or "
-                "raise the quota; `df -h` shows which is full), then run again")
     return (f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check that the path exists, is of the "
             "right kind (file or directory) and that you may write there")
+
+
+def _full_message(exc: OSError) -> str:
+    """Which filesystem to free: the nearest directory of the file that exists (a staging copy is gone by now)."""
+    todo = "(or raise the quota; `df -h` shows which is full), then run again"
+    if not exc.filename:  # nothing names the file: still the user's disk, never a bug
+        return f"a write failed: {exc.strerror}\n  what to do: free space where the command writes {todo}"
+    name = os.fsdecode(exc.filename)
+    if not os.path.isabs(name):  # the command's output ("stdout"), or a path relative to here
+        return f"cannot write {name}: {exc.strerror}\n  what to do: free space where it goes {todo}"
+    directory = next((p for p in Path(name).parents if p.is_dir()), Path("/"))
+    return (f"cannot write {name}: {exc.strerror}\n  what to do: free space on the filesystem of {directory} "
+            f"(`df -h {shlex.quote(str(directory))}` shows it; or raise the quota), then run again")
 
 
 def _project(args: argparse.Namespace) -> Path | None:
@@ -111,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(signum)
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
-            print(f"error: {values.printable(message, lines=True)}", file=sys.stderr)
+            done = interrupt.completed_steps()  # a bump that landed, then could not print: what landed stays
+            print(f"error: {values.printable(message, lines=True)}"
+                  + (f"\n  these steps were complete before it: {'; '.join(done)}" if done else ""), file=sys.stderr)
             return 1
         if args is None or args.verbose:
             traceback.print_exc()

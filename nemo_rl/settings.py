@@ -13,13 +13,21 @@ from nemo_rl.errors import NemoRLError
 CHECKOUT_DIR = Path(__file__).resolve().parent.parent
 
 
+def relative_setting(name: str, setting: str) -> NemoRLError:
+    """A relative path setting names another directory from every working directory (a Ray worker's is not the
+    driver's): refused, with the absolute path it names from here."""
+    here = os.path.abspath(os.path.expanduser(setting))
+    return NemoRLError(f"{name} {setting!r} is not an absolute path (a relative one names another directory from "
+                       "every working directory, a Ray worker's included)",
+                       f"set it to an absolute path, e.g. {name}={here!r} for the one it names from here")
+
+
 def cache_dir() -> Path:
     """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), checked: a file or an unwritable directory is the user's
     setting to fix, not a crash."""
     setting = os.environ.get("NEMO_RL_CACHE_DIR")
     if setting and not os.path.isabs(os.path.expanduser(setting)):
-        raise NemoRLError(f"NEMO_RL_CACHE_DIR {setting!r} is not an absolute path (a relative one would put the "
-                          "cache wherever the command runs)", "set NEMO_RL_CACHE_DIR to an absolute path")
+        raise relative_setting("NEMO_RL_CACHE_DIR", setting)
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
     path = Path(os.path.expanduser(setting)) if setting else default
     name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
@@ -43,7 +51,9 @@ def venv_dir_error(path: Path, exc: OSError) -> NemoRLError:
 
 def venv_dir(create: bool = True) -> Path:
     setting = os.environ.get("NEMO_RL_VENV_DIR")
-    path = Path(os.path.expanduser(setting)).absolute() if setting else CHECKOUT_DIR / "venvs"
+    path = Path(os.path.expanduser(setting)) if setting else CHECKOUT_DIR / "venvs"
+    if setting and not path.is_absolute():  # each Ray worker would read it from its own working directory
+        raise relative_setting("NEMO_RL_VENV_DIR", setting)
     if not create:
         return path
     try:
@@ -76,8 +86,5 @@ def bundle_dir() -> Path | None:
                           "a file saved with Windows line ends)")
     path = os.path.expanduser(setting)
     if not os.path.isabs(path):  # read from every node's and worker's own cwd: one setting, many directories
-        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {setting!r} is not an absolute path (a relative one names another "
-                          "directory from every working directory, a Ray worker's included)",
-                          f"set it to an absolute path, e.g. NEMO_RL_BUNDLE_DIR={os.path.abspath(path)!r} for the "
-                          "one it names from here")
+        raise relative_setting("NEMO_RL_BUNDLE_DIR", setting)
     return Path(path)

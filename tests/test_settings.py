@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +54,34 @@ def test_an_unusable_venv_setting_names_it(tmp_path, monkeypatch):
     with pytest.raises(NemoRLError, match=r"NEMO_RL_VENV_DIR .*file cannot be used") as caught:
         settings.venv_dir()
     assert "the same path on every node" in caught.value.remedy
+
+
+@pytest.mark.parametrize("name, read", [("NEMO_RL_VENV_DIR", lambda: settings.venv_dir()),
+                                        ("NEMO_RL_VENV_DIR", lambda: settings.venv_dir(create=False)),
+                                        ("NEMO_RL_CACHE_DIR", settings.cache_dir)])
+@pytest.mark.parametrize("setting", ["rel", "./venvs", "../shared/venvs"])
+def test_a_relative_path_setting_is_refused_naming_the_path_it_means(tmp_path, monkeypatch, name, read, setting):
+    """Like NEMO_RL_BUNDLE_DIR: a relative path names another directory from every working directory (each Ray
+    worker resolves it against its own), so it is refused, with the absolute path it names from here, and
+    nothing is made."""
+    here = tmp_path / "work" / "here"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv(name, setting)
+    with pytest.raises(NemoRLError, match=f"{name} '{re.escape(setting)}' is not an absolute path") as refused:
+        read()
+    assert f"{name}={os.path.normpath(here / setting)!r}" in refused.value.remedy
+    assert list((tmp_path / "work").rglob("*")) == [here]
+
+
+def test_a_relative_venv_setting_is_an_error_from_the_cli(tmp_path, monkeypatch, capsys):
+    from nemo_rl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", "rel")
+    assert main(["envs", "list", "--project", str(settings.CHECKOUT_DIR)]) == 1
+    err = capsys.readouterr().err
+    assert "NEMO_RL_VENV_DIR 'rel' is not an absolute path" in err, err
+    assert f"NEMO_RL_VENV_DIR={str(tmp_path / 'rel')!r}" in err, err
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", "~/venvs")  # ~ is the home directory wherever the command runs
+    assert settings.venv_dir(create=False) == Path.home() / "venvs"

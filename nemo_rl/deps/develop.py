@@ -93,12 +93,21 @@ def start(project: Path, args: argparse.Namespace) -> int:
         checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
-    if env.exists():
-        develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
+    installed = False
+    try:  # no checkpoint inside: only a failed write (a full disk) ends it early, and then nothing of it stays
+        if env.exists():
+            develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
+            installed = True
+        state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
+                                                           (env,) if env.exists() else (), token)
+        develop_state.write(project, state)
+    except BaseException:
+        if installed:
+            develop_state.remove_overlay(env, fork.distribution, token)
+        develop_state.remove_shadow(project, fork.distribution)
+        raise
+    if installed:
         interrupt.completed(f"{env} imports {fork.distribution} from {checkout}")
-    state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
-                                                       (env,) if env.exists() else (), token)
-    develop_state.write(project, state)
     interrupt.completed(f"{develop_state.STATE} records {fork.distribution} developed from {checkout}")
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")

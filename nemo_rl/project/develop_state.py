@@ -161,14 +161,28 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
     shadow = shadow_dir(project, distribution)
     staging = shadow.with_name(shadow.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
-    for root in roots:
-        link = values.inside(staging, root, "a package root of the pinned wheel")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(checkout / root, link)
-    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        for root in roots:
+            link = values.inside(staging, root, "a package root of the pinned wheel")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(checkout / root, link)
+        staging.mkdir(parents=True, exist_ok=True)
+    except BaseException:  # a full disk: no half-made shadow stays
+        remove_shadow(project, distribution)
+        raise
     shutil.rmtree(shadow, ignore_errors=True)
     os.replace(staging, shadow)
     return shadow
+
+
+def remove_shadow(project: Path, distribution: str) -> None:
+    """Remove `distribution`'s shadow directory (and one half made), and `develop/` and `.nemo-rl` once they hold
+    nothing else."""
+    shadow = shadow_dir(project, distribution)
+    for path in (shadow, shadow.with_name(shadow.name + ".new")):
+        shutil.rmtree(path, ignore_errors=True)
+    state_dir.remove_empty(shadow.parent)
+    state_dir.remove_empty(shadow.parent.parent)
 
 
 def overlay_name(distribution: str) -> str:

@@ -36,6 +36,22 @@ def require_writable(paths: list[Path]) -> None:
             raise NemoRLError(f"{path} is not writable, so it cannot be changed", fix)
 
 
+class _CopyFailed(Exception):
+    """A file copy inside copytree failed: copytree turns an OSError into text in a shutil.Error (no errno, so a
+    full disk would read as a bug), and lets any other exception through, carrying the error as it was."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _copy(source: str, target: str) -> None:
+    try:
+        shutil.copy2(source, target)
+    except OSError as exc:
+        raise _CopyFailed(exc) from exc
+
+
 class Staging:
     """A private copy of the files a change touches. Nothing in the project changes until `land()`."""
 
@@ -70,14 +86,17 @@ class Staging:
                     shutil.copy2(self.project / name, self.path / name)
             for name in self.directories:
                 if (self.project / name).is_dir():
-                    shutil.copytree(self.project / name, self.path / name, copy_function=shutil.copy2)
+                    shutil.copytree(self.project / name, self.path / name, copy_function=_copy)
         except BaseException as exc:  # __exit__ never runs for a failed __enter__: nothing may be left behind
             self.discard()
             os.close(self._fd)
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            failed = exc.error if isinstance(exc, _CopyFailed) else exc
+            if isinstance(failed, OSError) and failed.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise NemoRLError(f"cannot copy the files this command changes into {self.path.parent}: "
-                                  f"{exc.strerror}", f"free space on the filesystem of {self.project} (or raise "
-                                  "the quota), then run again: nothing was changed") from exc
+                                  f"{failed.strerror}", f"free space on the filesystem of {self.path.parent} (or "
+                                  "raise the quota), then run again: nothing was changed") from failed
+            if failed is not exc:
+                raise failed from None
             raise
         return self
 

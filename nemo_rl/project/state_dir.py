@@ -85,8 +85,10 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             fh.write(data.encode() if isinstance(data, str) else data)
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno and exc.filename is None:  # a write on a full disk names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 
