@@ -138,13 +138,23 @@ def ignored_files(repo: Path) -> list[str]:
 
 
 def tracked(repo: Path, path: str) -> list[str] | None:
-    """The files under `path` (relative to `repo`) that git's index tracks; None when `repo` is no git work tree
-    or git cannot be run (a node without git)."""
+    """The files under `path` (relative to `repo`) that git's index tracks; None when git cannot be run (a node
+    without git), or `repo` is in no work tree. A work tree git refuses to read (another owner's:
+    "dubious ownership") is an error naming the fix: nemo-rl never overrides safe.directory itself, which would
+    run that owner's git configuration."""
     try:
         result = git(["ls-files", "-z", "--", path], repo=repo, check=False)
     except NemoRLError:
         return None
-    return [entry for entry in result.stdout.split("\0") if entry] if result.returncode == 0 else None
+    if result.returncode == 0:
+        return [entry for entry in result.stdout.split("\0") if entry]
+    if "not a git repository" in result.stderr:  # LC_ALL=C: git's own words
+        return None
+    said = (result.stderr.strip().splitlines() or ["no message"])[0]
+    raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
+                      f"state in {repo / path} from files a commit put there",
+                      f"if you trust the checkout, `git config --global --add safe.directory {repo}` (or run as "
+                      "the checkout's owner), then run again")
 
 
 def ref_exists(repo: Path, ref: str) -> bool:

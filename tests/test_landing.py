@@ -39,11 +39,12 @@ def test_a_journal_naming_anything_else_is_refused(staging, moves):
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"other": []}', "[]", ""])
-def test_an_unreadable_journal_is_refused_saying_nothing_moved(staging, content):
+def test_an_unreadable_journal_is_refused_saying_nothing_more_moved(staging, content):
+    """Nothing more is moved, and the landing cut short may have moved some files already: `git status` says."""
     write_journal(staging, content)
     with pytest.raises(NemoRLError, match="cannot read the landing journal") as caught:
         journal.read_journal(staging)
-    assert "nothing was moved" in caught.value.remedy
+    assert "nothing more was moved, but the landing may have moved some files" in caught.value.remedy
 
 
 @pytest.mark.parametrize("before", [[], {"pyproject.toml": None}, {"uv.lock": "x" * 64, "pyproject.toml": None},

@@ -40,9 +40,11 @@ def fork_with_extras(world) -> None:
     assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
 
 
-def block(text: str) -> tuple[int, int]:
-    start = text.index('[[package]]\nname = "megatron-core"')
-    return start, text.index("[[package]]", start + 1)
+def block(text: str, name: str = "megatron-core") -> tuple[int, int]:
+    """Where uv.lock's [[package]] of `name` starts and ends (the file's end for the last one)."""
+    start = text.index(f'[[package]]\nname = "{name}"')
+    end = text.find("[[package]]", start + 1)
+    return start, end if end >= 0 else len(text)
 
 
 
@@ -321,8 +323,7 @@ def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, c
     assert offline(world, capsys)[0] == 0
     lock = world.project / "uv.lock"
     good = lock.read_text()
-    start = good.index('[[package]]\nname = "nemo-toolkit"')
-    end = good.find("[[package]]", start + 1) % (len(good) + 1)
+    start, end = block(good, "nemo-toolkit")
     text = good[start:end]
     assert 'version = "0.1.0"' in text and '{ name = "six" }' in text, text
     edits = {"version: expected 0.1.0": text.replace('version = "0.1.0"', 'version = "0.7.0"', 1),
@@ -385,8 +386,7 @@ def test_the_extras_of_a_fork_without_a_derived_entry_are_recorded_and_held(worl
     assert offline(world, capsys)[0] == 0
     lock = world.project / "uv.lock"
     good = lock.read_text()
-    start = good.index('[[package]]\nname = "nemo-toolkit"')
-    end = good.find("[[package]]", start + 1) % (len(good) + 1)
+    start, end = block(good, "nemo-toolkit")
     block_text = good[start:end]
     assert "[package.optional-dependencies]\ntron = [" in block_text and '{ name = "idna" }' in block_text, block_text
     edits = {"optional-dependencies tron: expected idna": block_text.replace('    { name = "idna" },\n', "", 1),

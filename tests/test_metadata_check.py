@@ -262,8 +262,8 @@ def test_the_machine_markers_are_sampled_as_machines_report_them():
 
     found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release == '' and python_full_version "
                                                                   ">= '3.10'"}, {"name": "torch"}])
-    assert [d for d in locked_fork.locked_differences(found, DERIVED) if d[0] == "dependencies"] == [
-        ("dependencies", "numpy (on linux x86_64 Python 3.10) among them", "missing")]
+    assert ("dependencies", "numpy (on linux x86_64 Python 3.10) among them", "missing") in \
+        locked_fork.locked_differences(found, DERIVED)
     assert lock_markers.base_requirement(Requirement("idna; platform_release != ''"))
     assert lock_markers.base_requirement(Requirement("idna; platform_version != ''"))
     assert not lock_markers.base_requirement(Requirement("idna; extra == 'x'"))
@@ -312,3 +312,27 @@ def test_the_extras_of_a_fork_without_a_derived_entry_are_what_it_declares_for_t
     assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == [
         ("optional-dependencies evil", "only the extras the fork declares ([declares] extras)",
          "an extra the fork does not declare")]
+
+
+def test_a_locked_marker_on_the_kernel_is_a_difference_whatever_the_samples_say():
+    """`platform_release in '<the sampled releases>'` holds at every sample and on no other machine: no sample
+    decides a marker on the kernel, so a locked one is named unless the fork's own requirement carries it."""
+    for marker in ("platform_release in '6.1.0-18-amd64 23.1.0 10'", "platform_version != 'x'"):
+        found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": marker}, {"name": "torch"}])
+        assert ("dependencies", "markers that decide in every environment the lock supports",
+                f"numpy (marker {marker!r}): not what the entry locks") in locked_fork.locked_differences(
+                    found, DERIVED), marker
+    own = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26; platform_release != ''", "torch"))
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "platform_release != ''"}, {"name": "torch"}],
+                 recorded=own.requires_dist)
+    assert not any(d[0] == "dependencies" for d in locked_fork.locked_differences(found, own))
+
+
+def test_a_marker_of_uvs_conflicting_extras_is_named_as_such():
+    """[tool.uv] conflicts makes uv write `extra == 'extra-15-fixture-project-olds'` into a fork's dependencies:
+    not a hand edit, and not compared per conflicting extra here: said so, with what to do."""
+    found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": "extra == 'extra-15-fixture-project-olds'"},
+                                        {"name": "torch"}])
+    (difference,) = [d for d in locked_fork.locked_differences(found, DERIVED) if "conflicts" in d[1]]
+    assert "take the fork's dependencies out of the conflict" in difference[2], difference
+    assert not any("decide in every environment" in d[1] for d in locked_fork.locked_differences(found, DERIVED))

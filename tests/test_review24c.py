@@ -105,3 +105,18 @@ def test_files_a_commit_put_under_nemo_rl_are_never_state(world, capsys, committ
         assert "rm -r --cached .nemo-rl" in capsys.readouterr().err
     git("rm", "-q", "-r", "--cached", state_dir.STAGING_ROOT)
     assert state_dir.state_root(project) == project / state_dir.STAGING_ROOT  # untracked: state again
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a checkout of another user needs root")
+def test_a_checkout_git_will_not_read_is_refused_not_taken_for_untracked(world):
+    """A runner's checkout, and a job's container running as root: git answers "dubious ownership" and lists
+    nothing, which was read as "nothing tracked", so a commit's .nemo-rl files were state again."""
+    project = world.project
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    (project / state_dir.STAGING_ROOT).mkdir()
+    for path in [project, *project.rglob("*")]:
+        os.lchown(path, 54321, -1)
+    state_dir._UNTRACKED.clear()
+    with pytest.raises(NemoRLError, match="git cannot list the files it tracks") as refused:
+        state_dir.state_root(project)
+    assert f"safe.directory {project}" in (refused.value.remedy or "")

@@ -136,11 +136,16 @@ def decides(requirement: Requirement, envs: list[Environment]) -> bool:
     return requirement.marker is None or _decides(requirement.marker, envs)
 
 
+# The machine's kernel: no sample decides a marker on them, since one fitted to the samples
+# (`platform_release in '<the sampled releases>'`) holds on no other machine.
+MACHINE = ("platform_release", "platform_version")
+
+
 def _decides(marker: Marker, envs: list[Environment]) -> bool:
-    """Whether packaging's verdict on `marker` in each of `envs` is uv's. A marker that names `extra` is not: uv
-    keeps an extra's requirements under optional-dependencies and installs none of them with no extra active,
-    while packaging reads `extra == ''` as true there."""
-    if _names_extra(getattr(marker, "_markers", [])):
+    """Whether packaging's verdict on `marker` in each of `envs` is uv's, on every machine. A marker that names
+    `extra` is not: uv keeps an extra's requirements under optional-dependencies and installs none of them with no
+    extra active, while packaging reads `extra == ''` as true there. Nor is one on the kernel (MACHINE)."""
+    if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):
         return False
     try:
         for env in envs:
@@ -150,21 +155,29 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
         return False
 
 
-def _names_extra(markers: object) -> bool:
+def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
     """Whether packaging's parsed marker (nested lists of (Variable, Op, Value) tuples and "and"/"or") names
-    the variable `extra` on either side."""
+    one of the variables `names` on either side."""
     if isinstance(markers, list):
-        return any(_names_extra(m) for m in markers)
+        return any(_names_extra(m, names) for m in markers)
     if isinstance(markers, tuple):
-        return any(type(side).__name__ == "Variable" and str(side) == "extra" for side in markers)
+        return any(type(side).__name__ == "Variable" and str(side) in names for side in markers)
     return False
 
 
 def names_extra(text: object) -> bool:
-    """Whether a uv.lock marker names `extra`: uv never writes one into a [[package]]'s dependencies (an extra's
-    requirements go under optional-dependencies), so one there was written by hand, whatever the fork requires."""
+    """Whether a uv.lock marker names `extra`: uv writes one into a [[package]]'s dependencies only for the
+    project's conflicting extras ([tool.uv] conflicts, see conflict_extra); a fork's own extras go under
+    optional-dependencies, so any other was written by hand, whatever the fork requires."""
     marker = _marker(text)
     return marker is None or _names_extra(getattr(marker, "_markers", []))
+
+
+def conflict_extra(text: object) -> bool:
+    """Whether a uv.lock marker names one of uv's encoded conflict extras (`extra == 'extra-15-fixture-project-olds'`):
+    uv writes those for [tool.uv] conflicts, one branch of the lock per extra, which this offline check does not
+    compare branch by branch."""
+    return bool(re.search(r"""\bextra\s*[=!]=\s*['"](extra|group|project)-\d+-""", str(text or "")))
 
 
 def spelled(pair: Pair) -> str:

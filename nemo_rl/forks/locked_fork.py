@@ -45,15 +45,21 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     what = "the entry" if derived_entry else "[declares]"
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
-    # locked() cannot tell whether uv installs a dependency whose marker does not evaluate: unless the fork's own
-    # requirement carries such a marker, uv never wrote it, and relocking replaces it; one naming extra uv never
-    # writes there at all
+    # locked() cannot tell whether uv installs a dependency whose marker does not evaluate (or names the kernel):
+    # unless the fork's own requirement carries such a marker, uv never wrote it, and relocking replaces it; one
+    # naming extra uv writes there only for the project's [tool.uv] conflicts
     undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
-    unreadable = [f"{n} (marker {m!r:.80})" for n, m in lock_markers.unevaluable(dependencies, envs)
-                  if n not in undecided or lock_markers.names_extra(m)]
+    found = lock_markers.unevaluable(dependencies, envs)
+    conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]
+    unreadable = [f"{n} (marker {m!r:.80})" for n, m in found if not lock_markers.conflict_extra(m)
+                  and (n not in undecided or lock_markers.names_extra(m))]
     if unreadable:
         result.append(("dependencies", "markers that decide in every environment the lock supports",
                        f"{', '.join(unreadable)}: not what {what} locks"))
+    if conflicts:
+        result.append(("dependencies", "no marker of [tool.uv] conflicts (nemo-rl does not compare a fork's "
+                       "dependencies per conflicting extra)", f"{', '.join(conflicts)}: take the fork's "
+                       "dependencies out of the conflict in pyproject.toml, or hold the lock against the fork by hand"))
     extras = package.get("optional-dependencies")
     # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
     if extras and derived_entry:

@@ -51,8 +51,9 @@ def read_journal(staging: Path) -> list[str]:
 def _read_journal(staging: Path) -> tuple[list[str], dict[str, str | None] | None]:
     """The moves, and the digest each moved path had when staged (None: a journal that records none)."""
     path = staging / JOURNAL
-    fix = (f"nothing was moved; `git status` shows which of pyproject.toml, uv.lock and patches/ changed "
-           f"(`git checkout -- <file>` restores one), then delete {staging}")
+    fix = (f"nothing more was moved, but the landing may have moved some files before it was cut short: `git "
+           f"status` shows which of pyproject.toml, uv.lock and patches/ changed (`git checkout -- <file>` restores "
+           f"one), then delete {staging}")
     try:
         journal = values.state_json(path, fix, "the landing journal")
         if not isinstance(journal, dict):

@@ -32,6 +32,7 @@ class Fork:
     upstream_branch: str
     base: str | None
     bad_rev: str | None = None
+    subdirectory: str | None = None  # [tool.uv.sources]' own: where in the repository the distribution is
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class LockedPackage:
             return f"{self.source!r:.120} (not a git source)"
         parts = urlsplit(git_url)
         where = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != {"rev": [fork.rev]}:
+        expected = {"rev": [fork.rev], **({"subdirectory": [fork.subdirectory]} if fork.subdirectory else {})}
+        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != expected:
             return git_url.split("#", 1)[0]
         return None
 
@@ -191,6 +193,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
         upstream_branch=values.branch_name(upstream_branch, f"{where} upstream-branch"),
         base=values.full_sha(base, f"{where} base") if base is not None else None,
         bad_rev=bad_rev,
+        subdirectory=_string(source.get("subdirectory"), f"[tool.uv.sources] {dist}.subdirectory", path),
     )
 
 

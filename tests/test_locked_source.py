@@ -1,0 +1,33 @@
+"""The fork's git source uv.lock names, held against [tool.uv.sources] (lockfile.LockedPackage.other_source): uv
+fetches what the lock names and `uv lock --check` never compares it. Pure, on parsed values."""
+
+from __future__ import annotations
+
+from nemo_rl.project.lockfile import Fork, LockedPackage
+
+SHA = "a" * 40
+URL = "https://github.com/NVIDIA/NeMo.git"
+
+
+def fork(subdirectory: str | None = None) -> Fork:
+    return Fork("nemo-toolkit", URL, SHA, None, None, "main", None, subdirectory=subdirectory)
+
+
+def locked(url: str) -> LockedPackage:
+    return LockedPackage("nemo-toolkit", "2.4.0", {"git": url})
+
+
+def test_the_source_uv_wrote_from_pyproject_agrees():
+    assert locked(f"{URL}?rev={SHA}#{SHA}").other_source(fork()) is None
+    # a subdirectory pyproject names is in the URL uv writes: no difference (uv's order of the query is its own)
+    assert locked(f"{URL}?subdirectory=pkg&rev={SHA}#{SHA}").other_source(fork("pkg")) is None
+    assert locked(f"{URL}?rev={SHA}&subdirectory=pkg#{SHA}").other_source(fork("pkg")) is None
+
+
+def test_another_host_or_query_is_named():
+    evil = f"https://github.com/NVIDIA/NeMo-evil.git?rev={SHA}"
+    assert locked(f"{evil}#{SHA}").other_source(fork()) == evil
+    assert locked(f"{URL}?rev={SHA}&subdirectory=x#{SHA}").other_source(fork()) == f"{URL}?rev={SHA}&subdirectory=x"
+    assert locked(f"{URL}?rev={SHA}#{SHA}").other_source(fork("pkg")) == f"{URL}?rev={SHA}"  # pyproject's is gone
+    assert locked(f"{URL}?rev={SHA}&subdirectory=y#{SHA}").other_source(fork("pkg")) is not None
+    assert LockedPackage("nemo-toolkit", "1", {"registry": "https://pypi.org/simple"}).other_source(fork())
