@@ -193,6 +193,33 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
         shutil.rmtree(elsewhere, ignore_errors=True)
 
 
+def test_a_landing_across_filesystems_is_refused_and_the_staged_copy_kept(world, capsys, monkeypatch):
+    """A mount inside the project since the landing was staged: the rename fails with EXDEV, and recover says so and
+    keeps the staged copy (a copy across filesystems could itself be cut short half-written)."""
+    import shutil
+
+    patches = world.project / "patches"
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    (staging / "patches").mkdir(parents=True)
+    shutil.copytree(patches / "megatron-core", staging / "patches" / "megatron-core")
+    before = {"patches/megatron-core": journal.digest(patches / "megatron-core")}
+    (staging / "LANDING.json").write_text(json.dumps({"moves": ["patches/megatron-core"], "before": before}))
+    real = os.replace
+
+    def across(source, target):
+        if str(source).startswith(str(staging)):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real(source, target)
+
+    monkeypatch.setattr(os, "replace", across)
+    capsys.readouterr()
+    assert deps(world, "recover") == 1
+    assert "on different filesystems (a mount inside the project); the staged files are kept" in capsys.readouterr().err
+    assert (staging / "LANDING.json").exists() and (staging / "patches" / "megatron-core" / "index.toml").exists()
+    monkeypatch.setattr(os, "replace", real)
+    assert deps(world, "recover") == 0 and not staging.exists()  # the mount gone: it lands
+
+
 # --- 4. develop state is the truth --------------------------------------------------------------------------------
 
 def test_status_does_not_say_developing_when_the_overlay_is_gone(world, tmp_path, monkeypatch, capsys):
@@ -328,7 +355,8 @@ def test_a_link_out_of_the_bundle_is_refused(tmp_path):
     (root / "archive-v0" / "abc").mkdir(parents=True)
     (root / "wheels-v1" / "ok").symlink_to("../archive-v0/abc")  # what uv makes
     bundles.content_digest(root)
-    for target in ("/etc/passwd", "../../outside", "../archive-v0/../../x"):
+    # the last leaves the bundle and comes back in by its directory's name: inside here, outside in any copy of it
+    for target in ("/etc/passwd", "../../outside", "../archive-v0/../../x", "../../cache/archive-v0/abc"):
         (root / "wheels-v1" / "bad").symlink_to(target)
         with pytest.raises(NemoRLError, match="links out of the bundle"):
             bundles.content_digest(root)

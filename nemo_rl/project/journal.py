@@ -160,16 +160,17 @@ def _check_staged(staging: Path, name: str) -> None:
 
 
 def _move(source: Path, target: Path) -> None:
-    """os.replace; across filesystems (a journal left by an older nemo-rl), a copy then a delete, which a landing
-    run again repeats from the start of the path."""
+    """os.replace, refused across filesystems (a mount inside the project since the command staged: staging checks
+    it first, see landing.require_renames): a copy there could be cut short half-written, so the staged copy stays
+    whole for `deps recover` once the mount is gone."""
     try:
         os.replace(source, target)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        shutil.move(source, target)
+        raise NemoRLError(f"cannot move {source} to {target}: they are on different filesystems (a mount inside the "
+                          "project); the staged files are kept", f"make {target.parent} a plain directory of the "
+                          "project on its filesystem again, then run `nemo-rl deps recover`") from exc
 
 
 def finish(project: Path, staging: Path) -> list[str]:
