@@ -141,17 +141,15 @@ def _link_tree(source: Path, target: Path) -> int:
 
     def place(path: Path, here: Path) -> None:
         nonlocal links
-        info = path.stat()
-        if info.st_uid == euid and not info.st_mode & 0o022:
-            try:
-                os.link(path, here)
-                linked = os.lstat(here)  # the inode linked, which the name may no longer be: only ours may stay
-                if linked.st_uid == euid and not linked.st_mode & 0o022:
-                    links += 1
-                    return
-                os.unlink(here)
-            except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
-                pass
+        try:
+            os.link(path, here)
+            linked = os.lstat(here)  # the inode linked (the name may have been swapped meanwhile): only ours stays
+            if linked.st_uid == euid and not linked.st_mode & 0o022:
+                links += 1
+                return
+            os.unlink(here)
+        except OSError:  # EXDEV across filesystems, EPERM where hard links to others' files are barred
+            pass
         _copy(path, here)
 
     source = source.resolve()
