@@ -18,6 +18,9 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 
 _POLL_S = 0.1  # a blocking flock would be resumed after a signal's handler (PEP 475) and wait on forever
+# Each retry of lock_file follows a holder's removal of the file: a few under contention, never this many unless
+# something keeps swapping the path (a co-user in a shared directory), which must not spin a command for ever.
+LOCK_FILE_TRIES = 50
 
 
 def _flock(fd: int, operation: int) -> None:
@@ -113,7 +116,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
     `waiting` (given the descriptor, it says what is waited for). A lock file may be removed by whoever holds its
     lock (`remove_locked`); a process that opened it before that finds, once it has the lock, that the path no
     longer names its file, and locks the one the path names now: two processes never hold one path's lock."""
-    while True:
+    for _ in range(LOCK_FILE_TRIES):
         fd = open_lock_file(path)
         try:
             if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
@@ -125,6 +128,9 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
             os.close(fd)
             raise
         os.close(fd)  # removed (or replaced) while this process waited for it: lock what is there now
+    raise NemoRLError(f"lock file {path} was replaced each of the {LOCK_FILE_TRIES} times nemo-rl locked it: "
+                      "something keeps removing or swapping it",
+                      f"find out what writes in {path.parent}; if nothing should, remove {path} and run again")
 
 
 def remove_locked(path: Path, fd: int) -> bool:

@@ -1601,6 +1601,9 @@ MUTATIONS = [
     ("journal: an unreadable journal says files may have moved", "nemo_rl/project/journal.py",
      'fix = (f"nothing more was moved, but the landing may have moved some files before it was cut short: `git "',
      'fix = (f"nothing was moved; `git "', "tests/test_landing.py -k saying_nothing_more_moved"),
+    ("locks: a lock file swapped each time ends in an error", "nemo_rl/locks.py",
+     "    for _ in range(LOCK_FILE_TRIES):\n        fd = open_lock_file(path)", "    while True:\n        fd = open_lock_file(path)",
+     "tests/test_review24c.py -k swapped_each_time"),
 ]
 
 

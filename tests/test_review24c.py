@@ -120,3 +120,21 @@ def test_a_checkout_git_will_not_read_is_refused_not_taken_for_untracked(world):
     with pytest.raises(NemoRLError, match="git cannot list the files it tracks") as refused:
         state_dir.state_root(project)
     assert f"safe.directory {project}" in (refused.value.remedy or "")
+
+
+def test_a_lock_file_swapped_each_time_it_is_locked_ends_in_an_error(tmp_path, monkeypatch):
+    """lock_file locks again when its file was removed meanwhile; a path that never names the file locked (a
+    co-user swapping it in a shared directory) must not spin the command for ever."""
+    from nemo_rl import locks
+
+    calls = []
+
+    def never_names(path, fd):
+        calls.append(fd)
+        assert len(calls) < 10 * locks.LOCK_FILE_TRIES, "lock_file spins on a path that never names its file"
+        return False
+
+    monkeypatch.setattr(locks, "_names", never_names)
+    with pytest.raises(NemoRLError, match=f"was replaced each of the {locks.LOCK_FILE_TRIES} times"):
+        locks.lock_file(tmp_path / ".k.lock", None)
+    assert len(calls) == locks.LOCK_FILE_TRIES
