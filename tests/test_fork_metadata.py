@@ -69,8 +69,8 @@ def test_metadata_naming_another_distribution_is_refused():
 
 @pytest.mark.parametrize("damage", [b'{"name": "megatron-core", "vers', b"[]", b'{"name": "megatron-core"}',
                                     b'{"name": "m", "version": "1", "requires": {"\xff": "x"}}',
-                                    b'{"name": "m", "version": "0.2 garbage", "requires": {}}',
-                                    b'{"name": "m", "version": "1", "requires": {"a": "not a req ==="}}'])
+                                    b'{"name": "m", "version": "0.2 garbage", "requires": {}, "extras": {}}',
+                                    b'{"name": "m", "version": "1", "requires": {"a": "not a req ==="}, "extras": {}}'])
 def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
     path = tmp_path / "nemo-rl-metadata" / f"{'a' * 40}.{fork_metadata.METADATA}"
     path.parent.mkdir()
