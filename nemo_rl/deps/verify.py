@@ -58,7 +58,7 @@ def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
         # one fork: its command; several: `deps patches` without a name regenerates every fork
         fix = declared.fix(stale[0], metadata_check.derives(project, stale[0])) if len(stale) == 1 else \
             declared.FIX.replace(" {dist}", "")
-        raise NemoRLError("the [[tool.uv.dependency-metadata]] entries are not derived from the forks: "
+        raise NemoRLError("pyproject.toml and uv.lock do not follow what the forks declare at their pins: "
                           + "; ".join(p for dist in stale for p in found[dist]), fix + ", then verify again")
 
 
