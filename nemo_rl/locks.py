@@ -177,3 +177,19 @@ def hold(directory: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def try_hold(directory: Path) -> int | None:
+    """`hold`, at once or not at all: None when another process holds it, or it is gone."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if acquire(fd, None):
+            return fd
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None

@@ -4,6 +4,7 @@ at a directory the user may not write is theirs to fix (a NemoRLError), never a 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -62,6 +63,13 @@ def venv_dir(create: bool = True) -> Path:
         raise venv_dir_error(path, exc) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
+    mode = path.stat().st_mode
+    if mode & 0o022 and not mode & stat.S_ISVTX:  # sticky (as /tmp is): each may rename only their own entries
+        name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
+        raise NemoRLError(f"{name} {path} may be written by group or others and is not sticky: anyone who may "
+                          "write it can rename an environment in it away and put their own in its place",
+                          f"`chmod +t {path}` (as /tmp is) to share it, or `chmod go-w {path}`, or point "
+                          "NEMO_RL_VENV_DIR at a directory only you may write")
     return path
 
 

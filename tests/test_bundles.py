@@ -25,7 +25,16 @@ from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import identity, installed, lockfile
-from nemo_rl.workers import archive_hashes, bundle_pack, bundles, environments, executables, manifests, verified
+from nemo_rl.workers import (
+    archive_hashes,
+    bundle_copy,
+    bundle_pack,
+    bundles,
+    environments,
+    executables,
+    manifests,
+    verified,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -451,11 +460,11 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     (source / "pkg" / "mod.py").write_text("x = 1\n")
     os.chmod(source / "pkg" / "mod.py", 0o666)
     os.chmod(source / "pkg", 0o777)
-    bundles._link_tree(source, tmp_path / "linked")
-    bundles._copy_tree(source, tmp_path / "copied", source)
-    for root in (tmp_path / "linked", tmp_path / "copied"):
-        assert (root / "pkg" / "mod.py").read_text() == "x = 1\n"
-        assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
+    (tmp_path / "copied").mkdir()
+    bundle_copy.copy_cache(source, tmp_path / "copied", source)
+    root = tmp_path / "copied"
+    assert (root / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
 
 
 def test_an_environment_built_under_umask_002_is_made_writable_by_its_owner_only(tmp_path):

@@ -5,11 +5,14 @@ state says what runs, and a filesystem that cannot lock or a damaged state file 
 import dataclasses
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from nemo_rl import locks, values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, journal, landing
-from nemo_rl.workers import bundle_pack, bundle_trust, bundles, environments, manifests
+from nemo_rl.workers import bundle_copy, bundle_pack, bundle_trust, bundles, environments, housekeeping, manifests
 
 NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 
@@ -363,25 +366,41 @@ def test_a_link_out_of_the_bundle_is_refused(tmp_path):
         (root / "wheels-v1" / "bad").unlink()
 
 
-def test_a_file_with_a_foreign_hard_link_is_refused(world, tmp_path, monkeypatch):
+def _working_caches(monkeypatch, where: Path) -> list[Path]:
+    """uv.sync replaced by a look at the working cache it was given: a copy of each, taken then."""
+    seen: list[Path] = []
+
+    def fake_sync(project, *, flags, environment, stream, extra_env):
+        assert extra_env["UV_LINK_MODE"] == "hardlink"  # from the node's own copy, which nobody else may write
+        work = Path(extra_env["UV_CACHE_DIR"])
+        seen.append(work)
+        (work / "written-by-uv").write_text("")  # as uv writes lock files and entries into its cache
+        snapshot = where / f"seen-{len(seen)}"
+        shutil.copytree(work, snapshot, symlinks=True)
+        inodes = {str(p.relative_to(work)): os.lstat(p).st_ino for p in work.rglob("*") if p.is_file()}
+        (snapshot / "inodes.json").write_text(json.dumps(inodes))
+
+    monkeypatch.setattr(bundles.uv, "sync", fake_sync)
+    return seen
+
+
+def test_a_bundle_file_hard_linked_outside_reaches_no_environment(world, tmp_path, monkeypatch):
+    """Whatever else shares a bundle file's inode, the node installs its own checked copy of the bytes."""
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     outside = tmp_path / "outside.txt"
     outside.write_text("X = 1\n")
     bundle = fake_bundle(world, tmp_path / "bundle")
-    bundles.check(bundle, world.project, FLAGS)
     target = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
     target.unlink()
     os.link(outside, target)  # same bytes, same digest: one inode with a file outside
-    with pytest.raises(NemoRLError, match="hard links"):
-        bundles.check(bundle, world.project, FLAGS)
-    # a link a node build running from the bundle holds (its working cache) is the bundle's own
-    outside.unlink()
-    (tmp_path / "venvs").mkdir()
-    work, held = bundle_trust.new_work_cache(tmp_path / "venvs")
-    (work / bundles.CACHE / "archive-v0/abc/pkg").mkdir(parents=True)
-    os.link(target, work / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")
-    bundles.check(bundle, world.project, FLAGS)
-    os.close(held)
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
+    assert inodes["archive-v0/abc/pkg/__init__.py"] != os.stat(target).st_ino
+    outside.write_text("X = 2\n")  # whoever writes the other name after the check changes no copy of the node's
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env2", manifest)
+    assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n"
 
 
 def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):
@@ -410,31 +429,71 @@ def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys)
     assert main(["envs", "build", "BASE", "--digest", digest, "--project", str(world.project)]) == 2
 
 
-def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch):
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, capsys):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check
+    old = time.time() - 60  # bytes older than the racy window: the node's copy records them
+    for name in files:
+        os.utime(bundle / bundles.CACHE / name, (old, old))
     manifest = bundles.check(bundle, world.project, FLAGS)
-    seen = {}
-
-    def fake_sync(project, *, flags, environment, stream, extra_env):
-        work = Path(extra_env["UV_CACHE_DIR"])
-        seen["mode"] = extra_env["UV_LINK_MODE"]
-        for name in ("mine.py", "shared.py"):
-            seen[name] = os.stat(work / "archive-v0/abc" / name).st_ino == os.stat(
-                bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
-
-    monkeypatch.setattr(bundles.uv, "sync", fake_sync)
+    seen = _working_caches(monkeypatch, tmp_path)
     bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
-    # only a file nobody else may write is shared with the bundle; the environment gets copies
-    assert seen == {"mode": "copy", "mine.py": True, "shared.py": False}
-    seen.clear()
+    inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
+    for name in ("mine.py", "shared.py"):  # the environment shares no inode with the bundle
+        assert inodes[f"archive-v0/abc/{name}"] != os.stat(bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
+    # the node's checked copy is what a second build installs, and nothing of it is hashed again
+    hashed: list[int] = []
+    real = bundles.check_copy
+    monkeypatch.setattr(bundles, "check_copy", lambda *a, **k: (hashed.append(len(a[4])), real(*a, **k))[1])
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert hashed == [len(files)] and (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
+    # a node copy edited in place is hashed again, found changed, removed; the bundle, changed too, is refused
+    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
+    capsys.readouterr()
     with pytest.raises(NemoRLError, match="does not match its manifest"):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
-    assert seen == {}  # refused before uv installed anything
-    assert [p.name for p in (tmp_path / "venvs").iterdir()] == []
+    assert "changed" in capsys.readouterr().err and not copy.exists()
+    assert len(seen) == 2  # refused before uv installed anything
+    assert [p.name for p in venvs.iterdir()] == []
+
+
+def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # bytes written just now: racy
+    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    stamp = json.loads((copy / bundle_copy.STAMP).read_text())
+    assert stamp["digest"] == manifest.digest and stamp["files"] == {}  # each file is hashed again next time
+    # a copy with a stamp of another's hand (not 0600, or not this user's marker) is never taken as checked
+    os.chmod(copy / bundle_copy.STAMP, 0o644)
+    assert bundle_copy._read_stamp(copy) is None
+    os.chmod(copy / bundle_copy.STAMP, 0o600)
+    planted = venvs / f"{bundle_trust.NODE_COPY_PREFIX}planted"
+    shutil.copytree(copy, planted)
+    (planted / bundle_trust.MARKER).unlink()
+    (planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py").write_text("EVIL = 1\n")
+    stamp["files"] = {"archive-v0/abc/pkg/__init__.py": [*bundle_copy.identity(os.lstat(
+        planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")), hashlib.sha256(b"X = 1\n").hexdigest()]}
+    (planted / bundle_copy.STAMP).write_text(json.dumps(stamp))
+    shutil.rmtree(copy)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n" and len(seen) == 2
+    # `envs prune` removes a kept copy nobody holds, and never the planted one
+    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    kept = [path for path, row in rows.items() if row.state == "kept copy"]
+    assert len(kept) == 1 and rows[planted].state == "not ours"
+    held = locks.try_hold(kept[0])
+    assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
+    os.close(held)
+    assert housekeeping.prune(world.project) == kept and not kept[0].exists() and planted.exists()
 
 
 def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
@@ -560,23 +619,6 @@ def test_a_link_out_of_the_bundle_through_another_link_is_refused(tmp_path):
         bundles.content_digest(root)
 
 
-def test_a_file_swapped_for_a_writable_one_while_linked_is_copied(tmp_path, monkeypatch):
-    """The name checked and the inode linked can differ: only an inode only this user may write stays linked."""
-    source, target = tmp_path / "bundle", tmp_path / "work"
-    source.mkdir()
-    (source / "f.py").write_text("X = 1\n")
-    os.chmod(source / "f.py", 0o644)
-    real_link = os.link
-
-    def swap_then_link(src, dst, *args, **kwargs):  # the bundle's writer wins the race
-        os.chmod(src, 0o666)
-        return real_link(src, dst, *args, **kwargs)
-
-    monkeypatch.setattr(os, "link", swap_then_link)
-    bundles._link_tree(source, target)
-    assert os.stat(target / "f.py").st_ino != os.stat(source / "f.py").st_ino
-
-
 def test_remove_refuses_a_checkout_with_submodules(world, capsys):
     """A submodule's local commits and stashes live in .git/modules: `--remove` would delete them unseen."""
     assert deps(world, "develop", "megatron-core") == 0
@@ -611,3 +653,41 @@ def test_a_direct_url_record_of_any_shape_is_no_commit(text):
     from nemo_rl import extras
 
     assert extras.commit_from_direct_url(text) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's entry needs root (chown)")
+def test_an_entry_planted_between_the_two_looks_is_never_run(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[1]
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(root / name, project / name)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+
+    def planted_while_building(project, flags, where, *args, **kwargs):  # a co-user wins the race
+        where.path.mkdir()
+        (where.path / environments.META).write_text("{}")
+        os.chown(where.path, 4242, 4242)
+
+    verified_here: list[object] = []
+    monkeypatch.setattr(environments, "_build", planted_while_building)
+    monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: verified_here.append(args))
+    with pytest.raises(NemoRLError, match="owned by uid 4242"):
+        environments.ensure(project, ["--locked"])
+    assert verified_here == []
+
+
+def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
+    from nemo_rl import settings
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    for mode in (0o777, 0o775):
+        os.chmod(venvs, mode)
+        with pytest.raises(NemoRLError, match="not sticky") as refused:
+            settings.venv_dir()
+        assert f"chmod +t {venvs}" in refused.value.remedy
+    for mode in (0o1777, 0o1775, 0o755):
+        os.chmod(venvs, mode)
+        assert settings.venv_dir() == venvs

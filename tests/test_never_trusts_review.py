@@ -132,13 +132,6 @@ def test_only_working_caches_we_made_are_counted_or_removed(world, tmp_path, mon
     assert housekeeping.prune(world.project) == [ours]
     assert (victim / "precious").read_text() == "mine" and (plain / "notes").exists()
     assert all(path.exists() or path.is_symlink() for path in planted)
-    # a planted working cache never makes a foreign hard link pass for a node build's own
-    bundle = fake_bundle(world, tmp_path / "bundle")
-    inside = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
-    (plain / bundles.CACHE / "archive-v0/abc/pkg").mkdir(parents=True)
-    os.link(inside, plain / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")
-    with pytest.raises(NemoRLError, match="hard-linked to 1 file"):
-        bundles.check(bundle, world.project, FLAGS)
 
 
 # --- 4. advice that works when followed ---------------------------------------------------------------------------
@@ -199,21 +192,22 @@ def test_digest_lists_take_commas_semicolons_and_spaces(world, tmp_path, monkeyp
 
 # --- 6. hard links inside one bundle ------------------------------------------------------------------------------
 
-def test_hard_links_between_files_of_one_bundle_are_its_own(world, tmp_path, monkeypatch):
+def test_hard_links_between_files_of_one_bundle_are_copied_apart(world, tmp_path, monkeypatch):
+    """What `cp -a`, `rsync -H` or a deduplicating tool leaves (one inode, two names) is a bundle like any: the
+    node copies each name, so the copy shares no inode with the bundle, however many names that inode has."""
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     files = {"archive-v0/abc/a.py": "X = 1\n", "archive-v0/def/a.py": "X = 1\n", "simple-v1/index": "i\n"}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     one, two = (bundle / bundles.CACHE / name for name in ("archive-v0/abc/a.py", "archive-v0/def/a.py"))
     two.unlink()
-    os.link(one, two)  # what `cp -a`, `rsync -H` or a deduplicating tool leaves: one inode, two names, one bundle
+    os.link(one, two)
+    os.link(one, tmp_path / "outside.py")  # and the same inode outside the bundle too
     manifest = bundles.check(bundle, world.project, FLAGS)
-    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: None)
+    inodes = []
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, extra_env, **k: inodes.extend(
+        os.stat(Path(extra_env["UV_CACHE_DIR"]) / name).st_ino for name in files))
     bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
-    os.link(one, tmp_path / "outside.py")  # and now the same inode outside the bundle too
-    outside = r"hard-linked to 1 file\(s\) outside the bundle \(and with 1 other"
-    with pytest.raises(NemoRLError, match=outside) as refused:
-        bundles.check(bundle, world.project, FLAGS)
-    assert "cp -r" in refused.value.remedy
+    assert len(set(inodes)) == 3 and os.stat(one).st_ino not in inodes
 
 
 # --- 7. one timeout rule; an empty NEMO_RL_BUNDLE_DIR -------------------------------------------------------------
@@ -360,8 +354,9 @@ def test_a_fifo_in_a_bundle_is_refused_never_waited_on(world, tmp_path, monkeypa
     writer = threading.Timer(5, unblock)
     writer.start()
     try:
-        with pytest.raises(NemoRLError, match="not a file or a link"):
-            bundles.check(bundle, world.project, FLAGS)
+        manifest = bundles.check(bundle, world.project, FLAGS)  # its manifest only: the copy meets the FIFO
+        with pytest.raises(NemoRLError, match="not a regular file"):
+            bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
         with pytest.raises(NemoRLError, match="not a file or a link"):
             bundles.content_digest(bundle / bundles.CACHE)
     finally:

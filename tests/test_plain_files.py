@@ -327,15 +327,3 @@ def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, mon
     (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted").mkdir()
     (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted" / "x").write_text("x")
     assert bundle_trust.why_not_ours(venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted")  # not empty: not ours
-
-
-def test_a_hard_link_from_a_leftover_working_cache_is_named(world, tmp_path, monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    bundle = fake_bundle(world, tmp_path / "bundle")
-    leftover = venvs / f"{bundles.WORK_CACHE_PREFIX}old"  # from before markers: not ours to remove, but named
-    (leftover / "uv-cache").mkdir(parents=True)
-    os.link(bundle / bundles.CACHE / "simple-v1" / "index", leftover / "uv-cache" / "index")
-    with pytest.raises(NemoRLError, match=f"hard-linked to 1 file\\(s\\) outside the bundle, in {leftover}") as refused:
-        bundles.check(bundle, world.project, FLAGS)
-    assert f"rm -rf {leftover}" in refused.value.remedy

@@ -7,13 +7,14 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import verified
+from nemo_rl.workers import bytecode, verified
 
 
 def verified_env(tmp_path: Path) -> tuple[Path, Path]:
@@ -248,6 +249,7 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (env / "bin").mkdir()
     os.symlink(sys.executable, env / "bin" / "python")
+    bytecode.install(env, [site])
     monkeypatch.setattr(installed, "site_packages", lambda e: [str(p) for p in installed.site_packages_dirs(e)])
 
     def check(python, modules):
@@ -279,3 +281,42 @@ def test_an_environment_others_may_write_is_refused_naming_the_file(tmp_path, mo
         verify()
     assert "chmod -R go-w" in raised.value.remedy
     assert not (env / verified.RECORD).exists()
+
+
+def test_the_environment_its_start_up_file_and_bytecode_others_may_write_are_found(tmp_path):
+    env, _ = verified_env(tmp_path)
+    cache = env / PKG.rsplit("/", 1)[0] / "__pycache__"
+    cache.mkdir()
+    for path in (env, env / "pyvenv.cfg", cache):
+        os.chmod(path, path.stat().st_mode | 0o020)  # umask 002: what a first import leaves
+    assert sorted(verified.loose(env)) == sorted([".", "pyvenv.cfg", os.path.relpath(cache, env)])
+
+
+def test_bytecode_goes_where_only_the_owner_may_open_it(tmp_path):
+    """Under umask 002 a first import's `__pycache__` is group-writable: a group member's .pyc would run."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    sites = verified.sites(env)
+    bytecode.install(env, sites)
+    (sites[0] / "pk").mkdir()
+    (sites[0] / "pk" / "__init__.py").write_text("X = 1\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    subprocess.run(["sh", "-c", 'umask 002 && exec "$0" -c "import pk"', str(env / "bin" / "python")], env=clean,
+                   check=True)
+    assert not (sites[0] / "pk" / "__pycache__").exists()
+    assert [p.name for p in (env / bytecode.DIR).rglob("*.pyc")] == ["__init__.cpython-312.pyc"]
+    assert (env / bytecode.DIR).stat().st_mode & 0o777 == 0o700 and bytecode.problem(env, sites) is None
+    os.chmod(env / bytecode.DIR, 0o755)
+    assert "only this user may open" in bytecode.problem(env, sites)
+    os.chmod(env / bytecode.DIR, 0o700)
+    (sites[0] / bytecode.PTH).write_text("import os\n")
+    assert "not the line" in bytecode.problem(env, sites)
+    (sites[0] / bytecode.PTH).unlink()
+    assert "missing" in bytecode.problem(env, sites)
+
+
+def test_an_environment_without_private_bytecode_is_refused(tmp_path, monkeypatch):
+    env, project, verify = _checked_env(tmp_path, monkeypatch)
+    shutil.rmtree(env / bytecode.DIR)
+    with pytest.raises(NemoRLError, match="cannot keep its bytecode private"):
+        verify()

@@ -75,15 +75,18 @@ def _refuse_tracked(project: Path, root: Path) -> None:
     _UNTRACKED.add(seen)
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Write through a temporary file in the same directory, then os.replace: readers never see half a file.
-    An existing file keeps its mode; a new one gets the mode the user's umask gives (not mkstemp's 0600)."""
+    The file gets `mode` when given; else an existing file keeps its mode and a new one gets the mode the
+    user's umask gives (not mkstemp's 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
+        if mode is None:
+            mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask()
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)

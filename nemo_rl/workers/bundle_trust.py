@@ -1,5 +1,5 @@
 """What a node trusts in a bundle beyond its manifest: the digests a site pins (whoever can write a bundle can
-write its manifest) and files that share an inode with nothing outside the bundle."""
+write its manifest); and which working caches under $NEMO_RL_VENV_DIR are this user's node builds'."""
 
 from __future__ import annotations
 
@@ -33,65 +33,19 @@ def digest_argument(value: str) -> str:
     return values.bundle_digest(value, "--digest")
 
 
-def refuse_foreign_links(root: Path, work_caches: list[Path], venv_dir: Path | None = None) -> None:
-    """A bundle file with a hard link outside the bundle is one inode with that file (pack never makes one, and
-    nodes copy what they install): an install would read it, and whatever writes it changes the other. Links
-    between two files of the bundle (a copy that keeps hard links, a deduplicating tool) share nothing with
-    outside and are the bundle's own, as are the links of node builds running from it (`work_caches`, ours)."""
-    names: dict[tuple[int, int], list[str]] = {}
-    nlink: dict[tuple[int, int], int] = {}
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            info = os.lstat(os.path.join(dirpath, name))
-            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
-                raise NemoRLError(f"{os.path.join(dirpath, name)} in bundle {root.parent} is not a file or a link (a "
-                                  "FIFO, socket or device, which pack never makes; reading one waits for ever)",
-                                  f"copy the bundle again from the builder: {root.parent}")
-            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                inode = (info.st_dev, info.st_ino)
-                names.setdefault(inode, []).append(os.path.relpath(os.path.join(dirpath, name), root))
-                nlink[inode] = info.st_nlink
-    for inode, inside in names.items():
-        outside = nlink[inode] - len(inside) - sum(_our_links(inode, relative, work_caches) for relative in inside)
-        if outside > 0:
-            also = f" (and with {len(inside) - 1} other file(s) of the bundle)" if len(inside) > 1 else ""
-            leftover = _leftover_holding(inode, work_caches[0].parent if work_caches else venv_dir)
-            if leftover is not None:
-                raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
-                                  f"outside the bundle, in {leftover}: a working cache without nemo-rl's marker (a "
-                                  "node build killed before it wrote one, or a nemo-rl without markers)",
-                                  f"if it is yours and no build runs from it now, remove it (`rm -rf {leftover}`) "
-                                  "and run again; else copy the bundle again from the builder")
-            raise NemoRLError(f"{root / inside[0]} in bundle {root.parent} is hard-linked to {outside} file(s) "
-                              f"outside the bundle{also}: one inode, which whatever writes the other file changes",
-                              f"copy the bundle again from the builder with a copy that makes no hard links to "
-                              f"other files (`cp -r`): {root.parent}")
-
-
-def _our_links(inode: tuple[int, int], relative: str, work_caches: list[Path]) -> int:
-    """Links to this file held by node builds running from the bundle now (their working caches)."""
-    count = 0
-    for work in work_caches:
-        try:
-            other = os.lstat(work / CACHE / relative)
-        except OSError:
-            continue
-        count += (other.st_dev, other.st_ino) == inode
-    return count
-
-
 # A node's working cache: `$NEMO_RL_VENV_DIR/.bundle-cache-<random>/` holding MARKER and the uv cache (CACHE).
 # A shared NEMO_RL_VENV_DIR is writable by others, so a name with the prefix proves nothing: ours is a real
 # directory (never a link) this user owns holding a MARKER file this user owns.
 WORK_CACHE_PREFIX = ".bundle-cache-"
+NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache kept for the next build (bundle_copy)
 CACHE = "uv-cache"
 MARKER = "nemo-rl-work-cache"
 
 
-def new_work_cache(root: Path) -> tuple[Path, int]:
+def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, int]:
     """A working cache of our own under `root`, held (the descriptor: close it when done), marked as ours."""
     for attempt in range(3):
-        work = Path(tempfile.mkdtemp(prefix=WORK_CACHE_PREFIX, dir=root))
+        work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
         held = -1
         try:  # held, then marked, before anything else: an empty unmarked one is a killed build's to prune
             held = locks.hold(work)
@@ -142,26 +96,3 @@ def _empty(path: Path) -> bool:
         return not os.listdir(path)
     except OSError:
         return False
-
-
-def _leftover_holding(inode: tuple[int, int], root: Path | None) -> Path | None:
-    """The unmarked working cache under `root` (a build killed before markers were written, or from a nemo-rl
-    without them) that holds the other link of `inode`: what to remove, named, instead of "outside the bundle"."""
-    for cache in sorted(root.glob(f"{WORK_CACHE_PREFIX}*")) if root is not None and root.is_dir() else ():
-        if why_not_ours(cache) is None or cache.is_symlink():
-            continue
-        for dirpath, _, filenames in os.walk(cache):
-            for name in filenames:
-                try:
-                    info = os.lstat(os.path.join(dirpath, name))
-                except OSError:
-                    continue
-                if (info.st_dev, info.st_ino) == inode:
-                    return cache
-    return None
-
-
-def work_caches(root: Path) -> list[Path]:
-    """The working caches under `root` that this user's nemo-rl made (live or left by a killed build)."""
-    found = sorted(root.glob(f"{WORK_CACHE_PREFIX}*")) if root.is_dir() else []
-    return [path for path in found if why_not_ours(path) is None]

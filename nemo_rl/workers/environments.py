@@ -26,7 +26,7 @@ from nemo_rl import imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed, lockfile
-from nemo_rl.workers import bundles, manifests, verified
+from nemo_rl.workers import bundles, bytecode, manifests, verified
 
 META = "nemo-rl-env.json"
 LAST_USED = ".last-used"
@@ -165,18 +165,14 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)
-        if os.path.lexists(where.path) and (foreign := not_ours(where.path)) is not None:
-            # its key is computed from readable inputs: anyone who may write the directory can plant it first
-            raise NemoRLError(f"{where.path} is {foreign}, not an environment this user built: it is never used (its "
-                              "owner could change its code at any time)",
-                              "point NEMO_RL_VENV_DIR at a directory only you may write (the default, "
-                              "~/.cache/nemo-rl/venvs, is), or have its owner remove it")
+        _refuse_foreign(where.path)
         found = describe(where.path)
         # metadata naming another project is no environment of this key (the key hashes the project's path)
         if found is None or found.project != project.resolve():
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
+        _refuse_foreign(where.path)  # again: planted between the first look and now, it would run below
         env = describe(where.path)
         if env is None:  # a build that returned without its metadata is a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
@@ -184,6 +180,17 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
+
+
+def _refuse_foreign(path: Path) -> None:
+    """An entry at the key's path that this user did not build is never read or run: its key comes from readable
+    inputs, so anyone who may write the directory can plant it first (the directory is sticky or this user's
+    alone, settings.venv_dir: once ours, the entry stays ours)."""
+    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:
+        raise NemoRLError(f"{path} is {foreign}, not an environment this user built: it is never used (its owner "
+                          "could change its code at any time)",
+                          "point NEMO_RL_VENV_DIR at a directory only you may write (the default, `venvs` in "
+                          "the checkout, is), or have its owner remove it")
 
 
 def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle: Path | None = None,
@@ -206,6 +213,7 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
+        bytecode.install(staging, verified.sites(staging))
         bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
@@ -236,6 +244,8 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
     before = verified.snapshot(env.path, watched)  # what `write` compares with after the check
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
+    if wrong := bytecode.problem(env.path, verified.sites(env.path)):
+        raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
     if loose := verified.loose(env.path):
         raise NemoRLError(f"worker environment {env.path} has {len(loose)} file(s) or directories that group or "
                           f"others may write, or another user owns, code a co-user could change after the check: "

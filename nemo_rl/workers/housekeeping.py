@@ -20,7 +20,7 @@ from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import bundle_trust, environments
-from nemo_rl.workers.bundles import WORK_CACHE_PREFIX
+from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
@@ -31,7 +31,7 @@ class Row:
     path: Path
     flags: tuple[str, ...]
     project: Path | None
-    state: str  # current | stale | other checkout | broken | unfinished build | not ours
+    state: str  # current | stale | other checkout | broken | unfinished build | kept copy | not ours
     size_mb: float
     last_used: float | None
     users: tuple[int, ...]  # PIDs running from it
@@ -90,11 +90,15 @@ def listing(project: Path | None) -> list[Row]:
     mine = _develop_state(project)
     ours = identity.checkout_id(project) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
-        if path.name.startswith(WORK_CACHE_PREFIX):  # a build from a bundle, live or killed, if it is ours
+        if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):  # a build's working cache, a node copy
+            copy = path.name.startswith(NODE_COPY_PREFIX)
             foreign = bundle_trust.why_not_ours(path)
             if foreign:  # planted, or another user's: never counted, sized through a link, or removed
-                rows.append(Row("bundle-cache", path, (), None, "not ours", 0.0, None, (),
+                rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
                                 f"{foreign}: left alone; remove it yourself if it is yours"))
+            elif copy:  # a checked copy of a bundle kept for the next build: prune removes it when none uses it
+                rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
+                                "a checked copy of a bundle, kept so the next build from it copies nothing"))
             else:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
@@ -163,11 +167,15 @@ def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
     (it sizes every environment and reads /proc)."""
     removed = []
     for row in listing(project) if rows is None else rows:
-        if row.state not in ("stale", "unfinished build"):
+        if row.state not in ("stale", "unfinished build", "kept copy"):
             continue
-        if row.path.name.startswith(WORK_CACHE_PREFIX):
-            if not locks.held(row.path):  # its builder was killed (the listing lists only ours so)
-                shutil.rmtree(row.path, ignore_errors=True)
+        if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
+            held = locks.try_hold(row.path)  # none holds it: a killed build's, or a copy no build uses now
+            if held is not None:
+                try:
+                    shutil.rmtree(row.path, ignore_errors=True)
+                finally:
+                    os.close(held)
                 removed.append(row.path)
             continue
         where = environments.Slot(row.path.parent, row.key)

@@ -186,9 +186,13 @@ def loose(env: Path) -> list[str]:
     their mode and owner are not theirs), relative to it: code a co-user could change after it was checked."""
     found = []
     euid = os.geteuid()
+    for path in [str(env), str(env / "pyvenv.cfg")]:  # the interpreter reads `home` from it: any stdlib
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if st.st_mode & 0o022 or st.st_uid != euid:
+                found.append(os.path.relpath(path, env))
     for top in [env / "bin", *sites(env)]:
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for dirpath, _, filenames in os.walk(top):  # `__pycache__` too: a planted .pyc runs as the module
             for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
                 with contextlib.suppress(OSError):
                     st = os.lstat(path)

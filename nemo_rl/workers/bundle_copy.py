@@ -1,0 +1,194 @@
+"""A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
+
+Every file is copied by the kernel (`copy_file_range`, else `sendfile`) into a directory of this user's
+(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust), and the copy is what is hashed:
+whatever changes the bundle afterwards changes neither the copy nor an environment. A node builds several
+environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
+proved (STAMP: the digest and, per file, its identity and hash). A later build links its working cache from the
+copy and hashes only the files whose identity (device, inode, size, mtime, mode) moved. Only this user (and root)
+can write the copy's files: the identity catches an edit in place (it moves the mtime) or a `chmod`, not a hand
+that sets the mtime back, which could as well change the environments directly. ctime is left out: every hard
+link to a file moves it, and each build links them. An identity whose mtime was within RACY_NS of the clock when
+it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
+hashed. `envs prune` removes copies no build holds.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nemo_rl import locks
+from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
+from nemo_rl.project import state_dir
+from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache, why_not_ours
+
+Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
+RACY_NS = 2_000_000_000
+STAMP = "checked.json"
+KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
+# (cache, known (size, sha256) by relative path, receives sha256 by relative path): raises when it does not match
+Check = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], None]
+
+
+def identity(info: os.stat_result) -> Identity:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
+
+
+def node_copy(root: Path, bundle: Path, digest: str, check: Check) -> tuple[Path, int]:
+    """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
+    (close it once the working cache is linked from it): a kept one whose files still hash to the digest, else a
+    new one copied from the bundle and checked. `check` raises when a cache does not match the digest."""
+    for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
+        if why_not_ours(candidate) is not None:
+            continue
+        held = locks.try_hold(candidate)  # in use by a build being made, or pruned meanwhile: not this one
+        if held is None:
+            continue
+        try:
+            stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
+            if stamp is None or stamp[0] != digest:
+                os.close(held)
+                continue
+            cache = candidate / CACHE
+            known = {}
+            for relative, (kept, sha) in stamp[1].items():
+                try:
+                    if identity(os.lstat(cache / relative)) == kept:
+                        known[relative] = (kept[2], sha)
+                except OSError:
+                    pass
+            check(cache, known, {})
+            progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
+            return cache, held
+        except NemoRLError as exc:  # ours, changed since (a file edited, removed): copied again, never used
+            progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed ({exc.what}): removing it")
+            shutil.rmtree(candidate, ignore_errors=True)
+            os.close(held)
+        except BaseException:
+            os.close(held)
+            raise
+    copy, held = new_work_cache(root, NODE_COPY_PREFIX)
+    try:
+        cache = copy / CACHE
+        progress(f"copying bundle {bundle} into this node's copy {copy}")
+        copy_cache(bundle / CACHE, cache, bundle)
+        hashes: dict[str, str] = {}
+        check(cache, {}, hashes)
+        _write_stamp(copy, digest, hashes)
+    except BaseException:
+        shutil.rmtree(copy, ignore_errors=True)
+        os.close(held)
+        raise
+    return cache, held
+
+
+def copy_cache(source: Path, target: Path, bundle: Path) -> None:
+    """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
+    checked on the copy), files without group's and others' write bits, setuid or setgid."""
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = target / os.path.relpath(dirpath, source)
+        here.mkdir(mode=0o755, exist_ok=True)
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), here / name)
+            else:
+                _copy_file(path, here / name, bundle)
+
+
+def _copy_file(path: str, target: Path, bundle: Path) -> None:
+    try:  # never follows a link swapped in, never waits on a FIFO swapped in
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise NemoRLError(f"{path} of bundle {bundle} became a link while it was copied",
+                          f"copy the bundle again from the builder: {bundle}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a FIFO, socket or "
+                              "device: a bundle holds only regular files)", f"copy the bundle again from the "
+                              f"builder: {bundle}")
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      info.st_mode & 0o755)  # uv keeps a cached file's mode in the environment
+        try:
+            _kernel_copy(fd, out)
+            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _kernel_copy(source: int, target: int) -> None:
+    """All of `source` from its offset into `target`, with no byte through Python."""
+    try:
+        while os.copy_file_range(source, target, 1 << 30):
+            pass
+        return
+    except OSError as exc:  # another filesystem, or one that does not do it: sendfile does the rest
+        if exc.errno not in KERNEL_FALLBACK:
+            raise
+    while os.sendfile(target, source, None, 1 << 30):
+        pass
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """`target` with `source`'s directories and a hard link to each of its files (all this user's: a node copy),
+    so whatever uv writes into its cache lands in `target`, never in the copy."""
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = target / os.path.relpath(dirpath, source)
+        here.mkdir(mode=0o755, exist_ok=True)
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), here / name)
+            else:
+                os.link(path, here / name)
+
+
+def _write_stamp(copy: Path, digest: str, hashes: dict[str, str]) -> None:
+    now = time.time_ns()
+    files = {}
+    for relative, sha in hashes.items():
+        kept = identity(os.lstat(copy / CACHE / relative))
+        if now - kept[3] > RACY_NS:
+            files[relative] = [*kept, sha]
+    state_dir.write_atomic(copy / STAMP, json.dumps({"digest": digest, "files": files}), mode=0o600)
+
+
+def _read_stamp(copy: Path) -> tuple[str, dict[str, tuple[Identity, str]]] | None:
+    """(digest, {relative: (identity, sha256)}) of a node copy; None when it has no stamp of this user's alone
+    that reads as one (killed while copying, or planted)."""
+    try:
+        fd = os.open(copy / STAMP, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = json.loads(fh.read(256 << 20))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    if not (isinstance(data, dict) and isinstance(data.get("digest"), str) and isinstance(data.get("files"), dict)):
+        return None
+    files: dict[str, tuple[Identity, str]] = {}
+    for relative, entry in data["files"].items():
+        if not (isinstance(entry, list) and len(entry) == 6 and all(type(n) is int for n in entry[:5])
+                and isinstance(entry[5], str) and len(entry[5]) == 64):
+            return None
+        files[relative] = ((entry[0], entry[1], entry[2], entry[3], entry[4]), entry[5])
+    return data["digest"], files
