@@ -48,6 +48,7 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines()) if text else "    (nothing)"
 
 
+STREAM_KEPT = 1 << 16  # bytes of a streamed stderr kept
 _FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
 
 
@@ -205,7 +206,10 @@ class Running:
         if self._result is None:
             self._result = self._collect()
         if self._check and self._result.returncode != 0:
-            raise NemoRLError(describe_failure(self._result), _full_disk(self._result) or self._remedy)
+            shown = self._result
+            if self._stream:  # its stderr went to the terminal as it came: kept only to read its cause from
+                shown = Result(shown.args, shown.returncode, shown.stdout, "(shown above, as it came)")
+            raise NemoRLError(describe_failure(shown), _full_disk(self._result) or self._remedy)
         return self._result
 
     def _checkpoint(self) -> float:
@@ -243,8 +247,9 @@ class Running:
         """The child's piped output until it closes, or until AFTER_EXIT_S after the child exited (a process it
         left behind may hold the pipes); with `stream`, stderr is passed on as it comes instead."""
         proc = self._proc
-        kept = {pipe: _Kept(self._keep) for pipe in (proc.stdout, proc.stderr)
-                if pipe is not None and not (self._stream and pipe is proc.stderr)}
+        # a streamed stderr is passed on and its end kept too: a failure's cause (a full disk) is read from it
+        kept = {pipe: _Kept(STREAM_KEPT if self._stream and pipe is proc.stderr else self._keep)
+                for pipe in (proc.stdout, proc.stderr) if pipe is not None}
         exited_at = None
         with selectors.DefaultSelector() as selector:
             for pipe in (proc.stdout, proc.stderr):
@@ -262,10 +267,10 @@ class Running:
                     chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
                         selector.unregister(key.fileobj)
-                    elif key.fileobj in kept:
-                        kept[key.fileobj].add(chunk)
-                    else:
+                        continue
+                    if self._stream and key.fileobj is proc.stderr:
                         _to_stderr(chunk)
+                    kept[key.fileobj].add(chunk)  # type: ignore[index]  # the pipes registered are kept's keys
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

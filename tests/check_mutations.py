@@ -1625,6 +1625,14 @@ MUTATIONS = [
      "        _refuse_foreign(where.path)  # again", "        pass  # again", f"{NEVER} -k planted_between"),
     ("settings: a shared venv directory must be sticky", "nemo_rl/settings.py",
      "    if mode & 0o022 and not mode & stat.S_ISVTX:", "    if False:", f"{NEVER} -k sticky"),
+    ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
+     "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
+     "                    if not self._stream or key.fileobj is not proc.stderr:\n"
+     "                        kept[key.fileobj].add(chunk)  # type: ignore[index]",
+     "tests/test_process.py -k streamed_failure"),
+    ("process: a streamed stderr is not called empty", "nemo_rl/process.py",
+     "            if self._stream:  # its stderr went", "            if False:  # its stderr went",
+     "tests/test_process.py -k streamed_failure"),
 ]
 
 

@@ -494,6 +494,11 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
     os.close(held)
     assert housekeeping.prune(world.project) == kept and not kept[0].exists() and planted.exists()
+    # a node building from two bundles keeps a copy of each: neither is taken for the other, nor removed by it
+    other = fake_bundle(world, tmp_path / "other", {"archive-v0/xyz/m.py": "Y = 2\n", "simple-v1/index": "j\n"})
+    for each in (bundle, other, bundle):
+        bundles.sync_from(each, world.project, FLAGS, tmp_path / "env", bundles.check(each, world.project, FLAGS))
+    assert len([p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted]) == 2
 
 
 def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):

@@ -9,7 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from nemo_rl import process
+from nemo_rl.errors import NemoRLError
+from nemo_rl.process import run
 
 
 def _alive(pid: int) -> bool:
@@ -94,3 +98,12 @@ def test_a_command_that_fails_on_a_full_disk_says_to_free_space(tmp_path):
         process.run([sys.executable, "-c", "import sys; sys.exit(2)"], cwd=tmp_path, remedy="configure a mirror")
     except NemoRLError as exc:
         assert exc.remedy == "configure a mirror"
+
+
+def test_a_streamed_failure_on_a_full_disk_says_so(capfd):
+    """A streamed stderr goes to the terminal as it comes; its end is still read for the cause (uv on a full
+    NEMO_RL_VENV_DIR), and the message does not claim it said nothing."""
+    with pytest.raises(NemoRLError) as failed:
+        run(["sh", "-c", "echo 'error: No space left on device (os error 28)' >&2; exit 2"], stream=True)
+    assert "df -h" in failed.value.remedy and "(shown above, as it came)" in failed.value.what
+    assert "No space left on device" in capfd.readouterr().err
