@@ -58,7 +58,8 @@ def venv_dir(create: bool = True) -> Path:
     if not create:
         return path
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o755, exist_ok=True)  # under umask 002 too: group members may not swap environments
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:
         raise venv_dir_error(path, exc) from exc
     if not os.access(path, os.W_OK | os.X_OK):

@@ -1625,6 +1625,8 @@ MUTATIONS = [
      "        _refuse_foreign(where.path)  # again", "        pass  # again", f"{NEVER} -k planted_between"),
     ("settings: a shared venv directory must be sticky", "nemo_rl/settings.py",
      "    if mode & 0o022 and not mode & stat.S_ISVTX:", "    if False:", f"{NEVER} -k sticky"),
+    ("settings: the venv directory nemo-rl makes is not group-writable", "nemo_rl/settings.py",
+     "        path.mkdir(mode=0o755, exist_ok=True)", "        path.mkdir(exist_ok=True)", f"{NEVER} -k sticky"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

@@ -461,7 +461,11 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     os.chmod(source / "pkg" / "mod.py", 0o666)
     os.chmod(source / "pkg", 0o777)
     (tmp_path / "copied").mkdir()
-    bundle_copy.copy_cache(source, tmp_path / "copied", source)
+    old = os.umask(0)  # whatever the umask: under 022 it alone would take the bits off
+    try:
+        bundle_copy.copy_cache(source, tmp_path / "copied", source)
+    finally:
+        os.umask(old)
     root = tmp_path / "copied"
     assert (root / "pkg" / "mod.py").read_text() == "x = 1\n"
     assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root

@@ -696,3 +696,10 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
     for mode in (0o1777, 0o1775, 0o755):
         os.chmod(venvs, mode)
         assert settings.venv_dir() == venvs
+    made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(made))
+    old = os.umask(0o002)
+    try:
+        assert settings.venv_dir() == made and made.stat().st_mode & 0o777 == 0o755
+    finally:
+        os.umask(old)
