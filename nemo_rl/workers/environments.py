@@ -170,7 +170,7 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             raise NemoRLError(f"{where.path} is {foreign}, not an environment this user built: it is never used (its "
                               "owner could change its code at any time)",
                               "point NEMO_RL_VENV_DIR at a directory only you may write (the default, "
-                              "~/.cache/nemo-rl/venvs, is), or have its owner remove it")
+                              "venvs/ in the nemo-rl checkout, is), or have its owner remove it")
         found = describe(where.path)
         # metadata naming another project is no environment of this key (the key hashes the project's path)
         if found is None or found.project != project.resolve():
