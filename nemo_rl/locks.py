@@ -51,6 +51,8 @@ def open_lock_file(path: Path) -> int:
             kind = "a symbolic link" if exc.errno == errno.ELOOP else "a directory"
             raise NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
                               f"remove {path} (and find out who planted it); it is made again") from exc
+        if exc.errno == errno.EACCES:  # a sticky directory (1777): the kernel refuses a co-user's link or file
+            _refuse_planted(path, exc)
         raise
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
@@ -61,11 +63,28 @@ def open_lock_file(path: Path) -> int:
     if info.st_uid != os.geteuid():
         os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
-                          "or writes into another user's lock file",
-                          f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, "
-                          "NEMO_RL_CACHE_DIR) at a directory only you can write, or have its owner remove "
-                          f"{path}")
+                          "or writes into another user's lock file", _not_yours_fix(path))
     return fd
+
+
+def _refuse_planted(path: Path, exc: OSError) -> None:
+    """EACCES opening `path` in a sticky directory (fs.protected_symlinks, fs.protected_regular): name what is
+    there, a link or another user's file, rather than blame the directory. Returns when it is neither."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise NemoRLError(f"lock file {path} is a symbolic link owned by {_user(info.st_uid)}, which nemo-rl never "
+                          "makes", f"remove {path} (and find out who planted it); it is made again") from exc
+    if os.geteuid() != info.st_uid:
+        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
+                          "or writes into another user's lock file", _not_yours_fix(path)) from exc
+
+
+def _not_yours_fix(path: Path) -> str:
+    return (f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, NEMO_RL_CACHE_DIR) "
+            f"at a directory only you can write, or have its owner remove {path}")
 
 
 def _user(uid: int) -> str:

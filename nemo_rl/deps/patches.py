@@ -35,6 +35,7 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     left = []
     for fork in forks:
+        records.records_dir(project, fork.distribution)  # a linked records directory is refused before any work
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock
@@ -101,7 +102,17 @@ def run(project: Path, args: argparse.Namespace) -> int:
     locked = lockfile.locked_packages(project)
     failed: list[str] = []
     overridden: list[str] = []
+    interrupted: list[str] = []
+    cuts = journal.cut_short(project)
     for fork in forks:
+        cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
+        if cut is not None:  # its records may be half moved: regenerating refuses, finishing the landing fixes it
+            print(f"{fork.distribution}: landing interrupted")
+            print(f"  - {cut.unreadable}" if cut.unreadable is not None else
+                  f"  - a landing of {', '.join(cut.moves)} was cut short ({cut.staging} is left; moved: "
+                  f"{', '.join(cut.moved) or 'nothing'})")
+            interrupted.append(fork.distribution)
+            continue
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
@@ -125,6 +136,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for orphan in orphans:
         print(f"fix: add the fork's table back to pyproject.toml, or remove {orphan.file}")
-    if failed or orphans:
+    if interrupted:
+        print(f"fix: {', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
+              "short), then `nemo-rl deps patches --check` again")
+    if failed or orphans or interrupted:
         return 1
     return 0

@@ -108,10 +108,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
 
 
 def touches(cut: journal.CutShort, distribution: str) -> bool:
-    """Whether a landing cut short changes this fork: it moves its records (a bump or `deps patches` of it always
-    does), or its journal names no records or cannot be read, so any fork may be in it."""
-    records_moved = [name for name in cut.moves if name.startswith("patches/")]
-    return cut.unreadable is not None or not records_moved or records.relative_dir(distribution) in records_moved
+    return cut.touches(records.relative_dir(distribution))
 
 
 def cut_remedy(cut: journal.CutShort) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl import git, values
+from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX,
@@ -48,7 +50,26 @@ def relative_dir(distribution: str) -> str:
 
 
 def records_dir(project: Path, distribution: str) -> Path:
-    return project / relative_dir(distribution)
+    """patches/<dist> in `project`, refused when it, patches/ or an entry of it is a symbolic link: records are
+    the project's own files, and a link (committed in a pull request) would be read, staged and landed through."""
+    directory = project / relative_dir(distribution)
+    for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
+        if path.is_symlink():
+            raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))}): records must be "
+                              "files and directories of the project, never links (a link is read, and a landing "
+                              "writes, through it)", _unlink_fix(project, path, distribution))
+    return directory
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and not path.parent.is_symlink()
+
+
+def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
+    name = link.relative_to(project)
+    return (f"replace the link by the real files: `rm {link}`, then `git checkout <a commit that has them> -- "
+            f"{name}`, or `nemo-rl deps patches {distribution}` to write the records again (its why-note starts as "
+            "a placeholder: copy the old one in by hand), and commit the result")
 
 
 def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()

@@ -106,6 +106,12 @@ class CutShort:
     moved: list[str]
     unreadable: str | None  # the refusal, when the journal cannot be read (then moves are unknown)
 
+    def touches(self, records: str) -> bool:
+        """Whether this landing changes the fork whose records are `records` (patches/<dist>): it moves them (a bump
+        or `deps patches` of it always does), or it names no records or cannot be read, so any fork may be in it."""
+        records_moved = [name for name in self.moves if name.startswith("patches/")]
+        return self.unreadable is not None or not records_moved or records in records_moved
+
 
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
     """The landings left cut short in `project` (see leftovers()); never raises on what a journal holds."""
@@ -160,12 +166,16 @@ def _check_staged(staging: Path, name: str) -> None:
 
 
 def _move(source: Path, target: Path) -> None:
-    """os.replace, refused across filesystems (a mount inside the project since the command staged: staging checks
-    it first, see landing.require_renames): a copy there could be cut short half-written, so the staged copy stays
-    whole for `deps recover` once the mount is gone."""
+    """os.replace, refused across filesystems or onto a mount point (a mount made since the command staged: staging
+    checks both first, see landing.require_renames): a copy there could be cut short half-written, so the staged
+    copy stays whole for `deps recover` once the mount is gone."""
     try:
         os.replace(source, target)
     except OSError as exc:
+        if exc.errno == errno.EBUSY:  # a bind mount on the target (the landing's own check refuses it up front)
+            raise NemoRLError(f"cannot move {source} to {target}: {target} is a mount point (a bind mount, as `docker "
+                              "run -v` makes one); the staged files are kept", f"`umount {target}` (or run where it "
+                              "is not mounted), then run `nemo-rl deps recover`") from exc
         if exc.errno != errno.EXDEV:
             raise
         raise NemoRLError(f"cannot move {source} to {target}: they are on different filesystems (a mount inside the "

@@ -9,8 +9,10 @@ journal lets `nemo-rl deps recover` finish the landing, and `nemo-rl deps status
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -67,7 +69,7 @@ class Staging:
         root = state_root(project, create=True) if inside else Path(tempfile.gettempdir())
         root.mkdir(exist_ok=True)
         if inside:
-            require_renames(project)
+            require_renames(project, [*files, *directories])
         if not inside:
             remove_dead_dry_runs(root)
         self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
@@ -141,10 +143,37 @@ def remove_dead_dry_runs(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def require_renames(project: Path) -> None:
+def mount_points() -> set[str]:
+    """Every mount point this process sees (/proc/self/mountinfo, its octal escapes undone); empty where it cannot
+    be read: a probe never raises."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    unescape = functools.partial(re.compile(r"\\([0-7]{3})").sub, lambda m: chr(int(m.group(1), 8)))
+    return {unescape(fields[4]) for fields in (line.split(" ") for line in lines) if len(fields) > 4}
+
+
+def require_replaceable(project: Path, targets: Sequence[str]) -> None:
+    """Refuse before any work when a path a landing replaces is a mount point (a container started with
+    `-v $PWD/uv.lock:/w/uv.lock`): rename(2) onto it fails with EBUSY, after the paths before it have landed."""
+    mounted = mount_points()
+    for name in targets:
+        target = project / name
+        where = Path(os.path.realpath(target.parent)) / target.name
+        if os.path.lexists(target) and (str(where) in mounted or os.path.ismount(target)):
+            raise NemoRLError(f"{target} is a mount point (a bind mount, as `docker run -v` makes one), so a landing "
+                              "could not replace it by a rename; nothing was changed",
+                              f"mount the project's directory instead of {name} alone (or `umount {target}`), then "
+                              "run again")
+
+
+def require_renames(project: Path, targets: Sequence[str] = ()) -> None:
     """Refuse before any work when a landing could not rename staged files into the project: `.nemo-rl` (or
-    patches/) on another filesystem or mount than the project (a link or a bind mount) fails with EXDEV. A probe
-    file is renamed from `.nemo-rl` into each directory a landing writes, and removed."""
+    patches/) on another filesystem or mount than the project (a link or a bind mount) fails with EXDEV, and a
+    mounted target (`targets`, see require_replaceable) with EBUSY. A probe file is renamed from `.nemo-rl` into each
+    directory a landing writes, and removed."""
+    require_replaceable(project, targets)
     root = state_root(project, create=True)
     fd, probe = tempfile.mkstemp(prefix=".rename-probe-", dir=root)
     os.close(fd)
