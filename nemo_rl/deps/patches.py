@@ -124,7 +124,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"fix: {records.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for orphan in orphans:
-        print(f"fix: add the fork's table back to pyproject.toml, or remove {orphan.file}")
+        print(f"fix: {records.orphan_fix(orphan)}")
     if failed or orphans:
         return 1
     return 0
