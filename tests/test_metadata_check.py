@@ -383,8 +383,9 @@ def test_the_projects_own_locked_edges_to_a_fork_are_what_its_metadata_asks():
     narrowed = edges([{"name": "megatron-core", "marker": "python_full_version != '3.11.7'"},
                       {"name": "nemo-toolkit", "extra": ["tron"]}])["megatron-core"]
     assert narrowed == [(where, "megatron-core (on linux x86_64 Python 3.11) among them", "missing")]
-    widened = copy.deepcopy(ROOT)
+    widened = copy.deepcopy(ROOT)  # moved from the extra's list to the base: installed with mcore all the same
     widened["dependencies"] = [{"name": "megatron-core"}]
+    widened["optional-dependencies"]["mcore"] = [{"name": "nemo-toolkit", "extra": ["tron"]}]
     found = lock("0.2.0", "numpy", "torch")
     found["package"].append(widened)
     assert root_edges.differences(found, "megatron-core") == [
