@@ -168,6 +168,14 @@ def test_ci_prints_the_declares_a_change_edits_and_passes_without_history(tmp_pa
     index.write_text('pinned = "ccc"\n\n[declares]\nversion = "0.1.0"\nrequires-dist = ["six"]\n')
     found = declares_changes()
     assert "pinned moved ('aaa' -> 'ccc') and [declares] did not" in found.stdout, found.stdout
+    # an empty list against none (a fork's records added or removed) is no reordering
+    other = repo / "patches/nemo-toolkit/index.toml"
+    other.parent.mkdir(parents=True)
+    other.write_text('pinned = "ddd"\n\n[declares]\nversion = "0.1.0"\nrequires-dist = []\n')
+    found = declares_changes()
+    assert "  patches/nemo-toolkit/index.toml: requires-dist: added (an empty list)" in found.stdout, found.stdout
+    assert "reordered" not in found.stdout, found.stdout
+    shutil.rmtree(other.parent)
     index.write_text("pinned = [\n")
     assert "does not parse as TOML" in declares_changes().stdout
     git("checkout", "-q", "--", ".")
@@ -400,3 +408,24 @@ def test_the_extras_of_a_fork_without_a_derived_entry_are_recorded_and_held(worl
         capsys.readouterr()
         assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
         assert lock.read_text() == good, said
+
+
+def test_the_projects_own_locked_edge_to_a_fork_edited_by_hand_fails_ci_and_deps_patches_relocks(world, capsys):
+    """uv checks neither the project's locked edges to a fork nor their markers: deleted, or given a marker false on
+    one Python no sample names, `uv sync --locked --extra mcore` installs no megatron-core."""
+    derived_world(world)
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    start, end = block(good, "fixture-project")
+    edge = '    { name = "megatron-core" },\n'
+    assert good[start:end].count(edge) == 1, good[start:end]
+    for edited, said in ((good[start:end].replace(edge, ""), "megatron-core among them"),
+                         (good[start:end].replace(edge, edge.replace(
+                             " }", ", marker = \"python_full_version != 'v3.11.7'\" }")), "edited by hand")):
+        lock.write_text(good[:start] + edited + good[end:])
+        rc, out = offline(world, capsys)
+        assert rc == 1 and "[[package]] fixture-project optional-dependencies mcore" in out and said in out, out
+        rc, out = patches(world, capsys)
+        assert rc == 0 and "relocked" in out, out
+        assert lock.read_text() == good
+        assert offline(world, capsys)[0] == 0

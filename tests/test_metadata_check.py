@@ -336,3 +336,83 @@ def test_a_marker_of_uvs_conflicting_extras_is_named_as_such():
     (difference,) = [d for d in locked_fork.locked_differences(found, DERIVED) if "conflicts" in d[1]]
     assert "take the fork's dependencies out of the conflict" in difference[2], difference
     assert not any("decide in every environment" in d[1] for d in locked_fork.locked_differences(found, DERIVED))
+
+
+def test_a_locked_python_marker_uv_never_writes_is_a_difference_whatever_the_samples_say():
+    """A Python version spelled otherwise than uv spells it (`v3.11.7`, `03.11.7`, an `in` list) can be false on
+    exactly one Python: it is a hand edit, named as such, and each of its literals is sampled too."""
+    from nemo_rl.forks import lock_markers
+
+    for marker in ("python_full_version != 'v3.11.7'", "python_full_version != '03.11.7'",
+                   "python_full_version not in '3.0 3.11.7'", "'3.11.7' != python_full_version"):
+        found = lock("0.2.0", dependencies=[{"name": "numpy", "marker": marker}, {"name": "torch"}])
+        (hand,) = [d for d in locked_fork.locked_differences(found, DERIVED) if "as uv writes them" in d[1]]
+        assert hand[2].startswith("numpy (") and hand[2].endswith("edited by hand"), (marker, hand)
+        assert "3.11.7" in lock_markers._literal_points([marker]), marker
+    for marker in ("python_full_version < '3.11.7'", "python_full_version == '3.11.*'", "python_version >= '3'"):
+        assert lock_markers.unwritten(marker) is None, marker
+
+
+ROOT = {"name": "p", "source": {"virtual": "."},
+        "optional-dependencies": {"mcore": [{"name": "megatron-core"}, {"name": "nemo-toolkit", "extra": ["tron"]}]},
+        "metadata": {"requires-dist": [{"name": "megatron-core", "marker": "extra == 'mcore'"},
+                                       {"name": "nemo-toolkit", "extras": ["tron"], "marker": "extra == 'mcore'"}],
+                     "provides-extras": ["mcore"]}}
+
+
+def test_the_projects_own_locked_edges_to_a_fork_are_what_its_metadata_asks():
+    """uv checks [package.metadata] against pyproject.toml, never the edges against it: an edge deleted, its extra
+    dropped or given a marker installs less than pyproject asks."""
+    import copy
+
+    from nemo_rl.forks import root_edges
+
+    def edges(mcore):
+        root = copy.deepcopy(ROOT)
+        root["optional-dependencies"]["mcore"] = mcore
+        found = lock("0.2.0", "numpy", "torch")
+        found["package"].append(root)
+        return {d: root_edges.differences(found, d) for d in ("megatron-core", "nemo-toolkit")}
+
+    assert edges(ROOT["optional-dependencies"]["mcore"]) == {"megatron-core": [], "nemo-toolkit": []}
+    where = "[[package]] p optional-dependencies mcore"
+    assert edges([{"name": "megatron-core"}, {"name": "nemo-toolkit"}])["nemo-toolkit"] == [
+        (where, "nemo-toolkit[tron] among them", "missing")]
+    assert edges([{"name": "nemo-toolkit", "extra": ["tron"]}])["megatron-core"] == [
+        (where, "megatron-core among them", "missing")]
+    narrowed = edges([{"name": "megatron-core", "marker": "python_full_version != '3.11.7'"},
+                      {"name": "nemo-toolkit", "extra": ["tron"]}])["megatron-core"]
+    assert narrowed == [(where, "megatron-core (on linux x86_64 Python 3.11) among them", "missing")]
+    widened = copy.deepcopy(ROOT)  # moved from the extra's list to the base: installed with mcore all the same
+    widened["dependencies"] = [{"name": "megatron-core"}]
+    widened["optional-dependencies"]["mcore"] = [{"name": "nemo-toolkit", "extra": ["tron"]}]
+    found = lock("0.2.0", "numpy", "torch")
+    found["package"].append(widened)
+    assert root_edges.differences(found, "megatron-core") == [
+        ("[[package]] p dependencies", "only what pyproject.toml asks of megatron-core", "also megatron-core")]
+
+
+def test_an_extra_the_project_asks_of_a_fork_is_locked_even_when_its_table_is_deleted():
+    """A fork without a derived entry: `nemo-toolkit[tron]` asked, its whole locked tron list deleted."""
+    found = lock("0.2.0", "numpy", "torch")
+    del found["manifest"]
+    declared_extras = (("tron", ("idna; extra == 'tron'",)), ("dev", ("six; extra == 'dev'",)))
+    found["package"][0]["optional-dependencies"] = {"tron": [{"name": "idna"}]}
+    root = {**ROOT, "optional-dependencies": {"mcore": [{"name": "megatron-core", "extra": ["tron"]}]}}
+    found["package"].append(root)
+    assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == []
+    del found["package"][0]["optional-dependencies"]
+    assert locked_fork.locked_differences(found, DERIVED, False, declared_extras) == [
+        ("optional-dependencies tron", "idna among them", "missing")]
+
+
+def test_a_git_source_pinned_by_rev_without_a_fork_table_is_named(tmp_path):
+    from nemo_rl.forks import records
+
+    path = project(tmp_path)
+    with (path / "pyproject.toml").open("a") as f:
+        f.write('[tool.uv.sources]\nnemo-toolkit = { git = "https://example.invalid/nemo.git", rev = "' + "a" * 40
+                + '" }\nsix = { git = "https://example.invalid/six.git", branch = "main" }\n')
+    (orphan,) = records.orphans(path, [])
+    assert orphan.field.startswith("[tool.uv.sources] nemo-toolkit") and orphan.found == "missing"
+    assert "[tool.nemo-rl.forks.nemo-toolkit]" in records.orphan_fix(orphan)

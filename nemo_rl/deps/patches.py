@@ -135,7 +135,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"fix: {records.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for orphan in orphans:
-        print(f"fix: add the fork's table back to pyproject.toml, or remove {orphan.file}")
+        print(f"fix: {records.orphan_fix(orphan)}")
     if interrupted:
         print(f"fix: {', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
               "short), then `nemo-rl deps patches --check` again")

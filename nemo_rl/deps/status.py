@@ -182,7 +182,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
             lines.append(f"  fix        {row.remedy}")
         lines += [f"  then       {problem}" for problem in row.environment]
     for o in orphans:
-        lines += [str(o), f"  fix        add the fork table back, or remove {o.file}"]
+        lines += [str(o), f"  fix        {records.orphan_fix(o)}"]
     # rows carry text from files (develop.json's checkout, an environment's, the records'): shown, never acted on,
     # and a newline in one is shown too, so no value fakes a line of its own
     return "\n".join(values.printable(line) for line in lines)

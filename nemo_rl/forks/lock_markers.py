@@ -15,6 +15,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 Environment = dict[str, str]
 Pair = tuple[str, str]  # (canonical name, extra or ""): what a dependency makes uv install
@@ -65,14 +66,62 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
 
 
 def _literal_points(markers: Iterable[object]) -> list[str]:
-    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it."""
+    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it: every
+    version-like word of every quoted literal (each item of an `in` list too) and of requires-python, in each
+    spelling packaging reads as a version (`v3.11.7`, `03.11.7`)."""
     found: set[tuple[int, int, int]] = set()
     for text in markers:
-        # quoted in a marker (`'3.12.3'`), bare in requires-python (`>=3.10,<3.13`)
-        for literal in re.findall(r"""(?:['"]\s*|[<>=!~]=?\s*)(3\.\d+(?:\.\d+)?)""", str(text or "")):
-            major, minor, micro = (list(map(int, literal.split("."))) + [0])[:3]
-            found |= {(major, minor, micro), (major, minor, micro + 1)}
+        for word in re.findall(r"(?<![\w.])[vV]?\d+(?:\.\d+)+", str(text or "")):
+            try:
+                release = Version(word).release
+            except InvalidVersion:
+                continue
+            if release[0] == 3:  # a kernel's release (`6.1.0-18-amd64`) is no Python
+                major, minor, micro = (list(release) + [0, 0])[:3]
+                found |= {(major, minor, micro), (major, minor, micro + 1)}
     return [f"{a}.{b}.{c}" for a, b, c in sorted(found)]
+
+
+# uv writes a Python version clause as `<variable> <comparison> '<release>'`, the release spelled canonically
+# (no `v`, no leading zero), `.*` only after == and !=; `in` and `not in` it rewrites as ranges
+_VERSION_NAMES = ("python_version", "python_full_version", "implementation_version")
+_RELEASE = re.compile(r"(0|[1-9]\d*)(\.(0|[1-9]\d*))*")
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=", "~=")
+
+
+def unwritten(text: object) -> str | None:
+    """Why uv never wrote this uv.lock marker (None when it may have): a Python version clause spelled otherwise
+    than uv spells it. Such a marker was edited by hand, whatever the samples say of it: it may be false exactly
+    on a Python no sample names."""
+    marker = _marker(text)
+    if marker is None:
+        return None  # unevaluable(): reported there
+    for clause in _clauses(getattr(marker, "_markers", [])):
+        left, op, right = (str(getattr(side, "value", side)) for side in clause)
+        kinds = [type(side).__name__ for side in clause]
+        if kinds[2] == "Variable" and right in _VERSION_NAMES:
+            return f"`{left} {op} {right}`: uv writes the variable first"
+        if kinds[0] != "Variable" or left not in _VERSION_NAMES:
+            continue
+        wildcard = right.endswith(".*") and op in ("==", "!=")
+        if op not in _COMPARISONS or not _RELEASE.fullmatch(right[:-2] if wildcard else right):
+            return f"`{left} {op} '{right}'`: uv writes a Python version as a comparison with a canonical release"
+    return None
+
+
+def hand_markers(field: str, dependencies: object) -> list[tuple[str, str, str]]:
+    """The locked dependencies whose marker uv never writes (unwritten): each a hand edit, named
+    whatever the samples say of it, since one false only on a Python no sample names passes every sample."""
+    found = [f"{d.get('name')} ({why})" for d in (dependencies if isinstance(dependencies, list) else [])
+             if isinstance(d, dict) and d.get("marker") and (why := unwritten(d["marker"]))]
+    return [(field, "markers as uv writes them (a relock rewrites them)", f"{'; '.join(found)}: edited by hand")
+            ] if found else []
+
+
+def _clauses(markers: object) -> list[tuple]:
+    if isinstance(markers, list):
+        return [c for m in markers for c in _clauses(m)]
+    return [markers] if isinstance(markers, tuple) and len(markers) == 3 else []
 
 
 def base_requirement(requirement: Requirement) -> bool:

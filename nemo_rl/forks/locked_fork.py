@@ -5,7 +5,7 @@ functions of the parsed lock."""
 
 from __future__ import annotations
 
-from nemo_rl.forks import declared, lock_markers
+from nemo_rl.forks import declared, lock_markers, root_edges
 
 
 def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool = True,
@@ -56,6 +56,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if unreadable:
         result.append(("dependencies", "markers that decide in every environment the lock supports",
                        f"{', '.join(unreadable)}: not what {what} locks"))
+    result += lock_markers.hand_markers("dependencies", dependencies)
     if conflicts:
         result.append(("dependencies", "no marker of [tool.uv] conflicts (nemo-rl does not compare a fork's "
                        "dependencies per conflicting extra)", f"{', '.join(conflicts)}: take the fork's "
@@ -76,7 +77,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         result.append(("dependencies", f"only what {what} requires", f"also {', '.join(unexpected)}"))
     result += _version_gaps(lock, package.get("dependencies"), requirements, envs)
     if not derived_entry:
-        return result + _extra_gaps(extras, declared_extras, envs)
+        return result + _extra_gaps(extras, declared_extras, envs, root_edges.asked_extras(lock, name))
     if len(recorded) != 1:
         return [*result, ("[[manifest.dependency-metadata]] entries", "one", str(len(recorded)))]
     entry = recorded[0]
@@ -103,25 +104,28 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
-                envs: list[lock_markers.Environment]) -> list[tuple[str, str, str]]:
+                envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
     """A fork's locked [package.optional-dependencies] against the extras it declares: an extra it does not
     declare (pasted, and asked for as `fork[evil]`), and for each one it does, the requirements that extra brings,
-    in each environment with the extra active. An extra nothing asks for is not locked, and no difference."""
+    in each environment with the extra active. An extra nothing asks for is not locked, and no difference; one
+    something asks for (`asked`, root_edges.asked_extras) is, and missing altogether it is held as an empty list."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    if locked is None:
-        return []
-    if not isinstance(locked, dict):
+    if locked is not None and not isinstance(locked, dict):
         return [("optional-dependencies", "a table of the fork's extras", repr(locked)[:80])]
     wanted = {name: [Requirement(r) for r in lines] for name, lines in declared_extras}
+    tables = dict(locked or {})
+    present = {canonicalize_name(str(n)) for n in tables}
+    tables.update({extra: [] for extra in sorted(asked & wanted.keys()) if extra not in present})
     result = []
-    for name, dependencies in sorted(locked.items(), key=lambda item: str(item[0])):
+    for name, dependencies in sorted(tables.items(), key=lambda item: str(item[0])):
         extra = canonicalize_name(str(name))
         if extra not in wanted:
             result.append((f"optional-dependencies {name}", "only the extras the fork declares ([declares] extras)",
                            "an extra the fork does not declare"))
             continue
+        result += lock_markers.hand_markers(f"optional-dependencies {name}", dependencies)
         missing, unexpected = _dependency_gaps(dependencies, wanted[extra], [{**env, "extra": extra} for env in envs])
         if missing:
             result.append((f"optional-dependencies {name}", f"{', '.join(missing)} among them", "missing"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_rl.forks import declared, locked_fork
+from nemo_rl.forks import declared, locked_fork, root_edges
 from nemo_rl.forks.record_files import Index
 from nemo_rl.project import lockfile
 
@@ -51,6 +51,9 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
     lock_path = project / "uv.lock"
+    # the project's own locked edges to the fork: uv checks none of them against [package.metadata]
+    stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
+              in root_edges.differences(lockfile.load_toml(lock_path), dist)] if lock_path.exists() else []
     if not derives(project, dist):
         # a hand edit of uv.lock stands through `uv lock --check`: uv does not rebuild a git package's metadata
         own = declared.Entry(dist, declares.version, declares.requires_python, declares.requires_dist)
@@ -82,8 +85,10 @@ def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares
     if not path.exists():
         return True
     package = lockfile.locked_packages(project).get(fork.distribution)
+    lock = lockfile.load_toml(path)
     return not (package and package.other_source(fork)) and not locked_fork.locked_differences(
-        lockfile.load_toml(path), derived, derives(project, fork.distribution), declares.extras)
+        lock, derived, derives(project, fork.distribution), declares.extras) and not root_edges.differences(
+        lock, fork.distribution)
 
 
 def write_derived(project: Path, distribution: str, declares: declared.Declares

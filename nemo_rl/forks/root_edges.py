@@ -1,0 +1,124 @@
+"""The project's own locked edges to a fork: uv.lock's project [[package]] (its dependencies, optional-dependencies
+and dev-dependencies naming the fork: presence, extras, marker) held against what its [package.metadata] asks of
+the fork. uv checks [package.metadata] against pyproject.toml (`uv lock --check`) but never the edges against
+[package.metadata], so a hand edit that drops `megatron-core` from the locked mcore list, or an extra from
+`nemo-toolkit[tron]`, stands, and `uv sync --locked --extra mcore` installs less than pyproject asks. Pure
+functions of the parsed lock, decided over lock_markers.environments(lock) like the fork's own entries."""
+
+from __future__ import annotations
+
+from nemo_rl.forks import lock_markers
+
+
+def _roots(lock: dict) -> list[dict]:
+    """The project's [[package]] entries (and a workspace's members): uv locks them from a local tree."""
+    return [p for p in lock.get("package", []) if isinstance(p, dict) and isinstance(p.get("source"), dict)
+            and ({"virtual", "editable"} & p["source"].keys()) and isinstance(p.get("metadata"), dict)]
+
+
+def _requirements(entries: object, name: str) -> list:
+    """[package.metadata] requires-dist entries (`{ name, extras, specifier, marker, ... }`) naming `name`, as
+    packaging requirements."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    found = []
+    for item in entries if isinstance(entries, list) else []:
+        if not isinstance(item, dict) or canonicalize_name(str(item.get("name"))) != name:
+            continue
+        extras = item.get("extras") if isinstance(item.get("extras"), list) else []
+        line = f"{name}[{','.join(map(str, extras))}]" if extras else name
+        try:
+            found.append(Requirement(line + (f"; {item['marker']}" if item.get("marker") else "")))
+        except InvalidRequirement:
+            found.append(Requirement(f"{name}; python_version < '0'"))  # unreadable: asks nothing, named below
+    return found
+
+
+def _named(dependencies: object, name: str) -> list[dict]:
+    from packaging.utils import canonicalize_name
+
+    return [d for d in (dependencies if isinstance(dependencies, list) else [])
+            if isinstance(d, dict) and canonicalize_name(str(d.get("name"))) == name]
+
+
+def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
+    """(field, expected, found) for each of the project's locked edges to `distribution` that is not what its
+    [package.metadata] asks: the base dependencies with no extra active, each extra's list with that extra
+    active (with the base list), each dependency group's list; and any marker on them uv never writes."""
+    from packaging.utils import canonicalize_name
+
+    name = canonicalize_name(distribution)
+    result = []
+    for root in _roots(lock):
+        metadata = root["metadata"]
+        asked = _requirements(metadata.get("requires-dist"), name)
+        groups, optional, dev = (_table(t.get(key)) for t, key in ((metadata, "requires-dev"),
+                                                                    (root, "optional-dependencies"),
+                                                                    (root, "dev-dependencies")))
+        edges = [*_named(root.get("dependencies"), name),
+                 *(d for table in (optional, dev) for v in table.values() for d in _named(v, name))]
+        envs = lock_markers.environments(lock, [*(r.marker for r in asked), *(e.get("marker") for e in edges), *(
+            r.marker for g in groups.values() for r in _requirements(g, name))])
+        where = f"[[package]] {root.get('name')}"
+        base = _named(root.get("dependencies"), name)
+        lists: list[tuple[str, list[dict], list, str, list[dict]]] = [("dependencies", base, asked, "", [])]
+        extras = {canonicalize_name(str(e)) for e in metadata.get("provides-extras") or []} | set(optional)
+        lists += [(f"optional-dependencies {extra}", _named(optional.get(extra), name), asked, extra, base)
+                  for extra in sorted(map(str, extras))]
+        lists += [(f"dev-dependencies {group}", _named(dev.get(group), name), _requirements(entries, name), "", [])
+                  for group, entries in sorted(groups.items())]
+        for field, locked, requirements, extra, beside in lists:
+            result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
+            missing: dict[str, list[str]] = {}
+            unexpected: dict[str, list[str]] = {}
+            for env in envs:
+                on = {**env, "extra": extra}
+                # what uv installs with the extra active: the base list and the extra's
+                want = lock_markers.required(requirements, on)
+                have = lock_markers.locked(locked, on) | lock_markers.locked(beside, env)
+                for pair in want - have:
+                    missing.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
+                for pair in have - want:
+                    unexpected.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
+            if missing:
+                result.append((f"{where} {field}", f"{_shown(missing, len(envs))} among them", "missing"))
+            if unexpected:
+                result.append((f"{where} {field}", f"only what pyproject.toml asks of {name}",
+                               f"also {_shown(unexpected, len(envs))}"))
+    return result
+
+
+def _table(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _shown(found: dict[str, list[str]], everywhere: int) -> str:
+    """Each `name[extra]`, with the first environment it differs in unless it differs in every one."""
+    return ", ".join(name if len(where) == everywhere else f"{name} (on {where[0]})"
+                     for name, where in sorted(found.items()))
+
+
+def asked_extras(lock: dict, distribution: str) -> set[str]:
+    """Every extra of `distribution` something in the lock asks for: an edge's `extra = [...]` in any [[package]],
+    and the extras of a [package.metadata] requirement naming it. uv locks each of them in the fork's
+    [package.optional-dependencies]."""
+    from packaging.utils import canonicalize_name
+
+    name = canonicalize_name(distribution)
+    found: set[str] = set()
+    for package in (p for p in lock.get("package", []) if isinstance(p, dict)):
+        lists: list[object] = [package.get("dependencies")]
+        for key in ("optional-dependencies", "dev-dependencies"):
+            table = package.get(key)
+            lists += list(table.values()) if isinstance(table, dict) else []
+        for item in (d for v in lists for d in _named(v, name)):
+            extras = item.get("extra")
+            found |= {canonicalize_name(str(e)) for e in (extras if isinstance(extras, list) else [])}
+        metadata = package.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        groups = metadata.get("requires-dev")
+        entries = [metadata.get("requires-dist"), *(groups.values() if isinstance(groups, dict) else [])]
+        for requirement in (r for e in entries for r in _requirements(e, name)):
+            found |= {canonicalize_name(e) for e in requirement.extras}
+    return found
