@@ -57,8 +57,10 @@ started = time.monotonic()
 manifest = bundles.check(bundle, project, flags)
 checked = time.monotonic()
 from nemo_rl import uv
+from nemo_rl.workers import bytecode, verified
 uv.venv(env, python=sys.executable)
 bundles.sync_from(bundle, project, flags, env)
+bytecode.install(env, verified.sites(env))  # as environments._build finishes every environment
 installed = time.monotonic()
 proof = imports = -1.0
 if "ray" in manifest.distributions:  # the verification a node runs next (the fixture has no Ray to compare)
