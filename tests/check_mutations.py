@@ -1628,6 +1628,11 @@ MUTATIONS = [
      "    if mode & 0o022 and not mode & stat.S_ISVTX:", "    if False:", f"{NEVER} -k sticky"),
     ("settings: the venv directory nemo-rl makes is not group-writable", "nemo_rl/settings.py",
      "        path.mkdir(mode=0o755, exist_ok=True)", "        path.mkdir(exist_ok=True)", f"{NEVER} -k sticky"),
+    ("installed fork: a requirement listed twice is one", "nemo_rl/forks/installed_fork.py",
+     "        wanted = {_spelled(r) for r in want_here}\n        changes = [f\"+{r}\" for r in sorted(wanted - have)]",
+     "        from collections import Counter\n        wanted, have = Counter(_spelled(r) for r in want_here), Counter(have)\n"
+     "        changes = [f\"+{r}\" for r in sorted((wanted - have).elements())]",
+     "tests/test_declared.py -k lists_twice"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

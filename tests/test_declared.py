@@ -173,6 +173,12 @@ def test_the_installed_fork_as_locked_has_no_problem(tmp_path):
     assert kinds(fake_project(tmp_path), env) == {}
 
 
+def test_a_requirement_the_fork_lists_twice_is_one(tmp_path):
+    """megatron-core's setup.py lists torch in two lists, so its METADATA has it twice; the entry has it once."""
+    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "six>=1.16"])
+    assert kinds(fake_project(tmp_path), env) == {}
+
+
 def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_path):
     env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
     found = kinds(fake_project(tmp_path, version="0.1.0"), env)

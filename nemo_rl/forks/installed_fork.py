@@ -8,7 +8,6 @@ the fork's own extras left out), with the project's drop/add lists applied, agai
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +84,10 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
     manifest = lock.get("manifest")
     entry = _one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
-        have = Counter(_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers))
-        wanted = Counter(_spelled(r) for r in want_here)
-        changes = [f"+{r}" for r in sorted((wanted - have).elements())]
-        changes += [f"-{r}" for r in sorted((have - wanted).elements())]
+        # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
+        have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
+        wanted = {_spelled(r) for r in want_here}
+        changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
         if changes:
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
