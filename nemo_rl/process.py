@@ -208,7 +208,8 @@ class Running:
         if self._check and self._result.returncode != 0:
             shown = self._result
             if self._stream:  # its stderr went to the terminal as it came: kept only to read its cause from
-                shown = Result(shown.args, shown.returncode, shown.stdout, "(shown above, as it came)")
+                shown = Result(shown.args, shown.returncode, shown.stdout,
+                               "(passed on to stderr as it came: see the output before this message)")
             raise NemoRLError(describe_failure(shown), _full_disk(self._result) or self._remedy)
         return self._result
 

@@ -64,13 +64,16 @@ def venv_dir(create: bool = True) -> Path:
         raise venv_dir_error(path, exc) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
-    mode = path.stat().st_mode
-    if mode & 0o022 and not mode & stat.S_ISVTX:  # sticky (as /tmp is): each may rename only their own entries
+    info = path.stat()
+    mode = info.st_mode
+    # sticky (as /tmp is): each may rename only their own entries, and the directory's owner anyone's
+    if mode & 0o022 and (not mode & stat.S_ISVTX or info.st_uid not in (0, os.geteuid())):
         name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
-        raise NemoRLError(f"{name} {path} may be written by group or others and is not sticky: anyone who may "
-                          "write it can rename an environment in it away and put their own in its place",
-                          f"`chmod +t {path}` (as /tmp is) to share it, or `chmod go-w {path}`, or point "
-                          "NEMO_RL_VENV_DIR at a directory only you may write")
+        raise NemoRLError(f"{name} {path} may be written by group or others and is not sticky, or is owned by "
+                          f"another user (uid {info.st_uid}): whoever may rename entries in it can move an "
+                          "environment away and put their own in its place",
+                          f"share a directory root or you own with `chmod +t` (as /tmp is), or `chmod go-w "
+                          f"{path}`, or point NEMO_RL_VENV_DIR at a directory only you may write")
     return path
 
 

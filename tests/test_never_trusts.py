@@ -447,12 +447,21 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
     # the node's checked copy is what a second build installs, and nothing of it is hashed again
     hashed: list[int] = []
-    real = bundles.check_copy
-    monkeypatch.setattr(bundles, "check_copy", lambda *a, **k: (hashed.append(len(a[4])), real(*a, **k))[1])
+    real = bundles.content_digest
+    monkeypatch.setattr(bundles, "content_digest", lambda root, known=None, hashes=None: (
+        hashed.append(len(known or {})), real(root, known, hashes))[1])
     bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
     assert hashed == [len(files)] and (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
-    # a node copy edited in place is hashed again, found changed, removed; the bundle, changed too, is refused
     copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    # the bundle's CUDA record edited: the copy is as checked, so the refusal is the bundle's and the copy stays
+    sidecar = bundle / bundles.cuda_archs.SIDECAR
+    good = sidecar.read_bytes()
+    sidecar.write_bytes(b'{"toolchain": {}, "extensions": {}} \n')
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert copy.exists()
+    sidecar.write_bytes(good)
+    # a node copy edited in place is hashed again, found changed, removed; the bundle, changed too, is refused
     (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
     capsys.readouterr()
     with pytest.raises(NemoRLError, match="does not match its manifest"):
@@ -489,7 +498,12 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     # `envs prune` removes a kept copy nobody holds, and never the planted one
     rows = {row.path: row for row in housekeeping.listing(world.project)}
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
-    assert len(kept) == 1 and rows[planted].state == "not ours"
+    assert len(kept) == 1 and rows[planted].state == "not ours" and manifest.digest in rows[kept[0]].detail
+    killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
+    os.close(held_killed)
+    assert housekeeping.listing(world.project)[-1:] and {row.path: row.state for row in housekeeping.listing(
+        world.project)}[killed] == "unfinished build"
+    shutil.rmtree(killed)
     held = locks.try_hold(kept[0])
     assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
     os.close(held)
@@ -692,10 +706,16 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
         os.chmod(venvs, mode)
         with pytest.raises(NemoRLError, match="not sticky") as refused:
             settings.venv_dir()
-        assert f"chmod +t {venvs}" in refused.value.remedy
+        assert "chmod +t" in refused.value.remedy
     for mode in (0o1777, 0o1775, 0o755):
         os.chmod(venvs, mode)
         assert settings.venv_dir() == venvs
+    if os.geteuid() == 0:  # a sticky directory of another user: its owner may rename anyone's entries
+        os.chmod(venvs, 0o1777)
+        os.chown(venvs, 4242, 4242)
+        with pytest.raises(NemoRLError, match="owned by another user"):
+            settings.venv_dir()
+        os.chown(venvs, 0, 0)
     made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(made))
     old = os.umask(0o002)

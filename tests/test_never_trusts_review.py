@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -363,3 +364,35 @@ def test_a_fifo_in_a_bundle_is_refused_never_waited_on(world, tmp_path, monkeypa
         writer.cancel()
         if writer.is_alive():
             writer.join()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root (mknod)")
+def test_a_device_in_a_bundle_is_refused_never_opened(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    device = bundle / bundles.CACHE / "simple-v1" / "tape"
+    os.mknod(device, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # opening a tape drive rewinds it
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    opened, real_open = [], os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: (opened.append(str(path)), real_open(path, *a, **k))[1])
+    with pytest.raises(NemoRLError, match="not a regular file"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert str(device) not in opened
+
+
+def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    index = bundle / bundles.CACHE / "simple-v1" / "index"
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    real_open = os.open
+
+    def swapped(path, *args, **kwargs):  # the bundle's writer wins the race between the look and the open
+        if str(path) == str(index) and index.is_file():
+            index.unlink()
+            os.mkfifo(index)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapped)
+    with pytest.raises(NemoRLError, match="not a regular file"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)

@@ -105,5 +105,5 @@ def test_a_streamed_failure_on_a_full_disk_says_so(capfd):
     NEMO_RL_VENV_DIR), and the message does not claim it said nothing."""
     with pytest.raises(NemoRLError) as failed:
         run(["sh", "-c", "echo 'error: No space left on device (os error 28)' >&2; exit 2"], stream=True)
-    assert "df -h" in failed.value.remedy and "(shown above, as it came)" in failed.value.what
+    assert "df -h" in failed.value.remedy and "(passed on to stderr as it came" in failed.value.what
     assert "No space left on device" in capfd.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -14,14 +15,31 @@ from test_never_trusts import FLAGS, fake_env
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, state_dir
-from nemo_rl.workers import environments, verified
+from nemo_rl.workers import bytecode, environments, verified
 
 
 def _planted(path, project) -> None:
     """A complete-looking environment of `project`'s key at `path` (metadata and a site-packages)."""
     fake_env(path)
+    bytecode.install(path, verified.sites(path))
     meta = {"key": path.name, "flags": FLAGS, "lock_hash": "x", "project": str(project.resolve())}
     (path / environments.META).write_text(json.dumps(meta))
+
+
+def test_an_environment_an_older_nemo_rl_built_is_built_again(world, tmp_path, monkeypatch):
+    """Without private bytecode its record may still hold: ensure builds it again instead of using it."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = venvs / environments.key_for(world.project, FLAGS)
+    _planted(env, world.project)
+    shutil.rmtree(env / bytecode.DIR)
+
+    def build(*args, **kwargs):
+        raise RuntimeError("rebuilt")
+
+    monkeypatch.setattr(environments, "_build", build)
+    with pytest.raises(RuntimeError, match="rebuilt"):
+        environments.ensure(world.project, FLAGS)
 
 
 def test_a_link_at_the_key_is_never_used(world, tmp_path, monkeypatch):

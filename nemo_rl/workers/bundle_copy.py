@@ -15,6 +15,7 @@ hashed. `envs prune` removes copies no build holds.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -34,18 +35,20 @@ Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_n
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
-# (cache, known (size, sha256) by relative path, receives sha256 by relative path): raises when it does not match
-Check = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], None]
+Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
+# (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
+Digest = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], Content]
+Sealed = Callable[[Content], None]  # raises when a content is not the bundle's (with its CUDA record and manifest)
 
 
 def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
 
 
-def node_copy(root: Path, bundle: Path, digest: str, check: Check) -> tuple[Path, int]:
+def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
     """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
-    (close it once the working cache is linked from it): a kept one whose files still hash to the digest, else a
-    new one copied from the bundle and checked. `check` raises when a cache does not match the digest."""
+    (close it once the working cache is linked from it): a kept one whose files still hash to what its check
+    found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`."""
     for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
         if why_not_ours(candidate) is not None:
             continue
@@ -54,24 +57,26 @@ def node_copy(root: Path, bundle: Path, digest: str, check: Check) -> tuple[Path
             continue
         try:
             stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
-            if stamp is None or stamp[0] != digest:
+            if stamp is None or stamp.digest != digest:
                 os.close(held)
                 continue
             cache = candidate / CACHE
             known = {}
-            for relative, (kept, sha) in stamp[1].items():
+            for relative, (kept, sha) in stamp.files.items():
                 try:
                     if identity(os.lstat(cache / relative)) == kept:
                         known[relative] = (kept[2], sha)
                 except OSError:
                     pass
-            check(cache, known, {})
+            if digest_of(cache, known, {}) != stamp.content:  # ours, changed since: copied again, never used
+                progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
+                         "removing it")
+                shutil.rmtree(candidate, ignore_errors=True)
+                os.close(held)
+                continue
+            sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
             progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
             return cache, held
-        except NemoRLError as exc:  # ours, changed since (a file edited, removed): copied again, never used
-            progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed ({exc.what}): removing it")
-            shutil.rmtree(candidate, ignore_errors=True)
-            os.close(held)
         except BaseException:
             os.close(held)
             raise
@@ -81,8 +86,9 @@ def node_copy(root: Path, bundle: Path, digest: str, check: Check) -> tuple[Path
         progress(f"copying bundle {bundle} into this node's copy {copy}")
         copy_cache(bundle / CACHE, cache, bundle)
         hashes: dict[str, str] = {}
-        check(cache, {}, hashes)
-        _write_stamp(copy, digest, hashes)
+        content = digest_of(cache, {}, hashes)
+        sealed(content)
+        _write_stamp(copy, Stamp(digest, content, {}), hashes)
     except BaseException:
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
@@ -105,19 +111,18 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> None:
 
 
 def _copy_file(path: str, target: Path, bundle: Path) -> None:
+    if not stat.S_ISREG(os.lstat(path).st_mode):  # looked at before it is opened: opening a device acts on it
+        raise _not_a_file(path, bundle)
     try:  # never follows a link swapped in, never waits on a FIFO swapped in
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno != errno.ELOOP:
+        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.ENODEV):
             raise
-        raise NemoRLError(f"{path} of bundle {bundle} became a link while it was copied",
-                          f"copy the bundle again from the builder: {bundle}") from exc
+        raise _not_a_file(path, bundle) from exc  # swapped for a link or a device since it was looked at
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a FIFO, socket or "
-                              "device: a bundle holds only regular files)", f"copy the bundle again from the "
-                              f"builder: {bundle}")
+            raise _not_a_file(path, bundle)
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       info.st_mode & 0o755)  # uv keeps a cached file's mode in the environment
         try:
@@ -127,6 +132,12 @@ def _copy_file(path: str, target: Path, bundle: Path) -> None:
             os.close(out)
     finally:
         os.close(fd)
+
+
+def _not_a_file(path: str, bundle: Path) -> NemoRLError:
+    return NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a link swapped in, a FIFO, "
+                       "socket or device: a bundle holds only regular files and links)",
+                       f"copy the bundle again from the builder: {bundle}")
 
 
 def _kernel_copy(source: int, target: int) -> None:
@@ -156,19 +167,33 @@ def link_tree(source: Path, target: Path) -> None:
                 os.link(path, here / name)
 
 
-def _write_stamp(copy: Path, digest: str, hashes: dict[str, str]) -> None:
+@dataclasses.dataclass(frozen=True)
+class Stamp:
+    digest: str  # the bundle's
+    content: Content  # what the copy's check found
+    files: dict[str, tuple[Identity, str]]  # relative path: (identity, sha256), racy ones left out
+
+
+def stamp_digest(copy: Path) -> str | None:
+    """The bundle digest a node copy was checked against; None for one killed before its check, or planted."""
+    stamp = _read_stamp(copy)
+    return stamp.digest if stamp is not None else None
+
+
+def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str]) -> None:
     now = time.time_ns()
     files = {}
     for relative, sha in hashes.items():
         kept = identity(os.lstat(copy / CACHE / relative))
         if now - kept[3] > RACY_NS:
             files[relative] = [*kept, sha]
-    state_dir.write_atomic(copy / STAMP, json.dumps({"digest": digest, "files": files}), mode=0o600)
+    state_dir.write_atomic(copy / STAMP, json.dumps({"digest": stamp.digest, "content": list(stamp.content),
+                                                     "files": files}), mode=0o600)
 
 
-def _read_stamp(copy: Path) -> tuple[str, dict[str, tuple[Identity, str]]] | None:
-    """(digest, {relative: (identity, sha256)}) of a node copy; None when it has no stamp of this user's alone
-    that reads as one (killed while copying, or planted)."""
+def _read_stamp(copy: Path) -> Stamp | None:
+    """A node copy's stamp; None when it has no stamp of this user's alone that reads as one (killed while
+    copying, or planted)."""
     try:
         fd = os.open(copy / STAMP, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -185,10 +210,14 @@ def _read_stamp(copy: Path) -> tuple[str, dict[str, tuple[Identity, str]]] | Non
         os.close(fd)
     if not (isinstance(data, dict) and isinstance(data.get("digest"), str) and isinstance(data.get("files"), dict)):
         return None
+    content = data.get("content")
+    if not (isinstance(content, list) and len(content) == 3 and type(content[0]) is int
+            and type(content[1]) is int and isinstance(content[2], str)):
+        return None
     files: dict[str, tuple[Identity, str]] = {}
     for relative, entry in data["files"].items():
         if not (isinstance(entry, list) and len(entry) == 6 and all(type(n) is int for n in entry[:5])
                 and isinstance(entry[5], str) and len(entry[5]) == 64):
             return None
         files[relative] = ((entry[0], entry[1], entry[2], entry[3], entry[4]), entry[5])
-    return data["digest"], files
+    return Stamp(data["digest"], (content[0], content[1], content[2]), files)

@@ -117,12 +117,11 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
     return manifest
 
 
-def check_copy(work: Path, bundle: Path, manifest: Manifest, record: bytes,
-               known: Mapping[str, tuple[int, str]] | None = None, hashes: dict[str, str] | None = None) -> None:
-    """The node's working copy of the bundle's cache, the CUDA record it read (`record`) and the manifest are what
-    the digest says: what uv installs is what was checked, however the bundle changes meanwhile."""
-    progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its digest")
-    files, total, cache_digest = content_digest(work, known, hashes)
+def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple[int, int, str]) -> None:
+    """The node's copy of the bundle's cache (its `content`: content_digest's files, bytes and digest), the CUDA
+    record it read (`record`) and the manifest are what the digest says: what uv installs is what was checked,
+    however the bundle changes meanwhile."""
+    files, total, cache_digest = content
     digest = bundle_seal.seal(cache_digest, manifest, record)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
@@ -158,10 +157,10 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     cache = work / CACHE
     progress(f"using bundle {bundle} through a working uv cache in {cache} (the bundle stays read-only)")
     try:
-        def against_digest(copy: Path, known: dict[str, tuple[int, str]], hashes: dict[str, str]) -> None:
-            check_copy(copy, bundle, manifest, record, known, hashes)
-
-        copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, against_digest)
+        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its "
+                 "digest, on this node's copy of it")
+        copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,
+                                                lambda content: check_sealed(bundle, manifest, record, content))
         try:
             bundle_copy.link_tree(copy, cache)
         finally:

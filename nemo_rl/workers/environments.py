@@ -167,8 +167,10 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             shutil.rmtree(leftover, ignore_errors=True)
         _refuse_foreign(where.path)
         found = describe(where.path)
-        # metadata naming another project is no environment of this key (the key hashes the project's path)
-        if found is None or found.project != project.resolve():
+        # metadata naming another project is no environment of this key (the key hashes the project's path);
+        # one an older nemo-rl built, without private bytecode, is built again (its record may still hold)
+        if (found is None or found.project != project.resolve()
+                or bytecode.problem(found.path, verified.sites(found.path)) is not None):
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None

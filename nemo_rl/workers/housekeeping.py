@@ -8,18 +8,20 @@ actor_options sets) or when it has a file of the venv mapped (every worker maps 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
-from nemo_rl.workers import bundle_trust, environments
+from nemo_rl.workers import bundle_copy, bundle_trust, environments
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
@@ -71,7 +73,14 @@ def _read(path: str) -> str:
 
 
 def _size_mb(path: Path) -> float:
-    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6, 1)
+    """The bytes of the files under `path`; a file removed meanwhile (a build cleaning up) counts nothing."""
+    total = 0
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(dirpath, name))
+                total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return round(total / 1e6, 1)
 
 
 def _develop_state(project: Path | None) -> dict[str, develop_state.Developed]:
@@ -96,9 +105,12 @@ def listing(project: Path | None) -> list[Row]:
             if foreign:  # planted, or another user's: never counted, sized through a link, or removed
                 rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
                                 f"{foreign}: left alone; remove it yourself if it is yours"))
-            elif copy:  # a checked copy of a bundle kept for the next build: prune removes it when none uses it
+            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # kept for the next build
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
-                                "a checked copy of a bundle, kept so the next build from it copies nothing"))
+                                f"this node's checked copy of the bundle with digest {digest}"))
+            elif copy:  # killed while copying, or before its check passed: nothing uses it
+                rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
+                                "a copy of a bundle killed before its check"))
             else:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
