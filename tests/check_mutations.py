@@ -1652,6 +1652,10 @@ MUTATIONS = [
     ("ensure: an environment an older nemo-rl built is built again", "nemo_rl/workers/environments.py",
      "                or bytecode.problem(found.path, verified.sites(found.path)) is not None):", "                or False):",
      "tests/test_review24c.py -k older_nemo_rl"),
+    ("node copy: a node keeps its last used copies only", "nemo_rl/workers/bundle_copy.py",
+     "    _keep_newest(root)\n", "", f"{NEVER} -k node_copy_is_taken"),
+    ("node copy: the last used are kept", "nemo_rl/workers/bundle_copy.py",
+     "            os.utime(candidate / STAMP)  # last used", "            pass  # last used", f"{NEVER} -k node_copy_is_taken"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

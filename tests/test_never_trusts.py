@@ -510,9 +510,18 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     assert housekeeping.prune(world.project) == kept and not kept[0].exists() and planted.exists()
     # a node building from two bundles keeps a copy of each: neither is taken for the other, nor removed by it
     other = fake_bundle(world, tmp_path / "other", {"archive-v0/xyz/m.py": "Y = 2\n", "simple-v1/index": "j\n"})
-    for each in (bundle, other, bundle):
+    for age, each in ((100, bundle), (50, other), (None, bundle)):
         bundles.sync_from(each, world.project, FLAGS, tmp_path / "env", bundles.check(each, world.project, FLAGS))
-    assert len([p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted]) == 2
+        for path in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
+            if age is not None and bundle_copy.stamp_digest(path) == bundles.read_manifest(each).digest:
+                os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
+    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    assert len(ours) == 2
+    # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
+    third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
+    bundles.sync_from(third, world.project, FLAGS, tmp_path / "env", bundles.check(third, world.project, FLAGS))
+    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    assert left == {manifest.digest, bundles.read_manifest(third).digest}
 
 
 def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):

@@ -10,7 +10,8 @@ can write the copy's files: the identity catches an edit in place (it moves the 
 that sets the mtime back, which could as well change the environments directly. ctime is left out: every hard
 link to a file moves it, and each build links them. An identity whose mtime was within RACY_NS of the clock when
 it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
-hashed. `envs prune` removes copies no build holds.
+hashed. A node keeps its KEEP last used copies (a new one removes older ones nobody holds); `envs prune`
+removes every copy no build holds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache
 Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
+KEEP = 2  # checked copies kept per node and user: the last used
 KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -76,6 +78,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
                 continue
             sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
             progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
+            os.utime(candidate / STAMP)  # last used: what _keep_newest goes by
             return cache, held
         except BaseException:
             os.close(held)
@@ -93,7 +96,27 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
         raise
+    _keep_newest(root)
     return cache, held
+
+
+def _keep_newest(root: Path) -> None:
+    """Remove this user's checked copies beyond the KEEP last used that no build holds: a node that moves from
+    bundle to bundle keeps the copies it alternates between, not every bundle it ever built from."""
+    ours = []
+    for candidate in root.glob(f"{NODE_COPY_PREFIX}*"):
+        try:
+            if why_not_ours(candidate) is None and stamp_digest(candidate) is not None:
+                ours.append((os.lstat(candidate / STAMP).st_mtime_ns, candidate))
+        except OSError:  # removed meanwhile
+            continue
+    for _, old in sorted(ours, reverse=True)[KEEP:]:
+        held = locks.try_hold(old)
+        if held is not None:
+            try:
+                shutil.rmtree(old, ignore_errors=True)
+            finally:
+                os.close(held)
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> None:
