@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -87,9 +88,9 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
     try:
         cache = copy / CACHE
         progress(f"copying bundle {bundle} into this node's copy {copy}")
-        copy_cache(bundle / CACHE, cache, bundle)
+        copied = copy_cache(bundle / CACHE, cache, bundle)
         hashes: dict[str, str] = {}
-        content = digest_of(cache, {}, hashes)
+        content = digest_of(cache, copied, hashes)  # the names and links walked again; each file hashed once
         sealed(content)
         _write_stamp(copy, Stamp(digest, content, {}), hashes)
     except BaseException:
@@ -119,9 +120,14 @@ def _keep_newest(root: Path) -> None:
                 os.close(held)
 
 
-def copy_cache(source: Path, target: Path, bundle: Path) -> None:
+def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
     """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
-    checked on the copy), files without group's and others' write bits, setuid or setgid."""
+    checked on the copy), files without group's and others' write bits, setuid or setgid. Returns each file's
+    (size, sha256) by its path relative to `source`, read back from the copy as it is made: the kernel writes
+    one file while another is hashed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = []
     for dirpath, dirnames, filenames in os.walk(source):
         here = target / os.path.relpath(dirpath, source)
         here.mkdir(mode=0o755, exist_ok=True)
@@ -130,7 +136,24 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> None:
             if os.path.islink(path):
                 os.symlink(os.readlink(path), here / name)
             else:
-                _copy_file(path, here / name, bundle)
+                files.append((path, here / name))
+
+    def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
+        _copy_file(pair[0], pair[1], bundle)
+        return os.path.relpath(pair[0], source), _hashed(pair[1])
+
+    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
+        return dict(pool.map(copied, files))
+
+
+def _hashed(path: Path) -> tuple[int, str]:
+    """(size, sha256) of a file of the copy (only this user writes it), read from the page cache just filled."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)  # releases the GIL: the other threads copy meanwhile
+            size += len(block)
+    return size, digest.hexdigest()
 
 
 def _copy_file(path: str, target: Path, bundle: Path) -> None:
