@@ -69,9 +69,10 @@ def venv_dir(create: bool = True) -> Path:
     # sticky (as /tmp is): each may rename only their own entries, and the directory's owner anyone's
     if mode & 0o022 and (not mode & stat.S_ISVTX or info.st_uid not in (0, os.geteuid())):
         name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
-        raise NemoRLError(f"{name} {path} may be written by group or others and is not sticky, or is owned by "
-                          f"another user (uid {info.st_uid}): whoever may rename entries in it can move an "
-                          "environment away and put their own in its place",
+        why = ("is not sticky" if not mode & stat.S_ISVTX else
+               f"is sticky but owned by another user (uid {info.st_uid}), who may rename anything in it")
+        raise NemoRLError(f"{name} {path} may be written by group or others and {why}: whoever may rename "
+                          "entries in it can move an environment away and put their own in its place",
                           f"share a directory root or you own with `chmod +t` (as /tmp is), or `chmod go-w "
                           f"{path}`, or point NEMO_RL_VENV_DIR at a directory only you may write")
     return path

@@ -407,12 +407,16 @@ def test_an_extra_the_project_asks_of_a_fork_is_locked_even_when_its_table_is_de
 
 
 def test_a_git_source_pinned_by_rev_without_a_fork_table_is_named(tmp_path):
+    """However it is pinned (rev, branch, tag; one table or a list): with its table goes every check of it."""
     from nemo_rl.forks import records
 
     path = project(tmp_path)
     with (path / "pyproject.toml").open("a") as f:
         f.write('[tool.uv.sources]\nnemo-toolkit = { git = "https://example.invalid/nemo.git", rev = "' + "a" * 40
-                + '" }\nsix = { git = "https://example.invalid/six.git", branch = "main" }\n')
-    (orphan,) = records.orphans(path, [])
-    assert orphan.field.startswith("[tool.uv.sources] nemo-toolkit") and orphan.found == "missing"
-    assert "[tool.nemo-rl.forks.nemo-toolkit]" in records.orphan_fix(orphan)
+                + '" }\nsix = { git = "https://example.invalid/six.git", branch = "main" }\n'
+                'idna = [{ git = "https://example.invalid/idna.git", tag = "v1", marker = "os_name == \'posix\'" }]\n'
+                'numpy = { index = "pytorch" }\n')
+    orphans = records.orphans(path, [])
+    assert [o.field.split()[1] for o in orphans] == ["idna", "nemo-toolkit", "six"]
+    assert all(o.found == "missing" for o in orphans)
+    assert "[tool.nemo-rl.forks.nemo-toolkit]" in records.orphan_fix(orphans[1])

@@ -500,10 +500,12 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
     assert len(kept) == 1 and rows[planted].state == "not ours" and manifest.digest in rows[kept[0]].detail
     killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
-    os.close(held_killed)
-    assert housekeeping.listing(world.project)[-1:] and {row.path: row.state for row in housekeeping.listing(
-        world.project)}[killed] == "unfinished build"
-    shutil.rmtree(killed)
+    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
+    os.close(held_killed)  # its build was killed
+    assert "killed before its check" in {row.path: row for row in housekeeping.listing(world.project)}[killed].detail
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # the next build removes it
+    assert not killed.exists()
     held = locks.try_hold(kept[0])
     assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
     os.close(held)
@@ -722,7 +724,7 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
     if os.geteuid() == 0:  # a sticky directory of another user: its owner may rename anyone's entries
         os.chmod(venvs, 0o1777)
         os.chown(venvs, 4242, 4242)
-        with pytest.raises(NemoRLError, match="owned by another user"):
+        with pytest.raises(NemoRLError, match="is sticky but owned by another user"):
             settings.venv_dir()
         os.chown(venvs, 0, 0)
     made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable

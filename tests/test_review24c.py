@@ -26,20 +26,26 @@ def _planted(path, project) -> None:
     (path / environments.META).write_text(json.dumps(meta))
 
 
-def test_an_environment_an_older_nemo_rl_built_is_built_again(world, tmp_path, monkeypatch):
-    """Without private bytecode its record may still hold: ensure builds it again instead of using it."""
+def test_an_environment_an_older_nemo_rl_built_gets_private_bytecode_in_place(world, tmp_path, monkeypatch):
+    """Its record may still hold: ensure adds what it lacks (never removing it first: a rebuild offline without a
+    bundle would leave nothing) and verifies it in full."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     env = venvs / environments.key_for(world.project, FLAGS)
     _planted(env, world.project)
     shutil.rmtree(env / bytecode.DIR)
+    for site in verified.sites(env):
+        (site / bytecode.PTH).unlink()
 
     def build(*args, **kwargs):
         raise RuntimeError("rebuilt")
 
+    checked = []
     monkeypatch.setattr(environments, "_build", build)
-    with pytest.raises(RuntimeError, match="rebuilt"):
-        environments.ensure(world.project, FLAGS)
+    monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: checked.append(args))
+    monkeypatch.setattr(verified, "still_verified", lambda *args: False)
+    environments.ensure(world.project, FLAGS)
+    assert checked and bytecode.problem(env, verified.sites(env)) is None
 
 
 def test_a_link_at_the_key_is_never_used(world, tmp_path, monkeypatch):

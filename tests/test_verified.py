@@ -311,6 +311,8 @@ def test_bytecode_goes_where_only_the_owner_may_open_it(tmp_path):
     os.chmod(env / bytecode.DIR, 0o700)
     (sites[0] / bytecode.PTH).write_text("import os\n")
     assert "not the line" in bytecode.problem(env, sites)
+    (sites[0] / bytecode.PTH).write_bytes(b"\xff\xfe not text\n")  # read on every use: never a crash
+    assert "not the line" in bytecode.problem(env, sites)
     (sites[0] / bytecode.PTH).unlink()
     assert "missing" in bytecode.problem(env, sites)
 

@@ -226,18 +226,20 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
 
 
 def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
-    """Records directories without a fork in pyproject.toml, and git sources pinned by rev without one: a deleted
+    """Records directories without a fork in pyproject.toml, and git sources without one: a deleted
     fork table must not vanish silently (with it goes every check of the fork, while uv still installs the pin)."""
     known = {f.distribution for f in forks}
     root = project / "patches"
     sources = lockfile.tool_tables(project)[0].get("sources")
+    # any git source (by rev, branch or tag; one table or a list of them): each is a fork, or nothing checks it
     pinned = sorted(dist for dist, source in (sources.items() if isinstance(sources, dict) else ())
-                    if isinstance(source, dict) and "git" in source and "rev" in source and dist not in known)
+                    if dist not in known and any(isinstance(s, dict) and "git" in s
+                                                 for s in (source if isinstance(source, list) else [source])))
     return [Difference(f"{relative_dir(d.name)}/", "fork", f"[tool.nemo-rl.forks.{d.name}] in pyproject.toml",
                        "missing")
             for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known] + [
-        Difference("pyproject.toml", f"[tool.uv.sources] {dist} (a git source pinned by rev)",
-                   f"[tool.nemo-rl.forks.{dist}] (a pinned git source is a fork: nemo-rl checks its lock and records)",
+        Difference("pyproject.toml", f"[tool.uv.sources] {dist} (a git source)",
+                   f"[tool.nemo-rl.forks.{dist}] (a git source is a fork: nemo-rl checks its pin, lock and records)",
                    "missing") for dist in pinned]
 
 
@@ -245,8 +247,8 @@ def orphan_fix(orphan: Difference) -> str:
     """The fix of one of orphans()."""
     if orphan.field.startswith("[tool.uv.sources]"):
         dist = orphan.field.split()[1]
-        return (f"declare it: add [tool.nemo-rl.forks.{dist}] to pyproject.toml and run `nemo-rl deps patches "
-                f"{dist}`; or pin it otherwise than by a git rev")
+        return (f"declare it: add [tool.nemo-rl.forks.{dist}] to pyproject.toml, pin it by a full commit (`rev`), and "
+                f"run `nemo-rl deps patches {dist}`; or depend on a released {dist} instead of a git source")
     return f"add the fork's table back to pyproject.toml, or remove {orphan.file}"
 
 

@@ -60,6 +60,8 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
             continue
         try:
             stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
+            if stamp is None:  # ours, unheld and never checked: a copy killed while it was made
+                shutil.rmtree(candidate, ignore_errors=True)
             if stamp is None or stamp.digest != digest:
                 os.close(held)
                 continue

@@ -15,6 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from nemo_rl.project import state_dir
+
 PTH = "00-nemo-rl-bytecode.pth"  # first of the .pth files: what the others import writes there too
 DIR = ".nemo-rl-bytecode"
 LINE = ("import os, sys; sys.pycache_prefix = sys.pycache_prefix or os.path.join(sys.prefix, "
@@ -28,6 +30,15 @@ def install(env: Path, sites: list[Path]) -> None:
         (site / PTH).write_text(LINE)
 
 
+def add_missing(env: Path, sites: list[Path]) -> None:
+    """What `install` makes that `env` lacks (built by an older nemo-rl); what is there is left for `problem`."""
+    if not os.path.lexists(env / DIR):
+        os.mkdir(env / DIR, 0o700)
+    for site in sites:
+        if not os.path.lexists(site / PTH):
+            state_dir.write_atomic(site / PTH, LINE, mode=0o644)
+
+
 def problem(env: Path, sites: list[Path]) -> str | None:
     """What keeps bytecode from being private in `env`; None when nothing does."""
     try:
@@ -38,8 +49,8 @@ def problem(env: Path, sites: list[Path]) -> str | None:
         return f"its bytecode directory {DIR} is not a directory only this user may open"
     for site in sites:
         try:
-            if (site / PTH).read_text() != LINE:
+            if (site / PTH).read_bytes() != LINE.encode():
                 return f"{site / PTH} is not the line nemo-rl writes"
         except OSError:
-            return f"{site / PTH} is missing (built by an older nemo-rl)"
+            return f"{site / PTH} is missing or unreadable"
     return None

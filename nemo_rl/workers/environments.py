@@ -167,13 +167,14 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             shutil.rmtree(leftover, ignore_errors=True)
         _refuse_foreign(where.path)
         found = describe(where.path)
-        # metadata naming another project is no environment of this key (the key hashes the project's path);
-        # one an older nemo-rl built, without private bytecode, is built again (its record may still hold)
-        if (found is None or found.project != project.resolve()
-                or bytecode.problem(found.path, verified.sites(found.path)) is not None):
+        # metadata naming another project is no environment of this key (the key hashes the project's path)
+        if found is None or found.project != project.resolve():
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
+            # one an older nemo-rl built gets private bytecode in place (its site-packages listing moves, so the
+            # verification below runs in full): never removed first, whatever runs from it or whether a rebuild could
+            bytecode.add_missing(found.path, verified.sites(found.path))
         _refuse_foreign(where.path)  # again: planted between the first look and now, it would run below
         env = describe(where.path)
         if env is None:  # a build that returned without its metadata is a bug, not a user's mistake

@@ -108,8 +108,10 @@ def listing(project: Path | None) -> list[Row]:
             elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # kept for the next build
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
-            elif copy:  # killed while copying, or before its check passed: nothing uses it
+            elif copy:  # being made (held), or killed while copying: nothing uses it yet
+                made = locks.held(path)
                 rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
+                                "a copy of a bundle being made now" if made else
                                 "a copy of a bundle killed before its check"))
             else:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
