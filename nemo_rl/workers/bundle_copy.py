@@ -129,16 +129,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
     one file while another is hashed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    files = []
-    for dirpath, dirnames, filenames in os.walk(source):
-        here = target / os.path.relpath(dirpath, source)
-        here.mkdir(mode=0o755, exist_ok=True)
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                os.symlink(os.readlink(path), here / name)
-            else:
-                files.append((path, here / name))
+    files = _tree(source, target)
 
     def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
         _copy_file(pair[0], pair[1], bundle)
@@ -204,6 +195,14 @@ def _kernel_copy(source: int, target: int) -> None:
 def link_tree(source: Path, target: Path) -> None:
     """`target` with `source`'s directories and a hard link to each of its files (all this user's: a node copy),
     so whatever uv writes into its cache lands in `target`, never in the copy."""
+    for path, here in _tree(source, target):
+        os.link(path, here)
+
+
+def _tree(source: Path, target: Path) -> list[tuple[str, Path]]:
+    """`target` with `source`'s directories (mode 0755) and links (as links: where they point is checked on the
+    copy); returns each file of `source` with the path it gets in `target`."""
+    files = []
     for dirpath, dirnames, filenames in os.walk(source):
         here = target / os.path.relpath(dirpath, source)
         here.mkdir(mode=0o755, exist_ok=True)
@@ -212,7 +211,8 @@ def link_tree(source: Path, target: Path) -> None:
             if os.path.islink(path):
                 os.symlink(os.readlink(path), here / name)
             else:
-                os.link(path, here / name)
+                files.append((path, here / name))
+    return files
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,7 +40,7 @@ from gitfixtures import commit
 
 from nemo_rl.process import run
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import bundle_pack, bundles
+from nemo_rl.workers import bundle_copy, bundle_pack, bundles
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "nvcc", "ld")
@@ -158,17 +158,8 @@ def link_limit(bundle: Path, root: Path) -> float:
     """Seconds to hard-link (symlinks: recreate) every file of the bundle's cache into a fresh directory."""
     target = root / "links"
     shutil.rmtree(target, ignore_errors=True)
-    source = bundle / bundles.CACHE
     started = time.monotonic()
-    for dirpath, dirnames, filenames in os.walk(source):
-        here = target / os.path.relpath(dirpath, source)
-        here.mkdir(parents=True, exist_ok=True)
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                os.symlink(os.readlink(path), here / name)
-            else:
-                os.link(path, here / name)
+    bundle_copy.link_tree(bundle / bundles.CACHE, target)
     elapsed = time.monotonic() - started
     shutil.rmtree(target)
     return elapsed
