@@ -1664,6 +1664,9 @@ MUTATIONS = [
      "                pass\n            if stamp is None or stamp.digest", f"{NEVER} -k node_copy_is_taken"),
     ("housekeeping: a copy being made is listed so", "nemo_rl/workers/housekeeping.py",
      "                made = locks.held(path)", "                made = False", f"{NEVER} -k node_copy_is_taken"),
+    ("node copy: one file that cannot be copied ends the copy", "nemo_rl/workers/bundle_copy.py",
+     "        if failed.is_set():\n            return", "        if False:\n            return",
+     f"{REVIEW} -k ends_the_copy"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

@@ -396,3 +396,21 @@ def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, 
     monkeypatch.setattr(os, "open", swapped)
     with pytest.raises(NemoRLError, match="not a regular file"):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+
+
+def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypatch):
+    """A bad file among 35,000 is said at once, not after every other file was copied and hashed."""
+    from nemo_rl.workers import bundle_copy
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(300)}
+    bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/a.py": "A\n", **files})
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    (bundle / bundles.CACHE / "archive-v0/abc/a.py").unlink()
+    os.mkfifo(bundle / bundles.CACHE / "archive-v0/abc/a.py")
+    calls, real = [], bundle_copy._copy_file
+    monkeypatch.setattr(bundle_copy, "_copy_file", lambda *a: (calls.append(a[0]), real(*a))[1])
+    with pytest.raises(NemoRLError, match="not a regular file"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    after = len(calls) - 1 - calls.index(str(bundle / bundles.CACHE / "archive-v0/abc/a.py"))
+    assert calls[0].endswith("a.py") and after <= 2 * (os.cpu_count() or 1), (after, len(calls))  # under way

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,9 +132,17 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
 
     files = _tree(source, target)
 
+    failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
+
     def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
-        _copy_file(pair[0], pair[1], bundle)
-        return os.path.relpath(pair[0], source), _hashed(pair[1])
+        if failed.is_set():
+            return "", (0, "")
+        try:
+            _copy_file(pair[0], pair[1], bundle)
+            return os.path.relpath(pair[0], source), _hashed(pair[1])
+        except BaseException:
+            failed.set()
+            raise
 
     with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
         return dict(pool.map(copied, files))
@@ -204,9 +213,10 @@ def _tree(source: Path, target: Path) -> list[tuple[str, Path]]:
     copy); returns each file of `source` with the path it gets in `target`."""
     files = []
     for dirpath, dirnames, filenames in os.walk(source):
+        dirnames.sort()  # in content_digest's order, whatever the directory's
         here = target / os.path.relpath(dirpath, source)
         here.mkdir(mode=0o755, exist_ok=True)
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+        for name in sorted([*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]):
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
                 os.symlink(os.readlink(path), here / name)
