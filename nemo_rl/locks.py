@@ -40,10 +40,11 @@ def _flock(fd: int, operation: int) -> None:
                           "names it (NEMO_RL_VENV_DIR, NEMO_RL_CACHE_DIR) or the checkout at a local disk") from exc
 
 
-def open_lock_file(path: Path) -> int:
+def open_lock_file(path: Path, not_yours: str | None = None) -> int:
     """Open (creating) the lock file `path`, never through a link: a symlink or a hard link planted there would make
     whoever locks write into another file. Nor another user's file: its owner could hold the lock for ever and
-    read what a holder writes into it. Raises OSError as os.open does, and NemoRLError for a planted file."""
+    read what a holder writes into it. Raises OSError as os.open does, and NemoRLError for a planted file
+    (`not_yours`: the fix for another user's, where the caller knows a better one than the settings)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     except OSError as exc:
@@ -52,7 +53,7 @@ def open_lock_file(path: Path) -> int:
             raise NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
                               f"remove {path} (and find out who planted it); it is made again") from exc
         if exc.errno == errno.EACCES:  # a sticky directory (1777): the kernel refuses a co-user's link or file
-            _refuse_planted(path, exc)
+            _refuse_planted(path, exc, not_yours)
         raise
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
@@ -63,11 +64,11 @@ def open_lock_file(path: Path) -> int:
     if info.st_uid != os.geteuid():
         os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
-                          "or writes into another user's lock file", _not_yours_fix(path))
+                          "or writes into another user's lock file", not_yours or _not_yours_fix(path))
     return fd
 
 
-def _refuse_planted(path: Path, exc: OSError) -> None:
+def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> None:
     """EACCES opening `path` in a sticky directory (fs.protected_symlinks, fs.protected_regular): name what is
     there, a link or another user's file, rather than blame the directory. Returns when it is neither."""
     try:
@@ -79,7 +80,7 @@ def _refuse_planted(path: Path, exc: OSError) -> None:
                           "makes", f"remove {path} (and find out who planted it); it is made again") from exc
     if os.geteuid() != info.st_uid:
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
-                          "or writes into another user's lock file", _not_yours_fix(path)) from exc
+                          "or writes into another user's lock file", not_yours or _not_yours_fix(path)) from exc
 
 
 def _not_yours_fix(path: Path) -> str:

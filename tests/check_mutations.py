@@ -1667,6 +1667,9 @@ MUTATIONS = [
     ("node copy: one file that cannot be copied ends the copy", "nemo_rl/workers/bundle_copy.py",
      "        if failed.is_set():\n            return", "        if False:\n            return",
      f"{REVIEW} -k ends_the_copy"),
+    ("toolchain: another user's lock names the toolkit's fix", "nemo_rl/locks.py",
+     "lock file\", not_yours or _not_yours_fix(path))\n    return fd", "lock file\", _not_yours_fix(path))\n    return fd",
+     "tests/test_cudakit.py -k another_user_locked"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

@@ -339,3 +339,17 @@ def test_a_lock_file_that_cannot_be_made_is_named_with_its_directory(tmp_path, m
     assert main(["toolchain", "cuda", str(tmp_path / "cuda")]) == 1
     err = capsys.readouterr().err
     assert f"the lock file {tmp_path}/.cuda.toolchain-lock" in err and f"the lock lives in {tmp_path}" in err
+
+
+def test_a_toolkit_another_user_locked_first_says_what_to_do(tmp_path, monkeypatch):
+    """A group-shared directory: the first user's lock file is theirs, and the fix names the toolkit, not the
+    NEMO_RL_* settings that have nothing to do with it."""
+    from nemo_rl.errors import NemoRLError
+
+    home = stamped_toolkit(tmp_path)
+    (home.parent / f".{home.name}.toolchain-lock").write_text("")
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+    with pytest.raises(NemoRLError, match="belongs to") as refused:
+        assemble.assemble(home)
+    assert "nemo-rl toolchain cuda DIR" in refused.value.remedy and "NEMO_RL_VENV_DIR" not in refused.value.remedy

@@ -99,7 +99,9 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
         # beside DIR, never inside it: a directory that is not ours yet is not written to
-        fd = locks.open_lock_file(lock)
+        fd = locks.open_lock_file(lock, f"another user ran `nemo-rl toolchain cuda` on {home} first, and each run "
+                                        "holds its lock: assemble your own toolkit in a directory of yours (`nemo-rl "
+                                        "toolchain cuda DIR`), or have that user run it on this directory")
     except OSError as exc:
         raise NemoRLError(f"cannot create the lock file {lock} beside {home}: {exc.strerror or exc}",
                           f"the lock lives in {home.parent}, which must be writable too: name a DIR whose parent "
