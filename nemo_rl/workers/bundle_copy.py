@@ -53,6 +53,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
     """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
     (close it once the working cache is linked from it): a kept one whose files still hash to what its check
     found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`."""
+    _remove_killed(root)
     for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
         if why_not_ours(candidate) is not None:
             continue
@@ -61,8 +62,6 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
             continue
         try:
             stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
-            if stamp is None:  # ours, unheld and never checked: a copy killed while it was made
-                shutil.rmtree(candidate, ignore_errors=True)
             if stamp is None or stamp.digest != digest:
                 os.close(held)
                 continue
@@ -102,6 +101,18 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         raise
     _keep_newest(root)
     return cache, held
+
+
+def _remove_killed(root: Path) -> None:
+    """Remove this user's copies that nobody holds and that were never checked: killed while they were made."""
+    for candidate in root.glob(f"{NODE_COPY_PREFIX}*"):
+        if why_not_ours(candidate) is not None or (held := locks.try_hold(candidate)) is None:
+            continue
+        try:
+            if _read_stamp(candidate) is None:  # read under the hold: a copy being made is held by its build
+                shutil.rmtree(candidate, ignore_errors=True)
+        finally:
+            os.close(held)
 
 
 def _keep_newest(root: Path) -> None:
