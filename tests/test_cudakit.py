@@ -332,7 +332,7 @@ def test_one_lock_however_the_directory_is_spelled(tmp_path, monkeypatch):
 def test_a_lock_file_that_cannot_be_made_is_named_with_its_directory(tmp_path, monkeypatch, capsys):
     from nemo_rl import locks
 
-    def refused(path):
+    def refused(path, not_yours=None):
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(locks, "open_lock_file", refused)
