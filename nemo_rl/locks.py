@@ -8,6 +8,7 @@ import fcntl
 import functools
 import os
 import pwd
+import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -213,3 +214,18 @@ def try_hold(directory: Path) -> int | None:
         raise
     os.close(fd)
     return None
+
+
+def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:
+    """Remove `directory` when no process holds it (`hold`) and `remove()`, asked under the hold, agrees; False
+    when held, gone, or left."""
+    held = try_hold(directory)
+    if held is None:
+        return False
+    try:
+        if not remove():
+            return False
+        shutil.rmtree(directory, ignore_errors=True)
+        return True
+    finally:
+        os.close(held)

@@ -44,8 +44,12 @@ def cache_dir() -> Path:
     return path
 
 
+def _venv_dir_name() -> str:
+    return "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
+
+
 def venv_dir_error(path: Path, exc: OSError) -> NemoRLError:
-    name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
+    name = _venv_dir_name()
     return NemoRLError(f"{name} {path} cannot be used: {exc.strerror or exc}",
                        "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)")
 
@@ -68,7 +72,7 @@ def venv_dir(create: bool = True) -> Path:
     mode = info.st_mode
     # sticky (as /tmp is): each may rename only their own entries, and the directory's owner anyone's
     if mode & 0o022 and (not mode & stat.S_ISVTX or info.st_uid not in (0, os.geteuid())):
-        name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
+        name = _venv_dir_name()
         why = ("is not sticky" if not mode & stat.S_ISVTX else
                f"is sticky but owned by another user (uid {info.st_uid}), who may rename anything in it")
         raise NemoRLError(f"{name} {path} may be written by group or others and {why}: whoever may rename "

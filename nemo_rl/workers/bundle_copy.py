@@ -53,39 +53,17 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
     """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
     (close it once the working cache is linked from it): a kept one whose files still hash to what its check
     found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`."""
-    _remove_killed(root)
+    found = None
     for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
         if why_not_ours(candidate) is not None:
             continue
-        held = locks.try_hold(candidate)  # in use by a build being made, or pruned meanwhile: not this one
-        if held is None:
+        if not os.path.lexists(stamp := candidate / STAMP):  # never checked: being made (held), or killed
+            locks.remove_unheld(candidate, lambda: not os.path.lexists(stamp))  # asked again under the hold
             continue
-        try:
-            stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
-            if stamp is None or stamp.digest != digest:
-                os.close(held)
-                continue
-            cache = candidate / CACHE
-            known = {}
-            for relative, (kept, sha) in stamp.files.items():
-                try:
-                    if identity(os.lstat(cache / relative)) == kept:
-                        known[relative] = (kept[2], sha)
-                except OSError:
-                    pass
-            if digest_of(cache, known, {}) != stamp.content:  # ours, changed since: copied again, never used
-                progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
-                         "removing it")
-                shutil.rmtree(candidate, ignore_errors=True)
-                os.close(held)
-                continue
-            sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
-            progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
-            os.utime(candidate / STAMP)  # last used: what _keep_newest goes by
-            return cache, held
-        except BaseException:
-            os.close(held)
-            raise
+        if found is None:
+            found = _checked(candidate, bundle, digest, digest_of, sealed)
+    if found is not None:
+        return found
     copy, held = new_work_cache(root, NODE_COPY_PREFIX)
     try:
         cache = copy / CACHE
@@ -103,16 +81,38 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
     return cache, held
 
 
-def _remove_killed(root: Path) -> None:
-    """Remove this user's copies that nobody holds and that were never checked: killed while they were made."""
-    for candidate in root.glob(f"{NODE_COPY_PREFIX}*"):
-        if why_not_ours(candidate) is not None or (held := locks.try_hold(candidate)) is None:
-            continue
-        try:
-            if _read_stamp(candidate) is None:  # read under the hold: a copy being made is held by its build
-                shutil.rmtree(candidate, ignore_errors=True)
-        finally:
+def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int] | None:
+    """The uv cache of the kept copy `candidate` and the descriptor holding it, when it is the bundle's and still
+    holds what its check found; None when it is another bundle's or in use; removed when it changed."""
+    held = locks.try_hold(candidate)  # in use by a build being made, or pruned meanwhile: not this one
+    if held is None:
+        return None
+    try:
+        stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
+        if stamp is None or stamp.digest != digest:
             os.close(held)
+            return None
+        cache = candidate / CACHE
+        known = {}
+        for relative, (kept, sha) in stamp.files.items():
+            try:
+                if identity(os.lstat(cache / relative)) == kept:
+                    known[relative] = (kept[2], sha)
+            except OSError:
+                pass
+        if digest_of(cache, known, {}) != stamp.content:  # ours, changed since: copied again, never used
+            progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
+                     "removing it")
+            shutil.rmtree(candidate, ignore_errors=True)
+            os.close(held)
+            return None
+        sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
+        progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
+        os.utime(candidate / STAMP)  # last used: what _keep_newest goes by
+        return cache, held
+    except BaseException:
+        os.close(held)
+        raise
 
 
 def _keep_newest(root: Path) -> None:
@@ -121,17 +121,12 @@ def _keep_newest(root: Path) -> None:
     ours = []
     for candidate in root.glob(f"{NODE_COPY_PREFIX}*"):
         try:
-            if why_not_ours(candidate) is None and stamp_digest(candidate) is not None:
+            if why_not_ours(candidate) is None:
                 ours.append((os.lstat(candidate / STAMP).st_mtime_ns, candidate))
-        except OSError:  # removed meanwhile
+        except OSError:  # never checked (being made, or killed), or removed meanwhile
             continue
     for _, old in sorted(ours, reverse=True)[KEEP:]:
-        held = locks.try_hold(old)
-        if held is not None:
-            try:
-                shutil.rmtree(old, ignore_errors=True)
-            finally:
-                os.close(held)
+        locks.remove_unheld(old)
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:

@@ -24,16 +24,10 @@ LINE = ("import os, sys; sys.pycache_prefix = sys.pycache_prefix or os.path.join
 
 
 def install(env: Path, sites: list[Path]) -> None:
-    """Give the environment `env` (its site-packages directories: `sites`) the private bytecode directory."""
-    os.mkdir(env / DIR, 0o700)  # a umask only takes bits away
-    for site in sites:
-        (site / PTH).write_text(LINE)
-
-
-def add_missing(env: Path, sites: list[Path]) -> None:
-    """What `install` makes that `env` lacks (built by an older nemo-rl); what is there is left for `problem`."""
+    """Give the environment `env` (its site-packages directories: `sites`) the private bytecode directory and
+    line, where they are missing (an environment an older nemo-rl built); what is there is left for `problem`."""
     if not os.path.lexists(env / DIR):
-        os.mkdir(env / DIR, 0o700)
+        os.mkdir(env / DIR, 0o700)  # a umask only takes bits away
     for site in sites:
         if not os.path.lexists(site / PTH):
             state_dir.write_atomic(site / PTH, LINE, mode=0o644)

@@ -174,7 +174,7 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             manifest = None
             # one an older nemo-rl built gets private bytecode in place (its site-packages listing moves, so the
             # verification below runs in full): never removed first, whatever runs from it or whether a rebuild could
-            bytecode.add_missing(found.path, verified.sites(found.path))
+            bytecode.install(found.path, verified.sites(found.path))
         _refuse_foreign(where.path)  # again: planted between the first look and now, it would run below
         env = describe(where.path)
         if env is None:  # a build that returned without its metadata is a bug, not a user's mistake

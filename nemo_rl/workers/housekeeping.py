@@ -184,12 +184,7 @@ def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
         if row.state not in ("stale", "unfinished build", "kept copy"):
             continue
         if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
-            held = locks.try_hold(row.path)  # none holds it: a killed build's, or a copy no build uses now
-            if held is not None:
-                try:
-                    shutil.rmtree(row.path, ignore_errors=True)
-                finally:
-                    os.close(held)
+            if locks.remove_unheld(row.path):  # none holds it: a killed build's, or a copy no build uses now
                 removed.append(row.path)
             continue
         where = environments.Slot(row.path.parent, row.key)
