@@ -201,7 +201,8 @@ def hold(directory: Path) -> int:
 
 
 def try_hold(directory: Path) -> int | None:
-    """`hold`, at once or not at all: None when another process holds it, or it is gone."""
+    """`hold`, at once or not at all: None when another process holds it, it is gone, or its filesystem cannot
+    lock (as `held` counts it held: nothing acts on it)."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -209,6 +210,8 @@ def try_hold(directory: Path) -> int | None:
     try:
         if acquire(fd, None):
             return fd
+    except NemoRLError:  # ENOLCK: NFS without lockd
+        pass
     except BaseException:
         os.close(fd)
         raise

@@ -30,8 +30,8 @@ def _requirements(entries: object, name: str) -> list:
         line = f"{name}[{','.join(map(str, extras))}]" if extras else name
         try:
             found.append(Requirement(line + (f"; {item['marker']}" if item.get("marker") else "")))
-        except InvalidRequirement:
-            found.append(Requirement(f"{name}; python_version < '0'"))  # unreadable: asks nothing, named below
+        except InvalidRequirement:  # unreadable: asks nothing
+            continue
     return found
 
 
@@ -56,18 +56,18 @@ def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
         groups, optional, dev = (_table(t.get(key)) for t, key in ((metadata, "requires-dev"),
                                                                     (root, "optional-dependencies"),
                                                                     (root, "dev-dependencies")))
-        edges = [*_named(root.get("dependencies"), name),
-                 *(d for table in (optional, dev) for v in table.values() for d in _named(v, name))]
-        envs = lock_markers.environments(lock, [*(r.marker for r in asked), *(e.get("marker") for e in edges), *(
-            r.marker for g in groups.values() for r in _requirements(g, name))])
-        where = f"[[package]] {root.get('name')}"
         base = _named(root.get("dependencies"), name)
+        group_asked = {group: _requirements(entries, name) for group, entries in groups.items()}
+        edges = [*base, *(d for table in (optional, dev) for v in table.values() for d in _named(v, name))]
+        envs = lock_markers.environments(lock, [*(r.marker for r in asked), *(e.get("marker") for e in edges), *(
+            r.marker for requirements in group_asked.values() for r in requirements)])
+        where = f"[[package]] {root.get('name')}"
         lists: list[tuple[str, list[dict], list, str, list[dict]]] = [("dependencies", base, asked, "", [])]
         extras = {canonicalize_name(str(e)) for e in metadata.get("provides-extras") or []} | set(optional)
         lists += [(f"optional-dependencies {extra}", _named(optional.get(extra), name), asked, extra, base)
                   for extra in sorted(map(str, extras))]
-        lists += [(f"dev-dependencies {group}", _named(dev.get(group), name), _requirements(entries, name), "", [])
-                  for group, entries in sorted(groups.items())]
+        lists += [(f"dev-dependencies {group}", _named(dev.get(group), name), group_asked[group], "", [])
+                  for group in sorted(group_asked)]
         for field, locked, requirements, extra, beside in lists:
             result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
             missing: dict[str, list[str]] = {}
@@ -108,17 +108,13 @@ def asked_extras(lock: dict, distribution: str) -> set[str]:
     name = canonicalize_name(distribution)
     found: set[str] = set()
     for package in (p for p in lock.get("package", []) if isinstance(p, dict)):
-        lists: list[object] = [package.get("dependencies")]
-        for key in ("optional-dependencies", "dev-dependencies"):
-            table = package.get(key)
-            lists += list(table.values()) if isinstance(table, dict) else []
+        lists: list[object] = [package.get("dependencies"), *_table(package.get("optional-dependencies")).values(),
+                               *_table(package.get("dev-dependencies")).values()]
         for item in (d for v in lists for d in _named(v, name)):
             extras = item.get("extra")
             found |= {canonicalize_name(str(e)) for e in (extras if isinstance(extras, list) else [])}
-        metadata = package.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
-        groups = metadata.get("requires-dev")
-        entries = [metadata.get("requires-dist"), *(groups.values() if isinstance(groups, dict) else [])]
+        metadata = _table(package.get("metadata"))
+        entries = [metadata.get("requires-dist"), *_table(metadata.get("requires-dev")).values()]
         for requirement in (r for e in entries for r in _requirements(e, name)):
             found |= {canonicalize_name(e) for e in requirement.extras}
     return found
