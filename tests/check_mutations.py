@@ -1673,6 +1673,12 @@ MUTATIONS = [
     ("toolchain: another user's lock names the toolkit's fix", "nemo_rl/locks.py",
      "lock file\", not_yours or _not_yours_fix(path))\n    return fd", "lock file\", _not_yours_fix(path))\n    return fd",
      "tests/test_cudakit.py -k another_user_locked"),
+    ("node copy: a signal ends the copy within a file", "nemo_rl/workers/bundle_copy.py",
+     "            interrupt.check()  # a signal ends the copy", "            pass  # a signal ends the copy",
+     f"{REVIEW} -k signal_during"),
+    ("bundles: a signal ends the digest within a file", "nemo_rl/workers/bundles.py",
+     "    interrupt.check()  # gigabytes are hashed here", "    pass  # gigabytes are hashed here",
+     f"{REVIEW} -k signal_during"),
     ("process: a streamed stderr's end is read for its cause", "nemo_rl/process.py",
      "                    kept[key.fileobj].add(chunk)  # type: ignore[index]",
      "                    if not self._stream or key.fileobj is not proc.stderr:\n"

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -414,3 +415,30 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
     after = len(calls) - 1 - calls.index(str(bundle / bundles.CACHE / "archive-v0/abc/a.py"))
     assert calls[0].endswith("a.py") and after <= 2 * (os.cpu_count() or 1), (after, len(calls))  # under way
+
+
+def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_path, monkeypatch):
+    """A cancelled job sends SIGTERM while gigabytes are copied: it ends within a file, and the copy is removed."""
+    from nemo_rl import interrupt
+    from nemo_rl.workers import bundle_copy
+
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    calls, real = [], bundle_copy._copy_file
+
+    def signalled_midway(*args):
+        calls.append(args[0])
+        if len(calls) == 10:
+            interrupt.record(signal.SIGTERM)  # what the handler does when the signal comes
+        return real(*args)
+
+    monkeypatch.setattr(bundle_copy, "_copy_file", signalled_midway)
+    monkeypatch.setattr(interrupt, "_received", [])
+    with pytest.raises(interrupt.Interrupted):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
+        bundles.content_digest(bundle / bundles.CACHE)

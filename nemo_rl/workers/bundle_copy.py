@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nemo_rl import locks
+from nemo_rl import interrupt, locks
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import state_dir
@@ -144,6 +144,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
         if failed.is_set():
             return "", (0, "")
         try:
+            interrupt.check()  # a signal ends the copy within a file, and the copy is removed as it unwinds
             _copy_file(pair[0], pair[1], bundle)
             return os.path.relpath(pair[0], source), _hashed(pair[1])
         except BaseException:

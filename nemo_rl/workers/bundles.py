@@ -19,7 +19,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from nemo_rl import settings, uv
+from nemo_rl import interrupt, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs
@@ -31,6 +31,7 @@ WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX  # a node's working cache, in
 
 
 def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) -> tuple[str, int, str | None]:
+    interrupt.check()  # gigabytes are hashed here: a signal ends it within a file
     path = os.path.join(root, relative)
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
