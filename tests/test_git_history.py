@@ -3,10 +3,13 @@ commit facts and the trial index, which must ignore a git environment inherited 
 
 from __future__ import annotations
 
+import os
+
 from gitfixtures import git
 
 from nemo_rl.forks import git_history
 from nemo_rl.forks.git_history import ZERO, Change
+from nemo_rl.forks.trial_rebase import TrialIndex
 from nemo_rl.git import git as nemo_git
 
 
@@ -51,14 +54,97 @@ def test_the_trial_index_applies_in_order_and_names_conflicts(history, tmp_path,
     # inherited from a git hook: each would point git at another repository, index or object store
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
         monkeypatch.setenv(name, str(tmp_path / "elsewhere"))
-    trial = git_history.TrialIndex(repo, third)
+    trial = TrialIndex(repo, third)
     try:
-        assert trial.apply(side) == ["pkg/a.py"]  # main changed a.py too: a conflict, the index left as it was
+        assert trial.apply(side) == ["pkg/a.py"]  # main changed a.py too: a conflict, the tree left as it was
         assert trial.apply(clean) == []
         listed = nemo_git(["ls-tree", "-r", "--name-only", trial.tree], repo=repo).stdout.splitlines()
         assert listed == ["pkg/a.py", "pkg/c.py"]
+        ours = nemo_git(["rev-parse", f"{trial.tree}:pkg/a.py"], repo=repo).stdout
+        assert ours == nemo_git(["rev-parse", f"{third}:pkg/a.py"], repo=repo).stdout
+        assert trial.apply(side, resolve=True) == ["pkg/a.py"]  # resolved to the commit's side, and on
+        taken = nemo_git(["rev-parse", f"{trial.tree}:pkg/a.py"], repo=repo).stdout
+        assert taken == nemo_git(["rev-parse", f"{side}:pkg/a.py"], repo=repo).stdout
         assert trial.index.is_file()  # its own index: the repository's is never touched
         assert nemo_git(["status", "--porcelain"], repo=repo).stdout == ""
     finally:
         trial.close()
     assert not trial.index.exists()
+
+
+def test_the_trial_index_follows_a_rename_on_either_side_as_a_rebase_does(tmp_path, monkeypatch):
+    """A rename on one side and an edit of the file on the other: `git rebase` applies it (the edit lands in the
+    renamed file), so the trial says it applies and its tree holds both."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    for renamed_by in ("upstream", "the fork"):
+        repo = init(tmp_path / renamed_by.replace(" ", "-"))
+        base = commit(repo, "base", {"pkg/feature.py": "A = 1\nB = 2\nC = 3\n", "other.txt": "x\n"})
+        rename = ["mv", "pkg/feature.py", "pkg/feat.py"]
+        if renamed_by == "upstream":
+            git(repo, *rename)
+            head = commit(repo, "upstream: rename", {})
+            git(repo, "checkout", "-q", "-b", "fork", base)
+            picked = commit(repo, "fork: edit", {"pkg/feature.py": "A = 1\nB = 20\nC = 3\n"})
+        else:
+            head = commit(repo, "upstream: edit", {"pkg/feature.py": "A = 1\nB = 20\nC = 3\n"})
+            git(repo, "checkout", "-q", "-b", "fork", base)
+            git(repo, *rename)
+            picked = commit(repo, "fork: rename", {})
+        trial = TrialIndex(repo, head)
+        try:
+            assert trial.apply(picked) == [], renamed_by
+            merged = nemo_git(["ls-tree", "-r", "--name-only", trial.tree], repo=repo).stdout.splitlines()
+            assert merged == ["other.txt", "pkg/feat.py"], renamed_by
+            text = nemo_git(["cat-file", "blob", f"{trial.tree}:pkg/feat.py"], repo=repo).stdout
+            assert text == "A = 1\nB = 20\nC = 3\n", renamed_by
+        finally:
+            trial.close()
+
+
+def test_a_merge_git_cannot_make_is_an_error_not_a_conflict(history):
+    """A blob the merge must read and cannot (a cache that lost an object): said as git's failure with a fix, never
+    reported as a conflict or a clean application."""
+    import pytest
+
+    from nemo_rl.errors import NemoRLError
+
+    repo, (_, _, third), (side, _) = history
+    blob = nemo_git(["rev-parse", f"{side}:pkg/a.py"], repo=repo).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # both sides changed a.py: its content is merged
+    trial = TrialIndex(repo, third)
+    try:
+        with pytest.raises(NemoRLError) as raised:
+            trial.apply(side)
+    finally:
+        trial.close()
+    assert f"could not merge downstream commit {side[:12]}" in raised.value.what
+    assert "remove the fork cache" in (raised.value.remedy or "")
+
+
+def test_a_blob_no_server_has_sends_the_commit_to_its_diff(tmp_path, monkeypatch):
+    """A mirror without some large file: git's merge wants that blob (a rename candidate) and no remote serves it,
+    so the commit is tried by its own diff, which reads only the files it touches, and is listed as such."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    server = init(tmp_path / "server")
+    git(server, "config", "uploadpack.allowFilter", "true")
+    git(server, "config", "uploadpack.allowAnySHA1InWant", "true")
+    base = commit(server, "base", {"pkg/a.py": "A = 1\nB = 2\nC = 3\n"})
+    git(server, "rm", "-q", "pkg/a.py")
+    head = commit(server, "upstream: a.py out, new.py in", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
+    git(server, "checkout", "-q", "-b", "fork", base)
+    picked = commit(server, "fork: edit a.py", {"pkg/a.py": "A = 1\nB = 20\nC = 3\n"})
+    cache = tmp_path / "cache"
+    nemo_git(["clone", "--quiet", "--bare", "--filter=blob:none", "--no-local", f"file://{server}", str(cache)],
+             repo=tmp_path)
+    lost = git(server, "rev-parse", f"{head}:pkg/new.py")
+    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()  # the server lacks it
+    trial = TrialIndex(cache, head)
+    try:
+        assert trial.apply(picked) == ["pkg/a.py"]  # upstream deleted a.py: the diff cannot apply
+        assert trial.by_diff == [picked]
+    finally:
+        trial.close()

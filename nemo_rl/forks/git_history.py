@@ -8,8 +8,6 @@ them. Everything here takes commits as validated full SHAs or after `--end-of-op
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,81 +175,6 @@ def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
         if kind == "blob":
             result[path] = blob
     return result
-
-
-class TrialIndex:
-    """An index outside any work tree, starting at a commit's tree, onto which commits are applied one by one
-    (`git apply --cached --3way`): a trial rebase that needs only the blobs of the paths the commits touch and
-    never touches a checkout."""
-
-    def __init__(self, repo: Path, start: str) -> None:
-        self.repo = repo
-        fd, name = tempfile.mkstemp(prefix="nemo-rl-trial-", suffix=".index")
-        os.close(fd)
-        os.unlink(name)  # git creates it; an empty file is not an index
-        self.index = Path(name)
-        self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
-        self._git(["read-tree", self.tree])
-
-    def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
-        return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
-
-    def apply(self, sha: str, resolve: bool = False) -> list[str]:
-        """Apply `sha`'s diff on top; [] when it applies, else the conflicting paths. On a conflict the index is
-        left as it was, or with `resolve` set to the commit's side of every path it touches (a rebase that
-        resolves each conflict and goes on, so a later commit building on this one is tried on top of it)."""
-        patch = self._patch(sha)
-        if not patch.strip():
-            return []
-        if self._try(patch):
-            self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
-            return []
-        conflicts = self._unmerged()
-        self._git(["read-tree", self.tree])  # back to the last good state
-        if not conflicts:
-            conflicts = self._failing_paths(sha)
-        if resolve:
-            self._take(sha)
-        return conflicts
-
-    def _patch(self, sha: str, path: str | None = None) -> str:
-        # --missing-ok below: the tree names blobs this blob-less cache never fetched (and need not)
-        return git(["diff-tree", "-p", "--binary", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
-                    "--end-of-options", sha, *(["--", path] if path else [])], repo=self.repo).stdout
-
-    def _try(self, patch: str) -> bool:
-        result = self._git(["apply", "--cached", "--3way", "--whitespace=nowarn", "-"], input_text=patch, check=False)
-        return result.returncode == 0 and not self._unmerged()
-
-    def _unmerged(self) -> list[str]:
-        return sorted({line.split("\t", 1)[1] for line in self._git(["ls-files", "-u"]).stdout.splitlines()})
-
-    def _failing_paths(self, sha: str) -> list[str]:
-        """git apply stopped before any 3-way merge (a path missing from the index, or already in it), so it named
-        no unmerged path: the paths whose own diff fails, each tried alone."""
-        touched = [c.path for c in changes(self.repo, sha)]
-        failing = []
-        for path in touched:
-            if not self._try(self._patch(sha, path)):
-                failing.append(path)
-            self._git(["read-tree", self.tree])
-        return failing or touched
-
-    def _take(self, sha: str) -> None:
-        """The commit's version of each path it touches (its deletions deleted), written as the new tree."""
-        touched = changes(self.repo, sha)
-        entries = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha, "--",
-                       *(c.path for c in touched)], repo=self.repo).stdout
-        lines = [f"0 {'0' * 40}\t{c.path}" for c in touched if c.status == "D"]
-        for entry in filter(None, entries.split("\0")):
-            meta, _, path = entry.partition("\t")
-            mode, _, blob = meta.split()
-            lines.append(f"{mode} {blob}\t{path}")
-        self._git(["update-index", "--index-info"], input_text="\n".join(lines) + "\n")
-        self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
-
-    def close(self) -> None:
-        self.index.unlink(missing_ok=True)
 
 
 def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:

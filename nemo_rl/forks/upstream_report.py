@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import fork_cache, fork_metadata, git_history, patch_ids
+from nemo_rl.forks.trial_rebase import TrialIndex
 from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
@@ -188,7 +189,7 @@ def report(fork: Fork) -> ForkReport:
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     # A rebase in order: each conflict resolved (to the commit's side) and the next commit applied on top; beside
     # it, the same series with each conflicting commit left out, to tell knock-on failures apart.
-    trial, alone = git_history.TrialIndex(repo, head), git_history.TrialIndex(repo, head)
+    trial, alone = TrialIndex(repo, head), TrialIndex(repo, head)
     try:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
@@ -198,6 +199,11 @@ def report(fork: Fork) -> ForkReport:
     finally:
         trial.close()
         alone.close()
+    if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
+        problems.append(f"a server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
+                        f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): those "
+                        "were tried by their own diffs, which do not follow renames (a rename there may show as a "
+                        "conflict)")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
