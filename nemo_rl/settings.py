@@ -69,14 +69,18 @@ def venv_dir(create: bool = True) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
     info = path.stat()
-    mode = info.st_mode
-    # sticky (as /tmp is): each may rename only their own entries, and the directory's owner anyone's
-    if mode & 0o022 and (not mode & stat.S_ISVTX or info.st_uid not in (0, os.geteuid())):
-        name = _venv_dir_name()
-        why = ("is not sticky" if not mode & stat.S_ISVTX else
-               f"is sticky but owned by another user (uid {info.st_uid}), who may rename anything in it")
-        raise NemoRLError(f"{name} {path} may be written by group or others and {why}: whoever may rename "
-                          "entries in it can move an environment away and put their own in its place",
+    # A directory's owner may rename or remove any entry in it, sticky or not, whatever its mode says (root, and
+    # a user an ACL lets write, get past the access check above): git's rule for repositories, kept for root too
+    if info.st_uid not in (0, os.geteuid()):
+        raise NemoRLError(f"{_venv_dir_name()} {path} is owned by another user (uid {info.st_uid}), who may move "
+                          "an environment away and put their own in its place",
+                          f"point NEMO_RL_VENV_DIR at a directory you (or root) own, or `chown {os.geteuid()} "
+                          f"{path}` if that user is you under another uid (a container)")
+    # sticky (as /tmp is): each may rename only their own entries
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise NemoRLError(f"{_venv_dir_name()} {path} may be written by group or others and is not sticky: "
+                          "whoever may rename entries in it can move an environment away and put their own in its "
+                          "place",
                           f"share a directory root or you own with `chmod +t` (as /tmp is), or `chmod go-w "
                           f"{path}`, or point NEMO_RL_VENV_DIR at a directory only you may write")
     return path

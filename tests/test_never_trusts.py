@@ -721,11 +721,13 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
     for mode in (0o1777, 0o1775, 0o755):
         os.chmod(venvs, mode)
         assert settings.venv_dir() == venvs
-    if os.geteuid() == 0:  # a sticky directory of another user: its owner may rename anyone's entries
-        os.chmod(venvs, 0o1777)
-        os.chown(venvs, 4242, 4242)
-        with pytest.raises(NemoRLError, match="is sticky but owned by another user"):
-            settings.venv_dir()
+    if os.geteuid() == 0:  # another user's directory, sticky or not: its owner may rename anyone's entries
+        for mode in (0o1777, 0o755):
+            os.chmod(venvs, mode)
+            os.chown(venvs, 4242, 4242)
+            with pytest.raises(NemoRLError, match=r"is owned by another user \(uid 4242\)") as refused:
+                settings.venv_dir()
+            assert "point NEMO_RL_VENV_DIR at a directory you (or root) own" in refused.value.remedy
         os.chown(venvs, 0, 0)
     made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(made))
