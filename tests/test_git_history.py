@@ -111,8 +111,9 @@ def test_a_merge_git_cannot_make_is_an_error_not_a_conflict(history):
     from nemo_rl.errors import NemoRLError
 
     repo, (_, _, third), (side, _) = history
-    blob = nemo_git(["rev-parse", f"{side}:pkg/a.py"], repo=repo).stdout.strip()
-    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # both sides changed a.py: its content is merged
+    # both sides changed a.py: the diff stops, and git's merge reads the head's a.py, which is gone
+    blob = nemo_git(["rev-parse", f"{third}:pkg/a.py"], repo=repo).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     trial = TrialIndex(repo, third)
     try:
         with pytest.raises(NemoRLError) as raised:

@@ -9,7 +9,7 @@ what is compared here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
@@ -165,6 +165,29 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
         result |= {(name, ""), *((name, canonicalize_name(str(e))) for e in
                                  (extras if isinstance(extras, list) else []))}
     return result
+
+
+def gaps(want: Callable[[Environment], set[Pair]], have: Callable[[Environment], set[Pair]],
+         envs: list[Environment]) -> tuple[list[str], list[str]]:
+    """(wanted but not locked, locked but not wanted) over `envs`: each `name[extra]`, with the first environment
+    it differs in when it differs in only some of those where it applies."""
+    missing: dict[str, list[str]] = {}
+    unexpected: dict[str, list[str]] = {}
+    applies: dict[str, int] = {}
+    for env in envs:
+        wanted, found = want(env), have(env)
+        for pair in wanted | found:
+            applies[spelled(pair)] = applies.get(spelled(pair), 0) + 1
+        for pair in wanted - found:
+            missing.setdefault(spelled(pair), []).append(describe(env))
+        for pair in found - wanted:
+            unexpected.setdefault(spelled(pair), []).append(describe(env))
+
+    def shown(found: dict[str, list[str]]) -> list[str]:
+        return [name if len(where) == applies[name] else f"{name} (on {where[0]})"
+                for name, where in sorted(found.items())]
+
+    return shown(missing), shown(unexpected)
 
 
 def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:

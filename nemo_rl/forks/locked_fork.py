@@ -66,7 +66,8 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if extras and derived_entry:
         result.append(("optional-dependencies", "none (the derived entry declares no extras)",
                        ", ".join(sorted(map(str, extras))) if isinstance(extras, dict) else repr(extras)[:80]))
-    missing, unexpected = _dependency_gaps(package.get("dependencies"), requirements, envs)
+    missing, unexpected = lock_markers.gaps(lambda env: lock_markers.required(requirements, env),
+                                            lambda env: lock_markers.locked(dependencies, env), envs)
     if missing:
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
         cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
@@ -126,36 +127,15 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
                            "an extra the fork does not declare"))
             continue
         result += lock_markers.hand_markers(f"optional-dependencies {name}", dependencies)
-        missing, unexpected = _dependency_gaps(dependencies, wanted[extra], [{**env, "extra": extra} for env in envs])
+        missing, unexpected = lock_markers.gaps(lambda env, r=wanted[extra]: lock_markers.required(r, env),
+                                                lambda env, t=dependencies: lock_markers.locked(t, env),
+                                                [{**env, "extra": extra} for env in envs])
         if missing:
             result.append((f"optional-dependencies {name}", f"{', '.join(missing)} among them", "missing"))
         if unexpected:
             result.append((f"optional-dependencies {name}", f"only what the fork's extra {extra} requires",
                            f"also {', '.join(unexpected)}"))
     return result
-
-
-def _dependency_gaps(dependencies: object, requirements: list, envs: list[lock_markers.Environment]
-                     ) -> tuple[list[str], list[str]]:
-    """(required but not locked, locked but not required): each `name[extra]`, with the first environment it
-    differs in when it differs in only some of those where it applies."""
-    missing: dict[str, list[str]] = {}
-    unexpected: dict[str, list[str]] = {}
-    applies: dict[str, int] = {}
-    for env in envs:
-        want, have = lock_markers.required(requirements, env), lock_markers.locked(dependencies, env)
-        for pair in want | have:
-            applies[lock_markers.spelled(pair)] = applies.get(lock_markers.spelled(pair), 0) + 1
-        for pair in want - have:
-            missing.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
-        for pair in have - want:
-            unexpected.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
-
-    def shown(found: dict[str, list[str]]) -> list[str]:
-        return [name if len(where) == applies[name] else f"{name} (on {where[0]})"
-                for name, where in sorted(found.items())]
-
-    return shown(missing), shown(unexpected)
 
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
@@ -185,7 +165,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         applies = any((requirement.marker is None or lock_markers._evaluate(requirement.marker, e))
                       and (marker is None or lock_markers._evaluate(marker, e)) for e in envs)
         if not requirement.specifier or not applies or not packages.get(name):
-            continue  # a requirement not locked at all is _dependency_gaps' to report
+            continue  # a requirement not locked at all is lock_markers.gaps' to report
         versions = packages[name]
         version = str(item["version"]) if item.get("version") is not None and len(versions) > 1 else versions[0]
         if (name, str(requirement.specifier), version) in checked:

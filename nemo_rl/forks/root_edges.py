@@ -70,33 +70,21 @@ def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
                   for group in sorted(group_asked)]
         for field, locked, requirements, extra, beside in lists:
             result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
-            missing: dict[str, list[str]] = {}
-            unexpected: dict[str, list[str]] = {}
-            for env in envs:
-                on = {**env, "extra": extra}
-                # what uv installs with the extra active: the base list and the extra's
-                want = lock_markers.required(requirements, on)
-                have = lock_markers.locked(locked, on) | lock_markers.locked(beside, env)
-                for pair in want - have:
-                    missing.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
-                for pair in have - want:
-                    unexpected.setdefault(lock_markers.spelled(pair), []).append(lock_markers.describe(env))
+            # what uv installs with the extra active: the base list and the extra's
+            missing, unexpected = lock_markers.gaps(
+                lambda env, r=requirements, x=extra: lock_markers.required(r, {**env, "extra": x}),
+                lambda env, d=locked, b=beside, x=extra: (lock_markers.locked(d, {**env, "extra": x})
+                                                          | lock_markers.locked(b, env)), envs)
             if missing:
-                result.append((f"{where} {field}", f"{_shown(missing, len(envs))} among them", "missing"))
+                result.append((f"{where} {field}", f"{', '.join(missing)} among them", "missing"))
             if unexpected:
                 result.append((f"{where} {field}", f"only what pyproject.toml asks of {name}",
-                               f"also {_shown(unexpected, len(envs))}"))
+                               f"also {', '.join(unexpected)}"))
     return result
 
 
 def _table(value: object) -> dict:
     return value if isinstance(value, dict) else {}
-
-
-def _shown(found: dict[str, list[str]], everywhere: int) -> str:
-    """Each `name[extra]`, with the first environment it differs in unless it differs in every one."""
-    return ", ".join(name if len(where) == everywhere else f"{name} (on {where[0]})"
-                     for name, where in sorted(found.items()))
 
 
 def asked_extras(lock: dict, distribution: str) -> set[str]:

@@ -1,11 +1,12 @@
 """A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies".
 
-Each commit is merged as `git cherry-pick` merges it (git's own `merge-tree`, which follows renames on either
-side), against its first parent, onto the tree the commits before it left. Nothing touches a checkout or the
-repository's index. The fork cache is blob-less: callers fetch the touched paths' blobs first, in one request,
-and git fetches what else a merge reads from the promisor remotes. A mirror that lacks some large file cannot
-serve a blob such a merge reads; that commit is then tried by its own diff (`git apply --3way`), which reads only
-the files it touches but does not follow renames, and it is listed in `by_diff`.
+Each commit goes onto the tree the commits before it left, first by its own diff (`git apply --3way`: it reads
+only the files the commit touches, which callers fetch in one request). Where that stops, the commit is merged as
+`git cherry-pick` merges it (git's own `merge-tree`, against the commit's first parent), which follows a rename
+on either side where the diff cannot: its verdict is the one given. Nothing touches a checkout or the
+repository's index. The fork cache is blob-less, and git fetches what else a merge reads from the promisor
+remotes; a mirror that lacks some large file cannot serve a blob such a merge reads: that commit keeps its diff's
+verdict and is listed in `by_diff`.
 """
 
 from __future__ import annotations
@@ -42,10 +43,13 @@ class TrialIndex:
         """Apply `sha` on top; [] when it applies, else the paths git names as conflicting. On a conflict the
         tree is left as it was, or with `resolve` set to the commit's side of every path it touches (a rebase
         that resolves each conflict and goes on, so a later commit building on this one is tried on top of it)."""
-        conflicts = self._merge(sha)
-        if conflicts is None:
-            self.by_diff.append(sha)
-            conflicts = self._by_diff(sha)
+        conflicts = self._by_diff(sha)
+        if conflicts:  # a rename, an added file both sides have: git's merge may still apply it
+            merged = self._merge(sha)
+            if merged is None:
+                self.by_diff.append(sha)
+            else:
+                conflicts = merged
         if conflicts and resolve:
             self._take(sha)
         return conflicts
