@@ -1,14 +1,13 @@
 """Patch-ids and diffstats of many commits, from one diff of each: the work behind a fork's records.
 
 Each diff is computed once, on every core (git diffs on one), written to a file and read back by `git patch-id`
-and for the --stat blocks: a long branch's diffs are tens of MB, never passed through Python as text. The blobs
+and for the --stat blocks: a long branch's diffs are tens of MB, never passed through a pipe to Python. The blobs
 the diffs read must be in the cache already (`git_history.prefetch_diffs`): a missing one costs a request.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import tempfile
 from pathlib import Path
@@ -57,15 +56,13 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[s
                 if line.strip():
                     pid, sha = line.split()[:2]
                     found[sha] = pid
-            blocks = {}
-            if stats and os.fstat(diff.fileno()).st_size:
-                with mmap.mmap(diff.fileno(), 0, access=mmap.ACCESS_READ) as text:
-                    blocks = _stat_blocks(text)
+            diff.seek(0)
+            blocks = _stat_blocks(diff.read()) if stats else {}
             result |= {sha: (found.get(sha, ZERO), blocks.get(sha, "")) for sha in part}
     return {sha: result[sha] for sha in shas}
 
 
-def _stat_blocks(text: mmap.mmap) -> dict[str, str]:
+def _stat_blocks(text: bytes) -> dict[str, str]:
     """sha -> its --stat block in `git log -p --stat --format='commit %H'` output: after each header line come
     `---`, the stat lines and an empty line (no stat line is empty), then the diff, whose lines never start
     with "commit " (they start with a space, +, -, @ or a header word)."""
