@@ -200,23 +200,30 @@ def hold(directory: Path) -> int:
     return fd
 
 
-def try_hold(directory: Path) -> int | None:
-    """`hold`, at once or not at all: None when another process holds it, it is gone, or its filesystem cannot
-    lock (as `held` counts it held: nothing acts on it)."""
+def try_hold(directory: Path, *, shared: bool = False) -> int | None:
+    """`hold`, at once or not at all: None when another process holds it (`shared`: exclusively, as a remover
+    does), it is gone, or its filesystem cannot lock (as `held` counts it held: nothing acts on it). Several
+    processes may hold a directory shared at once; none can hold it exclusively (`remove_unheld`) meanwhile."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
-        if acquire(fd, None):
-            return fd
-    except NemoRLError:  # ENOLCK: NFS without lockd
+        _flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        return fd
+    except (BlockingIOError, NemoRLError):  # held; or ENOLCK: NFS without lockd
         pass
     except BaseException:
         os.close(fd)
         raise
     os.close(fd)
     return None
+
+
+def share(fd: int) -> None:
+    """Turn the exclusive hold `fd` into a shared one: others may now hold the directory too, a remover still
+    cannot. Linux (4.1 on) swaps the two under one spinlock, so no remover's try gets in between."""
+    _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 
 def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:

@@ -53,6 +53,7 @@ HOUSEKEEPING = "tests/test_housekeeping.py"
 SIDE = "tests/test_side_by_side.py"
 INTERRUPTS = "tests/test_interrupts.py"
 CUDA = "tests/test_cudakit.py"
+NODE_COPY = "tests/test_node_copy.py"
 ARCHS = "tests/test_cuda_archs.py"  # its nvcc tests run with CUDA_HOME naming a CUDA 12 toolkit
 SEED = "tests/test_pack_seed.py"
 LIBS = "tests/test_cuda_libs.py"
@@ -945,7 +946,8 @@ MUTATIONS = [
     ("review: another user's working cache is not ours", "nemo_rl/workers/bundle_trust.py",
      "    if info.st_uid != euid:", "    if False:", f"{REVIEW}::test_only_working_caches_we_made_are_counted_or_removed"),
     ("review: a planted node copy is never taken as checked", "nemo_rl/workers/bundle_copy.py",
-     "        if why_not_ours(candidate) is not None:\n            continue", "        if False:\n            continue",
+     "            if why_not_ours(candidate) is not None:\n                continue",
+     "            if False:\n                continue",
      f"{NEVER} -k node_copy_is_taken"),
     ("review: --onto is not blocked by stashes", "nemo_rl/deps/develop.py",
      'if u in ("uncommitted changes", "untracked files")]', 'if "commit(s) on no remote branch" not in u]', f"{REVIEW}::test_the_stash_advice_of_onto_works_when_followed"),
@@ -1624,15 +1626,14 @@ MUTATIONS = [
      "        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:",
      "        if not stat.S_ISREG(info.st_mode):", f"{NEVER} -k node_copy_is_taken"),
     ("node copy: a copy found changed is removed", "nemo_rl/workers/bundle_copy.py",
-     '            shutil.rmtree(candidate, ignore_errors=True)\n            os.close(held)',
-     '            os.close(held)',
+     '            left = not locks.remove_unheld(candidate)', '            left = True',
      f"{NEVER} -k installed_is_what"),
     ("node copy: prune leaves a copy a build holds", "nemo_rl/locks.py",
      "    held = try_hold(directory)\n    if held is None:\n        return False\n    try:\n        if not remove",
      "    held = os.open(directory, os.O_RDONLY)\n    if held is None:\n        return False\n    try:\n        if not remove",
      f"{NEVER} -k node_copy_is_taken"),
     ("node copy: the stamp names the bundle's digest", "nemo_rl/workers/bundle_copy.py",
-     '        if stamp is None or stamp.digest != digest:', '        if stamp is None:', f"{NEVER} -k node_copy_is_taken"),
+     '        if stamp.digest != digest:', '        if False:', f"{NEVER} -k node_copy_is_taken"),
     ("bytecode: every environment built gets private bytecode", "nemo_rl/workers/environments.py",
      "        bytecode.install(staging, verified.sites(staging))\n", "", f"{BUNDLES} -k only_the_checkout"),
     ("bytecode: verification refuses an environment without it", "nemo_rl/workers/environments.py",
@@ -1671,11 +1672,12 @@ MUTATIONS = [
      "            bytecode.install(found.path, verified.sites(found.path))", "            pass",
      "tests/test_review24c.py -k older_nemo_rl"),
     ("node copy: a node keeps its last used copies only", "nemo_rl/workers/bundle_copy.py",
-     "    _keep_newest(root)\n", "", f"{NEVER} -k node_copy_is_taken"),
+     "        _keep_newest(digests)\n", "", f"{NEVER} -k node_copy_is_taken"),
     ("node copy: the last used are kept", "nemo_rl/workers/bundle_copy.py",
      '        os.utime(candidate / STAMP)  # last used', '        pass  # last used', f"{NEVER} -k node_copy_is_taken"),
     ("node copy: a copy a killed build left is removed by the next", "nemo_rl/workers/bundle_copy.py",
-     "            locks.remove_unheld(candidate, lambda: not os.path.lexists(stamp))", "            pass",
+     "                locks.remove_unheld(candidate)\n            elif found is None:",
+     "                pass\n            elif found is None:",
      f"{NEVER} -k node_copy_is_taken"),
     ("housekeeping: a copy being made is listed so", "nemo_rl/workers/housekeeping.py",
      "                made = locks.held(path)", "                made = False", f"{NEVER} -k node_copy_is_taken"),
@@ -1764,6 +1766,29 @@ MUTATIONS = [
     ("ci: an empty list against none is no reordering", ".ci/declares-changes",
      "                if a_items == b_items:  # an empty list against none: the key itself came or went",
      "                if False:", "tests/test_lock_truth.py -k declares_a_change"),
+    # builds at once from one bundle (review finding N3): one copy, used together, never removed under a build
+    ("node copy: two builds at once take turns on the node lock", "nemo_rl/workers/bundle_copy.py",
+     "        node = locks.lock_file(node_lock(root), waiting)", "        node = locks.open_lock_file(node_lock(root))",
+     f"{NODE_COPY} -k two_builds"),
+    ("node copy: a waiting build names the one it waits for", "nemo_rl/workers/bundle_copy.py",
+     "        os.pwrite(node, f\"pid {os.getpid()} on {platform.node()}", "        os.pwrite(node, b\"\", 0) or (f\"pid {os.getpid()} on {platform.node()}",
+     f"{NODE_COPY} -k two_builds"),
+    ("node copy: a build waiting for another ends on a signal", "nemo_rl/locks.py",
+     "    while True:\n        interrupt.check()\n", "    while True:\n", f"{NODE_COPY} -k ends_on_a_signal"),
+    ("node copy: builds hold a kept copy shared", "nemo_rl/workers/bundle_copy.py",
+     "    held = locks.try_hold(candidate, shared=True)", "    held = locks.try_hold(candidate)",
+     f"{NODE_COPY} -k in_use_is_used"),
+    ("node copy: a new copy is held shared once stamped", "nemo_rl/workers/bundle_copy.py",
+     "        locks.share(held)  # a build waiting", "        pass  # a build waiting", f"{NODE_COPY} -k in_use_is_used"),
+    ("locks: a shared hold keeps a remover out", "nemo_rl/locks.py",
+     "        _flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)",
+     "        _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)", f"{NODE_COPY} -k prune_leaves"),
+    ("node copy: KEEP counts bundles, not copies", "nemo_rl/workers/bundle_copy.py",
+     "        if digest not in kept and len(kept) < KEEP:", "        if len(kept) < KEEP:",
+     f"{NODE_COPY} -k one_copy_per_bundle"),
+    ("locks: try_hold counts a filesystem without locks as held", "nemo_rl/locks.py",
+     "    except (BlockingIOError, NemoRLError):  # held; or ENOLCK", "    except BlockingIOError:  # held; or ENOLCK",
+     f"{NODE_COPY} -k without_locks"),
 ]
 
 

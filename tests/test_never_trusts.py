@@ -468,7 +468,7 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
     assert "changed" in capsys.readouterr().err and not copy.exists()
     assert len(seen) == 2  # refused before uv installed anything
-    assert [p.name for p in venvs.iterdir()] == []
+    assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
 def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch):

@@ -10,8 +10,11 @@ can write the copy's files: the identity catches an edit in place (it moves the 
 that sets the mtime back, which could as well change the environments directly. ctime is left out: every hard
 link to a file moves it, and each build links them. An identity whose mtime was within RACY_NS of the clock when
 it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
-hashed. A node keeps its KEEP last used copies (a new one removes older ones nobody holds); `envs prune`
-removes every copy no build holds.
+hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a copy: a build started
+while another copies the same bundle waits for it, then uses that copy. A build holds the copy it links from
+shared, so builds use one copy together; removing a copy needs it exclusively and leaves one in use. A node keeps
+the last used copy of each of the KEEP bundles it last built from (a build removes the others nobody holds);
+`envs prune` removes every copy no build holds.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import errno
 import hashlib
 import json
 import os
+import platform
 import shutil
 import stat
 import threading
@@ -28,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nemo_rl import interrupt, locks
+from nemo_rl import interrupt, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import state_dir
@@ -49,21 +53,53 @@ def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
 
 
+def node_lock(root: Path) -> Path:
+    """This user's lock on choosing, checking and making node copies under `root`: one build at a time does, so
+    builds started together from one bundle make one copy. Not a NODE_COPY_PREFIX name, nor a key's lock file."""
+    return root / f".node-copy-{os.geteuid()}.lock"
+
+
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
     """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
-    (close it once the working cache is linked from it): a kept one whose files still hash to what its check
-    found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`."""
-    found = None
-    for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
-        if why_not_ours(candidate) is not None:
-            continue
-        if not os.path.lexists(stamp := candidate / STAMP):  # never checked: being made (held), or killed
-            locks.remove_unheld(candidate, lambda: not os.path.lexists(stamp))  # asked again under the hold
-            continue
+    shared (close it once the working cache is linked from it): a kept one whose files still hash to what its
+    check found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`.
+    A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
+
+    def waiting(fd: int) -> str:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        return f"waiting for another build ({holder}) copying or checking a bundle on this node"
+
+    try:
+        node = locks.lock_file(node_lock(root), waiting)
+    except OSError as exc:
+        raise settings.venv_dir_error(root, exc) from exc
+    assert node is not None  # given `waiting`, lock_file waits
+    try:
+        os.ftruncate(node, 0)
+        os.pwrite(node, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)
+        digests: dict[Path, str] = {}  # this user's checked copies, each stamp read once
+        found = None
+        for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
+            if why_not_ours(candidate) is not None:
+                continue
+            if not os.path.lexists(candidate / STAMP):  # never checked: under the node lock, a killed build's
+                locks.remove_unheld(candidate)
+            elif found is None:
+                found = _checked(candidate, bundle, digest, digest_of, sealed, digests)
+            elif (other := stamp_digest(candidate)) is not None:
+                digests[candidate] = other
         if found is None:
-            found = _checked(candidate, bundle, digest, digest_of, sealed)
-    if found is not None:
+            found = _made(root, bundle, digest, digest_of, sealed)
+            digests[found[0].parent] = digest
+        _keep_newest(digests)
         return found
+    finally:
+        os.close(node)
+
+
+def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
+    """A new checked copy of `bundle`: held exclusively while made (`envs prune` and the next build see a copy
+    being made), shared once stamped."""
     copy, held = new_work_cache(root, NODE_COPY_PREFIX)
     try:
         cache = copy / CACHE
@@ -73,23 +109,29 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         content = digest_of(cache, copied, hashes)  # the names and links walked again; each file hashed once
         sealed(content)
         _write_stamp(copy, Stamp(digest, content, {}), hashes)
+        locks.share(held)  # a build waiting on the node lock uses it alongside
     except BaseException:
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
         raise
-    _keep_newest(root)
     return cache, held
 
 
-def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int] | None:
-    """The uv cache of the kept copy `candidate` and the descriptor holding it, when it is the bundle's and still
-    holds what its check found; None when it is another bundle's or in use; removed when it changed."""
-    held = locks.try_hold(candidate)  # in use by a build being made, or pruned meanwhile: not this one
+def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
+             digests: dict[Path, str]) -> tuple[Path, int] | None:
+    """The uv cache of the kept copy `candidate` and the descriptor holding it shared, when it is the bundle's and
+    still holds what its check found; None when it is another bundle's or being removed; removed when it changed
+    (left while another build uses it). Its digest goes into `digests`."""
+    held = locks.try_hold(candidate, shared=True)  # other builds use it too; a remover holds it exclusively
     if held is None:
         return None
     try:
         stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
-        if stamp is None or stamp.digest != digest:
+        if stamp is None:
+            os.close(held)
+            return None
+        digests[candidate] = stamp.digest
+        if stamp.digest != digest:
             os.close(held)
             return None
         cache = candidate / CACHE
@@ -101,10 +143,11 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             except OSError:
                 pass
         if digest_of(cache, known, {}) != stamp.content:  # ours, changed since: copied again, never used
-            progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
-                     "removing it")
-            shutil.rmtree(candidate, ignore_errors=True)
             os.close(held)
+            # no build takes it meanwhile (they wait on the node lock); one that took it earlier keeps it
+            left = not locks.remove_unheld(candidate)
+            progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
+                     + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
         sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
         progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
@@ -115,18 +158,22 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         raise
 
 
-def _keep_newest(root: Path) -> None:
-    """Remove this user's checked copies beyond the KEEP last used that no build holds: a node that moves from
-    bundle to bundle keeps the copies it alternates between, not every bundle it ever built from."""
-    ours = []
-    for candidate in root.glob(f"{NODE_COPY_PREFIX}*"):
+def _keep_newest(digests: dict[Path, str]) -> None:
+    """Of this user's checked copies (`digests`: their bundles' digests), keep the last used of each of the KEEP
+    bundles last used; remove the rest that no build holds. A node that moves from bundle to bundle keeps the
+    copies it alternates between, and a second copy of one bundle never takes the other's place."""
+    used = []
+    for copy, digest in digests.items():
         try:
-            if why_not_ours(candidate) is None:
-                ours.append((os.lstat(candidate / STAMP).st_mtime_ns, candidate))
-        except OSError:  # never checked (being made, or killed), or removed meanwhile
+            used.append((os.lstat(copy / STAMP).st_mtime_ns, digest, copy))
+        except OSError:  # removed meanwhile
             continue
-    for _, old in sorted(ours, reverse=True)[KEEP:]:
-        locks.remove_unheld(old)
+    kept: set[str] = set()
+    for _, digest, copy in sorted(used, reverse=True):
+        if digest not in kept and len(kept) < KEEP:
+            kept.add(digest)
+        else:
+            locks.remove_unheld(copy)
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
