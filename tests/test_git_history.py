@@ -145,7 +145,61 @@ def test_a_blob_no_server_has_sends_the_commit_to_its_diff(tmp_path, monkeypatch
     (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()  # the server lacks it
     trial = TrialIndex(cache, head)
     try:
-        assert trial.apply(picked) == ["pkg/a.py"]  # upstream deleted a.py: the diff cannot apply
+        assert trial.apply(picked, resolve=True) == ["pkg/a.py"]  # upstream deleted a.py: the diff cannot apply
         assert trial.by_diff == [picked]
+        resolved = nemo_git(["ls-tree", "-r", "--name-only", trial.tree], repo=cache).stdout.splitlines()
+        assert resolved == ["pkg/a.py", "pkg/new.py"]  # the commit's side taken, by its diff
+    finally:
+        trial.close()
+
+
+def _two_sides(repo, base_files, upstream, fork):
+    """`base_files` committed, then upstream's and the fork's steps (each a callable on the repository) on their
+    own branches: (upstream's head, the fork's commits)."""
+    from gitfixtures import commit
+
+    base = commit(repo, "base", base_files)
+    upstream(repo)
+    head = commit(repo, "upstream", {})  # commits what `upstream` changed
+    git(repo, "checkout", "-q", "-b", "fork", base)
+    return head, [step(repo) for step in fork]
+
+
+def test_a_directory_renamed_into_two_is_a_conflict_on_no_one_path(tmp_path, monkeypatch):
+    """Upstream splits d/ into e/ and f/, the fork adds d/c: git's rebase stops ("directory rename split") with
+    no conflicting file, so the trial says so in git's words."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = init(tmp_path / "repo")
+
+    def split(r):
+        (r / "e").mkdir()
+        (r / "f").mkdir()
+        git(r, "mv", "d/a", "e/a")
+        git(r, "mv", "d/b", "f/b")
+
+    head, (added,) = _two_sides(repo, {"d/a": "A\n" * 20, "d/b": "B\n" * 20}, split,
+                                [lambda r: commit(r, "fork: add d/c", {"d/c": "c\n"})])
+    trial = TrialIndex(repo, head)
+    try:
+        [said] = trial.apply(added)
+        assert said.startswith("CONFLICT (directory rename split)")
+    finally:
+        trial.close()
+
+
+def test_a_file_and_directory_conflict_names_the_path_not_a_throwaway_commit(tmp_path, monkeypatch):
+    """Upstream adds p/q, the fork adds a file p: git moves the file aside as p~<commit>, a commit of the trial's
+    own that exists nowhere else; the conflict is named p."""
+    from gitfixtures import commit, init, write
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = init(tmp_path / "repo")
+    head, (added,) = _two_sides(repo, {"x": "x\n"}, lambda r: write(r, {"p/q": "q\n"}),
+                                [lambda r: commit(r, "fork: file p", {"p": "p\n"})])
+    trial = TrialIndex(repo, head)
+    try:
+        assert trial.apply(added) == ["p"]
     finally:
         trial.close()

@@ -1,18 +1,20 @@
 """A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies".
 
-Each commit goes onto the tree the commits before it left, first by its own diff (`git apply --3way`: it reads
-only the files the commit touches, which callers fetch in one request). Where that stops, the commit is merged as
-`git cherry-pick` merges it (git's own `merge-tree`, against the commit's first parent), which follows a rename
-on either side where the diff cannot: its verdict is the one given. Nothing touches a checkout or the
-repository's index. The fork cache is blob-less, and git fetches what else a merge reads from the promisor
-remotes; a mirror that lacks some large file cannot serve a blob such a merge reads: that commit keeps its diff's
-verdict and is listed in `by_diff`.
+Each commit is merged onto the tree the commits before it left as `git cherry-pick` merges it: git's own
+`merge-tree`, against the commit's first parent, which follows renames of files and directories on either side.
+Nothing touches a checkout or the repository's index. The fork cache is blob-less: callers fetch the touched
+paths' blobs first, in one request, and git fetches what else a merge reads from the promisor remotes. A merge
+that needs a blob no remote serves (a mirror without some large file: git's rename detection may read any file
+added or deleted on either side) cannot run; that commit is tried by its own diff instead (`git apply --3way`,
+which reads only the files it touches and follows no rename) and listed in `by_diff`.
 """
 
 from __future__ import annotations
 
-import os
+import re
+import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -21,7 +23,35 @@ from nemo_rl.git import git
 from nemo_rl.process import Result, describe_failure
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every repository
-_UNSERVED = ("from promisor remote", "not our ref")  # git's words for a blob no remote would send
+_UNSERVED = "not our ref"  # a server's words for an object it lacks (an unreachable one says otherwise)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """What `git merge-tree --write-tree -z` said: its tree (with conflict markers where it stopped), whether it
+    was clean, each conflicting path's stage-3 entry (mode, blob; None when the commit's side has none), and the
+    conflicts to report."""
+
+    tree: str
+    clean: bool
+    stages: dict[str, tuple[str, str] | None]
+    conflicts: list[str]
+
+    @classmethod
+    def parse(cls, out: str, clean: bool, commits: tuple[str, ...]) -> Merge:
+        tree, _, rest = out.partition("\0")
+        entries, _, messages = rest.partition("\0\0") if not rest.startswith("\0") else ("", "", rest[1:])
+        stages: dict[str, tuple[str, str] | None] = {}
+        for entry in filter(None, entries.split("\0")):
+            meta, _, path = entry.partition("\t")
+            mode, blob, stage = meta.split()
+            if stage == "3" or path not in stages:
+                stages[path] = (mode, blob) if stage == "3" else stages.get(path)
+        # git names a file it moved aside after the commit it merged: ours are throwaway ones
+        names = {re.sub(rf"~(?:{'|'.join(commits)})$", "", path) for path in stages}
+        # a conflict on no one path (a directory renamed into several): git's own words
+        said = [] if names or clean else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\0\n]*", messages)))
+        return cls(tree, clean, stages, sorted(names) or said or ["(a conflict git names no file for)"])
 
 
 class TrialIndex:
@@ -29,51 +59,48 @@ class TrialIndex:
 
     def __init__(self, repo: Path, start: str) -> None:
         self.repo = repo
-        fd, name = tempfile.mkstemp(prefix="nemo-rl-trial-", suffix=".index")
-        os.close(fd)
-        os.unlink(name)  # git creates it; an empty file is not an index
-        self.index = Path(name)  # for the diff fallback and for taking a commit's side of a conflict
+        self._dir = Path(tempfile.mkdtemp(prefix="nemo-rl-trial-"))  # 0700: nobody else's file in its place
+        self.index = self._dir / "index"  # for the diffs and for resolving a conflict; git creates it
         self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
-        self.by_diff: list[str] = []  # commits a merge could not read every blob of (see the module's docstring)
+        self.by_diff: list[str] = []  # commits whose merge needs a blob no remote serves (the module's docstring)
 
     def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
         return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
 
     def apply(self, sha: str, resolve: bool = False) -> list[str]:
         """Apply `sha` on top; [] when it applies, else the paths git names as conflicting. On a conflict the
-        tree is left as it was, or with `resolve` set to the commit's side of every path it touches (a rebase
-        that resolves each conflict and goes on, so a later commit building on this one is tried on top of it)."""
-        conflicts = self._by_diff(sha)
-        if conflicts:  # a rename, an added file both sides have: git's merge may still apply it
-            merged = self._merge(sha)
-            if merged is None:
-                self.by_diff.append(sha)
-            else:
-                conflicts = merged
-        if conflicts and resolve:
-            self._take(sha)
-        return conflicts
+        tree is left as it was, or with `resolve` set to what a rebase resolved to the commit's side leaves
+        (`git checkout --theirs` on each conflicting path, `git rm` where the commit has none), so a later
+        commit building on this one is tried on top of it."""
+        merged = self._merge(sha)
+        if merged is None:
+            self.by_diff.append(sha)
+            conflicts = self._by_diff(sha)
+            if conflicts and resolve:
+                self._take(sha)
+            return conflicts
+        if merged.clean:
+            self.tree = merged.tree
+            return []
+        if resolve:
+            self._resolve(merged)
+        return merged.conflicts
 
-    def _merge(self, sha: str) -> list[str] | None:
-        """git's merge of `sha` onto the tree; None when a blob it reads is served by no remote."""
+    def _merge(self, sha: str) -> Merge | None:
         parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
         base = parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE)  # a root commit adds every file
         # merge-tree finds the merge base itself (git 2.39 takes no --merge-base): two commits whose one parent is
         # `base` make it exactly the base a cherry-pick of `sha` uses
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
-        result = git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs],
-                     repo=self.repo, check=False)
+        result = git(["merge-tree", "--write-tree", "-z", ours, theirs], repo=self.repo, check=False)
+        if result.returncode not in (0, 1) and _UNSERVED in result.stderr:
+            return None
         if result.returncode not in (0, 1):
-            if any(mark in result.stderr for mark in _UNSERVED):
-                return None
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
-                              "run again; if it persists, remove the fork cache (its path is in the command above)")
-        tree, *names = result.stdout.split("\0")
-        if result.returncode == 0:
-            self.tree = tree
-            return []
-        return sorted({name for name in names if name})
+                              "check that the fork's and upstream's servers are reachable and run again; if it "
+                              "persists, remove the fork cache (its path is in the command above)")
+        return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))
 
     def _commit(self, tree: str, parent: str | None = None) -> str:
         """A commit object of `tree` (on `parent`) for merge-tree to read; nothing refers to it afterwards."""
@@ -111,10 +138,11 @@ class TrialIndex:
         return result.returncode == 0 and not self._unmerged()
 
     def _unmerged(self) -> list[str]:
-        return sorted({line.split("\t", 1)[1] for line in self._git(["ls-files", "-u"]).stdout.splitlines()})
+        out = self._git(["ls-files", "-u", "-z"]).stdout
+        return sorted({entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry})
 
     def _take(self, sha: str) -> None:
-        """The commit's version of each path it touches (its deletions deleted), written as the new tree."""
+        """After `_by_diff`: the commit's version of each path it touches (its deletions deleted)."""
         touched = changes(self.repo, sha)
         self._git(["read-tree", self.tree])
         entries = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha, "--",
@@ -124,8 +152,22 @@ class TrialIndex:
             meta, _, path = entry.partition("\t")
             mode, _, blob = meta.split()
             lines.append(f"{mode} {blob}\t{path}")
-        self._git(["update-index", "--index-info"], input_text="\n".join(lines) + "\n")
+        self._update(lines)
+
+    def _resolve(self, merged: Merge) -> None:
+        """Each conflicting path of `merged` set to the commit's side (stage 3), or removed where it has none."""
+        self._git(["read-tree", merged.tree])
+        lines = []
+        for path, theirs in merged.stages.items():
+            lines.append(f"0 {'0' * 40}\t{path}")
+            if theirs is not None:
+                lines.append(f"{theirs[0]} {theirs[1]}\t{path}")
+        self._update(lines)
+
+    def _update(self, lines: list[str]) -> None:
+        if lines:  # NUL-terminated: a path may hold a newline
+            self._git(["update-index", "-z", "--index-info"], input_text="\0".join(lines) + "\0")
         self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
 
     def close(self) -> None:
-        self.index.unlink(missing_ok=True)
+        shutil.rmtree(self._dir, ignore_errors=True)

@@ -200,9 +200,9 @@ def report(fork: Fork) -> ForkReport:
         trial.close()
         alone.close()
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
-        problems.append(f"a server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
+        problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
                         f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): those "
-                        "were tried by their own diffs, which do not follow renames (a rename there may show as a "
+                        "were tried by their own diffs, which follow no rename (a rename there may show as a "
                         "conflict)")
     rows = []
     for number, sha in enumerate(downstream, start=1):
