@@ -47,7 +47,8 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
     read what a holder writes into it. Raises OSError as os.open does, and NemoRLError for a planted file
     (`not_yours`: the fix for another user's, where the caller knows a better one than the settings)."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        # 0600: flock needs only a descriptor, so whoever may read a lock file may hold it for ever
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
             kind = "a symbolic link" if exc.errno == errno.ELOOP else "a directory"
@@ -66,6 +67,8 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
         os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
                           "or writes into another user's lock file", not_yours or _not_yours_fix(path))
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.fchmod(fd, 0o600)  # one an older nemo-rl made 0644: nobody else may open it from now on
     return fd
 
 

@@ -60,6 +60,8 @@ def venv_dir(create: bool = True) -> Path:
     if setting and not path.is_absolute():  # each Ray worker would read it from its own working directory
         raise relative_setting("NEMO_RL_VENV_DIR", setting)
     if not create:
+        if path.is_dir():  # listing and pruning too: what acts on the entries must trust who may move them
+            _refuse_unsafe(path)
         return path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,14 +70,23 @@ def venv_dir(create: bool = True) -> Path:
         raise venv_dir_error(path, exc) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise venv_dir_error(path, PermissionError(13, "permission denied (read-only)"))
+    _refuse_unsafe(path)
+    return path
+
+
+def _refuse_unsafe(path: Path) -> None:
     info = path.stat()
     # A directory's owner may rename or remove any entry in it, sticky or not, whatever its mode says (root, and
-    # a user an ACL lets write, get past the access check above): git's rule for repositories, kept for root too
-    if info.st_uid not in (0, os.geteuid()):
+    # a user an ACL lets write, get past the access check): git's rule for repositories, root included, and as
+    # there the user sudo ran as is root's own
+    trusted = {0, os.geteuid()}
+    if os.geteuid() == 0 and (sudo := os.environ.get("SUDO_UID", "")).isdigit():
+        trusted.add(int(sudo))
+    if info.st_uid not in trusted:
         raise NemoRLError(f"{_venv_dir_name()} {path} is owned by another user (uid {info.st_uid}), who may move "
                           "an environment away and put their own in its place",
-                          f"point NEMO_RL_VENV_DIR at a directory you (or root) own, or `chown {os.geteuid()} "
-                          f"{path}` if that user is you under another uid (a container)")
+                          "point NEMO_RL_VENV_DIR at a directory you (or root) own; root in a container over a host "
+                          "user's checkout: a directory of the container's own (e.g. /var/cache/nemo-rl/venvs)")
     # sticky (as /tmp is): each may rename only their own entries
     if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
         raise NemoRLError(f"{_venv_dir_name()} {path} may be written by group or others and is not sticky: "
@@ -83,7 +94,6 @@ def venv_dir(create: bool = True) -> Path:
                           "place",
                           f"share a directory root or you own with `chmod +t` (as /tmp is), or `chmod go-w "
                           f"{path}`, or point NEMO_RL_VENV_DIR at a directory only you may write")
-    return path
 
 
 def bundle_dir() -> Path | None:

@@ -728,6 +728,11 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
             with pytest.raises(NemoRLError, match=r"is owned by another user \(uid 4242\)") as refused:
                 settings.venv_dir()
             assert "point NEMO_RL_VENV_DIR at a directory you (or root) own" in refused.value.remedy
+            with pytest.raises(NemoRLError, match=r"is owned by another user"):  # `envs list`, `envs prune`
+                settings.venv_dir(create=False)
+        monkeypatch.setenv("SUDO_UID", "4242")  # root by sudo from that user: theirs is root's own, as for git
+        assert settings.venv_dir() == venvs
+        monkeypatch.delenv("SUDO_UID")
         os.chown(venvs, 0, 0)
     made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(made))
@@ -736,3 +741,22 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
         assert settings.venv_dir() == made and made.stat().st_mode & 0o777 == 0o755
     finally:
         os.umask(old)
+
+
+def test_a_lock_file_only_its_owner_may_open(tmp_path):
+    """flock needs only a descriptor: a lock file another user may read is one they may hold for ever (a build
+    waiting with no end). Made 0600 whatever the umask, and an older one of ours made so when opened."""
+    from nemo_rl import locks
+
+    old = os.umask(0o002)
+    try:
+        fd = locks.open_lock_file(tmp_path / "new.lock")
+    finally:
+        os.umask(old)
+    os.close(fd)
+    assert (tmp_path / "new.lock").stat().st_mode & 0o777 == 0o600
+    older = tmp_path / "older.lock"
+    older.write_text("pid 1\n")
+    older.chmod(0o644)
+    os.close(locks.open_lock_file(older))
+    assert older.stat().st_mode & 0o777 == 0o600

@@ -109,7 +109,11 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         content = digest_of(cache, copied, hashes)  # the names and links walked again; each file hashed once
         sealed(content)
         _write_stamp(copy, Stamp(digest, content, {}), hashes)
-        locks.share(held)  # a build waiting on the node lock uses it alongside
+        try:
+            locks.share(held)  # a build waiting on the node lock uses it alongside
+        except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
+            raise NemoRLError(f"this node's new copy of bundle {bundle} was taken by `nemo-rl envs prune` while it "
+                              "was handed over", "run the build again") from exc
     except BaseException:
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
