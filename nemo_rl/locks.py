@@ -85,6 +85,9 @@ def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> N
     if os.geteuid() != info.st_uid:
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
                           "or writes into another user's lock file", not_yours or _not_yours_fix(path)) from exc
+    if stat.S_ISREG(info.st_mode) and not info.st_mode & stat.S_IWUSR:  # made under a umask such as 0277
+        raise NemoRLError(f"lock file {path} is yours but not writable (mode {stat.S_IMODE(info.st_mode):04o})",
+                          f"`chmod 600 {path}`, then run again") from exc
 
 
 def _not_yours_fix(path: Path) -> str:

@@ -21,11 +21,11 @@ SM80 = {"toolchain": {"nvcc_at_pack": "12.4"}, "extensions": {
                                     "host_compilers": ["GCC: (Debian 12.2.0-14) 12.2.0"]}}}
 
 
-def make_bundle(root: Path, record: dict) -> Path:
+def make_bundle(root: Path, record: dict, body: str = "X = 1\n") -> Path:
     """A bundle as pack seals it: a cache, a CUDA record, a manifest whose digest covers all three."""
     cache = root / bundles.CACHE
     (cache / "archive-v0" / "abc").mkdir(parents=True)
-    (cache / "archive-v0" / "abc" / "mod.py").write_text("X = 1\n")
+    (cache / "archive-v0" / "abc" / "mod.py").write_text(body)
     files, total, cache_digest = bundles.content_digest(cache)
     record_bytes = (json.dumps(record, indent=1) + "\n").encode()
     (root / cuda_archs.SIDECAR).write_bytes(record_bytes)
@@ -93,3 +93,19 @@ def test_a_bundle_without_its_record_is_refused(tmp_path, node):
     with pytest.raises(NemoRLError, match="has no nemo-rl-cuda.json"):
         bundles.sync_from(bundle, ROOT, FLAGS, tmp_path / "env")
     assert node == []
+
+
+def test_a_kept_copy_whose_stamp_names_another_bundle_is_not_that_bundle(tmp_path, node):
+    """A stamp edited to name bundle B's digest over bundle A's files: building from B neither uses that copy nor
+    refuses B (which is fine); it copies B afresh."""
+    plain = {"toolchain": {}, "extensions": {}}
+    first, second = make_bundle(tmp_path / "a", plain), make_bundle(tmp_path / "b", plain, body="X = 2\n")
+    bundles.sync_from(first, ROOT, FLAGS, tmp_path / "env-a")
+    [kept] = (tmp_path / "venvs").glob(".bundle-copy-*")
+    stamp = json.loads((kept / "checked.json").read_text())
+    stamp["digest"] = manifests.read_manifest(second).digest
+    (kept / "checked.json").write_text(json.dumps(stamp))
+    bundles.sync_from(second, ROOT, FLAGS, tmp_path / "env-b")
+    assert len(node) == 2
+    [made] = (tmp_path / "venvs").glob(".bundle-copy-*")  # B's own; the edited one, "B's" too, gave way to it
+    assert made != kept

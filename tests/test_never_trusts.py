@@ -760,3 +760,9 @@ def test_a_lock_file_only_its_owner_may_open(tmp_path):
     older.chmod(0o644)
     os.close(locks.open_lock_file(older))
     assert older.stat().st_mode & 0o777 == 0o600
+
+    if os.geteuid() != 0:  # root opens a read-only file anyway
+        older.chmod(0o400)
+        with pytest.raises(NemoRLError, match="is yours but not writable") as refused:
+            locks.open_lock_file(older)
+        assert f"chmod 600 {older}" in refused.value.remedy

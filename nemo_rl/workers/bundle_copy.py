@@ -153,7 +153,15 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
-        sealed(stamp.content)  # the copy is as checked: a refusal now is the bundle's (its record, manifest)
+        try:
+            sealed(stamp.content)
+        except NemoRLError:
+            # its files are what its stamp found, and that is not this bundle's: the stamp names another bundle
+            # (edited), or the bundle's record or manifest changed. A fresh copy tells which, and is refused in
+            # the second case, naming the bundle
+            progress(f"this node's copy {candidate} does not hold bundle {bundle} as its manifest says: not used")
+            os.close(held)
+            return None
         progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
         os.utime(candidate / STAMP)  # last used: what _keep_newest goes by
         return cache, held
