@@ -67,8 +67,8 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
         os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
         raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
                           "or writes into another user's lock file", not_yours or _not_yours_fix(path))
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.fchmod(fd, 0o600)  # one an older nemo-rl made 0644: nobody else may open it from now on
+    if stat.S_IMODE(info.st_mode) != 0o600:
+        os.fchmod(fd, 0o600)  # an older nemo-rl's 0644, or a umask's 0400: ours to write, nobody else's to open
     return fd
 
 

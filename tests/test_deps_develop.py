@@ -1,6 +1,7 @@
 """The submodule edit loop without submodules: develop -> edit -> run -> push -> bump -> stop."""
 
 import json
+import os
 
 import forkworld
 import pytest
@@ -165,3 +166,23 @@ def test_onto_again_over_its_own_branch_says_how_to_go_on(world, capsys, monkeyp
     assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
     err = capsys.readouterr().err
     assert f"already has the branch {work}" in err and f"branch -D {work}" in err, err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a venv directory of another user needs root (chown)")
+def test_stop_with_a_refused_venv_directory_changes_nothing(world, env, capsys, tmp_path, monkeypatch):
+    """The worker environments are looked up before anything is removed: a NEMO_RL_VENV_DIR that is refused
+    leaves the develop in place (overlay and state), so the fix and a second --stop finish the job."""
+    from nemo_rl.project import develop_state
+
+    assert deps(world, "develop", "megatron-core") == 0
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 4242, 4242)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(theirs))
+    assert deps(world, "develop", "--stop", "megatron-core") == 1
+    assert "is owned by another user" in capsys.readouterr().err
+    assert "megatron-core" in develop_state.read(world.project)
+    assert develop_state.has_overlay(env, "megatron-core")
+    monkeypatch.delenv("NEMO_RL_VENV_DIR")
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert not develop_state.has_overlay(env, "megatron-core")

@@ -203,3 +203,58 @@ def test_a_file_and_directory_conflict_names_the_path_not_a_throwaway_commit(tmp
         assert trial.apply(added) == ["p"]
     finally:
         trial.close()
+
+
+def test_conflicts_on_odd_paths_are_resolved_at_those_exact_paths(tmp_path, monkeypatch):
+    """A newline, a tab and a byte that is not UTF-8 in conflicting paths: the commit's side lands at the very
+    path (output decoded as text would turn the byte into U+FFFD and resolve a file that does not exist)."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = init(tmp_path / "repo")
+    names = ["new\nline.py", "tab\there.py", os.fsdecode(b"caf\xe9.py")]
+    head, (picked,) = _two_sides(repo, {n: "A\nB\nC\n" for n in names},
+                                 lambda r: [(r / n).write_text("A\nUP\nC\n") for n in names],
+                                 [lambda r: commit(r, "fork", {n: "A\nDOWN\nC\n" for n in names})])
+    trial = TrialIndex(repo, head)
+    try:
+        assert len(trial.apply(picked, resolve=True)) == 3
+        listed = nemo_git(["-c", "core.quotePath=true", "ls-tree", "-r", trial.tree], repo=repo).stdout
+        ours = nemo_git(["-c", "core.quotePath=true", "ls-tree", "-r", picked], repo=repo).stdout
+        assert listed == ours  # every path the commit's own blob, none added beside it
+    finally:
+        trial.close()
+
+
+def test_an_unreachable_server_is_an_error_not_a_blob_it_lacks(tmp_path, monkeypatch):
+    """The fork's server answers "not our ref" and upstream's cannot be reached: nothing says the blob is missing
+    upstream too, so the trial stops with the reachability fix instead of falling back to a diff."""
+    import pytest
+    from gitfixtures import commit, init
+
+    from nemo_rl.errors import NemoRLError
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    server = init(tmp_path / "server")
+    git(server, "config", "uploadpack.allowFilter", "true")
+    git(server, "config", "uploadpack.allowAnySHA1InWant", "true")
+    base = commit(server, "base", {"pkg/a.py": "A = 1\nB = 2\nC = 3\n"})
+    git(server, "rm", "-q", "pkg/a.py")
+    head = commit(server, "upstream: a.py out, new.py in", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
+    git(server, "checkout", "-q", "-b", "fork", base)
+    picked = commit(server, "fork: edit a.py", {"pkg/a.py": "A = 1\nB = 20\nC = 3\n"})
+    cache = tmp_path / "cache"
+    nemo_git(["clone", "--quiet", "--bare", "--filter=blob:none", "--no-local", f"file://{server}", str(cache)],
+             repo=tmp_path)
+    lost = git(server, "rev-parse", f"{head}:pkg/new.py")
+    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    # a second promisor remote that cannot be reached, as upstream's server offline
+    nemo_git(["config", "remote.upstream.url", "https://upstream.nemo-rl.invalid/x.git"], repo=cache)
+    nemo_git(["config", "remote.upstream.promisor", "true"], repo=cache)
+    trial = TrialIndex(cache, head)
+    try:
+        with pytest.raises(NemoRLError, match="could not merge downstream commit") as raised:
+            trial.apply(picked)
+    finally:
+        trial.close()
+    assert "reachable" in (raised.value.remedy or "") and trial.by_diff == []

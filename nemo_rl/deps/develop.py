@@ -201,9 +201,10 @@ def stop(project: Path, args: argparse.Namespace) -> int:
             raise NemoRLError(f"no develop state for {args.distribution}, so nemo-rl cannot tell whether it made the "
                               "checkout", "stop without --remove, then remove the checkout yourself")
         _check_removable(project, entry)
+    workers = _own_worker_envs(project)  # before anything changes: a refused venv directory stops here
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
-    for worker_env in _own_worker_envs(project):  # this checkout's path, and of those only this develop's overlays
+    for worker_env in workers:  # this checkout's path, and of those only this develop's overlays
         develop_state.remove_overlay(worker_env, args.distribution, entry.token if entry else "")
     state.pop(args.distribution, None)
     develop_state.write(project, state)

@@ -23,7 +23,10 @@ from nemo_rl.git import git
 from nemo_rl.process import Result, describe_failure
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every repository
-_UNSERVED = "not our ref"  # a server's words for an object it lacks (an unreachable one says otherwise)
+_UNSERVED = "not our ref"  # a server's words for an object it lacks
+# ... and git's when a server could not be asked: then nothing says that a blob is missing anywhere
+_UNREACHABLE = re.compile(r"unable to access|Could not resolve host|Could not read from remote|Connection refused|"
+                          r"timed out|No such file or directory")
 
 
 @dataclass(frozen=True)
@@ -39,19 +42,23 @@ class Merge:
 
     @classmethod
     def parse(cls, out: str, clean: bool, commits: tuple[str, ...]) -> Merge:
-        tree, _, rest = out.partition("\0")
-        entries, _, messages = rest.partition("\0\0") if not rest.startswith("\0") else ("", "", rest[1:])
+        """Paths stay as git quotes them (core.quotePath: ASCII whatever the bytes): update-index reads them back
+        exactly, where output decoded as text would lose a byte that is not UTF-8."""
+        tree, _, rest = out.partition("\n")
+        entries, _, messages = rest.partition("\n\n") if not rest.startswith("\n") else ("", "", rest[1:])
         stages: dict[str, tuple[str, str] | None] = {}
-        for entry in filter(None, entries.split("\0")):
+        for entry in filter(None, entries.split("\n")):
             meta, _, path = entry.partition("\t")
             mode, blob, stage = meta.split()
             if stage == "3" or path not in stages:
                 stages[path] = (mode, blob) if stage == "3" else stages.get(path)
+        if clean:
+            return cls(tree, True, {}, [])
         # git names a file it moved aside after the commit it merged: ours are throwaway ones
-        names = {re.sub(rf"~(?:{'|'.join(commits)})$", "", path) for path in stages}
+        names = {re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path) for path in stages}
         # a conflict on no one path (a directory renamed into several): git's own words
-        said = [] if names or clean else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\0\n]*", messages)))
-        return cls(tree, clean, stages, sorted(names) or said or ["(a conflict git names no file for)"])
+        said = [] if names else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\n]*", messages)))
+        return cls(tree, False, stages, sorted(names) or said or ["(a conflict git names no file for)"])
 
 
 class TrialIndex:
@@ -92,8 +99,9 @@ class TrialIndex:
         # merge-tree finds the merge base itself (git 2.39 takes no --merge-base): two commits whose one parent is
         # `base` make it exactly the base a cherry-pick of `sha` uses
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
-        result = git(["merge-tree", "--write-tree", "-z", ours, theirs], repo=self.repo, check=False)
-        if result.returncode not in (0, 1) and _UNSERVED in result.stderr:
+        result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,
+                     check=False)
+        if result.returncode not in (0, 1) and _UNSERVED in result.stderr and not _UNREACHABLE.search(result.stderr):
             return None
         if result.returncode not in (0, 1):
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
@@ -158,11 +166,13 @@ class TrialIndex:
         """Each conflicting path of `merged` set to the commit's side (stage 3), or removed where it has none."""
         self._git(["read-tree", merged.tree])
         lines = []
-        for path, theirs in merged.stages.items():
+        for path, theirs in merged.stages.items():  # quoted as git quotes: read back by update-index
             lines.append(f"0 {'0' * 40}\t{path}")
             if theirs is not None:
                 lines.append(f"{theirs[0]} {theirs[1]}\t{path}")
-        self._update(lines)
+        if lines:
+            self._git(["update-index", "--index-info"], input_text="\n".join(lines) + "\n")
+        self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
 
     def _update(self, lines: list[str]) -> None:
         if lines:  # NUL-terminated: a path may hold a newline

@@ -203,7 +203,7 @@ def report(fork: Fork) -> ForkReport:
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
                         f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): those "
                         "were tried by their own diffs, which follow no rename (a rename there may show as a "
-                        "conflict)")
+                        "conflict), and the commits after them on what those diffs left")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
