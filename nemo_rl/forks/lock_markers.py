@@ -9,7 +9,7 @@ what is compared here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
@@ -167,15 +167,17 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
     return result
 
 
-def gaps(want: Callable[[Environment], set[Pair]], have: Callable[[Environment], set[Pair]],
-         envs: list[Environment]) -> tuple[list[str], list[str]]:
-    """(wanted but not locked, locked but not wanted) over `envs`: each `name[extra]`, with the first environment
-    it differs in when it differs in only some of those where it applies."""
+def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[Environment], *,
+         extra: str | None = None, beside: object = ()) -> tuple[list[str], list[str]]:
+    """(required but not locked, locked but not required) over `envs`, with `extra` active when given (and the
+    locked list `beside` it, which uv installs with it: the base list): each `name[extra]`, with the first
+    environment it differs in when it differs in only some of those where it applies."""
     missing: dict[str, list[str]] = {}
     unexpected: dict[str, list[str]] = {}
     applies: dict[str, int] = {}
     for env in envs:
-        wanted, found = want(env), have(env)
+        on = env if extra is None else {**env, "extra": extra}
+        wanted, found = required(requirements, on), locked(dependencies, on) | locked(beside, env)
         for pair in wanted | found:
             applies[spelled(pair)] = applies.get(spelled(pair), 0) + 1
         for pair in wanted - found:

@@ -66,8 +66,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if extras and derived_entry:
         result.append(("optional-dependencies", "none (the derived entry declares no extras)",
                        ", ".join(sorted(map(str, extras))) if isinstance(extras, dict) else repr(extras)[:80]))
-    missing, unexpected = lock_markers.gaps(lambda env: lock_markers.required(requirements, env),
-                                            lambda env: lock_markers.locked(dependencies, env), envs)
+    missing, unexpected = lock_markers.gaps(requirements, dependencies, envs)
     if missing:
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
         cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
@@ -127,9 +126,7 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
                            "an extra the fork does not declare"))
             continue
         result += lock_markers.hand_markers(f"optional-dependencies {name}", dependencies)
-        missing, unexpected = lock_markers.gaps(lambda env, r=wanted[extra]: lock_markers.required(r, env),
-                                                lambda env, t=dependencies: lock_markers.locked(t, env),
-                                                [{**env, "extra": extra} for env in envs])
+        missing, unexpected = lock_markers.gaps(wanted[extra], dependencies, envs, extra=extra)
         if missing:
             result.append((f"optional-dependencies {name}", f"{', '.join(missing)} among them", "missing"))
         if unexpected:

@@ -71,10 +71,7 @@ def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
         for field, locked, requirements, extra, beside in lists:
             result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
             # what uv installs with the extra active: the base list and the extra's
-            missing, unexpected = lock_markers.gaps(
-                lambda env, r=requirements, x=extra: lock_markers.required(r, {**env, "extra": x}),
-                lambda env, d=locked, b=beside, x=extra: (lock_markers.locked(d, {**env, "extra": x})
-                                                          | lock_markers.locked(b, env)), envs)
+            missing, unexpected = lock_markers.gaps(requirements, locked, envs, extra=extra, beside=beside)
             if missing:
                 result.append((f"{where} {field}", f"{', '.join(missing)} among them", "missing"))
             if unexpected:
