@@ -85,6 +85,22 @@ def children_end_with_the_test():
             pass
 
 
+@pytest.fixture
+def no_lockd(monkeypatch):
+    """fcntl.flock as on NFS without lockd: every lock ENOLCK (unlocking still works)."""
+    import errno
+    import fcntl
+
+    real = fcntl.flock
+
+    def flock(fd, operation):
+        if operation & fcntl.LOCK_UN:
+            return real(fd, operation)
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+
+
 @pytest.fixture(scope="session")
 def uv_cache(tmp_path_factory) -> Path:
     """One private uv cache for the session: PyPI downloads (hatchling) happen once, never in ~/.cache."""

@@ -124,9 +124,9 @@ def test_a_merge_git_cannot_make_is_an_error_not_a_conflict(history):
     assert "remove the fork cache" in (raised.value.remedy or "")
 
 
-def test_a_blob_no_server_has_sends_the_commit_to_its_diff(tmp_path, monkeypatch):
-    """A mirror without some large file: git's merge wants that blob (a rename candidate) and no remote serves it,
-    so the commit is tried by its own diff, which reads only the files it touches, and is listed as such."""
+def _served_without_a_blob(tmp_path, monkeypatch):
+    """A blob-less clone (as the fork cache is) of a server that lacks one blob: upstream's head replaces a.py
+    by new.py, whose blob is gone, and the fork edits a.py. (cache, upstream's head, the fork's commit)."""
     from gitfixtures import commit, init
 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
@@ -142,7 +142,15 @@ def test_a_blob_no_server_has_sends_the_commit_to_its_diff(tmp_path, monkeypatch
     nemo_git(["clone", "--quiet", "--bare", "--filter=blob:none", "--no-local", f"file://{server}", str(cache)],
              repo=tmp_path)
     lost = git(server, "rev-parse", f"{head}:pkg/new.py")
-    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()  # the server lacks it
+    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    return cache, head, picked
+
+
+def test_a_blob_no_server_has_sends_the_commit_to_its_diff(tmp_path, monkeypatch):
+    """A mirror without some large file: git's merge wants that blob (a rename candidate) and no remote serves it,
+    so the commit is tried by its own diff, which reads only the files it touches, and is listed as such."""
+
+    cache, head, picked = _served_without_a_blob(tmp_path, monkeypatch)
     trial = TrialIndex(cache, head)
     try:
         assert trial.apply(picked, resolve=True) == ["pkg/a.py"]  # upstream deleted a.py: the diff cannot apply
@@ -230,24 +238,10 @@ def test_an_unreachable_server_is_an_error_not_a_blob_it_lacks(tmp_path, monkeyp
     """The fork's server answers "not our ref" and upstream's cannot be reached: nothing says the blob is missing
     upstream too, so the trial stops with the reachability fix instead of falling back to a diff."""
     import pytest
-    from gitfixtures import commit, init
 
     from nemo_rl.errors import NemoRLError
 
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    server = init(tmp_path / "server")
-    git(server, "config", "uploadpack.allowFilter", "true")
-    git(server, "config", "uploadpack.allowAnySHA1InWant", "true")
-    base = commit(server, "base", {"pkg/a.py": "A = 1\nB = 2\nC = 3\n"})
-    git(server, "rm", "-q", "pkg/a.py")
-    head = commit(server, "upstream: a.py out, new.py in", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
-    git(server, "checkout", "-q", "-b", "fork", base)
-    picked = commit(server, "fork: edit a.py", {"pkg/a.py": "A = 1\nB = 20\nC = 3\n"})
-    cache = tmp_path / "cache"
-    nemo_git(["clone", "--quiet", "--bare", "--filter=blob:none", "--no-local", f"file://{server}", str(cache)],
-             repo=tmp_path)
-    lost = git(server, "rev-parse", f"{head}:pkg/new.py")
-    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    cache, head, picked = _served_without_a_blob(tmp_path, monkeypatch)
     # a second promisor remote that cannot be reached, as upstream's server offline
     nemo_git(["config", "remote.upstream.url", "https://upstream.nemo-rl.invalid/x.git"], repo=cache)
     nemo_git(["config", "remote.upstream.promisor", "true"], repo=cache)

@@ -277,15 +277,7 @@ def test_remove_keeps_ignored_files(world, capsys):
 
 # --- 5. exit 3 where the user can act -----------------------------------------------------------------------------
 
-def test_a_filesystem_without_locks_is_the_users_to_fix(world, monkeypatch, capsys):
-    real = fcntl.flock
-
-    def no_lockd(fd, operation):
-        if operation & fcntl.LOCK_UN:
-            return real(fd, operation)
-        raise OSError(errno.ENOLCK, "No locks available")
-
-    monkeypatch.setattr(fcntl, "flock", no_lockd)
+def test_a_filesystem_without_locks_is_the_users_to_fix(world, no_lockd, capsys):
     for args in (["recover"], ["develop", "--stop", "megatron-core"], ["patches", "megatron-core"]):
         assert deps(world, *args) == 1, args
         err = capsys.readouterr().err

@@ -2,8 +2,6 @@
 never removed under one of them. Each build is a real process calling bundle_copy.node_copy, held at the points
 the test names by lines on its stdin."""
 
-import errno
-import fcntl
 import itertools
 import os
 import queue
@@ -241,17 +239,9 @@ def test_a_node_keeps_one_copy_per_bundle(node):
     assert copies(root) == sorted([used, theirs])
 
 
-def test_a_filesystem_without_locks_is_the_users_to_fix(node, monkeypatch):
+def test_a_filesystem_without_locks_is_the_users_to_fix(node, no_lockd):
     root, new_bundle, _ = node
     source = new_bundle()
-    real = fcntl.flock
-
-    def no_lockd(fd, operation):
-        if operation & fcntl.LOCK_UN:
-            return real(fd, operation)
-        raise OSError(errno.ENOLCK, "No locks available")
-
-    monkeypatch.setattr(fcntl, "flock", no_lockd)
     with pytest.raises(NemoRLError, match="does not support locks") as caught:
         bundle_copy.node_copy(root, source, DIGEST, bundles.content_digest, lambda content: None)
     assert str(bundle_copy.node_lock(root)) in caught.value.what and copies(root) == []
