@@ -252,3 +252,26 @@ def test_an_unreachable_server_is_an_error_not_a_blob_it_lacks(tmp_path, monkeyp
     finally:
         trial.close()
     assert "reachable" in (raised.value.remedy or "") and trial.by_diff == []
+
+
+def test_a_merge_commit_is_dropped_as_git_rebase_drops_it(tmp_path, monkeypatch):
+    """The fork merged upstream's branch once; upstream then changed the same line again. git rebase drops the
+    merge (the upstream commits it brought are upstream's already): no conflict, upstream's latest line kept."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = init(tmp_path / "repo")
+    base = commit(repo, "base", {"x": "a\nb\nc\n", "y": "1\n2\n3\n"})
+    middle = commit(repo, "upstream: b -> B1", {"x": "a\nB1\nc\n"})
+    head = commit(repo, "upstream: B1 -> B2", {"x": "a\nB2\nc\n"})
+    git(repo, "checkout", "-q", "-b", "fork", base)
+    edit = commit(repo, "fork: edit y", {"y": "1\nTWO\n3\n"})
+    git(repo, "merge", "-q", "--no-edit", middle)
+    merge = git(repo, "rev-parse", "HEAD")
+    trial = TrialIndex(repo, head)
+    try:
+        assert [trial.apply(sha, resolve=True) for sha in (edit, merge)] == [[], []]
+        assert nemo_git(["cat-file", "blob", f"{trial.tree}:x"], repo=repo).stdout == "a\nB2\nc\n"
+        assert nemo_git(["cat-file", "blob", f"{trial.tree}:y"], repo=repo).stdout == "1\nTWO\n3\n"
+    finally:
+        trial.close()

@@ -79,7 +79,10 @@ class TrialIndex:
         tree is left as it was, or with `resolve` set to what a rebase resolved to the commit's side leaves
         (`git checkout --theirs` on each conflicting path, `git rm` where the commit has none), so a later
         commit building on this one is tried on top of it."""
-        merged = self._merge(sha)
+        parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
+        if len(parents) > 2:  # git rebase drops a merge commit and replays the commits it brings, listed apart
+            return []
+        merged = self._merge(sha, parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE))
         if merged is None:
             self.by_diff.append(sha)
             conflicts = self._by_diff(sha)
@@ -93,9 +96,8 @@ class TrialIndex:
             self._resolve(merged)
         return merged.conflicts
 
-    def _merge(self, sha: str) -> Merge | None:
-        parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
-        base = parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE)  # a root commit adds every file
+    def _merge(self, sha: str, base: str) -> Merge | None:
+        """`sha` merged against `base`, its parent (a root commit's: an empty commit, so it adds every file)."""
         # merge-tree finds the merge base itself (git 2.39 takes no --merge-base): two commits whose one parent is
         # `base` make it exactly the base a cherry-pick of `sha` uses
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
