@@ -52,3 +52,13 @@ def test_each_commit_says_what_ships_whether_it_is_upstream_and_whether_it_appli
         "       1 of 2 file(s) shipped; not upstream; applies on upstream's head after the commits before it, but "
         "not without the earlier conflicting ones (then: a.py, b.py)",
         "  note       no wheel"]
+
+
+def test_a_merge_commit_is_said_to_be_dropped_and_is_not_counted_as_needed():
+    from nemo_rl.forks.upstream_report import summary
+
+    merge = commit(2, applies=None, merge=True)
+    text = upstream.render(report(commit(1), merge))
+    assert "a merge commit: git rebase drops it" in text
+    assert "applies on upstream's head" in text.split("change 2")[0]  # commit 1's own line, not the merge's
+    assert summary([commit(1), merge], "c" * 40, False).startswith("1 commit(s) still needed, 0 conflict")

@@ -23,10 +23,17 @@ from nemo_rl.git import git
 from nemo_rl.process import Result, describe_failure
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every repository
-_UNSERVED = "not our ref"  # a server's words for an object it lacks
-# ... and git's when a server could not be asked: then nothing says that a blob is missing anywhere
-_UNREACHABLE = re.compile(r"unable to access|Could not resolve host|Could not read from remote|Connection refused|"
-                          r"timed out|No such file or directory")
+_UNSERVED = "remote error: upload-pack: not our ref"  # a server's words for an object it lacks, once per server
+
+
+def _unquoted(path: str) -> str:
+    """A path as git quotes it ("caf\\303\\251") as the file system names it, for the report (bytes that are not
+    UTF-8 shown as U+FFFD, as the other paths of the report are)."""
+    if not (path.startswith('"') and path.endswith('"')):
+        return path
+    import codecs
+
+    return codecs.escape_decode(path[1:-1].encode())[0].decode(errors="replace")
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class Merge:
         if clean:
             return cls(tree, True, {}, [])
         # git names a file it moved aside after the commit it merged: ours are throwaway ones
-        names = {re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path) for path in stages}
+        names = {_unquoted(re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path)) for path in stages}
         # a conflict on no one path (a directory renamed into several): git's own words
         said = [] if names else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\n]*", messages)))
         return cls(tree, False, stages, sorted(names) or said or ["(a conflict git names no file for)"])
@@ -70,6 +77,8 @@ class TrialIndex:
         self.index = self._dir / "index"  # for the diffs and for resolving a conflict; git creates it
         self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
         self.by_diff: list[str] = []  # commits whose merge needs a blob no remote serves (the module's docstring)
+        self.merges: set[str] = set()  # merge commits, left out as git rebase leaves them out
+        self._promisors: int | None = None
 
     def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
         return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
@@ -81,6 +90,7 @@ class TrialIndex:
         commit building on this one is tried on top of it."""
         parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
         if len(parents) > 2:  # git rebase drops a merge commit and replays the commits it brings, listed apart
+            self.merges.add(sha)
             return []
         merged = self._merge(sha, parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE))
         if merged is None:
@@ -103,14 +113,21 @@ class TrialIndex:
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
         result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,
                      check=False)
-        if result.returncode not in (0, 1) and _UNSERVED in result.stderr and not _UNREACHABLE.search(result.stderr):
-            return None
+        if result.returncode not in (0, 1) and result.stderr.count(_UNSERVED) >= self._promisor_count():
+            return None  # every server git asked said it lacks the blob (one it could not ask says otherwise)
         if result.returncode not in (0, 1):
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
                               "check that the fork's and upstream's servers are reachable and run again; if it "
                               "persists, remove the fork cache (its path is in the command above)")
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))
+
+    def _promisor_count(self) -> int:
+        """The remotes git asks for a missing blob (at least one, so that no failure counts as every one's)."""
+        if self._promisors is None:
+            out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], repo=self.repo, check=False).stdout
+            self._promisors = max(1, sum(line.split()[-1] == "true" for line in out.splitlines()))
+        return self._promisors
 
     def _commit(self, tree: str, parent: str | None = None) -> str:
         """A commit object of `tree` (on `parent`) for merge-tree to read; nothing refers to it afterwards."""

@@ -36,6 +36,7 @@ class CommitReport:
     gone_upstream: tuple[str, ...]  # touched files upstream deleted or moved, with the commit that did it
     fails_without_earlier: bool = False  # applies, but not when the earlier conflicting commits are left out
     conflicts_without_earlier: tuple[str, ...] = ()  # the paths git names then
+    merge: bool = False  # a merge commit: git rebase drops it (applies is None), the commits it brings listed apart
 
 
 @dataclass(frozen=True)
@@ -210,10 +211,12 @@ def report(fork: Fork) -> ForkReport:
         rows.append(CommitReport(
             number, sha, commits[sha][2], tuple(sorted(touched[sha])),
             tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
-            evidence, None if state == "yes" else not conflicts[sha], tuple(conflicts.get(sha, ())),
+            evidence, None if state == "yes" or sha in trial.merges else not conflicts[sha],
+            tuple(conflicts.get(sha, ())),
             tuple(f"{p}: {gone[p]}" for p in sorted(touched[sha]) if p in gone),
             bool(left_out.get(sha)) and not conflicts.get(sha),
-            tuple(left_out.get(sha, ())) if left_out.get(sha) and not conflicts.get(sha) else ()))
+            tuple(left_out.get(sha, ())) if left_out.get(sha) and not conflicts.get(sha) else (),
+            sha in trial.merges))
     identical = _identical_shipped(repo, base, fork.rev, wheel) if wheel is not None else None
     head_date, base_date = git_history.commit_date(repo, head), git_history.commit_date(repo, base)
     builds_ours = None if upstream_name is None else canonicalize_name(upstream_name) == canonicalize_name(
@@ -239,7 +242,7 @@ def summary(rows: list[CommitReport], head: str, identical: bool | None) -> str:
     if identical:
         return ("no downstream commit touches a shipped file: the distribution at the pin is identical to upstream "
                 "at the base (every shipped file has the base's blob)")
-    needed = [r for r in rows if r.upstreamed != "yes"]
+    needed = [r for r in rows if r.upstreamed != "yes" and not r.merge]
     conflicting = [r for r in needed if r.applies is False]
     probably = [r for r in needed if r.upstreamed == "probably"]
     text = f"{len(needed)} commit(s) still needed, {len(conflicting)} conflict on upstream's head"
