@@ -110,7 +110,10 @@ def test_a_signal_while_waiting_for_a_lock_ends_the_wait(tmp_path):
         wait_for_file(ready, proc)
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
         assert proc.wait(timeout=10) == 130, proc.stderr.read()
+        # at the wait's own check, not the forced exit FORCE_AFTER_S later (which ends any command)
+        assert time.monotonic() - sent < interrupt.FORCE_AFTER_S - 1
     finally:
         os.close(fd)
 

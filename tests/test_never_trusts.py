@@ -463,7 +463,7 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
-def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch):
+def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     bundle = fake_bundle(world, tmp_path / "bundle")
@@ -511,6 +511,7 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
                 os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
     ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
     assert len(ours) == 2
+    assert "does not hold bundle" not in capsys.readouterr().err  # the other's copy is passed over by its digest
     # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
     third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
     bundles.sync_from(third, world.project, FLAGS, tmp_path / "env", bundles.check(third, world.project, FLAGS))
