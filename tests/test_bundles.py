@@ -27,13 +27,13 @@ from nemo_rl.jsonout import dumps
 from nemo_rl.project import identity, installed, lockfile
 from nemo_rl.workers import (
     archive_hashes,
-    bundle_copy,
     bundle_pack,
     bundles,
     bytecode,
     environments,
     executables,
     manifests,
+    tree_copy,
     verified,
 )
 
@@ -464,7 +464,7 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     (tmp_path / "copied").mkdir()
     old = os.umask(0)  # whatever the umask: under 022 it alone would take the bits off
     try:
-        bundle_copy.copy_cache(source, tmp_path / "copied", source)
+        tree_copy.copy_cache(source, tmp_path / "copied", source)
     finally:
         os.umask(old)
     root = tmp_path / "copied"

@@ -401,7 +401,7 @@ def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, 
 
 def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypatch):
     """A bad file among 35,000 is said at once, not after every other file was copied and hashed."""
-    from nemo_rl.workers import bundle_copy
+    from nemo_rl.workers import tree_copy
 
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(300)}
@@ -409,8 +409,8 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
     manifest = bundles.check(bundle, world.project, FLAGS)
     (bundle / bundles.CACHE / "archive-v0/abc/a.py").unlink()
     os.mkfifo(bundle / bundles.CACHE / "archive-v0/abc/a.py")
-    calls, real = [], bundle_copy._copy_file
-    monkeypatch.setattr(bundle_copy, "_copy_file", lambda *a: (calls.append(a[0]), real(*a))[1])
+    calls, real = [], tree_copy._copy_file
+    monkeypatch.setattr(tree_copy, "_copy_file", lambda *a: (calls.append(a[0]), real(*a))[1])
     with pytest.raises(NemoRLError, match="not a regular file"):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
     after = len(calls) - 1 - calls.index(str(bundle / bundles.CACHE / "archive-v0/abc/a.py"))
@@ -420,14 +420,14 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
 def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_path, monkeypatch):
     """A cancelled job sends SIGTERM while gigabytes are copied: it ends within a file, and the copy is removed."""
     from nemo_rl import interrupt
-    from nemo_rl.workers import bundle_copy
+    from nemo_rl.workers import tree_copy
 
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     manifest = bundles.check(bundle, world.project, FLAGS)
-    calls, real = [], bundle_copy._copy_file
+    calls, real = [], tree_copy._copy_file
 
     def signalled_midway(*args):
         calls.append(args[0])
@@ -435,7 +435,7 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
             interrupt.record(signal.SIGTERM)  # what the handler does when the signal comes
         return real(*args)
 
-    monkeypatch.setattr(bundle_copy, "_copy_file", signalled_midway)
+    monkeypatch.setattr(tree_copy, "_copy_file", signalled_midway)
     monkeypatch.setattr(interrupt, "_received", [])
     with pytest.raises(interrupt.Interrupted):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)

@@ -20,29 +20,26 @@ the last used copy of each of the KEEP bundles it last built from (a build remov
 from __future__ import annotations
 
 import dataclasses
-import errno
-import hashlib
 import json
 import os
 import platform
 import shutil
 import stat
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nemo_rl import interrupt, locks, settings
+from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import state_dir
 from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache, why_not_ours
+from nemo_rl.workers.tree_copy import copy_cache
 
 Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 KEEP = 2  # checked copies kept per node and user: the last used
-KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
 Digest = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], Content]
@@ -186,109 +183,6 @@ def _keep_newest(digests: dict[Path, str]) -> None:
             kept.add(digest)
         else:
             locks.remove_unheld(copy)
-
-
-def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
-    """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
-    checked on the copy), files without group's and others' write bits, setuid or setgid. Returns each file's
-    (size, sha256) by its path relative to `source`, read back from the copy as it is made: the kernel writes
-    one file while another is hashed."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    files = _tree(source, target)
-
-    failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
-
-    def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
-        if failed.is_set():
-            return "", (0, "")
-        try:
-            interrupt.check()  # a signal ends the copy within a file, and the copy is removed as it unwinds
-            _copy_file(pair[0], pair[1], bundle)
-            return os.path.relpath(pair[0], source), _hashed(pair[1])
-        except BaseException:
-            failed.set()
-            raise
-
-    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
-        return dict(pool.map(copied, files))
-
-
-def _hashed(path: Path) -> tuple[int, str]:
-    """(size, sha256) of a file of the copy (only this user writes it), read from the page cache just filled."""
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)  # releases the GIL: the other threads copy meanwhile
-            size += len(block)
-    return size, digest.hexdigest()
-
-
-def _copy_file(path: str, target: Path, bundle: Path) -> None:
-    if not stat.S_ISREG(os.lstat(path).st_mode):  # looked at before it is opened: opening a device acts on it
-        raise _not_a_file(path, bundle)
-    try:  # never follows a link swapped in, never waits on a FIFO swapped in
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.ENODEV):
-            raise
-        raise _not_a_file(path, bundle) from exc  # swapped for a link or a device since it was looked at
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_a_file(path, bundle)
-        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      info.st_mode & 0o755)  # uv keeps a cached file's mode in the environment
-        try:
-            _kernel_copy(fd, out)
-            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
-        finally:
-            os.close(out)
-    finally:
-        os.close(fd)
-
-
-def _not_a_file(path: str, bundle: Path) -> NemoRLError:
-    return NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a link swapped in, a FIFO, "
-                       "socket or device: a bundle holds only regular files and links)",
-                       f"copy the bundle again from the builder: {bundle}")
-
-
-def _kernel_copy(source: int, target: int) -> None:
-    """All of `source` from its offset into `target`, with no byte through Python."""
-    try:
-        while os.copy_file_range(source, target, 1 << 30):
-            pass
-        return
-    except OSError as exc:  # another filesystem, or one that does not do it: sendfile does the rest
-        if exc.errno not in KERNEL_FALLBACK:
-            raise
-    while os.sendfile(target, source, None, 1 << 30):
-        pass
-
-
-def link_tree(source: Path, target: Path) -> None:
-    """`target` with `source`'s directories and a hard link to each of its files (all this user's: a node copy),
-    so whatever uv writes into its cache lands in `target`, never in the copy."""
-    for path, here in _tree(source, target):
-        os.link(path, here)
-
-
-def _tree(source: Path, target: Path) -> list[tuple[str, Path]]:
-    """`target` with `source`'s directories (mode 0755) and links (as links: where they point is checked on the
-    copy); returns each file of `source` with the path it gets in `target`."""
-    files = []
-    for dirpath, dirnames, filenames in os.walk(source):
-        dirnames.sort()  # in content_digest's order, whatever the directory's
-        here = target / os.path.relpath(dirpath, source)
-        here.mkdir(mode=0o755, exist_ok=True)
-        for name in sorted([*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]):
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                os.symlink(os.readlink(path), here / name)
-            else:
-                files.append((path, here / name))
-    return files
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from nemo_rl import interrupt, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs
+from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs, tree_copy
 from nemo_rl.workers.manifests import MANIFEST, Manifest, differences, inputs_for, read_manifest
 
 CACHE = bundle_trust.CACHE  # the bundle's uv cache, and a node's working copy of it
@@ -163,7 +163,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
         copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,
                                                 lambda content: check_sealed(bundle, manifest, record, content))
         try:
-            bundle_copy.link_tree(copy, cache)
+            tree_copy.link_tree(copy, cache)
         finally:
             os.close(copy_held)  # the working cache's links keep what it links, whatever happens to the copy now
         checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each

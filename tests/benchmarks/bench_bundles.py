@@ -40,7 +40,7 @@ from gitfixtures import commit
 
 from nemo_rl.process import run
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import bundle_copy, bundle_pack, bundles
+from nemo_rl.workers import bundle_pack, bundles, tree_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "nvcc", "ld")
@@ -159,7 +159,7 @@ def link_limit(bundle: Path, root: Path) -> float:
     target = root / "links"
     shutil.rmtree(target, ignore_errors=True)
     started = time.monotonic()
-    bundle_copy.link_tree(bundle / bundles.CACHE, target)
+    tree_copy.link_tree(bundle / bundles.CACHE, target)
     elapsed = time.monotonic() - started
     shutil.rmtree(target)
     return elapsed
