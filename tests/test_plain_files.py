@@ -16,7 +16,7 @@ from test_never_trusts import FLAGS, deps, fake_bundle, fake_env
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state
-from nemo_rl.workers import bundles, environments, housekeeping
+from nemo_rl.workers import bundle_copy, bundles, environments, housekeeping
 
 HANG_S = 60  # a read that blocks on a FIFO never returns: far past any honest run of these commands
 
@@ -201,7 +201,8 @@ def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
     os.mkfifo(bundle / bundles.CACHE / "simple-v1" / "pipe")
     with pytest.raises(NemoRLError, match="cannot copy .*pipe"):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env")
-    assert list((tmp_path / "venvs").iterdir()) == []
+    venvs = tmp_path / "venvs"
+    assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # only the node's lock
 
 
 def test_stop_says_a_deleted_checkout_is_gone(world, tmp_path, monkeypatch, capsys):
