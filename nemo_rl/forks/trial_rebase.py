@@ -189,13 +189,14 @@ class TrialIndex:
             lines.append(f"0 {'0' * 40}\t{path}")
             if theirs is not None:
                 lines.append(f"{theirs[0]} {theirs[1]}\t{path}")
-        if lines:
-            self._git(["update-index", "--index-info"], input_text="\n".join(lines) + "\n")
-        self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
+        self._update(lines, quoted=True)
 
-    def _update(self, lines: list[str]) -> None:
-        if lines:  # NUL-terminated: a path may hold a newline
-            self._git(["update-index", "-z", "--index-info"], input_text="\0".join(lines) + "\0")
+    def _update(self, lines: list[str], quoted: bool = False) -> None:
+        """`lines` into the index (paths as git quotes them, or raw and NUL-terminated: a path may hold a newline),
+        then the index as the new tree."""
+        if lines:
+            end = "\n" if quoted else "\0"
+            self._git(["update-index", *([] if quoted else ["-z"]), "--index-info"], input_text=end.join(lines) + end)
         self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
 
     def close(self) -> None:
