@@ -9,8 +9,11 @@ bump's validation, status's states, what is read from disk, and the worker envir
 Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
 and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
 
-- caught: a test failed in its own body (an assertion, or an error the test raised), failed again when run
-  alone with the mutation, and passes alone once the mutation is undone;
+- caught: a test failed in its own body (an assertion, or an error the test raised), failed when run alone
+  with the mutation, and passes alone once the mutation is undone. The test that caught a row last time (a
+  hint) runs alone first: when it fails, that was its run alone (rows of the Ray and signal tests make it once
+  more after the run without the mutation, as a failure there can clear with time); a test's run without any
+  mutation is made once per runner run, as every copy holds the same unmutated code;
 - flaky: that test fails without the mutation too, or passes alone with it (it is named; nothing is counted);
 - inconclusive: the run proved nothing: setup or teardown errors, a collection error, a timeout (the run's, or a
   test failing on one), a crash without a report, or no test that ran. Such a run is made once more, then listed;
@@ -1296,7 +1299,7 @@ MUTATIONS = [
      "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
      "tests/test_declared.py -k deep"),
     ("runner: a hint that no longer fails falls back to the selection", "tests/check_mutations.py",
-     "    if with_mutation is None or not with_mutation.failed:\n", "    if with_mutation is None:\n",
+     "    if alone is not None and " "alone.failed:\n", "    if alone is not None:\n",
      "tests/test_check_mutations.py -k killer_first"),
     ("runner: a hint only for the selection it was caught in", "tests/check_mutations.py",
      "hint[\"tests\"] == tests", "True", "tests/test_check_mutations.py -k hints_are_kept"),
@@ -1553,6 +1556,10 @@ MUTATIONS = [
     ("runner: rows no hint names first", "tests/check_mutations.py",
      "    return sorted(selected, key=lambda m: " "hints.first(m[0], m[4]) is not None)", "    return list(selected)",
      "tests/test_check_mutations.py -k no_hint_names"),
+    ("runner: a passing run without the mutation is made once", "tests/check_mutations.py",
+     "                self.passed[test] " "= run", "                pass", "tests/test_check_mutations.py -k made_once"),
+    ("runner: a failing hint is its own run alone", "tests/check_mutations.py",
+     "    if alone is not None and " "not confirm:", "    if False:", "tests/test_check_mutations.py -k made_once"),
     # review 24c: environments planted at the key, state a commit brought, metadata of another project
     ("whose: an environment planted at the key is never used", "nemo_rl/workers/environments.py",
      "    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:", "    if False:",
@@ -1880,31 +1887,60 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
     return classify(report.read_text() if report.exists() else None, returncode)
 
 
+class Baselines:
+    """Each test's run alone without any mutation, made once per runner run: every copy holds the same unmutated
+    code, so a second run of it would repeat the same experiment. Only a conclusive pass is kept; a failing or
+    inconclusive baseline is made again for each row it concerns."""
+
+    def __init__(self) -> None:
+        self.passed: dict[str, Run] = {}
+        self.lock = threading.Lock()
+
+    def run(self, copy: Path, test: str, scratch: Path, timeout: float) -> Run:
+        with self.lock:
+            known = self.passed.get(test)
+        if known is not None:
+            return known
+        run = run_pytest(copy, [test], scratch, timeout)
+        if not run.inconclusive and not run.failed:
+            with self.lock:
+                self.passed[test] = run
+        return run
+
+
 def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, timeout: float,
-               first: str | None = None) -> tuple[str, str]:
+               first: str | None = None, baselines: Baselines | None = None,
+               confirm: bool = True) -> tuple[str, str]:
     """The verdict on one mutation of `copy` (a checkout copy holding the original text): its tests with the
     mutation; when one fails, that test alone without the mutation, then alone with it once more. `first`: the
     test that caught this mutation last time (a hint), run alone before the whole selection, which runs only
     when it does not fail: the verdict is the same, and a row whose killer sits late in a slow file costs one
-    test instead of the file."""
+    test instead of the file. A hint that fails was already a run alone with the mutation: it is not made again
+    unless `confirm` (rows whose tests time signals or a cluster, where a failure can clear with time).
+    `baselines`: the runs without a mutation already made (none: each row makes its own)."""
     target = copy / file
     text = target.read_text()
     target.write_text(mutated)
-    with_mutation = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
-    if with_mutation is None or not with_mutation.failed:
-        with_mutation = run_pytest(copy, tests.split(), scratch / "mutated", timeout)
+    alone = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
+    if alone is not None and alone.failed:
+        with_mutation = alone
+    else:
+        with_mutation, alone = run_pytest(copy, tests.split(), scratch / "mutated", timeout), None
     if not with_mutation.failed:
         return judge(with_mutation)
+    test = with_mutation.failed[0]
     target.write_text(text)
-    baseline = run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout)
+    baseline = (baselines or Baselines()).run(copy, test, scratch / "baseline", timeout)
     if baseline.inconclusive or baseline.failed:
         return judge(with_mutation, baseline)
+    if alone is not None and not confirm:
+        return judge(with_mutation, baseline, alone)
     target.write_text(mutated)
-    return judge(with_mutation, baseline, run_pytest(copy, [with_mutation.failed[0]], scratch / "mutated", timeout))
+    return judge(with_mutation, baseline, run_pytest(copy, [test], scratch / "mutated", timeout))
 
 
 def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
-            first: str | None = None) -> tuple[str, str]:
+            first: str | None = None, baselines: Baselines | None = None) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl",
@@ -1917,7 +1953,8 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
                 compile(text.replace(original, mutated), file, "exec")
             except SyntaxError as exc:
                 return "not applied", f"the mutated file does not compile: {exc}"
-        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first)
+        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first, baselines,
+                          confirm=any(t in tests for t in ALONE))
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
@@ -1994,13 +2031,14 @@ def main() -> int:
         parser.error("--jobs must be 1 or more")
     counts = dict.fromkeys(OUTCOMES, 0)
     hints = Hints(HINTS, use=not args.no_hints)
+    baselines = Baselines()
     selected = [m for m in MUTATIONS if not args.k or any(k in m[0] for k in args.k)]
 
     def one(mutation: tuple[str, str, str, str, str]) -> None:
         name, file, original, mutated, tests = mutation
         started = time.monotonic()
         outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout,
-                                                  hints.first(name, tests)))
+                                                  hints.first(name, tests), baselines))
         counts[outcome] += 1
         if outcome == "caught":
             hints.caught(name, tests, detail.split(" (")[0])

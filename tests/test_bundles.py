@@ -314,10 +314,14 @@ def test_the_digest_covers_names_contents_and_links(tmp_path):
     assert bundles.content_digest(tmp_path)[2] != with_link
 
 
-def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys):
-    """This repository's mcore extra has transformer-engine; this machine has no CUDA 12 nvcc."""
+def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys, monkeypatch):
+    """This repository's mcore extra has transformer-engine; this machine has no CUDA 12 nvcc (once CUDA_HOME,
+    which the nvcc tests of a mutation run set, is out of the way)."""
     root = Path(__file__).resolve().parent.parent
     from nemo_rl import toolchain
+
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
 
     if toolchain.transformer_engine_unbuildable(lockfile.locked_packages(root)) is None:
         pytest.skip("transformer-engine can be built here")

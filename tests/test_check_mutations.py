@@ -286,3 +286,29 @@ def test_rows_no_hint_names_run_first(tmp_path):
     rows = [(name, "f.py", "x", "y", f"t_{name}") for name in "abcd"]
     assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=True))] == ["a", "c", "d", "b"]
     assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=False))] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.slow
+def test_a_failing_hint_is_its_own_run_alone_and_a_baseline_is_made_once(tmp_path):
+    """Two rows caught by one hinted test: the first makes two runs (with the mutation, then without), the second
+    one (the run without the mutation is known); a row that asks for confirmation makes its run alone again."""
+    runs = tmp_path / "runs"
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        from pathlib import Path
+        GUARDED = True  # the mutation point
+        def test_guard():
+            with open({str(runs)!r}, "a") as f:
+                f.write(str(GUARDED)[0])
+            assert GUARDED
+        """))
+    target = copy / "tests" / "test_inner.py"
+    original = target.read_text()
+    mutated = original.replace("GUARDED = True  # the mutation point", "GUARDED = False")
+    killer = "tests/test_inner.py::test_guard"
+    baselines = cm.Baselines()
+    said = []
+    for confirm in (False, False, True):
+        target.write_text(original)
+        said.append(cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300,
+                                  first=killer, baselines=baselines, confirm=confirm)[0])
+    assert (said, runs.read_text()) == (["caught"] * 3, "FT" + "F" + "FF")
