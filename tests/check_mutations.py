@@ -11,9 +11,10 @@ and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutatio
 
 - caught: a test failed in its own body (an assertion, or an error the test raised), failed when run alone
   with the mutation, and passes alone once the mutation is undone. The test that caught a row last time (a
-  hint) runs alone first: when it fails, that was its run alone (rows of the Ray and signal tests make it once
-  more after the run without the mutation, as a failure there can clear with time); a test's run without any
-  mutation is made once per runner run, as every copy holds the same unmutated code;
+  hint) runs alone first: when it fails, that was its run alone (rows of the tests that time signals,
+  processes, waits or a Ray cluster make it once more after the run without the mutation, as a failure there
+  can clear with time); a test's run without any mutation is made once per runner run, as every row's copy is
+  made from one snapshot of the checkout taken at the start;
 - flaky: that test fails without the mutation too, or passes alone with it (it is named; nothing is counted);
 - inconclusive: the run proved nothing: setup or teardown errors, a collection error, a timeout (the run's, or a
   test failing on one), a crash without a report, or no test that ran. Such a run is made once more, then listed;
@@ -635,9 +636,9 @@ MUTATIONS = [
     ("runner: a run goes on past errors and stops at a failure", "tests/mutation_verdicts.py",
      '        _SESSION.shouldfail = f"{report.nodeid} failed"', "        pass", "tests/test_check_mutations.py"),
     ("runner: the run without the mutation comes before the confirming one", "tests/check_mutations.py",
-     '    target.write_text(text)\n    baseline = run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout)\n',
-     '    again = run_pytest(copy, [with_mutation.failed[0]], scratch / "mutated", timeout)\n    target.write_text(text)\n'
-     '    return judge(with_mutation, run_pytest(copy, [with_mutation.failed[0]], scratch / "baseline", timeout), again)\n',
+     '    target.write_text(text)\n    baseline = (baselines or ' 'Baselines()).run(copy, test, scratch / "baseline", timeout)\n',
+     '    again = run_pytest(copy, [test], scratch / "mutated", timeout)\n    target.write_text(text)\n'
+     '    return judge(with_mutation, run_pytest(copy, [test], scratch / "baseline", timeout), again)\n',
      "tests/test_check_mutations.py"),
     # the derived [[tool.uv.dependency-metadata]] entry (nemo_rl/forks/declared.py, metadata_check.py)
     ("derived: drops applied", "nemo_rl/forks/declared.py", "        if name in dropped or name in replaced_names or",
@@ -1299,7 +1300,7 @@ MUTATIONS = [
      "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
      "tests/test_declared.py -k deep"),
     ("runner: a hint that no longer fails falls back to the selection", "tests/check_mutations.py",
-     "    if alone is not None and " "alone.failed:\n", "    if alone is not None:\n",
+     "    if alone is not None and " "alone.failed and alone.passed " "== 0:\n", "    if alone is not None:\n",
      "tests/test_check_mutations.py -k killer_first"),
     ("runner: a hint only for the selection it was caught in", "tests/check_mutations.py",
      "hint[\"tests\"] == tests", "True", "tests/test_check_mutations.py -k hints_are_kept"),
@@ -1560,6 +1561,25 @@ MUTATIONS = [
      "                self.passed[test] " "= run", "                pass", "tests/test_check_mutations.py -k made_once"),
     ("runner: a failing hint is its own run alone", "tests/check_mutations.py",
      "    if alone is not None and " "not confirm:", "    if False:", "tests/test_check_mutations.py -k made_once"),
+    ("runner: a hint is its run alone only when it ran first", "tests/check_mutations.py",
+     "alone.failed and alone.passed " "== 0:", "alone.failed:", "tests/test_check_mutations.py -k ran_after"),
+    ("runner: an inconclusive run without the mutation is not kept", "tests/check_mutations.py",
+     "        if not run.inconclusive and " "not run.failed:", "        if not run.failed:",
+     "tests/test_check_mutations.py -k not_kept"),
+    ("runner: timed tests confirm a failing hint", "tests/check_mutations.py",
+     "    return any(t in tests for t in " "TIMED)", "    return False", "tests/test_check_mutations.py -k timed"),
+    ("runner: rows are copied from the snapshot", "tests/check_mutations.py",
+     "        shutil.copytree(source " "or ROOT, copy, ignore=LEFT_OUT)", "        shutil.copytree(ROOT, copy, ignore=LEFT_OUT)",
+     "tests/test_check_mutations.py -k snapshot"),
+    ("runner: a hint that is an option or another file is not used", "tests/check_mutations.py",
+     'file.endswith(".py") and not killer.startswith("-") and ' "file in tests.split()", "True",
+     "tests/test_check_mutations.py -k usable"),
+    ("runner: a second runner's hints are kept", "tests/check_mutations.py",
+     "merged = {**_read_hints(self.path), " "name: self.known[name]}", "merged = dict(self.known)",
+     "tests/test_check_mutations.py -k second_runner"),
+    ("runner: a hint that cannot be written costs only the hint", "tests/check_mutations.py",
+     "            except OSError " "as exc:\n                print(f\"warning: the hint", "            except ValueError as exc:\n                print(f\"warning: the hint",
+     "tests/test_check_mutations.py -k cannot_be_written"),
     # review 24c: environments planted at the key, state a commit brought, metadata of another project
     ("whose: an environment planted at the key is never used", "nemo_rl/workers/environments.py",
      "    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:", "    if False:",
@@ -1888,9 +1908,9 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
 
 
 class Baselines:
-    """Each test's run alone without any mutation, made once per runner run: every copy holds the same unmutated
-    code, so a second run of it would repeat the same experiment. Only a conclusive pass is kept; a failing or
-    inconclusive baseline is made again for each row it concerns."""
+    """Each test's run alone without any mutation, made once per runner run: every row's copy is made from one
+    snapshot of the checkout (`snapshot`), so a second run of it would repeat the same experiment. Only a
+    conclusive pass is kept; a failing or inconclusive baseline is made again for each row it concerns."""
 
     def __init__(self) -> None:
         self.passed: dict[str, Run] = {}
@@ -1916,13 +1936,15 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
     test that caught this mutation last time (a hint), run alone before the whole selection, which runs only
     when it does not fail: the verdict is the same, and a row whose killer sits late in a slow file costs one
     test instead of the file. A hint that fails was already a run alone with the mutation: it is not made again
-    unless `confirm` (rows whose tests time signals or a cluster, where a failure can clear with time).
-    `baselines`: the runs without a mutation already made (none: each row makes its own)."""
+    unless `confirm` (`needs_confirm`: tests that time signals, processes or a cluster, whose failure can clear
+    with time). A hint counts as that run only when its failing test was the first to run (a hint naming a class
+    or a file runs more than one test). `baselines`: the runs without a mutation already made (none: each row
+    makes its own)."""
     target = copy / file
     text = target.read_text()
     target.write_text(mutated)
     alone = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
-    if alone is not None and alone.failed:
+    if alone is not None and alone.failed and alone.passed == 0:
         with_mutation = alone
     else:
         with_mutation, alone = run_pytest(copy, tests.split(), scratch / "mutated", timeout), None
@@ -1939,12 +1961,36 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
     return judge(with_mutation, baseline, run_pytest(copy, [test], scratch / "mutated", timeout))
 
 
+# What a copy of the checkout leaves out: environments, git's own data, state and caches.
+LEFT_OUT = shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl", "benchmark-results", "__pycache__")
+
+
+def snapshot(dest: Path) -> Path:
+    """The checkout as the run starts, copied once: every row is judged on it, whatever is edited, checked out or
+    merged in the checkout while the run goes on (a run without a mutation is then the same experiment for each
+    row, and `Baselines` may keep it)."""
+    shutil.copytree(ROOT, dest, ignore=LEFT_OUT)
+    return dest
+
+
+TIMED = (RAY, INTERRUPTS, GUARDS, SIDE, NODE_COPY, BUMP, HOUSEKEEPING, REST, "tests/test_process.py",
+         "tests/test_pep517.py", "tests/test_check_mutations.py")
+
+
+def needs_confirm(tests: str) -> bool:
+    """Whether a failing hint is run alone once more after the run without the mutation: when the row's tests
+    time signals, processes, waits or a Ray cluster, where a busy moment can fail a test once (a hint is always
+    a test of the row's own files: `usable_hint`)."""
+    return any(t in tests for t in TIMED)
+
+
 def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
-            first: str | None = None, baselines: Baselines | None = None) -> tuple[str, str]:
+            first: str | None = None, baselines: Baselines | None = None,
+            source: Path | None = None) -> tuple[str, str]:
+    """One row's verdict on a copy of `source` (the run's snapshot; the checkout itself when none is given)."""
     with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl",
-                                                                   "benchmark-results", "__pycache__"))
+        shutil.copytree(source or ROOT, copy, ignore=LEFT_OUT)
         text = (copy / file).read_text()
         if text.count(original) != 1:
             return "not applied", f"the original text occurs {text.count(original)} times"
@@ -1954,7 +2000,7 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
             except SyntaxError as exc:
                 return "not applied", f"the mutated file does not compile: {exc}"
         return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first, baselines,
-                          confirm=any(t in tests for t in ALONE))
+                          confirm=needs_confirm(tests))
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
@@ -1965,29 +2011,54 @@ OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
 HINTS = ROOT / "tests" / "mutation_killers.json"
 
 
+def usable_hint(killer: str, tests: str) -> bool:
+    """A hint is one test of the row's own selection: a node id in one of its files, never a pytest option or
+    another file (the hints file is committed data, which a pull request can edit)."""
+    file, sep, rest = killer.partition("::")
+    return bool(sep and rest) and file.endswith(".py") and not killer.startswith("-") and file in tests.split()
+
+
+def _read_hints(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("tests"), str)
+            and isinstance(v.get("killer"), str)} if isinstance(data, dict) else {}
+
+
 class Hints:
     def __init__(self, path: Path, use: bool) -> None:
         self.path, self.lock = path, threading.Lock()
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = {}
-        self.known = {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("tests"), str)
-                      and isinstance(v.get("killer"), str)} if isinstance(data, dict) else {}
+        self.known = _read_hints(path)
         self.use = use
 
     def first(self, name: str, tests: str) -> str | None:
         hint = self.known.get(name)
-        return hint["killer"] if self.use and hint and hint["tests"] == tests else None
+        if not (self.use and hint and hint["tests"] == tests):
+            return None
+        return hint["killer"] if usable_hint(hint["killer"], tests) else None
 
     def caught(self, name: str, tests: str, killer: str) -> None:
+        """Record a row's killer. A second runner on the same checkout may write the file too: the write is made
+        under a lock on a file beside it, over what the file holds then. A write that fails costs the hint
+        only, never the verdict."""
+        import fcntl
+
         with self.lock:
             self.known[name] = {"tests": tests, "killer": killer}
             names = {m[0] for m in MUTATIONS}
-            text = json.dumps({k: self.known[k] for k in sorted(self.known) if k in names}, indent=1) + "\n"
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.path)
+            try:
+                with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    merged = {**_read_hints(self.path), name: self.known[name]}
+                    text = json.dumps({k: merged[k] for k in sorted(merged) if k in names}, indent=1) + "\n"
+                    fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+                    with os.fdopen(fd, "w") as out:
+                        out.write(text)
+                    os.replace(tmp, self.path)
+            except OSError as exc:
+                print(f"warning: the hint for {name!r} was not recorded: {exc}", file=sys.stderr, flush=True)
 
 
 def run_order(selected: list, hints: Hints) -> list:
@@ -2032,14 +2103,18 @@ def main() -> int:
     counts = dict.fromkeys(OUTCOMES, 0)
     hints = Hints(HINTS, use=not args.no_hints)
     baselines = Baselines()
+    counted = threading.Lock()
+    taken = tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-snapshot-")
+    source = snapshot(Path(taken.name) / "repo")
     selected = [m for m in MUTATIONS if not args.k or any(k in m[0] for k in args.k)]
 
     def one(mutation: tuple[str, str, str, str, str]) -> None:
         name, file, original, mutated, tests = mutation
         started = time.monotonic()
         outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout,
-                                                  hints.first(name, tests), baselines))
-        counts[outcome] += 1
+                                                  hints.first(name, tests), baselines, source))
+        with counted:
+            counts[outcome] += 1
         if outcome == "caught":
             hints.caught(name, tests, detail.split(" (")[0])
         shown = f"caught by {detail}" if outcome == "caught" else f"{outcome.upper()} ({detail})"
@@ -2064,6 +2139,8 @@ def main() -> int:
         print(f"\ninterrupted after {sum(counts.values())} of {len(selected)} mutation(s): "
               + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]), flush=True)
         return 130
+    finally:
+        taken.cleanup()
     pool.shutdown()
     total = sum(counts.values())
     print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))

@@ -316,12 +316,14 @@ def test_the_digest_covers_names_contents_and_links(tmp_path):
 
 def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys, monkeypatch):
     """This repository's mcore extra has transformer-engine; this machine has no CUDA 12 nvcc (once CUDA_HOME,
-    which the nvcc tests of a mutation run set, is out of the way)."""
+    which the nvcc tests of a mutation run set, and an nvcc on PATH are out of the way)."""
     root = Path(__file__).resolve().parent.parent
     from nemo_rl import toolchain
 
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                               if d and not (Path(d) / "nvcc").exists()))
 
     if toolchain.transformer_engine_unbuildable(lockfile.locked_packages(root)) is None:
         pytest.skip("transformer-engine can be built here")

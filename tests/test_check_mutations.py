@@ -282,8 +282,9 @@ def test_rows_no_hint_names_run_first(tmp_path):
     """A run cut short (2 cores take hours over the whole list) has judged the rows least known: new, changed and
     never-caught ones before the rows a hint says were caught, each group in list order."""
     path = tmp_path / "hints.json"
-    path.write_text('{"b": {"tests": "t_b", "killer": "k"}, "d": {"tests": "changed", "killer": "k"}}')
-    rows = [(name, "f.py", "x", "y", f"t_{name}") for name in "abcd"]
+    path.write_text('{"b": {"tests": "t_b.py", "killer": "t_b.py::k"}, "d": {"tests": "changed.py", '
+                    '"killer": "changed.py::k"}}')
+    rows = [(name, "f.py", "x", "y", f"t_{name}.py") for name in "abcd"]
     assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=True))] == ["a", "c", "d", "b"]
     assert [m[0] for m in cm.run_order(rows, cm.Hints(path, use=False))] == ["a", "b", "c", "d"]
 
@@ -312,3 +313,85 @@ def test_a_failing_hint_is_its_own_run_alone_and_a_baseline_is_made_once(tmp_pat
         said.append(cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300,
                                   first=killer, baselines=baselines, confirm=confirm)[0])
     assert (said, runs.read_text()) == (["caught"] * 3, "FT" + "F" + "FF")
+
+
+@pytest.mark.slow
+def test_a_hint_that_ran_after_another_test_is_not_its_run_alone(tmp_path):
+    """A hint naming a file runs a polluting test before the one that fails: that failure needs the polluter, so
+    the run is no run alone; run alone with the (empty) mutation the test passes: flaky, not caught."""
+    copy = copy_with(tmp_path, textwrap.dedent("""\
+        import os
+        # the mutation point
+        def test_polluter():
+            os.environ["POLLUTED"] = "1"
+        def test_victim():
+            assert "POLLUTED" not in os.environ
+        """))
+    target = copy / "tests" / "test_inner.py"
+    mutated = target.read_text().replace("# the mutation point", "# mutated")
+    outcome, detail = cm.verdict_of(copy, "tests/test_inner.py", mutated, "tests/test_inner.py", tmp_path / "s", 300,
+                                    first="tests/test_inner.py", baselines=cm.Baselines(), confirm=False)
+    assert outcome == "flaky" and "passes alone with the mutation" in detail, (outcome, detail)
+
+
+def test_an_inconclusive_or_failing_run_without_the_mutation_is_not_kept(tmp_path, monkeypatch):
+    answers = [mv.Run((), 0, "the run timed out"), mv.Run(("t",), 0, "", "boom"), mv.Run((), 1, "")]
+    calls = []
+    monkeypatch.setattr(cm, "run_pytest", lambda copy, selection, scratch, timeout: calls.append(selection)
+                        or answers[len(calls) - 1])
+    baselines = cm.Baselines()
+    said = [baselines.run(tmp_path, "tests/test_x.py::t", tmp_path, 60) for _ in range(4)]
+    assert said == answers + [answers[2]] and len(calls) == 3  # only the pass is kept
+
+
+def test_timed_tests_confirm_a_failing_hint():
+    assert cm.needs_confirm("tests/test_interrupts.py -k stress") and cm.needs_confirm("tests/test_guards.py")
+    assert cm.needs_confirm(f"{cm.NODE_COPY} -k two_builds") and cm.needs_confirm(cm.RAY)
+    assert not cm.needs_confirm("tests/test_values.py") and not cm.needs_confirm(cm.PATCHES)
+
+
+@pytest.mark.slow
+def test_rows_are_judged_on_the_snapshot_taken_at_the_start(tmp_path, monkeypatch):
+    """The checkout changes after the snapshot (a merge, a checkout in a second terminal): rows still copy the
+    snapshot, so the mutation applies to what the run started with."""
+    checkout = copy_with(tmp_path / "checkout", "GUARDED = True  # the mutation point\ndef test_guard():\n"
+                                                "    assert GUARDED\n")
+    monkeypatch.setattr(cm, "ROOT", checkout)
+    snap = cm.snapshot(tmp_path / "snap" / "repo")
+    (checkout / "tests" / "test_inner.py").write_text("def test_guard():\n    assert True\n")  # edited meanwhile
+    outcome, detail = cm.run_one("tests/test_inner.py", "GUARDED = True  # the mutation point", "GUARDED = False",
+                                 "tests/test_inner.py", 300, source=snap)
+    assert (outcome, detail.split(" (")[0]) == ("caught", "tests/test_inner.py::test_guard"), detail
+
+
+def test_a_hint_is_usable_only_as_a_test_of_the_rows_own_files(tmp_path):
+    tests = "tests/test_x.py -k fast"
+    assert cm.usable_hint("tests/test_x.py::test_a[1-2]", tests) and cm.usable_hint("tests/test_x.py::C::t", tests)
+    for killer in ("--basetemp=/tmp/victim", "tests/test_x.py", "tests/test_y.py::test_a", "-k", "tests/test_x.py::",
+                   "fast::x"):
+        assert not cm.usable_hint(killer, tests), killer
+    path = tmp_path / "hints.json"
+    path.write_text(json.dumps({"row": {"tests": tests, "killer": "--basetemp=/tmp/victim"},
+                                "ok": {"tests": tests, "killer": "tests/test_x.py::test_a"}}))
+    hints = cm.Hints(path, use=True)
+    assert (hints.first("row", tests), hints.first("ok", tests)) == (None, "tests/test_x.py::test_a")
+
+
+def test_a_second_runner_s_hints_are_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(cm, "MUTATIONS", [("row", "f.py", "a", "b", "tests/test_x.py"),
+                                          ("other", "f.py", "c", "d", "tests/test_y.py")])
+    path = tmp_path / "hints.json"
+    first, second = cm.Hints(path, use=True), cm.Hints(path, use=True)  # two terminals, each read the file
+    first.caught("row", "tests/test_x.py", "tests/test_x.py::test_a")
+    second.caught("other", "tests/test_y.py", "tests/test_y.py::test_b")
+    assert set(json.loads(path.read_text())) == {"row", "other"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".hints.json.") and "lock" not in p.name] == []
+
+
+def test_a_hint_that_cannot_be_written_costs_only_the_hint(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cm, "MUTATIONS", [("row", "f.py", "a", "b", "tests/test_x.py")])
+    (tmp_path / "a-file").write_text("")
+    hints = cm.Hints(tmp_path / "a-file" / "hints.json", use=True)  # its directory is a file
+    hints.caught("row", "tests/test_x.py", "tests/test_x.py::test_a")
+    assert hints.first("row", "tests/test_x.py") == "tests/test_x.py::test_a"
+    assert "warning: the hint for 'row' was not recorded" in capsys.readouterr().err
