@@ -1300,7 +1300,7 @@ MUTATIONS = [
      "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
      "tests/test_declared.py -k deep"),
     ("runner: a hint that no longer fails falls back to the selection", "tests/check_mutations.py",
-     "    if alone is not None and " "alone.failed and alone.passed " "== 0:\n", "    if alone is not None:\n",
+     "    if alone is not None and " "alone.failed[:1] " "== (first,):\n", "    if alone is not None:\n",
      "tests/test_check_mutations.py -k killer_first"),
     ("runner: a hint only for the selection it was caught in", "tests/check_mutations.py",
      "hint[\"tests\"] == tests", "True", "tests/test_check_mutations.py -k hints_are_kept"),
@@ -1562,7 +1562,7 @@ MUTATIONS = [
     ("runner: a failing hint is its own run alone", "tests/check_mutations.py",
      "    if alone is not None and " "not confirm:", "    if False:", "tests/test_check_mutations.py -k made_once"),
     ("runner: a hint is its run alone only when it ran first", "tests/check_mutations.py",
-     "alone.failed and alone.passed " "== 0:", "alone.failed:", "tests/test_check_mutations.py -k ran_after"),
+     "alone.failed[:1] " "== (first,):", "alone.failed:", "tests/test_check_mutations.py -k ran_after"),
     ("runner: an inconclusive run without the mutation is not kept", "tests/check_mutations.py",
      "        if not run.inconclusive and " "not run.failed:", "        if not run.failed:",
      "tests/test_check_mutations.py -k not_kept"),
@@ -1572,11 +1572,21 @@ MUTATIONS = [
      "        shutil.copytree(source " "or ROOT, copy, ignore=LEFT_OUT)", "        shutil.copytree(ROOT, copy, ignore=LEFT_OUT)",
      "tests/test_check_mutations.py -k snapshot"),
     ("runner: a hint that is an option or another file is not used", "tests/check_mutations.py",
-     'file.endswith(".py") and not killer.startswith("-") and ' "file in tests.split()", "True",
+     '    if not (sep and rest and file.endswith(".py") and ' 'killer.isprintable()) or killer.startswith("-"):\n'
+     "        return False\n", "", "tests/test_check_mutations.py -k usable"),
+    ("runner: a hint is within the row's selection", "tests/check_mutations.py",
+     "               for t in tests.split() " 'if not t.startswith("-"))', "               for t in [file])",
      "tests/test_check_mutations.py -k usable"),
     ("runner: a second runner's hints are kept", "tests/check_mutations.py",
-     "merged = {**_read_hints(self.path), " "name: self.known[name]}", "merged = dict(self.known)",
+     "merged = {**there, " "**self.known}", "merged = dict(self.known)",
      "tests/test_check_mutations.py -k second_runner"),
+    ("runner: a hints file that is not hints is left alone", "tests/check_mutations.py",
+     "                    if there is None:\n                        raise OSError(f\"{self.path} is not a plain",
+     "                    if False:\n                        raise OSError(f\"{self.path} is not a plain",
+     "tests/test_check_mutations.py -k not_hints"),
+    ("runner: the snapshot reaches every row", "tests/check_mutations.py",
+     "hints.first(name, tests), baselines, " "source))", "hints.first(name, tests), baselines))",
+     "tests/test_check_mutations.py -k main_judges"),
     ("runner: a hint that cannot be written costs only the hint", "tests/check_mutations.py",
      "            except OSError " "as exc:\n                print(f\"warning: the hint", "            except ValueError as exc:\n                print(f\"warning: the hint",
      "tests/test_check_mutations.py -k cannot_be_written"),
@@ -1937,14 +1947,14 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
     when it does not fail: the verdict is the same, and a row whose killer sits late in a slow file costs one
     test instead of the file. A hint that fails was already a run alone with the mutation: it is not made again
     unless `confirm` (`needs_confirm`: tests that time signals, processes or a cluster, whose failure can clear
-    with time). A hint counts as that run only when its failing test was the first to run (a hint naming a class
-    or a file runs more than one test). `baselines`: the runs without a mutation already made (none: each row
+    with time). A hint counts as that run only when the test that failed is the hint itself (a hint naming a
+    class runs more than one test, and what ran before may be why it failed). `baselines`: the runs without a mutation already made (none: each row
     makes its own)."""
     target = copy / file
     text = target.read_text()
     target.write_text(mutated)
     alone = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
-    if alone is not None and alone.failed and alone.passed == 0:
+    if alone is not None and alone.failed[:1] == (first,):
         with_mutation = alone
     else:
         with_mutation, alone = run_pytest(copy, tests.split(), scratch / "mutated", timeout), None
@@ -1962,7 +1972,8 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
 
 
 # What a copy of the checkout leaves out: environments, git's own data, state and caches.
-LEFT_OUT = shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl", "benchmark-results", "__pycache__")
+LEFT_OUT = shutil.ignore_patterns(".venv", ".git", "venvs", ".nemo-rl", "benchmark-results", "__pycache__",
+                                  ".mypy_cache", ".ruff_cache", ".pytest_cache", ".mutation_killers.json.*")
 
 
 def snapshot(dest: Path) -> Path:
@@ -1973,8 +1984,10 @@ def snapshot(dest: Path) -> Path:
     return dest
 
 
-TIMED = (RAY, INTERRUPTS, GUARDS, SIDE, NODE_COPY, BUMP, HOUSEKEEPING, REST, "tests/test_process.py",
-         "tests/test_pep517.py", "tests/test_check_mutations.py")
+# Test files whose assertions depend on timing: signals, waits, two processes overlapping, a hang detected after
+# some seconds (a planted FIFO), threads joined with a timeout, a Ray cluster.
+TIMED = (RAY, INTERRUPTS, GUARDS, SIDE, NODE_COPY, BUMP, HOUSEKEEPING, REST, TRUST, CUDA, WHOSE, PLAIN,
+         "tests/test_process.py", "tests/test_pep517.py", "tests/test_check_mutations.py")
 
 
 def needs_confirm(tests: str) -> bool:
@@ -2012,25 +2025,49 @@ HINTS = ROOT / "tests" / "mutation_killers.json"
 
 
 def usable_hint(killer: str, tests: str) -> bool:
-    """A hint is one test of the row's own selection: a node id in one of its files, never a pytest option or
-    another file (the hints file is committed data, which a pull request can edit)."""
+    """A hint is one test of the row's own selection: a node id in one of its files, or under a node id it names;
+    never a pytest option, another file, or a string with control characters (the hints file is committed data,
+    which a pull request can edit)."""
     file, sep, rest = killer.partition("::")
-    return bool(sep and rest) and file.endswith(".py") and not killer.startswith("-") and file in tests.split()
+    if not (sep and rest and file.endswith(".py") and killer.isprintable()) or killer.startswith("-"):
+        return False
+    return any(killer == t or (t == file if "::" not in t else killer.startswith((t + "::", t + "[")))
+               for t in tests.split() if not t.startswith("-"))
 
 
-def _read_hints(path: Path) -> dict[str, dict[str, str]]:
+HINTS_LIMIT = 1 << 20
+
+
+def _read_hints(path: Path) -> dict[str, dict[str, str]] | None:
+    """The hints the file holds; {} when there is none; None when it is no plain file of JSON hints (a link, a
+    FIFO, too large, not JSON): it is then neither used nor written over."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
         return {}
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, HINTS_LIMIT + 1)
+        data = json.loads(raw) if len(raw) <= HINTS_LIMIT else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict):
+        return None
     return {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("tests"), str)
-            and isinstance(v.get("killer"), str)} if isinstance(data, dict) else {}
+            and isinstance(v.get("killer"), str)}
 
 
 class Hints:
     def __init__(self, path: Path, use: bool) -> None:
         self.path, self.lock = path, threading.Lock()
-        self.known = _read_hints(path)
+        self.known = _read_hints(path) or {}
         self.use = use
 
     def first(self, name: str, tests: str) -> str | None:
@@ -2051,12 +2088,20 @@ class Hints:
             try:
                 with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
-                    merged = {**_read_hints(self.path), name: self.known[name]}
+                    there = _read_hints(self.path)
+                    if there is None:
+                        raise OSError(f"{self.path} is not a plain file of hints: left as it is")
+                    merged = {**there, **self.known}
                     text = json.dumps({k: merged[k] for k in sorted(merged) if k in names}, indent=1) + "\n"
                     fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-                    with os.fdopen(fd, "w") as out:
-                        out.write(text)
-                    os.replace(tmp, self.path)
+                    try:
+                        with os.fdopen(fd, "w") as out:
+                            os.fchmod(out.fileno(), 0o644)  # a committed file, as git checks it out
+                            out.write(text)
+                        os.replace(tmp, self.path)
+                    finally:
+                        if os.path.exists(tmp):
+                            os.unlink(tmp)
             except OSError as exc:
                 print(f"warning: the hint for {name!r} was not recorded: {exc}", file=sys.stderr, flush=True)
 
@@ -2140,8 +2185,8 @@ def main() -> int:
               + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]), flush=True)
         return 130
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # no row still copies the snapshot
         taken.cleanup()
-    pool.shutdown()
     total = sum(counts.values())
     print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))
     return 0 if total and counts["caught"] == total else 1

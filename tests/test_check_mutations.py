@@ -368,8 +368,11 @@ def test_a_hint_is_usable_only_as_a_test_of_the_rows_own_files(tmp_path):
     tests = "tests/test_x.py -k fast"
     assert cm.usable_hint("tests/test_x.py::test_a[1-2]", tests) and cm.usable_hint("tests/test_x.py::C::t", tests)
     for killer in ("--basetemp=/tmp/victim", "tests/test_x.py", "tests/test_y.py::test_a", "-k", "tests/test_x.py::",
-                   "fast::x"):
+                   "fast::x", "tests/test_x.py::t\x00", "-tests/test_x.py::t"):
         assert not cm.usable_hint(killer, tests), killer
+    one = "tests/test_x.py::test_a"  # a selection that is a node id: the hint is that test, or one of its cases
+    assert cm.usable_hint(one, one) and cm.usable_hint(one + "[2]", one) and cm.usable_hint(one + "::case", one)
+    assert not cm.usable_hint("tests/test_x.py::test_ab", one) and not cm.usable_hint("tests/test_x.py::test_b", one)
     path = tmp_path / "hints.json"
     path.write_text(json.dumps({"row": {"tests": tests, "killer": "--basetemp=/tmp/victim"},
                                 "ok": {"tests": tests, "killer": "tests/test_x.py::test_a"}}))
@@ -395,3 +398,45 @@ def test_a_hint_that_cannot_be_written_costs_only_the_hint(tmp_path, monkeypatch
     hints.caught("row", "tests/test_x.py", "tests/test_x.py::test_a")
     assert hints.first("row", "tests/test_x.py") == "tests/test_x.py::test_a"
     assert "warning: the hint for 'row' was not recorded" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "not json", "too large"])
+def test_a_hints_file_that_is_not_hints_is_left_alone(tmp_path, monkeypatch, capsys, kind):
+    monkeypatch.setattr(cm, "MUTATIONS", [("row", "f.py", "a", "b", "tests/test_x.py")])
+    path, elsewhere = tmp_path / "hints.json", tmp_path / "elsewhere.json"
+    elsewhere.write_text('{"row": {"tests": "tests/test_x.py", "killer": "tests/test_x.py::test_a"}}')
+    if kind == "link":
+        path.symlink_to(elsewhere)
+    elif kind == "fifo":
+        os.mkfifo(path)  # opened without blocking: the runner neither hangs nor reads it
+    else:
+        path.write_text("{not json" if kind == "not json" else " " * (cm.HINTS_LIMIT + 1) + "{}")
+    before = os.lstat(path)
+    hints = cm.Hints(path, use=True)
+    assert hints.first("row", "tests/test_x.py") is None
+    hints.caught("row", "tests/test_x.py", "tests/test_x.py::test_b")
+    after = os.lstat(path)
+    assert (after.st_ino, after.st_size, after.st_mode) == (before.st_ino, before.st_size, before.st_mode)
+    assert "is not a plain file of hints" in capsys.readouterr().err
+    assert "test_a" in elsewhere.read_text()
+
+
+def test_main_judges_every_row_on_one_snapshot_and_removes_it(tmp_path, monkeypatch, capsys):
+    checkout = tmp_path / "checkout"
+    (checkout / "tests").mkdir(parents=True)
+    (checkout / "tests" / "test_x.py").write_text("")
+    monkeypatch.setattr(cm, "ROOT", checkout)
+    monkeypatch.setattr(cm, "HINTS", tmp_path / "hints.json")
+    monkeypatch.setattr(cm, "MUTATIONS", [(f"row {n}", "tests/test_x.py", "a", "b", "tests/test_x.py") for n in "12"])
+    sources = []
+
+    def judged(file, original, mutated, tests, timeout, first=None, baselines=None, source=None):
+        sources.append(source)
+        assert source is not None and source != checkout and (source / "tests" / "test_x.py").exists()
+        return "survived", "1 passed"
+
+    monkeypatch.setattr(cm, "run_one", judged)
+    monkeypatch.setattr(sys, "argv", ["check_mutations.py", "-k", "row"])
+    assert cm.main() == 1
+    assert len(sources) == 2 and sources[0] == sources[1] and not sources[0].exists()
+    assert "2 mutation(s): 0 caught, 0 inconclusive, 2 survived" in capsys.readouterr().out
