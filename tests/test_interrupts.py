@@ -331,6 +331,16 @@ def test_started_with_stderr_closed(world):
     assert result.returncode == 0, result.stdout
 
 
+def test_a_closed_stderr_is_never_the_next_file_opened():
+    """Started with `2>&-`: without /dev/null at fd 2, the first file nemo-rl opens (a lock file, a state file)
+    would become its stderr, and every warning, and every child's stderr, would be written into it."""
+    script = ("import os, sys; os.close(2); from nemo_rl.__main__ import _guard_output; _guard_output(); "
+              "fd = os.open(sys.argv[1], os.O_RDONLY); print(fd, os.path.realpath(f'/proc/self/fd/2'))")
+    out = subprocess.run([sys.executable, "-c", script, __file__], capture_output=True, text=True,
+                         timeout=60).stdout.split()
+    assert int(out[0]) > 2 and out[1] == os.devnull, out
+
+
 def test_a_git_lock_left_by_a_killed_git_is_removed(world):
     """A git SIGKILLed inside `git config` leaves config.lock in the shared fork cache: every later command would
     fail on it."""
