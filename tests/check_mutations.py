@@ -2042,23 +2042,14 @@ HINTS_LIMIT = 1 << 20
 def _read_hints(path: Path) -> dict[str, dict[str, str]] | None:
     """The hints the file holds; {} when there is none; None when it is no plain file of JSON hints (a link, a
     FIFO, too large, not JSON): it is then neither used nor written over."""
+    from nemo_rl import values
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        data = json.loads(values.read_plain_file(path, HINTS_LIMIT))
     except FileNotFoundError:
         return {}
-    except OSError:
-        return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        raw = os.read(fd, HINTS_LIMIT + 1)
-        data = json.loads(raw) if len(raw) <= HINTS_LIMIT else None
     except (OSError, ValueError, RecursionError):
         return None
-    finally:
-        os.close(fd)
     if not isinstance(data, dict):
         return None
     return {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("tests"), str)
