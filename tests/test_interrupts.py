@@ -132,12 +132,19 @@ def test_a_signal_while_waiting_for_a_lock_ends_the_wait(tmp_path):
         os.close(fd)
 
 
-def test_a_signal_before_the_verb_runs_stops_it(tmp_path, capsys):
-    """A Ctrl-C while nemo-rl is still importing its verbs: the command does not start."""
+def test_a_signal_before_the_verb_runs_stops_it(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C while nemo-rl is still importing its verbs: the command does not start. Each verb has checkpoints
+    of its own; this one keeps a verb from doing anything at all, before its first (a lock taken, a file read)."""
+    from nemo_rl.deps import status
+
+    entered = []
+    monkeypatch.setattr(lockfile, "find_project", lambda path: entered.append("project") or tmp_path)
+    monkeypatch.setattr(status, "run", lambda project, args: entered.append("verb") or 0)
     interrupt.record(signal.SIGINT)
     assert main(["deps", "status", "--project", str(tmp_path / "no-such-project")]) == 130
     err = capsys.readouterr().err
-    assert "nothing was changed" in err and "no-such-project" not in err, err  # the verb never looked
+    assert "nothing was changed" in err and "no-such-project" not in err, err
+    assert entered == []  # neither the project was looked for nor the verb entered
 
 
 def test_a_signal_after_the_landing_says_the_change_is_complete(world, capsys, monkeypatch):
@@ -281,6 +288,20 @@ def test_nohup_keeps_sighup_ignored():
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30).stdout
     assert out.split() == ["None", "True"]
+
+
+def test_a_child_dead_of_the_signal_we_got_too_is_an_interruption():
+    """A whole tree's SIGTERM reaches the child and nemo-rl at once. This child closed its output first, so the
+    read of its pipes is over and its exit is noticed without another checkpoint: a run that does not check the
+    exit status still unwinds, instead of handing back the result the signal made."""
+    proc = run_script("""
+        from nemo_rl.process import run
+        child = ("import os, signal, time; os.close(1); os.close(2); time.sleep(0.5); "
+                 "os.kill(os.getppid(), signal.SIGTERM); os.kill(os.getpid(), signal.SIGTERM)")
+        result = run([sys.executable, "-c", child], check=False)
+        print("returned", result.returncode, file=sys.stderr)
+    """)
+    assert exit_of(proc) == 143, proc.stderr.read()
 
 
 def test_children_run_in_a_session_of_their_own():
