@@ -21,50 +21,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from nemo_rl import interrupt, values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.process_output import STREAM_KEPT, Kept, Result, describe_failure, full_disk, to_stderr
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL for a group being ended: the whole command must end within 5 s
 _SLICE_S = 0.2  # how often a wait looks at the interruption flag
 # Once the child itself has exited, its pipes are read this much longer: what it wrote is in the pipe already,
 # and a process that left its group (setsid) but kept the pipes open is not waited on.
 AFTER_EXIT_S = 0.5
-
-
-@dataclass(frozen=True)
-class Result:
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _indent(text: str) -> str:
-    text = text.rstrip()
-    return "\n".join("    " + line for line in text.splitlines()) if text else "    (nothing)"
-
-
-STREAM_KEPT = 1 << 16  # bytes of a streamed stderr kept
-_FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
-
-
-def _full_disk(result: Result) -> str | None:
-    """The remedy when a command failed on a full filesystem (uv says "No space left on device (os error 28)"),
-    whatever its caller's remedy says of the command's own work."""
-    if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
-        return "free space on the filesystem named above (`df -h` shows which is full), then run again"
-    return None
-
-
-def describe_failure(result: Result) -> str:
-    return (
-        f"command failed (exit {result.returncode}): {shlex.join(result.args)}\n"
-        f"  stdout:\n{_indent(result.stdout)}\n  stderr:\n{_indent(result.stderr)}"
-    )
 
 
 # The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it ends what is left: SIGTERM
@@ -144,17 +112,6 @@ def _forget(proc: subprocess.Popen) -> None:
         _tell_watchdog(f"-{proc.pid}")
 
 
-def _to_stderr(chunk: bytes) -> None:
-    """A streaming child's stderr, passed on through nemo-rl's own: a reader that left (`| head -1`) then costs the
-    child nothing, where a child writing into the closed pipe itself would die of SIGPIPE."""
-    buffer = getattr(sys.stderr, "buffer", None)
-    if buffer is not None:
-        buffer.write(chunk)
-    else:
-        sys.stderr.write(chunk.decode(errors="replace"))
-    sys.stderr.flush()
-
-
 def _exited(proc: subprocess.Popen) -> bool:
     """Whether the child has exited, without reaping it (its pid, the group's number, stays reserved)."""
     if proc.returncode is not None:
@@ -163,27 +120,6 @@ def _exited(proc: subprocess.Popen) -> bool:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:  # reaped by someone else (Popen.poll)
         return proc.poll() is not None
-
-
-class _Kept:
-    """A pipe's output, all of it, or with `limit` only its last `limit` bytes (a build backend printing
-    hundreds of MB costs no memory; an error message shows the end, where the error is)."""
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit, self.data, self.dropped = limit, bytearray(), 0
-
-    def add(self, chunk: bytes) -> None:
-        self.data += chunk
-        if self.limit is not None and len(self.data) > 2 * self.limit:  # trimmed now and then, not per chunk
-            self.dropped += len(self.data) - self.limit
-            del self.data[:-self.limit]
-
-    def text(self) -> str:
-        if self.limit is not None and len(self.data) > self.limit:
-            self.dropped += len(self.data) - self.limit
-            del self.data[:-self.limit]
-        text = self.data.decode(errors="replace")
-        return f"[{self.dropped} bytes before this left out]\n{text}" if self.dropped else text
 
 
 class Running:
@@ -210,7 +146,7 @@ class Running:
             if self._stream:  # its stderr went to the terminal as it came: kept only to read its cause from
                 shown = Result(shown.args, shown.returncode, shown.stdout,
                                "(passed on to stderr as it came: see the output before this message)")
-            raise NemoRLError(describe_failure(shown), _full_disk(self._result) or self._remedy)
+            raise NemoRLError(describe_failure(shown), full_disk(self._result) or self._remedy)
         return self._result
 
     def _checkpoint(self) -> float:
@@ -244,12 +180,12 @@ class Running:
         return Result(self.argv, proc.returncode, stdout.text() if stdout is not None else "",
                       stderr.text() if stderr is not None else "")
 
-    def _read(self) -> tuple[_Kept | None, _Kept | None]:
+    def _read(self) -> tuple[Kept | None, Kept | None]:
         """The child's piped output until it closes, or until AFTER_EXIT_S after the child exited (a process it
         left behind may hold the pipes); with `stream`, stderr is passed on as it comes instead."""
         proc = self._proc
         # a streamed stderr is passed on and its end kept too: a failure's cause (a full disk) is read from it
-        kept = {pipe: _Kept(STREAM_KEPT if self._stream and pipe is proc.stderr else self._keep)
+        kept = {pipe: Kept(STREAM_KEPT if self._stream and pipe is proc.stderr else self._keep)
                 for pipe in (proc.stdout, proc.stderr) if pipe is not None}
         exited_at = None
         with selectors.DefaultSelector() as selector:
@@ -270,7 +206,7 @@ class Running:
                         selector.unregister(key.fileobj)
                         continue
                     if self._stream and key.fileobj is proc.stderr:
-                        _to_stderr(chunk)
+                        to_stderr(chunk)
                     kept[key.fileobj].add(chunk)  # type: ignore[index]  # the pipes registered are kept's keys
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:

@@ -3,7 +3,8 @@ editable checkout in front of the pin, without touching pyproject.toml or uv.loc
 
 The checkout goes in front of the locked install through a .pth file (the mechanism editable installs use)
 in the project's environment; worker environments get it too, under keys of their own. The locked install
-stays, so `--stop` only removes the .pth and the next process runs the pin again.
+stays, so `--stop` only removes the .pth and the next process runs the pin again. `--onto REF` is in
+develop_onto.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from nemo_rl import git, interrupt, settings, values
+from nemo_rl.deps import develop_onto
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
@@ -220,108 +222,14 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-def onto(project: Path, args: argparse.Namespace) -> int:
-    """Start the rebase of the develop checkout's work onto REF, on a new branch, in git's normal state."""
-    fork = lockfile.fork(project, args.distribution)
-    if fork.distribution not in develop_state.read(project):
-        start(project, args)  # a checkout at the pin first
-    entry = develop_state.read(project)[fork.distribution]
-    checkout = entry.checkout
-    quoted = shlex.quote(str(checkout))  # advice is pasted into a shell: a path with spaces stays one word
-    if develop_state.checkout_gone(checkout):
-        raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
-                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
-                          "made at the pin)")
-    problem = develop_state.unreadable(checkout)
-    if problem is not None:  # its files are there and imported: git's raw error would say nothing of what to do
-        raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
-                          develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
-    if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
-        raise NemoRLError(f"{checkout} is in the middle of a rebase",
-                          f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
-                          f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
-    under_way = git.operation_in_progress(checkout)
-    if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
-        if under_way == "unmerged":
-            what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
-        else:
-            what = f" (a {under_way} is under way)"
-            finish = f"`git -C {quoted} {under_way} --continue`) or drop it (`git -C {quoted} {under_way} --abort`)"
-        raise NemoRLError(f"{checkout} has unmerged paths{what}",
-                          f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
-                          f"{finish}, then --onto again")
-    # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
-    unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
-    if unsaved:
-        where = shlex.quote(str(checkout))
-        raise NemoRLError(f"{checkout} has {' and '.join(unsaved)}, which a rebase would not carry",
-                          f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
-                          f"--onto again, then bring them back on the rebased branch with `git -C {where} stash pop`")
-    if not fork.upstream_url:
-        raise NemoRLError(f"no upstream is recorded for {fork.distribution}, so there is nothing to rebase onto",
-                          f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
-                          "pyproject.toml, then --onto again")
-    remote, _, branch = args.onto.partition("/")
-    if remote == "upstream" and branch:
-        values.branch_name(branch, "--onto")
-        if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:
-            raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
-                              f"`git ls-remote --heads {fork.upstream_url}` lists its branches; pass one as "
-                              "--onto upstream/BRANCH")
-        ref = f"refs/remotes/upstream/{branch}" if entry.managed else f"refs/nemo-rl/upstream/{branch}"
-        _fetch_upstream(entry, fork.upstream_url, [f"+refs/heads/{branch}:{ref}"])
-        target = git.rev_parse(checkout, ref)
-    else:
-        target = values.full_sha(args.onto.lower(), "--onto")
-        if not git.has_commit(checkout, target):
-            _refuse_non_commit(checkout, target, args.onto)
-            _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
-        _refuse_non_commit(checkout, target, args.onto)
-    work = f"rebase/{fork.distribution}-onto-{target[:12]}"
-    if git.ref_exists(checkout, f"refs/heads/{work}"):  # an earlier --onto (perhaps interrupted) made it
-        raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
-                          f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
-                          f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
-    git.switch_new_branch(checkout, work, "HEAD")
-    interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
-    progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
-    stopped = git.rebase(checkout, target)
-    if stopped:
-        print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
-        print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
-              f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
-        return 1
-    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
-          "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
-    return 0
-
-
-def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
-    """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
-    leaving its configuration as it is (no remote added, never made a partial clone)."""
-    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
-        git.fetch(entry.checkout, "upstream", url, refspecs)
-    else:
-        git.fetch_url(entry.checkout, url, refspecs)
-
-
-def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
-    """A rebase needs a commit: a tree or blob SHA is refused before any branch is made."""
-    try:
-        kind = git.object_type(checkout, sha)
-    except NemoRLError:  # not here (yet): the fetch brings it, or says it cannot
-        return
-    if kind != "commit":
-        raise NemoRLError(f"--onto {onto} is a {kind}, not a commit", "pass an upstream commit SHA "
-                          "(`git log upstream/main`) or upstream/BRANCH")
-
-
 def run(project: Path, args: argparse.Namespace) -> int:
     if args.onto:
         if args.stop or args.path or args.remove:
             raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
         with state_dir.project_lock(project, wait=not args.no_wait):
-            return onto(project, args)
+            if lockfile.fork(project, args.distribution).distribution not in develop_state.read(project):
+                start(project, args)  # a checkout at the pin first
+            return develop_onto.onto(project, args)
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")

@@ -1,0 +1,71 @@
+"""What the one runner (nemo_rl.process) keeps of a child's output, and how a failed command is described."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Result:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _indent(text: str) -> str:
+    text = text.rstrip()
+    return "\n".join("    " + line for line in text.splitlines()) if text else "    (nothing)"
+
+
+STREAM_KEPT = 1 << 16  # bytes of a streamed stderr kept
+_FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
+
+
+def full_disk(result: Result) -> str | None:
+    """The remedy when a command failed on a full filesystem (uv says "No space left on device (os error 28)"),
+    whatever its caller's remedy says of the command's own work."""
+    if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
+        return "free space on the filesystem named above (`df -h` shows which is full), then run again"
+    return None
+
+
+def describe_failure(result: Result) -> str:
+    return (
+        f"command failed (exit {result.returncode}): {shlex.join(result.args)}\n"
+        f"  stdout:\n{_indent(result.stdout)}\n  stderr:\n{_indent(result.stderr)}"
+    )
+
+
+def to_stderr(chunk: bytes) -> None:
+    """A streaming child's stderr, passed on through nemo-rl's own: a reader that left (`| head -1`) then costs the
+    child nothing, where a child writing into the closed pipe itself would die of SIGPIPE."""
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is not None:
+        buffer.write(chunk)
+    else:
+        sys.stderr.write(chunk.decode(errors="replace"))
+    sys.stderr.flush()
+
+
+class Kept:
+    """A pipe's output, all of it, or with `limit` only its last `limit` bytes (a build backend printing
+    hundreds of MB costs no memory; an error message shows the end, where the error is)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.data, self.dropped = limit, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if self.limit is not None and len(self.data) > 2 * self.limit:  # trimmed now and then, not per chunk
+            self.dropped += len(self.data) - self.limit
+            del self.data[:-self.limit]
+
+    def text(self) -> str:
+        if self.limit is not None and len(self.data) > self.limit:
+            self.dropped += len(self.data) - self.limit
+            del self.data[:-self.limit]
+        text = self.data.decode(errors="replace")
+        return f"[{self.dropped} bytes before this left out]\n{text}" if self.dropped else text
