@@ -9,12 +9,11 @@ bump's validation, status's states, what is read from disk, and the worker envir
 Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
 and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
 
-- caught: a test failed in its own body (an assertion, or an error the test raised), failed when run alone
-  with the mutation, and passes alone once the mutation is undone. The test that caught a row last time (a
-  hint) runs alone first: when it fails, that was its run alone (rows of the tests that time signals,
-  processes, waits or a Ray cluster make it once more after the run without the mutation, as a failure there
-  can clear with time); a test's run without any mutation is made once per runner run, as every row's copy is
-  made from one snapshot of the checkout taken at the start;
+- caught: a test failed in its own body (an assertion, or an error the test raised), passes alone once the
+  mutation is undone, and then fails alone with the mutation once more. The test that caught a row last time
+  (a hint) runs alone first, standing for the whole selection when it fails; a test's run without any mutation
+  is made once per runner run, as every row's copy is made from one snapshot of the checkout taken at the
+  start;
 - flaky: that test fails without the mutation too, or passes alone with it (it is named; nothing is counted);
 - inconclusive: the run proved nothing: setup or teardown errors, a collection error, a timeout (the run's, or a
   test failing on one), a crash without a report, or no test that ran. Such a run is made once more, then listed;
@@ -41,6 +40,7 @@ import threading
 import time
 from pathlib import Path
 
+import mutation_places as places
 from mutation_verdicts import Run, classify, judge, twice
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1302,7 +1302,7 @@ MUTATIONS = [
      "if dep in skipped or dep in derived or option in", "if dep in skipped or option in",
      "tests/test_declared.py -k deep"),
     ("runner: a hint that no longer fails falls back to the selection", "tests/check_mutations.py",
-     "    if alone is not None and " "alone.failed[:1] " "== (first,):\n", "    if alone is not None:\n",
+     "    if hinted is not None and " "hinted.failed:\n", "    if hinted is not None:\n",
      "tests/test_check_mutations.py -k killer_first"),
     ("runner: a hint only for the selection it was caught in", "tests/check_mutations.py",
      "hint[\"tests\"] == tests", "True", "tests/test_check_mutations.py -k hints_are_kept"),
@@ -1561,15 +1561,36 @@ MUTATIONS = [
      "tests/test_check_mutations.py -k no_hint_names"),
     ("runner: a passing run without the mutation is made once", "tests/check_mutations.py",
      "                self.passed[test] " "= run", "                pass", "tests/test_check_mutations.py -k made_once"),
-    ("runner: a failing hint is its own run alone", "tests/check_mutations.py",
-     "    if alone is not None and " "not confirm:", "    if False:", "tests/test_check_mutations.py -k made_once"),
-    ("runner: a hint is its run alone only when it ran first", "tests/check_mutations.py",
-     "alone.failed[:1] " "== (first,):", "alone.failed:", "tests/test_check_mutations.py -k ran_after"),
+    ("runner: a failing hint is confirmed after the run without the mutation", "tests/check_mutations.py",
+     "    return judge(with_mutation, baseline, " "run_pytest(copy, [test]",
+     "    return judge(with_mutation, baseline, hinted or run_pytest(copy, [test]",
+     "tests/test_check_mutations.py -k fails_only_once"),
     ("runner: an inconclusive run without the mutation is not kept", "tests/check_mutations.py",
      "        if not run.inconclusive and " "not run.failed:", "        if not run.failed:",
      "tests/test_check_mutations.py -k not_kept"),
-    ("runner: timed tests confirm a failing hint", "tests/check_mutations.py",
-     "    return any(t in tests for t in " "TIMED)", "    return False", "tests/test_check_mutations.py -k timed"),
+    ("runner: the hints lock is never opened through a link", "tests/check_mutations.py",
+     "                with open(locks.open_lock_file(" "self.path.with_name(f\".{self.path.name}.lock\"))) as lock:",
+     "                with open(self.path.with_name(f\".{self.path.name}.lock\"), \"a\") as lock:",
+     "tests/test_check_mutations.py -k lock_that_is_not"),
+    ("runner: an abandoned run's directory is removed", "tests/mutation_places.py",
+     "            shutil.rmtree(path, " "ignore_errors=True)\n            removed", "            removed",
+     "tests/test_check_mutations.py -k abandoned"),
+    ("runner: a live runner's directory is kept", "tests/mutation_places.py",
+     "                    fcntl.flock(fd, fcntl.LOCK_EX " "| fcntl.LOCK_NB)", "                    pass",
+     "tests/test_check_mutations.py -k abandoned"),
+    ("runner: what a killed runner left running is ended", "tests/mutation_places.py",
+     "            end_work_inside(" "path)\n", "", "tests/test_check_mutations.py -k abandoned"),
+    ("runner: only work inside the directory is ended", "tests/mutation_places.py",
+     "cwd.startswith(" "inside + os.sep)) and group > 1", "cwd.startswith(inside)) and group > 1",
+     "tests/test_check_mutations.py -k abandoned"),
+    ("runner: a run's directory is held for its life", "tests/mutation_places.py",
+     "    fcntl.flock(fd, " "fcntl.LOCK_EX)\n    where = parent", "    where = parent",
+     "tests/test_check_mutations.py -k abandoned"),
+    ("runner: alone rows hold the machine against other runners", "tests/mutation_places.py",
+     "fcntl.LOCK_EX if alone " "else fcntl.LOCK_SH", "fcntl.LOCK_SH", "tests/test_check_mutations.py -k machine"),
+    ("runner: an ignored SIGINT is taken back", "tests/check_mutations.py",
+     "    signal.signal(signal.SIGINT, " "signal.default_int_handler)", "    pass",
+     "tests/test_check_mutations.py -k ignored_sigint"),
     ("runner: rows are copied from the snapshot", "tests/check_mutations.py",
      "        shutil.copytree(source " "or ROOT, copy, ignore=LEFT_OUT)", "        shutil.copytree(ROOT, copy, ignore=LEFT_OUT)",
      "tests/test_check_mutations.py -k snapshot"),
@@ -1587,10 +1608,10 @@ MUTATIONS = [
      "                    if False:\n                        raise OSError(f\"{self.path} is not a plain",
      "tests/test_check_mutations.py -k not_hints"),
     ("runner: the snapshot reaches every row", "tests/check_mutations.py",
-     "hints.first(name, tests), baselines, " "source))", "hints.first(name, tests), baselines))",
+     "hints.first(name, tests), baselines, " "source, where))", "hints.first(name, tests), baselines, None, where))",
      "tests/test_check_mutations.py -k main_judges"),
     ("runner: a hint that cannot be written costs only the hint", "tests/check_mutations.py",
-     "            except OSError " "as exc:\n                print(f\"warning: the hint", "            except ValueError as exc:\n                print(f\"warning: the hint",
+     "            except (OSError, NemoRLError) " "as exc:\n                print(f\"warning: the hint", "            except NemoRLError as exc:\n                print(f\"warning: the hint",
      "tests/test_check_mutations.py -k cannot_be_written"),
     # review 24c: environments planted at the key, state a commit brought, metadata of another project
     ("whose: an environment planted at the key is never used", "nemo_rl/workers/environments.py",
@@ -1941,25 +1962,22 @@ class Baselines:
 
 
 def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, timeout: float,
-               first: str | None = None, baselines: Baselines | None = None,
-               confirm: bool = True) -> tuple[str, str]:
+               first: str | None = None, baselines: Baselines | None = None) -> tuple[str, str]:
     """The verdict on one mutation of `copy` (a checkout copy holding the original text): its tests with the
-    mutation; when one fails, that test alone without the mutation, then alone with it once more. `first`: the
-    test that caught this mutation last time (a hint), run alone before the whole selection, which runs only
-    when it does not fail: the verdict is the same, and a row whose killer sits late in a slow file costs one
-    test instead of the file. A hint that fails was already a run alone with the mutation: it is not made again
-    unless `confirm` (`needs_confirm`: tests that time signals, processes or a cluster, whose failure can clear
-    with time). A hint counts as that run only when the test that failed is the hint itself (a hint naming a
-    class runs more than one test, and what ran before may be why it failed). `baselines`: the runs without a mutation already made (none: each row
-    makes its own)."""
+    mutation; when one fails, that test alone without the mutation, then alone with it once more, in that order
+    (a failure that clears with time reads as flaky). `first`: the test that caught this mutation last time (a
+    hint), run alone before the whole selection, which runs only when the hint does not fail: a row whose killer
+    sits late in a slow file costs one test instead of the file, and the verdict is made of the same runs (a
+    failure that needed what ran before it in the hint's run, a class or a file, passes alone: flaky).
+    `baselines`: the runs without a mutation already made (none: each row makes its own)."""
     target = copy / file
     text = target.read_text()
     target.write_text(mutated)
-    alone = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
-    if alone is not None and alone.failed[:1] == (first,):
-        with_mutation = alone
+    hinted = run_pytest(copy, [first], scratch / "mutated", timeout) if first else None
+    if hinted is not None and hinted.failed:
+        with_mutation = hinted
     else:
-        with_mutation, alone = run_pytest(copy, tests.split(), scratch / "mutated", timeout), None
+        with_mutation = run_pytest(copy, tests.split(), scratch / "mutated", timeout)
     if not with_mutation.failed:
         return judge(with_mutation)
     test = with_mutation.failed[0]
@@ -1967,8 +1985,6 @@ def verdict_of(copy: Path, file: str, mutated: str, tests: str, scratch: Path, t
     baseline = (baselines or Baselines()).run(copy, test, scratch / "baseline", timeout)
     if baseline.inconclusive or baseline.failed:
         return judge(with_mutation, baseline)
-    if alone is not None and not confirm:
-        return judge(with_mutation, baseline, alone)
     target.write_text(mutated)
     return judge(with_mutation, baseline, run_pytest(copy, [test], scratch / "mutated", timeout))
 
@@ -1986,24 +2002,12 @@ def snapshot(dest: Path) -> Path:
     return dest
 
 
-# Test files whose assertions depend on timing: signals, waits, two processes overlapping, a hang detected after
-# some seconds (a planted FIFO), threads joined with a timeout, a Ray cluster.
-TIMED = (RAY, INTERRUPTS, GUARDS, SIDE, NODE_COPY, BUMP, HOUSEKEEPING, REST, TRUST, CUDA, WHOSE, PLAIN,
-         "tests/test_process.py", "tests/test_pep517.py", "tests/test_check_mutations.py")
-
-
-def needs_confirm(tests: str) -> bool:
-    """Whether a failing hint is run alone once more after the run without the mutation: when the row's tests
-    time signals, processes, waits or a Ray cluster, where a busy moment can fail a test once (a hint is always
-    a test of the row's own files: `usable_hint`)."""
-    return any(t in tests for t in TIMED)
-
-
 def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
             first: str | None = None, baselines: Baselines | None = None,
-            source: Path | None = None) -> tuple[str, str]:
-    """One row's verdict on a copy of `source` (the run's snapshot; the checkout itself when none is given)."""
-    with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-") as tmp:
+            source: Path | None = None, under: Path | None = None) -> tuple[str, str]:
+    """One row's verdict on a copy of `source` (the run's snapshot; the checkout itself when none is given), made
+    under `under` (the run's directory; the temporary directory when none is given)."""
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-", dir=under) as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(source or ROOT, copy, ignore=LEFT_OUT)
         text = (copy / file).read_text()
@@ -2014,8 +2018,7 @@ def run_one(file: str, original: str, mutated: str, tests: str, timeout: float,
                 compile(text.replace(original, mutated), file, "exec")
             except SyntaxError as exc:
                 return "not applied", f"the mutated file does not compile: {exc}"
-        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first, baselines,
-                          confirm=needs_confirm(tests))
+        return verdict_of(copy, file, text.replace(original, mutated), tests, Path(tmp), timeout, first, baselines)
 
 
 OUTCOMES = ("caught", "inconclusive", "survived", "flaky", "not applied")
@@ -2075,11 +2078,15 @@ class Hints:
         only, never the verdict."""
         import fcntl
 
+        from nemo_rl import locks
+        from nemo_rl.errors import NemoRLError
+
         with self.lock:
             self.known[name] = {"tests": tests, "killer": killer}
             names = {m[0] for m in MUTATIONS}
             try:
-                with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
+                # never through a link, nor a FIFO (which an open for writing would wait on for ever)
+                with open(locks.open_lock_file(self.path.with_name(f".{self.path.name}.lock"))) as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     there = _read_hints(self.path)
                     if there is None:
@@ -2095,7 +2102,7 @@ class Hints:
                     finally:
                         if os.path.exists(tmp):
                             os.unlink(tmp)
-            except OSError as exc:
+            except (OSError, NemoRLError) as exc:
                 print(f"warning: the hint for {name!r} was not recorded: {exc}", file=sys.stderr, flush=True)
 
 
@@ -2121,9 +2128,9 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM (a cancelled job) and SIGHUP end the runner as Ctrl-C does
 
 
-# Runs whose tests time signals or start a Ray cluster get the machine to themselves: beside another run they
-# time out on a busy machine and prove nothing.
-ALONE = (RAY, INTERRUPTS)
+# Runs whose tests time signals or start a Ray cluster get the machine to themselves (against other runners too:
+# mutation_places.machine_share): beside another run they time out on a busy machine and prove nothing.
+ALONE = (RAY, INTERRUPTS, BUNDLES)
 
 
 def main() -> int:
@@ -2138,19 +2145,22 @@ def main() -> int:
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
+    # a run started with `&` from a script inherits SIGINT ignored: Ctrl-C and `kill -INT` end it as they say
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     counts = dict.fromkeys(OUTCOMES, 0)
     hints = Hints(HINTS, use=not args.no_hints)
     baselines = Baselines()
     counted = threading.Lock()
-    taken = tempfile.TemporaryDirectory(prefix="nemo-rl-mutation-snapshot-")
-    source = snapshot(Path(taken.name) / "repo")
+    where, owner = places.claim_run_dir()
+    source = snapshot(where / "snapshot" / "repo")
     selected = [m for m in MUTATIONS if not args.k or any(k in m[0] for k in args.k)]
 
     def one(mutation: tuple[str, str, str, str, str]) -> None:
         name, file, original, mutated, tests = mutation
         started = time.monotonic()
-        outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout,
-                                                  hints.first(name, tests), baselines, source))
+        with places.machine_share(alone=mutation in alone):
+            outcome, detail = twice(functools.partial(run_one, file, original, mutated, tests, args.timeout,
+                                                      hints.first(name, tests), baselines, source, where))
         with counted:
             counts[outcome] += 1
         if outcome == "caught":
@@ -2175,11 +2185,11 @@ def main() -> int:
         end_runs()
         pool.shutdown(wait=True, cancel_futures=True)  # the runs going on were killed: their threads end now
         print(f"\ninterrupted after {sum(counts.values())} of {len(selected)} mutation(s): "
-              + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]), flush=True)
+              + (", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]) or "nothing judged"), flush=True)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # no row still copies the snapshot
-        taken.cleanup()
+        places.release_run_dir(where, owner)
     total = sum(counts.values())
     print(f"\n{total} mutation(s): " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o] or o != "not applied"))
     return 0 if total and counts["caught"] == total else 1

@@ -135,12 +135,20 @@ def test_a_signal_while_waiting_for_a_lock_ends_the_wait(tmp_path):
 def test_a_signal_before_the_verb_runs_stops_it(tmp_path, capsys, monkeypatch):
     """A Ctrl-C while nemo-rl is still importing its verbs: the command does not start. Each verb has checkpoints
     of its own; this one keeps a verb from doing anything at all, before its first (a lock taken, a file read)."""
+    from nemo_rl import cli
     from nemo_rl.deps import status
 
     entered = []
     monkeypatch.setattr(lockfile, "find_project", lambda path: entered.append("project") or tmp_path)
     monkeypatch.setattr(status, "run", lambda project, args: entered.append("verb") or 0)
-    interrupt.record(signal.SIGINT)
+    real_parser = cli.build_parser
+
+    def parser_then_signal():  # the signal comes while the verbs' parsers are built (their modules imported)
+        parser = real_parser()
+        interrupt.record(signal.SIGINT)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", parser_then_signal)
     assert main(["deps", "status", "--project", str(tmp_path / "no-such-project")]) == 130
     err = capsys.readouterr().err
     assert "nothing was changed" in err and "no-such-project" not in err, err
@@ -290,18 +298,25 @@ def test_nohup_keeps_sighup_ignored():
     assert out.split() == ["None", "True"]
 
 
-def test_a_child_dead_of_the_signal_we_got_too_is_an_interruption():
+def test_a_child_dead_of_the_signal_we_got_too_is_an_interruption(tmp_path):
     """A whole tree's SIGTERM reaches the child and nemo-rl at once. This child closed its output first, so the
     read of its pipes is over and its exit is noticed without another checkpoint: a run that does not check the
-    exit status still unwinds, instead of handing back the result the signal made."""
+    exit status still unwinds at once, instead of handing back the result the signal made (or of waiting for the
+    forced exit, which exits 143 too)."""
+    sent_at = tmp_path / "sent"
     proc = run_script("""
         from nemo_rl.process import run
-        child = ("import os, signal, time; os.close(1); os.close(2); time.sleep(0.5); "
+        child = ("import os, signal, sys, time; os.close(1); os.close(2); time.sleep(0.5); "
+                 "open(sys.argv[1], 'w').write(repr(time.monotonic())); "
                  "os.kill(os.getppid(), signal.SIGTERM); os.kill(os.getpid(), signal.SIGTERM)")
-        result = run([sys.executable, "-c", child], check=False)
+        result = run([sys.executable, "-c", child, sys.argv[1]], check=False)
         print("returned", result.returncode, file=sys.stderr)
-    """)
-    assert exit_of(proc) == 143, proc.stderr.read()
+    """, str(sent_at))
+    code = exit_of(proc)
+    ended = time.monotonic()
+    err = proc.stderr.read()
+    assert code == 143 and "returned" not in err, err
+    assert ended - float(sent_at.read_text()) < interrupt.FORCE_AFTER_S - 1, err  # unwound, not forced out
 
 
 def test_children_run_in_a_session_of_their_own():
