@@ -4,7 +4,7 @@ bump's validation, status's states, what is read from disk, and the worker envir
     uv run python tests/check_mutations.py                     # every mutation
     uv run python tests/check_mutations.py -k digest           # those whose name contains "digest"
     uv run python tests/check_mutations.py -k digest -k lock   # ... "digest" or "lock"
-    uv run python tests/check_mutations.py --jobs 2            # two at a time (the Ray and signal ones alone)
+    uv run python tests/check_mutations.py --jobs 2            # two at a time (Ray, signal, bundle rows alone)
 
 Each mutation edits one place in a copy of the checkout in a temporary directory (the checkout is never changed)
 and runs the tests that cover it with PYTHONPATH pointing at the copy. A mutation is
@@ -1580,9 +1580,28 @@ MUTATIONS = [
      "tests/test_check_mutations.py -k abandoned"),
     ("runner: what a killed runner left running is ended", "tests/mutation_places.py",
      "            end_work_inside(" "path)\n", "", "tests/test_check_mutations.py -k abandoned"),
-    ("runner: only work inside the directory is ended", "tests/mutation_places.py",
-     "cwd.startswith(" "inside + os.sep)) and group > 1", "cwd.startswith(inside)) and group > 1",
+    ("runner: only a dead run's own work is ended", "tests/mutation_places.py",
+     "        if wanted " "in environ and group > 1", "        if any(e.startswith(wanted) for e in environ) and group > 1",
      "tests/test_check_mutations.py -k abandoned"),
+    ("runner: the pytest runs carry their run's directory", "tests/check_mutations.py",
+     "        env[places.MARK] " "= places.mark(run_dir)", "        pass", "tests/test_check_mutations.py -k killed_outright"),
+    ("runner: a wait for the machine ends on an interrupt", "tests/mutation_places.py",
+     "            if STOPPING" ".is_set():\n                raise Stopped from None", "            if False:\n                raise Stopped from None",
+     "tests/test_check_mutations.py -k keeps_new_rows"),
+    ("runner: a row waiting to be alone keeps new rows out", "tests/mutation_places.py",
+     "            _flock_unless_stopped(gate, " "fcntl.LOCK_EX)\n", "", "tests/test_check_mutations.py -k keeps_new_rows"),
+    ("runner: the machine lock is in /tmp whatever TMPDIR says", "tests/mutation_places.py",
+     '    return Path("/tmp") ' '/ f"nemo-rl-mutation-machine-', '    return Path(tempfile.gettempdir()) / f"nemo-rl-mutation-machine-',
+     "tests/test_check_mutations.py -k machine_against"),
+    ("runner: an ignored SIGHUP is kept", "tests/check_mutations.py",
+     "        if signum == signal.SIGHUP and signal.getsignal(signum) == " "signal.SIG_IGN:\n            continue  # `nohup`",
+     "        if False:\n            continue  # `nohup`", "tests/test_check_mutations.py -k ignored_sigint"),
+    ("runner: a directory left while it was made is removed", "tests/mutation_places.py",
+     '    for path in sorted(parent.glob(RUN_PREFIX + "*")) ' '+ making:', '    for path in sorted(parent.glob(RUN_PREFIX + "*")):',
+     "tests/test_check_mutations.py -k being_made"),
+    ("runner: a directory being made is not judged while young", "tests/mutation_places.py",
+     "        if path in making and " "time.time() - info.st_mtime < UNOWNED_GRACE_S:", "        if False:",
+     "tests/test_check_mutations.py -k being_made"),
     ("runner: a run's directory is held for its life", "tests/mutation_places.py",
      "    fcntl.flock(fd, " "fcntl.LOCK_EX)\n    where = parent", "    where = parent",
      "tests/test_check_mutations.py -k abandoned"),
@@ -1898,11 +1917,7 @@ MUTATIONS = [
 # interrupted: a run in its own session outlives its parent otherwise.
 RUNNING: set[int] = set()
 RUNNING_LOCK = threading.Lock()
-STOPPING = threading.Event()
-
-
-class Stopped(Exception):
-    """The runner was interrupted: no new pytest run starts."""
+STOPPING, Stopped = places.STOPPING, places.Stopped
 
 
 def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) -> Run:
@@ -1915,6 +1930,9 @@ def run_pytest(copy: Path, selection: list[str], scratch: Path, timeout: float) 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(copy / "tests")]),
            # bytecode of its own: the copy's mutated and restored sources can share an mtime and a size
            "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
+    run_dir = places.run_dir_of(copy)
+    if run_dir is not None:  # what the run leaves running, should this runner be killed, is found by it
+        env[places.MARK] = places.mark(run_dir)
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_verdicts",
             f"--junitxml={report}", "-o", "junit_family=xunit1", *selection]
     proc = subprocess.Popen(argv, cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -2141,7 +2159,7 @@ def main() -> int:
     parser.add_argument("--no-hints", action="store_true", help="run each mutation's whole selection first, not "
                         "the test that caught it last time (tests/mutation_killers.json)")
     parser.add_argument("--jobs", type=int, default=1, help="mutations run at once, each in its own copy (default 1); "
-                        "those of the Ray and interruption tests always run alone")
+                        "those of the Ray, signal and bundle tests always run alone")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
@@ -2172,6 +2190,8 @@ def main() -> int:
     selected = run_order(selected, hints)
     alone = [m for m in selected if any(t in m[4] for t in ALONE)]
     for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+            continue  # `nohup` asked for exactly that
         signal.signal(signum, _interrupted)
     pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
     try:

@@ -487,25 +487,31 @@ def test_a_hints_lock_that_is_not_a_plain_file_is_never_opened(tmp_path, monkeyp
 
 
 def test_an_abandoned_run_directory_is_removed_and_its_work_ended(tmp_path):
-    """A runner killed with SIGKILL leaves its copies and the pytest runs working in them: the next runner ends and
-    removes them, and leaves a live runner's directory, and what works beside it, alone."""
+    """A runner killed with SIGKILL leaves its copies and the pytest runs it started: the next runner ends those
+    (by the directory they carry, even one that left it) and removes the directory; a live runner's directory and
+    runs, a run of a directory whose name only starts the same, and a shell standing in the dead directory stay."""
     live, held = places.claim_run_dir(tmp_path)
     dead, lost = places.claim_run_dir(tmp_path)
     os.close(lost)  # its runner was killed: the lock went with it
     beside = Path(f"{dead}-beside")  # its name starts with the dead one's
-    inside = dead / "snapshot"  # a pytest run works in a row's copy, deeper down
-    for where in (beside, inside):
-        where.mkdir()
-    procs = {where: subprocess.Popen(["sleep", "300"], cwd=where, start_new_session=True)
-             for where in (inside, live, beside)}
+    beside.mkdir()
+
+    def started(cwd: Path, run: Path | None) -> subprocess.Popen:
+        env = {**os.environ, places.MARK: places.mark(run)} if run else {k: v for k, v in os.environ.items()
+                                                                          if k != places.MARK}
+        return subprocess.Popen(["sleep", "300"], cwd=cwd, env=env, start_new_session=True)
+
+    procs = {"dead's run": started(tmp_path, dead), "live run": started(live, live),
+             "beside's run": started(beside, beside), "a shell in the dead one": started(dead, None)}
     try:
         assert places.clear_abandoned(tmp_path) == [dead]
         assert not dead.exists() and live.exists() and beside.exists()
         deadline = time.monotonic() + 10
-        while procs[inside].poll() is None and time.monotonic() < deadline:
+        while procs["dead's run"].poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert procs[inside].returncode == -signal.SIGKILL, "what worked in the abandoned directory still runs"
-        assert procs[live].poll() is None and procs[beside].poll() is None
+        assert procs["dead's run"].returncode == -signal.SIGKILL, "what the killed runner started still runs"
+        time.sleep(0.5)  # a SIGKILL sent in the same sweep to another group would have ended it by now
+        assert [name for name, proc in procs.items() if proc.poll() is not None] == ["dead's run"]
     finally:
         for proc in procs.values():
             proc.kill()
@@ -514,8 +520,67 @@ def test_an_abandoned_run_directory_is_removed_and_its_work_ended(tmp_path):
     assert not live.exists()
 
 
-def test_alone_rows_hold_the_machine_against_other_runners(tmp_path):
+def test_a_directory_left_while_it_was_being_made_is_removed_once_old(tmp_path):
+    young = Path(tempfile.mkdtemp(prefix=places.MAKING_PREFIX, dir=tmp_path))
+    (young / places.OWNER).write_text("")  # made, not locked yet: its runner is about to
+    old = Path(tempfile.mkdtemp(prefix=places.MAKING_PREFIX, dir=tmp_path))
+    long_ago = time.time() - places.UNOWNED_GRACE_S - 1
+    os.utime(old, (long_ago, long_ago))
+    assert places.clear_abandoned(tmp_path) == [old] and young.exists()
+
+
+@pytest.mark.slow
+def test_a_runner_killed_outright_is_cleaned_up_by_the_next(tmp_path):
+    """SIGKILL to the runner alone: its pytest run (a session of its own) goes on; the next runner's start ends it,
+    and what it started, and removes the run's directory."""
+    pid_file = tmp_path / "child.pid"
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        import os, subprocess, time
+        from pathlib import Path
+        # the mutation point
+        def test_waits():
+            os.chdir("/")  # a test that left the run's directory
+            child = subprocess.Popen(["sleep", "300"])
+            Path({str(pid_file)!r}).write_text(str(child.pid))
+            time.sleep(300)
+        """))
+    for runner_file in (cm.__file__, places.__file__):
+        shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
+    driver = (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
+              f"from pathlib import Path; cm.ROOT = Path({str(copy)!r}); "
+              "cm.MUTATIONS = [('waits', 'tests/test_inner.py', '# the mutation point', '# mutated', "
+              "'tests/test_inner.py')]; sys.argv = ['check_mutations.py']; sys.exit(cm.main())")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
+                              env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and runner.poll() is None, "the inner test never started"
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        runner.kill()
+        runner.wait()
+        assert os.path.exists(f"/proc/{child}")  # left running, as a killed runner leaves it
+        assert [p.name.startswith(places.RUN_PREFIX) for p in tmp.iterdir()] == [True]
+        places.clear_abandoned(tmp)
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{child}") and "Z" not in open(f"/proc/{child}/stat").read().split(")")[-1][:3]:
+            assert time.monotonic() < deadline, "the killed runner's pytest run still runs"
+            time.sleep(0.1)
+        assert list(tmp.iterdir()) == []
+    finally:
+        runner.kill()
+        runner.wait()
+        for run in tmp.glob(places.RUN_PREFIX + "*"):
+            places.end_work_inside(run)
+
+
+def test_alone_rows_hold_the_machine_against_other_runners(tmp_path, monkeypatch):
     import fcntl
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     path = tmp_path / "machine.lock"
     with places.machine_share(alone=True, path=path):
@@ -529,18 +594,74 @@ def test_alone_rows_hold_the_machine_against_other_runners(tmp_path):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # each row's hold ends with it
     os.close(other)
+    assert places.machine_lock_path().parent == Path("/tmp")  # one machine, whatever TMPDIR says
 
 
-def test_an_ignored_sigint_is_taken_back(tmp_path, monkeypatch, capsys):
-    """Started with `&` from a script, the runner inherits SIGINT ignored: `kill -INT` must still end it."""
+def in_thread(target) -> tuple[threading.Thread, list]:
+    said: list = []
+
+    def body():
+        try:
+            said.append(target())
+        except BaseException as exc:
+            said.append(exc)
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, said
+
+
+def test_a_row_waiting_for_the_machine_keeps_new_rows_out_and_ends_on_an_interrupt(tmp_path):
+    """Another runner's shared rows keep coming (--jobs 2): an alone row waiting behind them holds the gate, so a
+    new shared row waits after it, not before; an interrupt ends both waits."""
+    import fcntl
+
+    path = tmp_path / "machine.lock"
+    going_on = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(going_on, fcntl.LOCK_SH)  # a shared row of another runner
+    entered = []
+
+    def row(name, alone):
+        def body():
+            with places.machine_share(alone=alone, path=path):
+                entered.append(name)
+                time.sleep(0.3)
+        return body
+    try:
+        alone, _ = in_thread(row("alone", True))
+        time.sleep(1)
+        shared, _ = in_thread(row("shared", False))
+        time.sleep(1)
+        assert entered == []  # the new shared row does not pass the waiting alone row
+        fcntl.flock(going_on, fcntl.LOCK_UN)
+        alone.join(10)
+        shared.join(10)
+        assert entered == ["alone", "shared"]
+        fcntl.flock(going_on, fcntl.LOCK_EX)  # now a row that holds the machine for ever
+        waiting, said = in_thread(row("never", False))
+        time.sleep(0.5)
+        places.STOPPING.set()
+        waiting.join(5)
+        assert not waiting.is_alive() and isinstance(said[0], places.Stopped), said
+    finally:
+        places.STOPPING.clear()
+        os.close(going_on)
+
+
+def test_an_ignored_sigint_is_taken_back_and_an_ignored_sighup_kept(tmp_path, monkeypatch, capsys):
+    """Started with `&` from a script, the runner inherits SIGINT ignored: `kill -INT` must still end it. Under
+    `nohup`, SIGHUP stays ignored: that is what nohup asked for."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "no check is named this"])
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         cm.main()
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def test_an_interrupt_before_any_verdict_says_nothing_was_judged(tmp_path, monkeypatch, capsys):
