@@ -19,6 +19,24 @@ import mutation_verdicts as mv
 import pytest
 
 pytest_plugins = ["pytester"]
+REAL_MACHINE_LOCK_PATH = places.machine_lock_path
+
+
+@pytest.fixture(autouse=True)
+def private_machine(tmp_path, monkeypatch):
+    """The runners these tests start hold a machine of their own: a row of a real run that runs these tests holds
+    the real one, and a runner inside it waiting for the same lock could wait on that row for ever."""
+    monkeypatch.setattr(places, "machine_lock_path", lambda: tmp_path / "machine.lock")
+
+
+def runner_driver(copy: Path, tmp_path: Path) -> str:
+    """A runner over `copy`'s one row `waits`, started as its own process, with a machine of its own."""
+    return (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
+            "import mutation_places as places; "
+            f"from pathlib import Path; cm.ROOT = Path({str(copy)!r}); "
+            f"places.machine_lock_path = lambda: Path({str(tmp_path / 'machine.lock')!r}); "
+            "cm.MUTATIONS = [('waits', 'tests/test_inner.py', '# the mutation point', '# mutated', "
+            "'tests/test_inner.py')]; sys.argv = ['check_mutations.py']; sys.exit(cm.main())")
 
 BROKEN_FIXTURE = textwrap.dedent("""\
     import pytest
@@ -203,10 +221,7 @@ def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
         """))
     for runner_file in (cm.__file__, places.__file__):
         shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
-    driver = (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
-              f"from pathlib import Path; cm.ROOT = Path({str(copy)!r}); "
-              "cm.MUTATIONS = [('waits', 'tests/test_inner.py', '# the mutation point', '# mutated', "
-              "'tests/test_inner.py')]; sys.argv = ['check_mutations.py']; sys.exit(cm.main())")
+    driver = runner_driver(copy, tmp_path)
     (tmp_path / "tmp").mkdir()
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
@@ -546,10 +561,7 @@ def test_a_runner_killed_outright_is_cleaned_up_by_the_next(tmp_path):
         """))
     for runner_file in (cm.__file__, places.__file__):
         shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
-    driver = (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
-              f"from pathlib import Path; cm.ROOT = Path({str(copy)!r}); "
-              "cm.MUTATIONS = [('waits', 'tests/test_inner.py', '# the mutation point', '# mutated', "
-              "'tests/test_inner.py')]; sys.argv = ['check_mutations.py']; sys.exit(cm.main())")
+    driver = runner_driver(copy, tmp_path)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
@@ -594,7 +606,7 @@ def test_alone_rows_hold_the_machine_against_other_runners(tmp_path, monkeypatch
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # each row's hold ends with it
     os.close(other)
-    assert places.machine_lock_path().parent == Path("/tmp")  # one machine, whatever TMPDIR says
+    assert REAL_MACHINE_LOCK_PATH().parent == Path("/tmp")  # one machine, whatever TMPDIR says
 
 
 def in_thread(target) -> tuple[threading.Thread, list]:
