@@ -59,7 +59,11 @@ def claim_run_dir(parent: Path | None = None) -> tuple[Path, int]:
     fd = locks.open_lock_file(made / OWNER)
     fcntl.flock(fd, fcntl.LOCK_EX)
     where = parent / (RUN_PREFIX + made.name.removeprefix(MAKING_PREFIX))
-    os.rename(made, where)  # under the name other runners look at only once it is held
+    try:
+        os.rename(made, where)  # under the name other runners look at only once it is held
+    except FileNotFoundError:  # stopped (Ctrl-Z) past UNOWNED_GRACE_S, and cleared away meanwhile: again
+        os.close(fd)
+        return claim_run_dir(parent)
     return where, fd
 
 

@@ -174,6 +174,19 @@ def test_an_inconclusive_attempt_is_made_once_more():
     assert mv.twice(attempt)[0] == "flaky" and len(calls) == 1
 
 
+def end_left_over(tmp: Path, pid_file: Path) -> None:
+    """What an inner runner that failed its test left running: the pytest runs of its run directories, and the
+    group of the inner test's child (found so even where the run carries no mark)."""
+    for run in tmp.glob(places.RUN_PREFIX + "*"):
+        places.end_work_inside(run)
+    try:
+        group = os.getpgid(int(pid_file.read_text()))
+    except (OSError, ValueError):
+        return
+    if group not in (0, 1, os.getpgrp()):
+        os.killpg(group, signal.SIGKILL)
+
+
 def copy_with(tmp_path: Path, source: str) -> Path:
     """A checkout copy as the runner makes one: tests/ holding the runner's plugin and one test file."""
     copy = tmp_path / "repo"
@@ -244,7 +257,7 @@ def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
             time.sleep(0.1)
     finally:
         os.killpg(runner.pid, signal.SIGKILL) if runner.poll() is None else None
-        places.end_work_inside(tmp_path / "tmp")  # what a runner that failed the test left running
+        end_left_over(tmp_path / "tmp", pid_file)
 
 
 @pytest.mark.slow
@@ -585,8 +598,7 @@ def test_a_runner_killed_outright_is_cleaned_up_by_the_next(tmp_path):
     finally:
         runner.kill()
         runner.wait()
-        for run in tmp.glob(places.RUN_PREFIX + "*"):
-            places.end_work_inside(run)
+        end_left_over(tmp, pid_file)
 
 
 def test_alone_rows_hold_the_machine_against_other_runners(tmp_path, monkeypatch):
@@ -689,3 +701,22 @@ def test_an_interrupt_before_any_verdict_says_nothing_was_judged(tmp_path, monke
     assert cm.main() == 130
     assert "interrupted after 0 of 1 mutation(s): nothing judged" in capsys.readouterr().out
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(places.RUN_PREFIX)] == []
+
+
+def test_a_claim_whose_directory_was_cleared_away_meanwhile_claims_again(tmp_path, monkeypatch):
+    """A runner stopped (Ctrl-Z) past the grace between making its directory and naming it: another runner removed
+    the directory meanwhile; the claim starts over instead of a traceback."""
+    real_rename, calls = os.rename, []
+
+    def cleared_first(source, target):
+        calls.append(source)
+        if len(calls) == 1:
+            shutil.rmtree(source)
+        return real_rename(source, target)
+
+    monkeypatch.setattr(places.os, "rename", cleared_first)
+    where, fd = places.claim_run_dir(tmp_path)
+    try:
+        assert len(calls) == 2 and where.is_dir() and (where / places.OWNER).exists()
+    finally:
+        places.release_run_dir(where, fd)
