@@ -29,6 +29,24 @@ def private_machine(tmp_path, monkeypatch):
     monkeypatch.setattr(places, "machine_lock_path", lambda: tmp_path / "machine.lock")
 
 
+def waiting_copy(tmp_path: Path, pid_file: Path, first: str = "pass") -> Path:
+    """A checkout copy with the runner in it and one row's test that runs `first`, starts a child (its pid written
+    to `pid_file`) and waits."""
+    copy = copy_with(tmp_path, textwrap.dedent(f"""\
+        import os, subprocess, time
+        from pathlib import Path
+        # the mutation point
+        def test_waits():
+            {first}
+            child = subprocess.Popen(["sleep", "300"])
+            Path({str(pid_file)!r}).write_text(str(child.pid))
+            time.sleep(300)
+        """))
+    for runner_file in (cm.__file__, places.__file__):
+        shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
+    return copy
+
+
 def runner_driver(copy: Path, tmp_path: Path) -> str:
     """A runner over `copy`'s one row `waits`, started as its own process, with a machine of its own."""
     return (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
@@ -223,18 +241,7 @@ def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
     """A cancelled job sends SIGTERM: the runner exits 130 at once and leaves no pytest run (each in a session
     of its own) behind, nor the process that run started."""
     pid_file = tmp_path / "child.pid"
-    copy = copy_with(tmp_path, textwrap.dedent(f"""\
-        import subprocess, time
-        from pathlib import Path
-        # the mutation point
-        def test_waits():
-            child = subprocess.Popen(["sleep", "300"])
-            Path({str(pid_file)!r}).write_text(str(child.pid))
-            time.sleep(300)
-        """))
-    for runner_file in (cm.__file__, places.__file__):
-        shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
-    driver = runner_driver(copy, tmp_path)
+    driver = runner_driver(waiting_copy(tmp_path, pid_file), tmp_path)
     (tmp_path / "tmp").mkdir()
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
@@ -562,19 +569,8 @@ def test_a_runner_killed_outright_is_cleaned_up_by_the_next(tmp_path):
     """SIGKILL to the runner alone: its pytest run (a session of its own) goes on; the next runner's start ends it,
     and what it started, and removes the run's directory."""
     pid_file = tmp_path / "child.pid"
-    copy = copy_with(tmp_path, textwrap.dedent(f"""\
-        import os, subprocess, time
-        from pathlib import Path
-        # the mutation point
-        def test_waits():
-            os.chdir("/")  # a test that left the run's directory
-            child = subprocess.Popen(["sleep", "300"])
-            Path({str(pid_file)!r}).write_text(str(child.pid))
-            time.sleep(300)
-        """))
-    for runner_file in (cm.__file__, places.__file__):
-        shutil.copy(Path(runner_file), copy / "tests" / Path(runner_file).name)
-    driver = runner_driver(copy, tmp_path)
+    left = 'os.chdir("/")  # a test that left the run\'s directory'
+    driver = runner_driver(waiting_copy(tmp_path, pid_file, first=left), tmp_path)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
