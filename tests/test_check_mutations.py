@@ -47,6 +47,15 @@ def waiting_copy(tmp_path: Path, pid_file: Path, first: str = "pass") -> Path:
     return copy
 
 
+def started_child(pid_file: Path, runner: subprocess.Popen) -> int:
+    """The pid of the inner test's child, once the test has started it (the runner still running)."""
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and runner.poll() is None, "the inner test never started"
+        time.sleep(0.1)
+    return int(pid_file.read_text())
+
+
 def runner_driver(copy: Path, tmp_path: Path) -> str:
     """A runner over `copy`'s one row `waits`, started as its own process, with a machine of its own."""
     return (f"import sys; sys.path.insert(0, {str(copy / 'tests')!r}); import check_mutations as cm; "
@@ -246,11 +255,7 @@ def test_an_interrupted_runner_ends_its_pytest_runs(tmp_path, signum):
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, text=True,
                               start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     try:
-        deadline = time.monotonic() + 120
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline and runner.poll() is None, "the inner test never started"
-            time.sleep(0.1)
-        child = int(pid_file.read_text())
+        child = started_child(pid_file, runner)
         runner.send_signal(signum)
         deadline = time.monotonic() + 30
         while runner.poll() is None:
@@ -576,11 +581,7 @@ def test_a_runner_killed_outright_is_cleaned_up_by_the_next(tmp_path):
     runner = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
                               env={**os.environ, "TMPDIR": str(tmp)})
     try:
-        deadline = time.monotonic() + 120
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline and runner.poll() is None, "the inner test never started"
-            time.sleep(0.1)
-        child = int(pid_file.read_text())
+        child = started_child(pid_file, runner)
         runner.kill()
         runner.wait()
         assert os.path.exists(f"/proc/{child}")  # left running, as a killed runner leaves it
