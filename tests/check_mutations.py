@@ -1610,6 +1610,10 @@ MUTATIONS = [
      "tests/test_check_mutations.py -k abandoned"),
     ("runner: alone rows hold the machine against other runners", "tests/mutation_places.py",
      "fcntl.LOCK_EX if alone " "else fcntl.LOCK_SH", "fcntl.LOCK_SH", "tests/test_check_mutations.py -k machine"),
+    ("runner: the caller's signal dispositions are restored", "tests/check_mutations.py",
+     "        for signum, handler in previous.items():\n            signal." "signal(signum, handler)\n",
+     "        for signum, handler in previous.items():\n            pass\n",
+     "tests/test_check_mutations.py -k ignored_sigint"),
     ("runner: an ignored SIGINT is taken back", "tests/check_mutations.py",
      "    signal.signal(signal.SIGINT, " "signal.default_int_handler)", "    pass",
      "tests/test_check_mutations.py -k ignored_sigint"),
@@ -2155,6 +2159,17 @@ ALONE = (RAY, INTERRUPTS, BUNDLES)
 
 
 def main() -> int:
+    """The caller's signal dispositions are back as they were once it returns: pytest runs it in-process, and a
+    signal left ignored there would be inherited by the processes of every later test."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _main()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-k", action="append", default=[], help="only mutations whose name contains this "
                         "(repeat for any of several)")

@@ -85,6 +85,23 @@ def children_end_with_the_test():
             pass
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def signals_as_found():
+    """A test that changed how pytest's own process takes a signal fails, and the disposition is put back: a
+    SIGHUP left ignored here is inherited by every process later tests start, and their interruption tests then
+    wait on commands that rightly keep it ignored."""
+    before = [signal.getsignal(s) for s in _SIGNALS]
+    yield
+    after = [signal.getsignal(s) for s in _SIGNALS]
+    changed = [f"{s.name}: {b!r} -> {a!r}" for s, b, a in zip(_SIGNALS, before, after, strict=True) if a != b]
+    for signum, handler in zip(_SIGNALS, before, strict=True):
+        signal.signal(signum, handler)
+    assert not changed, f"the test left pytest's process taking signals otherwise: {', '.join(changed)}"
+
+
 @pytest.fixture
 def no_lockd(monkeypatch):
     """fcntl.flock as on NFS without lockd: every lock ENOLCK (unlocking still works)."""

@@ -674,12 +674,22 @@ def test_an_ignored_sigint_is_taken_back_and_an_ignored_sighup_kept(tmp_path, mo
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "no check is named this"])
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    during = {}
+    run_order = cm.run_order
+
+    def seen(*args):
+        during.update({signum: signal.getsignal(signum) for signum in previous})
+        return run_order(*args)
+
+    monkeypatch.setattr(cm, "run_order", seen)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         cm.main()
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        assert during[signal.SIGINT] is signal.default_int_handler
+        assert during[signal.SIGHUP] == signal.SIG_IGN
+        # and back as the caller had them
+        assert [signal.getsignal(s) for s in previous] == [signal.SIG_IGN, previous[signal.SIGTERM], signal.SIG_IGN]
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -695,7 +705,11 @@ def test_an_interrupt_before_any_verdict_says_nothing_was_judged(tmp_path, monke
 
     monkeypatch.setattr(cm, "run_one", interrupted)
     monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "row"])
+    before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
     assert cm.main() == 130
+    # the cleanup ignores further signals; left so in pytest's process, every later test's children inherited
+    # SIGHUP ignored and the interruption tests waited for bumps that never ended
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == before
     assert "interrupted after 0 of 1 mutation(s): nothing judged" in capsys.readouterr().out
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(places.RUN_PREFIX)] == []
 
