@@ -91,13 +91,41 @@ def test_a_damaged_checkout_id_is_named_and_two_builds_agree_on_a_new_one(tmp_pa
         identity.ensure_checkout_id(tmp_path)
     (tmp_path / identity.ID_FILE).unlink()
     made: list[str] = []
-    threads = [threading.Thread(target=lambda: made.append(identity.ensure_checkout_id(tmp_path))) for _ in range(8)]
+    failed: list[BaseException] = []
+
+    def build():
+        try:
+            made.append(identity.ensure_checkout_id(tmp_path))
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert not failed and len(made) == 8
     assert len(set(made)) == 1 and made[0] == identity.checkout_id(tmp_path)
     assert [p.name for p in (tmp_path / identity.ID_FILE).parent.iterdir()] == ["checkout-id"]  # no temporaries
+
+
+def test_an_id_linked_in_just_after_the_look_for_it_is_read(tmp_path, monkeypatch):
+    """Another build links its id into place right after this one looked for a file there and found none: this
+    build's own link then fails and it reads theirs (the file was never damaged)."""
+    (tmp_path / identity.ID_FILE).parent.mkdir()
+    theirs = "a" * 32
+    real = os.path.lexists
+    looks = []
+
+    def lexists(path):
+        looks.append(path)
+        there = real(path)
+        if Path(path) == tmp_path / identity.ID_FILE and len(looks) == 1:
+            (tmp_path / identity.ID_FILE).write_text(theirs + "\n")  # the other build, between the looks
+        return there
+
+    monkeypatch.setattr(os.path, "lexists", lexists)
+    assert identity.ensure_checkout_id(tmp_path) == theirs
 
 
 @pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])

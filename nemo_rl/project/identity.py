@@ -39,9 +39,9 @@ def ensure_checkout_id(project: Path) -> str:
     if (found := checkout_id(project)) is not None:
         return found
     path = project / ID_FILE
-    if os.path.lexists(path) and (found := checkout_id(project)) is not None:  # another build linked it meanwhile
-        return found
-    if os.path.lexists(path):
+    if os.path.lexists(path):  # one look: another build may link the id in at any moment after it
+        if (found := checkout_id(project)) is not None:  # linked since the first read
+            return found
         raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
                           f"remove {path}: a new id is made (environments built with the old one are then "
                           "listed as another checkout's: remove them with `rm -rf`)")
