@@ -62,6 +62,8 @@ ARCHS = "tests/test_cuda_archs.py"  # its nvcc tests run with CUDA_HOME naming a
 SEED = "tests/test_pack_seed.py"
 LIBS = "tests/test_cuda_libs.py"
 DECLARED = "tests/test_declared.py"
+OFFLINE_LOCK = "tests/test_offline_lock.py"
+GUARD = "tests/test_conftest_guard.py"
 DERIVED = "tests/test_deps_declared.py"
 NO_ENTRY = "tests/test_lock_truth.py -k without_a_derived"
 SEQUENCE = "tests/test_lock_sequence.py"
@@ -272,8 +274,28 @@ MUTATIONS = [
     ("workers: a start failure names its cause", "nemo_rl/workers/ray_actors.py", "            if errors:\n                cause = errors[0]",
      "            if errors:\n                pass", RAY),
     ("workers: killed builds removed", "nemo_rl/workers/environments.py", "            shutil.rmtree(leftover, ignore_errors=True)", "            pass", RAY),
-    ("bump: offline lock kept only when just the SHA moved", "nemo_rl/deps/bump.py",
-     "    if offline == expected:\n        return None", "    return None", SIDE),
+    ("bump: offline lock kept only when offline_lock agrees", "nemo_rl/deps/bump.py",
+     "            if why is None:\n                self.mode = \"offline\"", "            if True:\n                self.mode = \"offline\"",
+     SIDE),
+    ("bump: an offline lock tried when the entry changed", "nemo_rl/deps/bump.py",
+     "self.offline = OFFLINE_FIRST and self.committed is not None and before.entry is not None",
+     "self.offline = OFFLINE_FIRST and self.committed is not None and before.entry is not None and changed is None",
+     "tests/test_deps_verify.py -k declares_is_locked"),
+    ("offline lock: the committed lock's SHA moved before comparing", "nemo_rl/forks/offline_lock.py",
+     "tomllib.loads(committed.replace(old_rev, new_rev))", "tomllib.loads(committed)", OFFLINE_LOCK),
+    ("offline lock: the header compared", "nemo_rl/forks/offline_lock.py",
+     "        if old.get(key) != new.get(key):", "        if False:", OFFLINE_LOCK),
+    ("offline lock: the manifest compared", "nemo_rl/forks/offline_lock.py",
+     "    if _manifest_rest(old, distribution) != _manifest_rest(new, distribution):", "    if False:", OFFLINE_LOCK),
+    ("offline lock: the manifest's other entries compared", "nemo_rl/forks/offline_lock.py",
+     "                                       if e.get(\"name\") != distribution]", "                                       if False]",
+     OFFLINE_LOCK),
+    ("offline lock: no package added or moved", "nemo_rl/forks/offline_lock.py",
+     "        if package not in committed_by_name.get(package.get(\"name\"), []):", "        if False:", OFFLINE_LOCK),
+    ("offline lock: the fork locked once", "nemo_rl/forks/offline_lock.py",
+     "    if len(old_fork) != 1 or len(new_fork) != 1:", "    if len(new_fork) < 1:", OFFLINE_LOCK),
+    ("offline lock: the fork at the new commit", "nemo_rl/forks/offline_lock.py",
+     "    if new_fork[0].get(\"source\") != old_fork[0].get(\"source\"):", "    if False:", OFFLINE_LOCK),
     ("bump: goes on when the old pin is gone", "nemo_rl/deps/bump.py",
      "    except NemoRLError as problem:\n        return [f\"  requirements: not compared:",
      "    except ValueError as problem:\n        return [f\"  requirements: not compared:", BUMP),
@@ -750,9 +772,9 @@ MUTATIONS = [
      "            old_ids[r.patch_id] -= 1\n", "", DECLARED),
     ("bump report: shared patch-ids", "nemo_rl/forks/bump_steps.py", "if len(shas) > 1 and pid !=", "if len(shas) > 9 and pid !=",
      DECLARED),
-    ("bump: the offline lock's reason", "nemo_rl/deps/bump.py",
-     'return f"it changed more than the SHA (uv.lock line {number}: {got.strip()[:120]!r})"',
-     'return "it changed more than the SHA"', DECLARED),
+    ("offline lock: the reason names the package", "nemo_rl/forks/offline_lock.py",
+     "return f\"it adds or changes {package.get('name')} {package.get('version')}\"",
+     "return \"it adds or changes a package\"", OFFLINE_LOCK),
     # deps upstream
     ("upstream: shipped at the base too", "nemo_rl/forks/upstream_report.py", "        wheel = wheel | base_wheel",
      "        pass", f"{UPSTREAM} -k shipped_module"),
@@ -1319,23 +1341,31 @@ MUTATIONS = [
      '    if stat.S_ISLNK(info.st_mode):\n        return "a symbolic link"', '    if False:\n        return "a symbolic link"',
      f"{WHOSE} -k link_in_the_venv"),
     ("whose: a damaged checkout id is named", "nemo_rl/project/identity.py",
-     "    if os.path.lexists(path):  # one look", "    if False:  # one look", f"{WHOSE} -k damaged_checkout_id"),
+     "        if present:\n            raise NemoRLError", "        if False:\n            raise NemoRLError",
+     f"{WHOSE} -k damaged_checkout_id"),
     ("whose: the metadata's checkout id is checked", "nemo_rl/workers/environments.py",
      'identity.ID.fullmatch(meta["checkout"]))', "True)", f"{WHOSE} -k not_hex"),
     ("whose: a checkout id is a string", "nemo_rl/workers/environments.py",
      '(isinstance(meta.get("checkout"), str) and identity.ID.fullmatch(meta["checkout"]))',
      'identity.ID.fullmatch(str(meta.get("checkout")))', f"{WHOSE} -k not_hex"),
     ("whose: a read-only checkout builds without an id", "nemo_rl/project/identity.py",
-     "        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):\n", "        if False:\n",
+     "            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):\n", "            if False:\n",
      f"{WHOSE} -k read_only_checkout"),
-    ("whose: an id another build linked meanwhile is read", "nemo_rl/project/identity.py",
-     "        if (found := checkout_id(project)) is not None:  # linked since the first read\n            return found\n",
-     "", f"{WHOSE} -k meanwhile"),
-    ("whose: one look at the id's place before it is called damaged", "nemo_rl/project/identity.py",
-     "    if os.path.lexists(path):  # one look: another build may link the id in at any moment after it\n"
-     "        if (found := checkout_id(project)) is not None:  # linked since the first read\n            return found\n",
-     "    if os.path.lexists(path) and (found := checkout_id(project)) is not None:\n        return found\n"
-     "    if os.path.lexists(path):\n", f"{WHOSE} -k linked_in_just"),
+    ("whose: an id another build linked first is read", "nemo_rl/project/identity.py",
+     "                pass  # another build linked its id first: read below", "                return token",
+     f"{WHOSE} -k linked_first"),
+    ("whose: one read of the id's place before it is called damaged", "nemo_rl/project/identity.py",
+     "        found, present = _look(project)\n", "        found, present = _look(project)[0], os.path.lexists(path)\n",
+     f"{WHOSE} -k just_after_the_read"),
+    ("whose: a .nemo-rl removed meanwhile is made again", "nemo_rl/project/identity.py",
+     "            continue  # a bump or recover in another terminal", "            raise  # a bump or recover in another terminal",
+     f"{WHOSE} -k removed_meanwhile"),
+    ("whose: an id never kept is a clear error", "nemo_rl/project/identity.py",
+     '    raise NemoRLError(f"cannot make {path}', '    return ""\n    raise NemoRLError(f"cannot make {path}',
+     f"{WHOSE} -k removed_every_time"),
+    ("whose: a .nemo-rl link is refused before the id is read", "nemo_rl/project/identity.py",
+     "    state_dir.state_root(project)  # a .nemo-rl link is refused with its remedy", "    pass  # a .nemo-rl link is refused with its remedy",
+     f"{WHOSE} -k nemo_rl_link"),
     ("pointer: a wheel's pointer names its wheel", "nemo_rl/workers/archive_hashes.py",
      "        if not sdist and not label.strip():\n", "        if False:\n",
      "tests/test_review_fixes.py -k hash_of_its_tags"),
@@ -1616,9 +1646,24 @@ MUTATIONS = [
     ("runner: alone rows hold the machine against other runners", "tests/mutation_places.py",
      "fcntl.LOCK_EX if alone " "else fcntl.LOCK_SH", "fcntl.LOCK_SH", "tests/test_check_mutations.py -k machine"),
     ("runner: the caller's signal dispositions are restored", "tests/check_mutations.py",
-     "        for signum, handler in previous.items():\n            signal." "signal(signum, handler)\n",
-     "        for signum, handler in previous.items():\n            pass\n",
+     "            for signum, handler in previous.items():\n                signal." "signal(signum, handler)\n",
+     "            for signum, handler in previous.items():\n                pass\n",
      "tests/test_check_mutations.py -k ignored_sigint"),
+    ("runner: the dispositions are put back with the signals blocked", "tests/check_mutations.py",
+     "        signal.pthread_sigmask(signal.SIG_BLOCK, " "CAUGHT_SIGNALS)\n", "        pass\n",
+     "tests/test_check_mutations.py -k callers_handler"),
+    ("runner: the caller's mask is back after the restore", "tests/check_mutations.py",
+     "            signal.pthread_sigmask(signal.SIG_SETMASK, " "mask)\n", "            pass\n",
+     "tests/test_check_mutations.py -k callers_handler"),
+    ("conftest: a test that leaves signals changed fails", "tests/conftest.py",
+     "    assert not changed, f\"the test left", "    assert True or not changed, f\"the test left", GUARD),
+    ("conftest: the dispositions are put back", "tests/conftest.py",
+     "        signal.signal(signum, handler)\n    if (blocked", "        pass\n    if (blocked", GUARD),
+    ("conftest: the blocked mask is compared", "tests/conftest.py",
+     "signal.SIG_SETMASK, mask)) != mask:", "signal.SIG_SETMASK, mask)) and False:", GUARD),
+    ("conftest: the blocked mask is put back", "tests/conftest.py",
+     "if (blocked := signal.pthread_sigmask(signal.SIG_SETMASK, mask)) != mask:",
+     "if (blocked := signal.pthread_sigmask(signal.SIG_BLOCK, [])) != mask:", GUARD),
     ("runner: an ignored SIGINT is taken back", "tests/check_mutations.py",
      "    signal.signal(signal.SIGINT, " "signal.default_int_handler)", "    pass",
      "tests/test_check_mutations.py -k ignored_sigint"),
@@ -2163,15 +2208,25 @@ def _interrupted(signum: int, frame: object) -> None:
 ALONE = (RAY, INTERRUPTS, BUNDLES)
 
 
+CAUGHT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def main() -> int:
     """The caller's signal dispositions are back as they were once it returns: pytest runs it in-process, and a
     signal left ignored there would be inherited by the processes of every later test."""
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    previous = {signum: signal.getsignal(signum) for signum in CAUGHT_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     try:
         return _main()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        # blocked while they are put back: a signal arriving meanwhile waits, then meets the caller's own
+        # handler, instead of the runner's raising out of the restore with the rest left as the runner set them
+        signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT_SIGNALS)
+        try:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _main() -> int:
@@ -2239,4 +2294,4 @@ def _main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())  # the process ends here: its dispositions stay as the run left them (a second signal ignored)

@@ -90,15 +90,18 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 @pytest.fixture(autouse=True)
 def signals_as_found():
-    """A test that changed how pytest's own process takes a signal fails, and the disposition is put back: a
-    SIGHUP left ignored here is inherited by every process later tests start, and their interruption tests then
-    wait on commands that rightly keep it ignored."""
+    """A test that changed how pytest's own process takes a signal (a disposition, or the blocked mask, which
+    children inherit too) fails, and it is put back: a SIGHUP left ignored here is inherited by every process
+    later tests start, and their interruption tests then wait on commands that rightly keep it ignored."""
     before = [signal.getsignal(s) for s in _SIGNALS]
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     yield
     after = [signal.getsignal(s) for s in _SIGNALS]
     changed = [f"{s.name}: {b!r} -> {a!r}" for s, b, a in zip(_SIGNALS, before, after, strict=True) if a != b]
     for signum, handler in zip(_SIGNALS, before, strict=True):
         signal.signal(signum, handler)
+    if (blocked := signal.pthread_sigmask(signal.SIG_SETMASK, mask)) != mask:
+        changed.append(f"blocked {sorted(s.name for s in blocked)} instead of {sorted(s.name for s in mask)}")
     assert not changed, f"the test left pytest's process taking signals otherwise: {', '.join(changed)}"
 
 

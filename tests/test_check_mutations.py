@@ -1,6 +1,7 @@
 """tests/check_mutations.py counts a mutation caught only when a test body fails because of it: its verdicts
 (tests/mutation_verdicts.py) on real pytest reports made in-process with pytester, and on runs that leave none."""
 
+import concurrent.futures
 import json
 import os
 import shutil
@@ -675,13 +676,13 @@ def test_an_ignored_sigint_is_taken_back_and_an_ignored_sighup_kept(tmp_path, mo
     monkeypatch.setattr("sys.argv", ["check_mutations.py", "-k", "no check is named this"])
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     during = {}
-    run_order = cm.run_order
+    pool = concurrent.futures.ThreadPoolExecutor
 
-    def seen(*args):
+    def seen(*args):  # the rows' pool starts once the runner's handlers are set
         during.update({signum: signal.getsignal(signum) for signum in previous})
-        return run_order(*args)
+        return pool(*args)
 
-    monkeypatch.setattr(cm, "run_order", seen)
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", seen)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -712,6 +713,50 @@ def test_an_interrupt_before_any_verdict_says_nothing_was_judged(tmp_path, monke
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == before
     assert "interrupted after 0 of 1 mutation(s): nothing judged" in capsys.readouterr().out
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(places.RUN_PREFIX)] == []
+
+
+def test_a_signal_while_the_dispositions_are_put_back_meets_the_callers_handler(monkeypatch):
+    """A SIGTERM arriving just after SIGINT is put back, while SIGTERM is still the runner's: it waits until all
+    three are the caller's, then reaches the caller's handler; nothing raises out of the restore."""
+    received: list[int] = []
+    previous = {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    def recording(signum, frame):
+        received.append(signum)
+
+    def runner_sets_its_handlers() -> int:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, cm._interrupted)
+        return 0
+
+    real_signal = signal.signal
+
+    def signal_then_sigterm(signum, handler):
+        done = real_signal(signum, handler)
+        if signum == signal.SIGINT and handler is previous[signal.SIGINT]:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return done
+
+    real_signal(signal.SIGTERM, recording)
+    try:
+        callers = {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS}
+        monkeypatch.setattr(cm, "_main", runner_sets_its_handlers)
+        monkeypatch.setattr(signal, "signal", signal_then_sigterm)
+        try:
+            returned = cm.main()
+        except KeyboardInterrupt:
+            pytest.fail("the SIGTERM was taken by the runner's handler, in the middle of the restore")
+        finally:
+            monkeypatch.setattr(signal, "signal", real_signal)
+        assert returned == 0 and received == [signal.SIGTERM]
+        assert {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS} == callers
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+    finally:
+        real_signal(signal.SIGTERM, recording)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a SIGTERM still pending meets `recording`
+        for signum, handler in previous.items():
+            real_signal(signum, handler)
 
 
 def test_a_claim_whose_directory_was_cleared_away_meanwhile_claims_again(tmp_path, monkeypatch):

@@ -4,7 +4,6 @@ helpers, and the installed fork against the lock: pure functions and a hand-made
 import pytest
 import tomlkit
 
-from nemo_rl.deps import bump
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import bump_steps, declared
 from nemo_rl.forks.record_files import Record
@@ -104,13 +103,6 @@ def test_bump_report_counts_commits_not_patch_ids():
     assert [r.commit[0] for r in added] == ["b"] and removed == []  # a was there already
     added, removed, _ = bump_steps.commit_changes(old, [record(1, "b", "2")])
     assert [r.commit[0] for r in added] == ["b"] and [e["commit"][0] for e in removed] == ["a"]
-
-
-def test_the_offline_lock_says_why_it_was_thrown_away():
-    before = "version = 1\nsource = old\n"
-    assert bump.offline_lock_rejected(before, "version = 1\nsource = new\n", "old", "new") is None
-    why = bump.offline_lock_rejected(before, "version = 2\nsource = new\n", "old", "new")
-    assert "uv.lock line 1" in why and "version = 2" in why
 
 
 COMMIT = "c" * 40

@@ -63,13 +63,18 @@ def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, c
     assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
     out = capsys.readouterr().out
     assert "+ tinydep>=1.0" in out and "NOT COVERED" not in out
+    # a package the lock did not hold needs the index: uv's offline lock (or its failure) is not kept
+    assert "(locked online: the offline lock was thrown away: " in out and "locked offline" not in out
     assert "tinydep" in lockfile.locked_packages(world.project)
     assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 0
 
     dropped = fork_commit(world, "drop tinydep", [], 'VERSION = "0.1.0"\n')
     assert main(["deps", "bump", "megatron-core", "--rev", dropped, "--project", str(world.project)]) == 0
-    assert "- tinydep>=1.0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # the entry changed, yet every package left is locked as it was: offline gives the online lock
+    assert "- tinydep>=1.0" in out and "(locked offline: " in out and "tinydep: removed (was 1.0)" in out
     assert "tinydep" not in lockfile.locked_packages(world.project)
+    forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
 
 
 def test_unreadable_fork_metadata_is_a_clear_line(world, capsys):

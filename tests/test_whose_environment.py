@@ -109,23 +109,80 @@ def test_a_damaged_checkout_id_is_named_and_two_builds_agree_on_a_new_one(tmp_pa
     assert [p.name for p in (tmp_path / identity.ID_FILE).parent.iterdir()] == ["checkout-id"]  # no temporaries
 
 
-def test_an_id_linked_in_just_after_the_look_for_it_is_read(tmp_path, monkeypatch):
-    """Another build links its id into place right after this one looked for a file there and found none: this
-    build's own link then fails and it reads theirs (the file was never damaged)."""
-    (tmp_path / identity.ID_FILE).parent.mkdir()
-    theirs = "a" * 32
-    real = os.path.lexists
-    looks = []
+def test_an_id_another_build_linked_first_is_read(tmp_path, monkeypatch):
+    """Another build links its id into place after this one read none there: this build's own link then fails,
+    and it reads theirs (never calls it damaged, never keeps its own)."""
+    theirs, real_link = "a" * 32, os.link
 
-    def lexists(path):
-        looks.append(path)
-        there = real(path)
-        if Path(path) == tmp_path / identity.ID_FILE and len(looks) == 1:
-            (tmp_path / identity.ID_FILE).write_text(theirs + "\n")  # the other build, between the looks
-        return there
+    def link_second(src, dst):
+        (tmp_path / identity.ID_FILE).write_text(theirs + "\n")  # the other build, just before this one links
+        return real_link(src, dst)
 
-    monkeypatch.setattr(os.path, "lexists", lexists)
+    monkeypatch.setattr(os, "link", link_second)
     assert identity.ensure_checkout_id(tmp_path) == theirs
+    assert [p.name for p in (tmp_path / identity.ID_FILE).parent.iterdir()] == ["checkout-id"]  # no temporaries
+
+
+def test_an_id_linked_in_just_after_the_read_is_read(tmp_path, monkeypatch):
+    """Another build links its id right after this one read nothing there: what was read decides (no second look
+    that would see a file and call it damaged)."""
+    from nemo_rl import values
+
+    theirs, real, reads = "b" * 32, values.read_plain_file, []
+
+    def read_then_linked(path, limit=values.STATE_FILE_MAX):
+        reads.append(path)
+        try:
+            return real(path, limit)
+        finally:
+            if len(reads) == 1:
+                (tmp_path / identity.ID_FILE).parent.mkdir(exist_ok=True)
+                (tmp_path / identity.ID_FILE).write_text(theirs + "\n")
+
+    monkeypatch.setattr(values, "read_plain_file", read_then_linked)
+    assert identity.ensure_checkout_id(tmp_path) == theirs
+
+
+def test_a_nemo_rl_link_is_refused_not_read_through(tmp_path):
+    """A `.nemo-rl` link (committed by a pull request) to a directory holding someone's id: never this checkout's."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / identity.ID_FILE.name).write_text("c" * 32 + "\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / identity.ID_FILE.parent).symlink_to(elsewhere)
+    with pytest.raises(NemoRLError, match="is a symbolic link"):
+        identity.ensure_checkout_id(project)
+    assert identity.checkout_id(project) is None
+
+
+def _nemo_rl_removed_after_made(monkeypatch, times: int) -> None:
+    """A bump or recover in another terminal removes the empty .nemo-rl right after this build made it."""
+    from nemo_rl.project import state_dir
+
+    real, removed = state_dir.state_root, []
+
+    def state_root(project, *, create=False):
+        root = real(project, create=create)
+        if create and len(removed) < times:
+            removed.append(root)
+            state_dir.remove_empty(root)
+        return root
+
+    monkeypatch.setattr(state_dir, "state_root", state_root)
+
+
+def test_a_nemo_rl_directory_removed_meanwhile_is_made_again(tmp_path, monkeypatch):
+    _nemo_rl_removed_after_made(monkeypatch, times=1)
+    made = identity.ensure_checkout_id(tmp_path)
+    assert identity.ID.fullmatch(made) and identity.checkout_id(tmp_path) == made
+
+
+def test_a_nemo_rl_directory_removed_every_time_is_a_clear_error(tmp_path, monkeypatch):
+    _nemo_rl_removed_after_made(monkeypatch, times=identity.ATTEMPTS)
+    with pytest.raises(NemoRLError, match="gone again before it was read") as caught:
+        identity.ensure_checkout_id(tmp_path)
+    assert "run again once nothing else removes" in caught.value.remedy
 
 
 @pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])
@@ -148,20 +205,6 @@ def test_a_read_only_checkout_builds_without_an_id(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Path, "mkdir", read_only)
     assert identity.ensure_checkout_id(tmp_path) == "" and not (tmp_path / identity.ID_FILE.parent).exists()
-
-
-def test_an_id_another_build_links_meanwhile_is_read_not_refused(tmp_path, monkeypatch):
-    """The first look finds no id; another build links its id into place before the second: it is read."""
-    (tmp_path / identity.ID_FILE).parent.mkdir()
-    (tmp_path / identity.ID_FILE).write_text("d" * 32 + "\n")
-    real, looks = identity.checkout_id, []
-
-    def first_look_misses(project):
-        looks.append(1)
-        return None if len(looks) == 1 else real(project)
-
-    monkeypatch.setattr(identity, "checkout_id", first_look_misses)
-    assert identity.ensure_checkout_id(tmp_path) == "d" * 32
 
 
 # --- the last files read from disk --------------------------------------------------------------------------------

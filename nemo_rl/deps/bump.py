@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import bump_steps, declared, fork_cache, fork_metadata, records
+from nemo_rl.forks import bump_steps, declared, fork_cache, fork_metadata, offline_lock, records
 from nemo_rl.forks.bump_steps import commit_changes
 from nemo_rl.progress import progress
 from nemo_rl.project import journal, landing, lockfile, state_dir
@@ -28,21 +28,19 @@ class StagedLock:
     final (the pin, and the entry derived from the fork's metadata at the new commit) and collected by `result()`
     after the fork's history is read; leaving its `with` block by an exception ends it (and the build it runs).
 
-    With a declared [[tool.uv.dependency-metadata]] entry that did not change, moving the pin changes no
-    requirement, so every locked version still fits and uv keeps them all: the lock can only change by the SHA.
-    uv's offline run (its cache, no index requests: a fraction of a second instead of seconds) is kept exactly
-    when it gives that; anything else (a package missing from the cache, any other change) is thrown away, with
-    its reason, and uv runs online from the committed lock. An entry that changed brings requirements uv must
-    resolve against the index: uv runs online at once."""
+    With a declared [[tool.uv.dependency-metadata]] entry, uv first runs offline (its cache, no index requests: a
+    fraction of a second instead of seconds); its lock is kept exactly when the online run would write the same
+    one (offline_lock: every other package the committed one), and anything else (a package missing from the
+    cache, one added or moved) is thrown away, with its reason, and uv runs online from the committed lock.
+    Without an entry uv builds the fork's metadata itself: online at once."""
 
     def __init__(self, staged: Path, before: bump_steps.Before, new_rev: str,
                  changed: bump_steps.EntryChange | None) -> None:
         self.staged, self.fork, self.new_rev, self.changed = staged, before.fork, new_rev, changed
         self.committed = before.lock_text
-        self.offline = (OFFLINE_FIRST and self.committed is not None and changed is None
-                        and before.entry is not None)
-        # "offline", or "online: <why>" once an offline run was thrown away or never tried
-        self.mode = "online: the fork's own metadata changed the entry uv locks" if changed else "online"
+        self.offline = OFFLINE_FIRST and self.committed is not None and before.entry is not None
+        # "offline", or "online: <why>" once an offline run was thrown away
+        self.mode = "online"
         self.running = uv.lock_started(staged, upgrade_package=self.fork.distribution, offline=self.offline)
 
     def advance(self) -> None:
@@ -56,8 +54,8 @@ class StagedLock:
         self.offline = False
         try:
             self.running.wait()
-            why = offline_lock_rejected(self.committed, (self.staged / "uv.lock").read_text(), self.fork.rev,
-                                        self.new_rev)
+            why = offline_lock.rejected(self.committed, (self.staged / "uv.lock").read_text(),
+                                        self.fork.distribution, self.fork.rev, self.new_rev)
             if why is None:
                 self.mode = "offline"
                 return
@@ -91,18 +89,6 @@ class StagedLock:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "(nothing)"]
     return lines[-1] if lines else "no message"
-
-
-def offline_lock_rejected(before: str, offline: str, old_rev: str, new_rev: str) -> str | None:
-    """Why the offline lock is not the committed one with only the SHA moved (None when it is): its first
-    differing line."""
-    expected = before.replace(old_rev, new_rev)
-    if offline == expected:
-        return None
-    for number, (want, got) in enumerate(zip(expected.splitlines(), offline.splitlines(), strict=False), start=1):
-        if want != got:
-            return f"it changed more than the SHA (uv.lock line {number}: {got.strip()[:120]!r})"
-    return "it changed more than the SHA (the lock's length differs)"
 
 
 def lock_versions(packages: dict[str, lockfile.LockedPackage]) -> dict[str, str]:

@@ -118,8 +118,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
                     declares: declared.Declares | None) -> tuple[list[str], EntryChange | None]:
     """Write the staged pyproject.toml once, before uv locks it (comments and layout stay): the source's rev, the
     fork table's base (when known; uv never reads it) and branch (when given), and the derived entry; (the
-    report's lines, the change when the entry changed: uv then locks online, since the requirements it resolves
-    are new)."""
+    report's lines, the change when the entry changed: a refusal of uv's then names what the change added)."""
     import tomlkit
 
     dist = before.fork.distribution

@@ -26,42 +26,57 @@ def checkout_id(project: Path) -> str | None:
     environment that records an id is another checkout's: kept, never pruned)."""
     try:
         state_dir.state_root(project)  # a .nemo-rl link: another directory's id is not this checkout's
-        text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
-    except (OSError, UnicodeDecodeError, NemoRLError):  # missing, planted (a link, a FIFO) or unreadable
+    except NemoRLError:
         return None
-    return text.strip() if ID.fullmatch(text.strip()) else None
+    return _look(project)[0]
+
+
+def _look(project: Path) -> tuple[str | None, bool]:
+    """(the id, whether anything is at its place), from one read: a file another build links in, or a command
+    removes, at any moment is seen as it was when read."""
+    try:
+        text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
+    except FileNotFoundError:
+        return None, False
+    except (OSError, UnicodeDecodeError):  # planted (a link, a FIFO), unreadable, or not text
+        return None, True
+    return (text.strip(), True) if ID.fullmatch(text.strip()) else (None, True)
+
+
+ATTEMPTS = 3  # each one lost only to another command removing an empty .nemo-rl meanwhile
 
 
 def ensure_checkout_id(project: Path) -> str:
     """This checkout's id, made when it has none; "" where none can be written (a read-only checkout, as in an
     image: its environments are then this path's, as those built before ids). Two builds at once agree: the id
     is linked into place, which fails when the other got there first, and then theirs is read."""
-    if (found := checkout_id(project)) is not None:
-        return found
     path = project / ID_FILE
-    if os.path.lexists(path):  # one look: another build may link the id in at any moment after it
-        if (found := checkout_id(project)) is not None:  # linked since the first read
+    state_dir.state_root(project)  # a .nemo-rl link is refused with its remedy, never read through
+    for _ in range(ATTEMPTS):
+        found, present = _look(project)
+        if found is not None:
             return found
-        raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
-                          f"remove {path}: a new id is made (environments built with the old one are then "
-                          "listed as another checkout's: remove them with `rm -rf`)")
-    token = secrets.token_hex(16)
-    tmp = path.with_name(f".{path.name}.{token}.tmp")
-    try:
-        state_dir.state_root(project, create=True)  # a link or a file there is refused, never followed
-        tmp.write_text(token + "\n")
-    except OSError as exc:
-        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            return ""  # a checkout this user may not write: no id, and nothing of it is changed
-        raise
-    try:
+        if present:
+            raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
+                              f"remove {path}: a new id is made (environments built with the old one are then "
+                              "listed as another checkout's: remove them with `rm -rf`)")
+        token = secrets.token_hex(16)
+        tmp = path.with_name(f".{path.name}.{token}.tmp")
         try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-    finally:
-        tmp.unlink(missing_ok=True)
-    found = checkout_id(project)
-    if found is None:
-        raise NemoRLError(f"cannot read {path} just written", f"remove {path}, then run again")
-    return found
+            state_dir.state_root(project, create=True)  # a link or a file there is refused, never followed
+            tmp.write_text(token + "\n")
+        except FileNotFoundError:
+            continue  # a bump or recover in another terminal removed the empty .nemo-rl meanwhile: again
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                return ""  # a checkout this user may not write: no id, and nothing of it is changed
+            raise
+        try:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another build linked its id first: read below
+        finally:
+            tmp.unlink(missing_ok=True)
+    raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",
+                      f"run again once nothing else removes {path.parent} (a `rm -rf .nemo-rl` in a loop?)")

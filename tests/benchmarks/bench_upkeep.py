@@ -14,7 +14,7 @@ Each mirror is cloned `--mirror --shared` and served with `uploadpack.allowFilte
   user's uv cache, as a bump uses it);
 - `nemo-rl deps bump megatron-core --branch BRANCH` in a fresh clone, with an empty `NEMO_RL_CACHE_DIR`;
 - the same bump with its lock forced online (`bump.OFFLINE_FIRST = False`): what it costs when uv's cache cannot
-  answer;
+  answer; the table says how each bump locked and whether its landed uv.lock is byte for byte the online one's;
 - with `--baseline CHECKOUT` (another checkout of nemo-rl, e.g. `git worktree add ../before HEAD~3`), the same bump
   run by that checkout's nemo_rl, first in even rounds and last in odd ones: a change measured side by side.
 
@@ -61,10 +61,19 @@ def serve(mirrors: list[str], root: Path) -> dict[str, str]:
     return env
 
 
+LAST_OUTPUT: list[str] = [""]  # the stdout of the last timed command (the bump's report)
+
+
 def timed(args: list[str], env: dict, cwd: Path | None = None) -> float:
     started = time.monotonic()
-    run(args, env=env, cwd=cwd)
+    LAST_OUTPUT[0] = run(args, env=env, cwd=cwd).stdout
     return time.monotonic() - started
+
+
+def lock_mode(report: str) -> str:
+    """How the bump says it locked: "offline" or "online" (its report's uv.lock line)."""
+    line = next((line for line in report.splitlines() if line.startswith("  uv.lock: ")), "")
+    return "offline" if "(locked offline" in line else "online"
 
 
 def fork_table(dist: str) -> dict:
@@ -138,6 +147,7 @@ def bump_rounds(root: Path, args: argparse.Namespace, env: dict) -> list[dict]:
         baseline = baseline_bump(work, bump_args, env, head, args.baseline) if args.baseline and n % 2 == 0 else {}
         project = clone(work, "bumped")
         bump_s = nemo_rl([*bump_args, str(project)], env, work / "cache")
+        mode = lock_mode(LAST_OUTPUT[0])
         version = landed(project, head)
         if args.baseline and n % 2 == 1:
             baseline = baseline_bump(work, bump_args, env, head, args.baseline)
@@ -146,6 +156,8 @@ def bump_rounds(root: Path, args: argparse.Namespace, env: dict) -> list[dict]:
         rounds.append({"commit_fetch_s": fetch_s, "uv_lock_s": lock_s, "bump_s": bump_s, "version": version,
                        "ratio": bump_s / (lock_s + fetch_s), "bump_online_lock_s": online_s,
                        "online_version": landed(online, head), "ratio_online_lock": online_s / (lock_s + fetch_s),
+                       "lock_mode": mode,
+                       "same_lock": (project / "uv.lock").read_bytes() == (online / "uv.lock").read_bytes(),
                        **baseline, "load": os.getloadavg()[0]})
     return rounds
 
@@ -180,7 +192,9 @@ def table(result: dict) -> str:
              f"| that ÷ (uv lock + fetch), per repeat | {', '.join(f'{r['ratio_online_lock']:.2f}' for r in rounds)} "
              "| ≤ 2 |",
              f"| megatron-core's version in each landed uv.lock (bump, online) | "
-             f"{', '.join(sorted({r['version'] for r in rounds} | {r['online_version'] for r in rounds}))} | |"]
+             f"{', '.join(sorted({r['version'] for r in rounds} | {r['online_version'] for r in rounds}))} | |",
+             f"| how each bump locked; its uv.lock byte for byte the forced-online one's | "
+             f"{', '.join(r['lock_mode'] + ('; same' if r['same_lock'] else '; DIFFERENT') for r in rounds)} | same |"]
     if "baseline_bump_s" in rounds[0]:
         baseline = [r["baseline_bump_s"] for r in rounds]
         lines.append(f"| the same bump by the `--baseline` checkout, empty fork cache | {median(baseline)} "

@@ -1,0 +1,57 @@
+"""When a bump may keep uv's offline lock: exactly when the online run would have written the same one.
+
+uv keeps every locked version that still fits (`--upgrade-package DIST` frees only the fork, and the fork is
+pinned by its SHA), and the index is asked only for what no locked version answers. So an offline lock whose
+other packages are all the committed ones, each unchanged but for the SHA, is the online answer too: what may
+differ is the fork's own [[package]] (its SHA, and the version and requirements its derived entry declares), its
+entry in [manifest], and packages that only the fork's old requirements reached, which both runs drop. Anything
+else (a package added or at another version, another header) needs the index, and the offline lock is thrown
+away.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+Doc = dict[str, Any]
+
+
+def rejected(committed: str, offline: str, distribution: str, old_rev: str, new_rev: str) -> str | None:
+    """Why `offline` is not a lock the online run would give (None when it is one), in a few words for the report."""
+    try:
+        # the pin is the one change every package naming the fork's commit (the project's own) goes along with
+        old, new = tomllib.loads(committed.replace(old_rev, new_rev)), tomllib.loads(offline)
+    except tomllib.TOMLDecodeError as exc:
+        return f"uv wrote a uv.lock that does not parse ({exc})"
+    for key in sorted((old.keys() | new.keys()) - {"package", "manifest"}):
+        if old.get(key) != new.get(key):
+            return f"it changed uv.lock's {key!r}"
+    if _manifest_rest(old, distribution) != _manifest_rest(new, distribution):
+        return "it changed uv.lock's [manifest] beyond the fork's entry"
+    old_fork, old_rest = _packages(old, distribution)
+    new_fork, new_rest = _packages(new, distribution)
+    committed_by_name: dict[Any, list[Doc]] = {}
+    for package in old_rest:
+        committed_by_name.setdefault(package.get("name"), []).append(package)
+    for package in new_rest:
+        if package not in committed_by_name.get(package.get("name"), []):
+            return f"it adds or changes {package.get('name')} {package.get('version')}"
+    if len(old_fork) != 1 or len(new_fork) != 1:
+        return f"it locks {distribution} {len(new_fork)} time(s), the committed lock {len(old_fork)}"
+    if new_fork[0].get("source") != old_fork[0].get("source"):
+        return f"it locks {distribution} from {new_fork[0].get('source')}, not {old_fork[0].get('source')}"
+    return None
+
+
+def _manifest_rest(doc: Doc, distribution: str) -> Doc:
+    manifest = dict(doc.get("manifest", {}))
+    manifest["dependency-metadata"] = [e for e in manifest.get("dependency-metadata", [])
+                                       if e.get("name") != distribution]
+    return manifest
+
+
+def _packages(doc: Doc, distribution: str) -> tuple[list[Doc], list[Doc]]:
+    packages = doc.get("package", [])
+    return ([p for p in packages if p.get("name") == distribution],
+            [p for p in packages if p.get("name") != distribution])
