@@ -11,6 +11,8 @@ from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
 
+# what uv reads beside pyproject.toml: copied (where present) into a staging copy that uv locks, never landed
+SETTINGS_FILES = (".python-version", "uv.toml")
 INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
               "executable")
 

@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import mutation_places as places
 from mutation_verdicts import Run, classify, judge, twice
@@ -277,6 +278,16 @@ MUTATIONS = [
     ("bump: offline lock kept only when offline_lock agrees", "nemo_rl/deps/bump.py",
      "            if why is None:\n                self.mode = \"offline\"", "            if True:\n                self.mode = \"offline\"",
      SIDE),
+    ("bump: the project's uv.toml is read where it locks", "nemo_rl/uv.py",
+     'SETTINGS_FILES = (".python-version", "uv.toml")', 'SETTINGS_FILES = (".python-version",)',
+     "tests/test_deps_verify.py -k uv_toml"),
+    ("staging: a settings file is copied only as a plain file", "nemo_rl/project/landing.py",
+     "    try:\n        data = values.read_plain_file(Path(os.path.realpath(source)), SETTINGS_MAX)",
+     "    try:\n        shutil.copy2(source, target)\n        return",
+     "tests/test_deps_verify.py::test_a_settings_file_linked_to_a_device_is_refused_not_copied[uv.toml-/dev/null]"),
+    ("staging: a settings file is read through its link", "nemo_rl/project/landing.py",
+     "values.read_plain_file(Path(os.path.realpath(source)), SETTINGS_MAX)", "values.read_plain_file(source, SETTINGS_MAX)",
+     "tests/test_deps_verify.py -k shared_one"),
     ("bump: an offline lock tried when the entry changed", "nemo_rl/deps/bump.py",
      "self.offline = OFFLINE_FIRST and self.committed is not None and before.entry is not None",
      "self.offline = OFFLINE_FIRST and self.committed is not None and before.entry is not None and changed is None",
@@ -1148,7 +1159,7 @@ MUTATIONS = [
      "    return values.read_plain_file(path, limit)", "    return Path(path).read_bytes()",
      "tests/test_pep517.py"),
     ("fast: METADATA is read like a hook's answer", "nemo_rl/forks/fork_metadata.py",
-     '        return pep517.read_bounded(path, METADATA_LIMIT).decode(errors="replace")',
+     '        return values.read_plain_file(path, METADATA_LIMIT).decode(errors="replace")',
      '        return path.read_bytes().decode(errors="replace")', "tests/test_fork_metadata.py -k without_a_name"),
     ("fast: a backend's output is kept only in part", "nemo_rl/forks/pep517.py",
      "timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)",
@@ -1363,6 +1374,13 @@ MUTATIONS = [
     ("whose: an id never kept is a clear error", "nemo_rl/project/identity.py",
      '    raise NemoRLError(f"cannot make {path}', '    return ""\n    raise NemoRLError(f"cannot make {path}',
      f"{WHOSE} -k removed_every_time"),
+    ("whose: the last try's id is read back", "nemo_rl/project/identity.py",
+     "        if attempt == ATTEMPTS:\n            break", "        if attempt == ATTEMPTS - 1:\n            break",
+     f"{WHOSE} -k last_try"),
+    ("whose: a .nemo-rl removed before the link is tried again", "nemo_rl/project/identity.py",
+     "            except FileNotFoundError:\n                pass  # .nemo-rl removed with its files",
+     "            except KeyError:\n                pass  # .nemo-rl removed with its files",
+     f"{WHOSE} -k before_the_link"),
     ("whose: a .nemo-rl link is refused before the id is read", "nemo_rl/project/identity.py",
      "    state_dir.state_root(project)  # a .nemo-rl link is refused with its remedy", "    pass  # a .nemo-rl link is refused with its remedy",
      f"{WHOSE} -k nemo_rl_link"),
@@ -1384,7 +1402,7 @@ MUTATIONS = [
     ("reader: the patch-id cache", "nemo_rl/forks/patch_ids.py", "json.loads(values.read_plain_file(repo / CACHE))",
      "json.loads((repo / CACHE).read_text())", f"{WHOSE} -k fifo_patch_id"),
     ("reader: the fork's pyproject.toml", "nemo_rl/forks/pep517.py",
-     'read_bounded(source / "pyproject.toml", PYPROJECT_LIMIT).decode()', '(source / "pyproject.toml").read_text()',
+     'values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()', '(source / "pyproject.toml").read_text()',
      f"{WHOSE} -k pyproject_that_is_a_link"),
     ("fixes: a pointer is matched by the file it records", "nemo_rl/workers/archive_hashes.py",
      "    return Pointer(path, wheel_key(label), hashes, label)",
@@ -1650,8 +1668,12 @@ MUTATIONS = [
      "            for signum, handler in previous.items():\n                pass\n",
      "tests/test_check_mutations.py -k ignored_sigint"),
     ("runner: the dispositions are put back with the signals blocked", "tests/check_mutations.py",
-     "        signal.pthread_sigmask(signal.SIG_BLOCK, " "CAUGHT_SIGNALS)\n", "        pass\n",
+     "        signal.pthread_sigmask(signal.SIG_BLOCK, " "CAUGHT_SIGNALS)\n    finally:", "        pass\n    finally:",
      "tests/test_check_mutations.py -k callers_handler"),
+    ("runner: a signal just before the block does not stop the restore", "tests/check_mutations.py",
+     "    try:\n        # blocked while they are put back",
+     "    signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT_SIGNALS)\n    try:\n        # blocked while they are put back",
+     "tests/test_check_mutations.py -k just_before_the_block"),
     ("runner: the caller's mask is back after the restore", "tests/check_mutations.py",
      "            signal.pthread_sigmask(signal.SIG_SETMASK, " "mask)\n", "            pass\n",
      "tests/test_check_mutations.py -k callers_handler"),
@@ -2219,9 +2241,15 @@ def main() -> int:
     try:
         return _main()
     finally:
+        _put_back(previous, mask)
+
+
+def _put_back(previous: dict[int, Any], mask: set[int]) -> None:
+    try:
         # blocked while they are put back: a signal arriving meanwhile waits, then meets the caller's own
         # handler, instead of the runner's raising out of the restore with the rest left as the runner set them
         signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT_SIGNALS)
+    finally:  # one that came just before the block raises here: they are put back all the same
         try:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

@@ -759,6 +759,40 @@ def test_a_signal_while_the_dispositions_are_put_back_meets_the_callers_handler(
             real_signal(signum, handler)
 
 
+def test_a_signal_just_before_the_block_still_puts_the_dispositions_back(monkeypatch):
+    """A job cancelled as the run ends: the SIGTERM lands before the signals are blocked and the runner's handler
+    raises there. The KeyboardInterrupt goes on to the caller, with the caller's dispositions and mask back."""
+    previous = {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    def runner_sets_its_handlers() -> int:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, cm._interrupted)
+        return 0
+
+    real_mask, fired = signal.pthread_sigmask, []
+
+    def sigterm_before_the_block(how, signals):
+        if how == signal.SIG_BLOCK and tuple(signals) == cm.CAUGHT_SIGNALS and not fired:
+            fired.append(how)
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered here, to the runner's handler, which raises
+        return real_mask(how, signals)
+
+    try:
+        monkeypatch.setattr(cm, "_main", runner_sets_its_handlers)
+        monkeypatch.setattr(signal, "pthread_sigmask", sigterm_before_the_block)
+        with pytest.raises(KeyboardInterrupt):
+            cm.main()
+        monkeypatch.setattr(signal, "pthread_sigmask", real_mask)
+        assert fired and {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS} == previous
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+    finally:
+        signal.pthread_sigmask = real_mask
+        real_mask(signal.SIG_SETMASK, mask)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def test_a_claim_whose_directory_was_cleared_away_meanwhile_claims_again(tmp_path, monkeypatch):
     """A runner stopped (Ctrl-Z) past the grace between making its directory and naming it: another runner removed
     the directory meanwhile; the claim starts over instead of a traceback."""

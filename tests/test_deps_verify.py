@@ -1,6 +1,14 @@
 """A fork commit that starts importing a new package: declared, it is locked with the pin; undeclared, verify fails
 until it is added (the derived entry's add list)."""
 
+import functools
+import hashlib
+import http.server
+import os
+import shutil
+import threading
+import zipfile
+
 import forkworld
 import pytest
 from gitfixtures import commit, write
@@ -75,6 +83,114 @@ def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, c
     assert "- tinydep>=1.0" in out and "(locked offline: " in out and "tinydep: removed (was 1.0)" in out
     assert "tinydep" not in lockfile.locked_packages(world.project)
     forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
+
+
+def test_the_projects_uv_toml_is_read_where_the_bump_locks(world, wheels, monkeypatch, capsys):
+    """A project's uv.toml (its index, its find-links) holds in the bump's staging copy as in the project."""
+    monkeypatch.delenv("UV_FIND_LINKS")
+    # (uv reads a uv.toml instead of pyproject.toml's [tool.uv] settings: a fork without a derived entry)
+    (world.project / "uv.toml").write_text(f"find-links = [{str(wheels)!r}]\n")
+    new = fork_commit(world, "feat: use tinydep", ["tinydep>=1.0"], 'import tinydep\nVERSION = "0.1.0"\n')
+    capsys.readouterr()
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
+    assert "tinydep" in lockfile.locked_packages(world.project) and (world.project / "uv.toml").exists()
+    forkworld.uv_run(world, "lock", "--check")
+
+
+@pytest.mark.parametrize(("name", "target"), [("uv.toml", "/dev/zero"), (".python-version", "/dev/zero"),
+                                              ("uv.toml", "fifo"), ("uv.toml", "/dev/null")])
+def test_a_settings_file_linked_to_a_device_is_refused_not_copied(world, capsys, name, target):
+    """A pull request's uv.toml or .python-version that links to /dev/zero would fill the disk as it is copied
+    into the staging copy, one to a FIFO hang it: refused, naming the file, and nothing changes. (/dev/null is
+    the one the mutation check runs: without the check, a bump that goes on, not a full disk.)"""
+    before = world.files()
+    if target == "fifo":
+        target = str(world.project.parent / "fifo")
+        os.mkfifo(target)
+    (world.project / name).unlink(missing_ok=True)
+    (world.project / name).symlink_to(target)
+    new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read {world.project / name}" in err and "a regular file of uv settings" in err
+    assert world.files() == before and not list((world.project / ".nemo-rl").glob("staging-*"))
+
+
+def test_a_python_version_linked_to_a_shared_one_is_read_through_the_link(world, capsys):
+    shared = world.project.parent / "shared-python-version"
+    shared.write_text("3.12\n")
+    (world.project / ".python-version").symlink_to(shared)
+    new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
+    assert lockfile.fork(world.project, "megatron-core").rev == new
+
+
+def _index(root, versions: list[str]) -> None:
+    """A PEP 503 index at `root` that serves exactly these versions of a pure-Python tinydep."""
+    files, page = root / "files", root / "simple" / "tinydep"
+    files.mkdir(parents=True, exist_ok=True)
+    page.mkdir(parents=True, exist_ok=True)
+    links = []
+    for version in versions:
+        wheel = files / f"tinydep-{version}-py3-none-any.whl"
+        info = f"tinydep-{version}.dist-info"
+        with zipfile.ZipFile(wheel, "w") as z:
+            z.writestr("tinydep/__init__.py", "")
+            z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: tinydep\nVersion: {version}\n")
+            z.writestr(f"{info}/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+            z.writestr(f"{info}/RECORD", "")
+        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        links.append(f'<a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>')
+    (page / "index.html").write_text("<html><body>\n" + "\n".join(links) + "\n</body></html>\n")
+
+
+@pytest.fixture
+def index(tmp_path, monkeypatch):
+    """An HTTP index on loopback whose pages uv must ask again each time (max-age=0), as it would PyPI's later."""
+    root = tmp_path / "index"
+    root.mkdir()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def end_headers(self):
+            self.send_header("Cache-Control", "max-age=0")
+            super().end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("UV_INDEX", f"http://127.0.0.1:{server.server_address[1]}/simple")
+    yield root
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_a_bump_moves_the_fork_and_leaves_what_the_index_changed_to_its_own_lock(world, index, capsys):
+    """Between two bumps the index takes tinydep 1.0 down and publishes 1.1. The second bump (a new requirement
+    line, so a new derived entry) locks offline and keeps tinydep as committed, which `uv lock --check` accepts;
+    `uv lock --upgrade-package tinydep` then takes in the index's change, apart from the bump (docs/forks.md)."""
+    _index(index, ["1.0"])
+    forkworld.derive_metadata(world, {})
+    new = fork_commit(world, "feat: use tinydep", ["tinydep"], 'import tinydep\nVERSION = "0.1.0"\n')
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
+    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    shutil.rmtree(index)
+    _index(index, ["1.1"])
+    newer = fork_commit(world, "feat: tinydep>=0.5", ["tinydep>=0.5"], 'import tinydep\nVERSION = "0.1.0"\n')
+    capsys.readouterr()
+    assert main(["deps", "bump", "megatron-core", "--rev", newer, "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "(locked offline: every other package as committed)" in out and "tinydep: 1.0" not in out
+    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    forkworld.uv_run(world, "lock", "--check")
+    forkworld.uv_run(world, "lock")  # a lock that still satisfies pyproject.toml is kept as it is
+    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    forkworld.uv_run(world, "lock", "--upgrade-package", "tinydep")
+    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.1"
 
 
 def test_unreadable_fork_metadata_is_a_clear_line(world, capsys):

@@ -68,3 +68,6 @@ def test_the_fork_must_be_locked_once_at_the_new_commit():
 @pytest.mark.parametrize("text", ["[[package]\n", 'version = "1\n'])
 def test_a_lock_that_does_not_parse_is_thrown_away(text):
     assert rejected(text).startswith("uv wrote a uv.lock that does not parse")
+    # a committed one edited by hand into something that does not parse: named as such, and online
+    assert offline_lock.rejected(text, lock(rev=NEW), "megatron-core", OLD, NEW).startswith(
+        "the committed uv.lock does not parse")

@@ -4,7 +4,6 @@ answers and hangs reported as errors."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -224,18 +223,6 @@ def test_a_hook_answer_swapped_for_a_symlink_or_a_fifo_is_refused(tmp_path):
     out.mkdir()
     with pytest.raises(NemoRLError, match="could not produce metadata"):
         pep517.call_backend(source, out, "0" * 40, False, set())
-
-
-def test_read_bounded_reads_regular_files_only_and_at_most_the_limit(tmp_path):
-    (tmp_path / "f").write_bytes(b"x" * 10)
-    assert pep517.read_bounded(tmp_path / "f", 10) == b"x" * 10
-    with pytest.raises(OSError, match="larger than 9 bytes"):
-        pep517.read_bounded(tmp_path / "f", 9)
-    with pytest.raises(OSError, match="not a regular file"):
-        pep517.read_bounded(Path(os.devnull), 10)  # a device: /dev/zero would never end
-    (tmp_path / "link").symlink_to(tmp_path / "f")
-    with pytest.raises(OSError):
-        pep517.read_bounded(tmp_path / "link", 10)
 
 
 def test_what_a_backend_prints_is_kept_only_in_part(tmp_path):

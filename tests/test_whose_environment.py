@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -176,6 +177,29 @@ def test_a_nemo_rl_directory_removed_meanwhile_is_made_again(tmp_path, monkeypat
     _nemo_rl_removed_after_made(monkeypatch, times=1)
     made = identity.ensure_checkout_id(tmp_path)
     assert identity.ID.fullmatch(made) and identity.checkout_id(tmp_path) == made
+
+
+def test_the_last_try_that_links_the_id_returns_it(tmp_path, monkeypatch):
+    """Every try but the last lost: the last one's id is read back, not called gone."""
+    _nemo_rl_removed_after_made(monkeypatch, times=identity.ATTEMPTS - 1)
+    made = identity.ensure_checkout_id(tmp_path)
+    assert identity.ID.fullmatch(made) and identity.checkout_id(tmp_path) == made
+
+
+def test_a_nemo_rl_directory_removed_with_its_files_before_the_link_is_made_again(tmp_path, monkeypatch):
+    """`rm -rf .nemo-rl` in another terminal between the id's write and its link: tried again, no raw error."""
+    real_link, removed = os.link, []
+
+    def link(source, target, *args, **kwargs):
+        if not removed:
+            removed.append(source)
+            shutil.rmtree(tmp_path / identity.ID_FILE.parent)
+        return real_link(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    made = identity.ensure_checkout_id(tmp_path)
+    assert removed and identity.checkout_id(tmp_path) == made and identity.ID.fullmatch(made)
+    assert sorted(p.name for p in (tmp_path / identity.ID_FILE.parent).iterdir()) == [identity.ID_FILE.name]
 
 
 def test_a_nemo_rl_directory_removed_every_time_is_a_clear_error(tmp_path, monkeypatch):

@@ -17,7 +17,6 @@ from nemo_rl.progress import progress
 from nemo_rl.project import journal, landing, lockfile, state_dir
 
 LANDED = ["pyproject.toml", "uv.lock"]
-CONTEXT = [".python-version"]  # read by uv lock in the staging copy, never landed
 
 
 OFFLINE_FIRST = True  # the benchmark turns it off to show the bump with uv's network round trips
@@ -29,8 +28,8 @@ class StagedLock:
     after the fork's history is read; leaving its `with` block by an exception ends it (and the build it runs).
 
     With a declared [[tool.uv.dependency-metadata]] entry, uv first runs offline (its cache, no index requests: a
-    fraction of a second instead of seconds); its lock is kept exactly when the online run would write the same
-    one (offline_lock: every other package the committed one), and anything else (a package missing from the
+    fraction of a second instead of seconds); its lock is kept exactly when it moves the fork and nothing else
+    (offline_lock: every other package the committed one), and anything else (a package missing from the
     cache, one added or moved) is thrown away, with its reason, and uv runs online from the committed lock.
     Without an entry uv builds the fork's metadata itself: online at once."""
 
@@ -118,7 +117,7 @@ def report(fork: lockfile.Fork, new_rev: str, old_index, base: str, recs, change
     lines += [f"    - {e['commit'][:12]} {e['subject']}" for e in removed]
     lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
               "change, carried twice)" for pid, shas in shared.items()]
-    how = (" (locked offline: only the pin moved, and uv's cache had the rest)" if lock_mode == "offline" else
+    how = (" (locked offline: every other package as committed)" if lock_mode == "offline" else
            f" (locked online: {lock_mode.removeprefix('online: ')})" if lock_mode.startswith("online: ") else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
     lines += [f"    {change}" for change in changes]
@@ -193,7 +192,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     if not args.dry_run:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
     relative_patches = records.relative_dir(fork.distribution)
-    with landing.Staging(project, LANDED, [relative_patches], CONTEXT, inside=not args.dry_run) as staging:
+    with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch
         repo = fork_cache.fetched(fork, new_rev, on_branch=not args.branch)
         fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,

@@ -46,7 +46,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         files = ["pyproject.toml", "uv.lock"]
         landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
-        with landing.Staging(project, files, [relative], [".python-version"]) as staging:
+        with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)

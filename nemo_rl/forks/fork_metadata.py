@@ -21,7 +21,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from nemo_rl import git
+from nemo_rl import git, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
 from nemo_rl.project.state_dir import write_atomic
@@ -147,7 +147,7 @@ def _load(path: Path, suffix: str) -> dict | None:
     """A cached answer, or None when it is absent or damaged (truncated, another shape, not UTF-8, a version
     that does not parse): it is rebuilt, never trusted."""
     try:
-        data = json.loads(pep517.read_bounded(path, METADATA_LIMIT))
+        data = json.loads(values.read_plain_file(path, METADATA_LIMIT))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not _strings(data.get("placeholders", [])):
@@ -237,7 +237,7 @@ def _bounded(path: Path) -> str:
     """A METADATA file the backend wrote, refused when it is not a regular file (a symlink, a FIFO, a device) or
     larger than METADATA_LIMIT."""
     try:
-        return pep517.read_bounded(path, METADATA_LIMIT).decode(errors="replace")
+        return values.read_plain_file(path, METADATA_LIMIT).decode(errors="replace")
     except (OSError, ValueError) as exc:
         raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
                           f"({path.name}: {str(exc)[:200]})", "pick another commit, or fix the fork's build backend"

@@ -31,13 +31,6 @@ REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
 OUTPUT_KEPT = 64 << 10  # of a backend's stdout and stderr, each: the end, for the error message
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file `path`, up to `limit`, through the one safe reader (values.read_plain_file:
-    no symlink followed, no FIFO or device opened, refused as an OSError): the build backend's process, or one it
-    left behind, can put anything at a path it knows."""
-    return values.read_plain_file(path, limit)
-
-
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
     """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
     build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
@@ -97,10 +90,10 @@ def _said(exc: Exception) -> str:
 def _answered_ahead(ahead: Path, control: Path) -> bool:
     """Whether the first run already answered this call (same input): its output then becomes this call's."""
     try:
-        if read_bounded(ahead / "input.json", OUTPUT_LIMIT) != json.dumps(
-                json.loads(read_bounded(control / "input.json", OUTPUT_LIMIT))).encode():
+        if values.read_plain_file(ahead / "input.json", OUTPUT_LIMIT) != json.dumps(
+                json.loads(values.read_plain_file(control / "input.json", OUTPUT_LIMIT))).encode():
             return False
-        answer = read_bounded(ahead / "output.json", OUTPUT_LIMIT)
+        answer = values.read_plain_file(ahead / "output.json", OUTPUT_LIMIT)
     except (OSError, ValueError, RecursionError):
         return False
     write_atomic(control / "output.json", answer)
@@ -111,7 +104,7 @@ def _output(control: Path) -> dict:
     """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
     path = control / "output.json"
     try:
-        data = json.loads(read_bounded(path, OUTPUT_LIMIT))
+        data = json.loads(values.read_plain_file(path, OUTPUT_LIMIT))
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not an object")
     except (OSError, ValueError, RecursionError) as exc:
@@ -135,7 +128,8 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
                       "pick another commit, or fix the fork")
     try:
-        build = tomllib.loads(read_bounded(source / "pyproject.toml", PYPROJECT_LIMIT).decode()).get("build-system", {})
+        text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()
+        build = tomllib.loads(text).get("build-system", {})
     except FileNotFoundError:
         build = {}
     except OSError as exc:  # a link (git checks links out as links) or a huge file: never followed

@@ -52,7 +52,7 @@ def ensure_checkout_id(project: Path) -> str:
     is linked into place, which fails when the other got there first, and then theirs is read."""
     path = project / ID_FILE
     state_dir.state_root(project)  # a .nemo-rl link is refused with its remedy, never read through
-    for _ in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS + 1):
         found, present = _look(project)
         if found is not None:
             return found
@@ -60,6 +60,8 @@ def ensure_checkout_id(project: Path) -> str:
             raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
                               f"remove {path}: a new id is made (environments built with the old one are then "
                               "listed as another checkout's: remove them with `rm -rf`)")
+        if attempt == ATTEMPTS:
+            break  # the last look reads what the last try linked
         token = secrets.token_hex(16)
         tmp = path.with_name(f".{path.name}.{token}.tmp")
         try:
@@ -76,6 +78,8 @@ def ensure_checkout_id(project: Path) -> str:
                 os.link(tmp, path)
             except FileExistsError:
                 pass  # another build linked its id first: read below
+            except FileNotFoundError:
+                pass  # .nemo-rl removed with its files since the write (`rm -rf`): tried again
         finally:
             tmp.unlink(missing_ok=True)
     raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_rl import interrupt, locks
+from nemo_rl import interrupt, locks, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root, write_atomic
@@ -45,6 +45,23 @@ class _CopyFailed(Exception):
     def __init__(self, error: OSError) -> None:
         super().__init__(error)
         self.error = error
+
+
+SETTINGS_MAX = 1 << 20  # a .python-version or uv.toml
+
+
+def _copy_setting(source: Path, target: Path) -> None:
+    """A file uv reads beside pyproject.toml, as uv reads it (through a link: a .python-version shared by several
+    checkouts), but only a regular file of a settings file's size: a link to /dev/zero, a FIFO or a device would
+    fill the disk or hang the copy."""
+    if not os.path.lexists(source):
+        return
+    try:
+        data = values.read_plain_file(Path(os.path.realpath(source)), SETTINGS_MAX)
+    except OSError as exc:
+        raise NemoRLError(f"cannot read {source}: {exc}", f"make {source} a regular file of uv settings (at most "
+                          f"{SETTINGS_MAX} bytes), or remove it") from exc
+    target.write_bytes(data)
 
 
 def _copy(source: str, target: str) -> None:
@@ -83,9 +100,11 @@ class Staging:
         # and landing over its edit would lose it
         try:
             self.copied = {name: journal.digest(self.project / name) for name in (*self.files, *self.directories)}
-            for name in (*self.files, *self.context):
+            for name in self.files:
                 if (self.project / name).exists():
                     shutil.copy2(self.project / name, self.path / name)
+            for name in self.context:
+                _copy_setting(self.project / name, self.path / name)
             for name in self.directories:
                 if (self.project / name).is_dir():
                     shutil.copytree(self.project / name, self.path / name, copy_function=_copy)

@@ -248,6 +248,7 @@ def measure(case: str, args: argparse.Namespace) -> dict:
         bundle = root / "bundles" / case
         os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_CONFIG")})
         pack_s = timed(lambda: bundle_pack.pack(project, flags, bundle))
+        os.sync()  # a bundle is shipped long after it was written: its writeback is not the node's to wait for
         manifest = bundles.read_manifest(bundle)
         nodes = [node_build(bundle, project, flags, root, env, trusted=manifest.digest, imports=i == 0)
                  for i in range(args.repeats)]
