@@ -73,14 +73,22 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
     return start(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
 
 
+BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
+
+
 def lock_mismatch(project: Path) -> str | None:
-    """Why uv.lock does not match pyproject.toml (uv's own words), or None when it does. No network."""
-    result = run([find_uv_bin(), "lock", "--check", "--offline", "--project", str(project)], cwd=project,
-                 check=False, timeout=60)
+    """Why uv.lock does not match pyproject.toml (uv's own words), or None when it does. No network, and no
+    build: a source whose metadata only its build gives (a path dependency's setup.py, which a pull request can
+    add) is named (BUILD_REFUSED), never run."""
+    result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--project", str(project)],
+                 cwd=project, check=False, timeout=60)
     if result.returncode == 0:
         return None
-    lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-    return lines[-1].strip() if lines else f"uv lock --check exited {result.returncode}"
+    lines = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+    refused = [line for line in lines if line.startswith("cause: Building source distributions for")]
+    if refused:
+        return f"{BUILD_REFUSED}: {refused[0].removeprefix('cause: ')}"
+    return lines[-1] if lines else f"uv lock --check exited {result.returncode}"
 
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,

@@ -30,6 +30,24 @@ def set_rev(world, distribution, rev, url=None):
     path.write_text(text)
 
 
+def test_a_path_source_a_pull_request_adds_is_never_built_to_check_the_lock(world, tmp_path, capsys):
+    """`deps status` and `doctor` on a pull request that adds a path dependency with a setup.py: checking uv.lock
+    would need its build (its own code); it is named, never run."""
+    marker, evil = tmp_path / "pwned", tmp_path / "evil"
+    evil.mkdir()
+    (evil / "setup.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                                   "from setuptools import setup\nsetup(name='evil', version='0.1')\n")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["evil"]', 1)
+                    .replace("[tool.uv.sources]\n", f"[tool.uv.sources]\nevil = {{ path = {str(evil)!r} }}\n", 1))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out and "evil" in out
+    assert main(["doctor", "--project", str(world.project)]) == 1
+    assert "checking it needs a build, which nemo-rl never runs" in capsys.readouterr().out
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize("url", [None, "."])
 def test_a_hostile_rev_runs_no_command(world, tmp_path, capsys, url):
     marker = tmp_path / "pwned"

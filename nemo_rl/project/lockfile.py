@@ -247,6 +247,9 @@ def lock_problem(project: Path, forks: list[Fork]) -> str | None:
     if any(f.bad_rev for f in forks):
         return None
     why = uv.lock_mismatch(project)
+    if why is not None and why.startswith(uv.BUILD_REFUSED):
+        return (f"uv.lock was not checked against pyproject.toml: {why} (a build runs the source's own code); "
+                "read what pyproject.toml's sources point at, then `uv lock --check` if that code is trusted")
     return f"uv.lock does not match pyproject.toml ({why}): run `uv lock` and commit it" if why else None
 
 
