@@ -11,8 +11,9 @@ from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
 
-# what uv reads beside pyproject.toml: copied (where present) into a staging copy that uv locks, never landed
-SETTINGS_FILES = (".python-version", "uv.toml")
+# what uv reads beside pyproject.toml: copied (where present) into a staging copy that uv locks, never landed (a
+# uv.toml is refused there: project/uv_inputs.py)
+SETTINGS_FILES = (".python-version",)
 INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
               "executable")
 
@@ -74,21 +75,34 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
+OTHER_PYTHON = "nemo-rl runs on a Python the project does not allow"
 
 
 def lock_mismatch(project: Path) -> str | None:
-    """Why uv.lock does not match pyproject.toml (uv's own words), or None when it does. No network, and no
-    build: a source whose metadata only its build gives (a path dependency's setup.py, which a pull request can
-    add) is named (BUILD_REFUSED), never run."""
-    result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--project", str(project)],
-                 cwd=project, check=False, timeout=60)
+    """Why uv.lock does not match pyproject.toml (uv's own words, made printable), or None when it does. Nothing
+    of the checkout runs: no network, no build (a source whose metadata only its build gives, such as a path
+    dependency's setup.py a pull request adds, is named: BUILD_REFUSED), and no interpreter the checkout names
+    (its .python-version may name a script, its .venv may hold one): uv is given the one running nemo-rl."""
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-lock-check-") as empty:
+        env = {**os.environ, "UV_PROJECT_ENVIRONMENT": os.path.join(empty, "none")}
+        result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
+                      "--python", sys.executable, "--project", str(project)],
+                     cwd=project, env=env, check=False, timeout=60)
     if result.returncode == 0:
         return None
-    lines = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-    refused = [line for line in lines if line.startswith("cause: Building source distributions for")]
+    lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()
+             if line.strip()]
+    refused = [line for line in lines if ("Building source distributions for" in line and "is disabled" in line)
+               or "because building from source is disabled" in line]
     if refused:
-        return f"{BUILD_REFUSED}: {refused[0].removeprefix('cause: ')}"
-    return lines[-1] if lines else f"uv lock --check exited {result.returncode}"
+        return f"{BUILD_REFUSED}: {refused[0].removeprefix('cause: ').removeprefix('hint: ')}"
+    if any("incompatible with the project's Python requirement" in line for line in lines):
+        return f"{OTHER_PYTHON} ({sys.executable})"
+    errors = [line for line in lines if line.startswith("error:")]  # uv's last line is often a general hint
+    return (errors or lines)[-1] if lines else f"uv lock --check exited {result.returncode}"
 
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,

@@ -85,24 +85,38 @@ def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, c
     forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
 
 
-def test_the_projects_uv_toml_is_read_where_the_bump_locks(world, wheels, monkeypatch, capsys):
-    """A project's uv.toml (its index, its find-links) holds in the bump's staging copy as in the project."""
-    monkeypatch.delenv("UV_FIND_LINKS")
-    # (uv reads a uv.toml instead of pyproject.toml's [tool.uv] settings: a fork without a derived entry)
-    (world.project / "uv.toml").write_text(f"find-links = [{str(wheels)!r}]\n")
-    new = fork_commit(world, "feat: use tinydep", ["tinydep>=1.0"], 'import tinydep\nVERSION = "0.1.0"\n')
-    capsys.readouterr()
-    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
-    assert "tinydep" in lockfile.locked_packages(world.project) and (world.project / "uv.toml").exists()
-    forkworld.uv_run(world, "lock", "--check")
+@pytest.mark.parametrize("verb", [["bump", "megatron-core", "--rev", "NEW"], ["patches", "megatron-core"]])
+def test_a_uv_toml_is_refused_where_a_staging_copy_locks(world, capsys, verb):
+    """uv reads a project's uv.toml instead of pyproject.toml's [tool.uv] (a derived entry is lost with it), and
+    from a staging copy its relative paths name other directories: bump and patches refuse it, naming the fix."""
+    (world.project / "uv.toml").write_text('find-links = ["wheels"]\n')
+    before = world.files()
+    new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
+    assert main(["deps", *[new if a == "NEW" else a for a in verb], "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert f"{world.project / 'uv.toml'} exists: uv reads it instead of pyproject.toml's [tool.uv]" in err
+    assert "~/.config/uv/uv.toml" in err and world.files() == before
 
 
-@pytest.mark.parametrize(("name", "target"), [("uv.toml", "/dev/zero"), (".python-version", "/dev/zero"),
-                                              ("uv.toml", "fifo"), ("uv.toml", "/dev/null")])
-def test_a_settings_file_linked_to_a_device_is_refused_not_copied(world, capsys, name, target):
-    """A pull request's uv.toml or .python-version that links to /dev/zero would fill the disk as it is copied
-    into the staging copy, one to a FIFO hang it: refused, naming the file, and nothing changes. (/dev/null is
-    the one the mutation check runs: without the check, a bump that goes on, not a full disk.)"""
+@pytest.mark.parametrize("verb", [["bump", "megatron-core", "--rev", "NEW"], ["patches", "megatron-core"]])
+def test_a_relative_path_source_is_refused_where_a_staging_copy_locks(world, tmp_path, capsys, verb):
+    path = world.project / "pyproject.toml"
+    source = '[tool.uv.sources]\nlocal = { path = "../x" }\n'
+    path.write_text(path.read_text().replace("[tool.uv.sources]\n", source, 1))
+    before = world.files()
+    new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
+    assert main(["deps", *[new if a == "NEW" else a for a in verb], "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert "[tool.uv.sources] local is the relative path '../x'" in err and "absolute path" in err
+    assert world.files() == before
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/dev/null"])
+def test_a_settings_file_linked_to_a_device_is_refused_not_copied(world, capsys, target):
+    """A pull request's .python-version that links to /dev/zero would fill the disk as it is copied into the
+    staging copy, one to a FIFO hang it: refused, naming the file, and nothing changes. (/dev/null is the one the
+    mutation check runs: without the check, a bump that goes on, not a full disk.)"""
+    name = ".python-version"
     before = world.files()
     if target == "fifo":
         target = str(world.project.parent / "fifo")

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import forkworld
 import pytest
@@ -46,6 +47,80 @@ def test_a_path_source_a_pull_request_adds_is_never_built_to_check_the_lock(worl
     assert main(["doctor", "--project", str(world.project)]) == 1
     assert "checking it needs a build, which nemo-rl never runs" in capsys.readouterr().out
     assert not marker.exists()
+
+
+def _in_tree_backend(directory: Path, marker: Path) -> str:
+    """A build backend in the checkout itself (nothing to fetch, so --offline cannot stop it) that records that it
+    ran; the [build-system] table that names it."""
+    (directory / "backend.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                                          "def prepare_metadata_for_build_wheel(*a, **k): raise SystemExit(1)\n"
+                                          "def build_wheel(*a, **k): raise SystemExit(1)\n")
+    return '\n[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+
+
+@pytest.mark.parametrize("where", ["project", "member"])
+def test_dynamic_metadata_a_pull_request_makes_is_never_built_to_check_the_lock(world, tmp_path, capsys, where):
+    """The project's own [project] made dynamic, or a workspace member's: uv would run their build backend even
+    with --no-build. Named; uv is not asked."""
+    marker = tmp_path / "pwned"
+    path = world.project / "pyproject.toml"
+    text = path.read_text()
+    if where == "project":
+        text = text.replace("dependencies = []\n", 'dynamic = ["dependencies"]\n', 1)
+        text = text.replace("package = false", "package = true") + _in_tree_backend(world.project, marker)
+    else:
+        member = world.project / "packages" / "member"
+        member.mkdir(parents=True)
+        (member / "pyproject.toml").write_text('[project]\nname = "member"\nversion = "0.1"\n'
+                                               'dynamic = ["dependencies"]\n' + _in_tree_backend(member, marker))
+        text = text.replace("dependencies = []", 'dependencies = ["member"]', 1).replace(
+            "[tool.uv.sources]\n", "[tool.uv.sources]\nmember = { workspace = true }\n", 1)
+        text += '\n[tool.uv.workspace]\nmembers = ["packages/*"]\n'
+    path.write_text(text)
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out
+    assert "has a dynamic [project] (['dependencies'])" in out and not marker.exists()
+
+
+def _recording_python(path: Path, marker: Path) -> None:
+    """An interpreter a pull request commits: records that it ran, then behaves as Python."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho ran >> {marker}\nexec {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("where", [".python-version", ".venv"])
+def test_an_interpreter_a_pull_request_names_never_runs_to_check_the_lock(world, tmp_path, capsys, where):
+    """A .python-version naming a script of the checkout, or a committed .venv/bin/python: uv would run either to
+    check uv.lock. It is given the interpreter running nemo-rl, and no project environment."""
+    marker = tmp_path / "pwned"
+    if where == ".python-version":
+        _recording_python(world.project / "tools-py", marker)
+        (world.project / ".python-version").write_text("./tools-py\n")
+    else:
+        _recording_python(world.project / ".venv" / "bin" / "python", marker)
+        (world.project / ".venv" / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    deps(world, "status")
+    main(["doctor", "--project", str(world.project)])
+    capsys.readouterr()
+    assert not marker.exists()
+
+
+def test_uvs_refusal_to_build_is_read_with_colour_forced(world, tmp_path, capsys, monkeypatch):
+    """FORCE_COLOR (many CI systems set it) colours uv's output: the refusal is still found, and the remedy is
+    never `uv lock` (which would build the source)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "setup.py").write_text("from setuptools import setup\nsetup(name='evil', version='0.1')\n")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["evil"]', 1)
+                    .replace("[tool.uv.sources]\n", f"[tool.uv.sources]\nevil = {{ path = {str(evil)!r} }}\n", 1))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out
+    assert "\x1b" not in out and "\\x1b" not in out  # uv's colours asked off, not shown escaped
 
 
 @pytest.mark.parametrize("url", [None, "."])

@@ -14,7 +14,7 @@ from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import bump_steps, declared, fork_cache, fork_metadata, offline_lock, records
 from nemo_rl.forks.bump_steps import commit_changes
 from nemo_rl.progress import progress
-from nemo_rl.project import journal, landing, lockfile, state_dir
+from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 
 LANDED = ["pyproject.toml", "uv.lock"]
 
@@ -191,6 +191,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         return 0
     if not args.dry_run:
         landing.require_writable([project, *(project / name for name in LANDED), patch_dir.parent, patch_dir])
+    uv_inputs.require_stageable(project, "deps bump")
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch

@@ -8,7 +8,7 @@ from pathlib import Path
 from nemo_rl import git, uv
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import declared, fork_cache, metadata_check, records
-from nemo_rl.project import journal, landing, lockfile, state_dir
+from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 
 
 def _export(project: Path, distribution: str, directory: Path) -> int:
@@ -45,6 +45,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         relative = records.relative_dir(fork.distribution)
         files = ["pyproject.toml", "uv.lock"]
         landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
+        uv_inputs.require_stageable(project, "deps patches")
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative

@@ -11,7 +11,7 @@ from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, installed_fork, metadata_check, record_files, records
 from nemo_rl.jsonout import dumps
-from nemo_rl.project import develop_state, installed, journal, lockfile
+from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
 
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
@@ -196,7 +196,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report, not the end of it
     rows = collect(project, env, forks)
     orphans = records.orphans(project, forks)
-    lock_problem = lockfile.lock_problem(project, forks)
+    lock_problem = uv_inputs.lock_problem(project, forks)
     if args.json:
         print(dumps({"schema": 2, "project": str(project), "environment": str(env), "lock_problem": lock_problem,
                      "forks": rows, "orphaned_records": [str(o) for o in orphans]}))

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from nemo_rl import extras, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import installed_fork
-from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
 
 SCHEMA_VERSION = 2
 MEGATRON_TRAINING_NOTE = (
@@ -176,7 +176,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     if project:
         try:
             locked = lockfile.locked_packages(project)
-            lock_problem = lockfile.lock_problem(project, lockfile.forks(project, strict=False))
+            lock_problem = uv_inputs.lock_problem(project, lockfile.forks(project, strict=False))
             if lock_problem:
                 problems.append(lock_problem)
         except NemoRLError as exc:

@@ -236,23 +236,6 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
             for p in packages}
 
 
-def lock_problem(project: Path, forks: list[Fork]) -> str | None:
-    """What is wrong with uv.lock as a whole (missing, or not matching pyproject.toml), with the fix; None when
-    it is current. A fork whose rev is not a full SHA is never handed to uv (status reports it as a bad pin)."""
-    from nemo_rl import uv
-
-    if not (project / "uv.lock").exists():
-        return (f"{project / 'uv.lock'} is missing: `git checkout uv.lock` restores the committed one "
-                "(or `uv lock` makes a new one)")
-    if any(f.bad_rev for f in forks):
-        return None
-    why = uv.lock_mismatch(project)
-    if why is not None and why.startswith(uv.BUILD_REFUSED):
-        return (f"uv.lock was not checked against pyproject.toml: {why} (a build runs the source's own code); "
-                "read what pyproject.toml's sources point at, then `uv lock --check` if that code is trusted")
-    return f"uv.lock does not match pyproject.toml ({why}): run `uv lock` and commit it" if why else None
-
-
 def optional_dependencies(project: Path) -> dict[str, list[str]]:
     """[project.optional-dependencies] as extra -> canonical distribution names, each requirement checked."""
     from packaging.requirements import InvalidRequirement, Requirement
