@@ -76,33 +76,43 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
 OTHER_PYTHON = "nemo-rl runs on a Python the project does not allow"
+STALE = "uv.lock needs to be updated"
+# uv's words when --no-build stops it (besides "Building source distributions for X is disabled"): a release with
+# only a source distribution, a local directory to build
+_REFUSALS = ("because building from source is disabled",
+             "is marked as `--no-build` but has no binary distribution")
 
 
 def lock_mismatch(project: Path) -> str | None:
-    """Why uv.lock does not match pyproject.toml (uv's own words, made printable), or None when it does. Nothing
-    of the checkout runs: no network, no build (a source whose metadata only its build gives, such as a path
-    dependency's setup.py a pull request adds, is named: BUILD_REFUSED), and no interpreter the checkout names
-    (its .python-version may name a script, its .venv may hold one): uv is given the one running nemo-rl."""
+    """Why uv.lock does not match pyproject.toml, or None when it does: STALE, BUILD_REFUSED or OTHER_PYTHON with
+    uv's own line, or else uv's error line (made printable) when uv could not check it. No network, no build (a
+    source whose metadata only its build gives, such as a path dependency's setup.py, is named), and uv's cache
+    is the user's own, never one pyproject.toml names. `project` is a copy of the files uv reads
+    (project/uv_inputs.py), so that no .python-version, .venv or workspace of a checkout is beside it; uv is given
+    the interpreter running nemo-rl (a directory without .python-version may find none that answers)."""
     import sys
-    import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="nemo-rl-lock-check-") as empty:
-        env = {**os.environ, "UV_PROJECT_ENVIRONMENT": os.path.join(empty, "none")}
-        result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
-                      "--python", sys.executable, "--project", str(project)],
-                     cwd=project, env=env, check=False, timeout=60)
+    cache = cache_dir()
+    result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
+                  *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
+                  "--project", str(project)], cwd=project, check=False, timeout=60)
     if result.returncode == 0:
         return None
     lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()
              if line.strip()]
-    refused = [line for line in lines if ("Building source distributions for" in line and "is disabled" in line)
-               or "because building from source is disabled" in line]
+    refused = [line for line in lines if "Building source distributions for" in line and "is disabled" in line
+               or any(words in line for words in _REFUSALS)]
     if refused:
         return f"{BUILD_REFUSED}: {refused[0].removeprefix('cause: ').removeprefix('hint: ')}"
-    if any("incompatible with the project's Python requirement" in line for line in lines):
-        return f"{OTHER_PYTHON} ({sys.executable})"
     errors = [line for line in lines if line.startswith("error:")]  # uv's last line is often a general hint
-    return (errors or lines)[-1] if lines else f"uv lock --check exited {result.returncode}"
+    if any("incompatible with the project's Python requirement" in line for line in errors):
+        return f"{OTHER_PYTHON} ({sys.executable}; {errors[-1].removeprefix('error: ')})"
+    if any("needs to be updated" in line for line in errors):
+        return STALE
+    if not lines:
+        return f"uv lock --check exited {result.returncode}"
+    last = lines.index(errors[-1]) if errors else len(lines) - 1
+    return " ".join(lines[last:last + 2])  # the error, and the line that says why
 
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,

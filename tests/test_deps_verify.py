@@ -111,6 +111,26 @@ def test_a_relative_path_source_is_refused_where_a_staging_copy_locks(world, tmp
     assert world.files() == before
 
 
+def test_a_workspace_is_refused_where_a_staging_copy_locks(world, capsys):
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text() + '\n[tool.uv.workspace]\nmembers = ["packages/*"]\n')
+    before = world.files()
+    new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
+    assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 1
+    assert "declares a uv workspace ([tool.uv.workspace]), which `deps bump` cannot lock" in capsys.readouterr().err
+    assert world.files() == before
+
+
+def test_a_relative_path_source_is_named_not_checked_by_status(world, capsys):
+    """Checked from copies of pyproject.toml and uv.lock, a relative path would name another directory."""
+    path = world.project / "pyproject.toml"
+    source = '[tool.uv.sources]\nlocal = { path = "../x" }\n'
+    path.write_text(path.read_text().replace("[tool.uv.sources]\n", source, 1))
+    assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
+    assert ("uv.lock was not checked against pyproject.toml: pyproject.toml: [tool.uv.sources] local is the relative "
+            "path '../x'") in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/dev/null"])
 def test_a_settings_file_linked_to_a_device_is_refused_not_copied(world, capsys, target):
     """A pull request's .python-version that links to /dev/zero would fill the disk as it is copied into the

@@ -4,6 +4,7 @@ never run a command, reach outside the project, or lose work (issue: "Trust noth
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,8 +80,26 @@ def test_dynamic_metadata_a_pull_request_makes_is_never_built_to_check_the_lock(
     path.write_text(text)
     assert deps(world, "status", "--check") == 1
     out = capsys.readouterr().out
-    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out
-    assert "has a dynamic [project] (['dependencies'])" in out and not marker.exists()
+    assert "uv.lock was not checked against pyproject.toml: pyproject.toml " in out and not marker.exists()
+    assert ("has a dynamic [project] (['dependencies'])" if where == "project" else
+            "declares a uv workspace ([tool.uv.workspace])") in out
+
+
+def test_a_workspace_root_a_pull_request_puts_above_the_project_is_never_seen(world, tmp_path, capsys):
+    """A pyproject.toml above the project that makes it a member of a workspace with a dynamic member: uv walks up
+    to it from the project. The check runs on copies elsewhere, so uv never finds it."""
+    marker, root = tmp_path / "pwned", world.project.parent
+    evil = root / "evil"
+    evil.mkdir()
+    (evil / "pyproject.toml").write_text('[project]\nname = "evil"\nversion = "0.1"\ndynamic = ["dependencies"]\n'
+                                         + _in_tree_backend(evil, marker))
+    (root / "pyproject.toml").write_text('[project]\nname = "root"\nversion = "0.1"\n'
+                                         f'[tool.uv.workspace]\nmembers = ["{world.project.name}", "evil"]\n')
+    (root / "uv.lock").write_text((world.project / "uv.lock").read_text())
+    deps(world, "status", "--check")
+    main(["doctor", "--project", str(world.project)])
+    capsys.readouterr()
+    assert not marker.exists()
 
 
 def _recording_python(path: Path, marker: Path) -> None:
@@ -105,6 +124,31 @@ def test_an_interpreter_a_pull_request_names_never_runs_to_check_the_lock(world,
     main(["doctor", "--project", str(world.project)])
     capsys.readouterr()
     assert not marker.exists()
+
+
+def test_the_lock_is_checked_with_the_python_running_nemo_rl(world, tmp_path, monkeypatch, capsys):
+    """The copies sit where no .python-version is, and PATH may hold no Python (or a pyenv shim of another
+    version): uv is given nemo-rl's own, and the check is made."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    os.symlink(shutil.which("git"), tools / "git")
+    monkeypatch.setenv("PATH", str(tools))
+    deps(world, "status")
+    out = capsys.readouterr().out
+    assert "uv.lock:" not in out and "megatron-core" in out
+
+
+def test_the_lock_check_writes_into_no_cache_the_checkout_names(world, tmp_path, monkeypatch, capsys):
+    """A pull request's `[tool.uv] cache-dir` would have the check tag a directory as a cache (CACHEDIR.TAG: a
+    backup skips it): uv is given the user's own cache (here without UV_CACHE_DIR, which would override it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("UV_CACHE_DIR", raising=False)
+    victim = tmp_path / "home-of-a-user"
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("[tool.uv]\n", f"[tool.uv]\ncache-dir = {str(victim)!r}\n", 1))
+    deps(world, "status")
+    capsys.readouterr()
+    assert not victim.exists()
 
 
 def test_uvs_refusal_to_build_is_read_with_colour_forced(world, tmp_path, capsys, monkeypatch):
@@ -399,10 +443,11 @@ def test_status_and_doctor_see_the_lock_itself(world, capsys):
     path = world.project / "pyproject.toml"
     original = path.read_text()
     path.write_text(original.replace("dependencies = []", 'dependencies = ["iniconfig"]'))  # not relocked
-    assert deps(world, "status", "--check") == 1
-    assert "uv.lock does not match pyproject.toml" in capsys.readouterr().out
-    assert main(["doctor", "--project", str(world.project)]) == 1
-    assert "uv.lock does not match pyproject.toml" in capsys.readouterr().out
+    # offline, uv's cache holds no iniconfig to resolve with: said so, never called current
+    for command in (["deps", "status", "--check"], ["doctor"]):
+        assert main([*command, "--project", str(world.project)]) == 1
+        out = capsys.readouterr().out
+        assert "uv could not check uv.lock against pyproject.toml offline: error: " in out and "iniconfig" in out
     path.write_text(original)
     (world.project / "uv.lock").unlink()
     assert deps(world, "status", "--check") == 1
@@ -432,18 +477,20 @@ def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeyp
 
 
 def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkeypatch, capsys):
-    """A dry run stages in the temporary directory; one killed with SIGKILL is removed by the next dry run."""
+    """A dry run stages in this user's directory under nemo-rl's cache (never the shared temporary directory,
+    where another user could put a uv workspace root above it); one killed with SIGKILL is removed by the next."""
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
-    dead = tmp_path / "tmp" / "nemo-rl-dry-run-killed"
+    dead = landing.dry_run_root() / "nemo-rl-dry-run-killed"
     (dead / "patches").mkdir(parents=True)  # what a SIGKILLed dry run leaves: a copy nobody holds
     live = landing.Staging(world.project, [], [], inside=False)  # a dry run still running holds its copy
     new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
     assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 0
-    assert not dead.exists() and live.path.exists()
+    assert not dead.exists() and live.path.exists() and live.path.parent == landing.dry_run_root()
+    assert not list((tmp_path / "tmp").iterdir()) and oct(landing.dry_run_root().stat().st_mode & 0o777) == "0o700"
     live.__exit__(None, None, None)
     assert not live.path.exists()
 

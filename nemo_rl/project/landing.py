@@ -81,10 +81,11 @@ class Staging:
         self.directories = directories  # landed by land()
         self.copied: dict[str, str | None] = {}  # landed path -> its digest when copied (__enter__)
         self.context = list(context)  # copied for the tools that run in the staging copy, never landed
-        # Inside the project (same filesystem) when it will land by rename; a dry run never lands, so it
-        # stages in the system's temporary directory and works in a read-only checkout too.
-        root = state_root(project, create=True) if inside else Path(tempfile.gettempdir())
-        root.mkdir(exist_ok=True)
+        # Inside the project (same filesystem) when it will land by rename; a dry run never lands, so it stages
+        # in a directory of this user's under nemo-rl's cache and works in a read-only checkout too. Never in the
+        # shared temporary directory: uv looks for a workspace root above the directory it locks, and another
+        # user could put one there.
+        root = state_root(project, create=True) if inside else dry_run_root()
         if inside:
             require_renames(project, [*files, *directories])
         if not inside:
@@ -153,6 +154,15 @@ class Staging:
         record = {"moves": moves, "before": {n: self.copied[n] for n in moves}}
         write_atomic(self.path / journal.JOURNAL, json.dumps(record))
         journal.finish(self.project, self.path)
+
+
+def dry_run_root() -> Path:
+    """This user's directory for dry runs' staging copies (mode 0700), under nemo-rl's cache."""
+    from nemo_rl import settings
+
+    root = settings.cache_dir() / "dry-runs"
+    root.mkdir(mode=0o700, exist_ok=True)
+    return root
 
 
 def remove_dead_dry_runs(root: Path) -> None:
