@@ -44,6 +44,24 @@ def cache_dir() -> Path:
     return path
 
 
+def private_dir(parent_name: str) -> Path:
+    """`parent_name` under the cache directory, made 0700, and used only when it is a real directory of this
+    user's that nobody else may write: uv runs in it, and another user's (or a link planted there) could hold a
+    workspace root that uv would take for the copy's."""
+    import stat
+
+    path = cache_dir() / parent_name
+    path.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        kind = ("a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory" if not stat.S_ISDIR(
+            info.st_mode) else f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else
+            f"mode {stat.S_IMODE(info.st_mode):04o}, which others may use")
+        raise NemoRLError(f"{path} is {kind}: nemo-rl runs uv only in a directory of yours alone",
+                          f"remove it (`rm -rf {path}`): nemo-rl makes it again, mode 0700")
+    return path
+
+
 def _venv_dir_name() -> str:
     return "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
 

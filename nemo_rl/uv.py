@@ -77,6 +77,7 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
 OTHER_PYTHON = "nemo-rl runs on a Python the project does not allow"
 STALE = "uv.lock needs to be updated"
+LOCK_CHECK_S = 60.0
 # uv's words when --no-build stops it (besides "Building source distributions for X is disabled"): a release with
 # only a source distribution, a local directory to build
 _REFUSALS = ("because building from source is disabled",
@@ -93,9 +94,14 @@ def lock_mismatch(project: Path) -> str | None:
     import sys
 
     cache = cache_dir()
-    result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
-                  *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
-                  "--project", str(project)], cwd=project, check=False, timeout=60)
+    # git itself goes to no network either: uv allows only file:// on its fetches, not on the submodules it updates
+    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
+                      *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
+                      "--project", str(project)], cwd=project, env=env, check=False, timeout=LOCK_CHECK_S)
+    except NemoRLError as exc:  # it ran out of time, or could not start: the check was not made
+        return values.printable(exc.what.splitlines()[0])
     if result.returncode == 0:
         return None
     lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()

@@ -138,6 +138,38 @@ def test_the_lock_is_checked_with_the_python_running_nemo_rl(world, tmp_path, mo
     assert "uv.lock:" not in out and "megatron-core" in out
 
 
+def test_a_workspace_above_nemo_rls_cache_is_never_taken_for_the_copies_root(world, tmp_path, monkeypatch, capsys):
+    """nemo-rl's cache inside the checkout (a CI keeping its caches in the workspace), and a pull request's
+    pyproject.toml above it whose workspace takes the copies for a member: named, and uv is not asked."""
+    marker, cache = tmp_path / "pwned", world.project / ".cache"
+    cache.mkdir()
+    (cache / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0.1"\ndynamic = ["dependencies"]\n'
+                                          '[tool.uv.workspace]\nmembers = ["nemo-rl/lock-check/*"]\n'
+                                          + _in_tree_backend(cache, marker))
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(cache / "nemo-rl"))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert f"{cache / 'pyproject.toml'} declares a uv workspace" in out and "NEMO_RL_CACHE_DIR" in out
+    assert not marker.exists()
+
+
+def test_a_cache_directory_nemo_rl_cannot_use_leaves_the_rest_of_status(world, tmp_path, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "a-file"))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: NEMO_RL_CACHE_DIR" in out and "megatron-core" in out
+
+
+def test_a_local_git_source_is_named_not_checked(world, capsys):
+    """A repository the checkout may hold (file://, or a path): uv would check it out into the user's cache."""
+    path = world.project / "pyproject.toml"
+    source = f'[tool.uv.sources]\nevil = {{ git = "file:///srv/evil", rev = "{"a" * 40}" }}\n'
+    path.write_text(path.read_text().replace("[tool.uv.sources]\n", source, 1))
+    assert deps(world, "status", "--check") == 1
+    assert "[tool.uv.sources] evil is the local git repository 'file:///srv/evil'" in capsys.readouterr().out
+
+
 def test_the_lock_check_writes_into_no_cache_the_checkout_names(world, tmp_path, monkeypatch, capsys):
     """A pull request's `[tool.uv] cache-dir` would have the check tag a directory as a cache (CACHEDIR.TAG: a
     backup skips it): uv is given the user's own cache (here without UV_CACHE_DIR, which would override it)."""
@@ -442,12 +474,10 @@ def test_records_survive_any_subject(world, capsys):
 def test_status_and_doctor_see_the_lock_itself(world, capsys):
     path = world.project / "pyproject.toml"
     original = path.read_text()
-    path.write_text(original.replace("dependencies = []", 'dependencies = ["iniconfig"]'))  # not relocked
-    # offline, uv's cache holds no iniconfig to resolve with: said so, never called current
+    path.write_text(original.replace('version = "0.1.0"', 'version = "0.2.0"', 1))  # not relocked
     for command in (["deps", "status", "--check"], ["doctor"]):
         assert main([*command, "--project", str(world.project)]) == 1
-        out = capsys.readouterr().out
-        assert "uv could not check uv.lock against pyproject.toml offline: error: " in out and "iniconfig" in out
+        assert "uv.lock does not match pyproject.toml: run `uv lock` and commit it" in capsys.readouterr().out
     path.write_text(original)
     (world.project / "uv.lock").unlink()
     assert deps(world, "status", "--check") == 1
@@ -493,6 +523,39 @@ def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkey
     assert not list((tmp_path / "tmp").iterdir()) and oct(landing.dry_run_root().stat().st_mode & 0o777) == "0o700"
     live.__exit__(None, None, None)
     assert not live.path.exists()
+
+
+@pytest.mark.parametrize("planted", ["open to all", "a link"])
+def test_a_dry_runs_directory_that_is_not_this_users_alone_is_refused(world, tmp_path, monkeypatch, capsys, planted):
+    """uv locks the dry run's copy there: a directory others may write, or a link planted in its place, could hold
+    a workspace root above the copy."""
+    root = landing.dry_run_root()
+    root.rmdir()
+    if planted == "open to all":
+        root.mkdir()
+        root.chmod(0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        root.symlink_to(tmp_path / "elsewhere")
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
+    assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 1
+    err = capsys.readouterr().err
+    assert f"{root} is {'mode 0777' if planted == 'open to all' else 'a symbolic link'}" in err
+    assert f"rm -rf {root}" in err
+    if planted == "a link":
+        assert not list((tmp_path / "elsewhere").iterdir())  # nothing staged through the link
+
+
+def test_a_dry_run_starting_while_another_sweeps_keeps_its_copy(world, monkeypatch):
+    """The sweep of killed dry runs removes a copy only under its lock: one that a dry run holds is left, even
+    when a probe of it came too early to see the hold."""
+    live = landing.Staging(world.project, [], [], inside=False)
+    try:
+        monkeypatch.setattr(landing.locks, "held", lambda path: False)  # the probe before the live one took it
+        landing.remove_dead_dry_runs(landing.dry_run_root())
+        assert live.path.exists()
+    finally:
+        live.__exit__(None, None, None)
 
 
 def test_an_immutable_file_names_the_right_fix(world, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,3 +78,98 @@ def test_uv_lock_is_the_remedy_only_for_a_stale_lock(monkeypatch, tmp_path):
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: "error: No `project` table found")
     problem = uv_inputs.lock_problem(tmp_path, [])
     assert problem is not None and problem.startswith("uv could not check uv.lock") and "run `uv lock`" not in problem
+
+
+def test_a_check_that_cannot_make_its_directory_says_so(monkeypatch, tmp_path):
+    """A full disk under nemo-rl's cache: the report names it; nothing raises out of a probe."""
+    import errno
+    import tempfile
+
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    problem = uv_inputs.lock_problem(tmp_path, [])
+    assert problem is not None and "cannot make a directory for the check" in problem
+    assert "No space left on device" in problem
+
+
+def test_git_reaches_no_network_from_the_check(monkeypatch):
+    """uv allows only file:// on its own fetches; a submodule it updates in a checkout would go anywhere."""
+    seen = {}
+
+    def run(args, **kwargs):
+        if "lock" in args:
+            seen.update(kwargs["env"])
+        return Result(list(args), 0, "", "")
+
+    monkeypatch.setattr(uv, "run", run)
+    assert uv.lock_mismatch(Path("/nonexistent")) is None
+    assert seen["GIT_ALLOW_PROTOCOL"] == "file" and seen["GIT_TERMINAL_PROMPT"] == "0"
+
+
+def test_a_check_uv_cannot_make_is_not_a_crash(monkeypatch, tmp_path):
+    """uv ran out of time (60 s), or could not start: the check was not made, and the report says why."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import uv_inputs
+
+    def failing(args, **kwargs):
+        if "lock" in args:
+            raise NemoRLError("uv lock --check: Permission denied (os error 13)\nmore", "see above")
+        return Result(list(args), 0, "", "")
+
+    monkeypatch.setattr(uv, "run", failing)
+    assert uv.lock_mismatch(Path("/nonexistent")) == "uv lock --check: Permission denied (os error 13)"
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
+    problem = uv_inputs.lock_problem(tmp_path, [])
+    assert problem is not None and problem.startswith("uv could not check uv.lock") and "os error 13" in problem
+
+
+def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypatch, tmp_path):
+    from nemo_rl import locks
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "cache" / "lock-check"
+    dead, live = root / f"{uv_inputs.CHECK_PREFIX}killed", root / f"{uv_inputs.CHECK_PREFIX}running"
+    root.mkdir(mode=0o700, parents=True)
+    dead.mkdir()
+    live.mkdir()
+    (dead / "uv.lock").write_text("x" * 1000)
+    held = locks.hold(live)
+    try:
+        seen: list[bool] = []  # the check's own copy is held while uv reads it: another check's sweep leaves it
+        monkeypatch.setattr(uv, "lock_mismatch", lambda project: seen.append(locks.held(project)))
+        assert uv_inputs.lock_problem(tmp_path, []) is None
+        assert seen == [True] and not dead.exists() and live.exists() and sorted(root.iterdir()) == [live]
+    finally:
+        os.close(held)
+
+
+@pytest.mark.parametrize(("pyproject", "uv_toml", "named"), [
+    ('dependencies = ["sub @ file:///${PROJECT_ROOT}/sub"]\n', None, "names ${PROJECT_ROOT}"),
+    ('dependencies = []\n[tool.uv]\nfind-links = ["wheels"]\n', None, "[tool.uv] names 'wheels' relative"),
+    ("dependencies = []\n", '[[index]]\nname = "local"\nurl = "./simple"\n', "uv.toml names './simple' relative"),
+])
+def test_what_names_the_checkouts_own_directories_is_named_not_checked(tmp_path, pyproject, uv_toml, named):
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n' + pyproject)
+    if uv_toml:
+        (tmp_path / "uv.toml").write_text(uv_toml)
+    why = uv_inputs.unchecked(tmp_path)
+    assert why is not None and named in why
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv]\n'
+                                             'find-links = ["/srv/wheels", "https://example.org/w"]\n')
+    (tmp_path / "uv.toml").unlink(missing_ok=True)
+    assert uv_inputs.unchecked(tmp_path) is None

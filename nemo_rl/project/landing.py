@@ -160,16 +160,13 @@ def dry_run_root() -> Path:
     """This user's directory for dry runs' staging copies (mode 0700), under nemo-rl's cache."""
     from nemo_rl import settings
 
-    root = settings.cache_dir() / "dry-runs"
-    root.mkdir(mode=0o700, exist_ok=True)
-    return root
+    return settings.private_dir("dry-runs")
 
 
 def remove_dead_dry_runs(root: Path) -> None:
     """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
-        if not locks.held(path):
-            shutil.rmtree(path, ignore_errors=True)
+        locks.remove_unheld(path)  # under its lock: a dry run starting meanwhile keeps its copy
 
 
 def mount_points() -> set[str]:

@@ -13,16 +13,18 @@ resolves the relative paths of a uv.toml or of a path source from the directory 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from nemo_rl import settings, values
+from nemo_rl import locks, settings, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
 COPIED = ("pyproject.toml", "uv.lock", "uv.toml")  # what uv reads to check a lock, copied where present
 COPY_MAX = 64 << 20
+CHECK_PREFIX = "check-"
 
 
 def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
@@ -40,7 +42,17 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
         return (f"uv.lock was not checked against pyproject.toml: {unseen}, which nemo-rl does not check (it would "
                 "run the checkout's code or read files around it); read what it names, then `uv lock --check` if "
                 "that code is trusted")
-    why = _checked_copy(project)
+    try:
+        root = settings.private_dir("lock-check")
+    except NemoRLError as exc:  # a status or a report goes on without its lock check
+        return f"uv.lock was not checked against pyproject.toml: {exc.what} ({exc.remedy})"
+    except OSError as exc:
+        return f"uv.lock was not checked against pyproject.toml: cannot make a directory for it: {exc}"
+    above = _workspace_above(root)
+    if above is not None:
+        return (f"uv.lock was not checked against pyproject.toml: {above}, and uv would take the copies it checks "
+                "for one of its members; set NEMO_RL_CACHE_DIR to a directory outside any project")
+    why = _checked_copy(project, root)
     if why is None:
         return None
     if why.startswith(uv.BUILD_REFUSED):
@@ -52,18 +64,22 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
                 "<nemo-rl> nemo-rl ...`)")
     if why == uv.STALE:
         return "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
-    return (f"uv could not check uv.lock against pyproject.toml offline: {why}; with the network, `uv lock "
-            "--check` says whether it is current")
+    return (f"uv could not check uv.lock against pyproject.toml offline: {why}; `uv lock --check` in a checkout "
+            "whose code you trust says whether it is current")
 
 
-def _checked_copy(project: Path) -> str | None:
+def _checked_copy(project: Path, root: Path) -> str | None:
     """uv.lock_mismatch on copies of the files uv reads, in a private directory under nemo-rl's cache: no member,
     backend, hook, .venv or .python-version of the checkout beside them, and no workspace root above them."""
     from nemo_rl import uv
 
-    root = settings.cache_dir() / "lock-check"
-    root.mkdir(mode=0o700, exist_ok=True)
-    copy = Path(tempfile.mkdtemp(dir=root))
+    try:
+        for left in root.glob(f"{CHECK_PREFIX}*"):  # a check killed with SIGKILL: nobody holds its copies
+            locks.remove_unheld(left)
+        copy = Path(tempfile.mkdtemp(prefix=CHECK_PREFIX, dir=root))
+        held = locks.hold(copy)
+    except OSError as exc:  # a full disk, a quota: the check is not made, and the report says why
+        return f"cannot make a directory for the check in {root}: {exc.strerror}"
     try:
         for name in COPIED:
             try:
@@ -72,10 +88,34 @@ def _checked_copy(project: Path) -> str | None:
                 continue
             except OSError as exc:
                 return f"cannot read {project / name}: {exc}"
-            (copy / name).write_bytes(data)
+            try:
+                (copy / name).write_bytes(data)
+            except OSError as exc:
+                return f"cannot copy {name} into {copy}: {exc.strerror}"
         return uv.lock_mismatch(copy)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+        os.close(held)
+
+
+def _workspace_above(directory: Path) -> str | None:
+    """The first directory above `directory` whose pyproject.toml declares a uv workspace (or cannot be read as
+    one), as uv looks for a workspace root above the project it locks: nemo-rl's cache inside a checkout (a CI
+    that keeps its caches in the workspace)."""
+    import tomllib
+
+    for parent in Path(os.path.abspath(directory)).parents:
+        path = parent / "pyproject.toml"
+        if not os.path.lexists(path):
+            continue
+        try:
+            data = tomllib.loads(values.read_plain_file(path, COPY_MAX).decode())
+            declared = "workspace" in data.get("tool", {}).get("uv", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+            return f"{path} cannot be read, and may declare a uv workspace"
+        if declared:
+            return f"{path} declares a uv workspace"
+    return None
 
 
 def unchecked(project: Path) -> str | None:
@@ -89,17 +129,53 @@ def unchecked(project: Path) -> str | None:
     uv_table, _ = lockfile.tool_tables(project)
     if "workspace" in uv_table:
         return f"{path.name} declares a uv workspace ([tool.uv.workspace]), whose members' metadata is theirs"
-    return _local_source(project)
+    if "${PROJECT_ROOT}" in lockfile.read_text(path):
+        return f"{path.name} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
+    for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", _uv_toml(project))]:
+        relative = _relative_location(settings_table)
+        if relative is not None:
+            return f"{where} names {relative!r:.100} relative to the checkout"
+    return _local_source(project, git=True)
 
 
-def _local_source(project: Path) -> str | None:
-    """A [tool.uv.sources] entry that names a directory by a path relative to the project, or a workspace member."""
+def _uv_toml(project: Path) -> dict:
+    import tomllib
+
+    try:
+        data = tomllib.loads(values.read_plain_file(project / "uv.toml", COPY_MAX).decode())
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}  # read again for the check itself, which says what is wrong with it
+    return data
+
+
+def _relative_location(table: dict) -> str | None:
+    """A find-links entry or an index URL of uv's settings that is a path relative to the project."""
+    indexes = table.get("index")
+    listed = [i.get("url") for i in indexes if isinstance(i, dict)] if isinstance(indexes, list) else []
+    find_links, extra = table.get("find-links"), table.get("extra-index-url")
+    places = [*(find_links if isinstance(find_links, list) else []), table.get("index-url"),
+              *(extra if isinstance(extra, list) else []), *listed]
+    for place in places:
+        if isinstance(place, str) and "://" not in place and not os.path.isabs(os.path.expanduser(place)):
+            return place
+    return None
+
+
+def _local_source(project: Path, *, git: bool = False) -> str | None:
+    """A [tool.uv.sources] entry that names a directory by a path relative to the project, or a workspace member;
+    with `git`, also a git source on this machine (`file://`, or a path): a repository the checkout may hold, whose
+    checkout uv would make in the user's cache."""
     path = project / "pyproject.toml"
     uv_table, _ = lockfile.tool_tables(project)
     for name, source in lockfile.table(uv_table.get("sources"), "[tool.uv.sources]", path).items():
         for entry in source if isinstance(source, list) else [source]:
             if not isinstance(entry, dict):
                 continue
+            url = entry.get("git")
+            if git and isinstance(url, str) and (url.startswith("file:") or "://" not in url and ":" not in url):
+                return f"{path.name}: [tool.uv.sources] {name} is the local git repository {url!r:.100}"
             local = entry.get("path")
             if isinstance(local, str) and not Path(local).is_absolute():
                 return f"{path.name}: [tool.uv.sources] {name} is the relative path {local!r:.100}"
