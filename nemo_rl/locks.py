@@ -232,6 +232,20 @@ def share(fd: int) -> None:
     _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 
+SWEEP_AGE_S = 120.0  # a copy made moments ago is not yet held (made, then locked): a sweep leaves it
+
+
+def remove_left(directory: Path) -> bool:
+    """`remove_unheld` for a copy a killed command left: only one older than SWEEP_AGE_S, so a copy another
+    command has just made, and is about to hold, is never taken."""
+    try:
+        if time.time() - os.lstat(directory).st_mtime < SWEEP_AGE_S:
+            return False
+    except OSError:
+        return False
+    return remove_unheld(directory)
+
+
 def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:
     """Remove `directory` when no process holds it (`hold`) and `remove()`, asked under the hold, agrees; False
     when held, gone, or left."""

@@ -48,9 +48,13 @@ def private_dir(parent_name: str) -> Path:
     """`parent_name` under the cache directory, made 0700, and used only when it is a real directory of this
     user's that nobody else may write: uv runs in it, and another user's (or a link planted there) could hold a
     workspace root that uv would take for the copy's."""
-    import stat
-
-    path = cache_dir() / parent_name
+    cache = cache_dir()
+    above = os.stat(cache)
+    if above.st_uid not in (os.geteuid(), 0) or (above.st_mode & 0o022 and not above.st_mode & stat.S_ISVTX):
+        raise NemoRLError(f"the cache directory {cache} may be changed by another user (owner uid {above.st_uid}, "
+                          f"mode {stat.S_IMODE(above.st_mode):04o}): nemo-rl runs uv only in directories of yours "
+                          "alone", "point NEMO_RL_CACHE_DIR at a directory of yours that others may not write")
+    path = cache / parent_name
     path.mkdir(mode=0o700, exist_ok=True)
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
@@ -58,7 +62,7 @@ def private_dir(parent_name: str) -> Path:
             info.st_mode) else f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else
             f"mode {stat.S_IMODE(info.st_mode):04o}, which others may use")
         raise NemoRLError(f"{path} is {kind}: nemo-rl runs uv only in a directory of yours alone",
-                          f"remove it (`rm -rf {path}`): nemo-rl makes it again, mode 0700")
+                          f"remove it with `rm -rf {path}`; nemo-rl makes it again, mode 0700")
     return path
 
 

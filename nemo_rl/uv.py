@@ -77,6 +77,7 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
 OTHER_PYTHON = "nemo-rl runs on a Python the project does not allow"
 STALE = "uv.lock needs to be updated"
+UNFINISHED = "uv did not run to its end"
 LOCK_CHECK_S = 60.0
 # uv's words when --no-build stops it (besides "Building source distributions for X is disabled"): a release with
 # only a source distribution, a local directory to build
@@ -101,7 +102,7 @@ def lock_mismatch(project: Path) -> str | None:
                       *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
                       "--project", str(project)], cwd=project, env=env, check=False, timeout=LOCK_CHECK_S)
     except NemoRLError as exc:  # it ran out of time, or could not start: the check was not made
-        return values.printable(exc.what.splitlines()[0])
+        return f"{UNFINISHED}: {values.printable(exc.what.splitlines()[0])}"
     if result.returncode == 0:
         return None
     lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import forkworld
@@ -516,6 +517,8 @@ def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkey
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
     dead = landing.dry_run_root() / "nemo-rl-dry-run-killed"
     (dead / "patches").mkdir(parents=True)  # what a SIGKILLed dry run leaves: a copy nobody holds
+    long_ago = time.time() - 3600
+    os.utime(dead, (long_ago, long_ago))
     live = landing.Staging(world.project, [], [], inside=False)  # a dry run still running holds its copy
     new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
     assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,12 +126,13 @@ def test_a_check_uv_cannot_make_is_not_a_crash(monkeypatch, tmp_path):
         return Result(list(args), 0, "", "")
 
     monkeypatch.setattr(uv, "run", failing)
-    assert uv.lock_mismatch(Path("/nonexistent")) == "uv lock --check: Permission denied (os error 13)"
+    why = uv.lock_mismatch(Path("/nonexistent"))
+    assert why == f"{uv.UNFINISHED}: uv lock --check: Permission denied (os error 13)"
     (tmp_path / "uv.lock").write_text("")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
     problem = uv_inputs.lock_problem(tmp_path, [])
-    assert problem is not None and problem.startswith("uv could not check uv.lock") and "os error 13" in problem
+    assert problem is not None and problem.startswith("uv.lock was not checked") and "os error 13" in problem
 
 
 def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypatch, tmp_path):
@@ -146,12 +148,17 @@ def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypa
     dead.mkdir()
     live.mkdir()
     (dead / "uv.lock").write_text("x" * 1000)
+    long_ago = time.time() - 3600
+    os.utime(dead, (long_ago, long_ago))  # a copy another check made this moment is not swept: see below
+    os.utime(live, (long_ago, long_ago))
+    fresh = root / f"{uv_inputs.CHECK_PREFIX}just-made"  # made, and about to be held, by another check
+    fresh.mkdir()
     held = locks.hold(live)
     try:
         seen: list[bool] = []  # the check's own copy is held while uv reads it: another check's sweep leaves it
         monkeypatch.setattr(uv, "lock_mismatch", lambda project: seen.append(locks.held(project)))
         assert uv_inputs.lock_problem(tmp_path, []) is None
-        assert seen == [True] and not dead.exists() and live.exists() and sorted(root.iterdir()) == [live]
+        assert seen == [True] and not dead.exists() and sorted(root.iterdir()) == [fresh, live]
     finally:
         os.close(held)
 
@@ -173,3 +180,87 @@ def test_what_names_the_checkouts_own_directories_is_named_not_checked(tmp_path,
                                              'find-links = ["/srv/wheels", "https://example.org/w"]\n')
     (tmp_path / "uv.toml").unlink(missing_ok=True)
     assert uv_inputs.unchecked(tmp_path) is None
+
+
+def test_uv_settings_above_nemo_rls_cache_choose_nothing(tmp_path, monkeypatch):
+    """A uv.toml above the cache (anyone may make /tmp/uv.toml; a cache inside a checkout): uv would take its
+    settings for a project without [tool.uv], and call a current lock stale."""
+    import subprocess
+
+    from nemo_rl.project import uv_inputs
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\nrequires-python = ">=3.10"\n'
+                                            "dependencies = []\n")
+    subprocess.run([uv.find_uv_bin(), "lock", "--offline", "--quiet", "--project", str(project)], check=True,
+                   cwd=project)
+    (tmp_path / "above").mkdir()
+    (tmp_path / "above" / "uv.toml").write_text('resolution = "lowest-direct"\n')
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "above" / "cache"))
+    assert uv_inputs.lock_problem(project, []) is None
+
+
+def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monkeypatch):
+    """NFS without lockd: the copy cannot be held, the check is made all the same, and the copy is removed."""
+    from nemo_rl import locks
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
+
+    def no_locks(path):
+        raise NemoRLError(f"cannot lock {path}: its filesystem does not support locks", "see above")
+
+    monkeypatch.setattr(locks, "hold", no_locks)
+    monkeypatch.setattr(uv, "lock_mismatch", lambda project: None)
+    assert uv_inputs.lock_problem(tmp_path, []) is None
+    assert not list((tmp_path / "cache" / "lock-check").iterdir())
+
+
+@pytest.mark.parametrize("url", ["file:///srv/repo", "FILE:///srv/repo", "git+file:///srv/repo", "/srv/repo",
+                                 "../repo", "Git+FILE:/srv/repo"])
+def test_a_local_git_repository_is_named_however_it_is_spelled(tmp_path, url):
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv.sources]\n'
+                                             f'q = {{ git = "{url}" }}\n')
+    why = uv_inputs.unchecked(tmp_path)
+    assert why is not None and "local git repository" in why
+
+
+@pytest.mark.parametrize("url", ["https://github.com/NVIDIA/Megatron-LM.git", "ssh://git@host/x.git",
+                                 "git@github.com:NVIDIA/NeMo.git", "GIT+HTTPS://host/x"])
+def test_a_git_repository_on_another_host_is_checked(tmp_path, url):
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv.sources]\n'
+                                             f'q = {{ git = "{url}" }}\n')
+    assert uv_inputs.unchecked(tmp_path) is None
+
+
+def test_project_root_in_a_comment_is_no_reason_and_in_uv_toml_is(tmp_path):
+    from nemo_rl.project import uv_inputs
+
+    (tmp_path / "pyproject.toml").write_text('# wheels once lived at ${PROJECT_ROOT}/wheels\n'
+                                             '[project]\nname = "p"\nversion = "0.1"\n')
+    assert uv_inputs.unchecked(tmp_path) is None
+    (tmp_path / "uv.toml").write_text('override-dependencies = ["sub @ file:///${PROJECT_ROOT}/sub"]\n')
+    why = uv_inputs.unchecked(tmp_path)
+    assert why is not None and why.startswith("uv.toml names ${PROJECT_ROOT}")
+
+
+def test_a_cache_directory_others_may_write_is_not_used(tmp_path, monkeypatch):
+    from nemo_rl import settings
+    from nemo_rl.errors import NemoRLError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(shared))
+    with pytest.raises(NemoRLError, match="may be changed by another user"):
+        settings.private_dir("lock-check")
+    shared.chmod(0o1777)  # sticky, as /tmp: nobody may rename another's directory in it
+    assert settings.private_dir("lock-check") == shared / "lock-check"

@@ -166,7 +166,7 @@ def dry_run_root() -> Path:
 def remove_dead_dry_runs(root: Path) -> None:
     """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
-        locks.remove_unheld(path)  # under its lock: a dry run starting meanwhile keeps its copy
+        locks.remove_left(path)  # under its lock, and not one just made: a dry run starting meanwhile keeps it
 
 
 def mount_points() -> set[str]:

@@ -25,6 +25,7 @@ from nemo_rl.project import lockfile
 COPIED = ("pyproject.toml", "uv.lock", "uv.toml")  # what uv reads to check a lock, copied where present
 COPY_MAX = 64 << 20
 CHECK_PREFIX = "check-"
+NOT_MADE = "(not made) "  # what _checked_copy says when uv was not run at all
 
 
 def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
@@ -64,6 +65,8 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
                 "<nemo-rl> nemo-rl ...`)")
     if why == uv.STALE:
         return "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
+    if why.startswith((uv.UNFINISHED, NOT_MADE)):
+        return f"uv.lock was not checked against pyproject.toml: {why.removeprefix(NOT_MADE)}"
     return (f"uv could not check uv.lock against pyproject.toml offline: {why}; `uv lock --check` in a checkout "
             "whose code you trust says whether it is current")
 
@@ -75,27 +78,55 @@ def _checked_copy(project: Path, root: Path) -> str | None:
 
     try:
         for left in root.glob(f"{CHECK_PREFIX}*"):  # a check killed with SIGKILL: nobody holds its copies
-            locks.remove_unheld(left)
+            locks.remove_left(left)
         copy = Path(tempfile.mkdtemp(prefix=CHECK_PREFIX, dir=root))
-        held = locks.hold(copy)
     except OSError as exc:  # a full disk, a quota: the check is not made, and the report says why
-        return f"cannot make a directory for the check in {root}: {exc.strerror}"
+        return f"{NOT_MADE}cannot make a directory for the check in {root}: {exc.strerror}"
+    held = None
     try:
+        try:
+            held = locks.hold(copy)
+        except (OSError, NemoRLError):  # a filesystem without locks: no sweep removes what it cannot lock either
+            pass
         for name in COPIED:
             try:
                 data = values.read_plain_file(project / name, COPY_MAX)
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                return f"cannot read {project / name}: {exc}"
+                return f"{NOT_MADE}cannot read {project / name}: {exc}"
+            if name == "pyproject.toml" and not (project / "uv.toml").exists():
+                data = _settings_here(data)
             try:
                 (copy / name).write_bytes(data)
             except OSError as exc:
-                return f"cannot copy {name} into {copy}: {exc.strerror}"
+                return f"{NOT_MADE}cannot copy {name} into {copy}: {exc.strerror}"
         return uv.lock_mismatch(copy)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-        os.close(held)
+        if held is not None:
+            os.close(held)
+
+
+def _settings_here(pyproject: bytes) -> bytes:
+    """The copied pyproject.toml with a [tool.uv] table, empty when it had none: uv looks for its settings in the
+    nearest uv.toml or [tool.uv] above a project that has neither, and a directory above nemo-rl's cache (/tmp,
+    a checkout) is not the checkout's to choose them."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(pyproject.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return pyproject  # uv says what is wrong with it
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "uv" in tool:
+        return pyproject
+    settled = pyproject + b"\n[tool.uv]\n"
+    try:
+        tomllib.loads(settled.decode())
+    except tomllib.TOMLDecodeError:  # `tool` given inline: it cannot take a table after it
+        return pyproject
+    return settled
 
 
 def _workspace_above(directory: Path) -> str | None:
@@ -109,7 +140,7 @@ def _workspace_above(directory: Path) -> str | None:
         if not os.path.lexists(path):
             continue
         try:
-            data = tomllib.loads(values.read_plain_file(path, COPY_MAX).decode())
+            data = tomllib.loads(values.read_plain_file(Path(os.path.realpath(path)), COPY_MAX).decode())
             declared = "workspace" in data.get("tool", {}).get("uv", {})
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
             return f"{path} cannot be read, and may declare a uv workspace"
@@ -129,13 +160,25 @@ def unchecked(project: Path) -> str | None:
     uv_table, _ = lockfile.tool_tables(project)
     if "workspace" in uv_table:
         return f"{path.name} declares a uv workspace ([tool.uv.workspace]), whose members' metadata is theirs"
-    if "${PROJECT_ROOT}" in lockfile.read_text(path):
-        return f"{path.name} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
+    for where, data in [(path.name, lockfile.load_toml(path)), ("uv.toml", _uv_toml(project))]:
+        if any("${PROJECT_ROOT}" in text for text in _strings(data)):
+            return f"{where} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
     for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", _uv_toml(project))]:
         relative = _relative_location(settings_table)
         if relative is not None:
             return f"{where} names {relative!r:.100} relative to the checkout"
     return _local_source(project, git=True)
+
+
+def _strings(value: object) -> list[str]:
+    """Every string of a parsed TOML document (its comments are not in it)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def _uv_toml(project: Path) -> dict:
@@ -158,7 +201,10 @@ def _relative_location(table: dict) -> str | None:
     places = [*(find_links if isinstance(find_links, list) else []), table.get("index-url"),
               *(extra if isinstance(extra, list) else []), *listed]
     for place in places:
-        if isinstance(place, str) and "://" not in place and not os.path.isabs(os.path.expanduser(place)):
+        if not isinstance(place, str):
+            continue
+        local = place[5:] if place.lower().startswith("file:") and not place[5:].startswith("//") else place
+        if "://" not in local and not os.path.isabs(os.path.expanduser(local)):
             return place
     return None
 
@@ -174,7 +220,7 @@ def _local_source(project: Path, *, git: bool = False) -> str | None:
             if not isinstance(entry, dict):
                 continue
             url = entry.get("git")
-            if git and isinstance(url, str) and (url.startswith("file:") or "://" not in url and ":" not in url):
+            if git and isinstance(url, str) and not _remote(url):
                 return f"{path.name}: [tool.uv.sources] {name} is the local git repository {url!r:.100}"
             local = entry.get("path")
             if isinstance(local, str) and not Path(local).is_absolute():
@@ -182,6 +228,20 @@ def _local_source(project: Path, *, git: bool = False) -> str | None:
             if entry.get("workspace"):
                 return f"{path.name}: [tool.uv.sources] {name} is a workspace member"
     return None
+
+
+def _remote(url: str) -> bool:
+    """Whether a git URL names another host (https, http, ssh, git, or scp's user@host:path), as uv reads it:
+    a scheme in any case, after an optional `git+`. Anything else (file, a path, an unknown scheme) is local."""
+    import re
+    from urllib.parse import urlsplit
+
+    text = url.strip()
+    text = text[4:] if text.lower().startswith("git+") else text
+    if re.fullmatch(r"[\w.+-]+@[\w.-]+:.*", text):
+        return True
+    parts = urlsplit(text)  # its scheme in lower case
+    return parts.scheme in ("https", "http", "ssh", "git") and bool(parts.netloc)
 
 
 def require_stageable(project: Path, command: str) -> None:
