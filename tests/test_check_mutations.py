@@ -749,6 +749,11 @@ def test_a_signal_while_the_dispositions_are_put_back_meets_the_callers_handler(
             pytest.fail("the SIGTERM was taken by the runner's handler, in the middle of the restore")
         finally:
             monkeypatch.setattr(signal, "signal", real_signal)
+        # delivered once unblocked, to whichever thread of this process the kernel picks: the handler itself runs
+        # in the main thread at its next check, which may come a little after main() returned
+        deadline = time.monotonic() + 5
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert returned == 0 and received == [signal.SIGTERM]
         assert {s: signal.getsignal(s) for s in cm.CAUGHT_SIGNALS} == callers
         assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
