@@ -162,13 +162,13 @@ def test_a_cache_directory_nemo_rl_cannot_use_leaves_the_rest_of_status(world, t
     assert "uv.lock was not checked against pyproject.toml: NEMO_RL_CACHE_DIR" in out and "megatron-core" in out
 
 
-def test_a_local_git_source_is_named_not_checked(world, capsys):
-    """A repository the checkout may hold (file://, or a path): uv would check it out into the user's cache."""
-    path = world.project / "pyproject.toml"
-    source = f'[tool.uv.sources]\nevil = {{ git = "file:///srv/evil", rev = "{"a" * 40}" }}\n'
+def test_a_local_git_source_is_named_not_checked(world, tmp_path, capsys):
+    """A repository the checkout may hold (a file: URL, or a path): uv would check it out into the user's cache."""
+    path, local = world.project / "pyproject.toml", (tmp_path / "evil").as_uri()
+    source = f'[tool.uv.sources]\nevil = {{ git = "{local}", rev = "{"a" * 40}" }}\n'
     path.write_text(path.read_text().replace("[tool.uv.sources]\n", source, 1))
     assert deps(world, "status", "--check") == 1
-    assert "[tool.uv.sources] evil is the local git repository 'file:///srv/evil'" in capsys.readouterr().out
+    assert f"[tool.uv.sources] evil is the local git repository '{local}'" in capsys.readouterr().out
 
 
 def test_the_lock_check_writes_into_no_cache_the_checkout_names(world, tmp_path, monkeypatch, capsys):

@@ -26,7 +26,7 @@ def said(monkeypatch, stderr: str, returncode: int = 1) -> str | None:
                                   "error: Distribution `evil==0.1 @ editable+/x/evil` can't be installed because it "
                                   "is marked as `--no-build` but has no binary distribution"])
 def test_a_refusal_to_build_is_found_however_uv_frames_it(monkeypatch, line):
-    why = said(monkeypatch, f"error: Failed to build `evil @ file:///x`\n{line}\n")
+    why = said(monkeypatch, f"error: Failed to build `evil @ /x`\n{line}\n")
     assert why is not None and why.startswith(uv.BUILD_REFUSED) and "`evil" in why
 
 
@@ -102,7 +102,7 @@ def test_a_check_that_cannot_make_its_directory_says_so(monkeypatch, tmp_path):
 
 
 def test_git_reaches_no_network_from_the_check(monkeypatch):
-    """uv allows only file:// on its own fetches; a submodule it updates in a checkout would go anywhere."""
+    """uv allows only file: URLs on its own fetches; a submodule it updates in a checkout would go anywhere."""
     seen = {}
 
     def run(args, **kwargs):
@@ -164,7 +164,7 @@ def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypa
 
 
 @pytest.mark.parametrize(("pyproject", "uv_toml", "named"), [
-    ('dependencies = ["sub @ file:///${PROJECT_ROOT}/sub"]\n', None, "names ${PROJECT_ROOT}"),
+    ('dependencies = ["sub @ ${PROJECT_ROOT}/sub"]\n', None, "names ${PROJECT_ROOT}"),
     ('dependencies = []\n[tool.uv]\nfind-links = ["wheels"]\n', None, "[tool.uv] names 'wheels' relative"),
     ("dependencies = []\n", '[[index]]\nname = "local"\nurl = "./simple"\n', "uv.toml names './simple' relative"),
 ])
@@ -220,11 +220,21 @@ def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monk
     assert not list((tmp_path / "cache" / "lock-check").iterdir())
 
 
-@pytest.mark.parametrize("url", ["file:///srv/repo", "FILE:///srv/repo", "git+file:///srv/repo", "/srv/repo",
-                                 "../repo", "Git+FILE:/srv/repo"])
-def test_a_local_git_repository_is_named_however_it_is_spelled(tmp_path, url):
+SPELLINGS = {  # of a repository on this machine, each as uv accepts it
+    "file URL": lambda repo: repo.as_uri(),
+    "scheme in capitals": lambda repo: "FILE" + repo.as_uri()[4:],
+    "git+ before it": lambda repo: "git+" + repo.as_uri(),
+    "mixed case, one slash": lambda repo: "Git+FILE:" + str(repo),
+    "absolute path": str,
+    "relative path": lambda repo: "../repo",
+}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_local_git_repository_is_named_however_it_is_spelled(tmp_path, spelling):
     from nemo_rl.project import uv_inputs
 
+    url = SPELLINGS[spelling](tmp_path / "repo")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv.sources]\n'
                                              f'q = {{ git = "{url}" }}\n')
     why = uv_inputs.unchecked(tmp_path)
@@ -247,7 +257,7 @@ def test_project_root_in_a_comment_is_no_reason_and_in_uv_toml_is(tmp_path):
     (tmp_path / "pyproject.toml").write_text('# wheels once lived at ${PROJECT_ROOT}/wheels\n'
                                              '[project]\nname = "p"\nversion = "0.1"\n')
     assert uv_inputs.unchecked(tmp_path) is None
-    (tmp_path / "uv.toml").write_text('override-dependencies = ["sub @ file:///${PROJECT_ROOT}/sub"]\n')
+    (tmp_path / "uv.toml").write_text('override-dependencies = ["sub @ ${PROJECT_ROOT}/sub"]\n')
     why = uv_inputs.unchecked(tmp_path)
     assert why is not None and why.startswith("uv.toml names ${PROJECT_ROOT}")
 
