@@ -26,6 +26,7 @@ COPIED = ("pyproject.toml", "uv.lock", "uv.toml")  # what uv reads to check a lo
 COPY_MAX = 64 << 20
 CHECK_PREFIX = "check-"
 NOT_MADE = "(not made) "  # what _checked_copy says when uv was not run at all
+NOT_CHECKED = "uv.lock was not checked against pyproject.toml: "
 
 
 def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
@@ -40,33 +41,33 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
         return None
     unseen = unchecked(project)
     if unseen is not None:
-        return (f"uv.lock was not checked against pyproject.toml: {unseen}, which nemo-rl does not check (it would "
+        return (f"{NOT_CHECKED}{unseen}, which nemo-rl does not check (it would "
                 "run the checkout's code or read files around it); read what it names, then `uv lock --check` if "
                 "that code is trusted")
     try:
         root = settings.private_dir("lock-check")
     except NemoRLError as exc:  # a status or a report goes on without its lock check
-        return f"uv.lock was not checked against pyproject.toml: {exc.what} ({exc.remedy})"
+        return f"{NOT_CHECKED}{exc.what} ({exc.remedy})"
     except OSError as exc:
-        return f"uv.lock was not checked against pyproject.toml: cannot make a directory for it: {exc}"
+        return f"{NOT_CHECKED}cannot make a directory for it: {exc}"
     above = _workspace_above(root)
     if above is not None:
-        return (f"uv.lock was not checked against pyproject.toml: {above}, and uv would take the copies it checks "
+        return (f"{NOT_CHECKED}{above}, and uv would take the copies it checks "
                 "for one of its members; set NEMO_RL_CACHE_DIR to a directory outside any project")
     why = _checked_copy(project, root)
     if why is None:
         return None
     if why.startswith(uv.BUILD_REFUSED):
-        return (f"uv.lock was not checked against pyproject.toml: {why} (a build runs the source's own code); "
+        return (f"{NOT_CHECKED}{why} (a build runs the source's own code); "
                 "read what pyproject.toml's sources name, then `uv lock --check` if that code is trusted")
     if why.startswith(uv.OTHER_PYTHON):
-        return (f"uv.lock was not checked against pyproject.toml: {why}; run nemo-rl with a Python that "
+        return (f"{NOT_CHECKED}{why}; run nemo-rl with a Python that "
                 "requires-python allows (installed apart from this checkout, e.g. `uvx --python 3.12 --from "
                 "<nemo-rl> nemo-rl ...`)")
     if why == uv.STALE:
         return "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
     if why.startswith((uv.UNFINISHED, NOT_MADE)):
-        return f"uv.lock was not checked against pyproject.toml: {why.removeprefix(NOT_MADE)}"
+        return f"{NOT_CHECKED}{why.removeprefix(NOT_MADE)}"
     return (f"uv could not check uv.lock against pyproject.toml offline: {why}; `uv lock --check` in a checkout "
             "whose code you trust says whether it is current")
 
@@ -133,16 +134,16 @@ def _workspace_above(directory: Path) -> str | None:
     """The first directory above `directory` whose pyproject.toml declares a uv workspace (or cannot be read as
     one), as uv looks for a workspace root above the project it locks: nemo-rl's cache inside a checkout (a CI
     that keeps its caches in the workspace)."""
-    import tomllib
-
     for parent in Path(os.path.abspath(directory)).parents:
         path = parent / "pyproject.toml"
         if not os.path.lexists(path):
             continue
+        data = _toml_file(Path(os.path.realpath(path)))
         try:
-            data = tomllib.loads(values.read_plain_file(Path(os.path.realpath(path)), COPY_MAX).decode())
-            declared = "workspace" in data.get("tool", {}).get("uv", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+            declared = data is not None and "workspace" in data.get("tool", {}).get("uv", {})
+        except AttributeError:  # a `tool` or `tool.uv` that is not a table
+            data = None
+        if data is None:
             return f"{path} cannot be read, and may declare a uv workspace"
         if declared:
             return f"{path} declares a uv workspace"
@@ -160,10 +161,11 @@ def unchecked(project: Path) -> str | None:
     uv_table, _ = lockfile.tool_tables(project)
     if "workspace" in uv_table:
         return f"{path.name} declares a uv workspace ([tool.uv.workspace]), whose members' metadata is theirs"
-    for where, data in [(path.name, lockfile.load_toml(path)), ("uv.toml", _uv_toml(project))]:
+    uv_toml = _toml_file(project / "uv.toml") or {}  # one that does not parse: the check itself says so
+    for where, data in [(path.name, lockfile.load_toml(path)), ("uv.toml", uv_toml)]:
         if any("${PROJECT_ROOT}" in text for text in _strings(data)):
             return f"{where} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
-    for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", _uv_toml(project))]:
+    for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", uv_toml)]:
         relative = _relative_location(settings_table)
         if relative is not None:
             return f"{where} names {relative!r:.100} relative to the checkout"
@@ -181,16 +183,14 @@ def _strings(value: object) -> list[str]:
     return []
 
 
-def _uv_toml(project: Path) -> dict:
+def _toml_file(path: Path) -> dict | None:
+    """A TOML file read as a plain file and parsed; None when it is absent or cannot be read as one."""
     import tomllib
 
     try:
-        data = tomllib.loads(values.read_plain_file(project / "uv.toml", COPY_MAX).decode())
-    except FileNotFoundError:
-        return {}
+        return tomllib.loads(values.read_plain_file(path, COPY_MAX).decode())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return {}  # read again for the check itself, which says what is wrong with it
-    return data
+        return None
 
 
 def _relative_location(table: dict) -> str | None:
