@@ -8,6 +8,8 @@ inside a git hook) would point these commands at the wrong repository, so they a
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -78,6 +80,15 @@ def init_cache(path: Path) -> Path:
     return path
 
 
+def remove_stale_locks(repo: Path) -> None:
+    """git's own lock files in `repo` (config.lock, packed-refs.lock, refs/**.lock) left by a git that was killed:
+    for a caller that knows no other git runs there, each is stale, and one left would fail every later command."""
+    if repo.is_dir():
+        for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+
+
 def set_remote(repo: Path, name: str, url: str) -> None:
     """Point remote `name` at `url` as a blob-less promisor. The URL is stored as given: insteadOf applies."""
     git(["config", f"remote.{name}.url", url], repo=repo)
@@ -101,6 +112,44 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
         raise
     if FILTER_IGNORED in result.stderr:
         progress(f"warning: {url} ignored the blob filter and sent whole history; {MIRROR_SETTINGS}")
+
+
+# noop negotiation: the cache's refs say nothing about which blobs it lacks
+_FETCH_OBJECTS = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                  "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options"]
+# a server's words for an object it lacks: once per server in git's own message (a local server's stderr is git's
+# too, and adds its own line), and with the object's id, by which a refusal is known
+UNSERVED = "remote error: upload-pack: not our ref"
+_UNSERVED_ID = re.compile(r"not our ref ([0-9a-f]{40})")
+
+
+def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
+    """The objects of these commits' trees that the blob-less cache `repo` lacks, listed without fetching any
+    (reading one would fetch it: git 2.39 has no GIT_NO_LAZY_FETCH)."""
+    if not revs:
+        return set()
+    out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"], repo=repo,
+              input_text="\n".join(revs) + "\n").stdout
+    return {line[1:].strip() for line in out.splitlines() if line.startswith("?")}
+
+
+def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: bool = False) -> set[str]:
+    """Fetch `objects` by id from `remote` into the blob-less cache `repo`, in one request (git's own lazy fetch
+    asks once per object). With `refusals`, what the server refuses to serve (a mirror without some large file)
+    is returned: each refusal names one object, so the request is made again without it. Any other failure, and
+    without `refusals` any failure, is git's error."""
+    refused: set[str] = set()
+    while wanted := objects - refused:
+        result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
+                     check=False)
+        named = set(_UNSERVED_ID.findall(result.stderr)) & wanted
+        if result.returncode == 0:
+            break
+        if not (refusals and named):
+            git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n")  # git's words
+            break
+        refused |= named
+    return refused
 
 
 def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:

@@ -175,7 +175,7 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     assert "making the checkout's environment" in result.stderr and (project / ".venv" / "bin" / "python").exists()
     venvs = tmp_path / "node" / "venvs"
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
-    assert installed.installed(path, "megatron-core")[2] == head == lockfile.fork(project, "megatron-core").rev
+    assert installed.installed(path, "megatron-core").commit == head == lockfile.fork(project, "megatron-core").rev
     assert (path / verified.RECORD).exists()
     recorded = environments.WorkerEnv.read(path)
     assert recorded is not None and recorded.checkout == identity.checkout_id(project) is not None  # whose it is
@@ -519,7 +519,7 @@ def test_a_checkout_environment_a_killed_build_left_with_ray_in_is_made_again_of
     bundles.driver_unfinished(project).touch()  # what build_driver leaves when it is killed midway
     result = node_build(project, env, command)
     assert result.returncode == 0, result.stderr
-    assert "making the checkout's environment" in result.stderr and installed.installed(venv, "msgpack")[0]
+    assert "making the checkout's environment" in result.stderr and installed.installed(venv, "msgpack")
     assert not bundles.driver_unfinished(project).exists()
 
 
@@ -536,4 +536,4 @@ def test_a_broken_checkout_environment_is_made_again_offline(builder, tmp_path, 
         os.symlink("/nonexistent/python3.12", venv / "bin" / "python")
     result = node_build(project, env, command)
     assert result.returncode == 0, result.stderr
-    assert installed.installed(venv, "ray")[0] and "making the checkout's environment" in result.stderr
+    assert installed.installed(venv, "ray") and "making the checkout's environment" in result.stderr

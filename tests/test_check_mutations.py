@@ -325,6 +325,17 @@ def test_a_mutation_that_does_not_compile_is_not_applied(monkeypatch):
     assert (outcome, detail.split(":")[0]) == ("not applied", "the mutated file does not compile"), detail
 
 
+def test_every_row_applies_once_to_the_code_as_it_is_and_compiles():
+    """A row whose text the code no longer holds is "not applied" only when a run reaches it, hours in: every row's
+    original text occurs exactly once in its file, and the mutated file still compiles."""
+    for name, file, original, mutated, *_ in cm.MUTATIONS:
+        text = (cm.ROOT / file).read_text()
+        assert text.count(original) == 1, f"{name}: {file} holds its text {text.count(original)} time(s)"
+        if file.endswith(".py"):
+            compile(text.replace(original, mutated), file, "exec")
+    assert len({row[0] for row in cm.MUTATIONS}) == len(cm.MUTATIONS), "two rows share a name"
+
+
 def test_rows_no_hint_names_run_first(tmp_path):
     """A run cut short (2 cores take hours over the whole list) has judged the rows least known: new, changed and
     never-caught ones before the rows a hint says were caught, each group in list order."""

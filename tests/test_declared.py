@@ -5,8 +5,7 @@ import pytest
 import tomlkit
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import bump_steps, declared
-from nemo_rl.forks.record_files import Record
+from nemo_rl.forks import declared
 
 FORK = declared.Declares("0.16.0rc0", None, ("einops", "pytest", "wandb", "tensorstore!=0.1.46", "torch", "six>=1.16"))
 DELTAS = declared.deltas_from_table({
@@ -71,10 +70,6 @@ def test_declares_table_round_trips_and_is_checked():
         declared.declares_from_table({"version": "1", "requires-dist": "torch"}, "index.toml")
 
 
-def record(number, sha, patch_id):
-    return Record(number, sha * 40, "a <a@b>", "2026-01-01", f"subject {sha}", patch_id * 40, "")
-
-
 def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
     """`evil @ <url>` in the fork's METADATA would be built (its setup.py run) by uv lock: refused before any
     lock; a dropped one is never locked, and kept by its name alone (no URL in index.toml)."""
@@ -87,22 +82,6 @@ def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
                                    frozenset({"evil"}))
     assert found.requires_dist == ("torch>=2", "evil")
     assert declared.declares_from_table(found.as_table(), "index.toml") == found
-
-
-def test_bump_report_counts_commits_not_patch_ids():
-    old = [{"commit": "a" * 40, "patch-id": "1" * 40, "subject": "subject a"}]
-    # b and c are one change twice (one patch-id); a' is a rebased a (a's patch-id under a new SHA)
-    new = [record(1, "d", "1"), record(2, "b", "2"), record(3, "c", "2")]
-    added, removed, shared = bump_steps.commit_changes(old, new)
-    assert [r.commit[0] for r in added] == ["b", "c"] and removed == []
-    assert shared == {"2" * 40: ["b" * 40, "c" * 40]}
-    e = {"commit": "e" * 40, "patch-id": "2" * 40, "subject": "e"}
-    added, removed, _ = bump_steps.commit_changes([*old, e], new)
-    assert [r.commit[0] for r in added] == ["c"] and removed == []
-    added, removed, _ = bump_steps.commit_changes(old, [record(1, "a", "1"), record(2, "b", "2")])
-    assert [r.commit[0] for r in added] == ["b"] and removed == []  # a was there already
-    added, removed, _ = bump_steps.commit_changes(old, [record(1, "b", "2")])
-    assert [r.commit[0] for r in added] == ["b"] and [e["commit"][0] for e in removed] == ["a"]
 
 
 COMMIT = "c" * 40

@@ -157,7 +157,7 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
                              fork.rev)
     index, noted = records.build(directory, records.read_index(directory), fork, fork.rev, base, recs, wrong)
     records.write(directory, index, noted)
-    metadata_check.write_derived(world.project, "megatron-core", wrong)
+    metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
     capsys.readouterr()
     # records and entry agree; the lock does not (it was not made from the entry), and offline says so
     assert cli(world, "patches", "--check", "--offline") == 1

@@ -93,7 +93,7 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     assert not list((tmp_path / "venvs").glob("*/lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
     assert status_row(world, env, capsys)["state"] == "ok"
-    assert installed.installed(env, "megatron-core")[2] == work == lockfile.fork(world.project, "megatron-core").rev
+    assert installed.installed(env, "megatron-core").commit == work == lockfile.fork(world.project, "megatron-core").rev
     assert tokens_in(world, env) == "['edited']"  # now from the pin, not the checkout
 
 
@@ -106,7 +106,7 @@ def test_stop_returns_to_the_locked_code(world, env, capsys):
     assert "uncommitted changes" in capsys.readouterr().err
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert tokens_in(world, env) == "[1, 2, 0]"
-    assert installed.installed(env, "megatron-core")[2] == world.forks["megatron-core"].head
+    assert installed.installed(env, "megatron-core").commit == world.forks["megatron-core"].head
     assert status_row(world, env, capsys)["state"] == "ok"
     assert deps(world, "develop", "--stop", "megatron-core") == 1  # nothing developing
     assert "is not being developed" in capsys.readouterr().err

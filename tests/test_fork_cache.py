@@ -21,15 +21,14 @@ def test_one_cache_repository_per_fork_url_and_upstream_url(tmp_path, monkeypatc
     assert fork_cache._path(replace(FORK, upstream_url="https://upstream.nemo-rl.invalid/o.git")) != path
 
 
-def test_using_the_cache_removes_stale_git_locks_and_keeps_its_own_lock_file(tmp_path):
+def test_the_caches_lock_removes_stale_git_locks_and_keeps_its_own_lock_file(tmp_path):
     repo = tmp_path / "git" / "megatron-core-0123"
     (repo / "refs" / "heads").mkdir(parents=True)
     stale = [repo / "config.lock", repo / "packed-refs.lock", repo / "refs" / "heads" / "main.lock"]
     for path in stale:
         path.write_text("")
     (repo / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
-    with fork_cache.using(repo) as held:
-        assert held == repo
+    with fork_cache._locked(repo):
         assert not any(path.exists() for path in stale)
         assert (repo / "refs" / "heads" / "main").exists()
     assert (tmp_path / "git" / "megatron-core-0123.lock").exists()  # never removed: see _locked

@@ -9,12 +9,12 @@ from nemo_rl.forks.git_history import ZERO
 from nemo_rl.process import run
 
 
-def own_answer(repo, sha: str) -> tuple[str, str]:
+def own_answer(repo, sha: str) -> git_diffs.Diff:
     """`git patch-id --stable` of `git show` alone, and the --stat block `git show --stat=100` prints."""
     diff = run(["git", "-C", str(repo), "show", "--first-parent", "-M", sha]).stdout
     found = run(["git", "-C", str(repo), "patch-id", "--stable"], input_text=diff).stdout.split()
     stat = run(["git", "-C", str(repo), "show", "--first-parent", "-M", "--stat=100", "--format=", sha]).stdout
-    return (found[0] if found else ZERO), stat.strip("\n")
+    return git_diffs.Diff(found[0] if found else ZERO, stat.strip("\n"))
 
 
 def test_patch_ids_and_diffstats_are_gits_per_commit(history):
@@ -27,8 +27,8 @@ def test_patch_ids_and_diffstats_are_gits_per_commit(history):
     assert list(found) == every
     for sha in every:
         assert found[sha] == own_answer(repo, sha), sha
-    assert found[empty] == (ZERO, "")
-    assert git_diffs.patch_ids(repo, every) == {sha: pid for sha, (pid, _) in found.items()}
+    assert found[empty] == git_diffs.Diff(ZERO, "")
+    assert git_diffs.patch_ids(repo, every) == {sha: diff.patch_id for sha, diff in found.items()}
 
 
 def test_the_same_change_on_two_branches_has_one_patch_id(history):

@@ -7,6 +7,7 @@ import os
 
 from gitfixtures import git
 
+from nemo_rl import git as nemo_git_module
 from nemo_rl.forks import git_history
 from nemo_rl.forks.git_history import ZERO, Change
 from nemo_rl.forks.trial_rebase import TrialIndex
@@ -40,13 +41,14 @@ def test_paths_by_commit_and_commit_facts(history):
         second: frozenset({"pkg/a.py"}), third: frozenset({"b.txt"})}
     facts = git_history.commits(repo, [third, first])
     assert list(facts) == [third, first]
-    assert facts[first] == ("Fixture Author <author@fixture.invalid>", "2025-05-01T12:00:00+00:00", "add files")
+    assert facts[first] == git_history.CommitFacts("Fixture Author <author@fixture.invalid>",
+                                                   "2025-05-01T12:00:00+00:00", "add files")
 
 
 def test_a_complete_repository_misses_no_blob(history):
     repo, shas, _ = history
-    assert git_history.missing_blobs(repo, shas) == set()
-    git_history.fetch_blobs(repo, "origin", {ZERO})  # nothing to ask for: no request, no remote needed
+    assert nemo_git_module.missing_objects(repo, shas) == set()
+    assert nemo_git_module.fetch_objects(repo, "origin", set()) == set()  # nothing asked: no request, no remote
 
 
 def test_the_trial_index_applies_in_order_and_names_conflicts(history, tmp_path, monkeypatch):

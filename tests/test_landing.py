@@ -118,6 +118,6 @@ def test_a_journal_that_is_a_dangling_link_is_a_journal_that_cannot_be_read(stag
 
     os.symlink("/nonexistent/LANDING.json", staging / journal.JOURNAL)
     project = journal.project_of(staging)
-    assert journal.leftovers(project, locked=True) == [(staging, True)]
+    assert journal.leftovers(project, locked=True) == [journal.Leftover(staging, True)]
     (cut,) = journal.cut_short(project, locked=True)
     assert cut.unreadable is not None and "cannot read the landing journal" in cut.unreadable

@@ -143,7 +143,7 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)  # the fork builds 0.1.0, needs nemo-toolkit
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
                                             wrong))
-    metadata_check.write_derived(world.project, "megatron-core", wrong)
+    metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert offline(world, capsys)[0] == 0  # nothing offline can prove: the fork is not at hand
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)

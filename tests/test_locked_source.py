@@ -14,7 +14,7 @@ def fork(subdirectory: str | None = None) -> Fork:
 
 
 def locked(url: str) -> LockedPackage:
-    return LockedPackage("nemo-toolkit", "2.4.0", {"git": url})
+    return LockedPackage.of("nemo-toolkit", "2.4.0", {"git": url})
 
 
 def test_the_source_uv_wrote_from_pyproject_agrees():
@@ -30,4 +30,5 @@ def test_another_host_or_query_is_named():
     assert locked(f"{URL}?rev={SHA}&subdirectory=x#{SHA}").other_source(fork()) == f"{URL}?rev={SHA}&subdirectory=x"
     assert locked(f"{URL}?rev={SHA}#{SHA}").other_source(fork("pkg")) == f"{URL}?rev={SHA}"  # pyproject's is gone
     assert locked(f"{URL}?rev={SHA}&subdirectory=y#{SHA}").other_source(fork("pkg")) is not None
-    assert LockedPackage("nemo-toolkit", "1", {"registry": "https://pypi.org/simple"}).other_source(fork())
+    registry = LockedPackage.of("nemo-toolkit", "1", {"registry": "https://pypi.org/simple"}).other_source(fork())
+    assert registry == "{'registry': 'https://pypi.org/simple'} (not a git source)"

@@ -33,7 +33,7 @@ def test_every_git_source_is_a_full_sha_and_locked_at_it():
     for name, source in git_sources.items():
         assert re.fullmatch(r"[0-9a-f]{40}", source["rev"]), name
         assert locked[name].commit == source["rev"], name
-        assert locked[name].source["git"].startswith(source["git"] + "?rev=" + source["rev"])
+        assert str(locked[name].git).startswith(source["git"] + "?rev=" + source["rev"])
 
 
 def test_fork_table_matches_sources():

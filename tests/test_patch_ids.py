@@ -33,4 +33,4 @@ def test_diffstats_add_their_patch_ids_to_the_cache(history):
     repo, shas, _ = history
     found = patch_ids.with_diffstats(repo, shas)
     assert found == git_diffs.patch_ids_and_diffstats(repo, shas)
-    assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: pid for sha, (pid, _) in found.items()}
+    assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: diff.patch_id for sha, diff in found.items()}

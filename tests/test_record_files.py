@@ -65,6 +65,20 @@ def test_no_index_is_none_and_a_malformed_one_is_refused(tmp_path):
         record_files.read_index(tmp_path)
 
 
+def test_a_commit_entry_edited_out_of_shape_is_refused_where_it_is_read(tmp_path):
+    """[[commit]] tables are typed when read (Listed): a record name that is no string, a number that is no
+    integer, a key left out or one nemo-rl does not write names the entry and the key."""
+    text = record_files.render_index(make_index([RECORD]))
+    for edit, said in ((f'record = "{RECORD.filename}"', "record = 7"), ("number = 3", 'number = "3"'),
+                       ("number = 3", "number = true"), (f'patch-id = "{RECORD.patch_id}"', ""),
+                       ("number = 3", "number = 3\nextra = 1")):
+        (tmp_path / INDEX).write_text(text.replace(edit, said, 1))
+        with pytest.raises(NemoRLError, match=r"index.toml: \[\[commit\]\] #1") as refused:
+            record_files.read_index(tmp_path)
+        assert ("extra" if "extra" in said else edit.split(" = ")[0]) in refused.value.what, said
+        assert "regenerate it with `nemo-rl deps patches`" in refused.value.remedy
+
+
 def test_the_digest_covers_every_fact_and_no_note():
     index = make_index([RECORD])
     for key in record_files.INDEX_FACTS:

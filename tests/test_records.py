@@ -27,8 +27,9 @@ def test_a_generated_entry_agrees_with_its_record(tmp_path):
 
 def test_each_fact_of_the_entry_is_compared(tmp_path):
     directory, entry = entry_and_dir(tmp_path)
-    for key in ("commit", "patch-id", "subject"):
-        assert key in fields(records._entry_differences(directory, RECORD.number, {**entry, key: "edited"})), key
+    for key, attribute in (("commit", "commit"), ("patch-id", "patch_id"), ("subject", "subject")):
+        edited = replace(entry, **{attribute: "edited"})
+        assert key in fields(records._entry_differences(directory, RECORD.number, edited)), key
     assert fields(records._entry_differences(directory, RECORD.number + 1, entry)) == ["number", "record"]
 
 
@@ -44,8 +45,8 @@ def test_a_hand_edited_fact_in_the_record_breaks_its_digest(tmp_path):
 def test_a_record_name_outside_the_directory_is_never_read(tmp_path):
     directory, entry = entry_and_dir(tmp_path)
     (tmp_path / "outside.patch").write_text(RECORD.render())
-    for name in ("../outside.patch", "", ".", "..", 7):
-        diffs = records._entry_differences(directory, RECORD.number, {**entry, "record": name})
+    for name in ("../outside.patch", "", ".", ".."):
+        diffs = records._entry_differences(directory, RECORD.number, replace(entry, record=name))
         assert diffs[-1].expected == "a file name inside patches/megatron-core/", name
 
 

@@ -62,7 +62,7 @@ def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path)
     cannot be read, may touch any fork."""
     from nemo_rl.project.journal import CutShort
 
-    bump = CutShort(tmp_path, ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
+    bump = CutShort(tmp_path, ("pyproject.toml", "uv.lock", "patches/megatron-core"), (), None)
     assert status.touches(bump, "megatron-core") and not status.touches(bump, "nemo-toolkit")
     assert status.touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
     assert status.touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
@@ -71,7 +71,7 @@ def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path)
 def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happen(tmp_path):
     from nemo_rl.project.journal import CutShort
 
-    nothing = CutShort(tmp_path / "s", ["pyproject.toml", "uv.lock", "patches/megatron-core"], [], None)
+    nothing = CutShort(tmp_path / "s", ("pyproject.toml", "uv.lock", "patches/megatron-core"), (), None)
     said = status.cut_remedy(nothing).format(dist="megatron-core", checkout=None)
     assert "cut short before any of them moved: the project is as before that command" in said
     assert f"`rm -rf {tmp_path / 's'}` drops them" in said and "mixes" not in said
@@ -93,7 +93,7 @@ def test_a_landing_cut_short_after_every_move_says_the_project_is_whole(tmp_path
     """Killed while removing its staging copy: every file moved, so nothing mixes; recover removes the copy."""
     from nemo_rl.project.journal import CutShort
 
-    moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    moves = ("pyproject.toml", "uv.lock", "patches/megatron-core")
     said = status.cut_remedy(CutShort(tmp_path / "s", moves, moves, None)).format(dist="megatron-core", checkout=None)
     assert "cut short after every file moved" in said and "the project is whole" in said, said
     assert "mixes" not in said and " and  not" not in said and "nemo-rl deps recover" in said

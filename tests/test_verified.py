@@ -243,7 +243,7 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     site = env / "lib" / "python3.12" / "site-packages"
     (site / "ray").mkdir(parents=True)
     (site / "ray" / "__init__.py").write_text("ok = 1\n")
-    ray = installed.installed(Path(sys.prefix), "ray")[1]
+    ray = installed.version(Path(sys.prefix), "ray")
     (site / f"ray-{ray}.dist-info").mkdir()
     (site / f"ray-{ray}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: ray\nVersion: {ray}\n")
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")

@@ -44,14 +44,13 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
         files = ["pyproject.toml", "uv.lock"]
-        landing.require_writable([project, project / "patches", project / relative, *(project / f for f in files)])
-        uv_inputs.require_stageable(project, "deps patches")
+        uv_inputs.require_stageable(project, lockfile.tool_tables(project)[0], "deps patches")
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
-            before, written, unneeded = metadata_check.write_derived(staging.path, fork.distribution, declares) \
+            before, written, unneeded = metadata_check.rewrite_pyproject(staging.path, fork.distribution, declares) \
                 if derives else (None, None, [])
             # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
             relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)
@@ -68,7 +67,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             print("\n".join(metadata_check.entry_changes(before, written)))
         elif relocked:
             said = ("its [[tool.uv.dependency-metadata]] entry locks" if derives else
-                    f"the fork declares at {fork.rev[:12]} ({relative}/index.toml [declares])")
+                    f"the fork declares at {fork.rev[:12]} ({records.index_name(fork.distribution)} [declares])")
             print(f"  uv.lock's {fork.distribution} was not the one {said} (an edit by hand): relocked")
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "

@@ -19,8 +19,9 @@ def _recover(project: Path) -> int:
     if not found:
         print("nothing to recover: no staging copy left by a killed bump or `deps patches` in this project")
         return 0
-    for path, has_journal in found:
-        if has_journal:  # killed while landing: every staged file is complete, so landing the rest is correct
+    for left in found:
+        path = left.staging
+        if left.has_journal:  # killed while landing: every staged file is complete, so landing the rest is correct
             moves = journal.read_journal(path)
             moved = journal.finish(project, path)  # refuses a path changed since it was staged
             before = [name for name in moves if name not in moved]

@@ -65,7 +65,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
                 develop_entry: develop_state.Developed | None) -> ForkStatus:
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
-    present, version, installed_commit = installed.installed(env, fork.distribution)
+    found = installed.installed(env, fork.distribution)
+    version, installed_commit = (found.version, found.commit) if found else (None, None)
     index = record_files.read_index(records.records_dir(project, fork.distribution))
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False,
                                                       metadata=False)]
@@ -82,9 +83,9 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
                         checkout_gone=gone, checkout_unreadable=problem is not None,
-                        develop_recorded=bool(develop_entry), installed=present)
+                        develop_recorded=bool(develop_entry), installed=found is not None)
     environment: tuple[str, ...] = ()
-    if state is None or (state in LOCK_STATES and present):  # the environment is compared last (it reads files)
+    if state is None or (state in LOCK_STATES and found):  # the environment is compared last (it reads files)
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
         if state is None:
             state = "env stale" if mismatch else "installed differs" if differs else "ok"
@@ -203,9 +204,9 @@ def run(project: Path, args: argparse.Namespace) -> int:
     else:
         print(f"uv.lock: {values.printable(lock_problem)}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
-    for path, has_journal in journal.leftovers(project):
-        if not has_journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
-            print(f"note: {path} is left from a bump or `deps patches` killed before it changed anything; "
+    for left in journal.leftovers(project):
+        if not left.has_journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
+            print(f"note: {left.staging} is left from a bump or `deps patches` killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
     if args.check and fails_check(rows, lock_problem, orphans):
         return 1

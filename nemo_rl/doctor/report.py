@@ -9,6 +9,7 @@ import platform
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -16,6 +17,9 @@ from nemo_rl import extras, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
+
+if TYPE_CHECKING:  # imported where they run: the pre-flight and the smoke test load what they check
+    from nemo_rl.doctor import preflight, smoke
 
 SCHEMA_VERSION = 2
 MEGATRON_TRAINING_NOTE = (
@@ -69,8 +73,8 @@ class Report:
     project: str | None
     requested_extra: str | None
     components: list[ComponentReport]
-    preflight: list = field(default_factory=list)  # preflight.Item, only when the extra is requested, absent
-    smoke: list = field(default_factory=list)  # smoke.Result, only with --smoke
+    preflight: list[preflight.Item] = field(default_factory=list)  # only when the extra is requested, absent
+    smoke: list[smoke.Result] = field(default_factory=list)  # only with --smoke
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     healthy: bool = True  # computed once, in collect(), from every problem found

@@ -98,7 +98,7 @@ def _without_driver(project: Path) -> bool:
     if here != bundles.driver_path(project).resolve():
         return False
     unfinished = bundles.driver_unfinished(project).exists()  # a build killed midway: Ray may be in, not the rest
-    if installed.installed(here, "ray")[0] and not unfinished:
+    if installed.installed(here, "ray") and not unfinished:
         return False
     if os.environ.get(REEXEC) == str(here):
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",

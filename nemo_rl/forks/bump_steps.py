@@ -1,54 +1,20 @@
-"""The steps of `deps bump` that keep the derived [[tool.uv.dependency-metadata]] entry and the report true: what
-the bump reads from the project once, what the fork declares at the new commit, the staged pyproject.toml written
-once before uv locks it, and the downstream commits counted by commit."""
+"""The steps of `deps bump` (deps/bump.py calls each in turn): what the bump reads from the project once, what the
+fork declares at the new commit, the staged pyproject.toml written once before uv locks it, how uv's lock is
+kept or redone, the requirement drift, and the staged result validated before it lands."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_metadata, metadata_check
-from nemo_rl.forks.record_files import Index, read_index
+from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, offline_lock, records
+from nemo_rl.forks.record_files import Index, index_name, read_index
+from nemo_rl.process import Running
 from nemo_rl.progress import progress
-from nemo_rl.project import lockfile
+from nemo_rl.project import lockfile, uv_inputs
 from nemo_rl.project.state_dir import write_atomic
-
-
-def commit_changes(old_entries: list[dict], recs) -> tuple[list, list[dict], dict[str, list[str]]]:
-    """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
-    commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
-    old_shas = {e.get("commit") for e in old_entries}
-    old_ids: dict[str | None, int] = {}  # an entry without a patch-id counts under None
-    for e in old_entries:
-        if e.get("commit") not in {r.commit for r in recs}:
-            old_ids[e.get("patch-id")] = old_ids.get(e.get("patch-id"), 0) + 1
-    added = []
-    for r in recs:
-        if r.commit in old_shas:
-            continue
-        if old_ids.get(r.patch_id, 0) > 0:  # the same change under a new SHA: rebased, not added
-            old_ids[r.patch_id] -= 1
-            continue
-        added.append(r)
-    new_shas = {r.commit for r in recs}
-    new_ids: dict[str | None, int] = {}
-    for r in recs:
-        if r.commit not in old_shas:
-            new_ids[r.patch_id] = new_ids.get(r.patch_id, 0) + 1
-    removed = []
-    for e in old_entries:
-        if e.get("commit") in new_shas:
-            continue
-        if new_ids.get(e.get("patch-id"), 0) > 0:
-            new_ids[e.get("patch-id")] -= 1
-            continue
-        removed.append(e)
-    by_id: dict[str, list[str]] = {}
-    for r in recs:
-        by_id.setdefault(r.patch_id, []).append(r.commit)
-    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != "0" * 40}
-    return added, removed, shared
 
 
 @dataclass(frozen=True)
@@ -61,6 +27,7 @@ class Before:
     entry: declared.Entry | None  # the fork's [[tool.uv.dependency-metadata]] entry
     deltas: declared.Deltas  # the fork table's drop and add lists
     index: Index | None  # patches/<dist>/index.toml
+    patch_dir: Path  # patches/<dist>, proven no link (records.records_dir)
 
     @property
     def derives(self) -> bool:
@@ -69,6 +36,12 @@ class Before:
     @property
     def dropped(self) -> frozenset[str]:
         return frozenset(d.name for d in self.deltas.drop)
+
+    def at(self, rev: str, branch: str | None) -> bool:
+        """Whether the fork is pinned and locked at `rev`, on `branch` (None: the recorded one) already."""
+        locked = self.locked.get(self.fork.distribution)
+        return (rev == self.fork.rev and locked is not None and locked.commit == rev
+                and (branch or self.fork.branch) == self.fork.branch)
 
     def recorded_at_pin(self) -> declared.Declares | None:
         """What the fork declares at the pin, as index.toml's [declares] records it, when the index is the record of
@@ -85,11 +58,19 @@ class Before:
             return None  # a [declares] nemo-rl does not read: the old commit's metadata says it instead
 
 
-def read_before(project: Path, distribution: str, patch_dir: Path) -> Before:
+def read_before(project: Path, distribution: str, command: str) -> Before:
+    """The project as the bump finds it, read once; refused before any work: a fork the project does not pin, a
+    linked records directory, or a project a lock in a staging copy would see otherwise (uv_inputs)."""
+    patch_dir = records.records_dir(project, distribution)
+    fork = lockfile.fork(project, distribution)  # [tool.uv.sources] and the fork's table: checked tables
+    uv_table, nemo_rl_table = lockfile.tool_tables(project)
+    locked = lockfile.locked_packages(project)
+    uv_inputs.require_stageable(project, uv_table, command)
     lock_path = project / "uv.lock"
-    return Before(lockfile.fork(project, distribution), lockfile.locked_packages(project),
-                  lock_path.read_text() if lock_path.exists() else None, metadata_check.entry(project, distribution),
-                  metadata_check.deltas(project, distribution), read_index(patch_dir))
+    return Before(fork, locked, lock_path.read_text() if lock_path.exists() else None,
+                  declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
+                  declared.deltas_from_table(nemo_rl_table["forks"][distribution], distribution),
+                  read_index(patch_dir), patch_dir)
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
@@ -102,7 +83,7 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
     except NemoRLError as exc:
         dist = before.fork.distribution
         made = ("its [[tool.uv.dependency-metadata]] entry cannot be derived" if before.derives else
-                f"what it declares cannot be recorded in patches/{dist}/index.toml [declares]")
+                f"what it declares cannot be recorded in {index_name(dist)} [declares]")
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so {made}: "
                           f"{exc.what.splitlines()[0]}",
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
@@ -145,7 +126,83 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
     return lines, (before.entry, derived)
 
 
-def lock_refused(fork: lockfile.Fork, change: EntryChange, exc: NemoRLError) -> NemoRLError:
-    """uv could not lock the entry derived from the fork's metadata: the exact line that drops what it added."""
-    return NemoRLError(f"uv cannot lock {fork.distribution} with the metadata the fork declares at the new commit: "
-                       f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change))
+def lock_result(running: Running, staged: Path, before: Before, new_rev: str, change: EntryChange | None,
+                offline: bool) -> str:
+    """Collect `uv lock --upgrade-package DIST`, started in the staging copy once the staged pyproject.toml was
+    final; how it locked: "offline", "online", or "online: <why not offline>".
+
+    An offline run (uv's cache, no index requests: a fraction of a second instead of seconds) is kept exactly
+    when it moves the fork and nothing else (offline_lock: every other package the committed one); anything else
+    (a package missing from the cache, one added or moved) is thrown away, with its reason, and uv runs online
+    from the committed lock. A refusal of uv's names what the derived entry added (`change`)."""
+    dist = before.fork.distribution
+    mode = "online"
+    if offline:
+        assert before.lock_text is not None
+        try:
+            running.wait()
+            why = offline_lock.rejected(before.lock_text, (staged / "uv.lock").read_text(), dist, before.fork.rev,
+                                        new_rev)
+        except NemoRLError as exc:
+            why = f"uv failed offline: {_last_line(exc.what)[:200]}"
+        if why is None:
+            return "offline"
+        mode = f"online: the offline lock was thrown away: {why}"
+        write_atomic(staged / "uv.lock", before.lock_text)  # online starts from the committed lock
+        running = uv.lock_started(staged, upgrade_package=dist)
+    try:
+        with running:
+            running.wait()
+    except NemoRLError as exc:
+        if change is None:
+            raise
+        # uv could not lock the entry derived from the fork's metadata: the exact line that drops what it added
+        raise NemoRLError(f"uv cannot lock {dist} with the metadata the fork declares at the new commit: "
+                          f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change)) from exc
+    return mode
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "(nothing)"]
+    return lines[-1] if lines else "no message"
+
+
+def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:
+    """The bump report's requirement lines: what the fork itself declares, old commit against new. With a derived
+    entry, as [declares] records it (`new`: at the new commit; the old side is index.toml's record of the pin when
+    it is one, or else built from the old commit); without one, the fork's own metadata at both commits, built. A
+    fork whose history was rewritten may have lost the old commit: the bump goes on without it, and the drift says
+    it could not compare."""
+    fork = before.fork
+    old, built = before.recorded_at_pin(), []
+    try:
+        if old is None or new is None:
+            progress("reading the fork's own metadata at the old commit (its build backend)")
+            fork_cache.fetched(fork, fork.rev)  # the fork's history may have been rewritten since
+            built = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
+        if new is None:
+            old_lines, new_lines = (tuple(m.requires.values()) for m in built)
+        else:  # both as [declares] records them
+            old_lines = (old or fork_metadata.declares(built[0], fork.rev, fork.distribution, before.dropped)
+                         ).requires_dist
+            new_lines = new.requires_dist
+    except NemoRLError as problem:
+        return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
+                f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
+                f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
+    # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata: nothing
+    # the fork adds is left uncovered
+    return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
+
+
+def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
+    """The staged state must be exactly what we meant before anything lands; returns its locked packages."""
+    locked = lockfile.locked_packages(staged)
+    problems = []
+    if fork.rev != new_rev:
+        problems.append(f"pyproject.toml pins {fork.rev}, not {new_rev}")
+    problems += [str(d) for d in records.check_offline(staged, fork, locked, require_why=False)]
+    if problems:
+        raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
+                          "report this as a bug in nemo-rl; nothing was changed")
+    return locked

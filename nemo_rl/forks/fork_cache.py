@@ -39,19 +39,10 @@ def _locked(repo: Path) -> Iterator[None]:
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
         locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
-        _remove_stale_git_locks(repo)
+        git.remove_stale_locks(repo)  # with the cache's lock held, no other git runs here
         yield
     finally:
         os.close(fd)
-
-
-def _remove_stale_git_locks(repo: Path) -> None:
-    """git's own lock files (config.lock, packed-refs.lock, refs/**.lock) left by a git that was killed: with the
-    cache's lock held no other git runs here, so each is stale, and one left would fail every later command."""
-    if repo.is_dir():
-        for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
-            if path.is_file() and not path.is_symlink():
-                path.unlink(missing_ok=True)
 
 
 def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
@@ -120,13 +111,6 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "
                 f"it to {fork.branch} first")
     return repo
-
-
-@contextlib.contextmanager
-def using(repo: Path) -> Iterator[Path]:
-    """Hold the cache repository for work that writes into it (worktrees, lazily fetched blobs)."""
-    with _locked(repo):
-        yield repo
 
 
 def resolve_branch(fork: Fork, branch: str) -> str:

@@ -9,7 +9,6 @@ uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump co
 from __future__ import annotations
 
 import json
-import shutil
 import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -21,9 +20,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from nemo_rl import git, values
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
+from nemo_rl.forks import declared, git_history, lock_markers, pep517, scratch
 from nemo_rl.project.state_dir import write_atomic
 
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
@@ -118,8 +117,7 @@ def read(repo: Path, rev: str) -> Metadata:
 
 
 def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
-    """`read` of each of `revs`; those not cached are built in one scratch checkout moved from commit to commit
-    (git rewrites only the files that differ)."""
+    """`read` of each of `revs`; those not cached are built, each in a checkout of its own."""
     return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"), d["extras"])
             for d in _cached(repo, revs, METADATA)]
 
@@ -177,60 +175,22 @@ def _cached(repo: Path, revs: list[str], suffix: str) -> list[dict]:
     return [found[rev] for rev in revs]
 
 
-def _check_out(repo: Path, rev: str, source: Path, moving: bool) -> list[str]:
-    """Make `source` hold exactly `rev`'s tree; the placeholders it holds for blobs no server has. Moving an
-    existing checkout rewrites what differs and removes what the last build wrote; anything else starts over."""
-    if moving:
-        try:
-            git.git(["checkout", "--quiet", "--detach", "--force", rev], repo=source)
-            git.git(["clean", "-ffdxq"], repo=source)
-            return []
-        except NemoRLError:
-            pass
-    # Worktrees are made and pruned under the cache's lock (their names in the repository would race); the
-    # build itself runs unlocked, beside other work in the same cache.
-    with fork_cache.using(repo):
-        shutil.rmtree(source, ignore_errors=True)
-        git.git(["worktree", "prune"], repo=repo, check=False)
-        try:
-            git.git(["worktree", "add", "--quiet", "--detach", "--force", str(source), rev], repo=repo)
-            return []
-        except NemoRLError:
-            # A mirror without large files: a wheel's file list and the metadata depend on the tree's shape
-            # and the build files, not on every byte, so what the mirror cannot serve becomes an empty
-            # placeholder, and the answer says which (a build file among them fails the build, as it should).
-            shutil.rmtree(source, ignore_errors=True)
-            git.git(["worktree", "prune"], repo=repo, check=False)
-            return git_history.checkout_allowing_missing(repo, rev, source, ["fork", "upstream"])
-
-
 def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict[str, dict]]]:
-    """Each of `revs` built: {METADATA: ...} from the metadata hook, or {METADATA: ..., FILES: ...} from a wheel."""
-    if not revs:
-        return
-    try:  # the trees and what a build writes beside them (a wheel: a copy and an archive)
-        size = git_history.fetch_trees(repo, "fork", revs) * (3 if wheel else 2)
-    except NemoRLError:
-        size = None  # a server without some blobs (placeholders follow): their sizes are unknown
+    """Each of `revs` built in a checkout of its own: {METADATA: ...} from the metadata hook, or {METADATA: ...,
+    FILES: ...} from a wheel."""
     resolved: set[tuple[str, ...]] = set()
-    with scratch.directory(size) as tmp:
-        source = tmp / "src"
-        placeholders: list[str] = []
-        try:
-            for number, rev in enumerate(revs):
-                # a checkout with placeholders is never moved: the next commit starts from a clean worktree
-                placeholders = _check_out(repo, rev, source, moving=number > 0 and not placeholders)
-                out = tmp / f"out-{number}"
-                out.mkdir()
-                produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
-                if wheel:
-                    yield rev, _read_wheel(produced, placeholders)
-                else:
-                    yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), placeholders)}
-        finally:
-            shutil.rmtree(source, ignore_errors=True)
-            with fork_cache.using(repo):
-                git.git(["worktree", "prune"], repo=repo, check=False)
+    for rev in revs:
+        tree = git_history.fetched_tree(repo, rev, ["fork", "upstream"])
+        # the tree and what a build writes beside it (a wheel: a copy and an archive)
+        with scratch.directory(tree.size * (3 if wheel else 2)) as tmp:
+            source, out = tmp / "src", tmp / "out"
+            git_history.check_out(repo, tree, source)
+            out.mkdir()
+            produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
+            if wheel:
+                yield rev, _read_wheel(produced, tree.placeholders)
+            else:
+                yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), tree.placeholders)}
 
 
 def _bounded(path: Path) -> str:

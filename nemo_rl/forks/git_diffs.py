@@ -2,7 +2,7 @@
 
 Each diff is computed once, on every core (git diffs on one), written to a file and read back by `git patch-id`
 and for the --stat blocks: a long branch's diffs are tens of MB, never passed through a pipe to Python. The blobs
-the diffs read must be in the cache already (`git_history.prefetch_diffs`): a missing one costs a request.
+the diffs read must be in the cache already (`git_history.fetch_for_diffs`): a missing one costs a request.
 """
 
 from __future__ import annotations
@@ -10,29 +10,36 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.forks.git_history import ZERO
 from nemo_rl.git import git_start
 
 
+@dataclass(frozen=True)
+class Diff:
+    patch_id: str  # `git patch-id --stable` of the first-parent diff (an empty diff: forty zeros)
+    diffstat: str  # its `--stat=100` block ("" when not asked for, or empty)
+
+
 def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
     """sha -> `git patch-id --stable` of its first-parent diff (an empty diff: forty zeros), in two processes."""
-    return {sha: found[0] for sha, found in _diff_pass(repo, shas, stats=False).items()}
+    return {sha: found.patch_id for sha, found in _diff_pass(repo, shas, stats=False).items()}
 
 
-def patch_ids_and_diffstats(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
-    """sha -> (patch-id, diffstat) as `patch_ids` and `diffstats` give them, from one diff of each commit."""
+def patch_ids_and_diffstats(repo: Path, shas: list[str]) -> dict[str, Diff]:
+    """sha -> its patch-id and diffstat, from one diff of each commit."""
     return _diff_pass(repo, shas, stats=True)
 
 
-def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[str, str]]:
+def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
     """The commits split over the machine's cores (diffing is CPU-bound: one git process uses one core), every
     other commit to each part so that large ones spread. Each part's `git log -p` runs at once, then each part's
     `git patch-id`: child processes collected in turn, no threads."""
     count = min(os.cpu_count() or 1, 4)
     parts = [part for part in (shas[n::count] for n in range(count)) if part]
-    result: dict[str, tuple[str, str]] = {}
+    result: dict[str, Diff] = {}
     with contextlib.ExitStack() as running:  # a failure or an interruption ends the other parts
         diffs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
         # each part's commits from a file, not a pipe: a pipe is only written while its child is waited for
@@ -58,7 +65,7 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, tuple[s
                     found[sha] = pid
             diff.seek(0)
             blocks = _stat_blocks(diff.read()) if stats else {}
-            result |= {sha: (found.get(sha, ZERO), blocks.get(sha, "")) for sha in part}
+            result |= {sha: Diff(found.get(sha, ZERO), blocks.get(sha, "")) for sha in part}
     return {sha: result[sha] for sha in shas}
 
 

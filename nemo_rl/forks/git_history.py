@@ -8,13 +8,12 @@ them. Everything here takes commits as validated full SHAs or after `--end-of-op
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import git
 from nemo_rl.errors import NemoRLError
-from nemo_rl.git import git, git_start
-from nemo_rl.process import Result
 
 ZERO = "0" * 40
 
@@ -31,7 +30,7 @@ class Change:
 
 def changes(repo: Path, sha: str) -> list[Change]:
     """What `sha` changes against its first parent, from trees only (no blob is fetched)."""
-    out = git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
+    out = git.git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
                "--end-of-options", sha], repo=repo).stdout
     return _parse_raw(out)
 
@@ -50,7 +49,7 @@ def _parse_raw(out: str) -> list[Change]:
 
 def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]]:
     """Every commit of `revision_range` (first-parent diffs) with the set of paths it changes; trees only."""
-    out = git(["log", "--format=%x01%H", "--name-only", "-z", "--no-renames", "--first-parent", "-m",
+    out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--no-renames", "--first-parent", "-m",
                "--end-of-options", revision_range], repo=repo).stdout
     result: dict[str, frozenset[str]] = {}
     for chunk in out.split("\x01")[1:]:
@@ -59,36 +58,10 @@ def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]
     return result
 
 
-def fetch_blobs(repo: Path, remote: str, blobs: set[str]) -> None:
-    """Fetch `blobs` from `remote` in one request (what git's own lazy fetch does per object)."""
-    wanted = blobs - {ZERO}
-    if wanted:
-        _fetch_objects(repo, remote, wanted)
-
-
-_FETCH_OBJECTS = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                  "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options"]
-
-
-def _fetch_objects(repo: Path, remote: str, objects: set[str], check: bool = True) -> Result:
-    # noop negotiation: the cache's refs say nothing about which blobs it lacks
-    return git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(objects)) + "\n", check=check)
-
-
-def missing_blobs(repo: Path, revs: list[str]) -> set[str]:
-    """The objects of these commits' trees that this blob-less cache lacks, listed without fetching any (reading
-    one would fetch it: git 2.39 has no GIT_NO_LAZY_FETCH)."""
-    if not revs:
-        return set()
-    out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"], repo=repo,
-              input_text="\n".join(revs) + "\n").stdout
-    return {line[1:].strip() for line in out.splitlines() if line.startswith("?")}
-
-
 def first_parents(repo: Path, shas: list[str]) -> list[str]:
     if not shas:
         return []
-    out = git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], repo=repo,
+    out = git.git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], repo=repo,
               input_text="\n".join(shas) + "\n").stdout
     return [line.split()[1] for line in out.splitlines() if len(line.split()) > 1]
 
@@ -97,7 +70,7 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
     """`changes` of every commit of `shas`, in one process (trees only)."""
     if not shas:
         return {}
-    out = git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
+    out = git.git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
                "--format=%x01%H", "--stdin"], repo=repo, input_text="\n".join(shas) + "\n").stdout
     result: dict[str, list[Change]] = {sha: [] for sha in shas}
     for chunk in out.split("\x01")[1:]:
@@ -106,68 +79,32 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
     return result
 
 
-def prefetch_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """`Prefetch` of these, waited for at once."""
-    with Prefetch(repo, remote, shas, trees) as blobs:
-        blobs.wait()
-
-
-class Prefetch:
-    """One request, started now and collected by `wait()`, for every blob the diffs of `shas` read (before and
-    after each change) that the cache lacks, and for the files of `trees` (commits whose checkout follows) if the
-    server has them all; when it refuses some of those, the diffs' blobs alone. Leaving its `with` block by an
-    exception ends the fetch."""
-
-    def __init__(self, repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-        self.repo, self.remote, self.trees = repo, remote, list(trees)
-        blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
-        self.wanted = (blobs & missing_blobs(repo, [*shas, *first_parents(repo, shas)])) - {ZERO}
-        objects = self.wanted | (missing_blobs(repo, self.trees) - {ZERO})
-        self.running = git_start([*_FETCH_OBJECTS, remote], repo=repo,
-                                 input_text="\n".join(sorted(objects)) + "\n") if objects else None
-
-    def wait(self) -> None:
-        if self.running is None:
-            return
-        try:
-            self.running.wait()
-        except NemoRLError:
-            if not self.trees:
-                raise
-            fetch_blobs(self.repo, self.remote, self.wanted)  # a mirror without some large file: the checkout copes
-        finally:
-            self.running = None
-
-    def __enter__(self) -> Prefetch:
-        return self
-
-    def __exit__(self, kind, exc, tb) -> None:
-        if exc is not None and self.running is not None:
-            self.running.end()
+def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
+    """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
+    with the files of `trees` (commits whose checkout follows); a file of those the server refuses (a mirror
+    without a large file) is left to the checkout (fetched_tree), but the diffs cannot be read without theirs."""
+    blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
+    wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
+    refused = git.fetch_objects(repo, remote, wanted | git.missing_objects(repo, trees), refusals=True) & wanted
+    if refused:
+        raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
+                          f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
+                          "re-sync the mirror from the fork: the records read every blob of every diff")
 
 
 def message(repo: Path, sha: str) -> str:
-    return git(["show", "-s", "--format=%B", "--end-of-options", sha], repo=repo).stdout
+    return git.git(["show", "-s", "--format=%B", "--end-of-options", sha], repo=repo).stdout
 
 
 def commit_date(repo: Path, sha: str) -> str:
-    return git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
-
-
-def fetch_trees(repo: Path, remote: str, revs: list[str]) -> int:
-    """Fetch the files of `revs` this blob-less cache lacks, in one request (git's own checkout of a blob-less tree
-    asks again and again); the bytes of the largest tree."""
-    fetch_blobs(repo, remote, missing_blobs(repo, revs))
-    sizes = [git(["ls-tree", "-r", "-l", "-z", "--end-of-options", rev], repo=repo).stdout for rev in revs]
-    return max(sum(int(entry.split()[3]) for entry in filter(None, out.split("\0")) if entry.split()[3].isdigit())
-               for out in sizes)
+    return git.git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
 
 
 def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
     """path -> blob id at `sha` for those of `paths` that exist there (trees only)."""
     if not paths:
         return {}
-    out = git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
+    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
     result = {}
     for entry in filter(None, out.split("\0")):
         meta, _, path = entry.partition("\t")
@@ -181,7 +118,7 @@ def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dic
     """One `git log --no-walk` over `shas` (fed on stdin), its output split per commit at `separator` + SHA."""
     if not shas:
         return {}
-    out = git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
+    out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
               input_text="\n".join(shas) + "\n").stdout
     result = {}
     for chunk in out.split(separator)[1:]:
@@ -190,49 +127,71 @@ def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dic
     return result
 
 
-def commits(repo: Path, shas: list[str]) -> dict[str, tuple[str, str, str]]:
-    """sha -> (author "Name <email>", author date, subject), in one process."""
+@dataclass(frozen=True)
+class CommitFacts:
+    author: str  # "Name <email>"
+    date: str  # the author date, ISO 8601
+    subject: str
+
+
+def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
+    """sha -> its author, author date and subject, in one process."""
     out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
-    result: dict[str, tuple[str, str, str]] = {}
+    result = {}
     for sha, text in out.items():
         author, date, subject = text.rstrip("\n").split("\0", 2)
-        result[sha] = (author, date, subject)
+        result[sha] = CommitFacts(author, date, subject)
     return result
 
 
-def checkout_allowing_missing(repo: Path, rev: str, dest: Path, remotes: list[str]) -> list[str]:
-    """Write the tree of `rev` into `dest` (a worktree without checkout, then the files), fetching its blobs in
-    one request per remote; a blob no remote serves (a mirror without large files) becomes an empty placeholder.
-    Returns the placeholders' paths. For questions that need the tree's shape, not every byte (a wheel's file
-    list), when a plain checkout fails."""
-    import re
+@dataclass(frozen=True)
+class Tree:
+    """A commit's files, their blobs in the cache: `lacking` are those no remote serves (a mirror without large
+    files), `size` the bytes of the others."""
 
-    git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), rev], repo=repo)
-    out = git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
+    rev: str
+    blobs: Mapping[str, str]  # path -> blob id
+    lacking: frozenset[str]
+    size: int
+
+    @property
+    def placeholders(self) -> list[str]:
+        """The paths a checkout writes empty: a wheel's file list and the metadata depend on the tree's shape and
+        the build files, not on every byte (a build file among them fails the build, as it should)."""
+        return sorted(path for path, oid in self.blobs.items() if oid in self.lacking)
+
+
+def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
+    """The tree of `rev` with its blobs in the cache: those it lacks come in one request, and what a remote refuses
+    is asked of the next."""
+    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs = {}
     for entry in filter(None, out.split("\0")):
         meta, _, path = entry.partition("\t")
         mode, kind, oid = meta.split()
         if kind == "blob":
             blobs[path] = oid
-    missing: set[str] = set()
+    lacking = git.missing_objects(repo, [rev])
     for remote in remotes:
-        for _ in range(10):  # each refusal names one object; ask again without it
-            wanted = set(blobs.values()) - missing
-            result = _fetch_objects(repo, remote, wanted, check=False)
-            refused = set(re.findall(r"not our ref ([0-9a-f]{40})", result.stderr))
-            if result.returncode == 0 or not refused - missing:
-                break
-            missing |= refused
-        if result.returncode == 0:
-            break
-    placeholders = sorted(path for path, oid in blobs.items() if oid in missing)
-    git(["read-tree", "--end-of-options", rev], repo=dest)  # the worktree's own index, then what exists
-    present = [path for path, oid in blobs.items() if oid not in missing]
+        if lacking:
+            lacking = git.fetch_objects(repo, remote, lacking, refusals=True)
+    present = sorted(set(blobs.values()) - lacking)
+    sizes = git.git(["cat-file", "--batch-check=%(objectsize)"], repo=repo,
+                    input_text="\n".join(present) + "\n").stdout
+    return Tree(rev, blobs, frozenset(lacking), sum(int(size) for size in sizes.split()) if present else 0)
+
+
+def check_out(repo: Path, tree: Tree, dest: Path) -> None:
+    """Write `tree` into `dest`, a new directory, through an index file beside it: no worktree is registered in the
+    cache, so nothing needs its lock. Its placeholders are written empty."""
+    dest.mkdir()
+    work, index = ["--work-tree", str(dest)], dest.with_name(f"{dest.name}.index")
+    git.git([*work, "read-tree", "--end-of-options", tree.rev], repo=repo, index_file=index)
+    present = [path for path, oid in tree.blobs.items() if oid not in tree.lacking]
     if present:
-        git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
-    for path in placeholders:
+        git.git([*work, "checkout-index", "--force", "-z", "--stdin"], repo=repo, index_file=index,
+            input_text="\0".join(present) + "\0")
+    for path in tree.placeholders:
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(b"")
-    return placeholders

@@ -64,7 +64,7 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
         return [Problem("not locked", f"{distribution} is installed but uv.lock locks no {distribution}",
                         f"run `uv lock`, then `uv sync --locked --extra {extra}`")]
     source = package.get("source")
-    locked_commit = lockfile.LockedPackage(name, None, source if isinstance(source, dict) else {}).commit
+    locked_commit = lockfile.LockedPackage.of(name, None, source if isinstance(source, dict) else {}).commit
     if dist.commit != locked_commit:
         shown = dist.commit[:12] if dist.commit else "no git commit record"
         return [Problem("another commit", f"{distribution} is installed from {shown}, uv.lock pins "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nemo_rl.forks import declared, locked_fork, root_edges
-from nemo_rl.forks.record_files import Index
+from nemo_rl.forks.record_files import Index, index_name
 from nemo_rl.project import lockfile
 
 Problem = tuple[str, str, str, str]  # (file, field, expected, found)
@@ -25,7 +25,7 @@ def entry(project: Path, distribution: str) -> declared.Entry | None:
 
 
 def recorded(index: Index | None, distribution: str) -> declared.Declares | None:
-    where = f"patches/{distribution}/index.toml"
+    where = index_name(distribution)
     return declared.declares_from_table(index.declares, where, distribution) if index is not None else None
 
 
@@ -42,7 +42,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
         return []
     dist = fork.distribution
     declares = recorded(index, dist)
-    rel = f"patches/{dist}/index.toml"
+    rel = index_name(dist)
     if declares is None:
         return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",
                  "not recorded")]
@@ -91,7 +91,7 @@ def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares
         lock, fork.distribution)
 
 
-def write_derived(project: Path, distribution: str, declares: declared.Declares
+def rewrite_pyproject(project: Path, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
     """Write the entry derived from `declares` into `project`'s pyproject.toml (tomlkit: comments stay), and
     remove the drops the fork no longer needs (they change nothing); (the entry before, the entry written or None

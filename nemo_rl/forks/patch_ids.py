@@ -37,19 +37,20 @@ def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
     known = _read(repo)
     todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
     if todo:
-        git_history.prefetch_diffs(repo, remote, todo)
+        git_history.fetch_for_diffs(repo, remote, todo)
         found = git_diffs.patch_ids(repo, todo)
         known = _read(repo) | found
         write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
     return {sha: known[sha] for sha in shas}
 
 
-def with_diffstats(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
-    """sha -> (patch-id, diffstat) for each of `shas`, whose diffs' blobs are in the cache already (fetched with
+def with_diffstats(repo: Path, shas: list[str]) -> dict[str, git_diffs.Diff]:
+    """sha -> its patch-id and diffstat for each of `shas`, whose diffs' blobs are in the cache already (fetched with
     the commits' listing, `records.downstream`), from one diff of each: a record needs both, so the cached
     patch-ids save nothing here; the new ones are kept for the next question."""
     found = git_diffs.patch_ids_and_diffstats(repo, shas)
     known = _read(repo)
     if any(sha not in known for sha in found):
-        write_atomic(repo / CACHE, json.dumps(known | {sha: pid for sha, (pid, _) in found.items()}, sort_keys=True))
+        known |= {sha: diff.patch_id for sha, diff in found.items()}
+        write_atomic(repo / CACHE, json.dumps(known, sort_keys=True))
     return found

@@ -6,7 +6,6 @@ runs."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -17,9 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project.state_dir import write_atomic
 
-HOOK_PAIR = Path(__file__).with_name("hook_pair.py")
 # A backend that never returns is ended (its whole process group) and reported: the metadata hook of a large
 # fork takes seconds, a wheel with a compiled extension minutes.
 METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
@@ -34,34 +31,19 @@ OUTPUT_KEPT = 64 << 10  # of a backend's stdout and stderr, each: the end, for t
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
     """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
     build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
-    without it); the name of what the hook wrote into `out`. When get_requires adds nothing new, the second hook
-    runs in the first one's process (hook_pair.py) and the second call reads its answer. A requirement set
-    already in `resolved` (resolved online moments ago, by this command) is installed offline: the index is asked
-    once per set, not per hook."""
+    without it); the name of what the hook wrote into `out`. Each hook runs in a `uv run --with` environment of
+    the requirements known so far; a requirement set already in `resolved` (resolved online moments ago, by this
+    command) is installed offline: the index is asked once per set, not per hook."""
     requires, backend, backend_path = _build_system(source, rev)
-    hook = "build_wheel" if wheel else "prepare_metadata_for_build_wheel"
-    ahead = out.with_name(f"{out.name}-ahead")  # the second hook's control directory, answered in the first's run
-    # as pyproject_hooks writes them for the second call: a call that differs is run on its own
-    ahead_input = {"kwargs": {"wheel_directory": os.path.abspath(out), "config_settings": None,
-                              "metadata_directory": None} if wheel else
-                   {"metadata_directory": os.path.abspath(out), "config_settings": None, "_allow_fallback": True}}
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
         # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
-        script, name, control = cmd[1], cmd[2], Path(cmd[3])
-        args = [script, name, str(control)]
-        if name == "get_requires_for_build_wheel":
-            ahead.mkdir(exist_ok=True)
-            write_atomic(ahead / "input.json", json.dumps(ahead_input))
-            write_atomic(ahead / "requires.json", json.dumps(requires))
-            args = [str(HOOK_PAIR), script, str(control), hook, str(ahead), str(ahead / "requires.json")]
-        if name == "get_requires_for_build_wheel" or not _answered_ahead(ahead, control):
-            key = tuple(sorted(requires))
-            uv.run_with(requires, ["python", *args], cwd=Path(cwd or source), python=sys.executable,
-                        extra_env=extra_environ or {}, offline=key in resolved,
-                        timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
-            resolved.add(key)
-        _output(control)  # the backend's process wrote it: checked before pyproject_hooks reads it
+        key = tuple(sorted(requires))
+        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,
+                    extra_env=extra_environ or {}, offline=key in resolved,
+                    timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
+        resolved.add(key)
+        _output(Path(cmd[3]))  # the backend's process wrote it: checked before pyproject_hooks reads it
 
     try:
         hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
@@ -85,19 +67,6 @@ def _said(exc: Exception) -> str:
         name = exc.backend_name or "its build backend"
         return f"{name} could not be imported" + (f": {lines[-1].strip()}" if lines else "")
     return str(exc)
-
-
-def _answered_ahead(ahead: Path, control: Path) -> bool:
-    """Whether the first run already answered this call (same input): its output then becomes this call's."""
-    try:
-        if values.read_plain_file(ahead / "input.json", OUTPUT_LIMIT) != json.dumps(
-                json.loads(values.read_plain_file(control / "input.json", OUTPUT_LIMIT))).encode():
-            return False
-        answer = values.read_plain_file(ahead / "output.json", OUTPUT_LIMIT)
-    except (OSError, ValueError, RecursionError):
-        return False
-    write_atomic(control / "output.json", answer)
-    return True
 
 
 def _output(control: Path) -> dict:

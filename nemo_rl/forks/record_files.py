@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -22,6 +22,16 @@ NOTE_MARKER = "note:"
 INDEX = "index.toml"  # patches/<dist>/INDEX lists the records
 RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
+
+
+def relative_dir(distribution: str) -> str:
+    """patches/<dist>: the one spelling of where a fork's records live, relative to the project."""
+    return f"patches/{distribution}"
+
+
+def index_name(distribution: str) -> str:
+    """patches/<dist>/index.toml, relative to the project."""
+    return f"{relative_dir(distribution)}/{INDEX}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,26 @@ class Record:
 
 
 @dataclass(frozen=True)
+class Listed:
+    """One [[commit]] of index.toml, checked where it is read (a number and five strings, no other key); whether
+    it agrees with its record and its position is records.check_offline's question."""
+
+    number: int
+    commit: str
+    subject: str
+    patch_id: str
+    record: str
+    digest: str
+
+    def as_table(self) -> dict[str, int | str]:
+        return {"number": self.number, "commit": self.commit, "subject": self.subject, "patch-id": self.patch_id,
+                "record": self.record, "digest": self.digest}
+
+
+LISTED_KEYS = tuple(Listed(0, "", "", "", "", "").as_table())
+
+
+@dataclass(frozen=True)
 class Index:
     distribution: str
     fork_url: str
@@ -66,7 +96,7 @@ class Index:
     upstream_branch: str
     base: str
     why: str
-    commits: list[dict] = field(default_factory=list)
+    commits: tuple[Listed, ...] = ()
     digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
     declares: dict | None = None  # what the fork's own metadata says at the pin (declared.Declares.as_table)
 
@@ -77,7 +107,7 @@ class Index:
 
     def expected_digest(self) -> str:
         declares = {"declares": self.declares} if self.declares is not None else {}
-        return _digest({"index": self.facts(), "commits": self.commits, **declares})
+        return _digest({"index": self.facts(), "commits": [c.as_table() for c in self.commits], **declares})
 
 
 def _digest(value: object) -> str:
@@ -86,8 +116,7 @@ def _digest(value: object) -> str:
 
 def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str, upstream_url: str | None,
               upstream_branch: str, base: str, why: str, records: list[Record], declares: dict | None = None) -> Index:
-    commits = [{"number": r.number, "commit": r.commit, "subject": r.subject, "patch-id": r.patch_id,
-                "record": r.filename, "digest": r.digest()} for r in records]
+    commits = tuple(Listed(r.number, r.commit, r.subject, r.patch_id, r.filename, r.digest()) for r in records)
     index = Index(distribution, fork_url, branch, pinned, upstream_url, upstream_branch, base, why, commits,
                   declares=declares)
     return replace(index, digest=index.expected_digest())
@@ -163,6 +192,7 @@ def read_index(directory: Path) -> Index | None:
     commits = data.get("commit", [])
     if not isinstance(commits, list) or not all(isinstance(c, dict) for c in commits):
         raise NemoRLError(f"{path}: [[commit]] must be an array of tables", "regenerate with `nemo-rl deps patches`")
+    listed = tuple(_listed(entry, path, position) for position, entry in enumerate(commits, start=1))
     text = {key: data.get(key) for key in (*INDEX_FACTS, "why", "digest")}
     bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
     if bad:
@@ -171,9 +201,24 @@ def read_index(directory: Path) -> Index | None:
         distribution=text["distribution"] or directory.name, fork_url=text["fork-url"] or "",
         branch=text["branch"] or None, pinned=text["pinned"] or "", upstream_url=text["upstream-url"] or None,
         upstream_branch=text["upstream-branch"] or "main", base=text["base"] or "",
-        why=text["why"] or "", commits=commits, digest=text["digest"],
+        why=text["why"] or "", commits=listed, digest=text["digest"],
         declares=data["declares"] if isinstance(data.get("declares"), dict) else data.get("declares"),
     )
+
+
+def _listed(entry: dict, path: Path, position: int) -> Listed:
+    """A [[commit]] table as typed values; a missing, unknown or mistyped key is refused, since a generated index
+    has exactly these (`number` an integer, the others strings)."""
+    where = f"{path}: [[commit]] #{position}"
+    fix = "regenerate it with `nemo-rl deps patches` (a why-note or record note is kept)"
+    if unknown := sorted(set(entry) - set(LISTED_KEYS)):
+        raise NemoRLError(f"{where} has keys nemo-rl does not write: {', '.join(unknown)}", fix)
+    for key in LISTED_KEYS:
+        kind = int if key == "number" else str
+        if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
+            raise NemoRLError(f"{where}: {key} must be {'an integer' if kind is int else 'a string'}, found "
+                              f"{entry.get(key)!r:.60}", fix)
+    return Listed(*(entry[key] for key in LISTED_KEYS))
 
 
 def read_records(directory: Path) -> dict[str, Record]:
@@ -223,8 +268,8 @@ def render_index(index: Index) -> str:
     commits = tomlkit.aot()
     for entry in index.commits:
         entry_table = tomlkit.table()
-        for key, value in entry.items():
-            entry_table[key] = value
+        for name, fact in entry.as_table().items():
+            entry_table[name] = fact
         commits.append(entry_table)
     doc["commit"] = commits
     return tomlkit.dumps(doc)

@@ -15,12 +15,15 @@ from nemo_rl.forks.record_files import (
     INDEX_FACTS,
     RECORD_FACTS,
     Index,
+    Listed,
     Record,
     index_for,
+    index_name,
     patch_filename,
     read_index,
     read_record,
     read_records,
+    relative_dir,
     render_index,
 )
 from nemo_rl.project import lockfile
@@ -42,11 +45,6 @@ class Difference:
 
     def __str__(self) -> str:  # the fields are a record's or git's text (a pull request writes them): shown only
         return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")
-
-
-def relative_dir(distribution: str) -> str:
-    """patches/<dist>: the one spelling of where a fork's records live, relative to the project."""
-    return f"patches/{distribution}"
 
 
 def records_dir(project: Path, distribution: str) -> Path:
@@ -77,26 +75,18 @@ def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str
     """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already
     fetched into `repo`; every blob their diffs read is fetched too, with the files of `trees` (commits that will
     be checked out), in one request (not one per object)."""
-    base, shas, blobs = downstream_started(repo, fork, pinned, trees)
-    with blobs:
-        blobs.wait()
-    return base, shas
-
-
-def downstream_started(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
-                       ) -> tuple[str, list[str], git_history.Prefetch]:
-    """`downstream` with the blobs' request still running: the caller works meanwhile and waits for it before
-    `describe`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
-    return base, shas, git_history.Prefetch(repo, "fork", shas, trees)
+    git_history.fetch_for_diffs(repo, "fork", shas, trees)
+    return base, shas
 
 
 def describe(repo: Path, shas: list[str]) -> list[Record]:
     """The records of `shas` (numbered in that order; listed by `downstream`, which fetched their diffs' blobs):
     facts, then patch-ids and diffstats from one diff pass."""
     facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, shas)
-    return [Record(number, sha, *facts[sha], *diffs[sha]) for number, sha in enumerate(shas, start=1)]
+    return [Record(number, sha, facts[sha].author, facts[sha].date, facts[sha].subject, diffs[sha].patch_id,
+                   diffs[sha].diffstat) for number, sha in enumerate(shas, start=1)]
 
 
 def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
@@ -158,27 +148,26 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
     return diffs
 
 
-def _entry_differences(directory: Path, position: int, entry: dict) -> list[Difference]:
+def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Difference]:
     name = f"{INDEX} [[commit]] #{position}"
-    record_name = entry.get("record")
     diffs = []
-    if entry.get("number") != position:
-        diffs.append(Difference(name, "number", str(position), str(entry.get("number"))))
-    subject = entry.get("subject")
-    if isinstance(subject, str) and record_name != patch_filename(position, subject):
-        diffs.append(Difference(name, "record", patch_filename(position, subject), str(record_name)))
-    if not isinstance(record_name, str) or Path(record_name).name != record_name or record_name in ("", ".", ".."):
+    if entry.number != position:
+        diffs.append(Difference(name, "number", str(position), str(entry.number)))
+    if entry.record != patch_filename(position, entry.subject):
+        diffs.append(Difference(name, "record", patch_filename(position, entry.subject), entry.record))
+    if Path(entry.record).name != entry.record or entry.record in ("", ".", ".."):
         return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/",
-                                   repr(record_name))]
-    path = directory / record_name
+                                   repr(entry.record))]
+    path = directory / entry.record
     if not path.is_file():
-        return [*diffs, Difference(name, "record", f"{record_name} to exist", "missing")]
+        return [*diffs, Difference(name, "record", f"{entry.record} to exist", "missing")]
     record = read_record(path)
-    for key, value in (("commit", record.commit), ("subject", record.subject), ("patch-id", record.patch_id),
-                       ("digest", record.digest())):
-        if entry.get(key) != value:
+    compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),
+                ("patch-id", entry.patch_id, record.patch_id), ("digest", entry.digest, record.digest()))
+    for key, listed, value in compared:
+        if listed != value:
             what = "the facts' digest (a fact was edited by hand)" if key == "digest" else key
-            diffs.append(Difference(record_name, what, str(entry.get(key)), value))
+            diffs.append(Difference(entry.record, what, listed, value))
     return diffs
 
 
@@ -193,7 +182,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation, and
     (`metadata`) the declared entry is the one derived from the recorded fork metadata."""
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
+    rel = index_name(fork.distribution)
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
@@ -211,13 +200,13 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
         diffs.append(Difference(rel, "why", "a note saying what the fork adds and why nemo-rl needs it",
                                 "the placeholder"))
     # the records end at the pin (the last downstream commit), or the pin is the base: a pin moved by hand is not
-    last = index.commits[-1].get("commit") if index.commits else index.base
+    last = index.commits[-1].commit if index.commits else index.base
     if last != index.pinned:
         diffs.append(Difference(rel, "pinned", f"{last} (the last [[commit]], or the base without one: the records "
                                 "are of another commit)", repr(index.pinned)))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
-    listed = {str(entry.get("record")) for entry in index.commits} | {INDEX}
+    listed = {entry.record for entry in index.commits} | {INDEX}
     for path in sorted(directory.iterdir()):
         if path.name not in listed:
             diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", f"listed in {INDEX}",
@@ -257,7 +246,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project, fork.distribution)
-    rel = f"{relative_dir(fork.distribution)}/{INDEX}"
+    rel = index_name(fork.distribution)
     index = read_index(directory)
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
@@ -268,12 +257,12 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):
-        entry = index.commits[position - 1] if position <= len(index.commits) else {}
-        name = str(entry.get("record", "-"))
+        entry = index.commits[position - 1] if position <= len(index.commits) else None
+        name = entry.record if entry else "-"
         if name != record.filename:
             diffs.append(Difference(rel, f"[[commit]] #{position} record", record.filename, name))
         path = directory / name
-        if not entry or Path(name).name != name or not path.is_file():
+        if entry is None or Path(name).name != name or not path.is_file():
             diffs.append(Difference(record.filename, "file", f"record of {record.commit}", "missing"))
             continue
         found = read_record(path).facts()
@@ -281,7 +270,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
                   for key in RECORD_FACTS if found[key] != record.facts()[key]]
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
-                                f"{entry.get('commit')} {entry.get('subject')}"))
+                                f"{entry.commit} {entry.subject}"))
     # every fork's: a derived entry is derived from it, and uv.lock's fork without one is checked against it
     fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
     recorded = index.declares or {}

@@ -24,9 +24,9 @@ ABANDONED_AFTER_S = 60  # a directory is locked microseconds after it is made: o
 MARGIN = 256 * 2**20
 
 
-def parent(size_hint: int | None) -> Path:
-    """Where a tree of about `size_hint` bytes (what will be written there in all; None: unknown) goes."""
-    if size_hint is not None and not os.environ.get("TMPDIR"):
+def parent(size_hint: int) -> Path:
+    """Where a tree of about `size_hint` bytes (what will be written there in all) goes."""
+    if not os.environ.get("TMPDIR"):
         try:
             free = os.statvfs(MEMORY)
             if os.access(MEMORY, os.W_OK | os.X_OK) and free.f_bavail * free.f_frsize >= size_hint + MARGIN:
@@ -50,7 +50,7 @@ def remove_abandoned(where: Path) -> None:
 
 
 @contextlib.contextmanager
-def directory(size_hint: int | None) -> Iterator[Path]:
+def directory(size_hint: int) -> Iterator[Path]:
     where = parent(size_hint)
     remove_abandoned(where)
     path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=where))

@@ -19,11 +19,10 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks.git_history import changes
-from nemo_rl.git import git
+from nemo_rl.git import UNSERVED, git
 from nemo_rl.process import Result, describe_failure
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every repository
-_UNSERVED = "remote error: upload-pack: not our ref"  # a server's words for an object it lacks, once per server
 
 
 def _unquoted(path: str) -> str:
@@ -113,7 +112,7 @@ class TrialIndex:
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
         result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,
                      check=False)
-        if result.returncode not in (0, 1) and result.stderr.count(_UNSERVED) >= self._promisor_count():
+        if result.returncode not in (0, 1) and result.stderr.count(UNSERVED) >= self._promisor_count():
             return None  # every server git asked said it lacks the blob (one it could not ask says otherwise)
         if result.returncode not in (0, 1):
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"

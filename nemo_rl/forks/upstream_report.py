@@ -160,11 +160,11 @@ def report(fork: Fork) -> ForkReport:
     problems = []
     touched = {sha: frozenset(c.path for c in found)
                for sha, found in git_history.changes_many(repo, downstream).items()}
-    commits = git_history.commits(repo, downstream)  # sha -> (author, date, subject)
+    commits = git_history.commits(repo, downstream)
     progress(f"{fork.distribution}: {len(downstream)} downstream commit(s), upstream "
              f"{git.count(repo, f'{base}..{head}')} commit(s) past the base")
     upstreamed = _upstreamed(repo, downstream, touched, base, head,
-                             {sha: (subject.strip(), author) for sha, (author, _, subject) in commits.items()})
+                             {sha: (facts.subject.strip(), facts.author) for sha, facts in commits.items()})
     progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
              "per commit")
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
@@ -194,7 +194,7 @@ def report(fork: Fork) -> ForkReport:
     try:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
-        git_history.fetch_blobs(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
+        git.fetch_objects(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
         conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}
         left_out = {sha: alone.apply(sha) for sha in remaining}
     finally:
@@ -209,7 +209,7 @@ def report(fork: Fork) -> ForkReport:
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
         rows.append(CommitReport(
-            number, sha, commits[sha][2], tuple(sorted(touched[sha])),
+            number, sha, commits[sha].subject, tuple(sorted(touched[sha])),
             tuple(_shipped(sorted(touched[sha]), wheel)) if wheel is not None else None, state, upstream_commit,
             evidence, None if state == "yes" or sha in trial.merges else not conflicts[sha],
             tuple(conflicts.get(sha, ())),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nemo_rl.extras import SYNC_REMEDY, commit_from_direct_url, find_installed  # noqa: F401 (bundles lists every one)
+from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed  # noqa: F401 (bundles lists every one)
 
 ENV_STALE = "run `uv sync --locked --extra mcore` (the environment has another commit than uv.lock)"
 
@@ -23,10 +23,14 @@ def site_packages(env: Path) -> list[str] | None:
     return [str(p) for p in site_packages_dirs(env)]
 
 
-def installed(env: Path, distribution: str) -> tuple[bool, str | None, str | None]:
-    """(installed, version, commit) of `distribution` in `env`."""
-    found = find_installed(distribution, site_packages(env))
-    return (True, found.version, found.commit) if found else (False, None, None)
+def installed(env: Path, distribution: str) -> Installed | None:
+    """`distribution` as installed in the environment at `env` (its version and commit), or None when absent."""
+    return find_installed(distribution, site_packages(env))
+
+
+def version(env: Path, distribution: str) -> str | None:
+    found = installed(env, distribution)
+    return found.version if found else None
 
 
 def commit_mismatch(installed_commit: str | None, locked_commit: str | None) -> str | None:

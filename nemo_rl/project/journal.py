@@ -98,12 +98,21 @@ def _require_unchanged(project: Path, staging: Path, moves: list[str], before: d
 
 
 @dataclass(frozen=True)
+class Leftover:
+    """A staging copy no live command holds: with a landing journal (cut short while landing: `deps recover`
+    finishes it), or without one (killed before landing: the project is unchanged, and the copy is garbage)."""
+
+    staging: Path
+    has_journal: bool
+
+
+@dataclass(frozen=True)
 class CutShort:
     """A landing whose journal was written and whose process died: what it moves, which of them had moved."""
 
     staging: Path
-    moves: list[str]
-    moved: list[str]
+    moves: tuple[str, ...]
+    moved: tuple[str, ...]
     unreadable: str | None  # the refusal, when the journal cannot be read (then moves are unknown)
 
     def touches(self, records: str) -> bool:
@@ -116,16 +125,17 @@ class CutShort:
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
     """The landings left cut short in `project` (see leftovers()); never raises on what a journal holds."""
     found = []
-    for staging, journal in leftovers(project, locked=locked):
-        if not journal:
+    for left in leftovers(project, locked=locked):
+        if not left.has_journal:
             continue
+        staging = left.staging
         try:
             moves = read_journal(staging)
         except NemoRLError as exc:
-            found.append(CutShort(staging, [], [], f"{exc.what}: {exc.remedy}"))
+            found.append(CutShort(staging, (), (), f"{exc.what}: {exc.remedy}"))
             continue
-        moved = [name for name in moves if not os.path.lexists(staging / name)]
-        found.append(CutShort(staging, moves, moved, None))
+        moved = tuple(name for name in moves if not os.path.lexists(staging / name))
+        found.append(CutShort(staging, tuple(moves), moved, None))
     return found
 
 
@@ -210,8 +220,8 @@ def finish(project: Path, staging: Path) -> list[str]:
     return moved
 
 
-def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]:
-    """(staging dir, has a landing journal) left by commands that no longer run. A staging dir belongs to a
+def leftovers(project: Path, *, locked: bool = False) -> list[Leftover]:
+    """The staging copies left by commands that no longer run. A staging dir belongs to a
     live command only while the project lock is held, so with the lock held (`locked`) or free, every one is
     a leftover; while another command holds it, none is."""
     root = state_root(project)
@@ -220,4 +230,4 @@ def leftovers(project: Path, *, locked: bool = False) -> list[tuple[Path, bool]]
         return []
     # any entry named like the journal is one (a dangling link too): read, and refused when unreadable, never taken
     # for a staging copy killed before it landed, which recover deletes
-    return [(path, os.path.lexists(path / JOURNAL)) for path in stagings]
+    return [Leftover(path, os.path.lexists(path / JOURNAL)) for path in stagings]

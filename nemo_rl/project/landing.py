@@ -85,9 +85,12 @@ class Staging:
         # in a directory of this user's under nemo-rl's cache and works in a read-only checkout too. Never in the
         # shared temporary directory: uv looks for a workspace root above the directory it locks, and another
         # user could put one there.
-        root = state_root(project, create=True) if inside else dry_run_root()
-        if inside:
+        if inside:  # refused before anything is made: what landing replaces, and where it renames into
+            landed = [project / name for name in (*files, *directories)]
+            require_writable(sorted({project, *(parent for path in landed for parent in path.parents
+                                                if parent.is_relative_to(project)), *landed}))
             require_renames(project, [*files, *directories])
+        root = state_root(project, create=True) if inside else dry_run_root()
         if not inside:
             remove_dead_dry_runs(root)
         self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,

@@ -37,28 +37,34 @@ class Fork:
 
 @dataclass(frozen=True)
 class LockedPackage:
+    """A [[package]] of uv.lock, as read: its name, version and source."""
+
     name: str
     version: str | None
-    source: dict
+    git: str | None = None  # a git source, as uv writes it: `<url>?rev=<rev>#<commit>`
+    other: str | None = None  # any other source, shown as uv.lock writes it (never used)
+
+    @classmethod
+    def of(cls, name: str, version: str | None, source: dict) -> LockedPackage:
+        git = source.get("git")
+        return cls(name, version, git, None) if isinstance(git, str) else cls(name, version, None, f"{source!r:.120}")
 
     @property
     def commit(self) -> str | None:
         """The commit uv resolved a git source to: `git = "<url>?rev=<rev>#<commit>"`."""
-        git_url = self.source.get("git")
-        return urlsplit(git_url).fragment or None if isinstance(git_url, str) else None
+        return urlsplit(self.git).fragment or None if self.git is not None else None
 
     def other_source(self, fork: Fork) -> str | None:
         """What uv.lock names as the fork's git source when it is not pyproject.toml's `fork` (another URL, or a
         query beyond `rev`, such as a subdirectory): uv fetches what the lock names, and `uv lock --check` does
         not compare it with [tool.uv.sources]. None when they agree (the commit is compared on its own)."""
-        git_url = self.source.get("git")
-        if not isinstance(git_url, str):
-            return f"{self.source!r:.120} (not a git source)"
-        parts = urlsplit(git_url)
+        if self.git is None:
+            return f"{self.other} (not a git source)"
+        parts = urlsplit(self.git)
         where = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         expected = {"rev": [fork.rev], **({"subdirectory": [fork.subdirectory]} if fork.subdirectory else {})}
         if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != expected:
-            return git_url.split("#", 1)[0]
+            return self.git.split("#", 1)[0]
         return None
 
 
@@ -232,7 +238,10 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
                                                   for p in packages):
         raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)",
                           "regenerate it with `uv lock` (never edit uv.lock by hand)")
-    return {p["name"]: LockedPackage(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
+    if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):
+        raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string",
+                          "regenerate it with `uv lock` (never edit uv.lock by hand)")
+    return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
             for p in packages}
 
 

@@ -169,7 +169,7 @@ def unchecked(project: Path) -> str | None:
         relative = _relative_location(settings_table)
         if relative is not None:
             return f"{where} names {relative!r:.100} relative to the checkout"
-    return _local_source(project, git=True)
+    return _local_source(uv_table, git=True)
 
 
 def _strings(value: object) -> list[str]:
@@ -209,24 +209,23 @@ def _relative_location(table: dict) -> str | None:
     return None
 
 
-def _local_source(project: Path, *, git: bool = False) -> str | None:
-    """A [tool.uv.sources] entry that names a directory by a path relative to the project, or a workspace member;
-    with `git`, also a git source on this machine (`file://`, or a path): a repository the checkout may hold, whose
-    checkout uv would make in the user's cache."""
-    path = project / "pyproject.toml"
-    uv_table, _ = lockfile.tool_tables(project)
-    for name, source in lockfile.table(uv_table.get("sources"), "[tool.uv.sources]", path).items():
+def _local_source(uv_table: dict, *, git: bool = False) -> str | None:
+    """A [tool.uv.sources] entry (of pyproject.toml's [tool.uv], `uv_table`) that names a directory by a path
+    relative to the project, or a workspace member; with `git`, also a git source on this machine (`file://`, or a
+    path): a repository the checkout may hold, whose checkout uv would make in the user's cache."""
+    sources = uv_table.get("sources")
+    for name, source in (sources.items() if isinstance(sources, dict) else ()):
         for entry in source if isinstance(source, list) else [source]:
             if not isinstance(entry, dict):
                 continue
             url = entry.get("git")
             if git and isinstance(url, str) and not _remote(url):
-                return f"{path.name}: [tool.uv.sources] {name} is the local git repository {url!r:.100}"
+                return f"pyproject.toml: [tool.uv.sources] {name} is the local git repository {url!r:.100}"
             local = entry.get("path")
             if isinstance(local, str) and not Path(local).is_absolute():
-                return f"{path.name}: [tool.uv.sources] {name} is the relative path {local!r:.100}"
+                return f"pyproject.toml: [tool.uv.sources] {name} is the relative path {local!r:.100}"
             if entry.get("workspace"):
-                return f"{path.name}: [tool.uv.sources] {name} is a workspace member"
+                return f"pyproject.toml: [tool.uv.sources] {name} is a workspace member"
     return None
 
 
@@ -244,10 +243,10 @@ def _remote(url: str) -> bool:
     return parts.scheme in ("https", "http", "ssh", "git") and bool(parts.netloc)
 
 
-def require_stageable(project: Path, command: str) -> None:
+def require_stageable(project: Path, uv_table: dict, command: str) -> None:
     """Refuses, with what to do, a project that a lock in a staging copy would see differently from uv in the
-    project itself: a uv.toml, a workspace, or a path source given as a relative path (other relative paths in
-    [tool.uv], such as find-links, fail loudly in uv there)."""
+    project itself (`uv_table`: its pyproject.toml's [tool.uv], as read): a uv.toml, a workspace, or a path source
+    given as a relative path (other relative paths in [tool.uv], such as find-links, fail loudly in uv there)."""
     if (project / "uv.toml").exists() or (project / "uv.toml").is_symlink():
         raise NemoRLError(
             f"{project / 'uv.toml'} exists: uv reads it instead of pyproject.toml's [tool.uv] (the forks' derived "
@@ -255,12 +254,11 @@ def require_stageable(project: Path, command: str) -> None:
             "relative paths would name other directories",
             "move its settings into pyproject.toml's [tool.uv]; a mirror or index for this machine goes in "
             "~/.config/uv/uv.toml or UV_INDEX, which every lock reads")
-    uv_table, _ = lockfile.tool_tables(project)
     if "workspace" in uv_table:  # its members are not in the staging copy, and the copy would be one of them
         raise NemoRLError(f"{project / 'pyproject.toml'} declares a uv workspace ([tool.uv.workspace]), which "
                           f"`{command}` cannot lock from its staging copy under .nemo-rl/",
                           "lock the workspace with `uv lock --upgrade-package DIST` after editing the pin by hand")
-    local = _local_source(project)
+    local = _local_source(uv_table)
     if local is not None:
         raise NemoRLError(f"{local}; `{command}` locks in a staging copy under .nemo-rl/, from where it names "
                           "another directory", "give it an absolute path (or a git or URL source) while it is "

@@ -44,7 +44,7 @@ def _prove(project: Path, env: Path) -> Proven:
     from nemo_rl.workers import verified
 
     modules = verified.modules_to_import(lockfile.forks(project), env)
-    if not installed.installed(env, "ray")[0]:  # not a worker environment (benchmarks pack such): no proof of Ray
+    if not installed.installed(env, "ray"):  # not a worker environment (benchmarks pack such): no proof of Ray
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")
     result = imports.check(env / "bin" / "python", modules)

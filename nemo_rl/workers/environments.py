@@ -269,13 +269,13 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
     problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]
     if result.python != platform.python_version():
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
-    driver_ray = installed.installed(Path(sys.prefix), "ray")[1]
+    driver_ray = installed.version(Path(sys.prefix), "ray")
     if driver_ray is None:  # rebuilding the worker environment would fail the same way: the driver is what lacks
         raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
                           "make the checkout's environment: `uv sync --locked`; on a node without network, "
                           "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
                           "makes it from the bundle")
-    ray_there = installed.installed(env.path, "ray")[1]
+    ray_there = installed.version(env.path, "ray")
     if ray_there != driver_ray:
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     from nemo_rl.forks import installed_fork  # packaging: not on the node path, which runs on the standard library
@@ -283,8 +283,9 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
     locked = lockfile.locked_packages(project)
     for fork in forks:
         package = locked.get(fork.distribution)
-        present, version, commit = installed.installed(env.path, fork.distribution)
-        if package and package.commit and (present or lockfile.extras_require(project, env.flags, fork.distribution)):
+        found = installed.installed(env.path, fork.distribution)
+        commit = found.commit if found else None
+        if package and package.commit and (found or lockfile.extras_require(project, env.flags, fork.distribution)):
             mismatch = installed.commit_mismatch(commit, package.commit)
             if mismatch:
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "

@@ -234,7 +234,7 @@ def _relative(path: object) -> bool:
 @functools.cache
 def driver_ray(prefix: str) -> str | None:
     """The driver's Ray: read once per process (a running driver does not change its Ray)."""
-    return installed.installed(Path(prefix), "ray")[1]
+    return installed.version(Path(prefix), "ray")
 
 
 def write(env: Path, project: Path, python: str, ray: str | None, modules: list[str], dirs: list[str],
@@ -314,7 +314,7 @@ def forget(env: Path) -> None:
 def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
     """Ray, and the module nemo-rl uses of each fork the environment has (the component table's), and of
     transformer-engine when it is there (a compiled extension: what a bundle most needs proven)."""
-    present = {f.distribution for f in forks if installed.installed(env, f.distribution)[0]}
+    present = {f.distribution for f in forks if installed.installed(env, f.distribution)}
     present |= {c.distribution for c in extras.COMPONENTS.values()
-                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)[0]}
+                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}
     return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]

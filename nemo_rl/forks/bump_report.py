@@ -1,0 +1,82 @@
+"""What `deps bump` prints: the commits the move adds and removes (counted by commit, a rebase kept by its
+patch-id), the upstream base, and how uv.lock changed. Pure functions of what the bump read and wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nemo_rl.forks.record_files import Index, Listed, Record
+from nemo_rl.project.lockfile import Fork, LockedPackage
+
+ZERO = "0" * 40  # the patch-id of an empty diff: shared by every empty commit, never "carried twice"
+
+
+def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
+                   ) -> tuple[list[Record], list[Listed], dict[str, list[str]]]:
+    """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
+    commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
+    old_shas = {e.commit for e in old_entries}
+    new_shas = {r.commit for r in recs}
+    old_ids: dict[str | None, int] = {}  # an entry without a patch-id counts under None
+    for e in old_entries:
+        if e.commit not in new_shas:
+            old_ids[e.patch_id] = old_ids.get(e.patch_id, 0) + 1
+    added = []
+    for r in recs:
+        if r.commit in old_shas:
+            continue
+        if old_ids.get(r.patch_id, 0) > 0:  # the same change under a new SHA: rebased, not added
+            old_ids[r.patch_id] -= 1
+            continue
+        added.append(r)
+    new_ids: dict[str | None, int] = {}
+    for r in recs:
+        if r.commit not in old_shas:
+            new_ids[r.patch_id] = new_ids.get(r.patch_id, 0) + 1
+    removed = []
+    for e in old_entries:
+        if e.commit in new_shas:
+            continue
+        if new_ids.get(e.patch_id, 0) > 0:
+            new_ids[e.patch_id] -= 1
+            continue
+        removed.append(e)
+    by_id: dict[str, list[str]] = {}
+    for r in recs:
+        by_id.setdefault(r.patch_id, []).append(r.commit)
+    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != ZERO}
+    return added, removed, shared
+
+
+def lock_versions(packages: dict[str, LockedPackage]) -> dict[str, str]:
+    return {name: (p.commit or str(p.version)) for name, p in packages.items()}
+
+
+def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    common = sorted(old.keys() & new.keys())
+    changes = [f"{name}: {old[name]} -> {new[name]}" for name in common if old[name] != new[name]]
+    changes += [f"{name}: added ({new[name]})" for name in sorted(new.keys() - old.keys())]
+    changes += [f"{name}: removed (was {old[name]})" for name in sorted(old.keys() - new.keys())]
+    return changes
+
+
+def report(fork: Fork, new_rev: str, old_index: Index | None, base: str, recs: Sequence[Record],
+           changes: list[str], dry_run: bool, lock_mode: str) -> str:
+    added, removed, shared = commit_changes(old_index.commits if old_index else (), recs)
+    old_base = old_index.base if old_index else fork.base
+    moved = f"moved {str(old_base)[:12]} -> {base[:12]}" if old_base != base else f"unchanged {base[:12]}"
+    lines = [
+        f"bump {fork.distribution}{' (dry run: nothing written)' if dry_run else ''}",
+        f"  commit    {fork.rev} -> {new_rev}",
+        f"  upstream  base {moved}",
+        f"  downstream commits: {len(recs)} ({len(added)} added, {len(removed)} removed)",
+    ]
+    lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
+    lines += [f"    - {str(e.commit)[:12]} {e.subject}" for e in removed]
+    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
+              "change, carried twice)" for pid, shas in shared.items()]
+    how = (" (locked offline: every other package as committed)" if lock_mode == "offline" else
+           f" (locked online: {lock_mode.removeprefix('online: ')})" if lock_mode.startswith("online: ") else "")
+    lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
+    lines += [f"    {change}" for change in changes]
+    return "\n".join(lines)
