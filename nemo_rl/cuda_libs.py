@@ -19,7 +19,7 @@ import glob
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +36,7 @@ WHEELS = {"libcudart": "nvidia-cuda-runtime-cu12", "libcublas": "nvidia-cublas-c
 @dataclass(frozen=True)
 class Preloaded:
     loaded: tuple[str, ...]  # file names
-    failed: dict[str, str]  # file name -> the loader's message
+    failed: Mapping[str, str]  # file name -> the loader's message
 
 
 def wheel_dir(name: str) -> Path | None:
@@ -57,7 +57,7 @@ def preload() -> Preloaded:
         if directory is not None:
             pending += [Path(p) for p in sorted(glob.glob(str(directory / pattern)))]
     loaded: list[str] = []
-    failed: dict[str, str] = {}
+    failed: Mapping[str, str] = {}
     while pending:
         failed = {}
         for path in pending:

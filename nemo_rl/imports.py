@@ -4,6 +4,7 @@ worker environments' verification). One script, run with the environment's pytho
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class Failure:
 @dataclass(frozen=True)
 class Result:
     python: str  # the interpreter's version
-    failed: dict[str, Failure]
+    failed: Mapping[str, Failure]
     files: tuple[str, ...] = ()  # absolute paths of the modules and shared libraries the imports loaded
 
 

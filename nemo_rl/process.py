@@ -177,7 +177,7 @@ class Running:
             raise
         _forget(proc)
         # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
-        return Result(self.argv, proc.returncode, stdout.text() if stdout is not None else "",
+        return Result(tuple(self.argv), proc.returncode, stdout.text() if stdout is not None else "",
                       stderr.text() if stderr is not None else "")
 
     def _read(self) -> tuple[Kept | None, Kept | None]:

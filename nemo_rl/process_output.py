@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Result:
-    args: list[str]
+    args: tuple[str, ...]
     returncode: int
     stdout: str
     stderr: str

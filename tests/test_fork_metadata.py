@@ -37,10 +37,10 @@ def test_drift_names_what_the_declared_entry_does_not_cover():
     drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
                                 declared.Entry("megatron-core", "0.1", None, ("torch", "packaging>=24")))
     assert (drift.added, drift.removed, drift.changed, drift.uncovered) == (
-        ["einops", "packaging"], ["gone"], [("torch>=2.6", "torch>=2.7")], ["einops"])
+        ("einops", "packaging"), ("gone",), (("torch>=2.6", "torch>=2.7"),), ("einops",))
     assert "    + einops   NOT COVERED" in drift.lines("megatron-core")
     # without a declared entry uv locks the fork's own metadata: nothing is left uncovered
-    assert fork_metadata.drift(old.requires.values(), new.requires.values(), None).uncovered == []
+    assert fork_metadata.drift(old.requires.values(), new.requires.values(), None).uncovered == ()
 
 
 def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):

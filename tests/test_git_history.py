@@ -278,3 +278,45 @@ def test_a_merge_commit_is_dropped_as_git_rebase_drops_it(tmp_path, monkeypatch)
         assert nemo_git(["cat-file", "blob", f"{trial.tree}:y"], repo=repo).stdout == "1\nTWO\n3\n"
     finally:
         trial.close()
+
+
+def test_a_blob_a_server_lacks_is_named_asked_of_the_next_remote_or_written_empty(tmp_path, monkeypatch):
+    """fetched_tree and check_out on a mirror without one blob: without another remote it is a placeholder (empty,
+    named); a second remote that has it serves it; git.fetch_objects names the refusal only when asked to."""
+    import pytest
+    from gitfixtures import commit, init
+
+    from nemo_rl.errors import NemoRLError
+
+    cache, head, _ = _served_without_a_blob(tmp_path, monkeypatch)
+    lost = nemo_git(["rev-parse", f"{head}:pkg/new.py"], repo=cache).stdout.strip()
+    with pytest.raises(NemoRLError, match="not our ref"):
+        nemo_git_module.fetch_objects(cache, "origin", {lost})
+    assert nemo_git_module.fetch_objects(cache, "origin", {lost}, refusals=True) == {lost}
+    tree = git_history.fetched_tree(cache, head, ["origin"])
+    assert (tree.lacking, tree.placeholders) == (frozenset({lost}), ["pkg/new.py"])
+    git_history.check_out(cache, tree, tmp_path / "alone")
+    assert (tmp_path / "alone" / "pkg/new.py").read_bytes() == b""
+    # a second server with the same file (the same blob): asked for what the first refused
+    other = init(tmp_path / "other")
+    commit(other, "the same file", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
+    for key, value in (("url", f"file://{other}"), ("promisor", "true"), ("partialclonefilter", "blob:none")):
+        nemo_git(["config", f"remote.upstream.{key}", value], repo=cache)
+    tree = git_history.fetched_tree(cache, head, ["origin", "upstream"])
+    assert (tree.lacking, tree.placeholders) == (frozenset(), [])
+    git_history.check_out(cache, tree, tmp_path / "both")
+    assert (tmp_path / "both" / "pkg/new.py").read_text() == "A = 1\nB = 2\nC = 3\nD = 4\n"
+    assert nemo_git(["worktree", "list", "--porcelain"], repo=cache).stdout.count("worktree ") == 1  # no worktree
+
+
+def test_a_diff_blob_no_server_has_stops_the_records(tmp_path, monkeypatch):
+    """A record needs every diff whole: a blob of a listed commit's diff that the server refuses is an error naming
+    the mirror, not a patch-id computed without it."""
+    import pytest
+
+    from nemo_rl.errors import NemoRLError
+
+    cache, head, _ = _served_without_a_blob(tmp_path, monkeypatch)
+    with pytest.raises(NemoRLError, match="does not serve 1 blob") as refused:
+        git_history.fetch_for_diffs(cache, "origin", [head])
+    assert "re-sync the mirror" in (refused.value.remedy or "")

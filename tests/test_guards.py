@@ -88,9 +88,9 @@ def test_drift_reports_changes_and_leaves_out_extras():
         ["torch>=2.1", "numpy<2", "wandb; extra == 'dev'"]))
     drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
                                 declared.Entry("megatron-core", "0.1", None, ("torch",)))
-    assert drift.changed == [("torch>=2", "torch>=2.1")]
-    assert drift.added == ["numpy<2"] and drift.removed == ["einops"]  # extras' requirements are not imports
-    assert drift.uncovered == ["numpy"]
+    assert drift.changed == (("torch>=2", "torch>=2.1"),)
+    assert drift.added == ("numpy<2",) and drift.removed == ("einops",)  # extras' requirements are not imports
+    assert drift.uncovered == ("numpy",)
 
 
 def test_verify_uses_the_lock_as_it_is(world, capsys):

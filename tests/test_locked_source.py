@@ -32,3 +32,17 @@ def test_another_host_or_query_is_named():
     assert locked(f"{URL}?rev={SHA}&subdirectory=y#{SHA}").other_source(fork("pkg")) is not None
     registry = LockedPackage.of("nemo-toolkit", "1", {"registry": "https://pypi.org/simple"}).other_source(fork())
     assert registry == "{'registry': 'https://pypi.org/simple'} (not a git source)"
+
+
+def test_a_locked_version_that_is_not_a_string_is_refused_where_uv_lock_is_read(tmp_path):
+    import pytest
+
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import lockfile
+
+    (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "nemo-toolkit"\nversion = 2\n')
+    with pytest.raises(NemoRLError, match="'nemo-toolkit' has a version that is not a string") as refused:
+        lockfile.locked_packages(tmp_path)
+    assert "uv lock" in (refused.value.remedy or "")
+    (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "nemo-toolkit"\nversion = "2"\n')
+    assert lockfile.locked_packages(tmp_path)["nemo-toolkit"].version == "2"

@@ -16,7 +16,7 @@ REFUSAL = "Building source distributions for `evil` is disabled"
 
 
 def said(monkeypatch, stderr: str, returncode: int = 1) -> str | None:
-    monkeypatch.setattr(uv, "run", lambda args, **kwargs: Result(list(args), returncode, "", stderr))
+    monkeypatch.setattr(uv, "run", lambda args, **kwargs: Result(tuple(args), returncode, "", stderr))
     return uv.lock_mismatch(Path("/nonexistent"))
 
 
@@ -108,7 +108,7 @@ def test_git_reaches_no_network_from_the_check(monkeypatch):
     def run(args, **kwargs):
         if "lock" in args:
             seen.update(kwargs["env"])
-        return Result(list(args), 0, "", "")
+        return Result(tuple(args), 0, "", "")
 
     monkeypatch.setattr(uv, "run", run)
     assert uv.lock_mismatch(Path("/nonexistent")) is None
@@ -123,7 +123,7 @@ def test_a_check_uv_cannot_make_is_not_a_crash(monkeypatch, tmp_path):
     def failing(args, **kwargs):
         if "lock" in args:
             raise NemoRLError("uv lock --check: Permission denied (os error 13)\nmore", "see above")
-        return Result(list(args), 0, "", "")
+        return Result(tuple(args), 0, "", "")
 
     monkeypatch.setattr(uv, "run", failing)
     why = uv.lock_mismatch(Path("/nonexistent"))

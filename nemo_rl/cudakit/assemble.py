@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class Toolkit:
     nvcc_version: str
     arch: int
     cubins: tuple[int, ...]
-    packages: dict[str, str]
+    packages: Mapping[str, str]
     reused: bool
 
 

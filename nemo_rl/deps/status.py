@@ -53,7 +53,7 @@ class ForkStatus:
     upstream_url: str | None
     upstream_base: str | None
     downstream_commits: int | None
-    records_problems: list[str]
+    records_problems: tuple[str, ...]
     developing: develop_state.CheckoutFacts | None  # the checkout the environment imports (or the state names)
     state: str
     remedy: str | None
@@ -99,7 +99,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     elif state == "metadata stale":  # names the derived entry only where the fork has one
         remedy = declared.fix("{dist}", metadata_check.derives(project, fork.distribution))
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
-                      fork.upstream_url, fork.base, len(index.commits) if index else None, problems + metadata,
+                      fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
                       developed, state,
                       remedy.format(dist=fork.distribution, checkout=checkout, problem=problem, imported=(
                           f"{fork.distribution} is imported from the files of" if active else

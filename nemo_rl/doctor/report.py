@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,11 +72,11 @@ class Report:
     torch: toolchain.TorchInfo
     project: str | None
     requested_extra: str | None
-    components: list[ComponentReport]
-    preflight: list[preflight.Item] = field(default_factory=list)  # only when the extra is requested, absent
-    smoke: list[smoke.Result] = field(default_factory=list)  # only with --smoke
-    notes: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    components: tuple[ComponentReport, ...]
+    preflight: tuple[preflight.Item, ...] = ()  # only when the extra is requested, absent
+    smoke: tuple[smoke.Result, ...] = ()  # only with --smoke
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
     healthy: bool = True  # computed once, in collect(), from every problem found
     schema: int = SCHEMA_VERSION
 
@@ -216,5 +216,5 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         counted = {"torch"} | (set(extras.COMPONENTS) if extra == "mcore" else set())
         problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results
                      if r.status == "fail" and r.component in counted]
-    return Report(python, uv_facts, torch, str(project) if project else None, extra, comps, preflight_items,
-                  smoke_results, notes, problems, healthy=not problems)
+    return Report(python, uv_facts, torch, str(project) if project else None, extra, tuple(comps),
+                  tuple(preflight_items), tuple(smoke_results), tuple(notes), tuple(problems), healthy=not problems)

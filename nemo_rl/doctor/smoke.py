@@ -11,7 +11,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nemo_rl import extras
 from nemo_rl.models.config import ModelConfig
@@ -38,7 +38,7 @@ class Result:
     status: str  # pass | fail | skip
     detail: str
     seconds: float
-    failure_lines: list[str] = field(default_factory=list)
+    failure_lines: tuple[str, ...] = ()
 
 
 def _cuda() -> bool:
@@ -181,7 +181,7 @@ def run_check(check: Check, verbose: bool) -> Result:
     except Exception as exc:  # a smoke check reports every fault instead of raising it
         status, detail = "fail", f"{type(exc).__name__}: {exc}".splitlines()[0]
         lines = failure_lines(exc, extras.remedy_for(check.component), verbose)
-    return Result(check.name, check.component, status, detail, round(time.perf_counter() - start, 3), lines)
+    return Result(check.name, check.component, status, detail, round(time.perf_counter() - start, 3), tuple(lines))
 
 
 def run_all(verbose: bool = False) -> list[Result]:

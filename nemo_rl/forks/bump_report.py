@@ -3,7 +3,7 @@ patch-id), the upstream base, and how uv.lock changed. Pure functions of what th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nemo_rl.forks.record_files import Index, Listed, Record
 from nemo_rl.project.lockfile import Fork, LockedPackage
@@ -48,7 +48,7 @@ def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
     return added, removed, shared
 
 
-def lock_versions(packages: dict[str, LockedPackage]) -> dict[str, str]:
+def lock_versions(packages: Mapping[str, LockedPackage]) -> dict[str, str]:
     return {name: (p.commit or str(p.version)) for name, p in packages.items()}
 
 

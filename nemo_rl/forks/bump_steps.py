@@ -4,6 +4,7 @@ kept or redone, the requirement drift, and the staged result validated before it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ class Before:
     """The project as the bump finds it, read once before anything is staged; every step takes these values."""
 
     fork: lockfile.Fork
-    locked: dict[str, lockfile.LockedPackage]
+    locked: Mapping[str, lockfile.LockedPackage]
     lock_text: str | None  # uv.lock as committed (None: the project has none yet)
     entry: declared.Entry | None  # the fork's [[tool.uv.dependency-metadata]] entry
     deltas: declared.Deltas  # the fork table's drop and add lists

@@ -8,7 +8,7 @@ Pure functions (no git, no uv): the checks below run offline on every `deps stat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -112,9 +112,9 @@ def key(requirement: Requirement) -> tuple[str, str, str]:
     return canonicalize_name(requirement.name), str(requirement.marker or ""), ",".join(sorted(requirement.extras))
 
 
-def declares_from(version: str, requires_python: str | None, requires: dict[str, str] | list[str],
+def declares_from(version: str, requires_python: str | None, requires: Mapping[str, str] | list[str],
                   rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset(),
-                  extras: dict[str, list[str]] | None = None) -> Declares:
+                  extras: Mapping[str, Sequence[str]] | None = None) -> Declares:
     """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement). A direct
     reference (`pkg @ <URL>`) is refused before any lock: uv would build it, and run its code, when it locks the
     entry. One the project drops (`dropped`: canonical names) is never locked: it is kept by its name alone, so

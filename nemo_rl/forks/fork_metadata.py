@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import tomllib
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
@@ -59,10 +59,10 @@ class Metadata:
     version: str
     # canonical name -> the requirement as the fork writes it (the fork's own extras excluded); a name required
     # again (split by marker) is keyed by its requirement's text
-    requires: dict[str, str]
+    requires: Mapping[str, str]
     requires_python: str | None = None
     # each extra the fork provides (canonical) -> the requirements only that extra brings, as the fork writes them
-    extras: dict[str, list[str]] | None = None
+    extras: Mapping[str, tuple[str, ...]] | None = None
 
 
 def _extras(provided: list[str], lines: list[str]) -> dict[str, list[str]]:
@@ -118,7 +118,8 @@ def read(repo: Path, rev: str) -> Metadata:
 
 def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
     """`read` of each of `revs`; those not cached are built, each in a checkout of its own."""
-    return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"), d["extras"])
+    return [Metadata(d["name"], d["version"], d["requires"], d.get("requires_python"),
+                     {extra: tuple(lines) for extra, lines in d["extras"].items()})
             for d in _cached(repo, revs, METADATA)]
 
 
@@ -240,10 +241,10 @@ def _read_wheel(wheel: Path, placeholders: list[str]) -> dict[str, dict]:
 
 @dataclass(frozen=True)
 class Drift:
-    added: list[str]
-    removed: list[str]
-    changed: list[tuple[str, str]]
-    uncovered: list[str]  # added requirements our declared entry does not name
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[tuple[str, str], ...]
+    uncovered: tuple[str, ...]  # added requirements our declared entry does not name
 
     def lines(self, distribution: str) -> list[str]:
         lines = [f"  requirements (the fork's own metadata): {len(self.added)} added, {len(self.removed)} removed, "
@@ -270,4 +271,4 @@ def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
     uncovered = sorted({str(canonicalize_name(Requirement(r).name)) for r in added} - covered) \
         if declared is not None else []
-    return Drift(added, removed, changed, uncovered)
+    return Drift(tuple(added), tuple(removed), tuple(changed), tuple(uncovered))

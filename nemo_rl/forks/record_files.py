@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -98,7 +99,8 @@ class Index:
     why: str
     commits: tuple[Listed, ...] = ()
     digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
-    declares: dict | None = None  # what the fork's own metadata says at the pin (declared.Declares.as_table)
+    # what the fork's own metadata says at the pin (declared.Declares.as_table)
+    declares: Mapping[str, object] | None = None
 
     def facts(self) -> dict[str, str]:
         return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",

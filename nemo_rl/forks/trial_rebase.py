@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +44,8 @@ class Merge:
 
     tree: str
     clean: bool
-    stages: dict[str, tuple[str, str] | None]
-    conflicts: list[str]
+    stages: Mapping[str, tuple[str, str] | None]
+    conflicts: tuple[str, ...]
 
     @classmethod
     def parse(cls, out: str, clean: bool, commits: tuple[str, ...]) -> Merge:
@@ -59,12 +60,12 @@ class Merge:
             if stage == "3" or path not in stages:
                 stages[path] = (mode, blob) if stage == "3" else stages.get(path)
         if clean:
-            return cls(tree, True, {}, [])
+            return cls(tree, True, {}, ())
         # git names a file it moved aside after the commit it merged: ours are throwaway ones
         names = {_unquoted(re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path)) for path in stages}
         # a conflict on no one path (a directory renamed into several): git's own words
         said = [] if names else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\n]*", messages)))
-        return cls(tree, False, stages, sorted(names) or said or ["(a conflict git names no file for)"])
+        return cls(tree, False, stages, tuple(sorted(names) or said or ["(a conflict git names no file for)"]))
 
 
 class TrialIndex:
@@ -103,7 +104,7 @@ class TrialIndex:
             return []
         if resolve:
             self._resolve(merged)
-        return merged.conflicts
+        return list(merged.conflicts)
 
     def _merge(self, sha: str, base: str) -> Merge | None:
         """`sha` merged against `base`, its parent (a root commit's: an empty commit, so it adds every file)."""

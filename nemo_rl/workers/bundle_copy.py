@@ -26,7 +26,7 @@ import platform
 import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from nemo_rl import locks, settings
@@ -189,7 +189,7 @@ def _keep_newest(digests: dict[Path, str]) -> None:
 class Stamp:
     digest: str  # the bundle's
     content: Content  # what the copy's check found
-    files: dict[str, tuple[Identity, str]]  # relative path: (identity, sha256), racy ones left out
+    files: Mapping[str, tuple[Identity, str]]  # relative path: (identity, sha256), racy ones left out
 
 
 def stamp_digest(copy: Path) -> str | None:

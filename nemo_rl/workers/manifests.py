@@ -7,6 +7,7 @@ import math
 import platform
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class Proven:
 class Manifest:
     schema: int
     inputs: Inputs
-    distributions: dict[str, str]  # name -> "version" or "version git <commit>"
+    distributions: Mapping[str, str]  # name -> "version" or "version git <commit>"
     files: int
     bytes: int
     digest: str
