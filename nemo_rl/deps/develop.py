@@ -16,7 +16,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from nemo_rl import git, interrupt, settings, values
+from nemo_rl import git, git_checkout, interrupt, settings, values
 from nemo_rl.deps import develop_onto
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import fork_cache, fork_metadata
@@ -28,16 +28,16 @@ def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
     """A work tree of the fork at the pin (fork and upstream remotes, a branch for the work), blob-less."""
     path = develop_state.managed_checkout(project, fork.distribution)
     if path.exists():
-        if git.toplevel(path) != path:
+        if git_checkout.toplevel(path) != path:
             raise NemoRLError(f"{path} exists but is not a git checkout", "move it away, or pass it as PATH")
         return path
     remotes = {"origin": fork.url, **({"upstream": fork.upstream_url} if fork.upstream_url else {})}
     progress(f"making a checkout of {fork.url} at {fork.rev[:12]} in {path}")
     try:
-        git.init_checkout(path, remotes)
+        git_checkout.init_checkout(path, remotes)
         # into a remote-tracking ref: the pin is the fork's, so only commits after it count as unpushed work
         git.fetch(path, "origin", fork.url, [f"+{fork.rev}:refs/remotes/origin/nemo-rl-pin"])
-        git.switch_new_branch(path, branch, fork.rev)
+        git_checkout.switch_new_branch(path, branch, fork.rev)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
@@ -46,10 +46,10 @@ def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
 
 def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
     """PATH must be a checkout of this fork (it has the pinned commit) that builds this distribution."""
-    top = git.toplevel(path)
+    top = git_checkout.toplevel(path)
     if top is None:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
-    if not git.has_commit(top, fork.rev):
+    if not git_checkout.has_commit(top, fork.rev):
         raise NemoRLError(f"{top} is not a checkout of {fork.distribution}'s fork: it lacks the pinned commit "
                           f"{fork.rev[:12]}",
                           f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
@@ -150,11 +150,12 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
                           f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
     if checkout.exists():
-        if git.toplevel(checkout) != checkout.resolve():
+        if git_checkout.toplevel(checkout) != checkout.resolve():
             raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
                               "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
         submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()
-        unsaved = removal_blockers(git.unsaved_work(checkout), submodules, git.ignored_files(checkout))
+        unsaved = removal_blockers(git_checkout.unsaved_work(checkout), submodules,
+                                   git_checkout.ignored_files(checkout))
         if unsaved:
             raise NemoRLError(f"{checkout} has {', '.join(unsaved)}: --remove would lose them",
                               "commit and push them (or stash-pop and commit), or stop without --remove: the "

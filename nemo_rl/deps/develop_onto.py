@@ -9,7 +9,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from nemo_rl import git, interrupt, values
+from nemo_rl import git, git_checkout, interrupt, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, lockfile
@@ -29,11 +29,11 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     if problem is not None:  # its files are there and imported: git's raw error would say nothing of what to do
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
                           develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
-    if git.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
+    if git_checkout.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
                           f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
-    under_way = git.operation_in_progress(checkout)
+    under_way = git_checkout.operation_in_progress(checkout)
     if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
         if under_way == "unmerged":
             what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
@@ -44,7 +44,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
                           f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
     # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
-    unsaved = [u for u in git.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
+    unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
     if unsaved:
         where = shlex.quote(str(checkout))
         raise NemoRLError(f"{checkout} has {' and '.join(unsaved)}, which a rebase would not carry",
@@ -66,7 +66,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         target = git.rev_parse(checkout, ref)
     else:
         target = values.full_sha(args.onto.lower(), "--onto")
-        if not git.has_commit(checkout, target):
+        if not git_checkout.has_commit(checkout, target):
             _refuse_non_commit(checkout, target, args.onto)
             _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
         _refuse_non_commit(checkout, target, args.onto)
@@ -75,10 +75,10 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
                           f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
                           f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
-    git.switch_new_branch(checkout, work, "HEAD")
+    git_checkout.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
-    stopped = git.rebase(checkout, target)
+    stopped = git_checkout.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
         print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
@@ -92,10 +92,10 @@ def onto(project: Path, args: argparse.Namespace) -> int:
 def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
     """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
     leaving its configuration as it is (no remote added, never made a partial clone)."""
-    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
+    if entry.managed and git_checkout.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
         git.fetch(entry.checkout, "upstream", url, refspecs)
     else:
-        git.fetch_url(entry.checkout, url, refspecs)
+        git_checkout.fetch_url(entry.checkout, url, refspecs)
 
 
 def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:

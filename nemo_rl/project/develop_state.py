@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import git, values
+from nemo_rl import git, git_checkout, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import installed, state_dir
 
@@ -115,7 +115,7 @@ def unreadable(checkout: Path) -> str | None:
     first line (a worktree whose main repository moved, an empty or damaged `.git` file). Never raises."""
     if not os.path.lexists(checkout / ".git"):
         return "its .git is missing (the files are there, their git history is not)"
-    problem = git.head_problem(checkout)
+    problem = git_checkout.head_problem(checkout)
     return None if problem is None else f"git cannot read it: {problem}"
 
 
@@ -133,8 +133,8 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
     if problem is not None:
         return CheckoutFacts(checkout, None, 0, False, problem=problem)
     head = git.rev_parse(checkout, "HEAD")
-    return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git.is_dirty(checkout),
-                         rebasing=git.rebasing(checkout))
+    return CheckoutFacts(checkout, head, git.count(checkout, f"{pinned}..{head}"), git_checkout.is_dirty(checkout),
+                         rebasing=git_checkout.rebasing(checkout))
 
 
 def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import git, locks
+from nemo_rl import git_checkout, locks
 from nemo_rl.errors import NemoRLError
 
 STAGING_ROOT = ".nemo-rl"
@@ -64,7 +64,7 @@ def _refuse_tracked(project: Path, root: Path) -> None:
     seen = (str(project), info.st_dev, info.st_ino)
     if seen in _UNTRACKED:
         return
-    found = git.tracked(project, STAGING_ROOT)
+    found = git_checkout.tracked(project, STAGING_ROOT)
     if found:
         raise NemoRLError(f"{root} holds {len(found)} file(s) git tracks ({', '.join(found[:3])}): a commit put them "
                           "there, and nemo-rl never takes a commit's files for this machine's own state",

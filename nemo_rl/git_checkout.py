@@ -1,0 +1,135 @@
+"""git on a work tree someone edits (a `deps develop` checkout, the project's own checkout): what it tracks and
+ignores, its state, what deleting it would lose, and a rebase left in git's hands at a conflict. The fork cache's
+commands and the runner are in git.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.git import git, unreachable
+
+
+def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
+    """Fetch from `url` into the refs `refspecs` name, touching no configuration: no remote is added and no filter
+    is asked for (a filter makes git turn the repository into a partial clone). For the user's own clones."""
+    git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
+
+
+def remote_url(repo: Path, name: str) -> str | None:
+    result = git(["config", "--get", f"remote.{name}.url"], repo=repo, check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
+def ignored_files(repo: Path) -> list[str]:
+    """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
+    out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout
+    return [entry for entry in out.split("\0") if entry]
+
+
+def tracked(repo: Path, path: str) -> list[str] | None:
+    """The files under `path` (relative to `repo`) that git's index tracks; None when git cannot be run (a node
+    without git), or `repo` is in no work tree. A work tree git refuses to read (another owner's:
+    "dubious ownership") is an error naming the fix: nemo-rl never overrides safe.directory itself, which would
+    run that owner's git configuration."""
+    try:
+        result = git(["ls-files", "-z", "--", path], repo=repo, check=False)
+    except NemoRLError:
+        return None
+    if result.returncode == 0:
+        return [entry for entry in result.stdout.split("\0") if entry]
+    if "not a git repository" in result.stderr:  # LC_ALL=C: git's own words
+        return None
+    said = (result.stderr.strip().splitlines() or ["no message"])[0]
+    raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
+                      f"state in {repo / path} from files a commit put there",
+                      f"if you trust the checkout, `git config --global --add safe.directory {repo}` (or run as "
+                      "the checkout's owner), then run again")
+
+
+def has_commit(repo: Path, sha: str) -> bool:
+    return git(["cat-file", "-e", f"{sha}^{{commit}}"], repo=repo, check=False).returncode == 0
+
+
+def head_problem(repo: Path) -> str | None:
+    """git's first line of complaint when it cannot read `repo`'s HEAD (a worktree whose main repository moved, an
+    empty `.git` file), or None when it can. Never raises: callers report it as a state."""
+    result = git(["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"], repo=repo, check=False)
+    if result.returncode == 0:
+        return None
+    line = next((line.strip() for line in result.stderr.splitlines() if line.strip()), f"exit {result.returncode}")
+    return line[:200]
+
+
+def is_dirty(repo: Path) -> bool:
+    """Changed or untracked files (not ignored ones): what a `git clean`/delete would lose from the work tree."""
+    return bool(git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.strip())
+
+
+def unsaved_work(repo: Path) -> list[str]:
+    """What deleting `repo` would lose, in words: local changes, untracked files, stashes, and commits that no
+    remote-tracking branch holds (a pushed branch is safe; a local-only commit is not)."""
+    found = []
+    status = git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.splitlines()
+    if any(not line.startswith("??") for line in status):
+        found.append("uncommitted changes")
+    if any(line.startswith("??") for line in status):
+        found.append("untracked files")
+    stashes = git(["stash", "list"], repo=repo).stdout.splitlines()
+    if stashes:
+        found.append(f"{len(stashes)} stash(es)")
+    # every commit reachable from a local branch, HEAD or the stash that no remote-tracking ref reaches
+    local = git(["rev-list", "--count", "HEAD", "--branches", "--not", "--remotes"], repo=repo, check=False)
+    if local.returncode == 0 and int(local.stdout.strip() or 0):
+        found.append(f"{local.stdout.strip()} commit(s) on no remote branch")
+    return found
+
+
+def toplevel(path: Path) -> Path | None:
+    """The work tree `path` belongs to, or None when it is no git checkout."""
+    result = git(["rev-parse", "--show-toplevel"], repo=path, check=False)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def init_checkout(path: Path, remotes: dict[str, str]) -> None:
+    """An empty work tree with `remotes` (URLs stored as given: insteadOf applies)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(["init", "--quiet", str(path)])
+    for name, url in remotes.items():
+        git(["remote", "add", name, url], repo=path)
+
+
+def switch_new_branch(path: Path, branch: str, rev: str) -> None:
+    git(["switch", "--quiet", "--create", branch, "--end-of-options", rev], repo=path)
+
+
+def rebase(repo: Path, onto: str) -> bool:
+    """`git rebase ONTO` of the current branch; True when it stopped at a conflict, left in git's normal state for
+    the user. Commits whose patch-id ONTO already has are dropped (a plain rebase compares against ONTO itself;
+    `--onto X BASE` would compare against BASE and replay them)."""
+    result = git(["-c", "core.editor=true", "rebase", "--end-of-options", onto], repo=repo, check=False)
+    if result.returncode == 0:
+        return False
+    said = (result.stderr or result.stdout).strip()
+    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():
+        return True
+    # stopped or failed for another reason than a conflict (no committer identity, a hook): git's words
+    raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
+                      f"fix what git says, then `git -C {repo} rebase --continue` (or `--abort`)")
+
+
+def rebasing(repo: Path) -> bool:
+    """Whether `repo` is in the middle of a rebase (stopped at a conflict or an edit)."""
+    git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
+    return (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
+
+
+def operation_in_progress(repo: Path) -> str | None:
+    """The git command `repo` stopped in the middle of, other than a rebase ("merge", "cherry-pick", "revert"),
+    or "unmerged" for unmerged paths left without one (a conflicted `stash pop`); None when none."""
+    git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
+    for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (git_dir / head).exists():
+            return name
+    unmerged = git(["ls-files", "--unmerged"], repo=repo, check=False)
+    return "unmerged" if unmerged.returncode == 0 and unmerged.stdout.strip() else None
