@@ -297,15 +297,26 @@ def test_a_blob_a_server_lacks_is_named_asked_of_the_next_remote_or_written_empt
     assert (tree.lacking, tree.placeholders) == (frozenset({lost}), ["pkg/new.py"])
     git_history.check_out(cache, tree, tmp_path / "alone")
     assert (tmp_path / "alone" / "pkg/new.py").read_bytes() == b""
-    # a second server with the same file (the same blob): asked for what the first refused
+    # a second server with that file (the same blob) and nothing else: asked for only what the first refused
     other = init(tmp_path / "other")
     commit(other, "the same file", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
     for key, value in (("url", f"file://{other}"), ("promisor", "true"), ("partialclonefilter", "blob:none")):
         nemo_git(["config", f"remote.upstream.{key}", value], repo=cache)
-    tree = git_history.fetched_tree(cache, head, ["origin", "upstream"])
+    # on the first server, head's tree plus a file the second lacks, made without reading new.py's lost blob
+    server, index = tmp_path / "server", tmp_path / "later.index"
+    more = nemo_git(["hash-object", "-w", "--stdin"], repo=server, input_text="M = 1\n").stdout.strip()
+    nemo_git(["read-tree", head], repo=server, index_file=index)
+    nemo_git(["update-index", "--add", "--cacheinfo", f"100644,{more},pkg/more.py"], repo=server, index_file=index)
+    tree_id = nemo_git(["write-tree", "--missing-ok"], repo=server, index_file=index).stdout.strip()
+    later = nemo_git(["-c", "user.name=F", "-c", "user.email=f@fixture.invalid", "commit-tree", "-p", head, "-m",
+                      "more", tree_id], repo=server).stdout.strip()
+    nemo_git(["update-ref", "refs/heads/later", later], repo=server)
+    nemo_git(["fetch", "--quiet", "--filter=blob:none", "origin", "+refs/heads/later:refs/later"], repo=cache)
+    tree = git_history.fetched_tree(cache, later, ["origin", "upstream"])
     assert (tree.lacking, tree.placeholders) == (frozenset(), [])
     git_history.check_out(cache, tree, tmp_path / "both")
     assert (tmp_path / "both" / "pkg/new.py").read_text() == "A = 1\nB = 2\nC = 3\nD = 4\n"
+    assert (tmp_path / "both" / "pkg/more.py").read_text() == "M = 1\n"
     assert nemo_git(["worktree", "list", "--porcelain"], repo=cache).stdout.count("worktree ") == 1  # no worktree
 
 
