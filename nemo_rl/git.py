@@ -133,11 +133,11 @@ def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
     return {line[1:].strip() for line in out.splitlines() if line.startswith("?")}
 
 
-def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: bool = False) -> set[str]:
+def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int = 0) -> set[str]:
     """Fetch `objects` by id from `remote` into the blob-less cache `repo`, in one request (git's own lazy fetch
-    asks once per object). With `refusals`, what the server refuses to serve (a mirror without some large file)
-    is returned: each refusal names one object, so the request is made again without it. Any other failure, and
-    without `refusals` any failure, is git's error."""
+    asks once per object). Up to `refusals` objects the server refuses to serve (a mirror without some large file)
+    are returned: each refusal names one object, so the request is made again without it. Any other failure, and
+    a refusal past that number, is an error."""
     refused: set[str] = set()
     while wanted := objects - refused:
         result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
@@ -145,8 +145,10 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: bool 
         named = set(_UNSERVED_ID.findall(result.stderr)) & wanted
         if result.returncode == 0:
             break
-        if not (refusals and named):
-            git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n")  # git's words
+        if len(refused | named) > refusals or not named:
+            git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
+                remedy=f"the server of remote {remote!r} (your mirror?) must serve every object of the commit: "
+                       "re-sync it, or check the network")  # git's own words
             break
         refused |= named
     return refused

@@ -27,7 +27,7 @@ def index_at(pinned: str, declares: declared.Declares | None = AT_PIN) -> record
 
 def before(locked=None, index=None, entry=None) -> bump_steps.Before:
     return bump_steps.Before(FORK, locked_at(PIN) if locked is None else locked, "", entry, declared.Deltas(),
-                             index_at(PIN) if index is None else index, Path("patches/megatron-core"))
+                             index_at(PIN) if index is None else index, Path("patches/megatron-core"), {})
 
 
 def test_a_bump_has_nothing_to_do_only_at_the_pinned_and_locked_commit_on_its_branch():
@@ -44,6 +44,7 @@ def test_index_toml_stands_for_the_old_commit_only_as_the_record_of_the_pin():
     assert before(locked=locked_at("e" * 40)).recorded_at_pin() is None  # uv.lock locks another commit
     assert before(index=replace(index_at(PIN), digest="sha256:edited")).recorded_at_pin() is None
     assert before(index=index_at(PIN, None)).recorded_at_pin() is None  # nothing recorded: built instead
+    assert before(index=replace(index_at(PIN), problems=("[[commit]] #1 has x",))).recorded_at_pin() is None
 
 
 def test_the_drift_of_two_recorded_declarations_needs_no_build():

@@ -103,6 +103,9 @@ def hand_edits(world):
         ("outside", on(INDEX, 'record = "0001-add-tokens-entry.patch"', 'record = "../nemo-toolkit/0001-add-tokens'
                        '-entry.patch"'), "a file name inside patches/megatron-core/"),
         ("index base", on(INDEX, f'base = "{m.base}"', f'base = "{m.head}"'), "base"),
+        ("a key of its own", on(INDEX, 'record = "0001-add-tokens-entry.patch"',
+                                'extra = 1\nrecord = "0001-add-tokens-entry.patch"'), "which nemo-rl does not write"),
+        ("a mistyped number", on(INDEX, "number = 1\n", 'number = "1"\n'), "number is '1', not an integer"),
     ]
 
 
@@ -125,6 +128,26 @@ def test_every_hand_edit_is_caught(world, capsys, mode):
         for path, data in pristine.items():
             path.write_bytes(data)
         assert patches(world, *args) == 0, f"restoring after {name}"
+
+
+def test_an_index_out_of_shape_is_drift_status_shows_and_deps_patches_regenerates(world, capsys):
+    """A hand edit nemo-rl would not write ([[commit]] with a key of its own) stops nothing: status shows every
+    fork with the records stale, the check names it, and `deps patches` writes the index again, why-note kept."""
+    index = world.project / INDEX
+    why = "Ours: a note only people write.\n"
+    text = index.read_text()
+    index.write_text(text.replace('record = "0001-add-tokens-entry.patch"',
+                                  'extra = 1\nrecord = "0001-add-tokens-entry.patch"', 1)
+                     .replace('why = """', f'why = """{why}', 1))
+    capsys.readouterr()
+    assert main(["deps", "status", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "megatron-core" in out and "nemo-toolkit" in out and "which nemo-rl does not write" in out
+    assert patches(world, "--check", "--offline") == 1
+    assert "[[commit]] #1 has extra, which nemo-rl does not write" in capsys.readouterr().out
+    assert patches(world, "megatron-core") == 0
+    assert "extra = 1" not in index.read_text() and why in index.read_text()
+    assert patches(world, "megatron-core", "--check") == 0
 
 
 def test_online_check_reports_field_expected_found(world, capsys):

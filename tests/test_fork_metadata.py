@@ -105,3 +105,28 @@ def test_a_marker_that_merely_names_extra_is_a_base_requirement():
     found = _requirements(["idna; python_version >= '3' or extra == 'never'", "six; extra != 'x'",
                            "pytest; extra == 'test'", "foo; sys_platform == 'linux' and extra == 'x'", "torch"])
     assert sorted(found) == ["idna", "six", "torch"], found
+
+
+def test_a_version_from_git_is_the_commits_as_uv_would_build_it(world):
+    """A backend that reads its version from git (setuptools-scm, hatch-vcs) sees the commit being built: the
+    checkout is a git work tree at it, as the one uv builds a git source from."""
+    from gitfixtures import commit
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.project import lockfile
+
+    backend = '''import os, subprocess
+def _version():
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    return "0.2.0+g" + sha.strip()[:12]
+def prepare_metadata_for_build_wheel(d, config_settings=None):
+    os.makedirs(os.path.join(d, "megatron_core-0.2.0.dist-info"))
+    with open(os.path.join(d, "megatron_core-0.2.0.dist-info", "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: megatron-core\\nVersion: " + _version() + "\\n")
+    return "megatron_core-0.2.0.dist-info"
+'''
+    rev = commit(world.forks["megatron-core"].fork, "version from git", {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": backend})
+    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    assert fork_metadata.read(repo, rev).version == f"0.2.0+g{rev[:12]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from gitfixtures import git
 
 from nemo_rl import git as nemo_git_module
@@ -292,7 +293,7 @@ def test_a_blob_a_server_lacks_is_named_asked_of_the_next_remote_or_written_empt
     lost = nemo_git(["rev-parse", f"{head}:pkg/new.py"], repo=cache).stdout.strip()
     with pytest.raises(NemoRLError, match="not our ref"):
         nemo_git_module.fetch_objects(cache, "origin", {lost})
-    assert nemo_git_module.fetch_objects(cache, "origin", {lost}, refusals=True) == {lost}
+    assert nemo_git_module.fetch_objects(cache, "origin", {lost}, refusals=1) == {lost}
     tree = git_history.fetched_tree(cache, head, ["origin"])
     assert (tree.lacking, tree.placeholders) == (frozenset({lost}), ["pkg/new.py"])
     git_history.check_out(cache, tree, tmp_path / "alone")
@@ -317,7 +318,9 @@ def test_a_blob_a_server_lacks_is_named_asked_of_the_next_remote_or_written_empt
     git_history.check_out(cache, tree, tmp_path / "both")
     assert (tmp_path / "both" / "pkg/new.py").read_text() == "A = 1\nB = 2\nC = 3\nD = 4\n"
     assert (tmp_path / "both" / "pkg/more.py").read_text() == "M = 1\n"
-    assert nemo_git(["worktree", "list", "--porcelain"], repo=cache).stdout.count("worktree ") == 1  # no worktree
+    # a git work tree at the commit, as uv builds from: a version read from git (setuptools-scm) is the commit's
+    assert nemo_git(["rev-parse", "HEAD"], repo=tmp_path / "both").stdout.strip() == later
+    assert nemo_git(["status", "--porcelain"], repo=tmp_path / "both").stdout == ""
 
 
 def test_a_diff_blob_no_server_has_stops_the_records(tmp_path, monkeypatch):
@@ -331,3 +334,99 @@ def test_a_diff_blob_no_server_has_stops_the_records(tmp_path, monkeypatch):
     with pytest.raises(NemoRLError, match="does not serve 1 blob") as refused:
         git_history.fetch_for_diffs(cache, "origin", [head])
     assert "re-sync the mirror" in (refused.value.remedy or "")
+
+
+def _literal(repo, kind: str, data: bytes) -> str:
+    """An object as given, unchecked (a hostile fork's tree: git fsck would refuse it, a server may still hold it)."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "hash-object", "--literally", "-w", "-t", kind, "--stdin"],
+                          input=data, capture_output=True, check=True).stdout.decode().strip()
+
+
+def _server_and_cache(tmp_path, monkeypatch, files: dict[str, str]):
+    """A server (filters allowed, as GitHub) with one commit of `files`, and a blob-less clone of it: (server,
+    cache, the commit)."""
+    from gitfixtures import commit, init
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    server = init(tmp_path / "server")
+    git(server, "config", "uploadpack.allowFilter", "true")
+    git(server, "config", "uploadpack.allowAnySHA1InWant", "true")
+    rev = commit(server, "files", files)
+    cache = tmp_path / "cache"
+    nemo_git(["clone", "--quiet", "--bare", "--filter=blob:none", "--no-local", f"file://{server}", str(cache)],
+             repo=tmp_path)
+    return server, cache, rev
+
+
+def _lose(server, rev: str, path: str) -> str:
+    lost = git(server, "rev-parse", f"{rev}:{path}")
+    (server / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    return lost
+
+
+def test_a_second_remote_that_cannot_be_reached_leaves_the_blob_a_placeholder(tmp_path, monkeypatch):
+    """Upstream is a second chance only: the fork's mirror lacks a blob and upstream is offline, so the file is a
+    placeholder (named), not git's raw error."""
+    server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {"a.txt": "a\n", "big.bin": "B" * 1000})
+    _lose(server, rev, "big.bin")
+    nemo_git(["remote", "add", "upstream", str(tmp_path / "gone")], repo=cache)
+    assert git_history.fetched_tree(cache, rev, ["origin", "upstream"]).placeholders == ["big.bin"]
+
+
+def test_a_server_lacking_too_many_blobs_is_an_error_naming_the_mirror(tmp_path, monkeypatch):
+    """Each refusal costs a request: past REFUSALS_MAX the tree is refused, with what to do."""
+    import pytest
+
+    from nemo_rl.errors import NemoRLError
+
+    monkeypatch.setattr(git_history, "REFUSALS_MAX", 2)
+    server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {f"f{n}.txt": f"{n}\n" for n in range(4)})
+    for n in range(3):
+        _lose(server, rev, f"f{n}.txt")
+    with pytest.raises(NemoRLError, match="not our ref") as refused:
+        git_history.fetched_tree(cache, rev, ["origin"])
+    assert "re-sync it" in (refused.value.remedy or "")
+    monkeypatch.setattr(git_history, "REFUSALS_MAX", 3)
+    assert git_history.fetched_tree(cache, rev, ["origin"]).placeholders == ["f0.txt", "f1.txt", "f2.txt"]
+
+
+def test_a_trees_size_counts_every_path_that_shares_a_blob(tmp_path, monkeypatch):
+    """The size chooses memory or disk for the checkout: 20 copies of one blob are written 20 times."""
+    _, cache, rev = _server_and_cache(tmp_path, monkeypatch, {f"d/copy{n:02}.bin": "x" * 1000 for n in range(20)})
+    assert git_history.fetched_tree(cache, rev, ["origin"]).size == 20 * 1000
+
+
+@pytest.mark.parametrize("link_first", [True, False])
+def test_a_placeholder_is_never_written_through_a_link_the_tree_holds(tmp_path, monkeypatch, link_first):
+    """A hostile tree: `a` as a link to a directory outside, and `a/b` (a blob nobody has) beside it. The checkout
+    is refused and the empty placeholder for a/b never lands in the directory the link names."""
+    from nemo_rl.errors import NemoRLError
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "b").write_text("precious\n")
+    server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {"pyproject.toml": "[project]\nname = 'x'\n"})
+
+    def entry(mode: str, name: str, oid: str) -> bytes:
+        return mode.encode() + b" " + name.encode() + b"\0" + bytes.fromhex(oid)
+
+    link = entry("120000", "a", _literal(server, "blob", str(victim).encode()))
+    inner = entry("40000", "a", _literal(server, "tree", entry("100644", "b", "ab" * 20)))  # a blob nobody has
+    tree = _literal(server, "tree", (link + inner if link_first else inner + link)
+                    + entry("100644", "pyproject.toml", git(server, "rev-parse", f"{rev}:pyproject.toml")))
+    evil = git(server, "commit-tree", tree, "-p", rev, "-m", "evil")
+    nemo_git(["fetch", "--quiet", "--filter=blob:none", "origin", evil], repo=cache)
+    found = git_history.fetched_tree(cache, evil, ["origin"])
+    assert found.placeholders == ["a/b"]
+    with pytest.raises(NemoRLError):
+        git_history.check_out(cache, found, tmp_path / "scratch" / "src")
+    assert (victim / "b").read_text() == "precious\n"
+    # the write itself, where git left such a link in place: refused, never followed
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "a").symlink_to(victim)
+    with pytest.raises(NemoRLError, match="holds a link or a file where a directory belongs"):
+        git_history._write_empty(dest, "a/b")
+    assert (victim / "b").read_text() == "precious\n"

@@ -13,7 +13,7 @@ from nemo_rl import git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
 from nemo_rl.progress import progress
-from nemo_rl.project import journal, landing, lockfile, state_dir
+from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 
 LANDED = ["pyproject.toml", "uv.lock"]
 # With a derived [[tool.uv.dependency-metadata]] entry, uv locks offline first (bump_steps.lock_result); the
@@ -36,12 +36,13 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 def bump(project: Path, args: argparse.Namespace) -> int:
     journal.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
-    before = bump_steps.read_before(project, args.distribution, "deps bump")
+    before = bump_steps.read_before(project, args.distribution)
     fork = before.fork
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
     if before.at(new_rev, args.branch):
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
+    uv_inputs.require_stageable(project, before.uv_settings, "deps bump")
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch

@@ -14,7 +14,7 @@ from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, o
 from nemo_rl.forks.record_files import Index, index_name, read_index
 from nemo_rl.process import Running
 from nemo_rl.progress import progress
-from nemo_rl.project import lockfile, uv_inputs
+from nemo_rl.project import lockfile
 from nemo_rl.project.state_dir import write_atomic
 
 
@@ -29,6 +29,7 @@ class Before:
     deltas: declared.Deltas  # the fork table's drop and add lists
     index: Index | None  # patches/<dist>/index.toml
     patch_dir: Path  # patches/<dist>, proven no link (records.records_dir)
+    uv_settings: Mapping[str, object]  # pyproject.toml's [tool.uv], shape-checked
 
     @property
     def derives(self) -> bool:
@@ -51,7 +52,7 @@ class Before:
         index, fork = self.index, self.fork
         locked = self.locked.get(fork.distribution)
         if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev
-                or index.digest != index.expected_digest()):
+                or index.digest != index.expected_digest() or index.problems):
             return None
         try:
             return metadata_check.recorded(index, fork.distribution)
@@ -59,19 +60,17 @@ class Before:
             return None  # a [declares] nemo-rl does not read: the old commit's metadata says it instead
 
 
-def read_before(project: Path, distribution: str, command: str) -> Before:
-    """The project as the bump finds it, read once; refused before any work: a fork the project does not pin, a
-    linked records directory, or a project a lock in a staging copy would see otherwise (uv_inputs)."""
+def read_before(project: Path, distribution: str) -> Before:
+    """The project as the bump finds it, read once; refused before any work: a fork the project does not pin, or a
+    linked records directory."""
     patch_dir = records.records_dir(project, distribution)
     fork = lockfile.fork(project, distribution)  # [tool.uv.sources] and the fork's table: checked tables
     uv_table, nemo_rl_table = lockfile.tool_tables(project)
-    locked = lockfile.locked_packages(project)
-    uv_inputs.require_stageable(project, uv_table, command)
     lock_path = project / "uv.lock"
-    return Before(fork, locked, lock_path.read_text() if lock_path.exists() else None,
+    return Before(fork, lockfile.locked_packages(project), lock_path.read_text() if lock_path.exists() else None,
                   declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
                   declared.deltas_from_table(nemo_rl_table["forks"][distribution], distribution),
-                  read_index(patch_dir), patch_dir)
+                  read_index(patch_dir), patch_dir, uv_table)
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:

@@ -9,6 +9,7 @@ uv locks our [[tool.uv.dependency-metadata]] entry instead of this, so a bump co
 from __future__ import annotations
 
 import json
+import shutil
 import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -20,9 +21,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from nemo_rl import values
+from nemo_rl import git, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, git_history, lock_markers, pep517, scratch
+from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep517, scratch
 from nemo_rl.project.state_dir import write_atomic
 
 # Cached per commit beside the fork cache: the metadata and the wheel's file list, each with the placeholders
@@ -185,13 +186,22 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
         # the tree and what a build writes beside it (a wheel: a copy and an archive)
         with scratch.directory(tree.size * (3 if wheel else 2)) as tmp:
             source, out = tmp / "src", tmp / "out"
-            git_history.check_out(repo, tree, source)
-            out.mkdir()
-            produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
-            if wheel:
-                yield rev, _read_wheel(produced, tree.placeholders)
-            else:
-                yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), tree.placeholders)}
+            try:
+                # a worktree is made and pruned under the cache's lock (worktrees' names in the repository would
+                # race); the build itself runs unlocked, beside other work in the same cache
+                with fork_cache.locked(repo):
+                    git.git(["worktree", "prune"], repo=repo, check=False)  # left by a killed command
+                    git_history.check_out(repo, tree, source)
+                out.mkdir()
+                produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
+                if wheel:
+                    yield rev, _read_wheel(produced, tree.placeholders)
+                else:
+                    yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), tree.placeholders)}
+            finally:
+                shutil.rmtree(source, ignore_errors=True)
+                with fork_cache.locked(repo):
+                    git.git(["worktree", "prune"], repo=repo, check=False)
 
 
 def _bounded(path: Path) -> str:

@@ -16,6 +16,7 @@ from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 
 ZERO = "0" * 40
+REFUSALS_MAX = 64  # blobs one server may lack before it is an error: each refusal costs a request
 
 
 @dataclass(frozen=True)
@@ -81,15 +82,19 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
     """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
-    with the files of `trees` (commits whose checkout follows); a file of those the server refuses (a mirror
-    without a large file) is left to the checkout (fetched_tree), but the diffs cannot be read without theirs."""
+    with the files of `trees` (commits whose checkout follows). When the server refuses one of the trees' (a mirror
+    without some large file), the diffs' blobs are asked alone, and fetched_tree asks upstream for the rest; the
+    diffs cannot be read without theirs."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
-    refused = git.fetch_objects(repo, remote, wanted | git.missing_objects(repo, trees), refusals=True) & wanted
-    if refused:
-        raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
-                          f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
-                          "re-sync the mirror from the fork: the records read every blob of every diff")
+    try:
+        git.fetch_objects(repo, remote, wanted | git.missing_objects(repo, trees))
+    except NemoRLError:
+        refused = git.fetch_objects(repo, remote, wanted, refusals=REFUSALS_MAX)
+        if refused:
+            raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
+                              f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
+                              "re-sync the mirror from the fork: the records read every blob of every diff") from None
 
 
 def message(repo: Path, sha: str) -> str:
@@ -147,7 +152,7 @@ def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
 @dataclass(frozen=True)
 class Tree:
     """A commit's files, their blobs in the cache: `lacking` are those no remote serves (a mirror without large
-    files), `size` the bytes of the others."""
+    files), `size` the bytes a checkout writes."""
 
     rev: str
     blobs: Mapping[str, str]  # path -> blob id
@@ -162,8 +167,9 @@ class Tree:
 
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
-    """The tree of `rev` with its blobs in the cache: those it lacks come in one request, and what a remote refuses
-    is asked of the next."""
+    """The tree of `rev` with its blobs in the cache: those it lacks come in one request to the first remote (the
+    fork's), and what it refuses (one more request each) is asked of the next ones, a second chance only: what
+    they cannot give, whatever the reason, stays lacking."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs = {}
     for entry in filter(None, out.split("\0")):
@@ -172,26 +178,45 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
         if kind == "blob":
             blobs[path] = oid
     lacking = git.missing_objects(repo, [rev])
-    for remote in remotes:
-        if lacking:
-            lacking = git.fetch_objects(repo, remote, lacking, refusals=True)
+    for number, remote in enumerate(remotes):
+        if not lacking:
+            break
+        try:
+            lacking = git.fetch_objects(repo, remote, lacking, refusals=REFUSALS_MAX)
+        except NemoRLError:
+            if number == 0:
+                raise
     present = sorted(set(blobs.values()) - lacking)
-    sizes = git.git(["cat-file", "--batch-check=%(objectsize)"], repo=repo,
-                    input_text="\n".join(present) + "\n").stdout
-    return Tree(rev, blobs, frozenset(lacking), sum(int(size) for size in sizes.split()) if present else 0)
+    listed = git.git(["cat-file", "--batch-check=%(objectname) %(objectsize)"], repo=repo,
+                     input_text="\n".join(present) + "\n").stdout if present else ""
+    sizes = dict(line.split() for line in listed.splitlines())
+    return Tree(rev, blobs, frozenset(lacking), sum(int(sizes.get(oid, 0)) for oid in blobs.values()))
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Write `tree` into `dest`, a new directory, through an index file beside it: no worktree is registered in the
-    cache, so nothing needs its lock. Its placeholders are written empty."""
-    dest.mkdir()
-    work, index = ["--work-tree", str(dest)], dest.with_name(f"{dest.name}.index")
-    git.git([*work, "read-tree", "--end-of-options", tree.rev], repo=repo, index_file=index)
+    """Make `dest` a worktree of the cache at `tree.rev`, its files written from the blobs fetched_tree fetched
+    (the placeholders empty): a git work tree, as the one uv builds a git source from, so a backend that reads its
+    version from git (setuptools-scm, hatch-vcs) sees the commit. The caller holds the cache's lock (worktrees'
+    names in the repository would race), and prunes the worktree once `dest` is removed."""
+    git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
+    git.git(["read-tree", "--end-of-options", tree.rev], repo=dest)
     present = [path for path, oid in tree.blobs.items() if oid not in tree.lacking]
     if present:
-        git.git([*work, "checkout-index", "--force", "-z", "--stdin"], repo=repo, index_file=index,
-            input_text="\0".join(present) + "\0")
+        git.git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
     for path in tree.placeholders:
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(b"")
+        _write_empty(dest, path)
+
+
+def _write_empty(dest: Path, path: str) -> None:
+    """An empty file at `path` inside `dest`, never through a link: the tree is the fork's, and a directory
+    entry it holds as a link would take the write elsewhere."""
+    import os
+
+    where = dest
+    for part in Path(path).parts[:-1]:
+        where = where / part
+        if where.is_symlink() or (where.exists() and not where.is_dir()):
+            raise NemoRLError(f"the fork's tree at {path!r:.200} holds a link or a file where a directory belongs",
+                              "pick another commit, or fix the fork")
+        where.mkdir(exist_ok=True)
+    os.close(os.open(where / Path(path).name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644))

@@ -101,6 +101,7 @@ class Index:
     digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
     # what the fork's own metadata says at the pin (declared.Declares.as_table)
     declares: Mapping[str, object] | None = None
+    problems: tuple[str, ...] = ()  # what of the file is not of the shape nemo-rl writes (read_index)
 
     def facts(self) -> dict[str, str]:
         return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",
@@ -187,40 +188,55 @@ def read_record(path: Path) -> Record:
 
 
 def read_index(directory: Path) -> Index | None:
+    """patches/<dist>/index.toml as typed values (None when there is none). What is not of the shape nemo-rl
+    writes (a hand edit: a fact that is no string, a [[commit]] with a key missing, mistyped or of its own) is kept
+    as best it can be and named in `problems`, which the records' checks report: status still shows every fork,
+    and `deps patches` regenerates the index past it, its why-note kept."""
     path = directory / INDEX
     if not path.exists():
         return None
     data = load_toml(path)  # parsed once per process: status and the records check both read it
+    problems = []
     commits = data.get("commit", [])
     if not isinstance(commits, list) or not all(isinstance(c, dict) for c in commits):
-        raise NemoRLError(f"{path}: [[commit]] must be an array of tables", "regenerate with `nemo-rl deps patches`")
-    listed = tuple(_listed(entry, path, position) for position, entry in enumerate(commits, start=1))
+        problems.append("[[commit]] is not an array of tables")
+        commits = []
+    listed = []
+    for position, entry in enumerate(commits, start=1):
+        found, problem = _listed(entry)
+        listed.append(found)
+        problems += [f"[[commit]] #{position} {problem}"] if problem else []
     text = {key: data.get(key) for key in (*INDEX_FACTS, "why", "digest")}
-    bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
-    if bad:
-        raise NemoRLError(f"{path}: {', '.join(bad)} must be strings", "regenerate with `nemo-rl deps patches`")
+    problems += [f"{key} is not a string" for key, value in text.items()
+                 if value is not None and not isinstance(value, str)]
+    text = {key: value if isinstance(value, str) else None for key, value in text.items()}
+    declares = data.get("declares")
+    if declares is not None and not isinstance(declares, dict):
+        problems.append("[declares] is not a table")
+        declares = None
     return Index(
         distribution=text["distribution"] or directory.name, fork_url=text["fork-url"] or "",
         branch=text["branch"] or None, pinned=text["pinned"] or "", upstream_url=text["upstream-url"] or None,
         upstream_branch=text["upstream-branch"] or "main", base=text["base"] or "",
-        why=text["why"] or "", commits=listed, digest=text["digest"],
-        declares=data["declares"] if isinstance(data.get("declares"), dict) else data.get("declares"),
+        why=text["why"] or "", commits=tuple(listed), digest=text["digest"], declares=declares,
+        problems=tuple(problems),
     )
 
 
-def _listed(entry: dict, path: Path, position: int) -> Listed:
-    """A [[commit]] table as typed values; a missing, unknown or mistyped key is refused, since a generated index
-    has exactly these (`number` an integer, the others strings)."""
-    where = f"{path}: [[commit]] #{position}"
-    fix = "regenerate it with `nemo-rl deps patches` (a why-note or record note is kept)"
-    if unknown := sorted(set(entry) - set(LISTED_KEYS)):
-        raise NemoRLError(f"{where} has keys nemo-rl does not write: {', '.join(unknown)}", fix)
+def _listed(entry: dict) -> tuple[Listed, str | None]:
+    """A [[commit]] table as typed values (a value of the wrong type becomes its repr, a number -1), and what is
+    wrong with its shape, or None when it is as nemo-rl writes it: a number and five strings, no other key."""
+    said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
+        if set(entry) - set(LISTED_KEYS) else []
+    values: list = []
     for key in LISTED_KEYS:
-        kind = int if key == "number" else str
-        if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
-            raise NemoRLError(f"{where}: {key} must be {'an integer' if kind is int else 'a string'}, found "
-                              f"{entry.get(key)!r:.60}", fix)
-    return Listed(*(entry[key] for key in LISTED_KEYS))
+        value, kind = entry.get(key), int if key == "number" else str
+        if not isinstance(value, kind) or isinstance(value, bool):
+            said.append(f"{key} is {value!r:.60}, not {'an integer' if kind is int else 'a string'}")
+            value = -1 if kind is int else repr(value)
+        values.append(value)
+    number, commit, subject, patch_id, record, digest = values
+    return Listed(number, commit, subject, patch_id, record, digest), "; ".join(said) or None
 
 
 def read_records(directory: Path) -> dict[str, Record]:

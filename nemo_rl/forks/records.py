@@ -191,6 +191,7 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
     other = package.other_source(fork) if package and compare_lock else None
     diffs = _pin_differences(rel, index, fork, locked_commit, other)
+    diffs += [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
     if index.distribution != fork.distribution:
         diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
     if index.digest != index.expected_digest():
@@ -254,6 +255,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
                          fork.upstream_branch, base, "", fresh)
     diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
              for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]
+    diffs += [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):

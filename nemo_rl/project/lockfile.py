@@ -42,7 +42,7 @@ class LockedPackage:
     name: str
     version: str | None
     git: str | None = None  # a git source, as uv writes it: `<url>?rev=<rev>#<commit>`
-    other: str | None = None  # any other source, shown as uv.lock writes it (never used)
+    other: str | None = None  # any other source, as uv.lock writes it: shown in messages, never fetched
 
     @classmethod
     def of(cls, name: str, version: str | None, source: dict) -> LockedPackage:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from nemo_rl import locks, settings, values
@@ -209,7 +210,7 @@ def _relative_location(table: dict) -> str | None:
     return None
 
 
-def _local_source(uv_table: dict, *, git: bool = False) -> str | None:
+def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str | None:
     """A [tool.uv.sources] entry (of pyproject.toml's [tool.uv], `uv_table`) that names a directory by a path
     relative to the project, or a workspace member; with `git`, also a git source on this machine (`file://`, or a
     path): a repository the checkout may hold, whose checkout uv would make in the user's cache."""
@@ -243,7 +244,7 @@ def _remote(url: str) -> bool:
     return parts.scheme in ("https", "http", "ssh", "git") and bool(parts.netloc)
 
 
-def require_stageable(project: Path, uv_table: dict, command: str) -> None:
+def require_stageable(project: Path, uv_table: Mapping[str, object], command: str) -> None:
     """Refuses, with what to do, a project that a lock in a staging copy would see differently from uv in the
     project itself (`uv_table`: its pyproject.toml's [tool.uv], as read): a uv.toml, a workspace, or a path source
     given as a relative path (other relative paths in [tool.uv], such as find-links, fail loudly in uv there)."""
