@@ -899,9 +899,9 @@ MUTATIONS = [
      "tests/test_doctor.py -k compares_the_installed"),
     # bump's report and lock
     ("bump report: a commit already there is not added", "nemo_rl/forks/bump_report.py",
-     "        if r.commit in old_shas:\n            continue\n", "", REPORT),
+     "        if c.commit in other_shas:\n            continue\n", "", REPORT),
     ("bump report: one old commit matches one new (counted by commit)", "nemo_rl/forks/bump_report.py",
-     "            old_ids[r.patch_id] -= 1\n", "", REPORT),
+     "            other_ids[c.patch_id] -= 1\n", "", REPORT),
     ("bump report: shared patch-ids", "nemo_rl/forks/bump_report.py", "if len(shas) > 1 and pid !=", "if len(shas) > 9 and pid !=",
      REPORT),
     ("offline lock: the reason names the package", "nemo_rl/forks/offline_lock.py",

@@ -28,7 +28,7 @@ def test_the_caches_lock_removes_stale_git_locks_and_keeps_its_own_lock_file(tmp
     for path in stale:
         path.write_text("")
     (repo / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
-    with fork_cache.locked(repo):
+    with fork_cache.holding(repo):
         assert not any(path.exists() for path in stale)
         assert (repo / "refs" / "heads" / "main").exists()
     assert (tmp_path / "git" / "megatron-core-0123.lock").exists()  # never removed: see locked

@@ -392,8 +392,8 @@ def test_another_command_waits_for_the_fork_cache(world):
     fork = lockfile.fork(world.project, "megatron-core")
     repo = fork_cache.fetched(fork, fork.rev)
     other = ("import sys\nfrom pathlib import Path\nfrom nemo_rl.forks import fork_cache\n"
-             "with fork_cache.locked(Path(sys.argv[1])):\n    print('in', flush=True)\n")
-    with fork_cache.locked(repo):
+             "with fork_cache.holding(Path(sys.argv[1])):\n    print('in', flush=True)\n")
+    with fork_cache.holding(repo):
         proc = subprocess.Popen([sys.executable, "-c", other, str(repo)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         said = proc.stderr.readline()  # its first line: waiting, or none when it went in and ended

@@ -3,6 +3,7 @@ patch-id), the upstream base, and how uv.lock changed. Pure functions of what th
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from nemo_rl.forks.record_files import Index, Listed, Record
@@ -15,37 +16,28 @@ def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
                    ) -> tuple[list[Record], list[Listed], dict[str, list[str]]]:
     """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
     commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
-    old_shas = {e.commit for e in old_entries}
-    new_shas = {r.commit for r in recs}
-    old_ids: dict[str | None, int] = {}  # an entry without a patch-id counts under None
-    for e in old_entries:
-        if e.commit not in new_shas:
-            old_ids[e.patch_id] = old_ids.get(e.patch_id, 0) + 1
-    added = []
-    for r in recs:
-        if r.commit in old_shas:
-            continue
-        if old_ids.get(r.patch_id, 0) > 0:  # the same change under a new SHA: rebased, not added
-            old_ids[r.patch_id] -= 1
-            continue
-        added.append(r)
-    new_ids: dict[str | None, int] = {}
-    for r in recs:
-        if r.commit not in old_shas:
-            new_ids[r.patch_id] = new_ids.get(r.patch_id, 0) + 1
-    removed = []
-    for e in old_entries:
-        if e.commit in new_shas:
-            continue
-        if new_ids.get(e.patch_id, 0) > 0:
-            new_ids[e.patch_id] -= 1
-            continue
-        removed.append(e)
+    old_shas, new_shas = {e.commit for e in old_entries}, {r.commit for r in recs}
+    added = _unmatched(recs, old_shas, Counter(e.patch_id for e in old_entries if e.commit not in new_shas))
+    removed = _unmatched(old_entries, new_shas, Counter(r.patch_id for r in recs if r.commit not in old_shas))
     by_id: dict[str, list[str]] = {}
     for r in recs:
         by_id.setdefault(r.patch_id, []).append(r.commit)
     shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != ZERO}
     return added, removed, shared
+
+
+def _unmatched[T: (Record, Listed)](commits: Sequence[T], other_shas: set[str], other_ids: Counter[str]) -> list[T]:
+    """The commits the other side lacks: not there by SHA, nor by a patch-id it has left over (the same change
+    under a new SHA: a rebase; each of the other side's matches one commit only)."""
+    left = []
+    for c in commits:
+        if c.commit in other_shas:
+            continue
+        if other_ids[c.patch_id] > 0:
+            other_ids[c.patch_id] -= 1
+            continue
+        left.append(c)
+    return left
 
 
 def lock_versions(packages: Mapping[str, LockedPackage]) -> dict[str, str]:

@@ -32,7 +32,7 @@ def _path(fork: Fork) -> Path:
 
 
 @contextlib.contextmanager
-def locked(repo: Path) -> Iterator[None]:
+def holding(repo: Path) -> Iterator[None]:
     """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock
     file lets two processes lock two different files)."""
     repo.parent.mkdir(parents=True, exist_ok=True)
@@ -57,7 +57,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
     upstream_refspec = f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"
     # asked at most once a call: each asking fetches the branch from the fork
     on_fork_branch = functools.cache(lambda: _on_branch(repo, fork, sha))
-    with locked(repo):
+    with holding(repo):
         git.init_cache(repo)
         git.set_remote(repo, "fork", fork.url)
         git.set_remote(repo, "upstream", fork.upstream_url)

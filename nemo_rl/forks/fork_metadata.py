@@ -189,7 +189,7 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
             try:
                 # a worktree is made and pruned under the cache's lock (worktrees' names in the repository would
                 # race); the build itself runs unlocked, beside other work in the same cache
-                with fork_cache.locked(repo):
+                with fork_cache.holding(repo):
                     git.git(["worktree", "prune"], repo=repo, check=False)  # left by a killed command
                     git_history.check_out(repo, tree, source)
                 out.mkdir()
@@ -200,7 +200,7 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
                     yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), tree.placeholders)}
             finally:
                 shutil.rmtree(source, ignore_errors=True)
-                with fork_cache.locked(repo):
+                with fork_cache.holding(repo):
                     git.git(["worktree", "prune"], repo=repo, check=False)
 
 
