@@ -255,7 +255,6 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
                          fork.upstream_branch, base, "", fresh)
     diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
              for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]
-    diffs += [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):
