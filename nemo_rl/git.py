@@ -81,11 +81,17 @@ def init_cache(path: Path) -> Path:
 
 
 def remove_stale_locks(repo: Path) -> None:
-    """git's own lock files in `repo` (config.lock, packed-refs.lock, refs/**.lock) left by a git that was killed:
-    for a caller that knows no other git runs there, each is stale, and one left would fail every later command."""
+    """git's own lock files in `repo` (config.lock, packed-refs.lock, refs/**.lock, and the `locked` mark of a
+    worktree whose `git worktree add` never finished, which `git worktree prune` keeps for ever) left by a git that
+    was killed: for a caller that knows no other git runs there, each is stale, and one left would fail every later
+    command."""
     if repo.is_dir():
         for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
             if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+        for path in repo.glob("worktrees/*/locked"):
+            if path.is_file() and not path.is_symlink() and path.stat().st_size < 64 and \
+                    path.read_text(errors="replace").strip() == "initializing":
                 path.unlink(missing_ok=True)
 
 
@@ -123,6 +129,11 @@ UNSERVED = "remote error: upload-pack: not our ref"
 _UNSERVED_ID = re.compile(r"not our ref ([0-9a-f]{40})")
 
 
+def remote_url(repo: Path, name: str) -> str | None:
+    result = git(["config", "--get", f"remote.{name}.url"], repo=repo, check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
 def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
     """The objects of these commits' trees that the blob-less cache `repo` lacks, listed without fetching any
     (reading one would fetch it: git 2.39 has no GIT_NO_LAZY_FETCH)."""
@@ -145,11 +156,16 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
         named = set(_UNSERVED_ID.findall(result.stderr)) & wanted
         if result.returncode == 0:
             break
-        if len(refused | named) > refusals or not named:
+        if not named:
             git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
-                remedy=f"the server of remote {remote!r} (your mirror?) must serve every object of the commit: "
-                       "re-sync it, or check the network")  # git's own words
+                remedy=unreachable(remote_url(repo, remote) or remote))  # failing again, with git's own words
             break
+        if len(refused | named) > refusals:
+            raise NemoRLError(f"the server of remote {remote!r} ({remote_url(repo, remote)}) does not serve "
+                              f"{len(refused | named)} or more of the {len(objects)} object(s) asked (a mirror "
+                              "without those files)",
+                              "re-sync that mirror from its source, or point git at one that has them "
+                              "(url.<base>.insteadOf)")
         refused |= named
     return refused
 

@@ -16,11 +16,6 @@ def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
     git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
 
 
-def remote_url(repo: Path, name: str) -> str | None:
-    result = git(["config", "--get", f"remote.{name}.url"], repo=repo, check=False)
-    return (result.stdout.strip() or None) if result.returncode == 0 else None
-
-
 def ignored_files(repo: Path) -> list[str]:
     """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
     out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout

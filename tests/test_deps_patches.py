@@ -150,6 +150,25 @@ def test_an_index_out_of_shape_is_drift_status_shows_and_deps_patches_regenerate
     assert patches(world, "megatron-core", "--check") == 0
 
 
+def test_an_index_with_merge_conflict_markers_is_drift_and_deps_patches_writes_it_again(world, capsys):
+    """Two branches bumped and git left conflict markers in index.toml: status still shows both forks, the check
+    names the file, and `deps patches DIST` writes it again with the why-note the file held."""
+    index = world.project / INDEX
+    why = "Ours: a note only people write.\n"
+    index.write_text(index.read_text().replace('why = """', f'why = """{why}', 1)
+                     .replace("[[commit]]", "<<<<<<< HEAD\n[[commit]]", 1))
+    capsys.readouterr()
+    assert main(["deps", "status", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    assert "megatron-core" in out and "nemo-toolkit" in out and "does not parse as TOML" in out
+    assert patches(world, "--check", "--offline") == 1
+    assert "index.toml: shape: expected as `nemo-rl deps patches` writes it, found does not parse" in \
+        capsys.readouterr().out
+    assert patches(world, "megatron-core") == 0
+    assert "<<<<<<<" not in index.read_text() and why in index.read_text()
+    assert patches(world, "megatron-core", "--check") == 0
+
+
 def test_online_check_reports_field_expected_found(world, capsys):
     edit(world.project / RECORD, "author: Fixture Author <author@fixture.invalid>", "author: Someone <s@x.invalid>")
     capsys.readouterr()

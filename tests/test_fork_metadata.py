@@ -107,9 +107,10 @@ def test_a_marker_that_merely_names_extra_is_a_base_requirement():
     assert sorted(found) == ["idna", "six", "torch"], found
 
 
-def test_a_version_from_git_is_the_commits_as_uv_would_build_it(world):
+def test_a_backend_reading_its_version_from_git_sees_the_commit_it_builds(world):
     """A backend that reads its version from git (setuptools-scm, hatch-vcs) sees the commit being built: the
-    checkout is a git work tree at it, as the one uv builds a git source from."""
+    checkout is a git work tree at it, as the one uv builds a git source from (the fork's tags are not fetched:
+    docs/forks.md)."""
     from gitfixtures import commit
 
     from nemo_rl.forks import fork_cache
@@ -130,3 +131,66 @@ def prepare_metadata_for_build_wheel(d, config_settings=None):
         "backend.py": backend})
     repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
     assert fork_metadata.read(repo, rev).version == f"0.2.0+g{rev[:12]}"
+
+
+def _backend_commit(world, message: str) -> str:
+    from gitfixtures import commit
+
+    backend = ("import os\ndef prepare_metadata_for_build_wheel(d, config_settings=None):\n"
+               "    os.makedirs(os.path.join(d, 'megatron_core-0.2.0.dist-info'))\n"
+               "    with open(os.path.join(d, 'megatron_core-0.2.0.dist-info', 'METADATA'), 'w') as f:\n"
+               "        f.write('Metadata-Version: 2.1\\nName: megatron-core\\nVersion: 0.2.0\\n')\n"
+               "    return 'megatron_core-0.2.0.dist-info'\n")
+    return commit(world.forks["megatron-core"].fork, message, {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": backend})
+
+
+def test_a_worktree_is_added_under_the_caches_lock(world, monkeypatch):
+    """Worktrees' names in the cache repository would race between two commands: each is added holding the
+    cache's lock (the build itself runs unlocked)."""
+    import fcntl
+    import os
+
+    from nemo_rl.forks import fork_cache, git_history
+    from nemo_rl.project import lockfile
+
+    def locked(path):  # another open file of the lock file: its exclusive lock is refused while the cache's is held
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+    rev = _backend_commit(world, "a commit to build")
+    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    assert not locked(repo.parent / f"{repo.name}.lock")
+    held, check_out = [], git_history.check_out
+    monkeypatch.setattr(git_history, "check_out", lambda repo, tree, dest: (
+        held.append(locked(repo.parent / f"{repo.name}.lock")), check_out(repo, tree, dest)))
+    assert fork_metadata.read(repo, rev).version == "0.2.0"
+    assert held == [True]
+
+
+def test_a_worktree_left_by_a_killed_command_is_pruned_by_the_next_build(world):
+    """A command killed during a build leaves its worktree registered (its directory removed with the scratch
+    one), or marked "initializing" when killed inside `git worktree add`: the next build prunes both."""
+    import shutil
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.git import git
+    from nemo_rl.project import lockfile
+
+    rev = _backend_commit(world, "a commit to build")
+    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    for name in ("killed-building", "killed-adding"):
+        git(["worktree", "add", "--quiet", "--detach", "--no-checkout", str(world.root / name), rev], repo=repo)
+        shutil.rmtree(world.root / name)
+    (repo / "worktrees" / "killed-adding" / "locked").write_text("initializing")
+    assert fork_metadata.read(repo, rev).version == "0.2.0"
+    listed = git(["worktree", "list", "--porcelain"], repo=repo).stdout
+    assert listed.count("worktree ") == 1 and not (repo / "worktrees").exists() or \
+        not any((repo / "worktrees").iterdir()), listed

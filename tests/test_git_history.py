@@ -291,13 +291,15 @@ def test_a_blob_a_server_lacks_is_named_asked_of_the_next_remote_or_written_empt
 
     cache, head, _ = _served_without_a_blob(tmp_path, monkeypatch)
     lost = nemo_git(["rev-parse", f"{head}:pkg/new.py"], repo=cache).stdout.strip()
-    with pytest.raises(NemoRLError, match="not our ref"):
+    with pytest.raises(NemoRLError, match="does not serve 1 or more of the 1 object"):
         nemo_git_module.fetch_objects(cache, "origin", {lost})
     assert nemo_git_module.fetch_objects(cache, "origin", {lost}, refusals=1) == {lost}
     tree = git_history.fetched_tree(cache, head, ["origin"])
     assert (tree.lacking, tree.placeholders) == (frozenset({lost}), ["pkg/new.py"])
     git_history.check_out(cache, tree, tmp_path / "alone")
     assert (tmp_path / "alone" / "pkg/new.py").read_bytes() == b""
+    # clean to git status, as uv's checkout is: a version read from git gets no "dirty" mark for a placeholder
+    assert nemo_git(["status", "--porcelain"], repo=tmp_path / "alone").stdout == ""
     # a second server with that file (the same blob) and nothing else: asked for only what the first refused
     other = init(tmp_path / "other")
     commit(other, "the same file", {"pkg/new.py": "A = 1\nB = 2\nC = 3\nD = 4\n"})
@@ -366,13 +368,36 @@ def _lose(server, rev: str, path: str) -> str:
     return lost
 
 
-def test_a_second_remote_that_cannot_be_reached_leaves_the_blob_a_placeholder(tmp_path, monkeypatch):
-    """Upstream is a second chance only: the fork's mirror lacks a blob and upstream is offline, so the file is a
-    placeholder (named), not git's raw error."""
+def test_a_second_remote_that_cannot_be_reached_is_an_error_never_a_kept_placeholder(tmp_path, monkeypatch):
+    """The fork's mirror lacks a blob and upstream cannot be asked: a build with that file empty would be kept as
+    the commit's answer (its metadata cached) after upstream is back, so the build stops, saying what to do."""
+    from nemo_rl.errors import NemoRLError
+
     server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {"a.txt": "a\n", "big.bin": "B" * 1000})
     _lose(server, rev, "big.bin")
     nemo_git(["remote", "add", "upstream", str(tmp_path / "gone")], repo=cache)
-    assert git_history.fetched_tree(cache, rev, ["origin", "upstream"]).placeholders == ["big.bin"]
+    with pytest.raises(NemoRLError, match="origin's server lacks 1 blob.* and upstream could not be asked") as caught:
+        git_history.fetched_tree(cache, rev, ["origin", "upstream"])
+    assert "check the network" in (caught.value.remedy or "")
+
+
+def test_a_submodule_is_an_empty_directory_and_the_checkout_clean(tmp_path, monkeypatch):
+    """As git clone leaves a submodule it does not fill: git status calls the tree clean (no version marked
+    dirty by a backend that reads it from git)."""
+    server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {"a.txt": "a\n"})
+    index = tmp_path / "sub.index"
+    nemo_git(["read-tree", rev], repo=server, index_file=index)
+    nemo_git(["update-index", "--add", "--cacheinfo", f"160000,{rev},mod"], repo=server, index_file=index)
+    tree_id = nemo_git(["write-tree"], repo=server, index_file=index).stdout.strip()
+    with_sub = nemo_git(["-c", "user.name=F", "-c", "user.email=f@fixture.invalid", "commit-tree", "-p", rev, "-m",
+                         "a submodule", tree_id], repo=server).stdout.strip()
+    nemo_git(["update-ref", "refs/heads/sub", with_sub], repo=server)
+    nemo_git(["fetch", "--quiet", "--filter=blob:none", "origin", "+refs/heads/sub:refs/sub"], repo=cache)
+    tree = git_history.fetched_tree(cache, with_sub, ["origin"])
+    assert tree.gitlinks == ("mod",)
+    git_history.check_out(cache, tree, tmp_path / "src")
+    assert (tmp_path / "src" / "mod").is_dir() and not any((tmp_path / "src" / "mod").iterdir())
+    assert nemo_git(["status", "--porcelain"], repo=tmp_path / "src").stdout == ""
 
 
 def test_a_server_lacking_too_many_blobs_is_an_error_naming_the_mirror(tmp_path, monkeypatch):
@@ -385,9 +410,10 @@ def test_a_server_lacking_too_many_blobs_is_an_error_naming_the_mirror(tmp_path,
     server, cache, rev = _server_and_cache(tmp_path, monkeypatch, {f"f{n}.txt": f"{n}\n" for n in range(4)})
     for n in range(3):
         _lose(server, rev, f"f{n}.txt")
-    with pytest.raises(NemoRLError, match="not our ref") as refused:
+    said = r"remote 'origin' \(file://.*\) does not serve 3 or more of the 4 object"  # the 4 the cache lacks
+    with pytest.raises(NemoRLError, match=said) as refused:
         git_history.fetched_tree(cache, rev, ["origin"])
-    assert "re-sync it" in (refused.value.remedy or "")
+    assert "re-sync that mirror" in (refused.value.remedy or "")
     monkeypatch.setattr(git_history, "REFUSALS_MAX", 3)
     assert git_history.fetched_tree(cache, rev, ["origin"]).placeholders == ["f0.txt", "f1.txt", "f2.txt"]
 
@@ -428,5 +454,5 @@ def test_a_placeholder_is_never_written_through_a_link_the_tree_holds(tmp_path, 
     dest.mkdir()
     (dest / "a").symlink_to(victim)
     with pytest.raises(NemoRLError, match="holds a link or a file where a directory belongs"):
-        git_history._write_empty(dest, "a/b")
+        git_history._make(dest, "a/b", directory=False)
     assert (victim / "b").read_text() == "precious\n"

@@ -62,9 +62,30 @@ def test_no_index_is_none_and_one_out_of_shape_names_its_problems(tmp_path):
     (tmp_path / INDEX).write_text('commit = "not a table"\npinned = 7\nwhy = "kept"\ndeclares = 1\n')
     found = record_files.read_index(tmp_path)
     assert found is not None
-    assert found.problems == ("[[commit]] is not an array of tables", "pinned is not a string",
-                              "[declares] is not a table")
+    assert found.problems[:2] == ("[[commit]] is not an array of tables", "pinned is not a string")
+    assert found.problems[2].startswith("index.toml [declares] must hold commit and version")
     assert (found.commits, found.pinned, found.why, found.declares) == ((), "", "kept", None)
+
+
+def test_an_index_that_does_not_parse_or_holds_a_declares_nemo_rl_does_not_read_is_named_why_kept(tmp_path):
+    """Merge-conflict markers (two branches bumped), a [declares] requirement that is a direct reference, a why-note
+    typed below the last [[commit]] (TOML puts it in that table): each named, the why-note kept."""
+    text = record_files.render_index(make_index([RECORD]))
+    (tmp_path / INDEX).write_text(text.replace("[[commit]]", "<<<<<<< HEAD\n[[commit]]", 1))
+    found = record_files.read_index(tmp_path)
+    assert found is not None and found.problems[0].startswith("does not parse as TOML")
+    assert found.why.strip() == "Ours: why the fork exists." and found.commits == ()
+    declares = '[declares]\nversion = "1"\nrequires-dist = ["evil @ https://x.invalid/e.tar.gz"]\n'
+    (tmp_path / INDEX).write_text(text.replace("[[commit]]", declares + "[[commit]]", 1))
+    found = record_files.read_index(tmp_path)
+    assert found is not None and found.declares is None
+    assert found.problems == ("index.toml [declares] requires-dist: 'evil @ https://x.invalid/e.tar.gz' is not a "
+                              "requirement nemo-rl locks (a direct reference)",)
+    below = text.replace('why = """Ours: why the fork exists.\n"""\n', "") + 'why = "typed last"\n'
+    (tmp_path / INDEX).write_text(below)
+    found = record_files.read_index(tmp_path)
+    assert found is not None and found.why == "typed last" and found.problems == ("[[commit]] #1 has why, which "
+                                                                                   "nemo-rl does not write",)
 
 
 def test_a_commit_entry_edited_out_of_shape_is_named_where_it_is_read(tmp_path):

@@ -92,7 +92,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
 def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
     """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
     leaving its configuration as it is (no remote added, never made a partial clone)."""
-    if entry.managed and git_checkout.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
+    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
         git.fetch(entry.checkout, "upstream", url, refspecs)
     else:
         git_checkout.fetch_url(entry.checkout, url, refspecs)

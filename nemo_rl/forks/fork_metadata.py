@@ -190,7 +190,6 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
                 # a worktree is made and pruned under the cache's lock (worktrees' names in the repository would
                 # race); the build itself runs unlocked, beside other work in the same cache
                 with fork_cache.holding(repo):
-                    git.git(["worktree", "prune"], repo=repo, check=False)  # left by a killed command
                     git_history.check_out(repo, tree, source)
                 out.mkdir()
                 produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
@@ -198,7 +197,7 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
                     yield rev, _read_wheel(produced, tree.placeholders)
                 else:
                     yield rev, {METADATA: _metadata(_bounded(produced / "METADATA"), tree.placeholders)}
-            finally:
+            finally:  # this worktree, and any a killed command left registered
                 shutil.rmtree(source, ignore_errors=True)
                 with fork_cache.holding(repo):
                     git.git(["worktree", "prune"], repo=repo, check=False)

@@ -158,6 +158,7 @@ class Tree:
     blobs: Mapping[str, str]  # path -> blob id
     lacking: frozenset[str]
     size: int
+    gitlinks: tuple[str, ...] = ()  # submodules' paths: a checkout leaves them empty directories, as git clone does
 
     @property
     def placeholders(self) -> list[str]:
@@ -168,47 +169,61 @@ class Tree:
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
     """The tree of `rev` with its blobs in the cache: those it lacks come in one request to the first remote (the
-    fork's), and what it refuses (one more request each) is asked of the next ones, a second chance only: what
-    they cannot give, whatever the reason, stays lacking."""
+    fork's), and what it refuses (one more request each) is asked of the next ones. A blob every remote refuses
+    stays lacking (a placeholder); a remote that cannot be asked is an error, since a build with the file empty
+    would be kept as the commit's answer."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
-    blobs = {}
+    blobs, gitlinks = {}, []
     for entry in filter(None, out.split("\0")):
         meta, _, path = entry.partition("\t")
         mode, kind, oid = meta.split()
         if kind == "blob":
             blobs[path] = oid
+        elif kind == "commit":
+            gitlinks.append(path)
     lacking = git.missing_objects(repo, [rev])
     for number, remote in enumerate(remotes):
         if not lacking:
             break
         try:
             lacking = git.fetch_objects(repo, remote, lacking, refusals=REFUSALS_MAX)
-        except NemoRLError:
+        except NemoRLError as exc:
             if number == 0:
                 raise
+            raise NemoRLError(f"{remotes[0]}'s server lacks {len(lacking)} blob(s) of {rev[:12]}, and {remote} could "
+                              f"not be asked for them: {exc.what.splitlines()[0]}",
+                              f"check the network (or the mirror of {remote}), then run again") from exc
     present = sorted(set(blobs.values()) - lacking)
     listed = git.git(["cat-file", "--batch-check=%(objectname) %(objectsize)"], repo=repo,
                      input_text="\n".join(present) + "\n").stdout if present else ""
     sizes = dict(line.split() for line in listed.splitlines())
-    return Tree(rev, blobs, frozenset(lacking), sum(int(sizes.get(oid, 0)) for oid in blobs.values()))
+    return Tree(rev, blobs, frozenset(lacking), sum(int(sizes.get(oid, 0)) for oid in blobs.values()),
+                tuple(gitlinks))
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Make `dest` a worktree of the cache at `tree.rev`, its files written from the blobs fetched_tree fetched
-    (the placeholders empty): a git work tree, as the one uv builds a git source from, so a backend that reads its
-    version from git (setuptools-scm, hatch-vcs) sees the commit. The caller holds the cache's lock (worktrees'
-    names in the repository would race), and prunes the worktree once `dest` is removed."""
+    """Make `dest` a worktree of the cache at `tree.rev`, its files written from the blobs fetched_tree fetched: a
+    git work tree, clean to `git status` (placeholders written empty and marked skip-worktree, submodules empty
+    directories), as the one uv builds a git source from, so a backend that reads its version from git
+    (setuptools-scm, hatch-vcs) sees the commit. The caller holds the cache's lock (worktrees' names in the
+    repository would race), and prunes the worktree once `dest` is removed."""
     git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
-    git.git(["read-tree", "--end-of-options", tree.rev], repo=dest)
+    git.git(["read-tree", "--end-of-options", tree.rev], repo=dest,
+            remedy="the fork's tree holds a path git will not check out (such as .git): pick another commit")
     present = [path for path, oid in tree.blobs.items() if oid not in tree.lacking]
     if present:
         git.git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
     for path in tree.placeholders:
-        _write_empty(dest, path)
+        _make(dest, path, directory=False)
+    if tree.placeholders:
+        git.git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=dest,
+                input_text="\0".join(tree.placeholders) + "\0")
+    for path in tree.gitlinks:
+        _make(dest, path, directory=True)
 
 
-def _write_empty(dest: Path, path: str) -> None:
-    """An empty file at `path` inside `dest`, never through a link: the tree is the fork's, and a directory
+def _make(dest: Path, path: str, *, directory: bool) -> None:
+    """An empty file or directory at `path` inside `dest`, never through a link: the tree is the fork's, and an
     entry it holds as a link would take the write elsewhere."""
     import os
 
@@ -219,4 +234,9 @@ def _write_empty(dest: Path, path: str) -> None:
             raise NemoRLError(f"the fork's tree at {path!r:.200} holds a link or a file where a directory belongs",
                               "pick another commit, or fix the fork")
         where.mkdir(exist_ok=True)
-    os.close(os.open(where / Path(path).name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644))
+    target = where / Path(path).name
+    if directory:
+        if not target.is_dir() or target.is_symlink():
+            target.mkdir()
+    else:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644))

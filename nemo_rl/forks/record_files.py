@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.forks import declared
 from nemo_rl.project.lockfile import load_toml, read_text
 
 RECORD_HEADER = (
@@ -102,6 +105,7 @@ class Index:
     # what the fork's own metadata says at the pin (declared.Declares.as_table)
     declares: Mapping[str, object] | None = None
     problems: tuple[str, ...] = ()  # what of the file is not of the shape nemo-rl writes (read_index)
+    parsed: bool = True  # False: the file is not TOML, and nothing but its why-note was read
 
     def facts(self) -> dict[str, str]:
         return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",
@@ -189,13 +193,21 @@ def read_record(path: Path) -> Record:
 
 def read_index(directory: Path) -> Index | None:
     """patches/<dist>/index.toml as typed values (None when there is none). What is not of the shape nemo-rl
-    writes (a hand edit: a fact that is no string, a [[commit]] with a key missing, mistyped or of its own) is kept
-    as best it can be and named in `problems`, which the records' checks report: status still shows every fork,
-    and `deps patches` regenerates the index past it, its why-note kept."""
+    writes (a hand edit: TOML that does not parse, such as merge-conflict markers, a fact that is no string, a
+    [[commit]] with a key missing, mistyped or of its own, a [declares] nemo-rl does not read) is kept as best it
+    can be and named in `problems`, which the records' checks report: status still shows every fork, and `deps
+    patches` regenerates the index past it, its why-note kept."""
     path = directory / INDEX
     if not path.exists():
         return None
-    data = load_toml(path)  # parsed once per process: status and the records check both read it
+    try:
+        data = load_toml(path)  # parsed once per process: status and the records check both read it
+    except NemoRLError as exc:
+        if not isinstance(exc.__cause__, tomllib.TOMLDecodeError):
+            raise  # not UTF-8, or gone: the file itself is unreadable
+        why = re.search(r'^why = """\n?(.*?)"""', read_text(path), re.M | re.S)
+        return Index(directory.name, "", None, "", None, "main", "", why.group(1) if why else "",
+                     problems=(f"does not parse as TOML ({exc.__cause__})",), parsed=False)
     problems = []
     commits = data.get("commit", [])
     if not isinstance(commits, list) or not all(isinstance(c, dict) for c in commits):
@@ -210,9 +222,13 @@ def read_index(directory: Path) -> Index | None:
     problems += [f"{key} is not a string" for key, value in text.items()
                  if value is not None and not isinstance(value, str)]
     text = {key: value if isinstance(value, str) else None for key, value in text.items()}
+    if text["why"] is None and commits and isinstance(commits[-1].get("why"), str):
+        text["why"] = commits[-1]["why"]  # written below the last [[commit]], TOML puts it in that table
     declares = data.get("declares")
-    if declares is not None and not isinstance(declares, dict):
-        problems.append("[declares] is not a table")
+    try:
+        declared.declares_from_table(declares, INDEX, directory.name)  # read again where it is used
+    except NemoRLError as exc:
+        problems.append(exc.what)
         declares = None
     return Index(
         distribution=text["distribution"] or directory.name, fork_url=text["fork-url"] or "",

@@ -190,8 +190,10 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     # `deps status` reports pyproject against uv.lock as its own state (lock stale): not twice
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
     other = package.other_source(fork) if package and compare_lock else None
-    diffs = _pin_differences(rel, index, fork, locked_commit, other)
-    diffs += [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
+    diffs = [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
+    if not index.parsed:  # no fact was read: comparing them would only say so again
+        return diffs
+    diffs += _pin_differences(rel, index, fork, locked_commit, other)
     if index.distribution != fork.distribution:
         diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
     if index.digest != index.expected_digest():
