@@ -213,11 +213,11 @@ def check_out(repo: Path, tree: Tree, dest: Path) -> None:
     present = [path for path, oid in tree.blobs.items() if oid not in tree.lacking]
     if present:
         git.git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
-    for path in tree.placeholders:
-        _make(dest, path, directory=False)
     if tree.placeholders:
         git.git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=dest,
                 input_text="\0".join(tree.placeholders) + "\0")
+    for path in tree.placeholders:
+        _make(dest, path, directory=False)
     for path in tree.gitlinks:
         _make(dest, path, directory=True)
 
