@@ -8,6 +8,7 @@ them. Everything here takes commits as validated full SHAs or after `--end-of-op
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,8 +226,6 @@ def check_out(repo: Path, tree: Tree, dest: Path) -> None:
 def _make(dest: Path, path: str, *, directory: bool) -> None:
     """An empty file or directory at `path` inside `dest`, never through a link: the tree is the fork's, and an
     entry it holds as a link would take the write elsewhere."""
-    import os
-
     where = dest
     for part in Path(path).parts[:-1]:
         where = where / part
