@@ -98,10 +98,6 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
                               "re-sync the mirror from the fork: the records read every blob of every diff") from None
 
 
-def message(repo: Path, sha: str) -> str:
-    return git.git(["show", "-s", "--format=%B", "--end-of-options", sha], repo=repo).stdout
-
-
 def commit_date(repo: Path, sha: str) -> str:
     return git.git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
 
