@@ -4,6 +4,8 @@ the right page, and `deps patches export` parsed by argparse. Parsing only: noth
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,17 @@ def test_patches_export_takes_its_options_anywhere_and_words_after_a_double_dash
     assert (args.export, args.export_dir, args.distribution) == (export, Path(directory), None)
     assert build_parser().parse_args(["deps", "patches", "--", "-x"]).distribution == "-x"
     assert build_parser().parse_args(["deps", "patches", "megatron-core", "--check"]).distribution == "megatron-core"
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_cli_and_the_node_build_import_with_the_standard_library_alone():
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from nemo_rl import cli; cli.build_parser(); "
+            "import nemo_rl.envs.command, nemo_rl.workers.bundles, nemo_rl.workers.environments; "
+            "import nemo_rl.workers.verified; "
+            "bad = sorted(m for m in ('packaging', 'tomlkit', 'ray', 'pyproject_hooks') if m in sys.modules); "
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([str(base), "-I", "-S", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

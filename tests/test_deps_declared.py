@@ -4,21 +4,11 @@ move, the project's drop/add lists, `deps patches`, `deps bump`, `deps status`, 
 import tomllib
 
 import forkworld
+from fakes import deps, derived_world, pin
 from gitfixtures import commit, git
 
-from nemo_rl.cli import main
 from nemo_rl.forks import declared, metadata_check
 from nemo_rl.project import lockfile
-
-DROP = {"pytest": "a test tool the fork lists as a runtime requirement"}
-
-
-def cli(world, *args):
-    return main(["deps", *args, "--project", str(world.project)])
-
-
-def pin(world, rev):
-    assert cli(world, "bump", "megatron-core", "--rev", rev) == 0
 
 
 def entry(world):
@@ -29,13 +19,6 @@ def locked(world):
     return lockfile.locked_packages(world.project)["megatron-core"]
 
 
-def derived_world(world):
-    """megatron-core's fork declares nemo-toolkit (locked through the project's own source) and pytest (dropped)."""
-    rev = commit(world.forks["megatron-core"].fork, "declare requirements", {"pyproject.toml": forkworld.fork_pyproject(
-        world, dependencies=["nemo-toolkit", "pytest>=8"])})
-    pin(world, rev)
-    forkworld.derive_metadata(world, DROP)
-    return rev
 
 
 def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):
@@ -49,9 +32,9 @@ def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, cap
     lock = (world.project / "uv.lock").read_text()
     assert 'requires-dist = ["nemo-toolkit"]' in lock
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 0
-    assert cli(world, "patches", "--check") == 0
-    assert cli(world, "status", "--check") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check") == 0
+    assert deps(world, "status", "--check") == 0
 
 
 def test_a_hand_edited_entry_relocked_is_caught_and_one_command_fixes_it(world, capsys):
@@ -62,15 +45,15 @@ def test_a_hand_edited_entry_relocked_is_caught_and_one_command_fixes_it(world, 
     forkworld.uv_run(world, "lock", "--quiet")  # uv.lock now agrees with the hand edit: uv lock --check is green
     assert locked(world).version == "0.9.0"
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "patches", "--check", "--offline") == 1
     out = capsys.readouterr().out
     assert "[[tool.uv.dependency-metadata]] megatron-core version: expected '0.1.0'" in out and "found '0.9.0'" in out
-    assert cli(world, "status", "--check") == 1
+    assert deps(world, "status", "--check") == 1
     out = capsys.readouterr().out
     assert "megatron-core: metadata stale" in out and "run `nemo-rl deps patches megatron-core`" in out
-    assert cli(world, "patches", "megatron-core") == 0
+    assert deps(world, "patches", "megatron-core") == 0
     assert locked(world).version == "0.1.0" and entry(world).version == "0.1.0"
-    assert cli(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
 
 
 def test_a_hand_edited_rev_with_uv_lock_alone_is_caught(world, capsys):
@@ -83,12 +66,12 @@ def test_a_hand_edited_rev_with_uv_lock_alone_is_caught(world, capsys):
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert locked(world).commit == newer and locked(world).version == "0.1.0"  # the lie: the fork builds 0.2.0
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 1
-    assert cli(world, "status", "--check") == 1
+    assert deps(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "status", "--check") == 1
     assert "run `nemo-rl deps patches megatron-core`" in capsys.readouterr().out
-    assert cli(world, "patches", "megatron-core") == 0
+    assert deps(world, "patches", "megatron-core") == 0
     assert locked(world).version == "0.2.0" and entry(world).version == "0.2.0"
-    assert cli(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
 
 
 def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
@@ -107,8 +90,8 @@ def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
     assert "version: 0.1.0 -> 0.2.0" in out and "+ nemo-toolkit>=0.1" in out
     # the new requirement is one the lock holds already (the other fork): offline gives what online does
     assert "(locked offline: " in out
-    assert cli(world, "patches", "--check", "--offline") == 0
-    assert cli(world, "patches", "--check") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check") == 0
     forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
 
 
@@ -119,7 +102,7 @@ def test_bump_refuses_a_requirement_uv_cannot_lock_with_the_drop_line(world, cap
         world, dependencies=["nemo-toolkit", "pytest>=8", "nemo-rl-no-such-fixture-dist>=1.16"])})
     monkeypatch.setenv("UV_OFFLINE", "1")  # the index is never asked: the name is resolvable nowhere
     before = world.files()
-    assert cli(world, "bump", "megatron-core", "--rev", unknown) == 1
+    assert deps(world, "bump", "megatron-core", "--rev", unknown) == 1
     err = capsys.readouterr().err
     assert '{ name = "nemo-rl-no-such-fixture-dist", why = "<why nemo-rl does not need it>" },' in err
     assert "[tool.nemo-rl.forks.megatron-core]" in err
@@ -136,12 +119,12 @@ def test_a_drop_the_fork_no_longer_needs_is_said_unnecessary(world, capsys):
     assert "the drop of pytest is unnecessary (the fork no longer declares it): removed" in capsys.readouterr().out
     table = tomllib.loads((world.project / "pyproject.toml").read_text())["tool"]["nemo-rl"]["forks"]["megatron-core"]
     assert table["drop"] == []
-    assert cli(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
     # a drop put back by hand: the check says it is unnecessary
     path = world.project / "pyproject.toml"
     path.write_text(path.read_text().replace("drop = []", 'drop = [{ name = "pytest", why = "back by hand" }]'))
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "patches", "--check", "--offline") == 1
     assert "drop pytest: expected a requirement megatron-core declares" in capsys.readouterr().out
 
 
@@ -160,9 +143,9 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
     capsys.readouterr()
     # records and entry agree; the lock does not (it was not made from the entry), and offline says so
-    assert cli(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "patches", "--check", "--offline") == 1
     assert "uv.lock" in capsys.readouterr().out
-    assert cli(world, "patches", "--check") == 1
+    assert deps(world, "patches", "--check") == 1
     assert "declares requires-dist" in capsys.readouterr().out
 
 
@@ -177,9 +160,9 @@ def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
                                             None))
     capsys.readouterr()
-    assert cli(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "patches", "--check", "--offline") == 1
     assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
-    assert cli(world, "status", "--check") == 1
+    assert deps(world, "status", "--check") == 1
     assert "metadata stale" in capsys.readouterr().out
 
 
@@ -215,18 +198,18 @@ def test_a_direct_reference_in_the_forks_metadata_is_never_built(world, capsys, 
     rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0\n"
                                  f"Requires-Dist: evil @ {evil.as_uri()}\n")
     capsys.readouterr()
-    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
     err = capsys.readouterr().err
     assert f"the fork at {rev[:12]} declares a direct reference" in err and "fix the fork or drop it" in err
     assert not ran.exists() and _state(world) == before
     text = (world.project / "pyproject.toml").read_text()
     (world.project / "pyproject.toml").write_text(text.replace(
         "drop = []", 'drop = [{ name = "evil", why = "a direct reference nemo-rl never locks" }]'))
-    assert cli(world, "bump", "megatron-core", "--rev", rev) == 0
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 0
     assert not ran.exists()
     assert all(evil.as_uri() not in p.read_text() for p in [world.project / "pyproject.toml", world.project / "uv.lock",
                                                              *(world.project / "patches").rglob("*.toml")])
-    assert cli(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0
 
 
 def test_metadata_naming_another_distribution_is_not_bumped_to(world, capsys):
@@ -235,7 +218,7 @@ def test_metadata_naming_another_distribution_is_not_bumped_to(world, capsys):
     before = _state(world)
     rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-tron\nVersion: 0.2.0\n", pyproject_name=None)
     capsys.readouterr()
-    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
     assert "builds distribution 'megatron-tron', not 'megatron-core'" in capsys.readouterr().err
     assert _state(world) == before
 
@@ -245,7 +228,7 @@ def test_a_version_that_is_not_pep_440_is_not_bumped_to(world, capsys):
     before = _state(world)
     rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0 garbage\n")
     capsys.readouterr()
-    assert cli(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
     assert "not a PEP 440 version" in capsys.readouterr().err
     assert _state(world) == before
 

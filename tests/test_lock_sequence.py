@@ -6,8 +6,8 @@ that command is run and both are green again, with the environment synced from t
 import tomllib
 
 import forkworld
+from fakes import derived_world
 from gitfixtures import commit
-from test_deps_declared import derived_world
 
 from nemo_rl.cli import main
 from nemo_rl.forks import metadata_check

@@ -6,8 +6,8 @@ Real fork fixtures and real uv (tests/forkworld.py)."""
 from __future__ import annotations
 
 import forkworld
+from fakes import derived_world
 from gitfixtures import commit
-from test_deps_declared import derived_world
 
 from nemo_rl.cli import main
 from nemo_rl.forks import installed_fork, metadata_check

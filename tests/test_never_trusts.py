@@ -2,7 +2,6 @@
 a path never becomes code, a planted link is never written through, a staged link is never landed, develop
 state says what runs, and a filesystem that cannot lock or a damaged state file is the user's to fix (exit 1)."""
 
-import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -16,35 +15,22 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import FLAGS, deps, fake_bundle, fake_env, fork_state
 from gitfixtures import git
 
 from nemo_rl import locks, values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, journal, landing
-from nemo_rl.workers import bundle_copy, bundle_pack, bundle_trust, bundles, environments, housekeeping, manifests
+from nemo_rl.workers import bundle_copy, bundle_pack, bundle_trust, bundles, environments, housekeeping
 
 NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 
 
-def deps(world, *args):
-    return main(["deps", *args, "--project", str(world.project)])
 
 
-def fake_env(path: Path) -> Path:
-    """An environment as far as the overlay and status are concerned: a site-packages directory."""
-    (path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages").mkdir(parents=True)
-    (path / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    return path
 
 
-def fork_state(world, env, capsys) -> str:
-    capsys.readouterr()
-    code = deps(world, "status", "--json", "--env", str(env))
-    out = capsys.readouterr()
-    assert code == 0 and out.out, out.err
-    rows = {r["distribution"]: r for r in json.loads(out.out)["forks"]}
-    return rows["megatron-core"]["state"]
 
 
 # --- 2. paths and links -------------------------------------------------------------------------------------------
@@ -322,26 +308,8 @@ def test_state_json_passes_a_missing_file_through(tmp_path):
 
 # --- 3. bundles and caches ----------------------------------------------------------------------------------------
 
-FLAGS = ["--locked"]
 
 
-def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
-    """A bundle as far as check and sync_from go: a cache directory and a manifest for this checkout's inputs."""
-    from nemo_rl.jsonout import dumps
-
-    root.mkdir(parents=True)
-    cache = root / bundles.CACHE
-    for name, text in (files or {"archive-v0/abc/pkg/__init__.py": "X = 1\n", "simple-v1/index": "i\n"}).items():
-        (cache / name).parent.mkdir(parents=True, exist_ok=True)
-        (cache / name).write_text(text)
-    count, total, digest = bundles.content_digest(cache)
-    manifest = bundles.Manifest(manifests.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, "",
-                                1.7e9, manifests.Proven((), ()))
-    record = b'{"toolchain": {}, "extensions": {}}\n'  # every bundle's CUDA record, here of no extension
-    (root / bundles.cuda_archs.SIDECAR).write_bytes(record)
-    manifest = dataclasses.replace(manifest, digest=bundles.bundle_seal.seal(digest, manifest, record))
-    (root / bundles.MANIFEST).write_text(dumps(manifest))
-    return root
 
 
 def test_a_link_out_of_the_bundle_is_refused(tmp_path):

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import FLAGS, LOCK, deps, fake_bundle, fake_env, fork_state, uv_pointer
 from gitfixtures import git
-from test_never_trusts import FLAGS, deps, fake_bundle, fake_env, fork_state
 
 from nemo_rl import values
 from nemo_rl.cli import main
@@ -244,31 +244,10 @@ def test_an_empty_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, m
 
 # --- 8. index archives against uv.lock's hashes -------------------------------------------------------------------
 
-def _mp(text: str) -> bytes:
-    data = text.encode()
-    return (bytes([0xA0 | len(data)]) if len(data) < 32 else bytes([0xD9, len(data)])) + data
 
 
-def uv_pointer(archive_id: str, sha256: str, filename: str | None) -> bytes:
-    """A pointer as uv 0.13 writes one: msgpack [id, [{"Sha256": hex}], filename, ...], its HTTP policy after."""
-    fields = [_mp(archive_id), bytes([0x91, 0x81]) + _mp("Sha256") + _mp(sha256)]
-    fields += [_mp(filename), b"\x00"] if filename else [b"\xce\x00\x00\x01\x00"]
-    return bytes([0x90 | (len(fields) + 1)]) + b"".join(fields) + b"\xc0" + b"\x00\x02\x23" * 8
 
 
-LOCK = """\
-version = 1
-requires-python = ">=3.12"
-
-[[package]]
-name = "Tiny_Pkg"
-version = "1.0"
-source = {{ registry = "https://pypi.org/simple" }}
-sdist = {{ url = "https://files.example/tiny_pkg-1.0.tar.gz", hash = "sha256:{sdist}" }}
-wheels = [
-    {{ url = "https://files.example/tiny_pkg-1.0-py3-none-any.whl", hash = "sha256:{wheel}" }},
-]
-"""
 
 
 def test_index_archives_carry_uv_locks_hashes(tmp_path):

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_never_trusts import FLAGS, deps, fake_bundle, fake_env
+from fakes import FLAGS, deps, fake_bundle, fake_env
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
@@ -221,7 +221,8 @@ def test_stop_says_a_deleted_checkout_is_gone(world, tmp_path, monkeypatch, caps
 def test_an_archive_pointer_is_keyed_by_its_path_and_every_hash_counts(tmp_path):
     """uv reads the pointer at `<name>/<stem>.http` whatever file name is written inside it; with two hash
     entries it may take either."""
-    from test_never_trusts_review import LOCK, _mp, uv_pointer
+    from fakes import LOCK, uv_pointer
+    from fakes import msgpack_str as _mp
 
     from nemo_rl.workers import archive_hashes
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_never_trusts import deps, fake_env
+from fakes import deps, fake_env
 
 from nemo_rl.project import develop_state
 
@@ -163,7 +163,7 @@ def test_a_committed_nemo_rl_link_is_never_followed(world, tmp_path, monkeypatch
 
 
 def _broken_envs(world, venvs: Path) -> dict[str, Path]:
-    from test_whose_environment import _planted_env
+    from fakes import planted_env as _planted_env
 
     from nemo_rl.project import identity
     from nemo_rl.workers import environments

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_never_trusts import FLAGS, fake_env
+from fakes import FLAGS, fake_env
 
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_never_trusts import FLAGS, deps
+from fakes import FLAGS, deps
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError

@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_never_trusts import deps, fake_env
-from test_never_trusts_review import uv_pointer
-from test_whose_environment import _planted_env, _state
+from fakes import deps, env_row, fake_env, planted_env, uv_pointer
 
 from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
@@ -78,14 +76,14 @@ def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, t
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     ours = identity.ensure_checkout_id(world.project)
     for key, checkout in (("0" * 24, ours), ("1" * 24, "c" * 32)):  # this id; another (before `git clean -fdx`)
-        env = _planted_env(venvs, key, world.project, checkout)
+        env = planted_env(venvs, key, world.project, checkout)
         develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
-        row = _state(world.project, env)
+        row = env_row(world.project, env)
         assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(env))}" in (row.detail or ""), row
         assert "does not record" in (row.detail or "")
         assert env not in housekeeping.prune(world.project) and env.exists()
-    plain = _planted_env(venvs, "2" * 24, world.project, "c" * 32)
-    row = _state(world.project, plain)
+    plain = planted_env(venvs, "2" * 24, world.project, "c" * 32)
+    row = env_row(world.project, plain)
     assert row.state == "other checkout" and "checkout id cccccccc" in (row.detail or "")
     assert f"rm -rf {shlex.quote(str(plain))}" in (row.detail or ""), row
     assert plain not in housekeeping.prune(world.project) and plain.exists()

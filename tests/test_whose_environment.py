@@ -6,7 +6,6 @@ cache). Issue 24, the third round."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_never_trusts import FLAGS, fake_env
+from fakes import env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import identity
@@ -24,15 +23,8 @@ from nemo_rl.workers import environments, housekeeping
 HANG_S = 20  # a read of a few bytes takes milliseconds; a FIFO blocks forever
 
 
-def _planted_env(venvs: Path, key: str, project: Path, checkout: str | None) -> Path:
-    env = fake_env(venvs / key)
-    meta = {"key": key, "flags": FLAGS, "lock_hash": "x", "project": str(project)}
-    (env / environments.META).write_text(json.dumps(meta | ({"checkout": checkout} if checkout is not None else {})))
-    return env
 
 
-def _state(project: Path, env: Path) -> housekeeping.Row:
-    return {r.path: r for r in housekeeping.listing(project)}[env]
 
 
 def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world, tmp_path, monkeypatch):
@@ -41,12 +33,12 @@ def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world,
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     theirs, ours = "a" * 32, identity.ensure_checkout_id(world.project)
-    env_a = _planted_env(venvs, "0" * 24, world.project, theirs)
-    row = _state(world.project, env_a)
+    env_a = planted_env(venvs, "0" * 24, world.project, theirs)
+    row = env_row(world.project, env_a)
     assert row.state == "other checkout" and "not this checkout's .nemo-rl/checkout-id" in (row.detail or ""), row
     assert env_a not in housekeeping.prune(world.project) and env_a.exists()
     (world.project / identity.ID_FILE).write_text(theirs + "\n")  # A itself: its own stale environment goes
-    assert _state(world.project, env_a).state == "stale"
+    assert env_row(world.project, env_a).state == "stale"
     assert env_a in housekeeping.prune(world.project) and not env_a.exists()
     assert ours != theirs
 
@@ -54,21 +46,21 @@ def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world,
 def test_a_checkout_without_an_id_prunes_no_environment_that_has_one(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = _planted_env(venvs, "0" * 24, world.project, "b" * 32)
+    env = planted_env(venvs, "0" * 24, world.project, "b" * 32)
     assert identity.checkout_id(world.project) is None
-    assert _state(world.project, env).state == "other checkout"
+    assert env_row(world.project, env).state == "other checkout"
     assert env not in housekeeping.prune(world.project)
-    older = _planted_env(venvs, "1" * 24, world.project, None)  # built before ids: this path's, as before
-    assert _state(world.project, older).state == "stale"
+    older = planted_env(venvs, "1" * 24, world.project, None)  # built before ids: this path's, as before
+    assert env_row(world.project, older).state == "stale"
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
 def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = _planted_env(venvs, "0" * 24, world.project, None)  # stale by its metadata
+    env = planted_env(venvs, "0" * 24, world.project, None)  # stale by its metadata
     os.chown(env, 54321, -1)
-    row = _state(world.project, env)
+    row = env_row(world.project, env)
     assert row.state == "not ours" and "owned by uid 54321" in (row.detail or "")
     assert env not in housekeeping.prune(world.project) and (env / environments.META).exists()
 
@@ -76,10 +68,10 @@ def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch)
 def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    target = _planted_env(tmp_path / "elsewhere", "0" * 24, world.project, None)
+    target = planted_env(tmp_path / "elsewhere", "0" * 24, world.project, None)
     venvs.mkdir()
     (venvs / target.name).symlink_to(target)
-    row = _state(world.project, venvs / target.name)
+    row = env_row(world.project, venvs / target.name)
     assert row.state == "not ours" and "symbolic link" in (row.detail or "")
     housekeeping.prune(world.project)
     assert (target / environments.META).exists() and (venvs / target.name).is_symlink()
@@ -213,8 +205,8 @@ def test_a_nemo_rl_directory_removed_every_time_is_a_clear_error(tmp_path, monke
 def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch, checkout):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = _planted_env(venvs, "0" * 24, world.project, checkout)
-    row = _state(world.project, env)
+    env = planted_env(venvs, "0" * 24, world.project, checkout)
+    row = env_row(world.project, env)
     assert row.state == "broken" and "checkout id" in (row.detail or "")
 
 

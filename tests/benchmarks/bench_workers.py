@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({"UV_CACHE_DIR": str(root / "uv-cache"), "NEMO_RL_VENV_DIR": str(root / "venvs"),
                        "NEMO_RL_CACHE_DIR": str(root / "nemo-rl-cache"), "UV_NO_GITHUB_FAST_PATH": "1",
                        "RAY_TMPDIR": str(root / "ray"), "GIT_CONFIG_GLOBAL": os.devnull,
-                       # Ray on loopback only (its single-machine mode), as in tests/test_ray_workers.py
+                       # Ray on loopback only (its single-machine mode), as in tests/workers/test_ray_actors.py
                        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     (root / "ray").mkdir()
     results: dict = {}

@@ -17,7 +17,7 @@ from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import environments, housekeeping
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASE, MCORE = "uv run --locked", "uv run --locked --extra mcore"
 
 

@@ -14,7 +14,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.workers import bundle_seal, bundles, cuda_archs, manifests
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FLAGS = ["--locked"]
 SM80 = {"toolchain": {"nvcc_at_pack": "12.4"}, "extensions": {
     "transformer_engine_torch.so": {"distribution": "transformer-engine-torch", "sm": [80], "ptx": [],

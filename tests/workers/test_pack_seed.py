@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cuda_archs import elf_with, fatbin, revision_http
+from fakes import elf_with, fatbin, revision_http
 
 from nemo_rl import uv
 from nemo_rl.workers import cuda_archs, pack_seed
@@ -215,7 +215,7 @@ def test_a_fork_left_out_by_the_flags_is_not_expected():
     for the fork the flags leave out on purpose, and still asks for the others."""
     from nemo_rl.project import lockfile
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     flags = ["--locked", "--extra", "mcore", "--no-install-package", "nemo-toolkit"]
     assert not lockfile.extras_require(root, flags, "nemo-toolkit")
     assert lockfile.extras_require(root, flags, "megatron-core")

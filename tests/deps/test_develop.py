@@ -1,5 +1,7 @@
 """The submodule edit loop without submodules: develop -> edit -> run -> push -> bump -> stop."""
 
+from __future__ import annotations
+
 import json
 import os
 
@@ -8,6 +10,7 @@ import pytest
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.deps import develop
 from nemo_rl.process import run
 from nemo_rl.project import installed, lockfile
 from nemo_rl.workers import environments
@@ -64,7 +67,7 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     out = capsys.readouterr().out
     assert f"megatron-core is under `nemo-rl deps develop` ({checkout}), but this interpreter" in out
     # worker environments run the checkout's code too, under a key of their own (the fixture has no Ray, so
-    # the build is called without the Ray check that ensure() adds; tests/test_ray_workers.py covers that)
+    # the build is called without the Ray check that ensure() adds; tests/workers/test_ray_actors.py covers that)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     flags = ["--locked", "--extra", "mcore"]
     developing_key = environments.key_for(world.project, flags)
@@ -186,3 +189,12 @@ def test_stop_with_a_refused_venv_directory_changes_nothing(world, env, capsys, 
     monkeypatch.delenv("NEMO_RL_VENV_DIR")
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert not develop_state.has_overlay(env, "megatron-core")
+
+
+def test_remove_is_blocked_by_unsaved_work_submodules_and_ignored_files_but_not_bytecode():
+    assert develop.removal_blockers([], False, ["pkg/__pycache__/m.cpython-312.pyc", "x.pyc"]) == []
+    assert develop.removal_blockers(["1 stash"], True, []) == [
+        "1 stash", "submodules (their commits and stashes are not looked at)"]
+    ignored = ["data/a", "data/b", ".env", "notes.txt", "pkg/__pycache__/m.pyc"]
+    assert develop.removal_blockers([], False, ignored) == ["4 ignored file(s) (data/a, data/b, .env, ...)"]
+    assert develop.removal_blockers([], False, ["data/a"]) == ["1 ignored file(s) (data/a)"]

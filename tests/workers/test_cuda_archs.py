@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import elf_with, fatbin, revision_http
 
 from nemo_rl import toolchain
 from nemo_rl.errors import NemoRLError
@@ -19,33 +20,13 @@ from nemo_rl.process import run
 from nemo_rl.project import lockfile
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def fatbin(entries: list[tuple[int, int]]) -> bytes:
-    """One fatbin container holding (kind, sm) entries with 8-byte payloads."""
-    body = b"".join(struct.pack("<HHIQ", kind, 1, 64, 8) + struct.pack("<12xI32x", sm) + b"\0" * 8
-                    for kind, sm in entries)
-    return struct.pack("<IHHQ", cuda_archs.FATBIN_MAGIC, 1, 16, len(body)) + body
 
 
-def elf_with(section: bytes, name: bytes = b".nv_fatbin") -> bytes:
-    """A minimal ELF64: header, the section's bytes, a name table, three section headers (null, it, names)."""
-    names = b"\0" + name + b"\0.shstrtab\0"
-    data_off, names_off = 64, 64 + len(section)
-    shoff = names_off + len(names)
-    header = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0,
-                                                              64, 3, 2)
-    sections = [struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-                struct.pack("<IIQQQQIIQQ", 1, 1, 2, 0, data_off, len(section), 0, 0, 8, 0),
-                struct.pack("<IIQQQQIIQQ", 2 + len(name), 3, 0, 0, names_off, len(names), 0, 0, 1, 0)]
-    return header + section + names + b"".join(sections)
 
 
-def revision_http(revision: str, sha256: str) -> bytes:
-    """What uv writes beside a revision: msgpack [revision, [{"Sha256": hex}], size], then its HTTP policy."""
-    return (b"\x93" + bytes([0xA0 + len(revision)]) + revision.encode() + b"\x91\x81\xa6Sha256\xd9\x40"
-            + sha256.encode() + b"\xce\x00\x02\x87\xc8" + b"\0" * 16 + b"https://files.invalid/x.tar.gz")
 
 
 def test_the_fatbin_parser_reads_cubins_and_ptx_of_every_container(tmp_path):

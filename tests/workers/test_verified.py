@@ -234,7 +234,7 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     from nemo_rl.project import installed
     from nemo_rl.workers import environments
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     project = tmp_path / "project"
     project.mkdir()
     for name in ("pyproject.toml", "uv.lock"):

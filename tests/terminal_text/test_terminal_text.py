@@ -138,7 +138,7 @@ def test_envs_list_shows_what_a_shared_directory_holds_with_escapes(world, tmp_p
     """An environment's metadata (flags, project) and a bundle's manifest come from a shared directory."""
     import json
 
-    from test_never_trusts import fake_env
+    from fakes import fake_env
 
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))

@@ -3,6 +3,7 @@ helpers, and the installed fork against the lock: pure functions and a hand-made
 
 import pytest
 import tomlkit
+from fakes import fake_installed_fork, fake_project
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared
@@ -84,52 +85,11 @@ def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
     assert declared.declares_from_table(found.as_table(), "index.toml") == found
 
 
-COMMIT = "c" * 40
 FIX = "run `nemo-rl deps patches megatron-core` (it derives the entry from what the fork declares at the pin"
 
 
-def fake_env(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",), other_version=None):
-    """A site-packages holding megatron-core's dist-info (installed from `commit`) and `others`."""
-    import json
-
-    site = tmp_path / "env/lib/python3.12/site-packages"
-    info = site / f"megatron_core-{version}.dist-info"
-    info.mkdir(parents=True)
-    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: megatron-core\nVersion: {version}\n{lines}")
-    if commit:
-        (info / "direct_url.json").write_text(json.dumps({"url": "https://forks.nemo-rl.invalid/m.git",
-                                                          "vcs_info": {"vcs": "git", "commit_id": commit}}))
-    for name in others:  # at a version every requirement here allows: a refused one is its own problem
-        fits = other_version or {"six": "1.17", "numpy": "2.1", "urllib3": "2.2"}.get(name, "1.0")
-        other = site / f"{name}-{fits}.dist-info"
-        other.mkdir()
-        (other / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {fits}\n")
-    (tmp_path / "env/pyvenv.cfg").write_text(f"home = /usr\nversion_info = {python}\n")
-    return tmp_path / "env"
 
 
-def fake_project(tmp_path, version="0.2.0", requires=("six>=1.16",), depends=("six",), drop=("pytest",),
-                 add=()):
-    """pyproject.toml with megatron-core's derived entry and drop/add lists, and the uv.lock uv would write."""
-    entry = declared.Entry("megatron-core", version, None, tuple(requires))
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    doc = tomlkit.parse('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
-                        'mcore = ["megatron-core"]\n[tool.uv]\n[tool.nemo-rl.forks.megatron-core]\n')
-    table = doc["tool"]["nemo-rl"]["forks"]["megatron-core"]
-    table["drop"] = [{"name": n, "why": "a reason"} for n in drop]
-    table["add"] = [{"requirement": r, "why": "a reason"} for r in add]
-    declared.write_entry(doc, entry)
-    (project / "pyproject.toml").write_text(tomlkit.dumps(doc))
-    lock = {"version": 1, "package": [
-        {"name": "megatron-core", "version": version,
-         "source": {"git": f"https://forks.nemo-rl.invalid/m.git?rev={COMMIT}#{COMMIT}"},
-         "dependencies": [{"name": d} for d in depends]}],
-        "manifest": {"dependency-metadata": [{"name": "megatron-core", "version": version,
-                                              "requires-dist": list(requires)}]}}
-    (project / "uv.lock").write_text(tomlkit.dumps(lock))
-    return project
 
 
 def kinds(project, env):
@@ -140,18 +100,18 @@ def kinds(project, env):
 
 def test_the_installed_fork_as_locked_has_no_problem(tmp_path):
     # extras' requirements are the fork's options, and pytest is dropped: neither is a difference
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "pytest>=8", "einops; extra == 'test'"])
+    env = fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16", "pytest>=8", "einops; extra == 'test'"])
     assert kinds(fake_project(tmp_path), env) == {}
 
 
 def test_a_requirement_the_fork_lists_twice_is_one(tmp_path):
     """megatron-core's setup.py lists torch in two lists, so its METADATA has it twice; the entry has it once."""
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "six>=1.16"])
+    env = fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16", "six>=1.16"])
     assert kinds(fake_project(tmp_path), env) == {}
 
 
 def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_path):
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
+    env = fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"])
     found = kinds(fake_project(tmp_path, version="0.1.0"), env)
     assert list(found) == ["another version"]
     assert "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in found["another version"]
@@ -164,21 +124,21 @@ def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_pat
     (["six>=1.17"], "+six>=1.17, -six>=1.16"),  # another bound
 ])
 def test_installed_requirements_uv_lock_does_not_have_are_named(tmp_path, installed_requires, expected):
-    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", installed_requires, others=("six", "numpy")))
+    found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", installed_requires, others=("six", "numpy")))
     assert list(found) == ["requirements differ"] and expected in found["requirements differ"]
     assert FIX in found["requirements differ"]
 
 
 def test_a_locked_requirement_not_installed_is_named(tmp_path):
-    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=()))
+    found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=()))
     assert found == {"requirement missing": "six, which megatron-core requires, is not installed: run "
                                             "`uv sync --locked --extra mcore`"}
 
 
 def test_another_commit_installed_says_sync(tmp_path):
-    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.1.0", [], commit="d" * 40))
+    found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.1.0", [], commit="d" * 40))
     assert list(found) == ["another commit"] and "uv sync --locked --extra mcore" in found["another commit"]
-    found = kinds(fake_project(tmp_path / "b"), fake_env(tmp_path / "b", "0.2.0", ["six>=1.16"], commit=None))
+    found = kinds(fake_project(tmp_path / "b"), fake_installed_fork(tmp_path / "b", "0.2.0", ["six>=1.16"], commit=None))
     assert "no git commit record" in found["another commit"]
 
 
@@ -186,8 +146,8 @@ def test_a_requirement_whose_marker_excludes_the_environment_is_no_problem(tmp_p
     split = ['six>=1.16; python_version < "3.12"', 'six>=1.17; python_version >= "3.12"']
     project = fake_project(tmp_path, requires=split)
     # a Python 3.12 environment: only the second applies; the fork leaving out the first is not a difference
-    assert kinds(project, fake_env(tmp_path, "0.2.0", [split[1]])) == {}
-    found = kinds(project, fake_env(tmp_path / "311", "0.2.0", [split[1]], python="3.11.9"))
+    assert kinds(project, fake_installed_fork(tmp_path, "0.2.0", [split[1]])) == {}
+    found = kinds(project, fake_installed_fork(tmp_path / "311", "0.2.0", [split[1]], python="3.11.9"))
     assert "-six>=1.16" in found["requirements differ"]  # in a 3.11 environment it does apply
     assert "+six" not in found["requirements differ"]  # and the 3.12 one does not
 
@@ -195,7 +155,7 @@ def test_a_requirement_whose_marker_excludes_the_environment_is_no_problem(tmp_p
 def test_the_add_list_applies_to_what_is_installed(tmp_path):
     project = fake_project(tmp_path, requires=("numpy", "six>=1.16,<2"), depends=("numpy", "six"),
                            add=("numpy", "six>=1.16,<2"))
-    assert kinds(project, fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=("six", "numpy"))) == {}
+    assert kinds(project, fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=("six", "numpy"))) == {}
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -326,7 +286,7 @@ def test_without_an_entry_the_forks_own_requirements_must_be_locked(tmp_path):
     lock = tomlkit.parse((project / "uv.lock").read_text())
     del lock["manifest"]
     (project / "uv.lock").write_text(tomlkit.dumps(lock))
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "numpy"], others=("six", "numpy"))
+    env = fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16", "numpy"], others=("six", "numpy"))
     found = kinds(project, env)
     assert list(found) == ["not locked"] and "requires numpy, which uv.lock does not lock" in found["not locked"]
     assert "`uv lock --upgrade-package megatron-core`" in found["not locked"]
@@ -345,13 +305,13 @@ def test_a_requirement_met_where_the_lock_applies_must_be_locked():
 def test_a_marker_that_cannot_be_evaluated_counts_as_met_and_never_raises(tmp_path):
     """`implementation_name ~= "1.0"` is a comparison packaging refuses: the probe says what it found instead."""
     odd = 'six>=1.16; implementation_name ~= "1.0"'
-    found = kinds(fake_project(tmp_path, requires=(odd,)), fake_env(tmp_path, "0.2.0", []))
+    found = kinds(fake_project(tmp_path, requires=(odd,)), fake_installed_fork(tmp_path, "0.2.0", []))
     assert list(found) == ["requirements differ"] and f"-{odd.split(';')[0]}" in found["requirements differ"]
 
 
 def test_a_dependency_the_lock_omits_beside_an_entry_is_fixed_by_a_relock(tmp_path):
     """uv locked the entry: `uv sync` cannot install what the lock omits, so the fix relocks (never a loop)."""
-    found = kinds(fake_project(tmp_path, depends=()), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=()))
+    found = kinds(fake_project(tmp_path, depends=()), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=()))
     assert list(found) == ["not locked"] and "the lock omits six, which megatron-core requires" in found["not locked"]
     assert FIX in found["not locked"] and "upgrade-package" not in found["not locked"]
 
@@ -367,7 +327,7 @@ def extras_project(tmp_path, extra):
 
 
 def test_an_extras_requirements_are_installed_and_locked(tmp_path):
-    env = fake_env(tmp_path, "0.2.0", ["urllib3[socks]>=2"], others=("urllib3",))
+    env = fake_installed_fork(tmp_path, "0.2.0", ["urllib3[socks]>=2"], others=("urllib3",))
     found = kinds(extras_project(tmp_path / "locked", extra=True), env)
     assert list(found) == ["requirement missing"]
     assert "pysocks, which urllib3[socks] (a requirement of megatron-core) requires" in found["requirement missing"]
@@ -378,7 +338,7 @@ def test_an_extras_requirements_are_installed_and_locked(tmp_path):
 def test_a_locked_requirement_the_environment_leaves_out_is_not_missing(tmp_path):
     from nemo_rl.forks import installed_fork
 
-    project, env = fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], others=())
+    project, env = fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=())
     assert [p.kind for p in installed_fork.problems(project, env, "megatron-core")] == ["requirement missing"]
     assert installed_fork.problems(project, env, "megatron-core", left_out=["six"]) == []
 
@@ -386,7 +346,7 @@ def test_a_locked_requirement_the_environment_leaves_out_is_not_missing(tmp_path
 def test_an_installed_requirement_at_a_version_the_fork_refuses_is_named(tmp_path):
     """uv installs what uv.lock says without checking it against the fork's requirement (an override, a pasted
     [[package]]): six 1.0 installed for a fork requiring six>=1.16."""
-    found = kinds(fake_project(tmp_path), fake_env(tmp_path, "0.2.0", ["six>=1.16"], other_version="1.0"))
+    found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], other_version="1.0"))
     assert "six 1.0 is installed but megatron-core requires six>=1.16" in found["version refused"], found
 
 
@@ -400,7 +360,7 @@ def test_a_version_refused_deep_in_the_forks_closure_is_named_and_another_forks_
                         {"name": "leaf", "version": "1.0"}, {"name": "nemo-toolkit", "version": "0.1"}]
     lock["manifest"]["dependency-metadata"].append({"name": "nemo-toolkit", "version": "0.1", "requires-dist": []})
     (project / "uv.lock").write_text(tomlkit.dumps(lock))
-    env = fake_env(tmp_path, "0.2.0", ["six>=1.16", "nemo-toolkit"], others=("six", "leaf"))
+    env = fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16", "nemo-toolkit"], others=("six", "leaf"))
     site = env / "lib/python3.12/site-packages"
     for name, version, requires in (("helper", "1.0", "leaf>=2"), ("nemo_toolkit", "0.1", "leaf>=5")):
         (site / f"{name}-{version}.dist-info").mkdir()

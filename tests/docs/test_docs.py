@@ -12,7 +12,7 @@ import pytest
 
 from nemo_rl.cli import build_parser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```sh(?P<info>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S)
 NOT_RUN = re.compile(r"^ \{not-run: [^}]+\}$")

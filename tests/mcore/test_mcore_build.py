@@ -21,7 +21,7 @@ from nemo_rl import imports, toolchain, uv
 from nemo_rl.project import lockfile
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FLAGS = ["--locked", "--extra", "mcore", "--no-install-package", "megatron-core", "--no-install-package",
          "nemo-toolkit"]
 pytestmark = [pytest.mark.cuda_toolkit, pytest.mark.nvcc]

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import fake_env
 from gitfixtures import commit
-from test_never_trusts import fake_env
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main

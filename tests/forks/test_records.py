@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_record_files import RECORD, make_index
+from fakes import RECORD, make_index
 
 from nemo_rl.forks import records
 

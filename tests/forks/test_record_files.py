@@ -1,27 +1,17 @@
 """patches/<dist>/ files on their own: a record and an index survive render and parse, the digest covers every
 fact, and what does not parse is refused with the file named (file names against git format-patch:
-tests/test_deps_patches.py)."""
+tests/deps/test_patches.py)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
+from fakes import RECORD, make_index
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import record_files
-from nemo_rl.forks.record_files import INDEX, Record
-
-RECORD = Record(3, "a" * 40, "Ann Author <ann@fixture.invalid>", "2025-05-01T12:00:00+00:00",
-                "  fix: pad tokens: a subject with leading spaces", "b" * 40,
-                " megatron/core/tokens.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)",
-                "kept until upstream merges it\nsecond line")
-
-
-def make_index(records: list[Record]) -> record_files.Index:
-    return record_files.index_for("megatron-core", "https://forks.nemo-rl.invalid/megatron-lm.git", "nemo-rl/main",
-                                  "c" * 40, "https://upstream.nemo-rl.invalid/megatron-lm.git", "main", "d" * 40,
-                                  "Ours: why the fork exists.", records)
+from nemo_rl.forks.record_files import INDEX
 
 
 def test_a_record_survives_render_and_parse():

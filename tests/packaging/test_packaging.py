@@ -10,7 +10,7 @@ from nemo_rl.process import run
 from nemo_rl.project import lockfile
 from nemo_rl.uv import find_uv_bin
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SOURCES = PYPROJECT["tool"]["uv"]["sources"]
 

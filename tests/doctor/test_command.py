@@ -6,7 +6,7 @@ import pytest
 
 from nemo_rl.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_KEYS = {"name", "distribution", "module", "state", "installed", "version", "installed_commit",
                   "locked_commit", "locked_version", "reason", "remedy"}
 
@@ -126,7 +126,8 @@ def test_component_state_agrees_with_deps_status():
 
 def test_doctor_compares_the_installed_forks_metadata_with_the_lock(tmp_path, monkeypatch):
     """The installed megatron-core at the locked commit, but its own version is not the one uv.lock says."""
-    from test_declared import COMMIT, fake_env, fake_project
+    from fakes import COMMIT, fake_project
+    from fakes import fake_installed_fork as fake_env
 
     from nemo_rl import extras
     from nemo_rl.doctor import report
