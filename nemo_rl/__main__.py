@@ -40,7 +40,7 @@ class _ReaderMayLeave(io.RawIOBase):
             return os.write(self._fd, data)
         except OSError as exc:
             # EPIPE: the reader left; EIO: the terminal was closed (the SIGHUP that follows is the signal to act on)
-            if exc.errno not in (errno.EPIPE, errno.EIO):
+            if exc.errno not in (errno.EPIPE, errno.EIO):  # guard: pipe-a-reader-that-left-does-not-abandon
                 # a full disk, a quota: the output is lost, so the command failed; main names where it went
                 _FAILED.add(self._fd)
                 raise OSError(exc.errno, exc.strerror, _OUTPUT_NAMES.get(self._fd, f"fd {self._fd}")) from exc
@@ -55,7 +55,7 @@ def _guard_output() -> None:
         try:
             os.fstat(fd)
         except OSError:
-            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)  # guard: pipe-a-closed-stderr-at-start-up-gets
     for name, fd in (("stdout", 1), ("stderr", 2)):
         stream = getattr(sys, name)
         if stream is not None and stream.fileno() != fd:
@@ -84,7 +84,7 @@ def entry_point() -> None:
     # meanwhile is answered, and the process ends at once, with nothing left to run that needs the interpreter.
     signal.alarm(0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {*interrupt.SIGNALS, signal.SIGALRM})
-    late = sorted(set(signal.sigpending()) & set(interrupt.SIGNALS))
+    late = sorted(set(signal.sigpending()) & set(interrupt.SIGNALS))  # guard: interrupt-signals-blocked-once-the
     if late:
         interrupt.record(late[0])
     code = after_late_signal(code)
@@ -100,7 +100,7 @@ def _flush_output(code: int) -> int:
     except OSError as exc:
         if not said:
             # `bump > log || handle-failure`: the exit is 1, yet what the command did has happened
-            done = interrupt.completed_steps()
+            done = interrupt.completed_steps()  # guard: full-disk-output-that-cannot-be-flushed
             message = (f"error: cannot write {_OUTPUT_NAMES[1]}: {exc.strerror} (free space where it goes, or "
                        "write it elsewhere)" + (f"; the command itself {'finished' if code == 0 else 'ended'}, and "
                                                 f"these steps were complete: {'; '.join(done)}" if done else "") + "\n")
@@ -108,7 +108,7 @@ def _flush_output(code: int) -> int:
                 os.write(2, message.encode(errors="backslashreplace"))
             except OSError:  # stderr cannot be written either: the exit code is all that is left
                 pass
-        code = code or 1
+        code = code or 1  # guard: fixes-output-that-cannot-be-written
     except (ValueError, AttributeError):  # closed or replaced by the command: nothing of ours to write
         pass
     try:

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _os_error_message(exc: OSError) -> str | None:
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the path is fine: the filesystem it is on is full
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # guard: full-disk-the-cli-says-to-free-space; the path is fine: the filesystem it is on is full
         return _full_message(exc)
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
@@ -56,12 +56,12 @@ def _os_error_message(exc: OSError) -> str | None:
 def _full_message(exc: OSError) -> str:
     """Which filesystem to free: the nearest directory of the file that exists (a staging copy is gone by now)."""
     todo = "(or raise the quota; `df -h` shows which is full), then run again"
-    if not exc.filename:  # nothing names the file: still the user's disk, never a bug
+    if not exc.filename:  # guard: full-disk-an-enospc-naming-no-file-is; nothing names the file: still the user's disk, never a bug
         return f"a write failed: {exc.strerror}\n  what to do: free space where the command writes {todo}"
     name = os.fsdecode(exc.filename)
     if not os.path.isabs(name):  # the command's output ("stdout"), or a path relative to here
         return f"cannot write {name}: {exc.strerror}\n  what to do: free space where it goes {todo}"
-    directory = next((p for p in Path(name).parents if p.is_dir()), Path("/"))
+    directory = next((p for p in Path(name).parents if p.is_dir()), Path("/"))  # guard: full-disk-the-cli-names-a-directory-that
     return (f"cannot write {name}: {exc.strerror}\n  what to do: free space on the filesystem of {directory} "
             f"(`df -h {shlex.quote(str(directory))}` shows it; or raise the quota), then run again")
 
@@ -89,7 +89,7 @@ def after_late_signal(code: int) -> int:
     """The exit code once the command has returned: a signal that came after main's last check still makes it
     an interruption, saying what was complete."""
     signum = interrupt.received()
-    return code if signum is None or code == 128 + signum else _interrupted(signum)
+    return code if signum is None or code == 128 + signum else _interrupted(signum)  # guard: interrupt-a-late-signal-is-answered
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        interrupt.check()  # a signal while the verbs were imported
+        interrupt.check()  # guard: interrupt-a-signal-before-the-verb-stops; a signal while the verbs were imported
         project = _project(args)
         # handlers are "module:function", imported only for the command that runs: `nemo-rl deps status`
         # must not pay for doctor's or the worker code's imports
         module, _, function = args.handler.partition(":")
         code = getattr(importlib.import_module(module), function)(project, args)
-        interrupt.check()  # a signal that came after the last checkpoint: the work is done, the exit says so
+        interrupt.check()  # guard: interrupt-a-signal-after-the-last; a signal that came after the last checkpoint: the work is done, the exit says so
         return code
     except BrokenPipeError:
         # `nemo-rl deps status | head -1`: the reader left; nothing failed. Point stdout at /dev/null so the
@@ -112,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except NemoRLError as exc:
-        if (signum := interrupt.received()) is not None:  # a child died of the same signal (a whole tree's SIGTERM)
+        if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal (a whole tree's SIGTERM)
             return _interrupted(signum)
         # what failed names what was read (a file's text, git's or uv's output): shown, never acted on
-        print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)
+        print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
         return exc.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
@@ -124,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(signum)
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
-            done = interrupt.completed_steps()  # a bump that landed, then could not print: what landed stays
-            print(f"error: {values.printable(message, lines=True)}"
+            done = interrupt.completed_steps()  # guard: full-disk-a-failed-print-names-what-had; a bump that landed, then could not print: what landed stays
+            print(f"error: {values.printable(message, lines=True)}"  # guard: terminal-a-file-s-oserror-shows-escapes
                   + (f"\n  these steps were complete before it: {'; '.join(done)}" if done else ""), file=sys.stderr)
             return 1
         if args is None or args.verbose:
             traceback.print_exc()
-        print(f"unexpected error: {type(exc).__name__}: {values.printable(str(exc))}\n"
+        print(f"unexpected error: {type(exc).__name__}: {values.printable(str(exc))}\n"  # guard: terminal-an-unexpected-error-shows
               "  this is a bug in nemo-rl; run again with --verbose and report the traceback", file=sys.stderr)
         return 3

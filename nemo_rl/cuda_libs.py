@@ -77,8 +77,8 @@ def _has_nvrtc(home: str) -> bool:
     # only the toolkit's library directories: a recursive glob of CUDA_HOME=/usr follows Debian's symlink loops
     # (/usr/bin/X11 -> /usr/bin) for ever; without a hit here CUDA_HOME points at the wheel for the import, so
     # transformer-engine's own recursive glob stays small too
-    places = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "targets/*/lib")
-    return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p
+    places = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "targets/*/lib")  # guard: libs-cuda-home-is-not-walked
+    return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p  # guard: libs-a-dangling-libnvrtc-link-does-not
                for place in places for p in glob.glob(f"{glob.escape(home)}/{place}/libnvrtc.so*"))
 
 
@@ -88,7 +88,7 @@ def for_transformer_engine() -> Iterator[None]:
     preload()
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     nvrtc = wheel_dir("cuda_nvrtc")
-    if nvrtc is None or _has_nvrtc(home):
+    if nvrtc is None or _has_nvrtc(home):  # guard: libs-a-toolkit-with-nvrtc-is-left-alone
         yield
         return
     saved = {name: os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH")}
@@ -98,7 +98,7 @@ def for_transformer_engine() -> Iterator[None]:
     finally:
         for name, value in saved.items():
             if value is None:
-                os.environ.pop(name, None)
+                os.environ.pop(name, None)  # guard: libs-cuda-home-restored-after-the-import
             else:
                 os.environ[name] = value
 

@@ -23,15 +23,15 @@ MIRROR_SETTINGS = (
     "the git server (your mirror) must serve what GitHub serves: on the mirror run "
     "`git config uploadpack.allowFilter true` and `git config uploadpack.allowAnySHA1InWant true`"
 )
-_MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+_MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")  # guard: fast-an-inherited-object-directory-is
 
 
 def _env(index_file: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}
+    env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}  # guard: guard-inherited-git-dir-dropped
     env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt would hang a non-interactive bump
     env["LC_ALL"] = "C"  # we parse git's output
     if index_file is not None:
-        env["GIT_INDEX_FILE"] = str(index_file)  # ours, never an inherited one
+        env["GIT_INDEX_FILE"] = str(index_file)  # guard: fast-the-trial-index-is-git-s-own; ours, never an inherited one
     return env
 
 
@@ -160,7 +160,7 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
             git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
                 remedy=unreachable(remote_url(repo, remote) or remote))  # failing again, with git's own words
             break
-        if len(refused | named) > refusals:
+        if len(refused | named) > refusals:  # guard: fork-cache-a-refusal-is-an-error-unless
             raise NemoRLError(f"the server of remote {remote!r} ({remote_url(repo, remote)}) does not serve "
                               f"{len(refused | named)} or more of the {len(objects)} object(s) asked (a mirror "
                               "without those files)",

@@ -33,7 +33,7 @@ def tracked(repo: Path, path: str) -> list[str] | None:
         return None
     if result.returncode == 0:
         return [entry for entry in result.stdout.split("\0") if entry]
-    if "not a git repository" in result.stderr:  # LC_ALL=C: git's own words
+    if "not a git repository" in result.stderr:  # guard: state-a-checkout-git-will-not-read-is; LC_ALL=C: git's own words
         return None
     said = (result.stderr.strip().splitlines() or ["no message"])[0]
     raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
@@ -68,14 +68,14 @@ def unsaved_work(repo: Path) -> list[str]:
     status = git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.splitlines()
     if any(not line.startswith("??") for line in status):
         found.append("uncommitted changes")
-    if any(line.startswith("??") for line in status):
+    if any(line.startswith("??") for line in status):  # guard: trust-untracked-files-are-work
         found.append("untracked files")
     stashes = git(["stash", "list"], repo=repo).stdout.splitlines()
-    if stashes:
+    if stashes:  # guard: trust-stashes-are-work
         found.append(f"{len(stashes)} stash(es)")
     # every commit reachable from a local branch, HEAD or the stash that no remote-tracking ref reaches
     local = git(["rev-list", "--count", "HEAD", "--branches", "--not", "--remotes"], repo=repo, check=False)
-    if local.returncode == 0 and int(local.stdout.strip() or 0):
+    if local.returncode == 0 and int(local.stdout.strip() or 0):  # guard: trust-unpushed-commits-are-work
         found.append(f"{local.stdout.strip()} commit(s) on no remote branch")
     return found
 
@@ -106,7 +106,7 @@ def rebase(repo: Path, onto: str) -> bool:
     if result.returncode == 0:
         return False
     said = (result.stderr or result.stdout).strip()
-    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():
+    if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():  # guard: upstream-a-stop-without-a-conflict-is
         return True
     # stopped or failed for another reason than a conflict (no committer identity, a hook): git's words
     raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",

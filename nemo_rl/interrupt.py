@@ -31,16 +31,16 @@ _done: list[str] = []  # steps completed that cannot be undone, for the message 
 
 def record(signum: int) -> None:
     """What the handler does first; tests call it to stand for a signal without arming the forced exit."""
-    if not _received:
+    if not _received:  # guard: interrupt-the-handler-records-the-signal
         _received.append(signum)
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    if _received:  # a second signal: the user insists
+    if _received:  # guard: interrupt-a-second-signal-ends-at-once; a second signal: the user insists
         _force(signum, frame)
     record(signum)
     signal.signal(signal.SIGALRM, _force)
-    signal.alarm(FORCE_AFTER_S)
+    signal.alarm(FORCE_AFTER_S)  # guard: interrupt-the-forced-exit-is-armed
 
 
 def _force(signum: int, frame: object) -> None:
@@ -53,7 +53,7 @@ def install() -> None:
     """Take over the three signals, also when the parent ignored SIGINT (a job started with `&` in a script); an
     ignored SIGHUP stays ignored (`nohup` asked for exactly that)."""
     for signum in SIGNALS:
-        if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+        if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:  # guard: interrupt-nohup-s-ignored-sighup-stays
             continue
         signal.signal(signum, _on_signal)
 

@@ -29,7 +29,7 @@ def _flock(fd: int, operation: int) -> None:
     try:
         fcntl.flock(fd, operation)
     except OSError as exc:
-        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):  # guard: never-enolck-is-the-user-s-to-fix
             raise
         try:
             where = os.readlink(f"/proc/self/fd/{fd}")
@@ -48,26 +48,26 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
     (`not_yours`: the fix for another user's, where the caller knows a better one than the settings)."""
     try:
         # 0600: flock needs only a descriptor, so whoever may read a lock file may hold it for ever
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
             kind = "a symbolic link" if exc.errno == errno.ELOOP else "a directory"
             raise NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
                               f"remove {path} (and find out who planted it); it is made again") from exc
-        if exc.errno == errno.EACCES:  # a sticky directory (1777): the kernel refuses a co-user's link or file
+        if exc.errno == errno.EACCES:  # guard: a-lock-file-refused-with-eacces-is-named; a sticky directory (1777): the kernel refuses a co-user's link or file
             _refuse_planted(path, exc, not_yours)
         raise
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:  # guard: never-lock-files-are-plain-one-link
         os.close(fd)
         raise NemoRLError(f"lock file {path} is not a plain file nemo-rl made ("
                           f"{'hard-linked to another file' if stat.S_ISREG(info.st_mode) else 'not a regular file'})",
                           f"remove {path} (and find out who planted it); it is made again")
-    if info.st_uid != os.geteuid():
+    if info.st_uid != os.geteuid():  # guard: terminal-another-user-s-lock-file-is
         os.close(fd)  # a co-user's, made first in a shared directory (NEMO_RL_VENV_DIR at mode 1777)
-        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
+        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "  # guard: toolchain-another-user-s-lock-names-the
                           "or writes into another user's lock file", not_yours or _not_yours_fix(path))
-    if stat.S_IMODE(info.st_mode) != 0o600:
+    if stat.S_IMODE(info.st_mode) != 0o600:  # guard: locks-a-lock-file-of-ours-is-made
         os.fchmod(fd, 0o600)  # an older nemo-rl's 0644, or a umask's 0400: ours to write, nobody else's to open
     return fd
 
@@ -130,7 +130,7 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
             return False
     progress(waiting())
     while True:
-        interrupt.check()
+        interrupt.check()  # guard: interrupt-a-wait-for-a-lock-looks-at-the
         try:
             _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
@@ -149,7 +149,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
             if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
                 os.close(fd)
                 return None
-            if _names(path, fd):
+            if _names(path, fd):  # guard: rest-a-lock-whose-file-was-removed
                 return fd
         except BaseException:
             os.close(fd)
@@ -215,7 +215,7 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
     except OSError:
         return None
     try:
-        _flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        _flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)  # guard: locks-a-shared-hold-keeps-a-remover-out
         return fd
     except (BlockingIOError, NemoRLError):  # held; or ENOLCK: NFS without lockd
         pass
@@ -239,7 +239,7 @@ def remove_left(directory: Path) -> bool:
     """`remove_unheld` for a copy a killed command left: only one older than SWEEP_AGE_S, so a copy another
     command has just made, and is about to hold, is never taken."""
     try:
-        if time.time() - os.lstat(directory).st_mtime < SWEEP_AGE_S:
+        if time.time() - os.lstat(directory).st_mtime < SWEEP_AGE_S:  # guard: locks-a-copy-just-made-is-left-to-the
             return False
     except OSError:
         return False
@@ -249,7 +249,7 @@ def remove_left(directory: Path) -> bool:
 def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:
     """Remove `directory` when no process holds it (`hold`) and `remove()`, asked under the hold, agrees; False
     when held, gone, or left."""
-    held = try_hold(directory)
+    held = try_hold(directory)  # guard: bundles-a-live-node-build-s-cache-is
     if held is None:
         return False
     try:

@@ -39,7 +39,7 @@ AFTER_EXIT_S = 0.5
 # first, so git removes its lock files, then SIGKILL. A group is removed only after its leader was reaped, so the
 # number cannot have been reused yet. It is told of a group just after the child starts: a SIGKILL within those
 # microseconds leaves that one child.
-_WATCHDOG = """
+_WATCHDOG = """  # guard: guard-the-watchdog-ends-a-killed-command
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
@@ -143,15 +143,15 @@ class Running:
             self._result = self._collect()
         if self._check and self._result.returncode != 0:
             shown = self._result
-            if self._stream:  # its stderr went to the terminal as it came: kept only to read its cause from
+            if self._stream:  # guard: process-a-streamed-stderr-is-not-called; its stderr went to the terminal as it came: kept only to read its cause from
                 shown = Result(shown.args, shown.returncode, shown.stdout,
                                "(passed on to stderr as it came: see the output before this message)")
-            raise NemoRLError(describe_failure(shown), full_disk(self._result) or self._remedy)
+            raise NemoRLError(describe_failure(shown), full_disk(self._result) or self._remedy)  # guard: process-a-full-disk-says-to-free-space
         return self._result
 
     def _checkpoint(self) -> float:
         """Between slices of a wait: unwind on an interruption or past the timeout; the time left of a slice."""
-        interrupt.check()
+        interrupt.check()  # guard: interrupt-a-wait-for-a-child-looks-at
         if self._deadline is None:
             return _SLICE_S
         left = self._deadline - time.monotonic()
@@ -169,9 +169,9 @@ class Running:
                 pause = min(pause * 2, _SLICE_S)
             # What the child left running in its group (a build backend's helpers) ends with it; signalled before
             # the child is reaped, so the group's number cannot belong to anyone else yet.
-            _signal_group(proc, signal.SIGKILL)
+            _signal_group(proc, signal.SIGKILL)  # guard: fast-what-a-finished-child-left-in-its
             proc.wait()
-            interrupt.check()  # a child that died of the very signal (a whole process tree was sent SIGTERM)
+            interrupt.check()  # guard: interrupt-a-child-dead-of-the-same; a child that died of the very signal (a whole process tree was sent SIGTERM)
         except BaseException:  # interrupted, timed out: nothing we started may outlive us
             self.end()
             raise
@@ -198,7 +198,7 @@ class Running:
                     exited_at = time.monotonic()
                 if exited_at is not None:
                     timeout = min(timeout, exited_at + AFTER_EXIT_S - time.monotonic())
-                    if timeout <= 0:
+                    if timeout <= 0:  # guard: fast-pipes-are-not-waited-on-once-the
                         break
                 for key, _ in selector.select(timeout=timeout):
                     chunk = os.read(key.fd, 1 << 16)
@@ -206,8 +206,8 @@ class Running:
                         selector.unregister(key.fileobj)
                         continue
                     if self._stream and key.fileobj is proc.stderr:
-                        to_stderr(chunk)
-                    kept[key.fileobj].add(chunk)  # type: ignore[index]  # the pipes registered are kept's keys
+                        to_stderr(chunk)  # guard: process-a-streaming-child-s-stderr
+                    kept[key.fileobj].add(chunk)  # guard: process-a-streamed-stderr-s-end-is-read; type: ignore[index]  # the pipes registered are kept's keys
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
@@ -230,7 +230,7 @@ class Running:
 
 def _checked_timeout(timeout: object) -> float | None:
     """None waits as long as it takes; anything else is values.timeout_seconds' one rule."""
-    return None if timeout is None else values.timeout_seconds(timeout, "process.run")
+    return None if timeout is None else values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
 
 
 def start(
@@ -258,7 +258,7 @@ def start(
         stdin_file.write(input_text.encode() if isinstance(input_text, str) else input_text)
         stdin_file.seek(0)
     try:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # guard: process-children-in-a-session-of-their
             argv, cwd=cwd, env=dict(env) if env is not None else None,
             stdin=stdin_file or subprocess.DEVNULL,
             stdout=stdout_file or subprocess.PIPE, stderr=subprocess.PIPE,

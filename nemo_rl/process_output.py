@@ -59,7 +59,7 @@ class Kept:
 
     def add(self, chunk: bytes) -> None:
         self.data += chunk
-        if self.limit is not None and len(self.data) > 2 * self.limit:  # trimmed now and then, not per chunk
+        if self.limit is not None and len(self.data) > 2 * self.limit:  # guard: fast-kept-output-is-bounded-while-it-is; trimmed now and then, not per chunk
             self.dropped += len(self.data) - self.limit
             del self.data[:-self.limit]
 

@@ -51,7 +51,7 @@ def cache_dir() -> Path | None:
     """The uv cache $UV_CACHE_DIR or uv's own default names for this user, or None when uv cannot say. Never
     what a checkout's `[tool.uv] cache-dir` or a uv.toml says: `--no-config`, run from `/`, so a pull request's
     files cannot choose it."""
-    result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)
+    result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
@@ -81,7 +81,7 @@ UNFINISHED = "uv did not run to its end"
 LOCK_CHECK_S = 60.0
 # uv's words when --no-build stops it (besides "Building source distributions for X is disabled"): a release with
 # only a source distribution, a local directory to build
-_REFUSALS = ("because building from source is disabled",
+_REFUSALS = ("because building from source is disabled",  # guard: trust-a-local-directory-uv-will-not
              "is marked as `--no-build` but has no binary distribution")
 
 
@@ -96,29 +96,29 @@ def lock_mismatch(project: Path) -> str | None:
 
     cache = cache_dir()
     # git itself goes to no network either: uv allows only file:// on its fetches, not on the submodules it updates
-    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}  # guard: trust-git-in-the-lock-check-reaches-no
     try:
-        result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",
+        result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",  # guard: trust-the-lock-check-builds-nothing
                       *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
                       "--project", str(project)], cwd=project, env=env, check=False, timeout=LOCK_CHECK_S)
     except NemoRLError as exc:  # it ran out of time, or could not start: the check was not made
         return f"{UNFINISHED}: {values.printable(exc.what.splitlines()[0])}"
     if result.returncode == 0:
         return None
-    lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()
+    lines = [values.printable(line.strip()) for line in (result.stderr or result.stdout).splitlines()  # guard: trust-uv-s-words-are-shown-printable
              if line.strip()]
-    refused = [line for line in lines if "Building source distributions for" in line and "is disabled" in line
+    refused = [line for line in lines if "Building source distributions for" in line and "is disabled" in line  # guard: trust-a-refusal-coloured-by-uv-is-still
                or any(words in line for words in _REFUSALS)]
-    if refused:
+    if refused:  # guard: trust-uv-s-refusal-to-build-is-found-in
         return f"{BUILD_REFUSED}: {refused[0].removeprefix('cause: ').removeprefix('hint: ')}"
     errors = [line for line in lines if line.startswith("error:")]  # uv's last line is often a general hint
-    if any("incompatible with the project's Python requirement" in line for line in errors):
+    if any("incompatible with the project's Python requirement" in line for line in errors):  # guard: trust-another-python-is-not-called-a
         return f"{OTHER_PYTHON} ({sys.executable}; {errors[-1].removeprefix('error: ')})"
-    if any("needs to be updated" in line for line in errors):
+    if any("needs to be updated" in line for line in errors):  # guard: trust-uv-s-own-stale-lock-is-told-apart
         return STALE
     if not lines:
         return f"uv lock --check exited {result.returncode}"
-    last = lines.index(errors[-1]) if errors else len(lines) - 1
+    last = lines.index(errors[-1]) if errors else len(lines) - 1  # guard: trust-uv-s-error-line-is-the-reason
     return " ".join(lines[last:last + 2])  # the error, and the line that says why
 
 
@@ -143,7 +143,7 @@ def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, pyt
     # `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the build
     # requirements come from (or the cache they land in): uv looks for project configuration from the filesystem
     # root instead, and still reads the user's own (~/.config/uv/uv.toml, /etc/uv/uv.toml, $UV_CONFIG_FILE, UV_*)
-    return run([find_uv_bin(), "run", "--project", os.path.abspath(os.sep), "--no-project", "--isolated", "--quiet",
+    return run([find_uv_bin(), "run", "--project", os.path.abspath(os.sep), "--no-project", "--isolated", "--quiet",  # guard: fast-the-user-s-uv-configuration-is-read
                 *(["--offline"] if offline else []), "--python", python, *with_args, *args],
                cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout, keep=keep)
 

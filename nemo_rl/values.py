@@ -13,17 +13,17 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would also match before a final newline
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # guard: values-a-sha-ends-at-the-end-not-before; \Z: `$` would also match before a final newline
 # PEP 508 distribution names (PEP 503 normalises them): letters, digits, '.', '_', '-', starting and ending
 # with a letter or digit, so never '..', '/', or a leading '-'.
-DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # guard: values-a-name-ends-at-the-end
 # What git's check-ref-format allows, minus what could be read as an option or escape a ref namespace.
 _BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(\.lock\Z)|(/\Z)|(\.\Z)")
 # A control character (a newline above all) in a path written into a .pth file or a script starts a new line,
 # and a .pth line that starts with `import` runs in every Python of the environment.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # no whitespace and no control character (a terminal escape in a URL read from pyproject.toml)
-_URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"
+_URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"  # guard: values-a-url-ends-at-the-end
                   r"|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]*\Z")
 
 
@@ -68,7 +68,7 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
 def plain_path(path: Path | str, where: str) -> Path:
     """A path safe to write as one line of a .pth file or a script: no newline or other control character."""
     # and every character str.splitlines() splits on (U+2028 ...): Python 3.13's site.py reads .pth files so
-    if _CONTROL.search(str(path)) or len(str(path).splitlines()) > 1 or not str(path).isprintable():
+    if _CONTROL.search(str(path)) or len(str(path).splitlines()) > 1 or not str(path).isprintable():  # guard: never-line-separators-python-may-split
         raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character, which "
                           "would start a new line (run as code) in the files nemo-rl writes",
                           "rename or move it to a path without control characters, then run again")
@@ -86,7 +86,7 @@ def printable(text: str, *, lines: bool = False) -> str:
     act on is shown escaped as repr shows it (ESC as \\x1b), so a lock file or a record cannot erase a line, fake
     one or retitle the terminal. `lines`: a newline is kept, for a message of several lines. Printable text comes
     back unchanged, so applying it twice changes nothing."""
-    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch  # guard: terminal-a-newline-is-kept-only-in-a
                    for ch in text)
 
 
@@ -105,19 +105,19 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
     opened, and the file opened is checked again (it may be swapped between the two looks).
     FileNotFoundError passes through; every refusal is a NotAPlainFile (an OSError)."""
     info = os.lstat(path)
-    if not stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(info.st_mode):  # guard: plain-the-reader-refuses-links-and-fifos
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file (a FIFO, device or socket)"
         raise NotAPlainFile(f"{path} is {kind}")
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):  # guard: plain-the-reader-checks-the-file-it
             raise NotAPlainFile(f"{path} was replaced while it was read")
         chunks, size = [], 0
         while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
             chunks.append(chunk)
             size += len(chunk)
-            if size > limit:
+            if size > limit:  # guard: plain-the-reader-s-size-cap
                 raise NotAPlainFile(f"{path} is larger than {limit} bytes")
         return b"".join(chunks)
     finally:
@@ -130,7 +130,7 @@ def state_json(path: Path, fix: str, name: str = "") -> object:
     FileNotFoundError passes through (a missing state file means something else to each reader)."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(read_plain_file(path).decode())
+        return json.loads(read_plain_file(path).decode())  # guard: plain-state-files-through-the-one-reader
     except FileNotFoundError:
         raise
     except RecursionError as exc:
@@ -149,15 +149,15 @@ def timeout_seconds(value: object, where: str) -> float:
     seconds above zero and at most TIMEOUT_MAX_S (0, a negative, NaN, inf, a string or a bool would wait forever,
     never, or fail deep inside)."""
     seconds = None
-    if not isinstance(value, bool) and isinstance(value, numbers.Real):  # numpy's numbers too
+    if not isinstance(value, bool) and isinstance(value, numbers.Real):  # guard: process-a-boolean-timeout-is-refused; numpy's numbers too
         try:
             seconds = float(value)
         except OverflowError:  # an int beyond any float (10**400)
             pass
-    if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):
+    if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):  # guard: plain-a-decimal-timeout-is-refused-by
         raise NemoRLError(f"{where}: timeout {value!r:.40} is a {type(value).__name__}, not a real number of seconds",
                           "pass an int or a float (float(value)), e.g. timeout=30")
-    if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # NaN fails both comparisons, inf the second
+    if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # guard: never-a-timeout-above-zero; NaN fails both comparisons, inf the second
         raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
                           f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
     return seconds
@@ -167,17 +167,17 @@ def timeout_seconds(value: object, where: str) -> float:
 # case (and stored in lower case), bare hex is sha256, and a list separates digests by commas, semicolons or
 # whitespace. Anything else (another algorithm, a space inside a digest, a wrong length) is refused by name.
 _BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")  # after strip(): a digest copied with its newline is one
-_DIGEST_SEPARATORS = re.compile(r"[\s,;]+")
+_DIGEST_SEPARATORS = re.compile(r"[\s,;]+")  # guard: digests-separated-by-semicolons
 DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
                  "pack` prints it")
 
 
 def bundle_digest(value: str, where: str) -> str:
     """One digest (`--digest`, or one item of NEMO_RL_BUNDLE_DIGESTS) in its one spelling, `sha256:<lower hex>`."""
-    text = value.strip().lower()
+    text = value.strip().lower()  # guard: a-digest-in-either-case
     if not _BUNDLE_DIGEST.match(text):
         inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
-        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # quoted twice: once for the shell
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # guard: plain-a-quoted-digest-says-to-drop-the; quoted twice: once for the shell
             inner = " (it is in quotes: drop them, the shell already took its own)"
         raise NemoRLError(f"{where}: {value!r:.90} is not a bundle digest{inner}", f"give {DIGEST_FORMAT}")
     return text if text.startswith("sha256:") else f"sha256:{text}"
@@ -185,7 +185,7 @@ def bundle_digest(value: str, where: str) -> str:
 
 def bundle_digests(setting: str, where: str) -> set[str]:
     """A list of digests (NEMO_RL_BUNDLE_DIGESTS): separated by commas, semicolons or whitespace, in any mix."""
-    if re.search(r":\s", setting):  # `sha256: abc...` would split into two words that are no digest
+    if re.search(r":\s", setting):  # guard: a-space-after-sha256-is-named; `sha256: abc...` would split into two words that are no digest
         raise NemoRLError(f"{where}: {setting!r:.90} has a space after a colon: one digest is one word",
                           f"give each digest as {DIGEST_FORMAT}, separated by commas, semicolons or spaces")
     return {bundle_digest(item, where) for item in _DIGEST_SEPARATORS.split(setting) if item}

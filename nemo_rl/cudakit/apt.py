@@ -25,7 +25,7 @@ NO_APT = ("apt-get and dpkg-deb are needed to fetch the toolkit's Debian package
 
 def options(state: Path) -> list[str]:
     """apt-get options that point every file apt reads or writes into `state` (sources in state/parts)."""
-    pairs = {
+    pairs = {  # guard: toolkit-apt-never-reads-the-machine-s
         "Dir::State": state, "Dir::State::Lists": state / "lists", "Dir::State::Status": os.devnull,
         "Dir::Cache": state / "cache", "Dir::Cache::Archives": state / "archives",
         "Dir::Etc::SourceList": os.devnull, "Dir::Etc::SourceParts": state / "parts",

@@ -63,7 +63,7 @@ def verify(home: Path, arch: int, cuda_major: int) -> tuple[str, tuple[int, ...]
 
 def _stamp(home: Path) -> dict | None:
     try:
-        data = json.loads(values.read_plain_file(home / STAMP))
+        data = json.loads(values.read_plain_file(home / STAMP))  # guard: reader-the-toolkit-stamp
         return data if isinstance(data, dict) and isinstance(data.get("packages"), dict) else None
     except (OSError, ValueError):
         return None
@@ -82,8 +82,8 @@ def _damage(home: Path, stamp: dict) -> str | None:
     if not isinstance(recorded, dict):
         recorded = {}
     now = _listing(home)
-    gone = sorted({*(p for p in recorded if p not in now), *layout.missing(home)})
-    changed = [p for p in recorded if p in now and now[p] != recorded[p]]
+    gone = sorted({*(p for p in recorded if p not in now), *layout.missing(home)})  # guard: toolkit-the-layout-is-checked-whatever
+    changed = [p for p in recorded if p in now and now[p] != recorded[p]]  # guard: toolkit-a-changed-size-is-damage
     if not gone and not changed:
         return None
     return "; ".join(part for part in (f"{len(gone)} missing ({', '.join(gone[:3])})" if gone else "",
@@ -95,7 +95,7 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
              etc: Path = sources.APT_ETC, os_release: Path = Path("/etc/os-release")) -> Toolkit:
     """Assemble (or verify) the toolkit in `home`, one run per directory at a time: a second waits for the
     first and then finds its stamp."""
-    home = home.resolve()  # one lock per directory, however it is spelled
+    home = home.resolve()  # guard: toolkit-one-lock-however-dir-is-spelled; one lock per directory, however it is spelled
     lock = home.parent / f".{home.name}.toolchain-lock"
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
@@ -104,11 +104,11 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
                                         "holds its lock: assemble your own toolkit in a directory of yours (`nemo-rl "
                                         "toolchain cuda DIR`), or have that user run it on this directory")
     except OSError as exc:
-        raise NemoRLError(f"cannot create the lock file {lock} beside {home}: {exc.strerror or exc}",
+        raise NemoRLError(f"cannot create the lock file {lock} beside {home}: {exc.strerror or exc}",  # guard: toolkit-the-lock-file-is-named-when-it
                           f"the lock lives in {home.parent}, which must be writable too: name a DIR whose parent "
                           "directory you may write") from exc
     try:
-        locks.acquire(fd, lambda: f"another `nemo-rl toolchain cuda` is assembling {home}: waiting for it")
+        locks.acquire(fd, lambda: f"another `nemo-rl toolchain cuda` is assembling {home}: waiting for it")  # guard: toolkit-one-run-per-directory-at-a-time
         return _assemble(home, arch, cuda_major, suite, components, debs, etc, os_release)
     finally:
         os.close(fd)
@@ -118,15 +118,15 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
               etc: Path, os_release: Path) -> Toolkit:
     stamp = _stamp(home)
     # a run killed half-way left its work directory: the directory is ours to finish
-    if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():
+    if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():  # guard: toolkit-a-foreign-directory-is-refused
         raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`",
                           "name a new directory (or an empty one); nothing in this one is changed")
-    damage = _damage(home, stamp) if stamp is not None else "not assembled"
+    damage = _damage(home, stamp) if stamp is not None else "not assembled"  # guard: toolkit-the-stamp-s-file-list-is-checked
     if stamp is not None and damage is None:
         release, listed = verify(home, arch, cuda_major)
         if not isinstance(stamp.get("files"), dict):  # an older stamp: the list is taken once it verifies
             _write_stamp(home, {**stamp, "files": _listing(home)})
-        shutil.rmtree(home / WORK, ignore_errors=True)  # a killed re-assembly's (about 1 GB)
+        shutil.rmtree(home / WORK, ignore_errors=True)  # guard: toolkit-a-verified-toolkit-loses-a; a killed re-assembly's (about 1 GB)
         return Toolkit(home, release, arch, listed, {str(k): str(v) for k, v in stamp["packages"].items()}, True)
     if stamp is not None:
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
@@ -134,12 +134,12 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     work.mkdir(parents=True, exist_ok=True)
     # the work directory first (it marks DIR as ours to finish), then no stamp: a run killed during the
     # assembly leaves a directory that is never taken for an assembled one
-    (home / STAMP).unlink(missing_ok=True)
+    (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re
     deb_dir = debs.absolute() if debs else work / "debs"
     if debs is not None:
         # what the user handed over is the whole input: never the network for what it lacks
         absent = [name for name in apt.PACKAGES if not list(deb_dir.glob(f"{name}_*.deb"))]
-        if absent:
+        if absent:  # guard: toolkit-debs-lacking-a-package-never
             raise NemoRLError(f"--debs {deb_dir} has no .deb of {', '.join(absent)}",
                               f"download {', '.join(absent)} (Debian trixie, the same version as the others) into "
                               f"{deb_dir}, or run without --debs to fetch every package from the machine's mirror")

@@ -40,7 +40,7 @@ def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
     """(path in the extracted packages, path under CUDA_HOME). Debian's /usr/bin/nvcc is a wrapper script
     calling the real one in /usr/lib/nvidia-cuda-toolkit/bin with absolute paths, so the real one is taken."""
     toolkit = root / "usr/lib/nvidia-cuda-toolkit"
-    pairs = [(toolkit / "bin/nvcc", "bin/nvcc"), (toolkit / "bin/crt", "bin/crt"),
+    pairs = [(toolkit / "bin/nvcc", "bin/nvcc"), (toolkit / "bin/crt", "bin/crt"),  # guard: toolkit-the-real-nvcc-not-debian-s
              (toolkit / "bin/cicc", "nvvm/bin/cicc"), (toolkit / "libdevice", "nvvm/libdevice"),
              (root / "usr/include", "include"), (root / "usr/lib" / lib, "lib64")]
     pairs += [(root / "usr/bin" / tool, f"bin/{tool}") for tool in USR_BIN_TOOLS]
@@ -82,7 +82,7 @@ def arrange(root: Path, home: Path, lib: str | None = None) -> list[str]:
     # Only the links placed just now: anything else in the directory is not this command's to delete.
     for path in links:
         if path.is_symlink() and not path.exists():
-            path.unlink()
+            path.unlink()  # guard: toolkit-dangling-links-removed
     (home / "bin").mkdir(parents=True, exist_ok=True)
     (home / "bin/nvcc.profile").write_text(PROFILE)
     return missing(home)

@@ -95,10 +95,10 @@ def require_debian(os_release: Path = Path("/etc/os-release")) -> None:
     trixie. Ubuntu (and its derivatives) or another distribution is refused with what to do there."""
     fields = _os_release_fields(os_release)
     ident, like = fields.get("ID", ""), fields.get("ID_LIKE", "").split()
-    if ident == "debian":
+    if ident == "debian":  # guard: toolkit-only-debian-is-asked-for-trixie
         return
     name = fields.get("PRETTY_NAME") or ident or "this machine's distribution"
-    if ident == "ubuntu" or "ubuntu" in like:
+    if ident == "ubuntu" or "ubuntu" in like:  # guard: toolkit-ubuntu-s-sources-are-refused
         raise NemoRLError(f"{name} is not Debian: its apt mirror does not carry Debian's suite trixie", UBUNTU_FIX)
     raise NemoRLError(f"{name} is not Debian ({os_release} says ID={ident or 'nothing'}): its apt sources, if any, "
                       "do not carry Debian's suite trixie",
@@ -113,7 +113,7 @@ def archive_source(sources: list[Source], codename: str | None) -> Source:
     for source in sources:
         if codename and codename in source.suites:
             return source
-    plain = [s for s in sources if any("-" not in suite and "/" not in suite for suite in s.suites)]
+    plain = [s for s in sources if any("-" not in suite and "/" not in suite for suite in s.suites)]  # guard: toolkit-the-archive-entry-not-security-s
     if plain:
         return plain[0]
     raise NemoRLError(f"no apt source for the distribution's archive in {APT_ETC}/sources.list(.d) "

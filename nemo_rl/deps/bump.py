@@ -35,14 +35,14 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
-    journal.refuse_cut_short(project, locked=not args.dry_run)  # the pins read below may be half moved
+    journal.refuse_cut_short(project, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short; the pins read below may be half moved
     before = bump_steps.read_before(project, args.distribution)
     fork = before.fork
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
     if before.at(new_rev, args.branch):
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
-    uv_inputs.require_stageable(project, before.uv_settings, "deps bump")
+    uv_inputs.require_stageable(project, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch
@@ -55,7 +55,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         declares = bump_steps.declares_for(before, repo, new_rev)
         entry_lines, changed = bump_steps.write_pyproject(staging.path, before, new_rev, args.branch, base, declares)
         progress(f"uv lock --upgrade-package {fork.distribution}")
-        offline = OFFLINE_FIRST and before.lock_text is not None and before.entry is not None
+        offline = OFFLINE_FIRST and before.lock_text is not None and before.entry is not None  # guard: bump-an-offline-lock-tried-when-the
         # uv locks the final staged pyproject.toml while the records are computed: a child started now, collected
         # after them; a failure meanwhile ends it (and the build it runs)
         with uv.lock_started(staging.path, upgrade_package=fork.distribution, offline=offline) as locking:
@@ -76,7 +76,7 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             staging.land()
     # commit subjects and requirements come from the fork: shown, never acted on
     text = bump_report.report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode)
-    print(values.printable(text, lines=True))
+    print(values.printable(text, lines=True))  # guard: terminal-bump-s-report-shows-escapes
     print(values.printable("\n".join(drift_lines + entry_lines), lines=True))
     if not args.dry_run:
         print(f"next: review {records.index_name(fork.distribution)} (why-note), run `nemo-rl deps verify "

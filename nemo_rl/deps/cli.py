@@ -49,18 +49,18 @@ class _PatchesParser(argparse.ArgumentParser):
             namespace, extras = self.parse_known_intermixed_args(head, namespace)
         finally:
             self._parsing = False
-        self._words(namespace, [*(getattr(namespace, "words", None) or []), *tail])
+        self._words(namespace, [*(getattr(namespace, "words", None) or []), *tail])  # guard: fast-patches-takes-words-after
         return namespace, extras
 
     def _words(self, namespace: argparse.Namespace, words: list[str]) -> None:
         namespace.distribution, namespace.export, namespace.export_dir = None, None, None
         if words[:1] == ["export"]:
             try:
-                found = self.EXPORT.parse_args(["--", *words[1:]])
+                found = self.EXPORT.parse_args(["--", *words[1:]])  # guard: fast-patches-export-takes-exactly-dist
             except argparse.ArgumentError as exc:
                 self.error(f"patches export DIST DIR: {exc.message}")
             namespace.export, namespace.export_dir = found.export, found.export_dir
-        elif len(words) > 1:
+        elif len(words) > 1:  # guard: fast-patches-refuses-extra-words
             self.error(f"unrecognized arguments: {' '.join(words[1:])}")
         elif words:
             namespace.distribution = words[0]
@@ -69,11 +69,11 @@ class _PatchesParser(argparse.ArgumentParser):
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     deps = subparsers.add_parser("deps", help="status, bump and patch records of the pinned forks",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbose.add(deps)  # `nemo-rl deps -v VERB` as `nemo-rl deps VERB -v`
+    verbose.add(deps)  # guard: fast-v-between-deps-and-its-verb; `nemo-rl deps -v VERB` as `nemo-rl deps VERB -v`
     verbs = deps.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     status = "pinned, locked and installed commit of each fork (no network)"
-    p = verbs.add_parser("status", help=status, description=f"The {status}, the state of its patches/ records and "
+    p = verbs.add_parser("status", help=status, description=f"The {status}, the state of its patches/ records and "  # guard: fast-deps-status-says-what-it-does
                          "of `deps develop`, and what to run when one is not ok.")
     _common(p)
     p.add_argument("--env", help="environment to inspect (default: the running one)")
@@ -155,7 +155,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "pyproject.toml and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch "
         "series (git format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: "
         "0 ok, 1 drift or an expected failure, 2 bad arguments.")
-    p.__class__ = _PatchesParser  # the subparsers' action makes every verb's parser of one class
+    p.__class__ = _PatchesParser  # guard: fast-patches-takes-options-anywhere; the subparsers' action makes every verb's parser of one class
     _common(p)
     p.add_argument("words", nargs="*", metavar="DIST | export DIST DIR", help=argparse.SUPPRESS)
     p.add_argument("--check", action="store_true", help="fail on drift instead of writing")

@@ -81,14 +81,14 @@ def start(project: Path, args: argparse.Namespace) -> int:
     entry = state.get(fork.distribution)
     if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
             and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
-        return _apply(project, fork, state, entry, env)  # developed while the environment did not exist
+        return _apply(project, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync; developed while the environment did not exist
     if entry is not None or active:
         where = entry.checkout if entry is not None else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
     if args.path:  # refused before anything is written, whether or not the environment exists yet
-        checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)
+        checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)  # guard: fixes-a-develop-path-is-checked-before
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
         values.plain_path(develop_state.managed_checkout(project, fork.distribution), "the checkout path")
@@ -105,12 +105,12 @@ def start(project: Path, args: argparse.Namespace) -> int:
         develop_state.write(project, state)
     except BaseException:
         if installed:
-            develop_state.remove_overlay(env, fork.distribution, token)
-        develop_state.remove_shadow(project, fork.distribution)
+            develop_state.remove_overlay(env, fork.distribution, token)  # guard: full-disk-a-develop-that-fails-removes
+        develop_state.remove_shadow(project, fork.distribution)  # guard: full-disk-a-develop-that-fails-removes-2
         raise
     if installed:
         interrupt.completed(f"{env} imports {fork.distribution} from {checkout}")
-    interrupt.completed(f"{develop_state.STATE} records {fork.distribution} developed from {checkout}")
+    interrupt.completed(f"{develop_state.STATE} records {fork.distribution} developed from {checkout}")  # guard: fixes-develop-records-its-overlay-as-a
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
     if env.exists():
@@ -128,7 +128,7 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
            entry: develop_state.Developed, env: Path) -> int:
     """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
     printed then says to run."""
-    if develop_state.checkout_gone(entry.checkout):  # the overlay would lead nowhere and the pin would run
+    if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a; the overlay would lead nowhere and the pin would run
         raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone, so there is nothing "
                           f"to put in front in {env}",
                           f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
@@ -146,14 +146,14 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
     """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere
     else: no changes, no untracked files, no stash, no commit that no remote branch has."""
     checkout = entry.checkout
-    if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):
+    if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):  # guard: trust-remove-only-under-nemo-rl-develop
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
                           f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
     if checkout.exists():
-        if git_checkout.toplevel(checkout) != checkout.resolve():
+        if git_checkout.toplevel(checkout) != checkout.resolve():  # guard: never-remove-needs-the-checkout-s-own
             raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
                               "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
-        submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()
+        submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()  # guard: never-remove-refuses-submodules
         unsaved = removal_blockers(git_checkout.unsaved_work(checkout), submodules,
                                    git_checkout.ignored_files(checkout))
         if unsaved:
@@ -168,8 +168,8 @@ def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -
     blockers = list(unsaved)
     if submodules:
         blockers.append("submodules (their commits and stashes are not looked at)")
-    ignored = [f for f in ignored if "__pycache__/" not in f and not f.endswith(".pyc")]
-    if ignored:
+    ignored = [f for f in ignored if "__pycache__/" not in f and not f.endswith(".pyc")]  # guard: fast-remove-leaves-out-bytecode-only
+    if ignored:  # guard: never-ignored-files-are-work
         blockers.append(f"{len(ignored)} ignored file(s) ({', '.join(ignored[:3])}{', ...' if ignored[3:] else ''})")
     return blockers
 
@@ -183,11 +183,11 @@ def _own_worker_envs(project: Path) -> list[Path]:
     own = []
     for path in sorted(venvs.iterdir()) if venvs.is_dir() else ():
         try:  # another user's directory in a shared NEMO_RL_VENV_DIR is theirs, whatever its metadata names
-            mine = path.is_dir() and not path.is_symlink() and path.lstat().st_uid == os.getuid()
+            mine = path.is_dir() and not path.is_symlink() and path.lstat().st_uid == os.getuid()  # guard: plain-stop-skips-another-user-s-worker
             env = environments.describe(path) if mine and not path.name.startswith(".") else None
         except NemoRLError:
             continue
-        if env is not None and env.project == project.resolve():
+        if env is not None and env.project == project.resolve():  # guard: never-stop-only-in-this-checkout-s
             own.append(path)
     return own
 
@@ -204,7 +204,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
             raise NemoRLError(f"no develop state for {args.distribution}, so nemo-rl cannot tell whether it made the "
                               "checkout", "stop without --remove, then remove the checkout yourself")
         _check_removable(project, entry)
-    workers = _own_worker_envs(project)  # before anything changes: a refused venv directory stops here
+    workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker; before anything changes: a refused venv directory stops here
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
     for worker_env in workers:  # this checkout's path, and of those only this develop's overlays
@@ -217,7 +217,7 @@ def stop(project: Path, args: argparse.Namespace) -> int:
         print(f"removed {entry.checkout}")
     stays = ""
     if entry and not args.remove:
-        stays = (f" (the checkout stays at {entry.checkout})" if entry.checkout.exists()
+        stays = (f" (the checkout stays at {entry.checkout})" if entry.checkout.exists()  # guard: plain-stop-says-a-deleted-checkout-is
                  else f" (the checkout {entry.checkout} is already gone)")
     print(f"{args.distribution}: back to the pinned commit; the next process runs the locked code{stays}")
     return 0

@@ -20,20 +20,20 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     fork = lockfile.fork(project, args.distribution)
     entry = develop_state.read(project)[fork.distribution]
     checkout = entry.checkout
-    quoted = shlex.quote(str(checkout))  # advice is pasted into a shell: a path with spaces stays one word
+    quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout; advice is pasted into a shell: a path with spaces stays one word
     if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
                           "made at the pin)")
     problem = develop_state.unreadable(checkout)
-    if problem is not None:  # its files are there and imported: git's raw error would say nothing of what to do
+    if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot; its files are there and imported: git's raw error would say nothing of what to do
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
                           develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
-    if git_checkout.rebasing(checkout):  # "commit or stash" would not help: the last --onto is still under way
+    if git_checkout.rebasing(checkout):  # guard: never-onto-during-a-rebase; "commit or stash" would not help: the last --onto is still under way
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
                           f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
-    under_way = git_checkout.operation_in_progress(checkout)
+    under_way = git_checkout.operation_in_progress(checkout)  # guard: plain-onto-during-a-merge-says-to-finish
     if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
         if under_way == "unmerged":
             what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
@@ -44,8 +44,8 @@ def onto(project: Path, args: argparse.Namespace) -> int:
                           f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
     # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
-    unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]
-    if unsaved:
+    unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]  # guard: onto-is-not-blocked-by-stashes
+    if unsaved:  # guard: develop-onto-refuses-unsaved-work
         where = shlex.quote(str(checkout))
         raise NemoRLError(f"{checkout} has {' and '.join(unsaved)}, which a rebase would not carry",
                           f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
@@ -57,7 +57,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
     remote, _, branch = args.onto.partition("/")
     if remote == "upstream" and branch:
         values.branch_name(branch, "--onto")
-        if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:
+        if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:  # guard: never-onto-a-missing-upstream-branch
             raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
                               f"`git ls-remote --heads {fork.upstream_url}` lists its branches; pass one as "
                               "--onto upstream/BRANCH")
@@ -71,7 +71,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
             _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
         _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
-    if git.ref_exists(checkout, f"refs/heads/{work}"):  # an earlier --onto (perhaps interrupted) made it
+    if git.ref_exists(checkout, f"refs/heads/{work}"):  # guard: develop-onto-over-its-own-branch-says; an earlier --onto (perhaps interrupted) made it
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
                           f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
                           f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
@@ -92,7 +92,7 @@ def onto(project: Path, args: argparse.Namespace) -> int:
 def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
     """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
     leaving its configuration as it is (no remote added, never made a partial clone)."""
-    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # made when the fork had an upstream-url
+    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # guard: never-onto-fetches-into-a-user-s-clone; made when the fork had an upstream-url
         git.fetch(entry.checkout, "upstream", url, refspecs)
     else:
         git_checkout.fetch_url(entry.checkout, url, refspecs)
@@ -104,6 +104,6 @@ def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
         kind = git.object_type(checkout, sha)
     except NemoRLError:  # not here (yet): the fetch brings it, or says it cannot
         return
-    if kind != "commit":
+    if kind != "commit":  # guard: never-onto-refuses-a-tree-or-blob
         raise NemoRLError(f"--onto {onto} is a {kind}, not a commit", "pass an upstream commit SHA "
                           "(`git log upstream/main`) or upstream/BRANCH")

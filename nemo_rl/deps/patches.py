@@ -35,7 +35,7 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     left = []
     for fork in forks:
-        records.records_dir(project, fork.distribution)  # a linked records directory is refused before any work
+        records.records_dir(project, fork.distribution)  # guard: deps-patches-refuses-linked-records; a linked records directory is refused before any work
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock
@@ -48,13 +48,13 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
-            index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
+            index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)  # guard: no-entry-deps-patches-records-declares
             records.write(staging.path / relative, index, noted)
             before, written, unneeded = metadata_check.rewrite_pyproject(staging.path, fork.distribution, declares) \
                 if derives else (None, None, [])
             # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
-            relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)
-            if written or relocked:
+            relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)  # guard: no-entry-deps-patches-relocks-a-hand
+            if written or relocked:  # guard: derived-deps-patches-relocks-a-hand
                 _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution)
                         or declared.derive(fork.distribution, declares, metadata_check.deltas(staging.path,
                                                                                               fork.distribution)))
@@ -81,11 +81,11 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
               f"override named above, or run `uv lock --upgrade-package <package>` for each package named, then "
               f"`nemo-rl deps patches --check --offline`")
-    return 1 if left else 0
+    return 1 if left else 0  # guard: patches-what-a-relock-leaves-is-rc
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
-    if args.export and (args.check or args.offline):  # anywhere on the line: argparse takes flags in any order
+    if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check; anywhere on the line: argparse takes flags in any order
         raise UsageError("`deps patches export DIST DIR` writes a patch series; it takes no --check or --offline",
                          "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
     if args.export:
@@ -96,7 +96,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else all_forks
     if not args.check:
         with state_dir.project_lock(project, wait=not args.no_wait):
-            journal.refuse_cut_short(project, locked=True)  # the pins read below may be half moved
+            journal.refuse_cut_short(project, locked=True)  # guard: patches-refuses-over-a-landing-cut-short; the pins read below may be half moved
             # read again under the lock: a bump that landed while we waited changed the pins
             return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
     locked = lockfile.locked_packages(project)
@@ -106,7 +106,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     cuts = journal.cut_short(project)
     for fork in forks:
         cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
-        if cut is not None:  # its records may be half moved: regenerating refuses, finishing the landing fixes it
+        if cut is not None:  # guard: the-offline-check-over-a-landing-cut; its records may be half moved: regenerating refuses, finishing the landing fixes it
             print(f"{fork.distribution}: landing interrupted")
             print(f"  - {cut.unreadable}" if cut.unreadable is not None else
                   f"  - a landing of {', '.join(cut.moves)} was cut short ({cut.staging} is left; moved: "
@@ -130,7 +130,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
               f"or let it allow what the fork requires), then run `uv lock`")
     for dist in failed:
-        also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"
+        also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")
         print(f"fix: {records.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")

@@ -79,14 +79,14 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
     problem = developed.problem if developed else None
     cut = next((c for c in cuts if touches(c, fork.distribution)), None)
-    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # uv fetches the lock's
-    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,
+    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # guard: status-lock-stale; uv fetches the lock's
+    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,  # guard: status-bad-pin
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
                         checkout_gone=gone, checkout_unreadable=problem is not None,
                         develop_recorded=bool(develop_entry), installed=found is not None)
     environment: tuple[str, ...] = ()
-    if state is None or (state in LOCK_STATES and found):  # the environment is compared last (it reads files)
-        differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]
+    if state is None or (state in LOCK_STATES and found):  # guard: status-the-environment-beside-a-lock; the environment is compared last (it reads files)
+        differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]  # guard: installed-status-compares
         if state is None:
             state = "env stale" if mismatch else "installed differs" if differs else "ok"
             mismatch = mismatch or "; ".join(differs) or None
@@ -95,10 +95,10 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     remedy = mismatch if state in ("env stale", "installed differs") else \
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
-        remedy = OVERRIDDEN  # relocking keeps what an override forces: `deps patches` cannot fix it
-    elif state == "metadata stale":  # names the derived entry only where the fork has one
+        remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it; relocking keeps what an override forces: `deps patches` cannot fix it
+    elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where; names the derived entry only where the fork has one
         remedy = declared.fix("{dist}", metadata_check.derives(project, fork.distribution))
-    return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,
+    return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
                       fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
                       developed, state,
                       remedy.format(dist=fork.distribution, checkout=checkout, problem=problem, imported=(
@@ -117,7 +117,7 @@ def cut_remedy(cut: journal.CutShort) -> str:
     if cut.unreadable is not None:
         return cut.unreadable.replace("{", "{{").replace("}", "}}")
     left = [name for name in cut.moves if name not in cut.moved]
-    what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "
+    what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "  # guard: fast-a-landing-cut-short-before-any-move
             f"that command; `nemo-rl deps recover` lands them, `rm -rf {cut.staging}` drops them" if not cut.moved else
             f"a landing of {', '.join(cut.moved)} was cut short after every file moved (only removing its staging "
             f"copy was lost; the project is whole): run `nemo-rl deps recover` (it removes {cut.staging})"
@@ -146,7 +146,7 @@ def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_s
 def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
     """Whether `--check` exits 1: a lock that does not match, orphaned records, or a fork in a FAILING state or
     whose environment differs beside it."""
-    return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))
+    return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))  # guard: fast-status-check-fails-on-orphaned
 
 
 def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
@@ -186,7 +186,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
         lines += [str(o), f"  fix        {records.orphan_fix(o)}"]
     # rows carry text from files (develop.json's checkout, an environment's, the records'): shown, never acted on,
     # and a newline in one is shown too, so no value fakes a line of its own
-    return "\n".join(values.printable(line) for line in lines)
+    return "\n".join(values.printable(line) for line in lines)  # guard: terminal-status-lines-show-escapes
 
 
 def run(project: Path, args: argparse.Namespace) -> int:

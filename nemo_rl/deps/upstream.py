@@ -28,7 +28,7 @@ def render(report: upstream_report.ForkReport) -> str:
         upstreamed = {"yes": f"upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "probably": f"probably upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "no": "not upstream"}[row.upstreamed]
-        applies = ("; a merge commit: git rebase drops it (the commits it brings are listed on their own)"
+        applies = ("; a merge commit: git rebase drops it (the commits it brings are listed on their own)"  # guard: upstream-a-merge-commit-is-said-to-be
                    if row.merge else "" if row.applies is None else
                    "; applies on upstream's head after the commits before it, but not without the earlier "
                    f"conflicting ones (then: {', '.join(row.conflicts_without_earlier)})" if row.fails_without_earlier
@@ -49,5 +49,5 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(dumps({"schema": 1, "forks": reports}))
     else:
         # commit subjects and file names come from the fork: shown, never acted on
-        print(values.printable("\n\n".join(render(report) for report in reports), lines=True))
+        print(values.printable("\n\n".join(render(report) for report in reports), lines=True))  # guard: terminal-upstream-s-report-shows-escapes
     return 0

@@ -101,7 +101,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
             env = built.get(extra)
             if env is None:
                 env = built[extra] = Path(tmp) / extra
-                flags = ["--locked", "--extra", extra, "--no-install-project"]
+                flags = ["--locked", "--extra", extra, "--no-install-project"]  # guard: guard-verify-locked
                 flags += [arg for name in skipped for arg in ("--no-install-package", name)]
                 progress(f"building a throwaway environment from uv.lock with the {extra} extra")
                 _sync(project, env, flags)

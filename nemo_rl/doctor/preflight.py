@@ -66,7 +66,7 @@ def cudnn_header_dirs() -> list[Path]:
     /include, nvcc adds $CUDA_HOME/include, and the compilers search /usr/include."""
     candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
     dirs = [Path(c) / "include" for c in candidates if c]
-    dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]
+    dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]  # guard: pre-flight-wheel-only-cudnn-headers-fail
     return [*dirs, *SYSTEM_HEADER_DIRS]
 
 

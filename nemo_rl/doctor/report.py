@@ -129,13 +129,13 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
         from nemo_rl import cuda_libs
 
         library = cuda_libs.missing_library(probe.reason)
-        if library:
+        if library:  # guard: doctor-the-missing-library-is-named
             return "broken", f"the loader cannot find {library[0]}: {library[1]}"
         return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
     mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     if mismatch:
         return "env stale", mismatch
-    return ("installed differs", "; ".join(differs)) if differs else ("ok", None)
+    return ("installed differs", "; ".join(differs)) if differs else ("ok", None)  # guard: doctor-installed-fork-against-the-lock
 
 
 def components(project: Path | None, locked: dict, env: Path | None = None) -> list[ComponentReport]:
@@ -148,7 +148,7 @@ def components(project: Path | None, locked: dict, env: Path | None = None) -> l
             if project and probe.installed and package and package.commit else []
         state, remedy = component_state(probe, package.commit if package else None, differs)
         checkout = develop_state.active_checkout(env, comp.distribution)
-        if checkout and state in ("ok", "env stale", "installed differs"):
+        if checkout and state in ("ok", "env stale", "installed differs"):  # guard: guard-doctor-s-developing
             state = "developing"
             remedy = (f"running {comp.distribution} from {checkout}; "
                       f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
@@ -199,7 +199,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     notes += develop_notes(project)
     if extras.probe("megatron").installed:
         notes.append(MEGATRON_TRAINING_NOTE)
-    if extras.probe("transformer_engine").installed and not torch.cuda_available:
+    if extras.probe("transformer_engine").installed and not torch.cuda_available:  # guard: doctor-the-no-gpu-note
         notes.append(NO_GPU_NOTE)
     preflight_items = []
     if extra == "mcore":

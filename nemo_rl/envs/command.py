@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for verb, text in VERBS:
         p = verbs.add_parser(verb, help=text, description=text)
         p.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
-        verbose.add(p)
+        verbose.add(p)  # guard: fast-envs-verbs-take-v
         if verb in ("build", "verify", "pack"):
             p.add_argument("py_executable", metavar="PY_EXECUTABLE",
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")
@@ -67,7 +67,7 @@ def _describe(row) -> str:
     state = row.state + (f" (in use: pid {', '.join(map(str, row.users))})" if row.users else "")
     whose = f"  of {row.project}" if row.state == "other checkout" and row.project else ""
     detail = f"  ({row.detail})" if row.detail else ""
-    return values.printable(f"{row.key}  {state:<16}  {row.size_mb:>8.1f} MB  last used {used}  "
+    return values.printable(f"{row.key}  {state:<16}  {row.size_mb:>8.1f} MB  last used {used}  "  # guard: terminal-envs-list-lines-show-escapes
                             f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
 
 
@@ -98,9 +98,9 @@ def _without_driver(project: Path) -> bool:
     if here != bundles.driver_path(project).resolve():
         return False
     unfinished = bundles.driver_unfinished(project).exists()  # a build killed midway: Ray may be in, not the rest
-    if installed.installed(here, "ray") and not unfinished:
+    if installed.installed(here, "ray") and not unfinished:  # guard: node-a-checkout-venv-without-ray-is-made
         return False
-    if os.environ.get(REEXEC) == str(here):
+    if os.environ.get(REEXEC) == str(here):  # guard: node-the-bootstrap-runs-once-never-in-a
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",
                           "pack the bundle again on the builder (Ray is a base dependency: the bundle's driver "
                           "packages hold it)")
@@ -115,7 +115,7 @@ def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest
 
     manifest = bundles.build_driver(args.bundle, project, flags, digest)
     python = bundles.driver_path(project) / "bin" / "python"
-    argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),
+    argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),  # guard: node-v-goes-on-after-the-bootstrap
             "--digest", manifest.digest, "--project", str(project),
             *(["-v"] if getattr(args, "verbose", False) else [])]
     sys.stdout.flush()
@@ -166,8 +166,8 @@ def run(project: Path, args: argparse.Namespace) -> int:
         from nemo_rl.workers import bundle_trust
 
         # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
-        digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None
-        if args.bundle is not None and _without_driver(project):
+        digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
+        if args.bundle is not None and _without_driver(project):  # guard: bundles-the-node-makes-the-checkout-s
             return _bootstrap(project, flags, args, digest)
         env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     else:

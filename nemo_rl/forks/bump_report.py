@@ -22,7 +22,7 @@ def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
     by_id: dict[str, list[str]] = {}
     for r in recs:
         by_id.setdefault(r.patch_id, []).append(r.commit)
-    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != ZERO}
+    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != ZERO}  # guard: bump-report-shared-patch-ids
     return added, removed, shared
 
 
@@ -31,7 +31,7 @@ def _unmatched[T: (Record, Listed)](commits: Sequence[T], other_shas: set[str], 
     under a new SHA: a rebase; each of the other side's matches one commit only)."""
     left = []
     for c in commits:
-        if c.commit in other_shas:
+        if c.commit in other_shas:  # guard: bump-report-a-commit-already-there-is
             continue
         if other_ids[c.patch_id] > 0:
             other_ids[c.patch_id] -= 1

@@ -42,7 +42,7 @@ class Before:
     def at(self, rev: str, branch: str | None) -> bool:
         """Whether the fork is pinned and locked at `rev`, on `branch` (None: the recorded one) already."""
         locked = self.locked.get(self.fork.distribution)
-        return (rev == self.fork.rev and locked is not None and locked.commit == rev
+        return (rev == self.fork.rev and locked is not None and locked.commit == rev  # guard: bump-nothing-to-do-only-at-the-pinned
                 and (branch or self.fork.branch) == self.fork.branch)
 
     def recorded_at_pin(self) -> declared.Declares | None:
@@ -51,7 +51,7 @@ class Before:
         building the old commit's metadata. None otherwise: that metadata is built."""
         index, fork = self.index, self.fork
         locked = self.locked.get(fork.distribution)
-        if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev
+        if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev  # guard: bump-declares-read-only-when-the-index
                 or index.digest != index.expected_digest() or index.problems):
             return None
         try:
@@ -77,7 +77,7 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
     """What the fork declares at the new commit, from its own build backend, for the index ([declares], recorded
     for every fork: uv.lock is checked against it offline), the derived entry and the drift. Without the fork's
     metadata neither can be made, so the bump stops."""
-    progress("reading the fork's own metadata at the new commit (its build backend)")
+    progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)
     except NemoRLError as exc:
@@ -89,7 +89,7 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
                           f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
                           f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
     # before anything is locked; a fork without a derived entry locks its own extras: they are recorded too
-    return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)
+    return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)  # guard: bump-the-fork-s-declarations-are-checked
 
 
 EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)
@@ -111,7 +111,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
         table["branch"] = branch
     if base is not None and table.get("base") != base:
         table["base"] = base
-    if declares is None or not before.derives:  # uv locks the fork's own metadata: nothing to derive
+    if declares is None or not before.derives:  # guard: derived-bump-locks-the-entry-it-derived; uv locks the fork's own metadata: nothing to derive
         write_atomic(path, tomlkit.dumps(doc))
         return [], None
     derived, changed, unneeded = declared.write_derived(doc, dist, declares, before.deltas)
@@ -145,7 +145,7 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
                                         new_rev)
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
-        if why is None:
+        if why is None:  # guard: bump-offline-lock-kept-only-when-offline
             return "offline"
         mode = f"online: the offline lock was thrown away: {why}"
         write_atomic(staged / "uv.lock", before.lock_text)  # online starts from the committed lock
@@ -154,7 +154,7 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         with running:
             running.wait()
     except NemoRLError as exc:
-        if change is None:
+        if change is None:  # guard: derived-bump-s-refused-lock-names-the
             raise
         # uv could not lock the entry derived from the fork's metadata: the exact line that drops what it added
         raise NemoRLError(f"uv cannot lock {dist} with the metadata the fork declares at the new commit: "
@@ -174,7 +174,7 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
     fork whose history was rewritten may have lost the old commit: the bump goes on without it, and the drift says
     it could not compare."""
     fork = before.fork
-    old, built = before.recorded_at_pin(), []
+    old, built = before.recorded_at_pin(), []  # guard: bump-the-drift-s-old-side-from-the
     try:
         if old is None or new is None:
             progress("reading the fork's own metadata at the old commit (its build backend)")
@@ -202,7 +202,7 @@ def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict[str, lockf
     if fork.rev != new_rev:
         problems.append(f"pyproject.toml pins {fork.rev}, not {new_rev}")
     problems += [str(d) for d in records.check_offline(staged, fork, locked, require_why=False)]
-    if problems:
+    if problems:  # guard: bump-validation-after-writing
         raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
                           "report this as a bug in nemo-rl; nothing was changed")
     return locked

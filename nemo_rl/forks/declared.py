@@ -60,7 +60,7 @@ class Declares:
         table |= {"version": self.version, "requires-dist": list(self.requires_dist)}
         if self.requires_python is not None:
             table["requires-python"] = self.requires_python
-        if self.extras:
+        if self.extras:  # guard: extras-declares-writes-them
             table["extras"] = {name: list(lines) for name, lines in self.extras}
         return table
 
@@ -84,7 +84,7 @@ def entry_from_tables(entries: object, distribution: str) -> Entry | None:
                           "write each entry as a [[tool.uv.dependency-metadata]] table")
     same = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
             and canonicalize_name(e["name"]) == canonicalize_name(distribution)]
-    if len(same) > 1:  # uv then ignores ours and locks the fork's own metadata, silently
+    if len(same) > 1:  # guard: derived-one-entry-per-fork; uv then ignores ours and locks the fork's own metadata, silently
         raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
                           f"({', '.join(repr(e['name']) for e in same)})",
                           f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
@@ -125,12 +125,12 @@ def declares_from(version: str, requires_python: str | None, requires: Mapping[s
             requirement = Requirement(line)
             if requirement.url:
                 name = canonicalize_name(requirement.name)
-                if name not in dropped:
+                if name not in dropped:  # guard: bump-a-direct-reference-the-fork
                     raise NemoRLError(f"the fork at {rev[:12]} declares a direct reference {line!r:.200}: fix the "
                                       "fork or drop it",
                                       f"drop it in pyproject.toml [tool.nemo-rl.forks.{distribution or '<dist>'}]: "
                                       f"drop = [{drop_line(name)}], or pin a commit of the fork without it")
-                requirement.url = None
+                requirement.url = None  # guard: bump-a-dropped-direct-reference-keeps
                 line = str(requirement)
             values.append(line)
         return tuple(values)
@@ -158,12 +158,12 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
                           regenerate)
     for line in [*requires, *(line for lines in extras.values() for line in lines)]:  # parsed here, once
         try:
-            if Requirement(line).url:
+            if Requirement(line).url:  # guard: derived-declares-parsed-where-read
                 raise InvalidRequirement("a direct reference")
         except InvalidRequirement as exc:
             raise NemoRLError(f"{where} [declares] requires-dist: {line!r:.80} is not a requirement nemo-rl locks "
                               f"({exc})", regenerate) from exc
-    return Declares(table["version"], python, tuple(requires), commit,
+    return Declares(table["version"], python, tuple(requires), commit,  # guard: extras-declares-reads-them
                     tuple((name, tuple(lines)) for name, lines in sorted(extras.items())))
 
 
@@ -182,7 +182,7 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
         parsed = []
         for item in items:
             value, why = (item.get(field), item.get("why")) if isinstance(item, dict) else (None, None)
-            if not isinstance(value, str) or not isinstance(why, str) or not why.strip():
+            if not isinstance(value, str) or not isinstance(why, str) or not why.strip():  # guard: derived-a-drop-needs-its-why
                 raise NemoRLError(f"{where} {key_}: {item!r:.80} needs {field} and a non-empty why (strings)",
                                   f'write each as {{ {field} = "...", why = "the reason" }}')
             try:
@@ -196,15 +196,15 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
                                    or requirement.extras):
                 raise NemoRLError(f"{where} drop: {value!r} is more than a name: a drop names a distribution",
                                   "drop it by name; to change its bound, add the requirement instead")
-            if requirement.url:  # `pkg @ file:///...` would be built, and run, by every lock and sync
+            if requirement.url:  # guard: derived-a-direct-reference-add-refused; `pkg @ file:///...` would be built, and run, by every lock and sync
                 raise NemoRLError(f"{where} add: {value!r} is a direct reference, which nemo-rl never adds",
                                   "add a requirement from the index (a name and a version bound)")
-            if seen.get(name, key_) != key_ or (key_ == "drop" and name in seen):
+            if seen.get(name, key_) != key_ or (key_ == "drop" and name in seen):  # guard: derived-a-name-listed-once
                 raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key_})",
                                   "list each requirement once, in drop or in add")
             same = added.setdefault(name, []) if key_ == "add" else []
             # an add without a marker replaces every requirement of its name, so it cannot share the name
-            if same and (requirement.marker is None or any(r.marker is None or key(r) == key(requirement)
+            if same and (requirement.marker is None or any(r.marker is None or key(r) == key(requirement)  # guard: derived-one-name-added-twice-needs
                                                             for r in same)):
                 raise NemoRLError(f"{where} add: {name} is added twice for the same environments ({value!r})",
                                   "add it once, or give each add of it a distinct marker")
@@ -223,25 +223,25 @@ def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
     dropped = {d.name for d in deltas.drop}
     # an add always carries its requirement (deltas_from_table); only a drop's is None
     adds = [(Requirement(a.requirement), a.requirement) for a in deltas.add if a.requirement is not None]
-    replaced_names = {canonicalize_name(r.name) for r, _ in adds if r.marker is None}
+    replaced_names = {canonicalize_name(r.name) for r, _ in adds if r.marker is None}  # guard: derived-an-add-with-a-marker-replaces
     replaced_markers = {(canonicalize_name(r.name), str(r.marker)) for r, _ in adds if r.marker is not None}
     by_name: dict[str, list[str]] = {}
     for line in declares.requires_dist:
         requirement = Requirement(line)
         name = canonicalize_name(requirement.name)
-        if name in dropped or name in replaced_names or (name, str(requirement.marker)) in replaced_markers:
+        if name in dropped or name in replaced_names or (name, str(requirement.marker)) in replaced_markers:  # guard: derived-drops-applied
             continue
-        by_name.setdefault(name, []).append(line)
+        by_name.setdefault(name, []).append(line)  # guard: derived-one-name-split-by-marker-keeps
     for requirement, line in adds:
         by_name.setdefault(canonicalize_name(requirement.name), []).append(line)
-    return Entry(distribution, declares.version, declares.requires_python,
+    return Entry(distribution, declares.version, declares.requires_python,  # guard: derived-the-fork-s-version
                  tuple(line for name in sorted(by_name) for line in by_name[name]))
 
 
 def unnecessary_drops(declares: Declares, deltas: Deltas) -> list[str]:
     """Dropped names the fork no longer declares: the drop does nothing and its entry can go."""
     declared = {_name(r) for r in declares.requires_dist}
-    return [d.name for d in deltas.drop if d.name not in declared]
+    return [d.name for d in deltas.drop if d.name not in declared]  # guard: derived-unnecessary-drops
 
 
 def drop_line(name: str) -> str:
@@ -254,13 +254,13 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
     if entry is None:
         return [("entry", f"[[tool.uv.dependency-metadata]] name = {derived.name!r}", "missing")]
     result = []
-    if entry.name != derived.name:  # uv takes it, but a search by the name finds nothing
+    if entry.name != derived.name:  # guard: derived-an-entry-spelled-differently-2; uv takes it, but a search by the name finds nothing
         result.append(("name", repr(derived.name), f"{entry.name!r} (the same distribution spelled differently)"))
     for field, expected, found in (("version", derived.version, entry.version),
                                    ("requires-python", derived.requires_python, entry.requires_python)):
-        if expected != found:
+        if expected != found:  # guard: derived-version-compared
             result.append((field, repr(expected), repr(found)))
-    if entry.requires_dist != derived.requires_dist:
+    if entry.requires_dist != derived.requires_dist:  # guard: derived-requires-dist-compared
         want, have = set(derived.requires_dist), set(entry.requires_dist)
         extra, missing = sorted(have - want), sorted(want - have)
         detail = "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else "",
@@ -275,7 +275,7 @@ def write_entry(doc, derived: Entry) -> bool:
     import tomlkit
 
     entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
-    entry = next((e for e in entries if canonicalize_name(str(e.get("name"))) == canonicalize_name(derived.name)),
+    entry = next((e for e in entries if canonicalize_name(str(e.get("name"))) == canonicalize_name(derived.name)),  # guard: derived-an-entry-spelled-differently
                  None)
     if entry is None:
         entry = tomlkit.table()
@@ -308,7 +308,7 @@ def write_derived(doc, distribution: str, declares: Declares, deltas: Deltas) ->
     derived = derive(distribution, declares, deltas)
     unneeded = unnecessary_drops(declares, deltas)
     changed = write_entry(doc, derived)
-    if unneeded:
+    if unneeded:  # guard: derived-unnecessary-drops-removed
         drops = doc["tool"]["nemo-rl"]["forks"][distribution]["drop"]
         for item in [d for d in drops if canonicalize_name(str(d.get("name"))) in unneeded]:
             drops.remove(item)

@@ -38,8 +38,8 @@ def holding(repo: Path) -> Iterator[None]:
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
-        locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")
-        git.remove_stale_locks(repo)  # with the cache's lock held, no other git runs here
+        locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")  # guard: fork-cache-the-file-lock-is-taken
+        git.remove_stale_locks(repo)  # guard: fork-cache-a-killed-git-s-lock-files-are; with the cache's lock held, no other git runs here
         yield
     finally:
         os.close(fd)
@@ -65,7 +65,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 and git.is_ancestor(repo, sha, upstream_ref)):
             # An upstream commit is already in the cache, and git never asks a server for an object it has: the
             # fork's branch is the proof that the fork has it too.
-            if not on_fork_branch():
+            if not on_fork_branch():  # guard: trust-upstream-commit-is-not-a-fork
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                                   "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
                                   "with --branch NAME")
@@ -73,7 +73,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
         elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
             # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push
             # can take it away and every later `uv sync` would then fail. Offline, the proof stands.
-            if git.served(fork.url, sha) is False and not (
+            if git.served(fork.url, sha) is False and not (  # guard: never-a-cached-proof-of-a-new-pin-is
                     fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
                 raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was "
@@ -105,7 +105,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                               "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
         progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
         git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
-        if on_branch and fork.branch and not on_fork_branch():
+        if on_branch and fork.branch and not on_fork_branch():  # guard: trust-rev-on-the-recorded-branch
             raise NemoRLError(
                 f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
                 "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "

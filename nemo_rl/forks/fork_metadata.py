@@ -46,7 +46,7 @@ def require_builds(pyproject_text: str | None, distribution: str, where: str) ->
     """Several NeMo branches rename nemo-toolkit to nemo-tron: pinning or developing one drops our distribution
     (seen in the fork's static [project] table, when it has one)."""
     name = project_table(pyproject_text).get("name")
-    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):
+    if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):  # guard: bump-renamed-distribution
         raise NemoRLError(
             f"{where} builds distribution {name!r}, not {distribution!r} (its pyproject.toml renames it)",
             f"pick a commit that still builds {distribution}, or rename the dependency, its [tool.uv.sources] "
@@ -77,7 +77,7 @@ def _extras(provided: list[str], lines: list[str]) -> dict[str, list[str]]:
             continue
     extras = {}
     for extra in sorted({str(canonicalize_name(e)) for e in provided}):
-        extras[extra] = [line for line, req in parsed if not lock_markers.base_requirement(req)
+        extras[extra] = [line for line, req in parsed if not lock_markers.base_requirement(req)  # guard: extras-each-keeps-only-what-it-brings
                          and lock_markers.with_extra(req, extra)]
     return extras
 
@@ -89,10 +89,10 @@ def _requirements(lines: list[str]) -> dict[str, str]:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if not lock_markers.base_requirement(req):
+        if not lock_markers.base_requirement(req):  # guard: guard-drift-leaves-out-extras
             continue  # optional features of the fork, not what `import` needs
         # a name required twice (split by marker or extras) keeps both: the second under its full text
-        result[str(req) if canonicalize_name(req.name) in result else canonicalize_name(req.name)] = str(req)
+        result[str(req) if canonicalize_name(req.name) in result else canonicalize_name(req.name)] = str(req)  # guard: fork-metadata-a-name-required-twice
     return result
 
 
@@ -102,7 +102,7 @@ def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset
     names our distribution (a setup.py or dynamic [project] renames it where require_builds cannot see), and no
     requirement is a direct reference the project does not drop (declared.declares_from). `extras`: with each
     extra's requirements (a fork without a derived entry, whose extras uv locks from its own metadata)."""
-    if canonicalize_name(metadata.name) != canonicalize_name(distribution):
+    if canonicalize_name(metadata.name) != canonicalize_name(distribution):  # guard: bump-the-metadata-names-the-distribution
         raise NemoRLError(
             f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r} (the METADATA "
             "its build backend writes names it)",
@@ -150,17 +150,17 @@ def _load(path: Path, suffix: str) -> dict | None:
         data = json.loads(values.read_plain_file(path, METADATA_LIMIT))
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or not _strings(data.get("placeholders", [])):
+    if not isinstance(data, dict) or not _strings(data.get("placeholders", [])):  # guard: fast-a-cached-answer-of-another-shape-is
         return None
     if suffix == FILES:
         return data if _strings(data.get("files")) else None
     requires, python, extras = data.get("requires"), data.get("requires_python"), data.get("extras")
     try:
-        if not (isinstance(data.get("name"), str) and isinstance(requires, dict) and _strings(list(requires))
+        if not (isinstance(data.get("name"), str) and isinstance(requires, dict) and _strings(list(requires))  # guard: extras-a-damaged-cached-extras-table-is
                 and _strings(list(requires.values())) and (python is None or isinstance(python, str))
                 and isinstance(extras, dict) and _strings(list(extras)) and all(map(_strings, extras.values()))):
             return None
-        Version(data["version"])
+        Version(data["version"])  # guard: fast-a-cached-version-is-pep
         for line in [*requires.values(), *(line for lines in extras.values() for line in lines)]:
             Requirement(line)
     except (InvalidVersion, InvalidRequirement, TypeError):
@@ -200,14 +200,14 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, dict
             finally:  # this worktree, and any a killed command left registered
                 shutil.rmtree(source, ignore_errors=True)
                 with fork_cache.holding(repo):
-                    git.git(["worktree", "prune"], repo=repo, check=False)
+                    git.git(["worktree", "prune"], repo=repo, check=False)  # guard: metadata-a-worktree-left-by-a-killed
 
 
 def _bounded(path: Path) -> str:
     """A METADATA file the backend wrote, refused when it is not a regular file (a symlink, a FIFO, a device) or
     larger than METADATA_LIMIT."""
     try:
-        return values.read_plain_file(path, METADATA_LIMIT).decode(errors="replace")
+        return values.read_plain_file(path, METADATA_LIMIT).decode(errors="replace")  # guard: fast-metadata-is-read-like-a-hook-s
     except (OSError, ValueError) as exc:
         raise NemoRLError(f"the fork's build backend wrote no METADATA file under {METADATA_LIMIT} bytes "
                           f"({path.name}: {str(exc)[:200]})", "pick another commit, or fix the fork's build backend"
@@ -216,11 +216,11 @@ def _bounded(path: Path) -> str:
 
 def _metadata(text: str, placeholders: list[str]) -> dict:
     message = Parser().parsestr(text)
-    if not message["Name"] or not message["Version"]:
+    if not message["Name"] or not message["Version"]:  # guard: fast-metadata-has-a-name-and-a-version
         raise NemoRLError("the METADATA the fork's build backend wrote has no Name or no Version",
                           "pick another commit, or fix the fork's build backend")
     try:  # PEP 440, checked here: the derived entry and uv.lock carry it
-        Version(message["Version"])
+        Version(message["Version"])  # guard: fast-metadata-s-version-is-pep
     except InvalidVersion as exc:
         raise NemoRLError(f"the METADATA the fork's build backend wrote has Version {message['Version']!r:.100}, not "
                           "a PEP 440 version", "pick another commit, or fix the fork's build backend") from exc
@@ -276,7 +276,7 @@ def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared
     added_names = sorted(new.keys() - old.keys())
     added = [new[n] for n in added_names]
     removed = [old[n] for n in sorted(old.keys() - new.keys())]
-    changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]
+    changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]  # guard: guard-drift-s-changed
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
     uncovered = sorted({str(canonicalize_name(Requirement(r).name)) for r in added} - covered) \
         if declared is not None else []

@@ -92,7 +92,7 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
         git.fetch_objects(repo, remote, wanted | git.missing_objects(repo, trees))
     except NemoRLError:
         refused = git.fetch_objects(repo, remote, wanted, refusals=REFUSALS_MAX)
-        if refused:
+        if refused:  # guard: records-a-diff-blob-no-server-has-stops
             raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
                               f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
                               "re-sync the mirror from the fork: the records read every blob of every diff") from None
@@ -187,14 +187,14 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
         except NemoRLError as exc:
             if number == 0:
                 raise
-            raise NemoRLError(f"{remotes[0]}'s server lacks {len(lacking)} blob(s) of {rev[:12]}, and {remote} could "
+            raise NemoRLError(f"{remotes[0]}'s server lacks {len(lacking)} blob(s) of {rev[:12]}, and {remote} could "  # guard: fork-cache-a-remote-after-the-first-that
                               f"not be asked for them: {exc.what.splitlines()[0]}",
                               f"check the network (or the mirror of {remote}), then run again") from exc
     present = sorted(set(blobs.values()) - lacking)
     listed = git.git(["cat-file", "--batch-check=%(objectname) %(objectsize)"], repo=repo,
                      input_text="\n".join(present) + "\n").stdout if present else ""
     sizes = dict(line.split() for line in listed.splitlines())
-    return Tree(rev, blobs, frozenset(lacking), sum(int(sizes.get(oid, 0)) for oid in blobs.values()),
+    return Tree(rev, blobs, frozenset(lacking), sum(int(sizes.get(oid, 0)) for oid in blobs.values()),  # guard: fork-cache-a-tree-s-size-counts-every
                 tuple(gitlinks))
 
 
@@ -211,7 +211,7 @@ def check_out(repo: Path, tree: Tree, dest: Path) -> None:
     if present:
         git.git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
     if tree.placeholders:
-        git.git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=dest,
+        git.git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=dest,  # guard: metadata-placeholders-are-skip-worktree
                 input_text="\0".join(tree.placeholders) + "\0")
     for path in tree.placeholders:
         _make(dest, path, directory=False)
@@ -225,7 +225,7 @@ def _make(dest: Path, path: str, *, directory: bool) -> None:
     where = dest
     for part in Path(path).parts[:-1]:
         where = where / part
-        if where.is_symlink() or (where.exists() and not where.is_dir()):
+        if where.is_symlink() or (where.exists() and not where.is_dir()):  # guard: metadata-a-placeholder-is-never-written
             raise NemoRLError(f"the fork's tree at {path!r:.200} holds a link or a file where a directory belongs",
                               "pick another commit, or fix the fork")
         where.mkdir(exist_ok=True)

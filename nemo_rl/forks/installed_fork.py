@@ -65,30 +65,30 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
                         f"run `uv lock`, then `uv sync --locked --extra {extra}`")]
     source = package.get("source")
     locked_commit = lockfile.LockedPackage.of(name, None, source if isinstance(source, dict) else {}).commit
-    if dist.commit != locked_commit:
+    if dist.commit != locked_commit:  # guard: installed-the-locked-commit
         shown = dist.commit[:12] if dist.commit else "no git commit record"
         return [Problem("another commit", f"{distribution} is installed from {shown}, uv.lock pins "
                         f"{locked_commit[:12] if locked_commit else 'no commit'}", sync)]
     result = []
     # without a derived entry uv locks the fork's own metadata: a version that differs was written by hand
-    cause = ("its [[tool.uv.dependency-metadata]] entry" if deltas is not None else
+    cause = ("its [[tool.uv.dependency-metadata]] entry" if deltas is not None else  # guard: no-entry-status-names-no-entry-that-does
              "uv.lock's [[package]], edited by hand,")
-    if dist.version != package.get("version"):
+    if dist.version != package.get("version"):  # guard: installed-version-against-the-lock
         result.append(Problem("another version", f"{distribution} {dist.version} is installed but uv.lock says "
                               f"{package.get('version')} ({cause} is not what the fork builds)", relock))
     markers = _markers(env)
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
     own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))
-    want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist
+    want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
     want_here = [r for r in want if _applies(r, markers)]
     manifest = lock.get("manifest")
     entry = _one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
-        wanted = {_spelled(r) for r in want_here}
+        wanted = {_spelled(r) for r in want_here}  # guard: installed-fork-a-requirement-listed
         changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
-        if changes:
+        if changes:  # guard: installed-requirements-against-the-lock
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
                                   f"the entry does)", relock))
@@ -96,16 +96,16 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
     wanted_pairs = lock_markers.required([q for q in map(_parsed, want_here) if q is not None], markers)
     unlocked = sorted(wanted_pairs - depends)
     shown = ", ".join(map(lock_markers.spelled, unlocked))
-    if unlocked and entry is None:
+    if unlocked and entry is None:  # guard: installed-the-fork-s-own-requirements
         result.append(Problem("not locked", f"the installed {distribution} requires {shown}, which uv.lock does "
                               f"not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
                               f"`uv sync --locked --extra {extra}`"))
-    elif unlocked and not any(p.kind == "requirements differ" for p in result):  # that one's relock fixes both
+    elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry; that one's relock fixes both
         # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
-    skipped = {canonicalize_name(n) for n in left_out}
+    skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     required = {n for n, _ in depends | wanted_pairs if (n, "") not in unlocked} - skipped
-    for missing in sorted(n for n in required if find_installed(n, path) is None):
+    for missing in sorted(n for n in required if find_installed(n, path) is None):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
     result += _refused_versions(want_here, path, skipped, distribution)
@@ -113,7 +113,7 @@ def problems(project: Path, env: Path, distribution: str, lock: dict | None = No
     for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
         needs = lock_markers.locked(_optional(lock, dep, option), markers)
         for missing in sorted({n for n, _ in needs} - skipped):
-            if find_installed(missing, path) is None:
+            if find_installed(missing, path) is None:  # guard: installed-an-extra-s-requirements
                 result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
                                       f"{distribution}) requires, is not installed", sync))
     return result
@@ -163,7 +163,7 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
     todo = sorted(depends)
     while todo:
         dep, option = todo.pop()
-        if dep in skipped or dep in derived or option in options.setdefault(dep, set()):
+        if dep in skipped or dep in derived or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
             continue
         options[dep].add(option)
         package = _one(lock.get("package"), dep)
@@ -175,7 +175,7 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
         if dist is None:
             continue  # missing is said above
         for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
-            if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):
+            if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
             needed = find_installed(requirement.name, path)
             try:
@@ -226,10 +226,10 @@ def _markers(env: Path) -> dict[str, str]:
     version_info, venv writes version)."""
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
-        text = values.read_plain_file(env / "pyvenv.cfg").decode()
+        text = values.read_plain_file(env / "pyvenv.cfg").decode()  # guard: reader-pyvenv-cfg
     except (OSError, UnicodeDecodeError):
         text = ""
-    if match := re.search(r"^(?:version_info|version)\s*=\s*(\d+)\.(\d+)(\.\d+)?", text, re.MULTILINE):
+    if match := re.search(r"^(?:version_info|version)\s*=\s*(\d+)\.(\d+)(\.\d+)?", text, re.MULTILINE):  # guard: installed-the-environment-s-own-python
         major, minor, micro = match.group(1), match.group(2), match.group(3) or ".0"
         markers |= {"python_version": f"{major}.{minor}", "python_full_version": f"{major}.{minor}{micro}"}
     return markers | {"extra": ""}
@@ -238,7 +238,7 @@ def _markers(env: Path) -> dict[str, str]:
 def _applies(line: str, markers: dict[str, str]) -> bool:
     """Whether the requirement counts in that environment: one whose marker excludes it is no problem."""
     requirement = _parsed(line)
-    return requirement is not None and _evaluate(requirement.marker, markers)
+    return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
 
 
 def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:

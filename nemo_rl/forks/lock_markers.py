@@ -26,7 +26,7 @@ _PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix",
 # platform_release and platform_version name the machine, not the platform: a kernel's release as each platform
 # writes it, and the empty string some report. Sampling only "" (which no usual machine reports) would decide
 # `platform_release != ''` false everywhere, and a requirement under it would never be counted.
-_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),
+_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),  # guard: samples-a-machine-s-release-and-version
              "darwin": (("23.1.0", "Darwin Kernel Version 23.1.0"), ("", "")),
              "win32": (("10", "10.0.19045"), ("", ""))}
 _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
@@ -48,7 +48,7 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
     for version in _PYTHONS:
         if f"{version}.0" in python or f"{version}.99" in python:
             points.append(f"{version}.0" if f"{version}.0" in python else f"{version}.99")
-    literals = [*markers, *(supported if isinstance(supported, list) else []), str(lock.get("requires-python") or "")]
+    literals = [*markers, *(supported if isinstance(supported, list) else []), str(lock.get("requires-python") or "")]  # guard: markers-sampled-at-each-version-literal
     points += [p for p in _literal_points(literals) if p in python and p not in points]
     result = []
     for sys_platform, system, os_name, machine in _PLATFORMS:
@@ -99,12 +99,12 @@ def unwritten(text: object) -> str | None:
     for clause in _clauses(getattr(marker, "_markers", [])):
         left, op, right = (str(getattr(side, "value", side)) for side in clause)
         kinds = [type(side).__name__ for side in clause]
-        if kinds[2] == "Variable" and right in _VERSION_NAMES:
+        if kinds[2] == "Variable" and right in _VERSION_NAMES:  # guard: locked-marker-a-python-version-on-the
             return f"`{left} {op} {right}`: uv writes the variable first"
         if kinds[0] != "Variable" or left not in _VERSION_NAMES:
             continue
         wildcard = right.endswith(".*") and op in ("==", "!=")
-        if op not in _COMPARISONS or not _RELEASE.fullmatch(right[:-2] if wildcard else right):
+        if op not in _COMPARISONS or not _RELEASE.fullmatch(right[:-2] if wildcard else right):  # guard: locked-marker-a-python-version-spelled
             return f"`{left} {op} '{right}'`: uv writes a Python version as a comparison with a canonical release"
     return None
 
@@ -128,7 +128,7 @@ def base_requirement(requirement: Requirement) -> bool:
     """Whether a requirement is the distribution's own, not one of its extras': its marker can be true with no
     extra (`extra` = "", as pip and uv evaluate it) on some platform and Python. `idna; python_version >= "3" or
     extra == "x"` and `six; extra != "x"` are installed without any extra, so they are base requirements."""
-    return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)
+    return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
 
 
 def with_extra(requirement: Requirement, extra: str) -> bool:
@@ -144,7 +144,7 @@ def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]
     """What the requirements make uv install in `env`: each name, and each of its extras."""
     result: set[Pair] = set()
     for requirement in requirements:
-        if requirement.marker is None or _evaluate(requirement.marker, env):
+        if requirement.marker is None or _evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
             name = canonicalize_name(requirement.name)
             result |= {(name, ""), *((name, canonicalize_name(e)) for e in requirement.extras)}
     return result
@@ -158,10 +158,10 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
             continue
         marker = item.get("marker")
         parsed = _marker(marker) if marker else None
-        if marker and (parsed is None or not _evaluate(parsed, env)):
+        if marker and (parsed is None or not _evaluate(parsed, env)):  # guard: lock-a-locked-dependency-s-marker
             continue  # a marker nothing can read installs nothing: uv would refuse it, this says it is missing
         name = canonicalize_name(str(item.get("name")))
-        extras = item.get("extra")
+        extras = item.get("extra")  # guard: lock-a-locked-dependency-s-extras
         result |= {(name, ""), *((name, canonicalize_name(str(e))) for e in
                                  (extras if isinstance(extras, list) else []))}
     return result
@@ -219,7 +219,7 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
     """Whether packaging's verdict on `marker` in each of `envs` is uv's, on every machine. A marker that names
     `extra` is not: uv keeps an extra's requirements under optional-dependencies and installs none of them with no
     extra active, while packaging reads `extra == ''` as true there. Nor is one on the kernel (MACHINE)."""
-    if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):
+    if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):  # guard: locked-marker-one-naming-extra-is-not
         return False
     try:
         for env in envs:

@@ -38,7 +38,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
         line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
-    if not envs:  # every comparison below would run over nothing and pass
+    if not envs:  # guard: samples-none-meeting-the-lock-is-a; every comparison below would run over nothing and pass
         result.append(("supported environments", "at least one platform and Python the check can sample",
                        f"none meets uv.lock's supported-markers {lock.get('supported-markers')!r:.160} "
                        "(pyproject.toml [tool.uv] environments): nothing could be compared"))
@@ -50,10 +50,10 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     # naming extra uv writes there only for the project's [tool.uv] conflicts
     undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
     found = lock_markers.unevaluable(dependencies, envs)
-    conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]
-    unreadable = [f"{n} (marker {m!r:.80})" for n, m in found if not lock_markers.conflict_extra(m)
+    conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]  # guard: locked-marker-uv-s-conflict-extras-named
+    unreadable = [f"{n} (marker {m!r:.80})" for n, m in found if not lock_markers.conflict_extra(m)  # guard: locked-marker-the-fork-s-own-unevaluable
                   and (n not in undecided or lock_markers.names_extra(m))]
-    if unreadable:
+    if unreadable:  # guard: locked-marker-one-that-cannot-be
         result.append(("dependencies", "markers that decide in every environment the lock supports",
                        f"{', '.join(unreadable)}: not what {what} locks"))
     result += lock_markers.hand_markers("dependencies", dependencies)
@@ -63,12 +63,12 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
                        "dependencies out of the conflict in pyproject.toml, or hold the lock against the fork by hand"))
     extras = package.get("optional-dependencies")
     # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
-    if extras and derived_entry:
+    if extras and derived_entry:  # guard: no-entry-the-fork-s-own-extras-are
         result.append(("optional-dependencies", "none (the derived entry declares no extras)",
                        ", ".join(sorted(map(str, extras))) if isinstance(extras, dict) else repr(extras)[:80]))
     missing, unexpected = lock_markers.gaps(requirements, dependencies, envs)
-    if missing:
-        overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())
+    if missing:  # guard: derived-the-locked-package-follows-the
+        overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())  # guard: locked-dependency-an-override-that
         cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
                  f"replaces the fork's requirement, extras and marker with its own; edit it, then run `uv lock`)"
                  if overridden else "")
@@ -76,12 +76,12 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if unexpected:
         result.append(("dependencies", f"only what {what} requires", f"also {', '.join(unexpected)}"))
     result += _version_gaps(lock, package.get("dependencies"), requirements, envs)
-    if not derived_entry:
-        return result + _extra_gaps(extras, declared_extras, envs, root_edges.asked_extras(lock, name))
+    if not derived_entry:  # guard: no-entry-no-manifest-entry-required
+        return result + _extra_gaps(extras, declared_extras, envs, root_edges.asked_extras(lock, name))  # guard: extras-a-locked-extra-is-held-against
     if len(recorded) != 1:
         return [*result, ("[[manifest.dependency-metadata]] entries", "one", str(len(recorded)))]
     entry = recorded[0]
-    if entry.get("version") != derived.version:
+    if entry.get("version") != derived.version:  # guard: derived-the-lock-s-manifest-version
         result.append(("[[manifest.dependency-metadata]] version", str(derived.version), str(entry.get("version"))))
     lines = entry.get("requires-dist", [])
     try:
@@ -94,7 +94,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     shown: dict[tuple[str, str], str] = {}
     have = Counter(_keyed(r, envs, shown) for r in parsed)
     want = Counter(_keyed(r, envs, shown) for r in requirements)
-    if have != want:
+    if have != want:  # guard: derived-the-lock-s-manifest-requires
         missing_lines = sorted(shown[k] for k in (want - have).elements())
         extra_lines = sorted(shown[k] for k in (have - want).elements())
         result.append(("[[manifest.dependency-metadata]] requires-dist", "the derived list", "; ".join(filter(None, [
@@ -117,12 +117,12 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
     wanted = {name: [Requirement(r) for r in lines] for name, lines in declared_extras}
     tables = dict(locked or {})
     present = {canonicalize_name(str(n)) for n in tables}
-    tables.update({extra: [] for extra in sorted(asked & wanted.keys()) if extra not in present})
+    tables.update({extra: [] for extra in sorted(asked & wanted.keys()) if extra not in present})  # guard: extras-an-asked-extra-missing-altogether
     result = []
     for name, dependencies in sorted(tables.items(), key=lambda item: str(item[0])):
         extra = canonicalize_name(str(name))
         if extra not in wanted:
-            result.append((f"optional-dependencies {name}", "only the extras the fork declares ([declares] extras)",
+            result.append((f"optional-dependencies {name}", "only the extras the fork declares ([declares] extras)",  # guard: extras-an-extra-the-fork-does-not
                            "an extra the fork does not declare"))
             continue
         result += lock_markers.hand_markers(f"optional-dependencies {name}", dependencies)
@@ -152,7 +152,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     named: dict[str, list[dict]] = {}
     for d in dependencies if isinstance(dependencies, list) else []:
         if isinstance(d, dict):
-            named.setdefault(canonicalize_name(str(d.get("name"))), []).append(d)
+            named.setdefault(canonicalize_name(str(d.get("name"))), []).append(d)  # guard: locked-version-every-locked-entry-of-a
     overrides = _overrides(lock)
     result = []
     checked: set[tuple[str, str, str]] = set()
@@ -164,7 +164,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         if not requirement.specifier or not applies or not packages.get(name):
             continue  # a requirement not locked at all is lock_markers.gaps' to report
         versions = packages[name]
-        version = str(item["version"]) if item.get("version") is not None and len(versions) > 1 else versions[0]
+        version = str(item["version"]) if item.get("version") is not None and len(versions) > 1 else versions[0]  # guard: locked-version-the-one-the-fork-s
         if (name, str(requirement.specifier), version) in checked:
             continue
         checked.add((name, str(requirement.specifier), version))
@@ -173,9 +173,9 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         except InvalidVersion:
             result.append((f"locked {name}", f"a version allowed by {requirement.specifier}", version))
             continue
-        if SpecifierSet(str(requirement.specifier), prereleases=parsed.is_prerelease).contains(parsed):
+        if SpecifierSet(str(requirement.specifier), prereleases=parsed.is_prerelease).contains(parsed):  # guard: locked-version-held-against-the
             continue
-        cause = (f" (pyproject.toml [tool.uv] override-dependencies sets {name}{overrides[name]}: remove it or "
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies sets {name}{overrides[name]}: remove it or "  # guard: locked-version-an-override-named-as-the
                  f"widen it to allow {requirement.specifier}, then run `uv lock`)" if name in overrides else
                  f" (run `uv lock --upgrade-package {name}`)")
         result.append((f"locked {name}", f"{name}{requirement.specifier}",
@@ -198,7 +198,7 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
     """A requirement as compared with uv's manifest: its spelling (spelled) and where its marker applies (uv
     rewrites markers: python_version as python_full_version); `shown` gets the line a report names."""
     written = spelled(str(requirement))
-    key = (written, lock_markers.signature(requirement, envs))
+    key = (written, lock_markers.signature(requirement, envs))  # guard: lock-the-manifest-s-markers-compared
     shown.setdefault(key, f"{written}; {requirement.marker}" if requirement.marker is not None else written)
     return key
 

@@ -44,10 +44,10 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     declares = recorded(index, dist)
     rel = index_name(dist)
     if declares is None:
-        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",
+        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",  # guard: derived-declares-recorded
                  "not recorded")]
     # a pin moved (index and pyproject) with [declares] kept: what the fork declares at the new commit is unread
-    stale = [] if declares.commit == fork.rev else [
+    stale = [] if declares.commit == fork.rev else [  # guard: offline-declares-read-at-the-pin
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
     lock_path = project / "uv.lock"
@@ -57,7 +57,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     if not derives(project, dist):
         # a hand edit of uv.lock stands through `uv lock --check`: uv does not rebuild a git package's metadata
         own = declared.Entry(dist, declares.version, declares.requires_python, declares.requires_dist)
-        return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)
+        return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)  # guard: no-entry-the-offline-check-compares-the
                          for field, expected, found in locked_fork.locked_differences(
                              lockfile.load_toml(lock_path), own, False, declares.extras)]
                         if lock_path.exists() else [])
@@ -71,7 +71,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
                 f"a requirement {dist} declares at {fork.rev[:12]}",
                 "not declared by the fork: the drop is unnecessary, remove it")
                for name in declared.unnecessary_drops(declares, found_deltas)]
-    if lock_path.exists():
+    if lock_path.exists():  # guard: lock-the-ci-check-sees-a-hand-edited
         result += [("uv.lock", f"[[package]] {dist} {field}", f"{expected} (the derived entry)", found)
                    for field, expected, found in locked_fork.locked_differences(lockfile.load_toml(lock_path), derived)]
     return result
@@ -86,7 +86,7 @@ def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares
         return True
     package = lockfile.locked_packages(project).get(fork.distribution)
     lock = lockfile.load_toml(path)
-    return not (package and package.other_source(fork)) and not locked_fork.locked_differences(
+    return not (package and package.other_source(fork)) and not locked_fork.locked_differences(  # guard: source-deps-patches-relocks-it
         lock, derived, derives(project, fork.distribution), declares.extras) and not root_edges.differences(
         lock, fork.distribution)
 
@@ -125,11 +125,11 @@ def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
     """What to do when uv cannot lock a derived entry: each requirement the fork added is either locked or
     dropped, and this is the exact line that drops it."""
     old = {declared._name(r) for r in (before.requires_dist if before else ())}
-    new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))
+    new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))  # guard: fast-a-refused-lock-s-remedy-names-only
     if not new:  # a bound the fork tightened, or one of ours, that no version meets
         return (f"uv's message above names the requirement it cannot meet: give it a bound that fits in `add = [...]` "
                 f"of [tool.nemo-rl.forks.{after.name}] in pyproject.toml (or drop it there), then run the command "
                 f"again")
-    lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)
+    lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)  # guard: derived-refusal-names-the-drop-line
     return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}] of "
             f"pyproject.toml:\n{lines}\nthen run the command again; otherwise read uv's message above")

@@ -19,12 +19,12 @@ CACHE = "nemo-rl-patch-ids.json"
 
 def _read(repo: Path) -> dict[str, str]:
     try:
-        data = json.loads(values.read_plain_file(repo / CACHE))
+        data = json.loads(values.read_plain_file(repo / CACHE))  # guard: reader-the-patch-id-cache
     except (OSError, ValueError, RecursionError):  # a damaged cache only costs a recomputation
         return {}  # a missing or damaged cache only costs a recomputation
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}  # guard: fast-a-damaged-patch-id-cache-is-ignored
 
 
 def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:

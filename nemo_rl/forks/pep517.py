@@ -39,17 +39,17 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
         # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
         key = tuple(sorted(requires))
-        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,
+        uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,  # guard: fast-a-build-backend-runs-under-a-time
                     extra_env=extra_environ or {}, offline=key in resolved,
                     timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
         resolved.add(key)
-        _output(Path(cmd[3]))  # the backend's process wrote it: checked before pyproject_hooks reads it
+        _output(Path(cmd[3]))  # guard: fast-a-hook-s-output-json-is-an-object; the backend's process wrote it: checked before pyproject_hooks reads it
 
     try:
         hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
-        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # the runner's environment from here on
+        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # guard: fast-the-backend-s-get-requires-for; the runner's environment from here on
         name = hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
-        return _produced(out, name)
+        return _produced(out, name)  # guard: fast-the-hook-s-return-value-names-what
     except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
         # ValueError: a backend-path outside the tree (pyproject_hooks refuses it)
         what = "build a wheel" if wheel else "produce metadata"
@@ -62,7 +62,7 @@ def _said(exc: Exception) -> str:
     line of its traceback (the error itself), not the hook process's whole Python traceback."""
     if isinstance(exc, NemoRLError):
         return exc.what
-    if isinstance(exc, pyproject_hooks.BackendUnavailable):
+    if isinstance(exc, pyproject_hooks.BackendUnavailable):  # guard: bump-a-backend-that-cannot-be-imported
         lines = [line for line in exc.traceback.splitlines() if line.strip()]
         name = exc.backend_name or "its build backend"
         return f"{name} could not be imported" + (f": {lines[-1].strip()}" if lines else "")
@@ -73,7 +73,7 @@ def _output(control: Path) -> dict:
     """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
     path = control / "output.json"
     try:
-        data = json.loads(values.read_plain_file(path, OUTPUT_LIMIT))
+        data = json.loads(values.read_plain_file(path, OUTPUT_LIMIT))  # guard: fast-a-backend-s-files-are-read-through
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not an object")
     except (OSError, ValueError, RecursionError) as exc:
@@ -97,7 +97,7 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
                       "pick another commit, or fix the fork")
     try:
-        text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()
+        text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()  # guard: reader-the-fork-s-pyproject-toml
         build = tomllib.loads(text).get("build-system", {})
     except FileNotFoundError:
         build = {}
@@ -109,7 +109,7 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
                           "pick another commit, or fix the fork") from exc
     backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
     backend_path = build.get("backend-path") if isinstance(build, dict) else None
-    if not isinstance(backend, str) or not (backend_path is None or (
+    if not isinstance(backend, str) or not (backend_path is None or (  # guard: fast-backend-path-is-a-list-of-strings
             isinstance(backend_path, list) and all(isinstance(p, str) for p in backend_path))):
         raise bad
     return _checked(build.get("requires", ["setuptools>=40.8.0"]), rev), backend, backend_path
@@ -119,12 +119,12 @@ def _checked(requirements: object, rev: str) -> list[str]:
     try:
         if not isinstance(requirements, list):
             raise InvalidRequirement(repr(requirements))
-        if len(requirements) > REQUIRES_LIMIT:
+        if len(requirements) > REQUIRES_LIMIT:  # guard: fast-build-requirements-are-bounded-in
             raise InvalidRequirement(f"{len(requirements)} requirements (more than {REQUIRES_LIMIT})")
-        if long := next((r for r in requirements if isinstance(r, str) and len(r) > REQUIREMENT_LIMIT), None):
+        if long := next((r for r in requirements if isinstance(r, str) and len(r) > REQUIREMENT_LIMIT), None):  # guard: fast-build-requirements-are-bounded-in-2
             raise InvalidRequirement(f"{long[:80]!r}... is longer than {REQUIREMENT_LIMIT} characters")
-        parsed = [Requirement(r) for r in requirements]  # Requirement(non-str) raises TypeError
-        if direct := [str(r) for r in parsed if r.url]:  # `pkg @ <a file URL>` builds code outside the fork
+        parsed = [Requirement(r) for r in requirements]  # guard: fast-build-requirements-are-pep; Requirement(non-str) raises TypeError
+        if direct := [str(r) for r in parsed if r.url]:  # guard: never-direct-reference-build; `pkg @ <a file URL>` builds code outside the fork
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
         return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:

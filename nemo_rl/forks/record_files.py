@@ -162,7 +162,7 @@ def patch_filename(number: int, subject: str) -> str:
 def parse_record(text: str, where: str = "patch record") -> Record:
     fields: dict[str, str] = {}
     # split at newlines only: a commit subject may hold a carriage return or a form feed, which splitlines() breaks at
-    lines = text.split("\n")
+    lines = text.split("\n")  # guard: records-a-subject-s-carriage-return
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -178,9 +178,9 @@ def parse_record(text: str, where: str = "patch record") -> Record:
             fields[key] = "\n".join(block)
         else:
             # only the single space render() writes after "key:" is syntax: a subject may start with spaces
-            fields[key] = value[1:] if value.startswith(" ") else value
+            fields[key] = value[1:] if value.startswith(" ") else value  # guard: trust-subject-keeps-its-leading-spaces
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
-    if missing:
+    if missing:  # guard: fast-record-missing-a-fact
         raise NemoRLError(f"{where} is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")
     return Record(0, fields["commit"], fields["author"], fields["date"], fields["subject"], fields["patch-id"],
                   fields.get("diffstat", ""), fields.get("note", ""))
@@ -220,7 +220,7 @@ def read_index(directory: Path) -> Index | None:
         problems += [f"[[commit]] #{position} {problem}"] if problem else []
     text = {key: data.get(key) for key in (*INDEX_FACTS, "why", "digest")}
     problems += [f"{key} is not a string" for key, value in text.items()
-                 if value is not None and not isinstance(value, str)]
+                 if value is not None and not isinstance(value, str)]  # guard: records-a-fact-that-is-no-string-is
     text = {key: value if isinstance(value, str) else None for key, value in text.items()}
     if text["why"] is None and commits and isinstance(commits[-1].get("why"), str):
         text["why"] = commits[-1]["why"]  # written below the last [[commit]], TOML puts it in that table
@@ -247,7 +247,7 @@ def _listed(entry: dict) -> tuple[Listed, str | None]:
     values: list = []
     for key in LISTED_KEYS:
         value, kind = entry.get(key), int if key == "number" else str
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if not isinstance(value, kind) or isinstance(value, bool):  # guard: records-a-commit-value-of-the-wrong-type
             said.append(f"{key} is {value!r:.60}, not {'an integer' if kind is int else 'a string'}")
             value = -1 if kind is int else repr(value)
         values.append(value)

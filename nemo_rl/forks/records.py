@@ -44,7 +44,7 @@ class Difference:
     found: str
 
     def __str__(self) -> str:  # the fields are a record's or git's text (a pull request writes them): shown only
-        return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")
+        return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")  # guard: terminal-record-differences-show-escapes
 
 
 def records_dir(project: Path, distribution: str) -> Path:
@@ -52,7 +52,7 @@ def records_dir(project: Path, distribution: str) -> Path:
     the project's own files, and a link (committed in a pull request) would be read, staged and landed through."""
     directory = project / relative_dir(distribution)
     for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
-        if path.is_symlink():
+        if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
             raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))}): records must be "
                               "files and directories of the project, never links (a link is read, and a landing "
                               "writes, through it)", _unlink_fix(project, path, distribution))
@@ -99,7 +99,7 @@ def declares_at(project: Path, repo: Path, fork: lockfile.Fork, rev: str) -> dec
     """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the
     project's drops (fork_metadata.declares)."""
     dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
-    return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,
+    return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,  # guard: extras-deps-patches-records-them
                                   extras=not metadata_check.derives(project, fork.distribution))
 
 
@@ -110,7 +110,7 @@ def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: 
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
     # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.
-    noted = [replace(r, note=old_records[r.commit].note if r.commit in old_records
+    noted = [replace(r, note=old_records[r.commit].note if r.commit in old_records  # guard: guard-notes-follow-a-rebased-commit
                      else old_notes_by_patch_id.get(r.patch_id, "")) for r in records]
     why = old_index.why if old_index and old_index.why.strip() else WHY_PLACEHOLDER
     index = index_for(fork.distribution, fork.url, fork.branch, pinned, fork.upstream_url, fork.upstream_branch,
@@ -137,11 +137,11 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
         expected["base"] = fork.base
     found = index.facts()
     diffs = [Difference(name, key, f"{value!r} (pyproject.toml)", repr(found[key]))
-             for key, value in expected.items() if found[key] != value]
-    if locked_commit != fork.rev:
+             for key, value in expected.items() if found[key] != value]  # guard: offline-pins-vs-pyproject
+    if locked_commit != fork.rev:  # guard: offline-lock-commit-in-full
         diffs.append(Difference("uv.lock", f"{fork.distribution} commit", f"{fork.rev} (pyproject.toml)",
                                 str(locked_commit)))
-    if locked_source is not None:
+    if locked_source is not None:  # guard: source-the-offline-check-names-it
         diffs.append(Difference("uv.lock", f"{fork.distribution} source (uv fetches it from there; `uv lock "
                                 f"--upgrade-package {fork.distribution}` locks pyproject's)",
                                 f"{fork.url}?rev={fork.rev} (pyproject.toml)", locked_source))
@@ -151,18 +151,18 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
 def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Difference]:
     name = f"{INDEX} [[commit]] #{position}"
     diffs = []
-    if entry.number != position:
+    if entry.number != position:  # guard: offline-entry-number-order
         diffs.append(Difference(name, "number", str(position), str(entry.number)))
     if entry.record != patch_filename(position, entry.subject):
         diffs.append(Difference(name, "record", patch_filename(position, entry.subject), entry.record))
-    if Path(entry.record).name != entry.record or entry.record in ("", ".", ".."):
+    if Path(entry.record).name != entry.record or entry.record in ("", ".", ".."):  # guard: offline-path-inside-patches-dist
         return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/",
                                    repr(entry.record))]
     path = directory / entry.record
-    if not path.is_file():
+    if not path.is_file():  # guard: offline-record-file-exists
         return [*diffs, Difference(name, "record", f"{entry.record} to exist", "missing")]
     record = read_record(path)
-    compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),
+    compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),  # guard: offline-record-digest
                 ("patch-id", entry.patch_id, record.patch_id), ("digest", entry.digest, record.digest()))
     for key, listed, value in compared:
         if listed != value:
@@ -190,31 +190,31 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     # `deps status` reports pyproject against uv.lock as its own state (lock stale): not twice
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
     other = package.other_source(fork) if package and compare_lock else None
-    diffs = [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]
+    diffs = [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]  # guard: records-what-is-out-of-shape-is-drift
     if not index.parsed:  # no fact was read: comparing them would only say so again
         return diffs
     diffs += _pin_differences(rel, index, fork, locked_commit, other)
     if index.distribution != fork.distribution:
         diffs.append(Difference(rel, "distribution", fork.distribution, index.distribution))
-    if index.digest != index.expected_digest():
+    if index.digest != index.expected_digest():  # guard: offline-index-digest
         diffs.append(Difference(rel, "digest (a fact in the index was edited by hand)", index.expected_digest(),
                                 str(index.digest)))
-    if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):
+    if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):  # guard: offline-why-note
         diffs.append(Difference(rel, "why", "a note saying what the fork adds and why nemo-rl needs it",
                                 "the placeholder"))
     # the records end at the pin (the last downstream commit), or the pin is the base: a pin moved by hand is not
     last = index.commits[-1].commit if index.commits else index.base
-    if last != index.pinned:
+    if last != index.pinned:  # guard: offline-the-records-end-at-the-pin
         diffs.append(Difference(rel, "pinned", f"{last} (the last [[commit]], or the base without one: the records "
                                 "are of another commit)", repr(index.pinned)))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
     listed = {entry.record for entry in index.commits} | {INDEX}
     for path in sorted(directory.iterdir()):
-        if path.name not in listed:
+        if path.name not in listed:  # guard: offline-stray-files
             diffs.append(Difference(f"{relative_dir(fork.distribution)}/{path.name}", "file", f"listed in {INDEX}",
                                     "not listed (stray or duplicate)"))
-    return diffs + (declared_differences(project, fork) if metadata else [])
+    return diffs + (declared_differences(project, fork) if metadata else [])  # guard: derived-checked-offline
 
 
 def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
@@ -224,12 +224,12 @@ def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
     root = project / "patches"
     sources = lockfile.tool_tables(project)[0].get("sources")
     # any git source (by rev, branch or tag; one table or a list of them): each is a fork, or nothing checks it
-    pinned = sorted(dist for dist, source in (sources.items() if isinstance(sources, dict) else ())
-                    if dist not in known and any(isinstance(s, dict) and "git" in s
+    pinned = sorted(dist for dist, source in (sources.items() if isinstance(sources, dict) else ())  # guard: orphans-a-git-source-pinned-by-branch-or
+                    if dist not in known and any(isinstance(s, dict) and "git" in s  # guard: orphans-a-git-source-pinned-by-rev
                                                  for s in (source if isinstance(source, list) else [source])))
     return [Difference(f"{relative_dir(d.name)}/", "fork", f"[tool.nemo-rl.forks.{d.name}] in pyproject.toml",
                        "missing")
-            for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known] + [
+            for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known] + [  # guard: offline-orphaned-records
         Difference("pyproject.toml", f"[tool.uv.sources] {dist} (a git source)",
                    f"[tool.nemo-rl.forks.{dist}] (a git source is a fork: nemo-rl checks its pin, lock and records)",
                    "missing") for dist in pinned]
@@ -256,7 +256,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     expected = index_for(fork.distribution, fork.url, fork.branch, fork.rev, fork.upstream_url,
                          fork.upstream_branch, base, "", fresh)
     diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
-             for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]
+             for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]  # guard: online-index-facts
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):
@@ -270,7 +270,7 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
             continue
         found = read_record(path).facts()
         diffs += [Difference(name, key, record.facts()[key], found[key])
-                  for key in RECORD_FACTS if found[key] != record.facts()[key]]
+                  for key in RECORD_FACTS if found[key] != record.facts()[key]]  # guard: online-record-facts
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.commit} {entry.subject}"))
@@ -279,6 +279,6 @@ def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
     recorded = index.declares or {}
     diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))
               for key in ("commit", "version", "requires-python", "requires-dist")
-              if fork_declares.get(key) != recorded.get(key)]
+              if fork_declares.get(key) != recorded.get(key)]  # guard: derived-declares-verified-online
     return diffs
 

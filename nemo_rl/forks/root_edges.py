@@ -71,7 +71,7 @@ def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
         for field, locked, requirements, extra, beside in lists:
             result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
             # what uv installs with the extra active: the base list and the extra's
-            missing, unexpected = lock_markers.gaps(requirements, locked, envs, extra=extra, beside=beside)
+            missing, unexpected = lock_markers.gaps(requirements, locked, envs, extra=extra, beside=beside)  # guard: root-edges-an-extra-s-list-with-the-base
             if missing:
                 result.append((f"{where} {field}", f"{', '.join(missing)} among them", "missing"))
             if unexpected:

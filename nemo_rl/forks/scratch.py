@@ -26,10 +26,10 @@ MARGIN = 256 * 2**20
 
 def parent(size_hint: int) -> Path:
     """Where a tree of about `size_hint` bytes (what will be written there in all) goes."""
-    if not os.environ.get("TMPDIR"):
+    if not os.environ.get("TMPDIR"):  # guard: scratch-tmpdir-wins
         try:
             free = os.statvfs(MEMORY)
-            if os.access(MEMORY, os.W_OK | os.X_OK) and free.f_bavail * free.f_frsize >= size_hint + MARGIN:
+            if os.access(MEMORY, os.W_OK | os.X_OK) and free.f_bavail * free.f_frsize >= size_hint + MARGIN:  # guard: scratch-memory-only-with-room
                 return MEMORY
         except OSError:
             pass
@@ -44,7 +44,7 @@ def remove_abandoned(where: Path) -> None:
             info = entry.lstat()
         except OSError:
             continue
-        if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()
+        if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()  # guard: scratch-a-live-one-is-kept
                 and now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry)):
             shutil.rmtree(entry, ignore_errors=True)
 

@@ -62,7 +62,7 @@ class Merge:
         if clean:
             return cls(tree, True, {}, ())
         # git names a file it moved aside after the commit it merged: ours are throwaway ones
-        names = {_unquoted(re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path)) for path in stages}
+        names = {_unquoted(re.sub(rf"~(?:{'|'.join(commits)})(\"?)$", r"\1", path)) for path in stages}  # guard: upstream-git-names-a-moved-aside-file
         # a conflict on no one path (a directory renamed into several): git's own words
         said = [] if names else sorted(set(re.findall(r"CONFLICT \([^)]*\):[^\n]*", messages)))
         return cls(tree, False, stages, tuple(sorted(names) or said or ["(a conflict git names no file for)"]))
@@ -89,38 +89,38 @@ class TrialIndex:
         (`git checkout --theirs` on each conflicting path, `git rm` where the commit has none), so a later
         commit building on this one is tried on top of it."""
         parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
-        if len(parents) > 2:  # git rebase drops a merge commit and replays the commits it brings, listed apart
+        if len(parents) > 2:  # guard: upstream-a-merge-commit-is-dropped-as; git rebase drops a merge commit and replays the commits it brings, listed apart
             self.merges.add(sha)
             return []
-        merged = self._merge(sha, parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE))
+        merged = self._merge(sha, parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE))  # guard: upstream-merged-against-the-commit-s-own
         if merged is None:
             self.by_diff.append(sha)
             conflicts = self._by_diff(sha)
             if conflicts and resolve:
                 self._take(sha)
             return conflicts
-        if merged.clean:
+        if merged.clean:  # guard: upstream-a-conflict-on-no-one-path-is-a
             self.tree = merged.tree
             return []
         if resolve:
             self._resolve(merged)
-        return list(merged.conflicts)
+        return list(merged.conflicts)  # guard: upstream-git-s-own-conflicting-files
 
     def _merge(self, sha: str, base: str) -> Merge | None:
         """`sha` merged against `base`, its parent (a root commit's: an empty commit, so it adds every file)."""
         # merge-tree finds the merge base itself (git 2.39 takes no --merge-base): two commits whose one parent is
         # `base` make it exactly the base a cherry-pick of `sha` uses
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
-        result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,
+        result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,  # guard: upstream-conflicting-paths-kept-as-git
                      check=False)
-        if result.returncode not in (0, 1) and result.stderr.count(UNSERVED) >= self._promisor_count():
+        if result.returncode not in (0, 1) and result.stderr.count(UNSERVED) >= self._promisor_count():  # guard: upstream-a-blob-no-server-has-sends-the
             return None  # every server git asked said it lacks the blob (one it could not ask says otherwise)
-        if result.returncode not in (0, 1):
+        if result.returncode not in (0, 1):  # guard: upstream-a-failed-merge-is-an-error-not
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
                               "check that the fork's and upstream's servers are reachable and run again; if it "
                               "persists, remove the fork cache (its path is in the command above)")
-        return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))
+        return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:
         """The remotes git asks for a missing blob (at least one, so that no failure counts as every one's)."""
@@ -187,7 +187,7 @@ class TrialIndex:
         lines = []
         for path, theirs in merged.stages.items():  # quoted as git quotes: read back by update-index
             lines.append(f"0 {'0' * 40}\t{path}")
-            if theirs is not None:
+            if theirs is not None:  # guard: upstream-a-conflict-is-resolved-to-the
                 lines.append(f"{theirs[0]} {theirs[1]}\t{path}")
         self._update(lines, quoted=True)
 

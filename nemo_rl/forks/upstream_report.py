@@ -68,7 +68,7 @@ def _shipped(touched: list[str], wheel: frozenset[str]) -> list[str]:
     shipped = []
     for path in touched:
         parts = path.split("/")
-        if path in wheel or "/".join(parts[1:]) in wheel:
+        if path in wheel or "/".join(parts[1:]) in wheel:  # guard: upstream-shipped-from-the-wheel
             shipped.append(path)
         elif path.endswith(COMPILED_SOURCES) and len(parts) > 1 and "/".join(parts[:-1]) in directories:
             shipped.append(path)
@@ -103,11 +103,11 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
                 trailers.setdefault(line.rsplit(" ", 1)[-1].strip(" ()."), sha)
     result: dict[str, tuple[str, str | None, str | None]] = {}
     for sha in downstream:
-        if ours[sha] != "0" * 40 and ours[sha] in by_id:
+        if ours[sha] != "0" * 40 and ours[sha] in by_id:  # guard: upstream-same-patch-id
             result[sha] = ("yes", by_id[ours[sha]], "same patch-id")
         elif sha in trailers:
             result[sha] = ("probably", trailers[sha], "cherry-pick trailer")
-        elif subjects[sha] in upstream_subjects:
+        elif subjects[sha] in upstream_subjects:  # guard: upstream-subject-and-author
             result[sha] = ("probably", upstream_subjects[subjects[sha]], "same subject and author")
         else:
             result[sha] = ("no", None, None)
@@ -131,7 +131,7 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     (trees only: a move is found by the same blob under another path)."""
     at_base = git_history.tree_blobs(repo, base, sorted(paths))
     at_head = git_history.tree_blobs(repo, head, sorted(paths))
-    missing = {p: blob for p, blob in at_base.items() if p not in at_head}
+    missing = {p: blob for p, blob in at_base.items() if p not in at_head}  # guard: upstream-deleted-upstream
     if not missing:
         return {}
     everything = git.git(["ls-tree", "-r", "-z", "--end-of-options", head], repo=repo).stdout
@@ -140,7 +140,7 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
         meta, _, path = entry.partition("\t")
         where.setdefault(meta.split()[2], path)
     by = _deleted_by(repo, base, head, sorted(missing))
-    commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}
+    commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}  # guard: upstream-the-commit-that-deleted-a-file
     return {p: (f"moved to {where[blob]}" if blob in where else "deleted") + commit[p] for p, blob in missing.items()}
 
 
@@ -175,7 +175,7 @@ def report(fork: Fork) -> ForkReport:
     if base_problem:
         problems.append(f"what ships at the base is unknown (only the pin's wheel is read): {base_problem}")
     if wheel is not None and base_wheel is not None:
-        wheel = wheel | base_wheel
+        wheel = wheel | base_wheel  # guard: upstream-shipped-at-the-base-too
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.placeholders(repo, fork.rev):
@@ -195,7 +195,7 @@ def report(fork: Fork) -> ForkReport:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
         git.fetch_objects(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
-        conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}
+        conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}  # guard: upstream-a-rebase-resolves-each-conflict
         left_out = {sha: alone.apply(sha) for sha in remaining}
     finally:
         trial.close()
@@ -231,7 +231,7 @@ def _identical_shipped(repo: Path, base: str, pinned: str, wheel: frozenset[str]
     """Whether every source file that ships has the same blob at the pin as at the base."""
     changed = git.git(["diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, pinned],
                       repo=repo).stdout.split("\0")
-    return not _shipped([p for p in changed if p], wheel)
+    return not _shipped([p for p in changed if p], wheel)  # guard: upstream-identical-shipped-trees
 
 
 def summary(rows: list[CommitReport], head: str, identical: bool | None) -> str:
@@ -242,7 +242,7 @@ def summary(rows: list[CommitReport], head: str, identical: bool | None) -> str:
     if identical:
         return ("no downstream commit touches a shipped file: the distribution at the pin is identical to upstream "
                 "at the base (every shipped file has the base's blob)")
-    needed = [r for r in rows if r.upstreamed != "yes" and not r.merge]
+    needed = [r for r in rows if r.upstreamed != "yes" and not r.merge]  # guard: upstream-a-merge-commit-is-not-counted
     conflicting = [r for r in needed if r.applies is False]
     probably = [r for r in needed if r.upstreamed == "probably"]
     text = f"{len(needed)} commit(s) still needed, {len(conflicting)} conflict on upstream's head"

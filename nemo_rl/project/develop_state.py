@@ -64,13 +64,13 @@ def _entry(path: Path, distribution: object, entry: object) -> Developed:
         raise NemoRLError(f"{where} must be an object", fix)
     checkout, managed, envs = entry.get("path"), entry.get("managed", False), entry.get("envs", [])
     token = entry.get("token", "")
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):  # guard: plain-a-develop-token-is-all-hex
         raise NemoRLError(f"{where}: token must be hex digits, found {token!r:.40}", fix)
     if not isinstance(checkout, str) or not os.path.isabs(checkout):
         raise NemoRLError(f"{where}: path must be an absolute path, found {checkout!r:.80}", fix)
     if not isinstance(managed, bool):
         raise NemoRLError(f"{where}: managed must be true or false, found {managed!r:.40}", fix)
-    if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):
+    if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):  # guard: trust-develop-state-entries-typed
         raise NemoRLError(f"{where}: envs must be a list of absolute paths, found {envs!r:.80}", fix)
     return Developed(distribution, Path(checkout), managed, tuple(Path(e) for e in envs), token)
 
@@ -105,7 +105,7 @@ def checkout_gone(checkout: Path) -> bool:
     did not come up). A directory with files but broken or missing git data is not gone: its files are imported."""
     try:
         with os.scandir(checkout) as entries:
-            return next(entries, None) is None
+            return next(entries, None) is None  # guard: plain-an-empty-directory-is-no-checkout
     except OSError:  # not there, not a directory, or not ours to read: nothing Python could import either
         return True
 
@@ -113,7 +113,7 @@ def checkout_gone(checkout: Path) -> bool:
 def unreadable(checkout: Path) -> str | None:
     """Why git cannot read the checkout, or None when it can: no `.git` at all (moved or deleted), or git's own
     first line (a worktree whose main repository moved, an empty or damaged `.git` file). Never raises."""
-    if not os.path.lexists(checkout / ".git"):
+    if not os.path.lexists(checkout / ".git"):  # guard: rest-a-missing-git-is-said-to-be-missing
         return "its .git is missing (the files are there, their git history is not)"
     problem = git_checkout.head_problem(checkout)
     return None if problem is None else f"git cannot read it: {problem}"
@@ -168,7 +168,7 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
             os.symlink(checkout / root, link)
         staging.mkdir(parents=True, exist_ok=True)
     except BaseException:  # a full disk: no half-made shadow stays
-        remove_shadow(project, distribution)
+        remove_shadow(project, distribution)  # guard: full-disk-a-half-made-shadow-is-removed
         raise
     shutil.rmtree(shadow, ignore_errors=True)
     os.replace(staging, shadow)
@@ -201,11 +201,11 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
     path = site[0] / overlay_name(distribution)
-    values.plain_path(checkout, "the develop checkout")
+    values.plain_path(checkout, "the develop checkout")  # guard: never-no-control-character-in-a-pth
     values.plain_path(shadow, "the develop overlay directory")
-    if not _TOKEN.fullmatch(owner):
+    if not _TOKEN.fullmatch(owner):  # guard: plain-an-overlay-s-owner-token-is-all
         raise ValueError(f"owner token {owner!r:.40} is not hex")  # made by new_token: a bug, not a user's mistake
-    state_dir.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"
+    state_dir.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"  # guard: develop-the-overlay-exposes-what-the-pin
                          + (f"{OWNER_LINE}{owner}\n" if owner else ""))
     return path
 
@@ -220,9 +220,9 @@ def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
             lines = _overlay_lines(path)[:2]
             if lines and lines[0].startswith(CHECKOUT_LINE):
                 checkout = Path(lines[0][len(CHECKOUT_LINE):])
-                if live and not _puts_first(lines[1:]):
+                if live and not _puts_first(lines[1:]):  # guard: never-developing-only-while-the-overlay
                     continue
-                if live and checkout_gone(checkout):  # deleted: the overlay's links lead nowhere
+                if live and checkout_gone(checkout):  # guard: a-deleted-checkout-is-not-live; deleted: the overlay's links lead nowhere
                     continue
                 found[path.name] = checkout
     return found
@@ -254,7 +254,7 @@ def _overlay_lines(path: Path) -> list[str]:
     """The lines of an overlay file; none for one that is not a plain file we could have written (a FIFO planted
     in a shared NEMO_RL_VENV_DIR would block a plain read forever, a link lead anywhere)."""
     try:
-        return values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()
+        return values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()  # guard: plain-overlay-listing-through-the-one
     except OSError:
         return []
 
@@ -264,13 +264,13 @@ def overlay_owner(path: Path) -> str | None:
     that is not ours to judge: unreadable, not a plain file, or an owner line that holds no token (an empty or
     damaged one is not "written before tokens")."""
     try:
-        lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]
+        lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]  # guard: plain-overlay-owners-through-the-one
     except OSError:
         return None
     owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), None)
     if owner is None:
         return ""
-    return owner if owner and _TOKEN.fullmatch(owner) else None
+    return owner if owner and _TOKEN.fullmatch(owner) else None  # guard: plain-an-empty-owner-line-is-nobody-s
 
 
 def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
@@ -292,12 +292,12 @@ def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bo
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)
-        if not os.path.lexists(path) or (owner is not None and overlay_owner(path) not in (owner, "")):
+        if not os.path.lexists(path) or (owner is not None and overlay_owner(path) not in (owner, "")):  # guard: stop-removes-only-its-own-token-s
             continue
         try:
             path.unlink()
         except PermissionError as exc:
-            raise NemoRLError(f"cannot remove the overlay {path}: {exc.strerror}",
+            raise NemoRLError(f"cannot remove the overlay {path}: {exc.strerror}",  # guard: plain-an-overlay-that-cannot-be-removed
                               f"ask the owner of {env} to remove {path.name} (or remove {env}: it is rebuilt)") from exc
         found = True
     return found

@@ -51,16 +51,16 @@ def ensure_checkout_id(project: Path) -> str:
     image: its environments are then this path's, as those built before ids). Two builds at once agree: the id
     is linked into place, which fails when the other got there first, and then theirs is read."""
     path = project / ID_FILE
-    state_dir.state_root(project)  # a .nemo-rl link is refused with its remedy, never read through
+    state_dir.state_root(project)  # guard: whose-a-nemo-rl-link-is-refused-before; a .nemo-rl link is refused with its remedy, never read through
     for attempt in range(ATTEMPTS + 1):
-        found, present = _look(project)
+        found, present = _look(project)  # guard: whose-one-read-of-the-id-s-place-before
         if found is not None:
             return found
-        if present:
+        if present:  # guard: whose-a-damaged-checkout-id-is-named
             raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
                               f"remove {path}: a new id is made (environments built with the old one are then "
                               "listed as another checkout's: remove them with `rm -rf`)")
-        if attempt == ATTEMPTS:
+        if attempt == ATTEMPTS:  # guard: whose-the-last-try-s-id-is-read-back
             break  # the last look reads what the last try linked
         token = secrets.token_hex(16)
         tmp = path.with_name(f".{path.name}.{token}.tmp")
@@ -70,7 +70,7 @@ def ensure_checkout_id(project: Path) -> str:
         except FileNotFoundError:
             continue  # a bump or recover in another terminal removed the empty .nemo-rl meanwhile: again
         except OSError as exc:
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # guard: whose-a-read-only-checkout-builds
                 return ""  # a checkout this user may not write: no id, and nothing of it is changed
             raise
         try:
@@ -82,5 +82,5 @@ def ensure_checkout_id(project: Path) -> str:
                 pass  # .nemo-rl removed with its files since the write (`rm -rf`): tried again
         finally:
             tmp.unlink(missing_ok=True)
-    raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",
+    raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",  # guard: whose-an-id-never-kept-is-a-clear-error
                       f"run again once nothing else removes {path.parent} (a `rm -rf .nemo-rl` in a loop?)")

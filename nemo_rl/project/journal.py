@@ -27,7 +27,7 @@ def digest(path: Path) -> str | None:
     if not path.exists() and not path.is_symlink():
         return None
     digest = hashlib.sha256()
-    paths = sorted(p for p in path.rglob("*") if not p.is_dir()) if path.is_dir() else [path]
+    paths = sorted(p for p in path.rglob("*") if not p.is_dir()) if path.is_dir() else [path]  # guard: landing-a-directory-s-files-digested
     for item in paths:
         digest.update(str(item.relative_to(path)).encode() + b"\0")
         digest.update(item.read_bytes() if item.is_file() else os.readlink(item).encode())
@@ -51,7 +51,7 @@ def read_journal(staging: Path) -> list[str]:
 def _read_journal(staging: Path) -> tuple[list[str], dict[str, str | None] | None]:
     """The moves, and the digest each moved path had when staged (None: a journal that records none)."""
     path = staging / JOURNAL
-    fix = (f"nothing more was moved, but the landing may have moved some files before it was cut short: `git "
+    fix = (f"nothing more was moved, but the landing may have moved some files before it was cut short: `git "  # guard: journal-an-unreadable-journal-says-files
            f"status` shows which of pyproject.toml, uv.lock and patches/ changed (`git checkout -- <file>` restores "
            f"one), then delete {staging}")
     try:
@@ -61,12 +61,12 @@ def _read_journal(staging: Path) -> tuple[list[str], dict[str, str | None] | Non
         moves, before = journal["moves"], journal.get("before")
     except (OSError, TypeError, KeyError) as exc:
         raise NemoRLError(f"cannot read the landing journal {path}: {exc}", fix) from exc
-    if (not isinstance(moves, list) or len(moves) != len(set(map(str, moves))) or len(moves) > 8
+    if (not isinstance(moves, list) or len(moves) != len(set(map(str, moves))) or len(moves) > 8  # guard: trust-journal-names-landable-paths-only
             or not all(_landable(name) for name in moves)):  # a landing moves each of a handful of paths once
         raise NemoRLError(f"{path} names paths a landing never moves: {moves!r:.200}", fix)
     for name in moves:
         values.inside(project_of(staging), name, str(path))
-    if before is not None and (not isinstance(before, dict) or set(before) != set(moves) or not all(
+    if before is not None and (not isinstance(before, dict) or set(before) != set(moves) or not all(  # guard: fast-a-journal-s-digests-one-per-move
             d is None or isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in before.values())):
         raise NemoRLError(f"{path} records digests that are not one per moved path: {before!r:.200}", fix)
     return moves, before
@@ -80,9 +80,9 @@ def _require_unchanged(project: Path, staging: Path, moves: list[str], before: d
     def unchanged(name: str) -> bool:
         held = digest(project / name)
         if before is None or held == before[name]:
-            return before is not None
+            return before is not None  # guard: recover-a-journal-without-digests-lands
         old = staging / f".old-{Path(name).name}"  # a directory swap cut short: the project's copy is set aside
-        return held is None and old.is_dir() and digest(old) == before[name]
+        return held is None and old.is_dir() and digest(old) == before[name]  # guard: recover-a-directory-swap-cut-short-is-no
 
     changed = [name for name in left if not unchanged(name)]
     if not changed:
@@ -119,7 +119,7 @@ class CutShort:
         """Whether this landing changes the fork whose records are `records` (patches/<dist>): it moves them (a bump
         or `deps patches` of it always does), or it names no records or cannot be read, so any fork may be in it."""
         records_moved = [name for name in self.moves if name.startswith("patches/")]
-        return self.unreadable is not None or not records_moved or records in records_moved
+        return self.unreadable is not None or not records_moved or records in records_moved  # guard: fast-a-landing-cut-short-is-only-its
 
 
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
@@ -143,7 +143,7 @@ def refuse_cut_short(project: Path, *, locked: bool) -> None:
     """A command that reads the pins refuses over a landing cut short: it would read a mix of old and new files
     and land its own over them, after which `deps recover` refuses the newer files."""
     for cut in cut_short(project, locked=locked):
-        if cut.unreadable is not None:  # recover cannot finish it either: say what it says
+        if cut.unreadable is not None:  # guard: landing-an-unreadable-cut-short-journal; recover cannot finish it either: say what it says
             raise NemoRLError(f"a landing in {project} was cut short and its journal cannot be read: "
                               f"{cut.unreadable}", "follow that, then run this command again")
         raise NemoRLError(f"a landing in {project} was cut short ({cut.staging} is left; moved: "
@@ -182,11 +182,11 @@ def _move(source: Path, target: Path) -> None:
     try:
         os.replace(source, target)
     except OSError as exc:
-        if exc.errno == errno.EBUSY:  # a bind mount on the target (the landing's own check refuses it up front)
+        if exc.errno == errno.EBUSY:  # guard: a-landing-onto-a-mount-point-says-so-and; a bind mount on the target (the landing's own check refuses it up front)
             raise NemoRLError(f"cannot move {source} to {target}: {target} is a mount point (a bind mount, as `docker "
                               "run -v` makes one); the staged files are kept", f"`umount {target}` (or run where it "
                               "is not mounted), then run `nemo-rl deps recover`") from exc
-        if exc.errno != errno.EXDEV:
+        if exc.errno != errno.EXDEV:  # guard: never-a-landing-across-filesystems-is
             raise
         raise NemoRLError(f"cannot move {source} to {target}: they are on different filesystems (a mount inside the "
                           "project); the staged files are kept", f"make {target.parent} a plain directory of the "
@@ -198,9 +198,9 @@ def finish(project: Path, staging: Path) -> list[str]:
     paths it moved (not those moved before it was cut short)."""
     moves, before = _read_journal(staging)
     for name in moves:
-        if os.path.lexists(staging / name):
+        if os.path.lexists(staging / name):  # guard: never-recover-checks-what-it-moves
             _check_staged(staging, name)
-    _require_unchanged(project, staging, moves, before)
+    _require_unchanged(project, staging, moves, before)  # guard: recover-no-landing-over-an-edit-made
     moved = []
     for name in moves:
         source, target = staging / name, project / name
@@ -214,7 +214,7 @@ def finish(project: Path, staging: Path) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
         _move(source, target)
         moved.append(name)
-    interrupt.completed(f"{', '.join(moves)} landed in {project}")
+    interrupt.completed(f"{', '.join(moves)} landed in {project}")  # guard: interrupt-a-landing-is-recorded-as
     shutil.rmtree(staging, ignore_errors=True)
     remove_empty(project / STAGING_ROOT)
     return moved
@@ -226,8 +226,8 @@ def leftovers(project: Path, *, locked: bool = False) -> list[Leftover]:
     a leftover; while another command holds it, none is."""
     root = state_root(project)
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
-    if not stagings or (not locked and locks.held(project)):
+    if not stagings or (not locked and locks.held(project)):  # guard: trust-leftovers-only-while-no-command
         return []
     # any entry named like the journal is one (a dangling link too): read, and refused when unreadable, never taken
     # for a staging copy killed before it landed, which recover deletes
-    return [Leftover(path, os.path.lexists(path / JOURNAL)) for path in stagings]
+    return [Leftover(path, os.path.lexists(path / JOURNAL)) for path in stagings]  # guard: journal-a-dangling-link-is-a-journal

@@ -30,7 +30,7 @@ def require_writable(paths: list[Path]) -> None:
     """Refuse before any work when a file or directory the change must replace is not writable by the user."""
     for path in paths:
         # the owner-write bit too: a user who made a file read-only meant it, even when root may still write
-        if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):
+        if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):  # guard: bump-read-only-refusal
             # with the owner-write bit set, a refusal comes from elsewhere: an immutable file or a read-only mount
             fix = (f"`lsattr -d {path}`: if it is immutable (i), `chattr -i {path}` (as root); on a read-only mount, "
                    "run where you may write" if path.stat().st_mode & 0o200 else
@@ -57,7 +57,7 @@ def _copy_setting(source: Path, target: Path) -> None:
     if not os.path.lexists(source):
         return
     try:
-        data = values.read_plain_file(Path(os.path.realpath(source)), SETTINGS_MAX)
+        data = values.read_plain_file(Path(os.path.realpath(source)), SETTINGS_MAX)  # guard: staging-a-settings-file-is-copied-only
     except OSError as exc:
         raise NemoRLError(f"cannot read {source}: {exc}", f"make {source} a regular file of uv settings (at most "
                           f"{SETTINGS_MAX} bytes), or remove it") from exc
@@ -87,10 +87,10 @@ class Staging:
         # user could put one there.
         if inside:  # refused before anything is made: what landing replaces, and where it renames into
             landed = [project / name for name in (*files, *directories)]
-            require_writable(sorted({project, *(parent for path in landed for parent in path.parents
+            require_writable(sorted({project, *(parent for path in landed for parent in path.parents  # guard: staging-what-a-landing-replaces-is
                                                 if parent.is_relative_to(project)), *landed}))
-            require_renames(project, [*files, *directories])
-        root = state_root(project, create=True) if inside else dry_run_root()
+            require_renames(project, [*files, *directories])  # guard: never-renames-probed-before-staging
+        root = state_root(project, create=True) if inside else dry_run_root()  # guard: staging-a-dry-run-stages-in-this-user-s
         if not inside:
             remove_dead_dry_runs(root)
         self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
@@ -111,12 +111,12 @@ class Staging:
                 _copy_setting(self.project / name, self.path / name)
             for name in self.directories:
                 if (self.project / name).is_dir():
-                    shutil.copytree(self.project / name, self.path / name, copy_function=_copy)
+                    shutil.copytree(self.project / name, self.path / name, copy_function=_copy)  # guard: full-disk-a-copy-inside-copytree-keeps
         except BaseException as exc:  # __exit__ never runs for a failed __enter__: nothing may be left behind
-            self.discard()
+            self.discard()  # guard: fixes-a-failed-staging-copy-removes
             os.close(self._fd)
-            failed = exc.error if isinstance(exc, _CopyFailed) else exc
-            if isinstance(failed, OSError) and failed.errno in (errno.ENOSPC, errno.EDQUOT):
+            failed = exc.error if isinstance(exc, _CopyFailed) else exc  # guard: full-disk-staging-unwraps-the-copy-s-own
+            if isinstance(failed, OSError) and failed.errno in (errno.ENOSPC, errno.EDQUOT):  # guard: fixes-a-full-disk-while-staging-says-to
                 raise NemoRLError(f"cannot copy the files this command changes into {self.path.parent}: "
                                   f"{failed.strerror}", f"free space on the filesystem of {self.path.parent} (or "
                                   "raise the quota), then run again: nothing was changed") from failed
@@ -127,7 +127,7 @@ class Staging:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if (self.path / journal.JOURNAL).exists():  # interrupted while landing: roll forward, never leave a mix
+            if (self.path / journal.JOURNAL).exists():  # guard: bump-landing-journal-rolls-forward; interrupted while landing: roll forward, never leave a mix
                 journal.finish(self.project, self.path)
             else:
                 self.discard()
@@ -146,15 +146,15 @@ class Staging:
 
     def land(self) -> None:
         """Move every staged path into the project: the journal first, then one rename per path."""
-        interrupt.check()  # the last point at which nothing has changed
+        interrupt.check()  # guard: interrupt-no-landing-starts-after-a; the last point at which nothing has changed
         changed = [name for name, digest in self.copied.items() if journal.digest(self.project / name) != digest]
-        if changed:
+        if changed:  # guard: landing-an-edit-made-in-another-terminal
             raise NemoRLError(f"{', '.join(changed)} changed in {self.project} while this command ran (an editor or "
                               "another command); nothing landed, the project is as that change left it",
                               "run the command again")
         moves = [name for name in (*self.files, *self.directories) if (self.path / name).exists()]
         # what each path held when staged goes with the moves: `deps recover` lands nothing over a later edit either
-        record = {"moves": moves, "before": {n: self.copied[n] for n in moves}}
+        record = {"moves": moves, "before": {n: self.copied[n] for n in moves}}  # guard: bump-the-journal-records-what-each-path
         write_atomic(self.path / journal.JOURNAL, json.dumps(record))
         journal.finish(self.project, self.path)
 
@@ -169,7 +169,7 @@ def dry_run_root() -> Path:
 def remove_dead_dry_runs(root: Path) -> None:
     """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
-        locks.remove_left(path)  # under its lock, and not one just made: a dry run starting meanwhile keeps it
+        locks.remove_left(path)  # guard: staging-a-killed-dry-run-s-copy-is; under its lock, and not one just made: a dry run starting meanwhile keeps it
 
 
 def mount_points() -> set[str]:
@@ -180,7 +180,7 @@ def mount_points() -> set[str]:
     except OSError:
         return set()
     unescape = functools.partial(re.compile(r"\\([0-7]{3})").sub, lambda m: chr(int(m.group(1), 8)))
-    return {unescape(fields[4]) for fields in (line.split(" ") for line in lines) if len(fields) > 4}
+    return {unescape(fields[4]) for fields in (line.split(" ") for line in lines) if len(fields) > 4}  # guard: mountinfo-s-mount-points-are-read
 
 
 def require_replaceable(project: Path, targets: Sequence[str]) -> None:
@@ -190,7 +190,7 @@ def require_replaceable(project: Path, targets: Sequence[str]) -> None:
     for name in targets:
         target = project / name
         where = Path(os.path.realpath(target.parent)) / target.name
-        if os.path.lexists(target) and (str(where) in mounted or os.path.ismount(target)):
+        if os.path.lexists(target) and (str(where) in mounted or os.path.ismount(target)):  # guard: a-landing-target-that-is-a-mount-point
             raise NemoRLError(f"{target} is a mount point (a bind mount, as `docker run -v` makes one), so a landing "
                               "could not replace it by a rename; nothing was changed",
                               f"mount the project's directory instead of {name} alone (or `umount {target}`), then "

@@ -62,8 +62,8 @@ class LockedPackage:
             return f"{self.other} (not a git source)"
         parts = urlsplit(self.git)
         where = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        expected = {"rev": [fork.rev], **({"subdirectory": [fork.subdirectory]} if fork.subdirectory else {})}
-        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != expected:
+        expected = {"rev": [fork.rev], **({"subdirectory": [fork.subdirectory]} if fork.subdirectory else {})}  # guard: source-pyproject-s-subdirectory-is
+        if where != fork.url or parse_qs(parts.query, keep_blank_values=True) != expected:  # guard: source-the-locked-url-is-pyproject-s
             return self.git.split("#", 1)[0]
         return None
 
@@ -171,7 +171,7 @@ def tool_tables(project: Path) -> tuple[dict, dict]:
 
 def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fork:
     where = f"[tool.nemo-rl.forks.{dist}]"
-    values.distribution_name(dist, where)
+    values.distribution_name(dist, where)  # guard: trust-fork-key-is-a-distribution-name
     if not isinstance(source, dict) or "git" not in source or "rev" not in source:
         raise NemoRLError(
             f"{where} has no matching git source with a rev in [tool.uv.sources]",
@@ -180,7 +180,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     rev = _string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
     bad_rev = None
     try:
-        values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")
+        values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")  # guard: trust-rev-is-a-full-sha
     except NemoRLError as exc:
         if strict:
             raise NemoRLError(exc.what, f"{exc.remedy}, or run `nemo-rl deps bump {dist} --branch <branch>`") from exc
@@ -189,7 +189,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     upstream_url = _string(meta.get("upstream-url"), f"{where} upstream-url", path)
     upstream_branch = _string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path, True)
     base = _string(meta.get("base"), f"{where} base", path)
-    return Fork(
+    return Fork(  # guard: trust-git-url
         distribution=dist,
         url=values.git_url(_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
                            f"[tool.uv.sources] {dist}.git"),
@@ -238,7 +238,7 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
                                                   for p in packages):
         raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)",
                           "regenerate it with `uv lock` (never edit uv.lock by hand)")
-    if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):
+    if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
         raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string",
                           "regenerate it with `uv lock` (never edit uv.lock by hand)")
     return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
@@ -271,7 +271,7 @@ def extras_require(project: Path, flags: list[str] | tuple[str, ...], distributi
     left_out = {canonicalize_name(word.split("=", 1)[1] if "=" in word else flags[i + 1])
                 for i, word in enumerate(flags) if word.split("=", 1)[0] == "--no-install-package"
                 and ("=" in word or i + 1 < len(flags))}
-    if canonicalize_name(distribution) in left_out:
+    if canonicalize_name(distribution) in left_out:  # guard: extras-no-install-package-leaves-a-fork
         return False
     optional = optional_dependencies(project)
     chosen = set(optional) if "--all-extras" in flags else {

@@ -39,7 +39,7 @@ def state_root(project: Path, *, create: bool = False) -> Path:
         return root
     if stat.S_ISDIR(mode):
         _refuse_tracked(project, root)
-    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):  # guard: rest-a-nemo-rl-link-or-file-is-refused
         link = os.readlink(root) if stat.S_ISLNK(mode) else None
         here = shlex.quote(str(root))
         keep = (f"; to keep what the directory it names holds (an interrupted bump's staging copy), copy it in: "
@@ -65,7 +65,7 @@ def _refuse_tracked(project: Path, root: Path) -> None:
     if seen in _UNTRACKED:
         return
     found = git_checkout.tracked(project, STAGING_ROOT)
-    if found:
+    if found:  # guard: state-files-git-tracks-under-nemo-rl-are
         raise NemoRLError(f"{root} holds {len(found)} file(s) git tracks ({', '.join(found[:3])}): a commit put them "
                           "there, and nemo-rl never takes a commit's files for this machine's own state",
                           f"untrack them (`git -C {shlex.quote(str(project))} rm -r --cached {STAGING_ROOT}`, keep "
@@ -90,7 +90,7 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno and exc.filename is None:  # a write on a full disk names no file
+        if isinstance(exc, OSError) and exc.errno and exc.filename is None:  # guard: full-disk-a-failed-write-names-the-file; a write on a full disk names no file
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 

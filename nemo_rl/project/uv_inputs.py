@@ -40,7 +40,7 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
                 "(or `uv lock` makes a new one)")
     if any(f.bad_rev for f in forks):
         return None
-    unseen = unchecked(project)
+    unseen = unchecked(project)  # guard: trust-what-a-copy-cannot-show-is-named
     if unseen is not None:
         return (f"{NOT_CHECKED}{unseen}, which nemo-rl does not check (it would "
                 "run the checkout's code or read files around it); read what it names, then `uv lock --check` if "
@@ -52,16 +52,16 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
     except OSError as exc:
         return f"{NOT_CHECKED}cannot make a directory for it: {exc}"
     above = _workspace_above(root)
-    if above is not None:
+    if above is not None:  # guard: trust-a-workspace-above-nemo-rl-s-cache
         return (f"{NOT_CHECKED}{above}, and uv would take the copies it checks "
                 "for one of its members; set NEMO_RL_CACHE_DIR to a directory outside any project")
     why = _checked_copy(project, root)
     if why is None:
         return None
-    if why.startswith(uv.BUILD_REFUSED):
+    if why.startswith(uv.BUILD_REFUSED):  # guard: trust-a-lock-check-that-needs-a-build
         return (f"{NOT_CHECKED}{why} (a build runs the source's own code); "
                 "read what pyproject.toml's sources name, then `uv lock --check` if that code is trusted")
-    if why.startswith(uv.OTHER_PYTHON):
+    if why.startswith(uv.OTHER_PYTHON):  # guard: trust-a-check-on-another-python-says-how
         return (f"{NOT_CHECKED}{why}; run nemo-rl with a Python that "
                 "requires-python allows (installed apart from this checkout, e.g. `uvx --python 3.12 --from "
                 "<nemo-rl> nemo-rl ...`)")
@@ -69,7 +69,7 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
         return "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
     if why.startswith((uv.UNFINISHED, NOT_MADE)):
         return f"{NOT_CHECKED}{why.removeprefix(NOT_MADE)}"
-    return (f"uv could not check uv.lock against pyproject.toml offline: {why}; `uv lock --check` in a checkout "
+    return (f"uv could not check uv.lock against pyproject.toml offline: {why}; `uv lock --check` in a checkout "  # guard: trust-uv-lock-is-the-remedy-only-for-a
             "whose code you trust says whether it is current")
 
 
@@ -80,14 +80,14 @@ def _checked_copy(project: Path, root: Path) -> str | None:
 
     try:
         for left in root.glob(f"{CHECK_PREFIX}*"):  # a check killed with SIGKILL: nobody holds its copies
-            locks.remove_left(left)
+            locks.remove_left(left)  # guard: probe-copies-a-killed-lock-check-left
         copy = Path(tempfile.mkdtemp(prefix=CHECK_PREFIX, dir=root))
     except OSError as exc:  # a full disk, a quota: the check is not made, and the report says why
         return f"{NOT_MADE}cannot make a directory for the check in {root}: {exc.strerror}"
     held = None
     try:
         try:
-            held = locks.hold(copy)
+            held = locks.hold(copy)  # guard: probe-a-running-lock-check-s-copy-is
         except (OSError, NemoRLError):  # a filesystem without locks: no sweep removes what it cannot lock either
             pass
         for name in COPIED:
@@ -98,12 +98,12 @@ def _checked_copy(project: Path, root: Path) -> str | None:
             except OSError as exc:
                 return f"{NOT_MADE}cannot read {project / name}: {exc}"
             if name == "pyproject.toml" and not (project / "uv.toml").exists():
-                data = _settings_here(data)
+                data = _settings_here(data)  # guard: trust-uv-settings-above-nemo-rl-s-cache
             try:
                 (copy / name).write_bytes(data)
             except OSError as exc:
                 return f"{NOT_MADE}cannot copy {name} into {copy}: {exc.strerror}"
-        return uv.lock_mismatch(copy)
+        return uv.lock_mismatch(copy)  # guard: trust-the-lock-is-checked-from-copies
     finally:
         shutil.rmtree(copy, ignore_errors=True)
         if held is not None:
@@ -146,7 +146,7 @@ def _workspace_above(directory: Path) -> str | None:
             data = None
         if data is None:
             return f"{path} cannot be read, and may declare a uv workspace"
-        if declared:
+        if declared:  # guard: trust-what-is-above-nemo-rl-s-cache-is
             return f"{path} declares a uv workspace"
     return None
 
@@ -157,20 +157,20 @@ def unchecked(project: Path) -> str | None:
     members, a relative path source), in a few words; None when there is nothing."""
     path = project / "pyproject.toml"
     dynamic = lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path).get("dynamic")
-    if dynamic:
+    if dynamic:  # guard: trust-a-dynamic-project-is-named
         return f"{path.name} has a dynamic [project] ({dynamic!r:.80}), which only its build backend gives"
     uv_table, _ = lockfile.tool_tables(project)
-    if "workspace" in uv_table:
+    if "workspace" in uv_table:  # guard: trust-a-workspace-is-named-not-walked
         return f"{path.name} declares a uv workspace ([tool.uv.workspace]), whose members' metadata is theirs"
     uv_toml = _toml_file(project / "uv.toml") or {}  # one that does not parse: the check itself says so
     for where, data in [(path.name, lockfile.load_toml(path)), ("uv.toml", uv_toml)]:
-        if any("${PROJECT_ROOT}" in text for text in _strings(data)):
+        if any("${PROJECT_ROOT}" in text for text in _strings(data)):  # guard: trust-project-root-is-named-not-checked
             return f"{where} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
     for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", uv_toml)]:
         relative = _relative_location(settings_table)
-        if relative is not None:
+        if relative is not None:  # guard: trust-a-relative-find-links-or-index-is
             return f"{where} names {relative!r:.100} relative to the checkout"
-    return _local_source(uv_table, git=True)
+    return _local_source(uv_table, git=True)  # guard: trust-a-local-git-source-is-named
 
 
 def _strings(value: object) -> list[str]:
@@ -223,7 +223,7 @@ def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str |
             if git and isinstance(url, str) and not _remote(url):
                 return f"pyproject.toml: [tool.uv.sources] {name} is the local git repository {url!r:.100}"
             local = entry.get("path")
-            if isinstance(local, str) and not Path(local).is_absolute():
+            if isinstance(local, str) and not Path(local).is_absolute():  # guard: staging-a-relative-path-source-is
                 return f"pyproject.toml: [tool.uv.sources] {name} is the relative path {local!r:.100}"
             if entry.get("workspace"):
                 return f"pyproject.toml: [tool.uv.sources] {name} is a workspace member"
@@ -237,7 +237,7 @@ def _remote(url: str) -> bool:
     from urllib.parse import urlsplit
 
     text = url.strip()
-    text = text[4:] if text.lower().startswith("git+") else text
+    text = text[4:] if text.lower().startswith("git+") else text  # guard: trust-a-local-git-repository-is-named
     if re.fullmatch(r"[\w.+-]+@[\w.-]+:.*", text):
         return True
     parts = urlsplit(text)  # its scheme in lower case
@@ -248,14 +248,14 @@ def require_stageable(project: Path, uv_table: Mapping[str, object], command: st
     """Refuses, with what to do, a project that a lock in a staging copy would see differently from uv in the
     project itself (`uv_table`: its pyproject.toml's [tool.uv], as read): a uv.toml, a workspace, or a path source
     given as a relative path (other relative paths in [tool.uv], such as find-links, fail loudly in uv there)."""
-    if (project / "uv.toml").exists() or (project / "uv.toml").is_symlink():
+    if (project / "uv.toml").exists() or (project / "uv.toml").is_symlink():  # guard: staging-a-uv-toml-is-refused-before-a
         raise NemoRLError(
             f"{project / 'uv.toml'} exists: uv reads it instead of pyproject.toml's [tool.uv] (the forks' derived "
             f"[[tool.uv.dependency-metadata]] among them), and `{command}` locks in a staging copy where its "
             "relative paths would name other directories",
             "move its settings into pyproject.toml's [tool.uv]; a mirror or index for this machine goes in "
             "~/.config/uv/uv.toml or UV_INDEX, which every lock reads")
-    if "workspace" in uv_table:  # its members are not in the staging copy, and the copy would be one of them
+    if "workspace" in uv_table:  # guard: staging-a-workspace-is-refused-before-a; its members are not in the staging copy, and the copy would be one of them
         raise NemoRLError(f"{project / 'pyproject.toml'} declares a uv workspace ([tool.uv.workspace]), which "
                           f"`{command}` cannot lock from its staging copy under .nemo-rl/",
                           "lock the workspace with `uv lock --upgrade-package DIST` after editing the pin by hand")

@@ -88,14 +88,14 @@ def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
         reader.string()  # the archive or revision id
         hashes = reader.hashes()
         label = "" if sdist else reader.string()
-        if not sdist and not label.strip():
+        if not sdist and not label.strip():  # guard: pointer-a-wheel-s-pointer-names-its
             raise ValueError("a wheel pointer without the wheel's file name")
     except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return Pointer(path, "", (), "", readable=False)
     if sdist:
         return Pointer(path, f"{canonical(sdist[0])} {sdist[1]} sdist", hashes, label)
     # matched to uv.lock by the wheel file name it records; where it lies must agree (below, in check)
-    return Pointer(path, wheel_key(label), hashes, label)
+    return Pointer(path, wheel_key(label), hashes, label)  # guard: fixes-a-pointer-is-matched-by-the-file
 
 
 def _lies_where_uv_looks(pointer: Pointer) -> bool:
@@ -167,17 +167,17 @@ def check(cache: Path, project: Path, where: str) -> tuple[int, list[str]]:
            "archives whose hashes uv.lock records")
     checked, unlisted = 0, []
     for pointer in pointers(cache):
-        if not pointer.readable:
+        if not pointer.readable:  # guard: fixes-an-unreadable-pointer-is-refused
             raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} is not one uv writes (a "
                               "damaged or edited cache: nothing says which archive it stands for)", fix)
         key = pointer.archive
-        if pointer.label and not _lies_where_uv_looks(pointer):
+        if pointer.label and not _lies_where_uv_looks(pointer):  # guard: plain-an-archive-pointer-is-keyed-by
             raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} lies where another wheel's "
                               f"pointer lies: it records {pointer.label!r:.120}", fix)
         if key not in locked:
             stem = pointer.path.name[:-len(".http")]
             hashed_stem = pointer.label and _key(key.partition(" ")[0], stem) != key
-            if hashed_stem and _version(key) in versions:
+            if hashed_stem and _version(key) in versions:  # guard: fixes-a-hashed-stem-of-a-locked-version
                 # uv finds a locked wheel of this name and version by a hash of its tags, which may be this one
                 raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} records "
                                   f"{pointer.label!r:.120}, a wheel uv.lock does not name", fix)
@@ -187,7 +187,7 @@ def check(cache: Path, project: Path, where: str) -> tuple[int, list[str]]:
         package, expected = locked[key]
         algorithm, _, digest = expected.partition(":")
         recorded = {h for a, h in pointer.hashes if a == algorithm.lower()}  # every entry: uv may read any
-        if recorded != {digest.lower()}:
+        if recorded != {digest.lower()}:  # guard: an-archive-hash-is-compared
             found = f"records {algorithm} {', '.join(sorted(recorded))}" if recorded else f"records no {algorithm}"
             raise NemoRLError(f"{where}: the cache's archive of {package} ({pointer.label or key}) {found}, but "
                               f"uv.lock pins {expected} ({pointer.path})", fix)

@@ -67,20 +67,20 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         return f"waiting for another build ({holder}) copying or checking a bundle on this node"
 
     try:
-        node = locks.lock_file(node_lock(root), waiting)
+        node = locks.lock_file(node_lock(root), waiting)  # guard: node-copy-two-builds-at-once-take-turns
     except OSError as exc:
         raise settings.venv_dir_error(root, exc) from exc
     assert node is not None  # given `waiting`, lock_file waits
     try:
         os.ftruncate(node, 0)
-        os.pwrite(node, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)
+        os.pwrite(node, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)  # guard: node-copy-a-waiting-build-names-the-one
         digests: dict[Path, str] = {}  # this user's checked copies, each stamp read once
         found = None
         for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
-            if why_not_ours(candidate) is not None:
+            if why_not_ours(candidate) is not None:  # guard: a-planted-node-copy-is-never-taken-as
                 continue
             if not os.path.lexists(candidate / STAMP):  # never checked: under the node lock, a killed build's
-                locks.remove_unheld(candidate)
+                locks.remove_unheld(candidate)  # guard: node-copy-a-copy-a-killed-build-left-is
             elif found is None:
                 found = _checked(candidate, bundle, digest, digest_of, sealed, digests)
             elif (other := stamp_digest(candidate)) is not None:
@@ -88,7 +88,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         if found is None:
             found = _made(root, bundle, digest, digest_of, sealed)
             digests[found[0].parent] = digest
-        _keep_newest(digests)
+        _keep_newest(digests)  # guard: node-copy-a-node-keeps-its-last-used
         return found
     finally:
         os.close(node)
@@ -104,10 +104,10 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         copied = copy_cache(bundle / CACHE, cache, bundle)
         hashes: dict[str, str] = {}
         content = digest_of(cache, copied, hashes)  # the names and links walked again; each file hashed once
-        sealed(content)
+        sealed(content)  # guard: never-the-node-s-copy-is-checked
         _write_stamp(copy, Stamp(digest, content, {}), hashes)
         try:
-            locks.share(held)  # a build waiting on the node lock uses it alongside
+            locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
             raise NemoRLError(f"this node's new copy of bundle {bundle} was taken by `nemo-rl envs prune` while it "
                               "was handed over", "run the build again") from exc
@@ -123,7 +123,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
     """The uv cache of the kept copy `candidate` and the descriptor holding it shared, when it is the bundle's and
     still holds what its check found; None when it is another bundle's or being removed; removed when it changed
     (left while another build uses it). Its digest goes into `digests`."""
-    held = locks.try_hold(candidate, shared=True)  # other builds use it too; a remover holds it exclusively
+    held = locks.try_hold(candidate, shared=True)  # guard: node-copy-builds-hold-a-kept-copy-shared; other builds use it too; a remover holds it exclusively
     if held is None:
         return None
     try:
@@ -132,26 +132,26 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             return None
         digests[candidate] = stamp.digest
-        if stamp.digest != digest:
+        if stamp.digest != digest:  # guard: node-copy-the-stamp-names-the-bundle-s
             os.close(held)
             return None
         cache = candidate / CACHE
         known = {}
         for relative, (kept, sha) in stamp.files.items():
             try:
-                if identity(os.lstat(cache / relative)) == kept:
+                if identity(os.lstat(cache / relative)) == kept:  # guard: node-copy-an-identity-that-moved-is
                     known[relative] = (kept[2], sha)
             except OSError:
                 pass
-        if digest_of(cache, known, {}) != stamp.content:  # ours, changed since: copied again, never used
+        if digest_of(cache, known, {}) != stamp.content:  # guard: node-copy-a-kept-copy-is-held-to-what; ours, changed since: copied again, never used
             os.close(held)
             # no build takes it meanwhile (they wait on the node lock); one that took it earlier keeps it
-            left = not locks.remove_unheld(candidate)
+            left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
         try:
-            sealed(stamp.content)
+            sealed(stamp.content)  # guard: node-copy-a-kept-copy-is-held-against
         except NemoRLError:
             # its files are what its stamp found, and that is not this bundle's: the stamp names another bundle
             # (edited), or the bundle's record or manifest changed. A fresh copy tells which, and is refused in
@@ -160,7 +160,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             return None
         progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
-        os.utime(candidate / STAMP)  # last used: what _keep_newest goes by
+        os.utime(candidate / STAMP)  # guard: node-copy-the-last-used-are-kept; last used: what _keep_newest goes by
         return cache, held
     except BaseException:
         os.close(held)
@@ -179,7 +179,7 @@ def _keep_newest(digests: dict[Path, str]) -> None:
             continue
     kept: set[str] = set()
     for _, digest, copy in sorted(used, reverse=True):
-        if digest not in kept and len(kept) < KEEP:
+        if digest not in kept and len(kept) < KEEP:  # guard: node-copy-keep-counts-bundles-not-copies
             kept.add(digest)
         else:
             locks.remove_unheld(copy)
@@ -203,7 +203,7 @@ def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str]) -> None:
     files = {}
     for relative, sha in hashes.items():
         kept = identity(os.lstat(copy / CACHE / relative))
-        if now - kept[3] > RACY_NS:
+        if now - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
             files[relative] = [*kept, sha]
     state_dir.write_atomic(copy / STAMP, json.dumps({"digest": stamp.digest, "content": list(stamp.content),
                                                      "files": files}), mode=0o600)
@@ -218,7 +218,7 @@ def _read_stamp(copy: Path) -> Stamp | None:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:  # guard: node-copy-a-stamp-not-this-user-s-alone
             return None
         with os.fdopen(os.dup(fd), "rb") as fh:
             data = json.loads(fh.read(256 << 20))

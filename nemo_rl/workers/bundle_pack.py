@@ -57,7 +57,7 @@ def _prove(project: Path, env: Path) -> Proven:
 
 def unfinished_packs(root: Path) -> list[Path]:
     """Directories of packs into `root` in progress, or left by killed packs (of any bundle name)."""
-    return sorted(p for p in root.glob(".*.packing-*") if p.is_dir() and not p.is_symlink())
+    return sorted(p for p in root.glob(".*.packing-*") if p.is_dir() and not p.is_symlink())  # guard: never-killed-packs-of-any-name
 
 
 def _remove_dead_packs(dest: Path) -> list[Path]:
@@ -73,7 +73,7 @@ def remove_dead_packs(root: Path) -> list[Path]:
     removed = []
     for leftover in unfinished_packs(root):
         if not locks.held(leftover):  # a live pack holds its directory
-            shutil.rmtree(leftover, ignore_errors=True)
+            shutil.rmtree(leftover, ignore_errors=True)  # guard: bundles-dead-packs-removed
             removed.append(leftover)
     return removed
 
@@ -96,14 +96,14 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
 def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> Manifest:
     """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
     user's own uv cache (pack_seed)."""
-    if develop_state.read(project):
+    if develop_state.read(project):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
                           "run `nemo-rl deps develop --stop DIST` first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
     if lockfile.extras_require(project, flags, "transformer-engine"):
         unbuildable = toolchain.transformer_engine_unbuildable(lockfile.locked_packages(project))
-        if unbuildable:
+        if unbuildable:  # guard: bundles-transformer-engine-pre-flight
             present, toolkit = unbuildable
             major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
             raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
@@ -117,7 +117,7 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> M
     except OSError as exc:
         raise NemoRLError(f"cannot pack into {dest.parent}: {exc.strerror or exc}",
                           "pack into a directory you may write (then copy the bundle where the nodes read it)") from exc
-    if claim is None:
+    if claim is None:  # guard: never-one-pack-per-destination
         raise NemoRLError(f"another `nemo-rl envs pack` is making {dest}",
                           "wait for it to finish (it is the bundle you asked for), or pack into another directory")
     try:
@@ -138,12 +138,12 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
         cache, env = work / bundles.CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
         lock = lockfile.load_toml(project / "uv.lock")
-        pack_seed.from_user_cache(cache, lock, seed)  # no second compile of what the builder built already
+        pack_seed.from_user_cache(cache, lock, seed)  # guard: pack-the-fresh-cache-is-seeded-with-the; no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
-        cuda_archs.record(env, lock, work)  # read from the built binaries
+        cuda_archs.record(env, lock, work)  # guard: archs-pack-records-the-archs; read from the built binaries
         proven = _prove(project, env)
         shutil.rmtree(env)
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too

@@ -21,7 +21,7 @@ def pinned_digests() -> set[str]:
     if setting is None:
         return set()
     found = values.bundle_digests(setting, "NEMO_RL_BUNDLE_DIGESTS")
-    if not found:
+    if not found:  # guard: nemo-rl-bundle-digests-set-but-empty-is
         raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS is set but holds no digest ({setting!r:.40}), which would trust "
                           "every bundle", "set it to the digests `nemo-rl envs pack` printed, or unset it "
                           "(`unset NEMO_RL_BUNDLE_DIGESTS`) to take any bundle whose content matches its manifest")
@@ -45,7 +45,7 @@ MARKER = "nemo-rl-work-cache"
 def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, int]:
     """A working cache of our own under `root`, held (the descriptor: close it when done), marked as ours."""
     for attempt in range(3):
-        work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+        work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))  # guard: never-a-working-cache-of-its-own
         held = -1
         try:  # held, then marked, before anything else: an empty unmarked one is a killed build's to prune
             held = locks.hold(work)
@@ -74,19 +74,19 @@ def why_not_ours(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
     euid = os.geteuid()
-    if stat.S_ISLNK(info.st_mode):
+    if stat.S_ISLNK(info.st_mode):  # guard: a-linked-working-cache-is-never-ours
         return "a symbolic link"
     if not stat.S_ISDIR(info.st_mode):
         return "not a directory"
-    if info.st_uid != euid:
+    if info.st_uid != euid:  # guard: another-user-s-working-cache-is-not-ours
         return f"owned by uid {info.st_uid}"
     try:
         marker = os.lstat(path / MARKER)
     except OSError:
         marker = None
-    if marker is None and _empty(path):  # killed between mkdtemp and the marker: nothing in it to be anyone's
+    if marker is None and _empty(path):  # guard: plain-an-empty-unmarked-working-cache-is; killed between mkdtemp and the marker: nothing in it to be anyone's
         return None
-    if marker is None or not stat.S_ISREG(marker.st_mode) or marker.st_uid != euid:
+    if marker is None or not stat.S_ISREG(marker.st_mode) or marker.st_uid != euid:  # guard: a-working-cache-is-ours-only-with-our
         return f"no {MARKER} file of this user's in it"
     return None
 

@@ -31,7 +31,7 @@ WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX  # a node's working cache, in
 
 
 def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) -> tuple[str, int, str | None]:
-    interrupt.check()  # gigabytes are hashed here: a signal ends it within a file
+    interrupt.check()  # guard: bundles-a-signal-ends-the-digest-within; gigabytes are hashed here: a signal ends it within a file
     path = os.path.join(root, relative)
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
@@ -40,13 +40,13 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
         landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
         # and as the kernel follows it: `q -> p/../../etc` through `p -> ../..` is inside by its text alone
         real, inside = os.path.realpath(path), os.path.realpath(root)
-        if (os.path.isabs(target) or landing == ".." or landing.startswith("../")
+        if (os.path.isabs(target) or landing == ".." or landing.startswith("../")  # guard: never-a-link-out-through-another-link
                 or not (real == inside or real.startswith(inside + os.sep))):
             raise NemoRLError(f"{path} links out of the bundle (to {target!r:.120})",
                               "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
                               "inside itself")
         return f"L {relative} {target}\n", -1, None
-    if not stat.S_ISREG(info.st_mode):  # a FIFO would block the open for ever
+    if not stat.S_ISREG(info.st_mode):  # guard: the-digest-never-opens-a-fifo; a FIFO would block the open for ever
         raise NemoRLError(f"{path} in the bundle is not a file or a link (a FIFO, socket or device)",
                           "make the bundle again on the builder (`nemo-rl envs pack`), or copy it again")
     if known is not None and known[0] == info.st_size:  # this node hashed these bytes already (bundle_copy)
@@ -71,7 +71,7 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
         # a link to a directory (uv's wheel entries point into archive-v0) is listed among dirnames, not walked
-        links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]
+        links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]  # guard: bundles-links-to-directories-in-the
         here = os.path.relpath(dirpath, top)
         relatives += [name if here == "." else f"{here}/{name}" for name in sorted([*filenames, *links])]
     known = known or {}
@@ -104,12 +104,12 @@ def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], diges
     unchecked."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
-    if different:
+    if different:  # guard: bundles-inputs-compared-before
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           "make a bundle from this uv.lock with this Python and uv on the builder "
                           f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
-    trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()
-    if trusted and manifest.digest not in trusted:
+    trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()  # guard: digest-is-normalised-where-checked
+    if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digest
         where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
         raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
                           "write a bundle can write its manifest)",
@@ -124,7 +124,7 @@ def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple
     however the bundle changes meanwhile."""
     files, total, cache_digest = content
     digest = bundle_seal.seal(cache_digest, manifest, record)
-    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):
+    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):  # guard: bundles-content-against-the-digest
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
                           f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
                           "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
@@ -137,7 +137,7 @@ def strip_group_write(root: Path) -> None:
         for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
             st = os.lstat(path)
             if st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode):
-                os.chmod(path, st.st_mode & 0o7777 & ~0o022)
+                os.chmod(path, st.st_mode & 0o7777 & ~0o022)  # guard: a-build-s-environment-loses-group-other
 
 
 def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path,
@@ -148,7 +148,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     own, removed after; uv hard-links its files into the environment, which so shares no file with the bundle
     and holds what was checked."""
     record = cuda_archs.read_record(bundle)  # these bytes, checked against the GPU here and the digest below
-    fits = cuda_archs.check_node(record, bundle)  # refuses before anything is installed
+    fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing; refuses before anything is installed
     if fits:
         progress(fits)
     manifest = manifest or read_manifest(bundle)
@@ -160,19 +160,19 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     try:
         progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its "
                  "digest, on this node's copy of it")
-        copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,
+        copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
                                                 lambda content: check_sealed(bundle, manifest, record, content))
         try:
-            tree_copy.link_tree(copy, cache)
+            tree_copy.link_tree(copy, cache)  # guard: bundles-uv-writes-into-a-working-cache
         finally:
             os.close(copy_held)  # the working cache's links keep what it links, whatever happens to the copy now
-        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # what uv recorded of each
+        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes; what uv recorded of each
         progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
                  "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
         if unlisted:  # build requirements of the lock's sdists: never installed into the environment
             progress(f"{len(unlisted)} archive(s) uv.lock does not name (build requirements): "
                      + ", ".join(unlisted))
-        uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,
+        uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -199,10 +199,10 @@ def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]
     progress(f"making the checkout's environment {driver_path(project)} from bundle {bundle}")
     mark = driver_unfinished(project)
     mark.parent.mkdir(parents=True, exist_ok=True)
-    mark.touch()
+    mark.touch()  # guard: the-bootstrap-marks-the-driver-build
     sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), manifest, inexact=False)
     strip_group_write(driver_path(project))
-    mark.unlink()
+    mark.unlink()  # guard: build-driver-removes-its-mark-last
     return manifest
 
 
@@ -214,7 +214,7 @@ def configured() -> list[Path]:
     if not root.is_dir():
         raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory", "point it at the directory holding "
                           "bundles made by `nemo-rl envs pack`, or unset it")
-    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())  # guard: bundles-hidden-directories-are-not
 
 
 def find(project: Path, flags: list[str]) -> Path | None:
@@ -222,7 +222,7 @@ def find(project: Path, flags: list[str]) -> Path | None:
     (a node that should be offline must not fall back to the network)."""
     bundles = configured()
     if not bundles:
-        if settings.bundle_dir():  # a shared mount that did not come up: never the network
+        if settings.bundle_dir():  # guard: never-an-empty-nemo-rl-bundle-dir-is-no; a shared mount that did not come up: never the network
             raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {settings.bundle_dir()} holds no bundle",
                               "mount the directory the bundles are in (or pack one into it with `nemo-rl envs "
                               "pack`), or unset NEMO_RL_BUNDLE_DIR to build from the network")
@@ -238,9 +238,9 @@ def find(project: Path, flags: list[str]) -> Path | None:
             why[bundle.name] = f"broken ({exc.what})"
             continue
         different = differences(manifest, local, project)
-        if trusted and manifest.digest not in trusted:
+        if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digests-choose-among
             different.append(f"digest {manifest.digest} not in NEMO_RL_BUNDLE_DIGESTS")
-        if not different:
+        if not different:  # guard: bundles-find-compares-the-inputs
             return bundle
         why[bundle.name] = "; ".join(different)
     raise NemoRLError(f"no bundle in NEMO_RL_BUNDLE_DIR fits {' '.join(flags)}: "

@@ -39,11 +39,11 @@ def problem(env: Path, sites: list[Path]) -> str | None:
         info = os.lstat(env / DIR)
     except OSError:
         return f"it has no private bytecode directory {DIR} (built by an older nemo-rl)"
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:  # guard: bytecode-its-directory-is-only-the-owner
         return f"its bytecode directory {DIR} is not a directory only this user may open"
     for site in sites:
         try:
-            if (site / PTH).read_bytes() != LINE.encode():
+            if (site / PTH).read_bytes() != LINE.encode():  # guard: bytecode-the-pth-is-the-line-nemo-rl
                 return f"{site / PTH} is not the line nemo-rl writes"
         except OSError:
             return f"{site / PTH} is missing or unreadable"

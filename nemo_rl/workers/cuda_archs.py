@@ -126,7 +126,7 @@ def declared_at_pack(environ=os.environ) -> tuple[int, ...]:
 
 
 def runs_on(archs: Archs, gpu: int) -> bool:
-    return (any(sm // 10 == gpu // 10 and sm <= gpu for sm in archs.sm)
+    return (any(sm // 10 == gpu // 10 and sm <= gpu for sm in archs.sm)  # guard: archs-same-major-only-for-cubins
             or any(ptx <= gpu for ptx in archs.ptx))
 
 
@@ -180,7 +180,7 @@ def host_compiler_command(environ=os.environ) -> list[str]:
     """The host compiler nvcc would use, as a command line: CXX may carry a launcher (`ccache g++`)."""
     setting = environ.get("NVCC_CCBIN") or environ.get("CXX")
     try:
-        words = shlex.split(setting) if setting else []
+        words = shlex.split(setting) if setting else []  # guard: archs-cxx-parsed-as-a-command-line
     except ValueError:  # an unbalanced quote: nothing to run
         words = []
     return words or [shutil.which("c++") or "c++"]
@@ -208,7 +208,7 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
         absent = [a for a in tools["declared_archs_at_pack"] if a not in archs.sm]
-        if absent:
+        if absent:  # guard: archs-a-declared-arch-without-cubins
             raise NemoRLError(
                 f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
                 f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
@@ -216,7 +216,7 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
                 f"{', '.join(map(str, absent))} missing", "set NVTE_CUDA_ARCHS (in this shell and in any "
                 "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again: a seeded wheel without "
                 "them is built again in the pack's own cache, and your uv cache keeps its build (no `uv cache clean`)")
-    data = {"toolchain": tools, "extensions": {
+    data = {"toolchain": tools, "extensions": {  # guard: archs-the-host-compilers-are-read-from
         name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
         for name, (dist, a, path) in sorted(extensions.items())}}
     (bundle / SIDECAR).write_text(json.dumps(data, indent=1) + "\n")
@@ -227,9 +227,9 @@ def read_record(bundle: Path) -> bytes:
     """The bundle's CUDA record, as bytes: the node checks these against the digest and the GPU, never a later
     read of the file. Every bundle has one; a missing record would silently skip the arch check."""
     try:
-        return values.read_plain_file(bundle / SIDECAR)
+        return values.read_plain_file(bundle / SIDECAR)  # guard: plain-the-cuda-record-through-the-one
     except FileNotFoundError as exc:
-        raise NemoRLError(f"bundle {bundle} has no {SIDECAR} (every bundle records its CUDA extensions, even none)",
+        raise NemoRLError(f"bundle {bundle} has no {SIDECAR} (every bundle records its CUDA extensions, even none)",  # guard: archs-a-bundle-without-its-record-is
                           "copy the bundle again from the builder, or pack it again with this nemo-rl") from exc
     except OSError as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc.strerror or exc}",
@@ -264,8 +264,8 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
             return (), f"nvidia-smi did not answer ({str(exc).splitlines()[0][:120]})"
         rows = [(m.group(1), m.group(2), int(m.group(3)) * 10 + int(m.group(4))) for m in
                 re.finditer(r"^\s*(\d+),\s*(\S+),\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
-        if rows:
-            visible = _visible(rows, environ)
+        if rows:  # guard: archs-the-node-s-gpu-from-nvidia-smi
+            visible = _visible(rows, environ)  # guard: archs-cuda-visible-devices-is-honoured
             if not visible:
                 return (), f"CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES')!r:.60} leaves no GPU"
             return tuple(sm for _, _, sm in visible), "nvidia-smi" + (" (CUDA_VISIBLE_DEVICES)" if
@@ -299,7 +299,7 @@ def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | Non
         return f"{found}: could not check the bundle's CUDA architectures ({held})"
     for one in sorted(set(gpus)):
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
-        if unfit:
+        if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
             raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
                               "here", f"pack again on the builder with NVTE_CUDA_ARCHS including {one} (e.g. "
                               f"NVTE_CUDA_ARCHS=\"{one}\"): a seeded wheel without it is built again for the bundle")

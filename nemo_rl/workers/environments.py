@@ -64,7 +64,7 @@ class WorkerEnv:
         except FileNotFoundError:
             return None
         text = ("key", "project", "lock_hash")
-        if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)
+        if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)  # guard: fast-worker-env-key-is-its-directory-s
                 or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
                 or meta["key"] != path.name or not Path(meta["project"]).is_absolute()
                 or not (meta.get("checkout", "") == ""
@@ -131,9 +131,9 @@ def slot(key: str, *, create: bool = True) -> Slot:
 
 def key_for(project: Path, flags: list[str] | tuple[str, ...], lock_hash: str | None = None) -> str:
     """`lock_hash`: uv.lock's, when the caller has it already."""
-    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project).items())}
+    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project).items())}  # guard: the-develop-token-is-in-the-worker-key
     lock_hash = lock_hash or lockfile.lock_hash(project)
-    facts = {"project": str(project.resolve()), "lock": lock_hash, "flags": sorted(flags),
+    facts = {"project": str(project.resolve()), "lock": lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -151,9 +151,9 @@ def not_ours(path: Path) -> str | None:
         info = path.lstat()
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):
+    if stat.S_ISLNK(info.st_mode):  # guard: whose-a-link-in-the-venv-directory-is
         return "a symbolic link"
-    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None
+    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None  # guard: whose-another-user-s-environment-is-not
 
 
 def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
@@ -164,22 +164,22 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     where = slot(key_for(project, flags, lock_hash))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
-            shutil.rmtree(leftover, ignore_errors=True)
+            shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
         _refuse_foreign(where.path)
         found = describe(where.path)
         # metadata naming another project is no environment of this key (the key hashes the project's path)
-        if found is None or found.project != project.resolve():
+        if found is None or found.project != project.resolve():  # guard: whose-metadata-of-another-project-is
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
             # one an older nemo-rl built gets private bytecode in place (its site-packages listing moves, so the
             # verification below runs in full): never removed first, whatever runs from it or whether a rebuild could
-            bytecode.install(found.path, verified.sites(found.path))
-        _refuse_foreign(where.path)  # again: planted between the first look and now, it would run below
+            bytecode.install(found.path, verified.sites(found.path))  # guard: ensure-an-environment-an-older-nemo-rl
+        _refuse_foreign(where.path)  # guard: ensure-a-second-look-before-anything; again: planted between the first look and now, it would run below
         env = describe(where.path)
         if env is None:  # a build that returned without its metadata is a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        if not verified.still_verified(env.path, project):
+        if not verified.still_verified(env.path, project):  # guard: verified-the-record-is-used
             verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
@@ -189,7 +189,7 @@ def _refuse_foreign(path: Path) -> None:
     """An entry at the key's path that this user did not build is never read or run: its key comes from readable
     inputs, so anyone who may write the directory can plant it first (the directory is sticky or this user's
     alone, settings.venv_dir: once ours, the entry stays ours)."""
-    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:
+    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:  # guard: whose-an-environment-planted-at-the-key
         raise NemoRLError(f"{path} is {foreign}, not an environment this user built: it is never used (its owner "
                           "could change its code at any time)",
                           "point NEMO_RL_VENV_DIR at a directory only you may write (the default, `venvs` in "
@@ -202,10 +202,10 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
     manifest = None
     if bundle is not None:
         manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
-    checkout = identity.ensure_checkout_id(project)
+    checkout = identity.ensure_checkout_id(project)  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
     values.plain_path(project.resolve(), "the project directory")  # uv writes it into the environment's .pth
-    values.plain_path(staging, "the worker environment directory")
+    values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
              "minutes")
@@ -216,11 +216,11 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         else:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
-        bytecode.install(staging, verified.sites(staging))
+        bytecode.install(staging, verified.sites(staging))  # guard: bytecode-every-environment-built-gets
         bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
-        interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")
+        interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -244,12 +244,12 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
-    before = verified.snapshot(env.path, watched)  # what `write` compares with after the check
+    before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state; what `write` compares with after the check
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
-    if wrong := bytecode.problem(env.path, verified.sites(env.path)):
+    if wrong := bytecode.problem(env.path, verified.sites(env.path)):  # guard: bytecode-verification-refuses-an
         raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
-    if loose := verified.loose(env.path):
+    if loose := verified.loose(env.path):  # guard: verification-refuses-what-others-may
         raise NemoRLError(f"worker environment {env.path} has {len(loose)} file(s) or directories that group or "
                           f"others may write, or another user owns, code a co-user could change after the check: "
                           f"{', '.join(loose[:5])}", f"`chmod -R go-w {env.path}` if you trust who could write them "
@@ -266,17 +266,17 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
             result = imports.check(env.python, modules)
     except NemoRLError as exc:
         raise NemoRLError(f"the interpreter of worker environment {env.path} does not run: {exc}", rebuild) from exc
-    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]
-    if result.python != platform.python_version():
+    problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]  # guard: workers-import-check
+    if result.python != platform.python_version():  # guard: workers-python-version-checked
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.version(Path(sys.prefix), "ray")
-    if driver_ray is None:  # rebuilding the worker environment would fail the same way: the driver is what lacks
+    if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named; rebuilding the worker environment would fail the same way: the driver is what lacks
         raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
                           "make the checkout's environment: `uv sync --locked`; on a node without network, "
                           "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
                           "makes it from the bundle")
     ray_there = installed.version(env.path, "ray")
-    if ray_there != driver_ray:
+    if ray_there != driver_ray:  # guard: workers-ray-version
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     from nemo_rl.forks import installed_fork  # packaging: not on the node path, which runs on the standard library
 
@@ -287,16 +287,16 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
         commit = found.commit if found else None
         if package and package.commit and (found or lockfile.extras_require(project, env.flags, fork.distribution)):
             mismatch = installed.commit_mismatch(commit, package.commit)
-            if mismatch:
+            if mismatch:  # guard: workers-fork-commit-checked
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
                                 f"{package.commit[:12]}")
-            elif differs := installed_fork.problems(project, env.path, fork.distribution):
+            elif differs := installed_fork.problems(project, env.path, fork.distribution):  # guard: installed-worker-environments-compare
                 problems += map(str, differs)
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
     # recorded: what the check loaded and the metadata the commit and version checks read (an edit in place
     # leaves the directory as it was); nothing is recorded when any of it moved while it was checked
-    metadata = [str(p) for site in verified.sites(env.path)  # by the paths the snapshot took: lib64 is lib
+    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the; by the paths the snapshot took: lib64 is lib
                 for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-    verified.write(env.path, project, result.python, ray_there, modules, watched,
+    verified.write(env.path, project, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state
                    verified.inside(env.path, [*result.files, *metadata]), before)

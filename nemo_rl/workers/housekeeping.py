@@ -59,11 +59,11 @@ def _runs_from(pid: str, prefix: str) -> bool:
     inside = (prefix, prefix + "/")
     if os.readlink(f"/proc/{pid}/exe").startswith(inside[1]):
         return True
-    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):
+    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):  # guard: workers-in-use-through-the-command-line
         return True
-    if f"\0VIRTUAL_ENV={prefix}\0" in "\0" + _read(f"/proc/{pid}/environ"):
+    if f"\0VIRTUAL_ENV={prefix}\0" in "\0" + _read(f"/proc/{pid}/environ"):  # guard: workers-in-use-through-virtual-env
         return True
-    return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()
+    return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()  # guard: workers-in-use-through-a-mapped-file
                if line.count(" ") >= 5)
 
 
@@ -105,11 +105,11 @@ def listing(project: Path | None) -> list[Row]:
             if foreign:  # planted, or another user's: never counted, sized through a link, or removed
                 rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
                                 f"{foreign}: left alone; remove it yourself if it is yours"))
-            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # kept for the next build
+            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is; kept for the next build
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
             elif copy:  # being made (held), or killed while copying: nothing uses it yet
-                made = locks.held(path)
+                made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
                 rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
                                 "a copy of a bundle being made now" if made else
                                 "a copy of a bundle killed before its check"))
@@ -133,7 +133,7 @@ def listing(project: Path | None) -> list[Row]:
         try:
             env = environments.describe(path)
         except NemoRLError as exc:  # nothing proves whose it is (a user's `cp -a` backup, a planted file): kept
-            rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),
+            rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),  # guard: rest-a-broken-environment-names-its-rm
                             f"{exc.what}; nothing says whose it is, so prune leaves it: if it is yours and "
                             f"unused, rm -rf {shlex.quote(str(path))}"))
             continue
@@ -144,17 +144,17 @@ def listing(project: Path | None) -> list[Row]:
         note = ""
         if project is None or env.project != project.resolve():
             state = "other checkout"
-        elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:
+        elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
             # A copy of this checkout (an image's layer: one id in every container) develops with its own token,
             # so a token this develop.json does not hold is another's as likely as a removed develop.json's:
             # kept, and the user, who knows which, is given the command.
-            state, note = "other checkout", (
+            state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
                 f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record: "
                 "another container's checkout at this path (left to it), or this checkout's develop state removed "
                 f"or edited; if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
         elif env.key == current[env.flags]:
             state = "current"
-        elif env.checkout and env.checkout != ours:
+        elif env.checkout and env.checkout != ours:  # guard: whose-another-checkout-s-id-is-left-to
             state, note = "other checkout", _unclaimed(path, env.checkout)
         else:
             state = "stale"
@@ -168,7 +168,7 @@ def _unclaimed(path: Path, checkout: str) -> str:
     """Why an environment with another checkout id is left, and the way out when no other checkout holds it: a
     checkout at this path in another container, or this one before `git clean -fdx` removed its .nemo-rl/, look
     the same from here (neither's processes show in /proc), so only the user can say."""
-    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id: another "
+    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id: another "  # guard: fixes-an-unclaimed-environment-names-the
             "container's checkout at this path (left to it), or this checkout's before its .nemo-rl/ was removed "
             f"(`git clean -fdx`); if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf "
             f"{shlex.quote(str(path))}")
@@ -181,7 +181,7 @@ def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
     (it sizes every environment and reads /proc)."""
     removed = []
     for row in listing(project) if rows is None else rows:
-        if row.state not in ("stale", "unfinished build", "kept copy"):
+        if row.state not in ("stale", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
             continue
         if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
             if locks.remove_unheld(row.path):  # none holds it: a killed build's, or a copy no build uses now
@@ -192,13 +192,13 @@ def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
         if fd is None:
             continue
         try:
-            if users(row.path):  # in use, asked under the lock (the listing's answer may be old)
+            if users(row.path):  # guard: workers-prune-s-in-use-check; in use, asked under the lock (the listing's answer may be old)
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
             removed.append(row.path)
         finally:
             os.close(fd)
-    return removed + _prune_lock_files() + _prune_packs()
+    return removed + _prune_lock_files() + _prune_packs()  # guard: rest-prune-removes-a-pruned-key-s-lock
 
 
 def _prune_lock_files() -> list[Path]:

@@ -77,7 +77,7 @@ def _proven_field(value: object) -> Proven:
             or not isinstance(value.get("files"), list)
             or not all(isinstance(f, str) and f and not f.startswith("/") and ".." not in f.split("/")
                        for f in value["files"])):
-        raise ValueError("proven is not {modules: [module names], files: [paths inside the environment]}")
+        raise ValueError("proven is not {modules: [module names], files: [paths inside the environment]}")  # guard: manifest-proven-checked
     return Proven(tuple(value["modules"]), tuple(value["files"]))
 
 
@@ -96,7 +96,7 @@ def _created_field(value: object) -> float:
 def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
     fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
-    if ".packing-" in bundle.name:
+    if ".packing-" in bundle.name:  # guard: bundles-an-unfinished-pack-is-no-bundle
         raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
     try:
         data = values.state_json(path, fix, "the bundle manifest")
@@ -104,7 +104,7 @@ def read_manifest(bundle: Path) -> Manifest:
             raise NemoRLError(f"{path} has schema {data.get('schema')!r:.20}, this nemo-rl reads {SCHEMA}", fix)
         assert isinstance(data, dict)
         inputs = data["inputs"]
-        manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),
+        manifest = Manifest(int(data["schema"]), Inputs(str(inputs["lock_hash"]), tuple(map(str, inputs["flags"])),  # guard: manifest-distributions-checked
                                                         str(inputs["python"]), str(inputs["platform"]),
                                                         str(inputs["uv_version"])),
                             _distributions_field(data["distributions"]), _count_field(data["files"], "files"),
@@ -127,7 +127,7 @@ def differences(manifest: Manifest, local: Inputs, project: Path | None = None) 
     for field in names:
         if getattr(manifest.inputs, field) == getattr(local, field):
             continue
-        moved = moved_packages(manifest, project) if field == "lock_hash" and project is not None else None
+        moved = moved_packages(manifest, project) if field == "lock_hash" and project is not None else None  # guard: bundles-a-changed-uv-lock-names-what
         found.append(f"{names[field]} ({moved})" if moved else
                      f"{names[field]} (bundle: {getattr(manifest.inputs, field)}, here: {getattr(local, field)})")
     return found

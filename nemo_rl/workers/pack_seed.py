@@ -53,7 +53,7 @@ def user_cache() -> tuple[Path | None, str]:
     named = uv.cache_dir()
     if named is None:
         return None, "uv named no cache"
-    if not named.is_absolute():
+    if not named.is_absolute():  # guard: seed-a-relative-uv-cache-dir-is-refused
         return None, f"the uv cache {named} is not an absolute path (set UV_CACHE_DIR to one)"
     real = named.resolve()
     try:
@@ -77,7 +77,7 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
         if not (isinstance(name, str) and isinstance(version, str) and isinstance(digest, str)):
             continue
         # names and versions become directory names: never `..` or a `/` (the lock is a pull request's to edit)
-        if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)
+        if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)  # guard: seed-a-lock-s-name-or-version-is-never
                 and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
             continue
         found[name] = (version, digest.split(":", 1)[1])
@@ -89,7 +89,7 @@ def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
     directory on the way a real one of this user's: a linked bucket or index is not followed."""
     found = []
     for bucket in sorted(user_cache.glob("sdists-v*")):
-        if not real_dir(bucket):
+        if not real_dir(bucket):  # guard: seed-a-linked-bucket-is-not-followed
             progress(f"not seeding from {bucket}: a link, or a directory others may write")
             continue
         indexes = [bucket / "pypi"]
@@ -97,7 +97,7 @@ def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
             indexes += sorted((bucket / "index").iterdir())
         for index in indexes:
             entry = index / name / version
-            if all(map(real_dir, (index, index / name, entry))):
+            if all(map(real_dir, (index, index / name, entry))):  # guard: seed-a-linked-index-is-not-followed
                 found.append(entry)
     return found
 
@@ -111,7 +111,7 @@ def revision_of(data: bytes, sha256: str) -> str | None:
     revision = data[start:start + size].decode("ascii", "replace") if start else ""
     if not REVISION_ID.fullmatch(revision):
         return None
-    return revision if b"\xa6Sha256\xd9\x40" + sha256.encode() in data[start + size:] else None
+    return revision if b"\xa6Sha256\xd9\x40" + sha256.encode() in data[start + size:] else None  # guard: seed-only-the-revision-of-the-lock-s
 
 
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
@@ -126,7 +126,7 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
         if archs is None:
             continue
         absent = [a for a in declared if a not in archs.sm]
-        if absent:
+        if absent:  # guard: seed-a-wheel-lacking-a-declared-arch-is
             raise Refused(f"{path.name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the pack "
                           f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): it is built again for them")
         held.update(archs.sm)
@@ -166,8 +166,8 @@ def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
     seeded = []
     # uv keeps a wheel built with default settings in the revision itself, others in SETTINGS/ below it: the
     # revision's own first, so that removing what a failed one made never removes another's
-    units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())
-                                                if d.name != SCRATCH and real_dir(d)]
+    units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())  # guard: seed-a-wheel-built-with-default-settings
+                                                if d.name != SCRATCH and real_dir(d)]  # guard: seed-the-build-s-sources-stay-behind
     for settings, flat in units:
         entry = settings.relative_to(user_cache).as_posix()
         made: list[Path] = []
@@ -238,7 +238,7 @@ def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[]
 
 def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
     """The pack's seeding, said as it happens: from where, or why not."""
-    if not enabled:
+    if not enabled:  # guard: seed-no-seed-reads-nothing
         progress("not seeding the fresh cache (--no-seed): uv builds every sdist of the lock in it")
         return []
     user, found = user_cache()

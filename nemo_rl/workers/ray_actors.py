@@ -24,7 +24,7 @@ def start_ray(**init_kwargs):
     from ray._private import ray_constants
 
     # Ray reads the variable once, when ray_constants is first imported, which may have happened already.
-    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False  # guard: workers-uv-run-detection-off
     return ray.init(**init_kwargs)
 
 
@@ -64,7 +64,7 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None) ->
 
         return os.getpid(), sys.prefix
 
-    return ray.get([ready.options(**options).remote() for _ in range(count)])
+    return ray.get([ready.options(**options).remote() for _ in range(count)])  # guard: workers-prestart-starts-workers-in-the
 
 
 def prepare_on_every_node(py_executable: str, project: Path | None = None,
@@ -130,5 +130,5 @@ def _start_failure(env: Path | None) -> str | None:
             following = [text.split("[0m", 1)[-1].strip() for text in lines[i + 1:i + 40]]
             errors = [text for text in following if "Error" in text and ":" in text and not text.startswith("File")]
             if errors:
-                cause = errors[0]
+                cause = errors[0]  # guard: workers-a-start-failure-names-its-cause
     return cause

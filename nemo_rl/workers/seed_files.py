@@ -19,7 +19,7 @@ class Refused(Exception):
 
 
 def ours(info: os.stat_result) -> bool:
-    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o022  # guard: seed-nothing-others-may-write
 
 
 def real_dir(path: Path) -> bool:
@@ -56,8 +56,8 @@ def archive_target(link: Path, user_cache: Path) -> Path | None:
     try:
         parts = lexical.relative_to(user_cache).parts
     except ValueError:
-        return None
-    if len(parts) != 2 or not ARCHIVE.fullmatch(parts[0]) or parts[1] in (".", ".."):
+        return None  # guard: seed-a-link-out-of-the-user-s-cache-is
+    if len(parts) != 2 or not ARCHIVE.fullmatch(parts[0]) or parts[1] in (".", ".."):  # guard: seed-a-link-only-to-exactly-one-archive
         return None
     if os.path.realpath(link) != str(lexical) or not real_dir(user_cache / parts[0]) or not real_dir(lexical):
         return None  # a link on the way there
@@ -83,7 +83,7 @@ def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False)
         raise exc
 
     for dirpath, dirnames, filenames in os.walk(top, onerror=fail):  # os.walk never descends into a link
-        if flat:  # a revision's own wheel (built without settings): its directories are other builds, sources
+        if flat:  # guard: seed-the-revision-s-own-wheel-without; a revision's own wheel (built without settings): its directories are other builds, sources
             dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
@@ -100,7 +100,7 @@ def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False)
                 raise Refused(f"{path} is not this user's, or others may write it")
             elif stat.S_ISDIR(info.st_mode):
                 plan.dirs.append(path)
-            elif stat.S_ISREG(info.st_mode):
+            elif stat.S_ISREG(info.st_mode):  # guard: seed-a-fifo-is-never-copied
                 plan.files.append(path)
             else:
                 plan.dropped.append(f"{path.name} (not a file)")

@@ -31,10 +31,10 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
     def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
-        if failed.is_set():
+        if failed.is_set():  # guard: node-copy-one-file-that-cannot-be-copied
             return "", (0, "")
         try:
-            interrupt.check()  # a signal ends the copy within a file, and the copy is removed as it unwinds
+            interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
             _copy_file(pair[0], pair[1], bundle)
             return os.path.relpath(pair[0], source), _hashed(pair[1])
         except BaseException:
@@ -56,7 +56,7 @@ def _hashed(path: Path) -> tuple[int, str]:
 
 
 def _copy_file(path: str, target: Path, bundle: Path) -> None:
-    if not stat.S_ISREG(os.lstat(path).st_mode):  # looked at before it is opened: opening a device acts on it
+    if not stat.S_ISREG(os.lstat(path).st_mode):  # guard: a-fifo-in-a-bundle-is-refused-by-the; looked at before it is opened: opening a device acts on it
         raise _not_a_file(path, bundle)
     try:  # never follows a link swapped in, never waits on a FIFO swapped in
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
@@ -66,9 +66,9 @@ def _copy_file(path: str, target: Path, bundle: Path) -> None:
         raise _not_a_file(path, bundle) from exc  # swapped for a link or a device since it was looked at
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode):  # guard: a-file-swapped-for-a-fifo-after-the-look
             raise _not_a_file(path, bundle)
-        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,  # guard: copies-into-the-working-cache-lose-group
                       info.st_mode & 0o755)  # uv keeps a cached file's mode in the environment
         try:
             _kernel_copy(fd, out)

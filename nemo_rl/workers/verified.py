@@ -56,7 +56,7 @@ def sites(env: Path) -> list[Path]:
     """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
     seen: dict[Path, Path] = {}
     for site in installed.site_packages_dirs(env):
-        seen.setdefault(site.resolve(), site)
+        seen.setdefault(site.resolve(), site)  # guard: verified-lib64-walked-once
     return sorted(seen.values())
 
 
@@ -95,8 +95,8 @@ def _file_line(relative: str, fd: int) -> tuple[str, int]:
     into every environment it builds (any `uv sync` on the machine would make every record look stale)."""
     try:
         st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
-        line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"
-        if not stat.S_ISLNK(st.st_mode):
+        line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"  # guard: verified-a-file-s-link-count-is-not-its
+        if not stat.S_ISLNK(st.st_mode):  # guard: verified-a-link-s-target-in-the-state
             return line, st.st_mtime_ns
         try:
             target = os.stat(relative, dir_fd=fd)
@@ -130,11 +130,11 @@ def _listing(relative: str, fd: int) -> str | None:
             for entry in entries:
                 # __pycache__ left out: a worker's first import of a package writes `pkg/__pycache__/`, which
                 # changes the directory's mtime and nothing that was verified
-                if entry.name != "__pycache__":
-                    names.append(f"{entry.name} -> {os.readlink(entry.name, dir_fd=dfd)}" if entry.is_symlink()
+                if entry.name != "__pycache__":  # guard: verified-bytecode-a-worker-writes-keeps
+                    names.append(f"{entry.name} -> {os.readlink(entry.name, dir_fd=dfd)}" if entry.is_symlink()  # guard: a-link-s-target-in-its-directory-s
                                  else entry.name)
         digest = hashlib.sha256(chr(0).join(sorted(names)).encode()).hexdigest()
-        return f"{relative}/ {os.fstat(dfd).st_mode} {digest}"
+        return f"{relative}/ {os.fstat(dfd).st_mode} {digest}"  # guard: a-directory-s-mode-in-its-listing
     except OSError:
         return None
     finally:
@@ -147,7 +147,7 @@ def _lines(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tupl
         with _opened(env) as fd:
             for relative in dirs:
                 listing = _listing(relative, fd)
-                if listing is None:  # a listing that does not read proves nothing: the record does not hold
+                if listing is None:  # guard: a-listing-that-does-not-read-does-not; a listing that does not read proves nothing: the record does not hold
                     return None
                 lines.append(listing)
             lines += [_file_line(relative, fd)[0] for relative in files]
@@ -196,7 +196,7 @@ def loose(env: Path) -> list[str]:
             for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
                 with contextlib.suppress(OSError):
                     st = os.lstat(path)
-                    if (st.st_mode & 0o022 or st.st_uid != euid) and not stat.S_ISLNK(st.st_mode):
+                    if (st.st_mode & 0o022 or st.st_uid != euid) and not stat.S_ISLNK(st.st_mode):  # guard: group-other-writable-paths-are-found
                         found.append(os.path.relpath(path, env))
     return found
 
@@ -222,7 +222,7 @@ def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple
                 lines.append(line)
     except OSError:
         return None
-    if newest > taken - RACY_NS:
+    if newest > taken - RACY_NS:  # guard: verified-racy-times-not-kept
         return None
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
@@ -241,12 +241,12 @@ def write(env: Path, project: Path, python: str, ray: str | None, modules: list[
           files: list[str], before: dict[str, str] | None) -> bool:
     """Record what was checked, unless any of it differs from `before` (snapshot, taken before the check): a
     directory or a file changed while it was checked. Returns whether it was recorded."""
-    files = sorted({*files, *startup_files(env)})
+    files = sorted({*files, *startup_files(env)})  # guard: verified-start-up-files-recorded
     quick = stats(env, dirs, files)  # before the listings: a change between the two shows in the next `stats`
     lines = _lines(env, dirs, files)
     if before is None or lines is None:
         return False
-    if any(before.get(path) != line for path, line in zip([*(f"{d}/" for d in dirs), *files], lines, strict=True)):
+    if any(before.get(path) != line for path, line in zip([*(f"{d}/" for d in dirs), *files], lines, strict=True)):  # guard: an-edit-during-the-check-leaves-no
         return False
     _save(env, Record(lockfile.lock_hash(project), python, ray, tuple(modules), tuple(dirs), tuple(files),
                       hashlib.sha256("\n".join(lines).encode()).hexdigest(), quick))
@@ -257,19 +257,19 @@ def _save(env: Path, record: Record) -> None:
     with contextlib.suppress(OSError):  # an environment we may not write is verified in full each time
         for left in env.glob(f".{RECORD}.*.tmp"):  # a write killed midway; one a minute old is no write going on
             if left.lstat().st_mtime < time.time() - 60:
-                left.unlink(missing_ok=True)
+                left.unlink(missing_ok=True)  # guard: a-killed-record-write-s-temporary-file
         state_dir.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
 
 
 def read(env: Path) -> Record | None:
     try:
-        data = json.loads(values.read_plain_file(env / RECORD))
+        data = json.loads(values.read_plain_file(env / RECORD))  # guard: reader-the-verification-record
         strings = ("lock_hash", "python", "state")
         if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
                 or not isinstance(data.get("ray"), str | None) or not isinstance(data.get("stats"), str | None)
                 or not isinstance(data.get("modules"), list) or not all(type(m) is str for m in data["modules"])
                 or not all(isinstance(data.get(k), list) and all(map(_relative, data[k])) for k in ("dirs", "files"))):
-            return None
+            return None  # guard: verified-record-s-shape
         return Record(data["lock_hash"], data["python"], data["ray"], tuple(data["modules"]), tuple(data["dirs"]),
                       tuple(data["files"]), data["state"], data["stats"])
     except (OSError, ValueError, RecursionError):  # not a record we wrote: verify in full
@@ -281,7 +281,7 @@ def covers(record: Record, env: Path, project: Path) -> bool:
     start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
     tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
     needed = modules_to_import(lockfile.forks(project), env)
-    return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)
+    return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)  # guard: verified-a-record-covers-the-top
             and set(needed) <= set(record.modules))
 
 
@@ -289,20 +289,20 @@ def still_verified(env: Path, project: Path) -> bool:
     """Whether the last verification still holds: same uv.lock, the driver's Python and Ray, and every file and
     directory it covered as it was then."""
     record = read(env)
-    if record is None or not covers(record, env, project):
+    if record is None or not covers(record, env, project):  # guard: verified-a-record-s-coverage-checked
         return False
-    if record.lock_hash != lockfile.lock_hash(project):
+    if record.lock_hash != lockfile.lock_hash(project):  # guard: verified-uv-lock-compared
         return False
-    if record.python != platform.python_version() or record.ray != driver_ray(sys.prefix):
+    if record.python != platform.python_version() or record.ray != driver_ray(sys.prefix):  # guard: verified-driver-s-python-and-ray
         return False
     quick = stats(env, record.dirs, record.files)
-    if quick is not None and quick == record.stats:
+    if quick is not None and quick == record.stats:  # guard: verified-the-times-decide-when-they-hold
         return True
     held = state(env, record.dirs, record.files)
-    if held is None or held != record.state:
+    if held is None or held != record.state:  # guard: verified-state-compared
         return False
     if quick is not None:  # the listings hold: the times moved for nothing verified (bytecode); keep the new ones
-        _save(env, dataclasses.replace(record, stats=quick))
+        _save(env, dataclasses.replace(record, stats=quick))  # guard: verified-times-refreshed-after-bytecode
     return True
 
 
@@ -316,5 +316,5 @@ def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
     transformer-engine when it is there (a compiled extension: what a bundle most needs proven)."""
     present = {f.distribution for f in forks if installed.installed(env, f.distribution)}
     present |= {c.distribution for c in extras.COMPONENTS.values()
-                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}
+                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}  # guard: proof-transformer-engine-imported-by-the
     return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
