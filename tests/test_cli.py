@@ -106,3 +106,9 @@ def test_the_cli_and_the_node_build_import_with_the_standard_library_alone():
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([str(base), "-I", "-S", "-c", code, str(ROOT)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_status_into_a_closed_pipe_is_no_error(world):
+    result = subprocess.run(f"{sys.executable} -m nemo_rl deps status --project {world.project} | head -c 1",
+                            shell=True, capture_output=True, text=True)
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr

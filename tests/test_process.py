@@ -5,7 +5,10 @@ of a loud child's output."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -107,3 +110,28 @@ def test_a_streamed_failure_on_a_full_disk_says_so(capfd):
         run(["sh", "-c", "echo 'error: No space left on device (os error 28)' >&2; exit 2"], stream=True)
     assert "df -h" in failed.value.remedy and "(passed on to stderr as it came" in failed.value.what
     assert "No space left on device" in capfd.readouterr().err
+
+
+def test_a_child_dies_with_nemo_rl_not_after(tmp_path):
+    """The watchdog: a SIGKILLed nemo-rl takes its child's whole group along at once (it has no chance to clean
+    up), the grandchild too (uv lock's build backend)."""
+    script = textwrap.dedent("""
+        import sys
+        from nemo_rl.process import run
+        run(["sh", "-c", "sleep 60 & echo $! > " + sys.argv[1] + "; wait"])
+    """)
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", script, str(pid_file)])
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    assert _alive(child)
+    time.sleep(0.5)  # the group is told to the watchdog just after the child starts (nemo_rl/process.py)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the child outlived nemo-rl"

@@ -7,9 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import deps
+from gitfixtures import commit
 
 from nemo_rl import settings
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import landing
 
 
 def test_the_cache_follows_its_setting_then_xdg_then_home(tmp_path, monkeypatch):
@@ -85,3 +88,24 @@ def test_a_relative_venv_setting_is_an_error_from_the_cli(tmp_path, monkeypatch,
     assert f"NEMO_RL_VENV_DIR={str(tmp_path / 'rel')!r}" in err, err
     monkeypatch.setenv("NEMO_RL_VENV_DIR", "~/venvs")  # ~ is the home directory wherever the command runs
     assert settings.venv_dir(create=False) == Path.home() / "venvs"
+
+
+@pytest.mark.parametrize("planted", ["open to all", "a link"])
+def test_a_dry_runs_directory_that_is_not_this_users_alone_is_refused(world, tmp_path, monkeypatch, capsys, planted):
+    """uv locks the dry run's copy there: a directory others may write, or a link planted in its place, could hold
+    a workspace root above the copy."""
+    root = landing.dry_run_root()
+    root.rmdir()
+    if planted == "open to all":
+        root.mkdir()
+        root.chmod(0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        root.symlink_to(tmp_path / "elsewhere")
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
+    assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 1
+    err = capsys.readouterr().err
+    assert f"{root} is {'mode 0777' if planted == 'open to all' else 'a symbolic link'}" in err
+    assert f"rm -rf {root}" in err
+    if planted == "a link":
+        assert not list((tmp_path / "elsewhere").iterdir())  # nothing staged through the link

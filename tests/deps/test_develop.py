@@ -12,7 +12,7 @@ from gitfixtures import commit, git
 from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
-from nemo_rl.project import installed, lockfile
+from nemo_rl.project import installed, lockfile, state_dir
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -198,3 +198,62 @@ def test_remove_is_blocked_by_unsaved_work_submodules_and_ignored_files_but_not_
     ignored = ["data/a", "data/b", ".env", "notes.txt", "pkg/__pycache__/m.pyc"]
     assert develop.removal_blockers([], False, ignored) == ["4 ignored file(s) (data/a, data/b, .env, ...)"]
     assert develop.removal_blockers([], False, ["data/a"]) == ["1 ignored file(s) (data/a)"]
+
+
+def test_develop_state_steers_no_delete(world, tmp_path, capsys):
+    victim = tmp_path / "clean-repo"
+    victim.mkdir()
+    git(victim, "init", "-q")
+    commit(victim, "mine", {"a.txt": "a"})
+    state = world.project / ".nemo-rl" / "develop.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"megatron-core": {"path": str(victim), "managed": True, "envs": []}}))
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "only removes checkouts nemo-rl made under" in capsys.readouterr().err
+    assert (victim / "a.txt").exists()
+    for bad in ({"megatron-core": {"path": str(victim), "envs": "abc"}}, {"megatron-core": "x"},
+                {"../x": {"path": str(victim)}}, {"megatron-core": {"path": "relative/dir"}}, ["list"]):
+        state.write_text(json.dumps(bad))
+        for args in (["status"], ["develop", "--stop", "megatron-core"]):
+            assert deps(world, *args) == 1, (bad, args)
+            assert str(state) in capsys.readouterr().err
+        assert main(["doctor", "--project", str(world.project)]) in (0, 1)  # never 3: a note names the file
+        assert str(state) in capsys.readouterr().out
+
+
+def test_remove_deletes_a_clean_checkout_nemo_rl_made(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 0, capsys.readouterr().err
+    assert not checkout.exists() and f"removed {checkout}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unsaved", ["untracked", "unpushed", "stash"])
+def test_remove_refuses_unsaved_work(world, capsys, unsaved):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    if unsaved == "untracked":
+        (checkout / "new_module.py").write_text("NEW = 1\n")
+    elif unsaved == "unpushed":
+        commit(checkout, "local only", {"megatron/core/local.py": "L = 1\n"})
+    else:
+        (checkout / "megatron/core/tokens.py").write_text("stashed\n")
+        git(checkout, "stash", "-q")
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "--remove would lose them" in capsys.readouterr().err
+    assert checkout.exists()
+
+
+def test_develop_waits_for_the_project_lock(world, capsys):
+    """develop writes develop.json, the overlay and its checkout under the project: one command at a time."""
+    with state_dir.project_lock(world.project):
+        for mode in ([], ["--onto", "upstream/main"]):
+            assert deps(world, "develop", "megatron-core", *mode, "--no-wait") == 1, mode
+            assert "another nemo-rl command" in capsys.readouterr().err, mode
+        assert not (world.project / ".nemo-rl").exists()  # refused before the checkout or the state
+    assert deps(world, "develop", "megatron-core") == 0
+    with state_dir.project_lock(world.project):
+        assert deps(world, "develop", "--stop", "megatron-core", "--no-wait") == 1
+        assert "another nemo-rl command" in capsys.readouterr().err
+    assert json.loads((world.project / ".nemo-rl" / "develop.json").read_text()).keys() == {"megatron-core"}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import forkworld
 import pytest
+from fakes import deps
 from gitfixtures import git
 
 from nemo_rl.cli import main
@@ -268,3 +269,28 @@ def test_a_landing_cut_short_after_every_move_says_the_project_is_whole(tmp_path
     said = status.cut_remedy(CutShort(tmp_path / "s", moves, moves, None)).format(dist="megatron-core", checkout=None)
     assert "cut short after every file moved" in said and "the project is whole" in said, said
     assert "mixes" not in said and " and  not" not in said and "nemo-rl deps recover" in said
+
+
+def test_status_follows_what_the_environment_imports(world, tmp_path, monkeypatch, capsys):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+
+    def state():
+        capsys.readouterr()
+        deps(world, "status", "--json", "--env", str(env))
+        return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}["megatron-core"]["state"]
+
+    assert deps(world, "develop", "megatron-core") == 0
+    (world.project / ".nemo-rl" / "develop.json").unlink()  # `git clean -fdx` or `rm -rf .nemo-rl` takes the state
+    assert state() == "developing"  # the overlay still puts the checkout first, so status says so
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # and stop works without the state
+    assert state() == "ok"
+    assert deps(world, "develop", "megatron-core") == 0
+    forkworld.uv_run(world, "venv", "--quiet", "--allow-existing", str(env))
+    import shutil
+
+    shutil.rmtree(env)
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)  # a rebuilt env runs the pin
+    assert state() == "develop not applied"
+    assert deps(world, "status", "--check", "--env", str(env)) == 1

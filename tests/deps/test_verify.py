@@ -296,3 +296,12 @@ def test_a_missing_module_goes_to_the_add_list_of_a_derived_entry_else_to_the_en
     assert line.startswith('add { requirement = "einops", why = "<what imports it>" } to add = [...] in '
                            "[tool.nemo-rl.forks.megatron-core]")
     assert "`nemo-rl deps patches megatron-core`" in line
+
+
+def test_verify_uses_the_lock_as_it_is(world, capsys):
+    """`deps verify` checks uv.lock, never a re-resolved set: a stale lock fails instead of being relocked."""
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["iniconfig"]'))
+    lock_before = (world.project / "uv.lock").read_bytes()
+    assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 1
+    assert (world.project / "uv.lock").read_bytes() == lock_before

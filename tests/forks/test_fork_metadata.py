@@ -194,3 +194,15 @@ def test_a_worktree_left_by_a_killed_command_is_pruned_by_the_next_build(world):
     listed = git(["worktree", "list", "--porcelain"], repo=repo).stdout
     assert listed.count("worktree ") == 1 and not (repo / "worktrees").exists() or \
         not any((repo / "worktrees").iterdir()), listed
+
+
+def test_drift_reports_changes_and_leaves_out_extras():
+    old = fork_metadata.Metadata("megatron-core", "0.1", fork_metadata._requirements(
+        ["torch>=2", "einops", "pytest; extra == 'test'"]))
+    new = fork_metadata.Metadata("megatron-core", "0.2", fork_metadata._requirements(
+        ["torch>=2.1", "numpy<2", "wandb; extra == 'dev'"]))
+    drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
+                                declared.Entry("megatron-core", "0.1", None, ("torch",)))
+    assert drift.changed == (("torch>=2", "torch>=2.1"),)
+    assert drift.added == ("numpy<2",) and drift.removed == ("einops",)  # extras' requirements are not imports
+    assert drift.uncovered == ("numpy",)

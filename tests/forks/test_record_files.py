@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fakes import RECORD, make_index
+from fakes import RECORD, deps, make_index
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import record_files
@@ -106,3 +107,11 @@ def test_the_digest_covers_every_fact_and_no_note():
         assert make_index([replace(RECORD, **{field: "edited"})]).digest != index.digest, key
     assert make_index([replace(RECORD, note="another note")]).digest == index.digest
     assert replace(index, why="another why").expected_digest() == index.digest
+
+
+def test_records_survive_any_subject(world, capsys):
+    megatron = world.forks["megatron-core"]
+    new_head = commit(megatron.fork, "   indented: subject  ", {"megatron/core/s.py": "S = 1\n"})
+    assert deps(world, "bump", "megatron-core", "--rev", new_head) == 0
+    assert deps(world, "patches", "--check", "--offline", "megatron-core") == 0
+    assert deps(world, "patches", "--check", "megatron-core") == 0

@@ -7,6 +7,7 @@ from dataclasses import replace
 from fakes import RECORD, make_index
 
 from nemo_rl.forks import records
+from nemo_rl.forks.record_files import Record
 
 
 def entry_and_dir(tmp_path, record=RECORD):
@@ -55,3 +56,17 @@ def test_a_missing_record_is_named(tmp_path):
     (directory / RECORD.filename).unlink()
     diffs = records._entry_differences(directory, RECORD.number, entry)
     assert [(d.field, d.found) for d in diffs] == [("record", "missing")]
+
+
+def test_notes_follow_a_rebased_commit(tmp_path):
+    previous = tmp_path / "patches" / "megatron-core"
+    previous.mkdir(parents=True)
+    old = Record(1, "a" * 40, "A <a@x>", "2025-01-01T00:00:00+00:00", "fix: pad", "p" * 40, "", note="ours: why")
+    (previous / old.filename).write_text(old.render())
+    rebased = Record(1, "b" * 40, "A <a@x>", "2025-02-01T00:00:00+00:00", "fix: pad", "p" * 40, "")
+    unrelated = Record(2, "c" * 40, "A <a@x>", "2025-02-01T00:00:00+00:00", "feat: new", "q" * 40, "")
+    from nemo_rl.project.lockfile import Fork
+
+    pin = Fork("megatron-core", "https://x.invalid/f.git", "b" * 40, "main", "https://x.invalid/u.git", "main", None)
+    _, noted = records.build(previous, None, pin, "b" * 40, "d" * 40, [rebased, unrelated])
+    assert [r.note for r in noted] == ["ours: why", ""]

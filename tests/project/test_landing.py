@@ -4,8 +4,13 @@ project; anything else (a hand edit, a corrupt file) is refused before anything 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 
 import pytest
+from fakes import deps
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
@@ -121,3 +126,51 @@ def test_a_journal_that_is_a_dangling_link_is_a_journal_that_cannot_be_read(stag
     assert journal.leftovers(project, locked=True) == [journal.Leftover(staging, True)]
     (cut,) = journal.cut_short(project, locked=True)
     assert cut.unreadable is not None and "cannot read the landing journal" in cut.unreadable
+
+
+def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkeypatch, capsys):
+    """A dry run stages in this user's directory under nemo-rl's cache (never the shared temporary directory,
+    where another user could put a uv workspace root above it); one killed with SIGKILL is removed by the next."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    dead = landing.dry_run_root() / "nemo-rl-dry-run-killed"
+    (dead / "patches").mkdir(parents=True)  # what a SIGKILLed dry run leaves: a copy nobody holds
+    long_ago = time.time() - 3600
+    os.utime(dead, (long_ago, long_ago))
+    live = landing.Staging(world.project, [], [], inside=False)  # a dry run still running holds its copy
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: y", {"nemo/y.py": "Y = 1\n"})
+    assert deps(world, "bump", "nemo-toolkit", "--rev", new_head, "--dry-run") == 0
+    assert not dead.exists() and live.path.exists() and live.path.parent == landing.dry_run_root()
+    assert not list((tmp_path / "tmp").iterdir()) and oct(landing.dry_run_root().stat().st_mode & 0o777) == "0o700"
+    live.__exit__(None, None, None)
+    assert not live.path.exists()
+
+
+def test_a_dry_run_starting_while_another_sweeps_keeps_its_copy(world, monkeypatch):
+    """The sweep of killed dry runs removes a copy only under its lock: one that a dry run holds is left, even
+    when a probe of it came too early to see the hold."""
+    live = landing.Staging(world.project, [], [], inside=False)
+    try:
+        monkeypatch.setattr(landing.locks, "held", lambda path: False)  # the probe before the live one took it
+        landing.remove_dead_dry_runs(landing.dry_run_root())
+        assert live.path.exists()
+    finally:
+        live.__exit__(None, None, None)
+
+
+def test_an_immutable_file_names_the_right_fix(world, capsys):
+    import shutil as sh
+
+    lock = world.project / "uv.lock"
+    if not sh.which("chattr") or subprocess.run(["chattr", "+i", str(lock)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available on this filesystem")
+    try:
+        new_head = commit(world.forks["nemo-toolkit"].fork, "feat: z", {"nemo/z.py": "Z = 1\n"})
+        assert deps(world, "bump", "nemo-toolkit", "--rev", new_head) == 1
+        err = capsys.readouterr().err
+        assert "chattr -i" in err and "chmod u+w" not in err
+    finally:
+        subprocess.run(["chattr", "-i", str(lock)])

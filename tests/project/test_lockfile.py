@@ -3,6 +3,10 @@ fetches what the lock names and `uv lock --check` never compares it. Pure, on pa
 
 from __future__ import annotations
 
+import pytest
+from fakes import deps
+from gitfixtures import commit
+
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
 SHA = "a" * 40
@@ -46,3 +50,66 @@ def test_a_locked_version_that_is_not_a_string_is_refused_where_uv_lock_is_read(
     assert "uv lock" in (refused.value.remedy or "")
     (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "nemo-toolkit"\nversion = "2"\n')
     assert lockfile.locked_packages(tmp_path)["nemo-toolkit"].version == "2"
+
+
+HOSTILE_REV = "--upload-pack=touch {marker};git-upload-pack"
+
+
+def set_rev(world, distribution, rev, url=None):
+    path = world.project / "pyproject.toml"
+    fork = world.forks[distribution]
+    text = path.read_text().replace(f'rev = "{fork.head}"', f'rev = "{rev}"')
+    if url is not None:
+        text = text.replace(f'git = "{fork.fork_url}"', f'git = "{url}"')
+    path.write_text(text)
+
+
+@pytest.mark.parametrize("url", [None, "."])
+def test_a_hostile_rev_runs_no_command(world, tmp_path, capsys, url):
+    marker = tmp_path / "pwned"
+    set_rev(world, "megatron-core", HOSTILE_REV.format(marker=marker), url)
+    new_head = commit(world.forks["nemo-toolkit"].fork, "feat: x", {"nemo/x.py": "X = 1\n"})
+    attempts = [
+        ["patches", "--check", "megatron-core"], ["patches", "megatron-core"],
+        ["patches", "export", "megatron-core", str(tmp_path / "out")], ["develop", "megatron-core"],
+        ["bump", "megatron-core", "--rev", new_head, "--dry-run"], ["verify", "megatron-core"],
+    ]
+    for args in attempts:
+        assert deps(world, *args) == 1, args
+        err = capsys.readouterr().err
+        assert "megatron-core" in err and ("full 40-hex" in err or "git URL" in err), (args, err)
+        assert not marker.exists(), args
+    # status shows the bad pin as a row (exit 0 without --check) and hands it to nothing
+    if url is None:
+        assert deps(world, "status") == 0
+        assert "megatron-core: bad pin" in capsys.readouterr().out
+        assert deps(world, "status", "--check") == 1
+    assert not marker.exists()
+
+
+def test_a_fork_key_is_never_a_path(world, tmp_path, capsys):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("\nmegatron-core = {", '\n"../../victim" = {')
+                    .replace("[tool.nemo-rl.forks.megatron-core]", '[tool.nemo-rl.forks."../../victim"]'))
+    for args in (["patches"], ["patches", "--check"], ["status"], ["develop", "../../victim"]):
+        assert deps(world, *args) == 1, args
+        assert "is not a distribution name" in capsys.readouterr().err
+    assert (victim / "keep.txt").read_text() == "mine"
+    cache = tmp_path / "nemo-rl-cache"
+    assert not any(".." in p.name for p in cache.rglob("*")) if cache.exists() else True
+    assert not list(tmp_path.glob("victim-*"))
+
+
+@pytest.mark.parametrize("url", ["--upload-pack=touch {marker};git-upload-pack", "ext::sh -c touch% {marker}"])
+def test_a_hostile_url_runs_no_command(world, tmp_path, capsys, url):
+    marker = tmp_path / "pwned"
+    megatron = world.forks["megatron-core"]
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(f'git = "{megatron.fork_url}"', f'git = "{url.format(marker=marker)}"'))
+    for args in (["patches", "--check", "megatron-core"], ["develop", "megatron-core"], ["upstream", "megatron-core"]):
+        assert deps(world, *args) == 1, args
+        assert "is not a git URL" in capsys.readouterr().err
+    assert not marker.exists()

@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import deps
 
 from nemo_rl import uv
+from nemo_rl.cli import main
 from nemo_rl.process_output import Result
 
 REFUSAL = "Building source distributions for `evil` is disabled"
@@ -274,3 +276,100 @@ def test_a_cache_directory_others_may_write_is_not_used(tmp_path, monkeypatch):
         settings.private_dir("lock-check")
     shared.chmod(0o1777)  # sticky, as /tmp: nobody may rename another's directory in it
     assert settings.private_dir("lock-check") == shared / "lock-check"
+
+
+def _in_tree_backend(directory: Path, marker: Path) -> str:
+    """A build backend in the checkout itself (nothing to fetch, so --offline cannot stop it) that records that it
+    ran; the [build-system] table that names it."""
+    (directory / "backend.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                                          "def prepare_metadata_for_build_wheel(*a, **k): raise SystemExit(1)\n"
+                                          "def build_wheel(*a, **k): raise SystemExit(1)\n")
+    return '\n[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+
+
+@pytest.mark.parametrize("where", ["project", "member"])
+def test_dynamic_metadata_a_pull_request_makes_is_never_built_to_check_the_lock(world, tmp_path, capsys, where):
+    """The project's own [project] made dynamic, or a workspace member's: uv would run their build backend even
+    with --no-build. Named; uv is not asked."""
+    marker = tmp_path / "pwned"
+    path = world.project / "pyproject.toml"
+    text = path.read_text()
+    if where == "project":
+        text = text.replace("dependencies = []\n", 'dynamic = ["dependencies"]\n', 1)
+        text = text.replace("package = false", "package = true") + _in_tree_backend(world.project, marker)
+    else:
+        member = world.project / "packages" / "member"
+        member.mkdir(parents=True)
+        (member / "pyproject.toml").write_text('[project]\nname = "member"\nversion = "0.1"\n'
+                                               'dynamic = ["dependencies"]\n' + _in_tree_backend(member, marker))
+        text = text.replace("dependencies = []", 'dependencies = ["member"]', 1).replace(
+            "[tool.uv.sources]\n", "[tool.uv.sources]\nmember = { workspace = true }\n", 1)
+        text += '\n[tool.uv.workspace]\nmembers = ["packages/*"]\n'
+    path.write_text(text)
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: pyproject.toml " in out and not marker.exists()
+    assert ("has a dynamic [project] (['dependencies'])" if where == "project" else
+            "declares a uv workspace ([tool.uv.workspace])") in out
+
+
+def test_a_workspace_root_a_pull_request_puts_above_the_project_is_never_seen(world, tmp_path, capsys):
+    """A pyproject.toml above the project that makes it a member of a workspace with a dynamic member: uv walks up
+    to it from the project. The check runs on copies elsewhere, so uv never finds it."""
+    marker, root = tmp_path / "pwned", world.project.parent
+    evil = root / "evil"
+    evil.mkdir()
+    (evil / "pyproject.toml").write_text('[project]\nname = "evil"\nversion = "0.1"\ndynamic = ["dependencies"]\n'
+                                         + _in_tree_backend(evil, marker))
+    (root / "pyproject.toml").write_text('[project]\nname = "root"\nversion = "0.1"\n'
+                                         f'[tool.uv.workspace]\nmembers = ["{world.project.name}", "evil"]\n')
+    (root / "uv.lock").write_text((world.project / "uv.lock").read_text())
+    deps(world, "status", "--check")
+    main(["doctor", "--project", str(world.project)])
+    capsys.readouterr()
+    assert not marker.exists()
+
+
+def test_a_workspace_above_nemo_rls_cache_is_never_taken_for_the_copies_root(world, tmp_path, monkeypatch, capsys):
+    """nemo-rl's cache inside the checkout (a CI keeping its caches in the workspace), and a pull request's
+    pyproject.toml above it whose workspace takes the copies for a member: named, and uv is not asked."""
+    marker, cache = tmp_path / "pwned", world.project / ".cache"
+    cache.mkdir()
+    (cache / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0.1"\ndynamic = ["dependencies"]\n'
+                                          '[tool.uv.workspace]\nmembers = ["nemo-rl/lock-check/*"]\n'
+                                          + _in_tree_backend(cache, marker))
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(cache / "nemo-rl"))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert f"{cache / 'pyproject.toml'} declares a uv workspace" in out and "NEMO_RL_CACHE_DIR" in out
+    assert not marker.exists()
+
+
+def test_a_cache_directory_nemo_rl_cannot_use_leaves_the_rest_of_status(world, tmp_path, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "a-file"))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: NEMO_RL_CACHE_DIR" in out and "megatron-core" in out
+
+
+def test_a_local_git_source_is_named_not_checked(world, tmp_path, capsys):
+    """A repository the checkout may hold (a file: URL, or a path): uv would check it out into the user's cache."""
+    path, local = world.project / "pyproject.toml", (tmp_path / "evil").as_uri()
+    source = f'[tool.uv.sources]\nevil = {{ git = "{local}", rev = "{"a" * 40}" }}\n'
+    path.write_text(path.read_text().replace("[tool.uv.sources]\n", source, 1))
+    assert deps(world, "status", "--check") == 1
+    assert f"[tool.uv.sources] evil is the local git repository '{local}'" in capsys.readouterr().out
+
+
+def test_status_and_doctor_see_the_lock_itself(world, capsys):
+    path = world.project / "pyproject.toml"
+    original = path.read_text()
+    path.write_text(original.replace('version = "0.1.0"', 'version = "0.2.0"', 1))  # not relocked
+    for command in (["deps", "status", "--check"], ["doctor"]):
+        assert main([*command, "--project", str(world.project)]) == 1
+        assert "uv.lock does not match pyproject.toml: run `uv lock` and commit it" in capsys.readouterr().out
+    path.write_text(original)
+    (world.project / "uv.lock").unlink()
+    assert deps(world, "status", "--check") == 1
+    assert "uv.lock is missing: `git checkout uv.lock`" in capsys.readouterr().out

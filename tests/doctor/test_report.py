@@ -1,0 +1,34 @@
+"""What `nemo-rl doctor` reports of each component (nemo_rl/doctor/report.py), run by the interpreter of an
+environment that imports a fork from its develop checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import forkworld
+
+from nemo_rl.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_doctor_says_developing_in_an_interpreter_that_has_the_fork(world, tmp_path, monkeypatch):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
+    assert main(["deps", "develop", "megatron-core", "--project", str(world.project)]) == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    # doctor run by the environment's own interpreter: megatron.core comes from its site-packages (through the
+    # overlay), nemo_rl and its light dependencies from this checkout's environment, appended after them
+    ours = [p for p in sys.path if p.endswith("site-packages")]
+    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]; sys.path += {ours!r}; from nemo_rl.cli import main; "
+            f"sys.exit(main(['doctor', '--json', '--project', {str(world.project)!r}]))")
+    result = subprocess.run([env / "bin" / "python", "-c", code], capture_output=True, text=True)
+    assert result.stdout, result.stderr
+    report = json.loads(result.stdout)
+    megatron = {c["distribution"]: c for c in report["components"]}["megatron-core"]
+    assert megatron["state"] == "developing", result.stdout + result.stderr
+    assert str(checkout) in megatron["remedy"]

@@ -1,0 +1,97 @@
+"""The lock check uv makes for `deps status` and `doctor` (nemo_rl/uv.py): no build, no interpreter or cache the
+checkout names, and uv's words read with its colours off."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import deps
+
+from nemo_rl.cli import main
+
+
+def _recording_python(path: Path, marker: Path) -> None:
+    """An interpreter a pull request commits: records that it ran, then behaves as Python."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho ran >> {marker}\nexec {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+
+
+def test_a_path_source_a_pull_request_adds_is_never_built_to_check_the_lock(world, tmp_path, capsys):
+    """`deps status` and `doctor` on a pull request that adds a path dependency with a setup.py: checking uv.lock
+    would need its build (its own code); it is named, never run."""
+    marker, evil = tmp_path / "pwned", tmp_path / "evil"
+    evil.mkdir()
+    (evil / "setup.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                                   "from setuptools import setup\nsetup(name='evil', version='0.1')\n")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["evil"]', 1)
+                    .replace("[tool.uv.sources]\n", f"[tool.uv.sources]\nevil = {{ path = {str(evil)!r} }}\n", 1))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out and "evil" in out
+    assert main(["doctor", "--project", str(world.project)]) == 1
+    assert "checking it needs a build, which nemo-rl never runs" in capsys.readouterr().out
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("where", [".python-version", ".venv"])
+def test_an_interpreter_a_pull_request_names_never_runs_to_check_the_lock(world, tmp_path, capsys, where):
+    """A .python-version naming a script of the checkout, or a committed .venv/bin/python: uv would run either to
+    check uv.lock. It is given the interpreter running nemo-rl, and no project environment."""
+    marker = tmp_path / "pwned"
+    if where == ".python-version":
+        _recording_python(world.project / "tools-py", marker)
+        (world.project / ".python-version").write_text("./tools-py\n")
+    else:
+        _recording_python(world.project / ".venv" / "bin" / "python", marker)
+        (world.project / ".venv" / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    deps(world, "status")
+    main(["doctor", "--project", str(world.project)])
+    capsys.readouterr()
+    assert not marker.exists()
+
+
+def test_the_lock_is_checked_with_the_python_running_nemo_rl(world, tmp_path, monkeypatch, capsys):
+    """The copies sit where no .python-version is, and PATH may hold no Python (or a pyenv shim of another
+    version): uv is given nemo-rl's own, and the check is made."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    os.symlink(shutil.which("git"), tools / "git")
+    monkeypatch.setenv("PATH", str(tools))
+    deps(world, "status")
+    out = capsys.readouterr().out
+    assert "uv.lock:" not in out and "megatron-core" in out
+
+
+def test_the_lock_check_writes_into_no_cache_the_checkout_names(world, tmp_path, monkeypatch, capsys):
+    """A pull request's `[tool.uv] cache-dir` would have the check tag a directory as a cache (CACHEDIR.TAG: a
+    backup skips it): uv is given the user's own cache (here without UV_CACHE_DIR, which would override it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("UV_CACHE_DIR", raising=False)
+    victim = tmp_path / "home-of-a-user"
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("[tool.uv]\n", f"[tool.uv]\ncache-dir = {str(victim)!r}\n", 1))
+    deps(world, "status")
+    capsys.readouterr()
+    assert not victim.exists()
+
+
+def test_uvs_refusal_to_build_is_read_with_colour_forced(world, tmp_path, capsys, monkeypatch):
+    """FORCE_COLOR (many CI systems set it) colours uv's output: the refusal is still found, and the remedy is
+    never `uv lock` (which would build the source)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "setup.py").write_text("from setuptools import setup\nsetup(name='evil', version='0.1')\n")
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["evil"]', 1)
+                    .replace("[tool.uv.sources]\n", f"[tool.uv.sources]\nevil = {{ path = {str(evil)!r} }}\n", 1))
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out
+    assert "\x1b" not in out and "\\x1b" not in out  # uv's colours asked off, not shown escaped
