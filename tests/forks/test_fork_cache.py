@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+from gitfixtures import git
+
+from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import fork_cache
 from nemo_rl.project import lockfile
 
@@ -32,3 +36,21 @@ def test_the_caches_lock_removes_stale_git_locks_and_keeps_its_own_lock_file(tmp
         assert not any(path.exists() for path in stale)
         assert (repo / "refs" / "heads" / "main").exists()
     assert (tmp_path / "git" / "megatron-core-0123.lock").exists()  # never removed: see locked
+
+
+def test_a_cached_proof_of_a_commit_force_pushed_away_is_asked_again(world):
+    from gitfixtures import commit
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.project import lockfile
+
+    fork = lockfile.fork(world.project, "megatron-core")
+    server = world.forks["megatron-core"].fork
+    gone = commit(server, "feat: pushed, then force-pushed away", {"megatron/core/gone.py": "G = 1\n"})
+    fork_cache.fetched(fork, gone)  # a dry run proves it and caches the proof
+    git(server, "reset", "-q", "--hard", "HEAD~1")
+    git(server, "reflog", "expire", "--expire=now", "--all")
+    git(server, "gc", "-q", "--prune=now")
+    with pytest.raises(NemoRLError, match="no longer on"):
+        fork_cache.fetched(fork, gone)
+    assert fork_cache.fetched(fork, fork.rev)  # the pin itself: no question asked
