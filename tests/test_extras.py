@@ -107,3 +107,10 @@ def test_installed_commit_reads_pep_610(tmp_path, monkeypatch):
     assert extras.installed_commit("nemo-toolkit") == sha
     assert extras.installed_commit("megatron-core") is None  # installed from a wheel: no commit recorded
     assert extras.installed_commit("no-such-distribution") is None
+
+
+@pytest.mark.parametrize("text", ['{"vcs_info": [1]}', "[" * 100_000])
+def test_a_direct_url_record_of_any_shape_is_no_commit(text):
+    from nemo_rl import extras
+
+    assert extras.commit_from_direct_url(text) is None

@@ -109,3 +109,37 @@ def test_a_dry_runs_directory_that_is_not_this_users_alone_is_refused(world, tmp
     assert f"rm -rf {root}" in err
     if planted == "a link":
         assert not list((tmp_path / "elsewhere").iterdir())  # nothing staged through the link
+def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
+    from nemo_rl import settings
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    for mode in (0o777, 0o775):
+        os.chmod(venvs, mode)
+        with pytest.raises(NemoRLError, match="not sticky") as refused:
+            settings.venv_dir()
+        assert "chmod +t" in refused.value.remedy
+    for mode in (0o1777, 0o1775, 0o755):
+        os.chmod(venvs, mode)
+        assert settings.venv_dir() == venvs
+    if os.geteuid() == 0:  # another user's directory, sticky or not: its owner may rename anyone's entries
+        for mode in (0o1777, 0o755):
+            os.chmod(venvs, mode)
+            os.chown(venvs, 4242, 4242)
+            with pytest.raises(NemoRLError, match=r"is owned by another user \(uid 4242\)") as refused:
+                settings.venv_dir()
+            assert "point NEMO_RL_VENV_DIR at a directory you (or root) own" in refused.value.remedy
+            with pytest.raises(NemoRLError, match=r"is owned by another user"):  # `envs list`, `envs prune`
+                settings.venv_dir(create=False)
+        monkeypatch.setenv("SUDO_UID", "4242")  # root by sudo from that user: theirs is root's own, as for git
+        assert settings.venv_dir() == venvs
+        monkeypatch.delenv("SUDO_UID")
+        os.chown(venvs, 0, 0)
+    made = tmp_path / "made" / "venvs"  # made by nemo-rl under umask 002: not group-writable, so usable
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(made))
+    old = os.umask(0o002)
+    try:
+        assert settings.venv_dir() == made and made.stat().st_mode & 0o777 == 0o755
+    finally:
+        os.umask(old)

@@ -1,10 +1,16 @@
-"""The checks every value read from disk passes before it reaches git or a path (fast unit tests)."""
+"""The checks every value read from disk passes before it reaches git or a path; state files read through
+values.state_json name the file when they cannot be read."""
+
+import sys
+from pathlib import Path
 
 import pytest
+from fakes import deps
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.develop_state import package_roots
+from nemo_rl.workers import bundles, environments
 
 
 @pytest.mark.parametrize("name", ["megatron-core", "nemo_toolkit", "a", "a.b-c_d", "A1"])
@@ -111,3 +117,58 @@ def test_extras_leave_out_what_the_flags_do_not_install(tmp_path):
     assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "nemo-toolkit")
     assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package=nemo_toolkit"], "nemo-toolkit")
     assert lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "megatron-core")
+
+
+DEEP = "[" * 100000
+
+
+def test_deeply_nested_state_files_name_the_file(world, tmp_path, capsys):
+    state = world.project / ".nemo-rl" / "develop.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(DEEP)
+    assert deps(world, "status") == 1
+    assert f"cannot read {state}: it is nested too deeply" in capsys.readouterr().err
+    state.unlink()
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    staging.mkdir()
+    (staging / "LANDING.json").write_text(DEEP)
+    assert deps(world, "recover") == 1
+    assert f"landing journal {staging / 'LANDING.json'}: it is nested too deeply" in capsys.readouterr().err
+    env = tmp_path / "venvs" / "k"
+    env.mkdir(parents=True)
+    (env / environments.META).write_text(DEEP)
+    with pytest.raises(NemoRLError, match="nested too deeply"):
+        environments.describe(env)
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / bundles.MANIFEST).write_text(DEEP)
+    with pytest.raises(NemoRLError, match=f"{bundle / bundles.MANIFEST}.*nested too deeply"):
+        bundles.read_manifest(bundle)
+
+
+def test_state_json_passes_a_missing_file_through(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        values.state_json(tmp_path / "absent.json", "fix")
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(NemoRLError, match="bad.json"):
+        values.state_json(tmp_path / "bad.json", "fix")
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "30", None, True])
+def test_a_timeout_that_cannot_be_right_is_refused(timeout, tmp_path):
+    from nemo_rl import imports
+    from nemo_rl.workers import ray_actors
+
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        ray_actors.wait_ready(None, None, timeout=timeout)
+    with pytest.raises(NemoRLError, match="not a number of seconds above zero"):
+        imports.check(Path(sys.executable), ["json"], timeout=timeout)
+    assert values.timeout_seconds(2, "here") == 2.0 and values.timeout_seconds(0.5, "here") == 0.5
+
+
+@pytest.mark.parametrize("character", ["\u2028", "\u0085"])
+def test_a_path_with_a_line_separator_python_may_split_on_is_refused(character):
+    from nemo_rl import values
+
+    with pytest.raises(NemoRLError, match="control character"):
+        values.plain_path(f"/tmp/x{character}import os", "the checkout")

@@ -7,12 +7,14 @@ import os
 
 import forkworld
 import pytest
+from fakes import fake_env
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
 from nemo_rl.project import installed, lockfile, state_dir
+from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -257,3 +259,68 @@ def test_develop_waits_for_the_project_lock(world, capsys):
         assert deps(world, "develop", "--stop", "megatron-core", "--no-wait") == 1
         assert "another nemo-rl command" in capsys.readouterr().err
     assert json.loads((world.project / ".nemo-rl" / "develop.json").read_text()).keys() == {"megatron-core"}
+def test_stop_leaves_other_checkouts_worker_environments_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    theirs, ours = fake_env(venvs / "a"), fake_env(venvs / "b")
+    for env, project in ((theirs, tmp_path / "checkout-a"), (ours, world.project)):
+        (env / environments.META).write_text(json.dumps({"key": env.name, "flags": [], "project": str(project),
+                                                          "lock_hash": "x"}))
+    assert deps(world, "develop", "megatron-core") == 0
+    shadow = develop_state.shadow_dir(world.project, "megatron-core")
+    develop_state.install_overlay(theirs, "megatron-core", tmp_path / "a-checkout", shadow)
+    develop_state.install_overlay(ours, "megatron-core", tmp_path / "b-checkout", shadow)
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert develop_state.has_overlay(theirs, "megatron-core") and not develop_state.has_overlay(ours, "megatron-core")
+
+
+def test_remove_keeps_ignored_files(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    with open(checkout / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("data/\n__pycache__/\n")
+    (checkout / "data").mkdir()
+    (checkout / "data" / "shard-0.bin").write_text("weeks of work")
+    (checkout / "megatron" / "core" / "__pycache__").mkdir()  # what running the checkout leaves is not work
+    (checkout / "megatron" / "core" / "__pycache__" / "tokens.cpython-312.pyc").write_bytes(b"")
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    err = capsys.readouterr().err
+    assert "ignored file(s) (data/shard-0.bin)" in err and "--remove would lose them" in err
+    assert (checkout / "data" / "shard-0.bin").exists()
+    (checkout / "data" / "shard-0.bin").unlink()
+    (checkout / "data").rmdir()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 0
+    assert not checkout.exists()
+
+
+def test_develop_failures_say_what_to_do(world, tmp_path, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/no-such-branch") == 1
+    err = capsys.readouterr().err
+    assert "has no branch 'no-such-branch'" in err and "git ls-remote --heads" in err
+    (checkout / ".git" / "rebase-merge").mkdir()  # a rebase stopped earlier and not finished
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert "in the middle of a rebase" in err and "rebase --abort" in err
+    (checkout / ".git" / "rebase-merge").rmdir()
+    import shutil
+
+    shutil.rmtree(checkout / ".git")  # git would now answer for whatever repository is above it
+    (checkout / "notes.txt").write_text("mine")
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "no longer a git checkout" in capsys.readouterr().err
+    assert (checkout / "notes.txt").exists()
+
+
+def test_remove_refuses_a_checkout_with_submodules(world, capsys):
+    """A submodule's local commits and stashes live in .git/modules: `--remove` would delete them unseen."""
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl" / "develop" / "megatron-core"
+    (checkout / ".git" / "modules" / "sub").mkdir(parents=True)
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
+    assert "submodules" in capsys.readouterr().err
+    assert checkout.exists()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
+from fakes import deps
 from gitfixtures import commit, git, init
 
 from nemo_rl.deps import develop_onto
@@ -21,3 +24,28 @@ def test_a_tree_or_blob_is_refused_and_a_commit_or_an_unknown_sha_is_let_through
         assert "upstream/BRANCH" in refused.value.remedy
     assert develop_onto._refuse_non_commit(repo, head, "main") is None
     assert develop_onto._refuse_non_commit(repo, "b" * 40, "b" * 40) is None  # not here yet: the fetch decides
+
+
+def test_onto_leaves_a_users_clone_configuration_alone(world, tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "my-megatron"
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(mine)], check=True)
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    config = (mine / ".git" / "config").read_text()
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 0, capsys.readouterr().err
+    assert (mine / ".git" / "config").read_text() == config
+    assert git(mine, "branch", "--show-current").startswith("rebase/megatron-core-onto-")
+
+
+def test_onto_a_tree_or_blob_makes_no_branch(world, capsys):
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    branches, head = git(checkout, "branch", "--list"), git(checkout, "rev-parse", "HEAD")
+    tree = git(checkout, "rev-parse", "HEAD^{tree}")
+    blob = git(checkout, "rev-parse", "HEAD:pyproject.toml")
+    for sha, kind in ((tree, "tree"), (blob, "blob")):
+        capsys.readouterr()
+        assert deps(world, "develop", "megatron-core", "--onto", sha) == 1
+        assert f"is a {kind}, not a commit" in capsys.readouterr().err
+        assert git(checkout, "branch", "--list") == branches and git(checkout, "rev-parse", "HEAD") == head

@@ -10,10 +10,12 @@ from pathlib import Path
 import forkworld
 import pytest
 from fakes import deps
+from fakes import deps, fake_env, fork_state
 from gitfixtures import git
 
 from nemo_rl.cli import main
 from nemo_rl.deps import status
+from nemo_rl.project import develop_state
 from nemo_rl.project.develop_state import CheckoutFacts
 
 
@@ -294,3 +296,16 @@ def test_status_follows_what_the_environment_imports(world, tmp_path, monkeypatc
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)  # a rebuilt env runs the pin
     assert state() == "develop not applied"
     assert deps(world, "status", "--check", "--env", str(env)) == 1
+def test_status_does_not_say_developing_when_the_overlay_is_gone(world, tmp_path, monkeypatch, capsys):
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    assert deps(world, "develop", "megatron-core") == 0
+    assert fork_state(world, env, capsys) == "developing"
+    import shutil
+
+    shutil.rmtree(develop_state.shadow_dir(world.project, "megatron-core"))  # what `git clean -fdx` removes
+    assert fork_state(world, env, capsys) == "develop not applied"
+    shutil.rmtree(world.project / ".nemo-rl")  # `rm -rf .nemo-rl`: the .pth is left, pointing at nothing
+    assert fork_state(world, env, capsys) == "not installed"
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # the dead .pth is still removed
+    assert not list(env.rglob("*.pth"))

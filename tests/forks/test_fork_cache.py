@@ -10,6 +10,10 @@ from dataclasses import replace
 from fakes import deps
 from gitfixtures import git
 
+import pytest
+from gitfixtures import git
+
+from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import fork_cache
 from nemo_rl.project import lockfile
 
@@ -75,3 +79,19 @@ def test_an_upstream_commit_already_in_the_cache_is_not_taken_for_a_fork_commit(
     capsys.readouterr()
     assert deps(world, "bump", "megatron-core", "--rev", upstream_only) == 1
     assert "(it is a commit of upstream, not of the fork)" in capsys.readouterr().err
+def test_a_cached_proof_of_a_commit_force_pushed_away_is_asked_again(world):
+    from gitfixtures import commit
+
+    from nemo_rl.forks import fork_cache
+    from nemo_rl.project import lockfile
+
+    fork = lockfile.fork(world.project, "megatron-core")
+    server = world.forks["megatron-core"].fork
+    gone = commit(server, "feat: pushed, then force-pushed away", {"megatron/core/gone.py": "G = 1\n"})
+    fork_cache.fetched(fork, gone)  # a dry run proves it and caches the proof
+    git(server, "reset", "-q", "--hard", "HEAD~1")
+    git(server, "reflog", "expire", "--expire=now", "--all")
+    git(server, "gc", "-q", "--prune=now")
+    with pytest.raises(NemoRLError, match="no longer on"):
+        fork_cache.fetched(fork, gone)
+    assert fork_cache.fetched(fork, fork.rev)  # the pin itself: no question asked

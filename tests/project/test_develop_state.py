@@ -27,3 +27,23 @@ def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeyp
     assert out.split("\n")[:4] == ["megatron.core.tokens yes", "megatron.training no", "tools no", "['live']"]
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert not (world.project / ".nemo-rl/develop/megatron-core.overlay").exists()
+"""The develop overlay (project/develop_state.py): a checkout or overlay path that would not stay one line
+of a .pth file is refused before any .pth is written."""
+
+import pytest
+from fakes import fake_env
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state
+
+NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
+
+
+def test_a_path_with_a_newline_never_reaches_a_pth(tmp_path):
+    env = fake_env(tmp_path / "env")
+    for checkout, shadow in ((tmp_path / NEWLINE_PATH, tmp_path / "shadow"), (tmp_path / "co", tmp_path / "a\rb")):
+        with pytest.raises(NemoRLError, match="control character"):
+            develop_state.install_overlay(env, "megatron-core", checkout, shadow)
+    assert not list(env.rglob("*.pth"))
+    develop_state.install_overlay(env, "megatron-core", tmp_path / "plain co", tmp_path / "shadow")
+    assert len(list(env.rglob("*.pth"))) == 1

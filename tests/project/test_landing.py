@@ -11,6 +11,12 @@ import time
 import pytest
 from fakes import deps
 from gitfixtures import commit
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from fakes import deps
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
@@ -174,3 +180,52 @@ def test_an_immutable_file_names_the_right_fix(world, capsys):
         assert "chattr -i" in err and "chmod u+w" not in err
     finally:
         subprocess.run(["chattr", "-i", str(lock)])
+def _other_filesystem(project: Path) -> Path:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK) or os.stat(shm).st_dev == os.stat(project).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the test's temporary directory")
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="nemo-rl-exdev-", dir=shm))
+
+
+def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, capsys):
+    """A landing renames from .nemo-rl into the project and patches/: a directory it writes on another filesystem
+    (a link, a mount) is refused before staging; a .nemo-rl link is refused as a link (never followed), with a fix
+    that keeps an interrupted bump's journal, which recover then finishes."""
+    import shutil
+
+    elsewhere = _other_filesystem(world.project)
+    patches = world.project / "patches"
+    moved = world.project / "patches.real"
+    try:
+        patches.rename(moved)
+        patches.symlink_to(elsewhere)
+        with pytest.raises(NemoRLError, match="on another filesystem"):
+            landing.require_renames(world.project)
+        with pytest.raises(NemoRLError, match="on another filesystem"):
+            landing.Staging(world.project, ["uv.lock"], [])
+        assert [p.name for p in elsewhere.iterdir()] == []
+        patches.unlink()
+        moved.rename(patches)
+        # a journal an older nemo-rl left in a .nemo-rl link: refused, and the fix it gives works
+        shutil.rmtree(world.project / ".nemo-rl", ignore_errors=True)
+        (world.project / ".nemo-rl").symlink_to(elsewhere)
+        staging = elsewhere / "staging-1-x"
+        staging.mkdir()
+        (staging / "uv.lock").write_text("# landed\n")
+        before = {"uv.lock": journal.digest(world.project / "uv.lock")}
+        (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
+        capsys.readouterr()
+        assert deps(world, "recover") == 1
+        err = capsys.readouterr().err
+        assert "is a symbolic link" in err and "cp -a" in err, err
+        fix = re.search(r"`(rm [^`]* && cp -a [^`]*)`", err).group(1)
+        subprocess.run(fix, shell=True, check=True)
+        assert deps(world, "recover") == 0, capsys.readouterr().err
+        assert (world.project / "uv.lock").read_text() == "# landed\n"
+    finally:
+        if moved.exists():
+            patches.unlink(missing_ok=True)
+            moved.rename(patches)
+        shutil.rmtree(elsewhere, ignore_errors=True)

@@ -1,8 +1,11 @@
-"""Builds at once on one node from one bundle (review finding N3): one copy of the bundle, used by all of them,
-never removed under one of them. Each build is a real process calling bundle_copy.node_copy, held at the points
-the test names by lines on its stdin."""
+"""A node's checked copy of a bundle (workers/bundle_copy.py). Builds at once on one node from one bundle: one copy
+of the bundle, used by all of them, never removed under one of them; each build is a real process calling
+bundle_copy.node_copy, held at the points the test names by lines on its stdin. What a build installs is the node's
+checked copy of the bytes, and a copy is taken only when it is ours, checked and old enough."""
 
+import hashlib
 import itertools
+import json
 import os
 import queue
 import shutil
@@ -14,10 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import FLAGS, fake_bundle
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import bundle_copy, bundles, housekeeping
+from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
 DIGEST = "sha256:" + "a" * 64  # the bundle's, as its manifest would say
@@ -247,3 +251,138 @@ def test_a_filesystem_without_locks_is_the_users_to_fix(node, no_lockd):
     assert str(bundle_copy.node_lock(root)) in caught.value.what and copies(root) == []
     (root / "d").mkdir()
     assert locks.try_hold(root / "d", shared=True) is None  # as held: nothing acts on it
+
+
+def _working_caches(monkeypatch, where: Path) -> list[Path]:
+    """uv.sync replaced by a look at the working cache it was given: a copy of each, taken then."""
+    seen: list[Path] = []
+
+    def fake_sync(project, *, flags, environment, stream, extra_env):
+        assert extra_env["UV_LINK_MODE"] == "hardlink"  # from the node's own copy, which nobody else may write
+        work = Path(extra_env["UV_CACHE_DIR"])
+        seen.append(work)
+        (work / "written-by-uv").write_text("")  # as uv writes lock files and entries into its cache
+        snapshot = where / f"seen-{len(seen)}"
+        shutil.copytree(work, snapshot, symlinks=True)
+        inodes = {str(p.relative_to(work)): os.lstat(p).st_ino for p in work.rglob("*") if p.is_file()}
+        (snapshot / "inodes.json").write_text(json.dumps(inodes))
+
+    monkeypatch.setattr(bundles.uv, "sync", fake_sync)
+    return seen
+
+
+def test_a_bundle_file_hard_linked_outside_reaches_no_environment(world, tmp_path, monkeypatch):
+    """Whatever else shares a bundle file's inode, the node installs its own checked copy of the bytes."""
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    outside = tmp_path / "outside.txt"
+    outside.write_text("X = 1\n")
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    target = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
+    target.unlink()
+    os.link(outside, target)  # same bytes, same digest: one inode with a file outside
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
+    assert inodes["archive-v0/abc/pkg/__init__.py"] != os.stat(target).st_ino
+    outside.write_text("X = 2\n")  # whoever writes the other name after the check changes no copy of the node's
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env2", manifest)
+    assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n"
+
+
+def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, capsys):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check
+    old = time.time() - 60  # bytes older than the racy window: the node's copy records them
+    for name in files:
+        os.utime(bundle / bundles.CACHE / name, (old, old))
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
+    for name in ("mine.py", "shared.py"):  # the environment shares no inode with the bundle
+        assert inodes[f"archive-v0/abc/{name}"] != os.stat(bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
+    (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
+    # the node's checked copy is what a second build installs, and nothing of it is hashed again
+    hashed: list[int] = []
+    real = bundles.content_digest
+    monkeypatch.setattr(bundles, "content_digest", lambda root, known=None, hashes=None: (
+        hashed.append(len(known or {})), real(root, known, hashes))[1])
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert hashed == [len(files)] and (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
+    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    # the bundle's CUDA record edited: the copy is as checked, so the refusal is the bundle's and the copy stays
+    sidecar = bundle / bundles.cuda_archs.SIDECAR
+    good = sidecar.read_bytes()
+    sidecar.write_bytes(b'{"toolchain": {}, "extensions": {}} \n')
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert copy.exists()
+    sidecar.write_bytes(good)
+    # a node copy edited in place is hashed again, found changed, removed; the bundle, changed too, is refused
+    (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
+    capsys.readouterr()
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert "changed" in capsys.readouterr().err and not copy.exists()
+    assert len(seen) == 2  # refused before uv installed anything
+    assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
+
+
+def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # bytes written just now: racy
+    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    stamp = json.loads((copy / bundle_copy.STAMP).read_text())
+    assert stamp["digest"] == manifest.digest and stamp["files"] == {}  # each file is hashed again next time
+    # a copy with a stamp of another's hand (not 0600, or not this user's marker) is never taken as checked
+    os.chmod(copy / bundle_copy.STAMP, 0o644)
+    assert bundle_copy._read_stamp(copy) is None
+    os.chmod(copy / bundle_copy.STAMP, 0o600)
+    planted = venvs / f"{bundle_trust.NODE_COPY_PREFIX}planted"
+    shutil.copytree(copy, planted)
+    (planted / bundle_trust.MARKER).unlink()
+    (planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py").write_text("EVIL = 1\n")
+    stamp["files"] = {"archive-v0/abc/pkg/__init__.py": [*bundle_copy.identity(os.lstat(
+        planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")), hashlib.sha256(b"X = 1\n").hexdigest()]}
+    (planted / bundle_copy.STAMP).write_text(json.dumps(stamp))
+    shutil.rmtree(copy)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n" and len(seen) == 2
+    # `envs prune` removes a kept copy nobody holds, and never the planted one
+    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    kept = [path for path, row in rows.items() if row.state == "kept copy"]
+    assert len(kept) == 1 and rows[planted].state == "not ours" and manifest.digest in rows[kept[0]].detail
+    killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
+    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
+    os.close(held_killed)  # its build was killed
+    assert "killed before its check" in {row.path: row for row in housekeeping.listing(world.project)}[killed].detail
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # the next build removes it
+    assert not killed.exists()
+    held = locks.try_hold(kept[0])
+    assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
+    os.close(held)
+    assert housekeeping.prune(world.project) == kept and not kept[0].exists() and planted.exists()
+    # a node building from two bundles keeps a copy of each: neither is taken for the other, nor removed by it
+    other = fake_bundle(world, tmp_path / "other", {"archive-v0/xyz/m.py": "Y = 2\n", "simple-v1/index": "j\n"})
+    for age, each in ((100, bundle), (50, other), (None, bundle)):
+        bundles.sync_from(each, world.project, FLAGS, tmp_path / "env", bundles.check(each, world.project, FLAGS))
+        for path in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
+            if age is not None and bundle_copy.stamp_digest(path) == bundles.read_manifest(each).digest:
+                os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
+    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    assert len(ours) == 2
+    assert "does not hold bundle" not in capsys.readouterr().err  # the other's copy is passed over by its digest
+    # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
+    third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
+    bundles.sync_from(third, world.project, FLAGS, tmp_path / "env", bundles.check(third, world.project, FLAGS))
+    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    assert left == {manifest.digest, bundles.read_manifest(third).digest}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import forkworld
 import pytest
+from fakes import FLAGS, fake_bundle
 from gitfixtures import commit
 
 from nemo_rl.cli import main
@@ -537,3 +538,68 @@ def test_a_broken_checkout_environment_is_made_again_offline(builder, tmp_path, 
     result = node_build(project, env, command)
     assert result.returncode == 0, result.stderr
     assert installed.installed(venv, "ray") and "making the checkout's environment" in result.stderr
+
+
+def test_a_link_out_of_the_bundle_is_refused(tmp_path):
+    root = tmp_path / "cache"
+    (root / "wheels-v1").mkdir(parents=True)
+    (root / "archive-v0" / "abc").mkdir(parents=True)
+    (root / "wheels-v1" / "ok").symlink_to("../archive-v0/abc")  # what uv makes
+    bundles.content_digest(root)
+    # the last leaves the bundle and comes back in by its directory's name: inside here, outside in any copy of it
+    for target in ("/etc/passwd", "../../outside", "../archive-v0/../../x", "../../cache/archive-v0/abc"):
+        (root / "wheels-v1" / "bad").symlink_to(target)
+        with pytest.raises(NemoRLError, match="links out of the bundle"):
+            bundles.content_digest(root)
+        (root / "wheels-v1" / "bad").unlink()
+
+
+def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    digest = bundles.read_manifest(bundle).digest
+    other = "sha256:" + "0" * 64
+    assert bundles.check(bundle, world.project, FLAGS, digest).digest == digest
+    with pytest.raises(NemoRLError, match="--digest does not pin"):
+        bundles.check(bundle, world.project, FLAGS, other)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", other)
+    with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS does not pin"):
+        bundles.check(bundle, world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    with pytest.raises(NemoRLError, match="not in NEMO_RL_BUNDLE_DIGESTS"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}, {digest}")
+    assert bundles.find(world.project, FLAGS) == bundle
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", "md5:abc")
+    with pytest.raises(NemoRLError, match="not a bundle digest"):
+        bundles.find(world.project, FLAGS)
+    monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
+    for bad in ("abc", "sha256:" + "g" * 64):
+        assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", bad, "--project",
+                     str(world.project)]) == 1
+        assert "is not a bundle digest" in capsys.readouterr().err
+    assert main(["envs", "build", "BASE", "--digest", digest, "--project", str(world.project)]) == 2
+
+
+def test_a_broken_bundle_never_hides_a_good_one_and_an_empty_dir_is_no_network(world, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "bundles"
+    root.mkdir()
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
+    with pytest.raises(NemoRLError, match=f"NEMO_RL_BUNDLE_DIR {root} holds no bundle"):
+        bundles.find(world.project, FLAGS)
+    (root / "a-broken").mkdir()
+    (root / "a-broken" / bundles.MANIFEST).write_text("{")
+    good = fake_bundle(world, root / "b-good")
+    capsys.readouterr()
+    assert bundles.find(world.project, FLAGS) == good
+    assert f"skipping bundle {root / 'a-broken'}" in capsys.readouterr().err
+
+
+def test_a_link_out_of_the_bundle_through_another_link_is_refused(tmp_path):
+    """`q -> p/../../etc/passwd` reads as inside the bundle; the kernel follows `p -> ../..` first."""
+    root = tmp_path / "cache"
+    deep = root / "archive-v0" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "p").symlink_to("../../..")
+    (deep / "q").symlink_to("p/../../../../../etc/passwd")
+    with pytest.raises(NemoRLError, match="links out of the bundle"):
+        bundles.content_digest(root)

@@ -4,10 +4,14 @@ files (with keys no one reads) still read, and a file of the wrong shape refused
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import environments
 from nemo_rl.workers.environments import META, WorkerEnv
 
 
@@ -55,3 +59,33 @@ def test_unreadable_metadata_is_refused(tmp_path):
     (tmp_path / META).write_text("{not json")
     with pytest.raises(NemoRLError, match="cannot read"):
         WorkerEnv.read(tmp_path)
+
+
+def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
+    root = tmp_path / "venvs\nimport os"
+    root.mkdir()
+    with pytest.raises(NemoRLError, match="control character"):
+        environments._build(world.project, [], environments.Slot(root, "k"), "0" * 64)
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's entry needs root (chown)")
+def test_an_entry_planted_between_the_two_looks_is_never_run(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[2]
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(root / name, project / name)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+
+    def planted_while_building(project, flags, where, *args, **kwargs):  # a co-user wins the race
+        where.path.mkdir()
+        (where.path / environments.META).write_text("{}")
+        os.chown(where.path, 4242, 4242)
+
+    verified_here: list[object] = []
+    monkeypatch.setattr(environments, "_build", planted_while_building)
+    monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: verified_here.append(args))
+    with pytest.raises(NemoRLError, match="owned by uid 4242"):
+        environments.ensure(project, ["--locked"])
+    assert verified_here == []
