@@ -9,7 +9,6 @@ from pathlib import Path
 
 import forkworld
 import pytest
-from fakes import deps
 from fakes import deps, fake_env, fork_state
 from gitfixtures import git
 

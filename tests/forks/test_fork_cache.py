@@ -7,10 +7,8 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from fakes import deps
-from gitfixtures import git
-
 import pytest
+from fakes import deps
 from gitfixtures import git
 
 from nemo_rl.errors import NemoRLError

@@ -1,10 +1,17 @@
 """The develop overlay (nemo_rl/project/develop_state.py): the environment imports from the checkout exactly
-the packages the pinned wheel ships."""
+the packages the pinned wheel ships.
+
+The develop overlay (project/develop_state.py): a checkout or overlay path that would not stay one line
+of a .pth file is refused before any .pth is written."""
 
 from __future__ import annotations
 
 import forkworld
-from fakes import deps
+import pytest
+from fakes import deps, fake_env
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state
 
 
 def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeypatch):
@@ -27,14 +34,8 @@ def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeyp
     assert out.split("\n")[:4] == ["megatron.core.tokens yes", "megatron.training no", "tools no", "['live']"]
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert not (world.project / ".nemo-rl/develop/megatron-core.overlay").exists()
-"""The develop overlay (project/develop_state.py): a checkout or overlay path that would not stay one line
-of a .pth file is refused before any .pth is written."""
 
-import pytest
-from fakes import fake_env
 
-from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state
 
 NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 

@@ -1,10 +1,10 @@
 """The landing journal (nemo_rl/project/journal.py) as `deps recover` and `deps status` find it: it moves only
-project files, never through a link out of the project, and a staging copy is a leftover by its lock, not its PID."""
+project files, never through a link out of the project, and a staging copy is a leftover by its lock, not its PID.
+
+Landing a staged change from its journal (project/journal.py): a staged link is never landed, a move
+across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused."""
 
 from __future__ import annotations
-
-"""Landing a staged change from its journal (project/journal.py): a staged link is never landed, a move
-across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused."""
 
 import errno
 import json
@@ -13,6 +13,7 @@ import os
 import pytest
 from fakes import deps
 
+from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, state_dir
 
 
@@ -73,8 +74,6 @@ def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     with state_dir.project_lock(world.project):
         assert journal.leftovers(world.project) == []
     assert journal.leftovers(world.project) == [journal.Leftover(staging, False)]
-from nemo_rl.errors import NemoRLError
-from nemo_rl.project import journal
 
 
 @pytest.mark.parametrize("planted", ["dir-link", "file-link", "link-inside"])

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
-
-import pytest
-from fakes import deps
-from gitfixtures import commit
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from fakes import deps
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
