@@ -7,12 +7,13 @@ import os
 
 import forkworld
 import pytest
+from fakes import fake_env
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
-from nemo_rl.project import installed, lockfile
+from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -198,3 +199,32 @@ def test_remove_is_blocked_by_unsaved_work_submodules_and_ignored_files_but_not_
     ignored = ["data/a", "data/b", ".env", "notes.txt", "pkg/__pycache__/m.pyc"]
     assert develop.removal_blockers([], False, ignored) == ["4 ignored file(s) (data/a, data/b, .env, ...)"]
     assert develop.removal_blockers([], False, ["data/a"]) == ["1 ignored file(s) (data/a)"]
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
+def test_stop_leaves_another_users_worker_environment_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "driver")))
+    theirs = fake_env(venvs / "theirs")
+    (theirs / environments.META).write_text(json.dumps({"key": "theirs", "flags": [], "lock_hash": "x",
+                                                        "project": str(world.project)}))
+    assert deps(world, "develop", "megatron-core") == 0
+    develop_state.install_overlay(theirs, "megatron-core", tmp_path / "co",
+                                  develop_state.shadow_dir(world.project, "megatron-core"))  # tokenless: anyone's
+    os.chown(theirs, 54321, -1)
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert develop_state.has_overlay(theirs, "megatron-core")
+
+
+def test_stop_says_a_deleted_checkout_is_gone(world, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "env")))
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = develop_state.read(world.project)["megatron-core"].checkout
+    shutil.rmtree(checkout)
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    out = capsys.readouterr().out
+    assert f"the checkout {checkout} is already gone" in out and "stays at" not in out, out

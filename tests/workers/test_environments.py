@@ -4,10 +4,13 @@ files (with keys no one reads) still read, and a file of the wrong shape refused
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from fakes import _cli, env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import environments, housekeeping
 from nemo_rl.workers.environments import META, WorkerEnv
 
 
@@ -55,3 +58,43 @@ def test_unreadable_metadata_is_refused(tmp_path):
     (tmp_path / META).write_text("{not json")
     with pytest.raises(NemoRLError, match="cannot read"):
         WorkerEnv.read(tmp_path)
+
+
+def test_a_fifo_worker_metadata_is_broken_not_a_hang(world, tmp_path):
+    venvs = tmp_path / "venvs"
+    (venvs / "evil").mkdir(parents=True)
+    os.mkfifo(venvs / "evil" / environments.META)
+    code, out = _cli(world, {"NEMO_RL_VENV_DIR": str(venvs)}, "envs", "list")
+    assert code == 0 and "broken" in out and "not a regular file" in out, out
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
+def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = planted_env(venvs, "0" * 24, world.project, None)  # stale by its metadata
+    os.chown(env, 54321, -1)
+    row = env_row(world.project, env)
+    assert row.state == "not ours" and "owned by uid 54321" in (row.detail or "")
+    assert env not in housekeeping.prune(world.project) and (env / environments.META).exists()
+
+
+def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    target = planted_env(tmp_path / "elsewhere", "0" * 24, world.project, None)
+    venvs.mkdir()
+    (venvs / target.name).symlink_to(target)
+    row = env_row(world.project, venvs / target.name)
+    assert row.state == "not ours" and "symbolic link" in (row.detail or "")
+    housekeeping.prune(world.project)
+    assert (target / environments.META).exists() and (venvs / target.name).is_symlink()
+
+
+@pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])
+def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch, checkout):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = planted_env(venvs, "0" * 24, world.project, checkout)
+    row = env_row(world.project, env)
+    assert row.state == "broken" and "checkout id" in (row.detail or "")
