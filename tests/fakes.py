@@ -1,15 +1,19 @@
 """Fakes shared by test files: environments, bundles, projects and records made without uv or git where a test
-needs only their shape."""
+needs only their shape; and runners of code in a fresh interpreter, so that a read a planted FIFO would block
+fails the test instead of hanging the run."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
 import forkworld
+import pytest
 import tomlkit
 from gitfixtures import commit
 
@@ -199,3 +203,33 @@ wheels = [
     {{ url = "https://files.example/tiny_pkg-1.0-py3-none-any.whl", hash = "sha256:{wheel}" }},
 ]
 """
+
+
+CLI_HANG_S = 60  # a read that blocks on a FIFO never returns: far past any honest run of these commands
+
+
+def _python(code: str, env: dict[str, str]) -> tuple[int, str]:
+    """`code` in a fresh interpreter, so that a read which would block forever fails the test instead of the run."""
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
+                              text=True, timeout=CLI_HANG_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung on a planted FIFO: {code}")
+    return done.returncode, done.stdout + done.stderr
+
+
+def _cli(world, env: dict[str, str], *args: str) -> tuple[int, str]:
+    argv = [*args, "--project", str(world.project)]
+    return _python(f"import sys; from nemo_rl.cli import main; sys.exit(main({argv!r}))", env)
+
+
+READ_HANG_S = 20  # a read of a few bytes takes milliseconds; a FIFO blocks forever
+
+
+def _never_hangs(code: str) -> str:
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=READ_HANG_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung on a planted FIFO: {code}")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

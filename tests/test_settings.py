@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from fakes import deps
 from gitfixtures import commit
+from fakes import FLAGS
 
 from nemo_rl import settings
+from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import landing
+from nemo_rl.workers import bundles, housekeeping
 
 
 def test_the_cache_follows_its_setting_then_xdg_then_home(tmp_path, monkeypatch):
@@ -143,3 +146,28 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
         assert settings.venv_dir() == made and made.stat().st_mode & 0o777 == 0o755
     finally:
         os.umask(old)
+@pytest.mark.parametrize("setting", ["", "  "])
+def test_an_empty_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, monkeypatch, capsys, setting):
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    for read in (lambda: bundles.find(world.project, FLAGS), bundles.configured, housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(world.project)):
+        with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIR is set but empty") as refused:
+            read()
+        assert "unset NEMO_RL_BUNDLE_DIR" in refused.value.remedy
+    for verb in ("list", "prune"):
+        capsys.readouterr()
+        assert main(["envs", verb, "--project", str(world.project)]) == 1
+        assert "set but empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("end, named", [(" ", "a space"), ("\r", "a carriage return"), ("\t", "a tab")])
+def test_a_bundle_dir_with_whitespace_is_named(world, tmp_path, monkeypatch, capsys, end, named):
+    from nemo_rl.cli import main
+
+    (tmp_path / "bundles").mkdir()
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(tmp_path / "bundles") + end)
+    capsys.readouterr()
+    assert main(["envs", "list", "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert f"ends with {named}" in err and repr(str(tmp_path / "bundles") + end) in err, err

@@ -1,16 +1,25 @@
 """The checks every value read from disk passes before it reaches git or a path; state files read through
 values.state_json name the file when they cannot be read."""
 
+"""The checks every value read from disk or a setting passes before it reaches git or a path (nemo_rl/values.py):
+names, paths, bundle digests, timeouts, and the one reader of plain files."""
+
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from fakes import deps
+from fakes import FLAGS, fake_bundle
 
 from nemo_rl import values
+from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.develop_state import package_roots
 from nemo_rl.workers import bundles, environments
+from nemo_rl.workers import bundles
+
+DIGEST = "sha256:" + "ab12" * 16
 
 
 @pytest.mark.parametrize("name", ["megatron-core", "nemo_toolkit", "a", "a.b-c_d", "A1"])
@@ -97,7 +106,8 @@ def test_inside_names_the_path_and_the_fix(tmp_path):
 
 def test_a_final_newline_is_part_of_the_value():
     """`$` matches before a final newline: "<sha>\\n" read from a file is not a SHA, nor a name or URL. (A bundle
-    digest is another case: it is taken without the whitespace around it, see test_never_trusts_review.)"""
+    digest is another case: it is taken without the whitespace around it, see
+    test_a_digest_in_either_case_is_one_digest.)"""
     checks = [(values.full_sha, "0123456789abcdef0123456789abcdef01234567"),
               (values.distribution_name, "megatron-core"), (values.git_url, "https://github.com/NVIDIA/NeMo.git"),
               (values.git_url, "git@github.com:NVIDIA/NeMo.git")]
@@ -172,3 +182,85 @@ def test_a_path_with_a_line_separator_python_may_split_on_is_refused(character):
 
     with pytest.raises(NemoRLError, match="control character"):
         values.plain_path(f"/tmp/x{character}import os", "the checkout")
+@pytest.mark.parametrize(("given", "expected"), [
+    (DIGEST, DIGEST), (DIGEST.upper(), DIGEST), ("  " + DIGEST + "\n", DIGEST), (DIGEST[7:].upper(), DIGEST)])
+def test_a_digest_in_either_case_is_one_digest(given, expected):
+    assert values.bundle_digest(given, "--digest") == expected
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("sha256:" + "ab12" * 8 + " " + "ab12" * 8, "one digest is one word"), ("md5:" + "0" * 32, "not a bundle digest"),
+    (DIGEST + "0", "not a bundle digest"), ("sha256:", "not a bundle digest")])
+def test_a_digest_that_is_not_one_is_refused_by_name(given, message):
+    with pytest.raises(NemoRLError, match=message) as refused:
+        values.bundle_digest(given, "--digest")
+    assert "64 hex digits" in refused.value.remedy
+
+
+def test_digest_lists_take_commas_semicolons_and_spaces(world, tmp_path, monkeypatch, capsys):
+    other = "sha256:" + "0" * 64
+    assert values.bundle_digests(f"{other};{DIGEST.upper()} ,\t{DIGEST}", "X") == {other, DIGEST}
+    with pytest.raises(NemoRLError, match="space after a colon"):
+        values.bundle_digests("sha256: " + DIGEST[7:], "X")
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    pinned = bundles.read_manifest(bundle).digest
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}; {pinned.upper()}")
+    assert bundles.find(world.project, FLAGS) == bundle
+    assert bundles.check(bundle, world.project, FLAGS, pinned.upper()).digest == pinned
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["envs", "build", "--help"])
+    assert "semicolons" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("timeout", [1e10, 10**400, 0, float("nan")])
+def test_one_timeout_rule_for_every_api(timeout):
+    from nemo_rl import imports, process
+    from nemo_rl.workers import ray_actors
+
+    for call in (lambda: imports.check(Path(sys.executable), ["json"], timeout=timeout),
+                 lambda: ray_actors.wait_ready(None, None, timeout=timeout),
+                 lambda: process.run(["true"], timeout=timeout)):
+        with pytest.raises(NemoRLError, match=r"not a number of seconds above zero \(and at most 1e\+09\)"):
+            call()
+    assert process.run(["true"], timeout=values.TIMEOUT_MAX_S).returncode == 0
+
+
+def test_the_reader_refuses_what_is_not_a_plain_file(tmp_path):
+    fifo, link, big = tmp_path / "fifo", tmp_path / "link", tmp_path / "big"
+    os.mkfifo(fifo)
+    (tmp_path / "real").write_text("{}")
+    link.symlink_to(tmp_path / "real")
+    big.write_bytes(b"x" * 101)
+    for path, said in ((fifo, "not a regular file"), (Path("/dev/null"), "not a regular file"),
+                       (link, "symbolic link"), (big, "larger than 100 bytes")):
+        with pytest.raises(values.NotAPlainFile, match=said):
+            values.read_plain_file(path, 100)
+    assert values.read_plain_file(tmp_path / "real", 100) == b"{}"
+    with pytest.raises(FileNotFoundError):
+        values.read_plain_file(tmp_path / "absent")
+
+
+def test_the_reader_checks_the_file_it_opened(tmp_path, monkeypatch):
+    """A file swapped for a FIFO between the look and the open is refused (O_NONBLOCK: the open does not block)."""
+    (tmp_path / "plain").write_text("{}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    real_lstat = os.lstat
+    monkeypatch.setattr(values.os, "lstat", lambda p: real_lstat(tmp_path / "plain") if p == fifo else real_lstat(p))
+    with pytest.raises(values.NotAPlainFile, match="replaced"):
+        values.read_plain_file(fifo)
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_a_quoted_digest_says_to_drop_the_quotes(quote):
+    with pytest.raises(NemoRLError, match="in quotes: drop them"):
+        values.bundle_digest(f"{quote}sha256:{'ab' * 32}{quote}", "--digest")
+
+
+def test_a_decimal_timeout_is_refused_by_its_type():
+    from decimal import Decimal
+
+    with pytest.raises(NemoRLError, match="is a Decimal, not a real number"):
+        values.timeout_seconds(Decimal("30"), "t")

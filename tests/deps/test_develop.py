@@ -14,6 +14,7 @@ from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
 from nemo_rl.project import develop_state, installed, lockfile, state_dir
+from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -323,3 +324,30 @@ def test_remove_refuses_a_checkout_with_submodules(world, capsys):
     assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
     assert "submodules" in capsys.readouterr().err
     assert checkout.exists()
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
+def test_stop_leaves_another_users_worker_environment_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "driver")))
+    theirs = fake_env(venvs / "theirs")
+    (theirs / environments.META).write_text(json.dumps({"key": "theirs", "flags": [], "lock_hash": "x",
+                                                        "project": str(world.project)}))
+    assert deps(world, "develop", "megatron-core") == 0
+    develop_state.install_overlay(theirs, "megatron-core", tmp_path / "co",
+                                  develop_state.shadow_dir(world.project, "megatron-core"))  # tokenless: anyone's
+    os.chown(theirs, 54321, -1)
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert develop_state.has_overlay(theirs, "megatron-core")
+
+
+def test_stop_says_a_deleted_checkout_is_gone(world, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "env")))
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = develop_state.read(world.project)["megatron-core"].checkout
+    shutil.rmtree(checkout)
+    capsys.readouterr()
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    out = capsys.readouterr().out
+    assert f"the checkout {checkout} is already gone" in out and "stays at" not in out, out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 
 import pytest
@@ -10,6 +12,7 @@ from gitfixtures import commit, git, init
 
 from nemo_rl.deps import develop_onto
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state
 
 
 def test_a_tree_or_blob_is_refused_and_a_commit_or_an_unknown_sha_is_let_through(tmp_path):
@@ -49,3 +52,46 @@ def test_onto_a_tree_or_blob_makes_no_branch(world, capsys):
         assert deps(world, "develop", "megatron-core", "--onto", sha) == 1
         assert f"is a {kind}, not a commit" in capsys.readouterr().err
         assert git(checkout, "branch", "--list") == branches and git(checkout, "rev-parse", "HEAD") == head
+def test_the_stash_advice_of_onto_works_when_followed(world, monkeypatch, capsys):
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = world.project / ".nemo-rl/develop/megatron-core"
+    (checkout / "megatron/core/feature.py").write_text("FEATURE = 2  # unsaved\n")
+    (checkout / "notes.txt").write_text("untracked\n")
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    advice = re.findall(r"`(git -C [^`]+)`", err)
+    assert len(advice) == 2 and "stash push" in advice[0] and "stash pop" in advice[1], err
+    subprocess.run(shlex.split(advice[0]), check=True, capture_output=True)  # as the user would type it
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 0, capsys.readouterr().err
+    subprocess.run(shlex.split(advice[1]), check=True, capture_output=True)
+    assert (checkout / "megatron/core/feature.py").read_text() == "FEATURE = 2  # unsaved\n"
+    assert (checkout / "notes.txt").read_text() == "untracked\n"
+    assert git(checkout, "branch", "--show-current").startswith("rebase/megatron-core-onto-")
+
+
+def test_onto_during_a_merge_says_to_finish_it(world, monkeypatch, capsys):
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = develop_state.read(world.project)["megatron-core"].checkout
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+
+    conflicted = checkout / "megatron/core/conflict.py"
+    git("switch", "-q", "-c", "other")
+    conflicted.write_text("A\n")
+    git("add", ".")
+    git("commit", "-qm", "a")
+    git("switch", "-q", "-")
+    conflicted.write_text("B\n")
+    git("add", ".")
+    git("commit", "-qm", "b")
+    assert git("merge", "other").returncode != 0  # stopped at the conflict
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert "a merge is under way" in err and f"git -C {checkout} merge --abort" in err and "stash" not in err, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -308,3 +309,47 @@ def test_status_does_not_say_developing_when_the_overlay_is_gone(world, tmp_path
     assert fork_state(world, env, capsys) == "not installed"
     assert deps(world, "develop", "--stop", "megatron-core") == 0  # the dead .pth is still removed
     assert not list(env.rglob("*.pth"))
+def _status_row(world, env, capsys) -> dict:
+    capsys.readouterr()
+    assert deps(world, "status", "--json", "--env", str(env)) == 0
+    return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}["megatron-core"]
+
+
+def test_a_deleted_checkout_is_said_to_be_gone(world, tmp_path, monkeypatch, capsys):
+    from nemo_rl.doctor import report
+
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = tmp_path / "my-megatron"
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(mine)], check=True)
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    assert fork_state(world, env, capsys) == "developing"
+    shutil.rmtree(mine)  # the user's own clone, deleted: the overlay's links lead nowhere and the pin runs
+    assert develop_state.active_checkout(env, "megatron-core") is None
+    row = _status_row(world, env, capsys)
+    assert row["state"] == "checkout gone", row
+    assert f"the develop checkout {mine} is gone" in row["remedy"]
+    assert "deps develop --stop megatron-core" in row["remedy"]
+    assert deps(world, "status", "--check", "--env", str(env)) == 1
+    assert any(f"its checkout {mine} is gone" in note for note in report.develop_notes(world.project))
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", str(tmp_path / "another")) == 1
+    assert "which is gone" in capsys.readouterr().err
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
+    assert fork_state(world, env, capsys) == "not installed" and not list(env.rglob("*.pth"))
+
+
+def test_an_empty_directory_at_the_checkout_is_a_gone_checkout(world, tmp_path, monkeypatch, capsys):
+    """The user's clone became an empty directory (a mount that did not come up): no git's raw error."""
+    import shutil
+
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "env")))
+    mine = tmp_path / "my-megatron"
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(mine)], check=True)
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    shutil.rmtree(mine)
+    mine.mkdir()
+    capsys.readouterr()
+    deps(world, "status")
+    out = capsys.readouterr()
+    assert "checkout gone" in out.out and "not a git repository" not in out.out + out.err, out

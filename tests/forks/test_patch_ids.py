@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from fakes import _never_hangs
 
 from nemo_rl.forks import git_diffs, patch_ids
 
@@ -34,3 +36,11 @@ def test_diffstats_add_their_patch_ids_to_the_cache(history):
     found = patch_ids.with_diffstats(repo, shas)
     assert found == git_diffs.patch_ids_and_diffstats(repo, shas)
     assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: diff.patch_id for sha, diff in found.items()}
+
+
+def test_a_fifo_patch_id_cache_is_an_empty_cache(tmp_path):
+    from nemo_rl.forks import patch_ids
+
+    os.mkfifo(tmp_path / patch_ids.CACHE)
+    assert _never_hangs(f"from pathlib import Path; from nemo_rl.forks import patch_ids; "
+                        f"print(patch_ids._read(Path({str(tmp_path)!r})))") == "{}"

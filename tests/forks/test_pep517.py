@@ -242,3 +242,12 @@ def test_thousands_of_build_requirements_are_refused_not_a_crash(tmp_path, monke
         pep517.call_backend(tmp_path, tmp_path, "0" * 40, False, set())
     with pytest.raises(NemoRLError, match="longer than"):
         pep517._checked(["a" + "1" * 2000], "0" * 40)
+
+
+def test_a_forks_pyproject_that_is_a_link_is_refused(tmp_path):
+    from nemo_rl.forks import pep517
+
+    (tmp_path / "elsewhere.toml").write_text('[build-system]\nbuild-backend = "setuptools.build_meta"\n')
+    (tmp_path / "pyproject.toml").symlink_to(tmp_path / "elsewhere.toml")
+    with pytest.raises(NemoRLError, match="not a plain file"):  # a link to /dev/zero would be read forever
+        pep517._build_system(tmp_path, "0" * 40)

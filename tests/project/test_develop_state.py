@@ -48,3 +48,120 @@ def test_a_path_with_a_newline_never_reaches_a_pth(tmp_path):
     assert not list(env.rglob("*.pth"))
     develop_state.install_overlay(env, "megatron-core", tmp_path / "plain co", tmp_path / "shadow")
     assert len(list(env.rglob("*.pth"))) == 1
+"""The develop state and its overlays (project/develop_state.py): tokens that say which checkout wrote an
+overlay, so a stop removes only its own; an overlay that is a FIFO or cannot be removed is said, never a hang."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fakes import FLAGS, _cli, deps, fake_env
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state
+from nemo_rl.workers import environments
+
+
+def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tmp_path, monkeypatch):
+    """Container A and container B run the same checkout path against a shared NEMO_RL_VENV_DIR; each has its own
+    .nemo-rl (its own develop state). B's --stop must leave A's worker environment as A made it."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "driver")))
+    assert deps(world, "develop", "megatron-core") == 0
+    state_a = develop_state.read(world.project)
+    key_a = environments.key_for(world.project, FLAGS)
+
+    def worker_env(name: str) -> Path:
+        env = fake_env(venvs / name)
+        (env / environments.META).write_text(json.dumps({"key": name, "flags": FLAGS, "project": str(world.project),
+                                                         "lock_hash": "x"}))
+        environments._overlay_developed(world.project, env)  # what a build does while the fork is developed
+        return env
+
+    env_a = worker_env("a")
+    # container B: the same path, its own .nemo-rl (here: develop.json as B's `develop` writes it)
+    develop_state.write(world.project, {"megatron-core": dataclasses.replace(state_a["megatron-core"],
+                                                                             token=develop_state.new_token())})
+    assert environments.key_for(world.project, FLAGS) != key_a  # B's workers never reuse A's environment
+    env_b = worker_env("b")
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # B stops
+    assert develop_state.has_overlay(env_a, "megatron-core"), "B stripped A's overlay"
+    assert not develop_state.has_overlay(env_b, "megatron-core")
+    assert develop_state.overlay_owner(next(env_a.rglob("*.pth"))) == state_a["megatron-core"].token
+
+
+def test_stop_without_state_leaves_other_containers_overlays(world, tmp_path, monkeypatch):
+    """`rm -rf .nemo-rl` loses the token: the overlays that carry one may be another container's, and are left."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = fake_env(venvs / "w")
+    (env / environments.META).write_text(json.dumps({"key": "w", "flags": [], "project": str(world.project),
+                                                     "lock_hash": "x"}))
+    develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "cd" * 16)
+    develop_state.install_overlay(fake_env(tmp_path / "own"), "megatron-core", tmp_path / "co", tmp_path / "shadow")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(tmp_path / "own"))
+    assert deps(world, "develop", "--stop", "megatron-core") == 0
+    assert develop_state.has_overlay(env, "megatron-core")
+    assert not develop_state.has_overlay(tmp_path / "own", "megatron-core")
+
+
+@pytest.mark.parametrize("where", ["worker", "driver"])
+def test_a_fifo_overlay_never_hangs_stop(world, tmp_path, where):
+    """A FIFO at an overlay's name, in a planted worker environment naming this checkout or in the driver's own."""
+    venvs, driver = tmp_path / "venvs", fake_env(tmp_path / "driver")
+    env = {"NEMO_RL_VENV_DIR": str(venvs), "UV_PROJECT_ENVIRONMENT": str(driver)}
+    assert _cli(world, env, "deps", "develop", "megatron-core")[0] == 0
+    planted = driver
+    if where == "worker":
+        planted = fake_env(venvs / "evil")
+        (planted / environments.META).write_text(json.dumps({"key": "evil", "flags": [], "lock_hash": "x",
+                                                             "project": str(world.project)}))
+    site = next(planted.rglob("site-packages"))
+    (site / develop_state.overlay_name("megatron-core")).unlink(missing_ok=True)
+    os.mkfifo(site / develop_state.overlay_name("megatron-core"))
+    code, out = _cli(world, env, "deps", "status", "--env", str(planted))  # which overlays are live
+    assert code in (0, 1) and "Traceback" not in out, out
+    code, out = _cli(world, env, "deps", "develop", "--stop", "megatron-core")
+    assert code == 0, out
+
+
+def test_an_overlay_that_cannot_be_removed_is_the_users_to_fix(tmp_path, monkeypatch):
+    env = fake_env(tmp_path / "env")
+    develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow")
+
+    def refused(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    with pytest.raises(NemoRLError, match="cannot remove the overlay"):
+        develop_state.remove_overlay(env, "megatron-core")
+
+
+@pytest.mark.parametrize("token", ["ab\n", "\n"])
+def test_a_token_with_a_newline_is_refused(world, tmp_path, monkeypatch, token):
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "env")))
+    assert deps(world, "develop", "megatron-core") == 0
+    path = world.project / develop_state.STATE
+    data = json.loads(path.read_text())
+    data["megatron-core"]["token"] = token
+    path.write_text(json.dumps(data))
+    with pytest.raises(NemoRLError, match="token must be hex digits"):
+        develop_state.read(world.project)
+    with pytest.raises(ValueError, match="not hex"):
+        develop_state.install_overlay(fake_env(tmp_path / "w"), "megatron-core", tmp_path, tmp_path, token)
+
+
+def test_an_empty_owner_line_is_nobodys_not_tokenless(tmp_path):
+    env = fake_env(tmp_path / "env")
+    path = develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+    assert develop_state.overlay_owner(path) == "ab" * 16
+    path.write_text(path.read_text().replace("ab" * 16, ""))
+    assert develop_state.overlay_owner(path) is None
+    assert not develop_state.remove_overlay(env, "megatron-core", "") and path.exists()
+    path.write_text("".join(line for line in path.read_text().splitlines(True) if "owner" not in line))
+    assert develop_state.overlay_owner(path) == ""  # written before tokens

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import forkworld
 import pytest
+from fakes import FLAGS, fake_bundle
 from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
 from nemo_rl.project import journal, lockfile
+from nemo_rl.workers import bundle_trust, bundles
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -505,3 +507,30 @@ def test_stress_signals_at_random_moments(world_template, tmp_path, monkeypatch)
           f"| {sum(before_start_up(t) for t in trials)} "
           f"| {latencies[-1]:.2f} s | {latencies[len(latencies) // 2]:.2f} s |  (one bump: {span:.1f} s)")
     assert not failures, "\n\n".join(f"{problems}: {trial}" for trial, problems in failures[:5])
+
+
+def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_path, monkeypatch):
+    """A cancelled job sends SIGTERM while gigabytes are copied: it ends within a file, and the copy is removed."""
+    from nemo_rl import interrupt
+    from nemo_rl.workers import tree_copy
+
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    calls, real = [], tree_copy._copy_file
+
+    def signalled_midway(*args):
+        calls.append(args[0])
+        if len(calls) == 10:
+            interrupt.record(signal.SIGTERM)  # what the handler does when the signal comes
+        return real(*args)
+
+    monkeypatch.setattr(tree_copy, "_copy_file", signalled_midway)
+    monkeypatch.setattr(interrupt, "_received", [])
+    with pytest.raises(interrupt.Interrupted):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
+        bundles.content_digest(bundle / bundles.CACHE)

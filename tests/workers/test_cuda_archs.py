@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import elf_with, fatbin, revision_http
+from fakes import _python, elf_with, fake_bundle, fatbin, revision_http
 
 from nemo_rl import toolchain
 from nemo_rl.errors import NemoRLError
@@ -295,3 +295,12 @@ def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
     env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
     assert verified.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
     assert verified.modules_to_import([], tmp_path / "empty") == ["ray"]
+
+
+def test_a_fifo_cuda_record_is_refused_not_a_hang(world, tmp_path):
+    bundle = fake_bundle(world, tmp_path / "b")
+    (bundle / bundles.cuda_archs.SIDECAR).unlink()
+    os.mkfifo(bundle / bundles.cuda_archs.SIDECAR)
+    code, out = _python(f"from pathlib import Path; from nemo_rl.workers import cuda_archs; "
+                        f"cuda_archs.read_record(Path({str(bundle)!r}))", {})
+    assert code != 0 and "NemoRLError" in out and "not a regular file" in out, out

@@ -9,9 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fakes import _cli, env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import environments
+from nemo_rl.workers import environments, housekeeping
 from nemo_rl.workers.environments import META, WorkerEnv
 
 
@@ -89,3 +91,41 @@ def test_an_entry_planted_between_the_two_looks_is_never_run(tmp_path, monkeypat
     with pytest.raises(NemoRLError, match="owned by uid 4242"):
         environments.ensure(project, ["--locked"])
     assert verified_here == []
+def test_a_fifo_worker_metadata_is_broken_not_a_hang(world, tmp_path):
+    venvs = tmp_path / "venvs"
+    (venvs / "evil").mkdir(parents=True)
+    os.mkfifo(venvs / "evil" / environments.META)
+    code, out = _cli(world, {"NEMO_RL_VENV_DIR": str(venvs)}, "envs", "list")
+    assert code == 0 and "broken" in out and "not a regular file" in out, out
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
+def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = planted_env(venvs, "0" * 24, world.project, None)  # stale by its metadata
+    os.chown(env, 54321, -1)
+    row = env_row(world.project, env)
+    assert row.state == "not ours" and "owned by uid 54321" in (row.detail or "")
+    assert env not in housekeeping.prune(world.project) and (env / environments.META).exists()
+
+
+def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    target = planted_env(tmp_path / "elsewhere", "0" * 24, world.project, None)
+    venvs.mkdir()
+    (venvs / target.name).symlink_to(target)
+    row = env_row(world.project, venvs / target.name)
+    assert row.state == "not ours" and "symbolic link" in (row.detail or "")
+    housekeeping.prune(world.project)
+    assert (target / environments.META).exists() and (venvs / target.name).is_symlink()
+
+
+@pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])
+def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch, checkout):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = planted_env(venvs, "0" * 24, world.project, checkout)
+    row = env_row(world.project, env)
+    assert row.state == "broken" and "checkout id" in (row.detail or "")

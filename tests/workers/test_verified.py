@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import _never_hangs
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import bytecode, verified
@@ -322,3 +323,11 @@ def test_an_environment_without_private_bytecode_is_refused(tmp_path, monkeypatc
     shutil.rmtree(env / bytecode.DIR)
     with pytest.raises(NemoRLError, match="cannot keep its bytecode private"):
         verify()
+
+
+def test_a_fifo_verification_record_is_no_record(tmp_path):
+    from nemo_rl.workers import verified
+
+    os.mkfifo(tmp_path / verified.RECORD)
+    assert _never_hangs(f"from pathlib import Path; from nemo_rl.workers import verified; "
+                        f"print(verified.read(Path({str(tmp_path)!r})))") == "None"

@@ -1,80 +1,18 @@
-"""Whose worker environment it is: the checkout that built it (its id, beyond its path: two containers at one
-path), the user who owns it, never a link's target; and the last files read from disk through the one safe
-reader (the verification record, pyvenv.cfg, the CUDA toolkit's stamp, the fork's pyproject.toml, the patch-id
-cache). Issue 24, the third round."""
+"""A checkout's id (project/identity.py): made once, agreed on by builds racing to make it, read through the
+plain-file reader, never through a `.nemo-rl` link, and not needed on a read-only checkout."""
 
 from __future__ import annotations
 
 import errno
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from fakes import env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import identity
-from nemo_rl.workers import environments, housekeeping
-
-HANG_S = 20  # a read of a few bytes takes milliseconds; a FIFO blocks forever
-
-
-
-
-
-
-def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world, tmp_path, monkeypatch):
-    """Containers A and B hold different checkouts at one path and share NEMO_RL_VENV_DIR, no develop running:
-    A's environment is stale to B's uv.lock, and B's /proc does not show A's workers. Its checkout id says whose."""
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    theirs, ours = "a" * 32, identity.ensure_checkout_id(world.project)
-    env_a = planted_env(venvs, "0" * 24, world.project, theirs)
-    row = env_row(world.project, env_a)
-    assert row.state == "other checkout" and "not this checkout's .nemo-rl/checkout-id" in (row.detail or ""), row
-    assert env_a not in housekeeping.prune(world.project) and env_a.exists()
-    (world.project / identity.ID_FILE).write_text(theirs + "\n")  # A itself: its own stale environment goes
-    assert env_row(world.project, env_a).state == "stale"
-    assert env_a in housekeeping.prune(world.project) and not env_a.exists()
-    assert ours != theirs
-
-
-def test_a_checkout_without_an_id_prunes_no_environment_that_has_one(world, tmp_path, monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = planted_env(venvs, "0" * 24, world.project, "b" * 32)
-    assert identity.checkout_id(world.project) is None
-    assert env_row(world.project, env).state == "other checkout"
-    assert env not in housekeeping.prune(world.project)
-    older = planted_env(venvs, "1" * 24, world.project, None)  # built before ids: this path's, as before
-    assert env_row(world.project, older).state == "stale"
-
-
-@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
-def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = planted_env(venvs, "0" * 24, world.project, None)  # stale by its metadata
-    os.chown(env, 54321, -1)
-    row = env_row(world.project, env)
-    assert row.state == "not ours" and "owned by uid 54321" in (row.detail or "")
-    assert env not in housekeeping.prune(world.project) and (env / environments.META).exists()
-
-
-def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_path, monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    target = planted_env(tmp_path / "elsewhere", "0" * 24, world.project, None)
-    venvs.mkdir()
-    (venvs / target.name).symlink_to(target)
-    row = env_row(world.project, venvs / target.name)
-    assert row.state == "not ours" and "symbolic link" in (row.detail or "")
-    housekeeping.prune(world.project)
-    assert (target / environments.META).exists() and (venvs / target.name).is_symlink()
 
 
 def test_a_damaged_checkout_id_is_named_and_two_builds_agree_on_a_new_one(tmp_path):
@@ -201,15 +139,6 @@ def test_a_nemo_rl_directory_removed_every_time_is_a_clear_error(tmp_path, monke
     assert "run again once nothing else removes" in caught.value.remedy
 
 
-@pytest.mark.parametrize("checkout", ["../x", 12345678901234567890123456789012])
-def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monkeypatch, checkout):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = planted_env(venvs, "0" * 24, world.project, checkout)
-    row = env_row(world.project, env)
-    assert row.state == "broken" and "checkout id" in (row.detail or "")
-
-
 def test_a_read_only_checkout_builds_without_an_id(tmp_path, monkeypatch):
     """A checkout in an image or on a read-only mount: no id can be written, and none is needed to build."""
     real_mkdir = Path.mkdir
@@ -221,54 +150,3 @@ def test_a_read_only_checkout_builds_without_an_id(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Path, "mkdir", read_only)
     assert identity.ensure_checkout_id(tmp_path) == "" and not (tmp_path / identity.ID_FILE.parent).exists()
-
-
-# --- the last files read from disk --------------------------------------------------------------------------------
-
-def _never_hangs(code: str) -> str:
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"hung on a planted FIFO: {code}")
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def test_a_fifo_verification_record_is_no_record(tmp_path):
-    from nemo_rl.workers import verified
-
-    os.mkfifo(tmp_path / verified.RECORD)
-    assert _never_hangs(f"from pathlib import Path; from nemo_rl.workers import verified; "
-                        f"print(verified.read(Path({str(tmp_path)!r})))") == "None"
-
-
-def test_a_fifo_pyvenv_cfg_gives_this_machines_markers(tmp_path):
-    os.mkfifo(tmp_path / "pyvenv.cfg")
-    out = _never_hangs(f"from pathlib import Path; from nemo_rl.forks import installed_fork; "
-                       f"print(installed_fork._markers(Path({str(tmp_path)!r}))['python_version'])")
-    assert out == f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
-    from nemo_rl.cudakit import assemble
-
-    os.mkfifo(tmp_path / assemble.STAMP)
-    assert _never_hangs(f"from pathlib import Path; from nemo_rl.cudakit import assemble; "
-                        f"print(assemble._stamp(Path({str(tmp_path)!r})))") == "None"
-
-
-def test_a_fifo_patch_id_cache_is_an_empty_cache(tmp_path):
-    from nemo_rl.forks import patch_ids
-
-    os.mkfifo(tmp_path / patch_ids.CACHE)
-    assert _never_hangs(f"from pathlib import Path; from nemo_rl.forks import patch_ids; "
-                        f"print(patch_ids._read(Path({str(tmp_path)!r})))") == "{}"
-
-
-def test_a_forks_pyproject_that_is_a_link_is_refused(tmp_path):
-    from nemo_rl.forks import pep517
-
-    (tmp_path / "elsewhere.toml").write_text('[build-system]\nbuild-backend = "setuptools.build_meta"\n')
-    (tmp_path / "pyproject.toml").symlink_to(tmp_path / "elsewhere.toml")
-    with pytest.raises(NemoRLError, match="not a plain file"):  # a link to /dev/zero would be read forever
-        pep517._build_system(tmp_path, "0" * 40)
