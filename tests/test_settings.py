@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import deps
+from fakes import FLAGS, deps
 from gitfixtures import commit
-from fakes import FLAGS
 
 from nemo_rl import settings
 from nemo_rl.cli import main

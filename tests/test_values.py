@@ -1,7 +1,7 @@
 """The checks every value read from disk passes before it reaches git or a path; state files read through
-values.state_json name the file when they cannot be read."""
+values.state_json name the file when they cannot be read.
 
-"""The checks every value read from disk or a setting passes before it reaches git or a path (nemo_rl/values.py):
+The checks every value read from disk or a setting passes before it reaches git or a path (nemo_rl/values.py):
 names, paths, bundle digests, timeouts, and the one reader of plain files."""
 
 import os
@@ -9,15 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import deps
-from fakes import FLAGS, fake_bundle
+from fakes import FLAGS, deps, fake_bundle
 
 from nemo_rl import values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.develop_state import package_roots
 from nemo_rl.workers import bundles, environments
-from nemo_rl.workers import bundles
 
 DIGEST = "sha256:" + "ab12" * 16
 

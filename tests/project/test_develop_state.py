@@ -2,16 +2,25 @@
 the packages the pinned wheel ships.
 
 The develop overlay (project/develop_state.py): a checkout or overlay path that would not stay one line
-of a .pth file is refused before any .pth is written."""
+of a .pth file is refused before any .pth is written.
+
+The develop state and its overlays (project/develop_state.py): tokens that say which checkout wrote an
+overlay, so a stop removes only its own; an overlay that is a FIFO or cannot be removed is said, never a hang."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+from pathlib import Path
+
 import forkworld
 import pytest
-from fakes import deps, fake_env
+from fakes import FLAGS, _cli, deps, fake_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state
+from nemo_rl.workers import environments
 
 
 def test_the_overlay_exposes_exactly_what_the_pin_ships(world, tmp_path, monkeypatch):
@@ -48,22 +57,10 @@ def test_a_path_with_a_newline_never_reaches_a_pth(tmp_path):
     assert not list(env.rglob("*.pth"))
     develop_state.install_overlay(env, "megatron-core", tmp_path / "plain co", tmp_path / "shadow")
     assert len(list(env.rglob("*.pth"))) == 1
-"""The develop state and its overlays (project/develop_state.py): tokens that say which checkout wrote an
-overlay, so a stop removes only its own; an overlay that is a FIFO or cannot be removed is said, never a hang."""
 
-from __future__ import annotations
 
-import dataclasses
-import json
-import os
-from pathlib import Path
 
-import pytest
-from fakes import FLAGS, _cli, deps, fake_env
 
-from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state
-from nemo_rl.workers import environments
 
 
 def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tmp_path, monkeypatch):

@@ -1,11 +1,21 @@
-"""Which working caches under $NEMO_RL_VENV_DIR are this user's node builds' (workers/bundle_trust.py)."""
+"""Which working caches under $NEMO_RL_VENV_DIR are this user's node builds' (workers/bundle_trust.py).
+
+What a node trusts in a bundle (workers/bundle_trust.py): the digests a site pins, set but empty refused; and
+which working caches under NEMO_RL_VENV_DIR are this user's node builds', never a link, another user's directory
+or one without this user's marker."""
+
+from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from fakes import FLAGS, fake_bundle
 
 from nemo_rl import locks
-from nemo_rl.workers import bundles
+from nemo_rl.cli import main
+from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import bundle_trust, bundles, housekeeping
 
 
 def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
@@ -22,21 +32,10 @@ def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, mon
         assert (theirs / "in-use").exists()
     finally:
         os.close(held)
-"""What a node trusts in a bundle (workers/bundle_trust.py): the digests a site pins, set but empty refused; and
-which working caches under NEMO_RL_VENV_DIR are this user's node builds', never a link, another user's directory
-or one without this user's marker."""
 
-from __future__ import annotations
 
-import os
-from pathlib import Path
 
-import pytest
-from fakes import FLAGS, fake_bundle
 
-from nemo_rl.cli import main
-from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import bundle_trust, bundles, housekeeping
 
 
 def test_only_working_caches_we_made_are_counted_or_removed(world, tmp_path, monkeypatch, capsys):

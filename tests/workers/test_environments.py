@@ -12,7 +12,6 @@ import pytest
 from fakes import _cli, env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import environments
 from nemo_rl.workers import environments, housekeeping
 from nemo_rl.workers.environments import META, WorkerEnv
 
