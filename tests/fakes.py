@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def make_index(records: list[Record]) -> record_files.Index:
 COMMIT = "c" * 40
 
 
-def fake_installed_fork(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",), other_version=None):
+def fake_installed_fork(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",),
+                        other_version=None):
     """A site-packages holding megatron-core's dist-info (installed from `commit`) and `others`."""
     import json
 
@@ -199,3 +201,14 @@ wheels = [
     {{ url = "https://files.example/tiny_pkg-1.0-py3-none-any.whl", hash = "sha256:{wheel}" }},
 ]
 """
+
+
+def _clone(world, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(where)], check=True)
+    return where
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err

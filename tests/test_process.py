@@ -1,6 +1,6 @@
 """The one runner (nemo_rl/process.py) against children that misbehave: what a finished child leaves in its
-group is ended, pipes a process outside the group still holds are not waited on, and `keep` bounds what is kept
-of a loud child's output."""
+group is ended, pipes a process outside the group still holds are not waited on, `keep` bounds what is kept
+of a loud child's output, and a program that is not installed is named as such."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import run_cli
 
 from nemo_rl import process, process_output
 from nemo_rl.errors import NemoRLError
@@ -107,3 +108,10 @@ def test_a_streamed_failure_on_a_full_disk_says_so(capfd):
         run(["sh", "-c", "echo 'error: No space left on device (os error 28)' >&2; exit 2"], stream=True)
     assert "df -h" in failed.value.remedy and "(passed on to stderr as it came" in failed.value.what
     assert "No space left on device" in capfd.readouterr().err
+
+
+def test_missing_git_is_named_not_the_network(world, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, out = run_cli(capsys, "deps", "bump", "megatron-core", "--branch", "nemo-rl/main",
+                        "--project", str(world.project))
+    assert code == 1 and "cannot run git" in out and "install git" in out and "network" not in out
