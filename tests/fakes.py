@@ -80,7 +80,8 @@ def make_index(records: list[Record]) -> record_files.Index:
 COMMIT = "c" * 40
 
 
-def fake_installed_fork(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",), other_version=None):
+def fake_installed_fork(tmp_path, version, requires, commit=COMMIT, python="3.12.4", others=("six",),
+                        other_version=None):
     """A site-packages holding megatron-core's dist-info (installed from `commit`) and `others`."""
     import json
 
@@ -233,3 +234,12 @@ def _never_hangs(code: str) -> str:
         pytest.fail(f"hung on a planted FIFO: {code}")
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+def _clone(world, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(world.forks["megatron-core"].fork), str(where)], check=True)
+    return where
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err

@@ -1,5 +1,5 @@
 """The command line's shape (nemo_rl/cli.py and each verb's parser): one -v on every verb, help that points at
-the right page, and `deps patches export` parsed by argparse. Parsing only: nothing runs."""
+the right page, `deps patches export` parsed by argparse; and how the errors a verb raises map to exit codes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nemo_rl import verbose
-from nemo_rl.cli import build_parser
+from nemo_rl.cli import build_parser, main
 
 
 def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
@@ -112,3 +112,22 @@ def test_status_into_a_closed_pipe_is_no_error(world):
     result = subprocess.run(f"{sys.executable} -m nemo_rl deps status --project {world.project} | head -c 1",
                             shell=True, capture_output=True, text=True)
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+def test_cli_maps_errors_to_exit_codes(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["deps", "status"]) == 1  # no project here: an expected error
+    assert "no pyproject.toml with a [tool.nemo-rl.forks] table" in capsys.readouterr().err
+    from nemo_rl.deps import status
+
+    def explode(project, args):
+        raise RuntimeError("boom")
+
+    here = ["--project", str(Path(__file__).resolve().parent.parent)]  # handlers run once a project is found
+    monkeypatch.setattr(status, "run", explode)
+    assert main(["deps", "status", *here]) == 3
+    assert "unexpected error: RuntimeError: boom" in capsys.readouterr().err
+
+    def interrupt(project, args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status, "run", interrupt)
+    assert main(["deps", "status", *here]) == 130

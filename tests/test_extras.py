@@ -1,4 +1,5 @@
-"""Probes and the missing-extra guard, with the extra absent and with planted broken packages."""
+"""Probes and the missing-extra guard, with the extra absent and with planted broken packages; an unknown
+component is a NemoRLError."""
 
 import json
 import subprocess
@@ -114,3 +115,13 @@ def test_a_direct_url_record_of_any_shape_is_no_commit(text):
     from nemo_rl import extras
 
     assert extras.commit_from_direct_url(text) is None
+def test_unknown_component_and_cpu_forward_are_nemo_rl_errors():
+    from nemo_rl import extras
+    from nemo_rl.models import ModelConfig, build_model
+    from nemo_rl.models.megatron_gpt import gpt_forward_backward
+
+    with pytest.raises(NemoRLError, match="unknown mcore component"):
+        extras.require("megatrn", purpose="x")
+    config = ModelConfig(num_layers=1)
+    with pytest.raises(NemoRLError, match="needs a CUDA device"):
+        gpt_forward_backward(build_model(config, "torch"), config)

@@ -5,6 +5,16 @@ import os
 
 import pytest
 from fakes import deps
+"""Lock files (nemo_rl/locks.py): one removed or swapped while a process waits for it is never held twice and never
+spun on, and a link planted in its place is refused by name."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from fakes import FLAGS
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
@@ -67,3 +77,75 @@ def test_a_lock_file_only_its_owner_may_open(tmp_path):
         with pytest.raises(NemoRLError, match="is yours but not writable") as refused:
             locks.open_lock_file(older)
         assert f"chmod 600 {older}" in refused.value.remedy
+def test_a_lock_file_removed_while_another_waits_for_it_is_never_held_twice(tmp_path):
+    """The race a removed lock file invites: B opened the file and waits for its lock; A, holding it, removes it.
+    B must then lock the file the path names now, never the removed one (a third process would lock the new
+    file and both would build one key)."""
+    import threading
+
+    from nemo_rl import locks
+
+    path = tmp_path / ".k.lock"
+    first = locks.lock_file(path, None)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(locks.lock_file(path, lambda fd: "waiting")))
+    waiter.start()
+    deadline = time.monotonic() + 20
+    while not any(f"-> {path}" in line for line in _open_files()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the waiter has the file open (then it polls for the lock)
+    time.sleep(0.3)
+    assert locks.remove_locked(path, first)
+    os.close(first)
+    waiter.join(20)
+    assert got and os.fstat(got[0]).st_ino == os.stat(path).st_ino  # the file the path names, not the removed one
+    third = locks.lock_file(path, None)
+    assert third is None  # so a third process waits instead of locking a second file
+    os.close(got[0])
+
+
+def _open_files() -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            continue
+    return found
+
+
+def test_a_lock_file_swapped_each_time_it_is_locked_ends_in_an_error(tmp_path, monkeypatch):
+    """lock_file locks again when its file was removed meanwhile; a path that never names the file locked (a
+    co-user swapping it in a shared directory) must not spin the command for ever."""
+    from nemo_rl import locks
+
+    calls = []
+
+    def never_names(path, fd):
+        calls.append(fd)
+        assert len(calls) < 10 * locks.LOCK_FILE_TRIES, "lock_file spins on a path that never names its file"
+        return False
+
+    monkeypatch.setattr(locks, "_names", never_names)
+    with pytest.raises(NemoRLError, match=f"was replaced each of the {locks.LOCK_FILE_TRIES} times"):
+        locks.lock_file(tmp_path / ".k.lock", None)
+    assert len(calls) == locks.LOCK_FILE_TRIES
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a link owned by another user needs root (lchown)")
+def test_a_planted_lock_file_link_is_named_whatever_errno_the_kernel_gives(world, tmp_path, monkeypatch):
+    """In a 1777 NEMO_RL_VENV_DIR some kernels refuse O_CREAT|O_NOFOLLOW on a co-user's link with EACCES, not
+    ELOOP: the refusal names the link (and its owner where it is that answer), never only the directory."""
+    venvs = tmp_path / "shared"
+    venvs.mkdir()
+    os.chmod(venvs, 0o1777)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    lock = venvs / f".{environments.key_for(world.project, FLAGS)}.lock"
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    lock.symlink_to(victim)
+    os.lchown(lock, 54321, 54321)
+    with pytest.raises(NemoRLError, match=f"lock file {lock} is a symbolic link"):
+        environments.ensure(world.project, FLAGS)
+    with pytest.raises(NemoRLError, match="is a symbolic link"):
+        locks.open_lock_file(lock)
+    assert victim.read_text() == "mine\n" and lock.is_symlink()

@@ -1,6 +1,6 @@
 """The one runner (nemo_rl/process.py) against children that misbehave: what a finished child leaves in its
-group is ended, pipes a process outside the group still holds are not waited on, and `keep` bounds what is kept
-of a loud child's output."""
+group is ended, pipes a process outside the group still holds are not waited on, `keep` bounds what is kept
+of a loud child's output, and a program that is not installed is named as such."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import run_cli
 
 from nemo_rl import process, process_output
 from nemo_rl.errors import NemoRLError
@@ -135,3 +136,8 @@ def test_a_child_dies_with_nemo_rl_not_after(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), "the child outlived nemo-rl"
+def test_missing_git_is_named_not_the_network(world, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, out = run_cli(capsys, "deps", "bump", "megatron-core", "--branch", "nemo-rl/main",
+                        "--project", str(world.project))
+    assert code == 1 and "cannot run git" in out and "install git" in out and "network" not in out

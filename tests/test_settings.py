@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import FLAGS, deps
 from gitfixtures import commit
+from fakes import run_cli
 
 from nemo_rl import settings
 from nemo_rl.cli import main
@@ -170,3 +171,39 @@ def test_a_bundle_dir_with_whitespace_is_named(world, tmp_path, monkeypatch, cap
     assert main(["envs", "list", "--project", str(world.project)]) == 1
     err = capsys.readouterr().err
     assert f"ends with {named}" in err and repr(str(tmp_path / "bundles") + end) in err, err
+@pytest.mark.parametrize("setting", ["bundles", "./bundles", "../shared/bundles"])
+def test_a_relative_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, monkeypatch, capsys, setting):
+    """Like NEMO_RL_CACHE_DIR: a relative NEMO_RL_BUNDLE_DIR names another directory from each working directory
+    (a worker's is not the driver's), so it is refused with the absolute path it names from here."""
+    from nemo_rl.cli import main
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.workers import bundles, housekeeping
+
+    (tmp_path / "bundles").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    for read in (lambda: bundles.find(world.project, ["--locked"]), bundles.configured, housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(world.project)):
+        with pytest.raises(NemoRLError, match="is not an absolute path") as refused:
+            read()
+        assert f"NEMO_RL_BUNDLE_DIR={os.path.normpath(tmp_path / setting)!r}" in refused.value.remedy
+    for verb in ("list", "prune"):
+        capsys.readouterr()
+        assert main(["envs", verb, "--project", str(world.project)]) == 1
+        assert "not an absolute path" in capsys.readouterr().err
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(tmp_path / "bundles"))  # the fix it gives works
+    assert main(["envs", "list", "--project", str(world.project)]) == 0
+
+
+@pytest.mark.parametrize("setting", ["file", "read-only"])
+def test_cache_dir_setting_mistakes_exit_1(world, capsys, monkeypatch, tmp_path, setting):
+    target = tmp_path / "cache"
+    if setting == "file":
+        target.write_text("not a directory")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(target / "sub") if setting == "read-only" else str(target))
+    if setting == "read-only":
+        target.mkdir()
+        monkeypatch.setattr(os, "access", lambda path, mode: False)  # root may write anywhere; the user may not
+    code, out = run_cli(capsys, "deps", "patches", "--project", str(world.project))
+    assert code == 1 and "NEMO_RL_CACHE_DIR" in out and "bug in nemo-rl" not in out

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import forkworld
 import pytest
 from fakes import fake_env
+from fakes import _clone, fake_env
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
 from nemo_rl.project import develop_state, installed, lockfile, state_dir
+from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -350,3 +353,44 @@ def test_stop_says_a_deleted_checkout_is_gone(world, tmp_path, monkeypatch, caps
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     out = capsys.readouterr().out
     assert f"the checkout {checkout} is already gone" in out and "stays at" not in out, out
+def test_develop_before_uv_sync_gives_advice_that_works(world, tmp_path, monkeypatch, capsys):
+    """No environment yet: develop records the checkout and says to run develop again after `uv sync`; doing so
+    puts that checkout in front, never answering "already developed" for an overlay not yet applied."""
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my megatron")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    assert f"run `nemo-rl deps develop megatron-core` again to put {mine} in front" in capsys.readouterr().out
+    fake_env(env)  # what `uv sync` makes
+    assert deps(world, "develop", "megatron-core") == 0, capsys.readouterr().err
+    assert develop_state.active_checkout(env, "megatron-core") == mine.resolve()
+    assert deps(world, "develop", "megatron-core") == 1  # now it is applied: the answer is "already developed"
+    assert "already developed" in capsys.readouterr().err
+
+
+def test_develop_after_uv_sync_refuses_a_recorded_checkout_that_is_gone(world, tmp_path, monkeypatch, capsys):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my megatron")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    fake_env(env)
+    shutil.rmtree(mine)
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core") == 1
+    err = capsys.readouterr().err
+    assert "is gone" in err and "deps develop --stop megatron-core" in err, err
+    assert not develop_state.has_overlay(env, "megatron-core")
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_a_checkout_path_with_a_line_break_is_refused_before_anything_is_written(world, tmp_path, monkeypatch,
+                                                                                capsys, present):
+    env = tmp_path / "env"
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    if present:
+        fake_env(env)
+    mine = _clone(world, tmp_path / "nl\u2028clone")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 1
+    assert "control character" in capsys.readouterr().err
+    assert not (world.project / ".nemo-rl/develop.json").exists()
+    assert not develop_state.shadow_dir(world.project, "megatron-core").exists()

@@ -1,4 +1,5 @@
-"""`deps develop --onto`'s refusal of what cannot be rebased onto (deps/develop_onto.py), on a one-commit repository."""
+"""`deps develop --onto`'s refusal of what cannot be rebased onto (deps/develop_onto.py), on a one-commit
+repository, and the advice it gives for a rebase under way."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import subprocess
 
 import pytest
 from fakes import deps
+import shlex
+
+import pytest
+from fakes import _clone, deps, fake_env
 from gitfixtures import commit, git, init
 
 from nemo_rl.deps import develop_onto
@@ -95,3 +100,15 @@ def test_onto_during_a_merge_says_to_finish_it(world, monkeypatch, capsys):
     assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
     err = capsys.readouterr().err
     assert "a merge is under way" in err and f"git -C {checkout} merge --abort" in err and "stash" not in err, err
+def test_onto_advice_names_a_path_with_spaces_as_one_word(world, tmp_path, monkeypatch, capsys):
+    """The advice is pasted into a shell: `git -C /tmp/my clone ü rebase --abort` would be three words."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "my clone ü")
+    assert deps(world, "develop", "megatron-core", str(mine)) == 0
+    (mine / ".git" / "rebase-merge").mkdir()  # a rebase under way
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "main") == 1
+    err = capsys.readouterr().err
+    assert f"git -C {shlex.quote(str(mine))} rebase --abort" in err, err
+    assert f"`git -C {mine} rebase" not in err

@@ -1,13 +1,16 @@
+import json
 import shutil
 import tomllib
 
 import forkworld
 import pytest
+from fakes import deps
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
 from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
+from nemo_rl.project import journal
 
 
 def patches(world, *args):
@@ -272,3 +275,23 @@ def test_online_check_finds_a_wrong_base_that_agrees_everywhere_else(world, caps
     capsys.readouterr()
     assert patches(world, "megatron-core", "--check") == 1
     assert f"index.toml: base: expected {megatron.base}, found {wrong}" in capsys.readouterr().out
+
+
+def test_the_offline_check_over_a_landing_cut_short_names_recover(world, capsys):
+    """Killed after the project's records were moved aside and before the new ones moved in: the check says the
+    landing was interrupted and names `deps recover` (as status does), never DRIFT with `deps patches`, which
+    refuses."""
+    records = world.project / "patches" / "megatron-core"
+    staging = world.project / ".nemo-rl" / "staging-1-x"
+    (staging / "patches").mkdir(parents=True)
+    shutil.copytree(records, staging / "patches" / "megatron-core")
+    before = {"patches/megatron-core": journal.digest(records)}
+    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["patches/megatron-core"], "before": before}))
+    records.rename(staging / ".old-megatron-core")
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 1
+    out = capsys.readouterr().out
+    assert "megatron-core: landing interrupted" in out and "nemo-rl deps recover" in out, out
+    assert "DRIFT" not in out and "run `nemo-rl deps patches megatron-core`" not in out, out
+    assert deps(world, "recover") == 0
+    assert deps(world, "patches", "--check", "--offline") == 0, capsys.readouterr().out

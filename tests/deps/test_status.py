@@ -11,6 +11,7 @@ from pathlib import Path
 import forkworld
 import pytest
 from fakes import deps, fake_env, fork_state
+from fakes import _clone, deps, fake_env
 from gitfixtures import git
 
 from nemo_rl.cli import main
@@ -353,3 +354,51 @@ def test_an_empty_directory_at_the_checkout_is_a_gone_checkout(world, tmp_path, 
     deps(world, "status")
     out = capsys.readouterr()
     assert "checkout gone" in out.out and "not a git repository" not in out.out + out.err, out
+def _rows(world, env, capsys) -> dict:
+    capsys.readouterr()
+    assert deps(world, "status", "--json", "--env", str(env)) == 0, capsys.readouterr().err
+    return {r["distribution"]: r for r in json.loads(capsys.readouterr().out)["forks"]}
+
+
+def _break(kind: str, clone: Path, worktree: Path) -> None:
+    if kind == "main repository moved":
+        clone.rename(clone.with_name("clone-moved"))
+    elif kind == "empty .git file":
+        (worktree / ".git").write_text("")
+    else:
+        shutil.move(worktree / ".git", worktree.with_name("git-aside"))
+
+
+@pytest.mark.parametrize("kind", ["main repository moved", "empty .git file", ".git removed"])
+def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monkeypatch, capsys, kind):
+    """A worktree whose main repository moved, an empty `.git` file, a `.git` moved away: the files are still what
+    Python imports, so the fork is "checkout unreadable" (not "gone", not git's raw error), every fork's row is
+    shown, --check fails, and the fix given (--stop) works."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    clone = _clone(world, tmp_path / "clone")
+    worktree = tmp_path / "wtree"
+    subprocess.run(["git", "-C", str(clone), "worktree", "add", "-q", str(worktree), "HEAD"], check=True)
+    assert deps(world, "develop", "megatron-core", str(worktree)) == 0
+    _break(kind, clone, worktree)
+    assert develop_state.active_checkout(env, "megatron-core") == worktree  # its files are imported
+    rows = _rows(world, env, capsys)
+    assert set(rows) == set(world.forks), rows  # the other forks are still reported
+    row = rows["megatron-core"]
+    assert row["state"] == "checkout unreadable", row
+    assert row["developing"]["problem"] and not row["developing"]["missing"]
+    assert f"megatron-core is imported from the files of {worktree}" in row["remedy"]
+    assert "deps develop --stop megatron-core" in row["remedy"]
+    assert ("worktree repair" if kind != ".git removed" else ".git is missing") in row["remedy"]
+    assert deps(world, "status", "--env", str(env)) == 0
+    assert "(unreadable: " in capsys.readouterr().out
+    assert deps(world, "status", "--check", "--env", str(env)) == 1
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "HEAD") == 1
+    err = capsys.readouterr().err
+    assert "cannot be rebased" in err and "what to do" in err and "command failed" not in err, err
+    shutil.rmtree(develop_state.shadow_dir(world.project, "megatron-core"))  # `git clean -fdx`: the pin runs
+    row = _rows(world, env, capsys)["megatron-core"]
+    assert row["state"] == "checkout unreadable" and "megatron-core runs the pin" in row["remedy"], row
+    assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
+    assert develop_state.active_checkout(env, "megatron-core") is None and worktree.is_dir()

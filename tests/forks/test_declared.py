@@ -124,7 +124,8 @@ def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_pat
     (["six>=1.17"], "+six>=1.17, -six>=1.16"),  # another bound
 ])
 def test_installed_requirements_uv_lock_does_not_have_are_named(tmp_path, installed_requires, expected):
-    found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", installed_requires, others=("six", "numpy")))
+    found = kinds(fake_project(tmp_path),
+                  fake_installed_fork(tmp_path, "0.2.0", installed_requires, others=("six", "numpy")))
     assert list(found) == ["requirements differ"] and expected in found["requirements differ"]
     assert FIX in found["requirements differ"]
 
@@ -138,7 +139,8 @@ def test_a_locked_requirement_not_installed_is_named(tmp_path):
 def test_another_commit_installed_says_sync(tmp_path):
     found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.1.0", [], commit="d" * 40))
     assert list(found) == ["another commit"] and "uv sync --locked --extra mcore" in found["another commit"]
-    found = kinds(fake_project(tmp_path / "b"), fake_installed_fork(tmp_path / "b", "0.2.0", ["six>=1.16"], commit=None))
+    found = kinds(fake_project(tmp_path / "b"),
+                  fake_installed_fork(tmp_path / "b", "0.2.0", ["six>=1.16"], commit=None))
     assert "no git commit record" in found["another commit"]
 
 

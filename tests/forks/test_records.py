@@ -1,13 +1,17 @@
-"""The offline check of one index entry against its record file (records._entry_differences), on files alone."""
+"""The offline check of one index entry against its record file (records._entry_differences), on files alone;
+and records committed as symbolic links, refused before anything is staged."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 
-from fakes import RECORD, make_index
+import pytest
+from fakes import RECORD, deps, make_index
 
 from nemo_rl.forks import records
 from nemo_rl.forks.record_files import Record
+from nemo_rl.project import lockfile
 
 
 def entry_and_dir(tmp_path, record=RECORD):
@@ -70,3 +74,41 @@ def test_notes_follow_a_rebased_commit(tmp_path):
     pin = Fork("megatron-core", "https://x.invalid/f.git", "b" * 40, "main", "https://x.invalid/u.git", "main", None)
     _, noted = records.build(previous, None, pin, "b" * 40, "d" * 40, [rebased, unrelated])
     assert [r.note for r in noted] == ["ours: why", ""]
+@pytest.mark.parametrize("kind", ["outside", "loop", "patches", "entry"])
+def test_records_committed_as_links_are_refused_before_staging(world, tmp_path, capsys, kind):
+    """A pull request makes patches/<dist> a link out of the project (or to `..`, which copying follows into
+    itself), or patches/ a link to another project's, or a record a link: the offline check fails, `deps patches`
+    and `deps bump` refuse before staging (exit 1, no journal left), and the fix given works."""
+    patches = world.project / "patches"
+    records = patches / "megatron-core"
+    outside = tmp_path / "outside"
+    if kind == "patches":
+        shutil.copytree(patches, outside)
+        shutil.rmtree(patches)
+        patches.symlink_to(outside)
+        link = patches
+    elif kind == "entry":
+        index = records / "index.toml"
+        shutil.copy2(index, outside)
+        index.unlink()
+        index.symlink_to(outside)
+        link = index
+    else:
+        shutil.copytree(records, outside)
+        shutil.rmtree(records)
+        records.symlink_to(outside if kind == "outside" else "..")
+        link = records
+    rev = lockfile.fork(world.project, "megatron-core").rev
+    for command in (["patches", "--check", "--offline"], ["patches", "megatron-core"],
+                    ["bump", "megatron-core", "--rev", rev]):
+        capsys.readouterr()
+        assert deps(world, *command) == 1, command
+        err = capsys.readouterr().err
+        assert f"{link} is a symbolic link" in err and f"`rm {link}`" in err, (command, err)
+        assert not list((world.project / ".nemo-rl").glob("staging-*")) if (world.project / ".nemo-rl").exists() \
+            else True
+    link.unlink()  # the fix: remove the link, write the records again
+    if kind == "patches":
+        patches.mkdir()
+    assert deps(world, "patches", "megatron-core") == 0, capsys.readouterr().err
+    assert records.is_dir() and not records.is_symlink() and (records / "index.toml").is_file()

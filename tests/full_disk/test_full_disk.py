@@ -264,3 +264,14 @@ def test_a_bump_on_a_nearly_full_tmpfs_never_exits_3(world, tmp_path):
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
     assert 1 in codes.values(), codes  # some level ran out of space (else the fill proved nothing)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_output_that_cannot_be_written_is_a_failed_command(world, json_flag):
+    """A full disk under stdout: the result is lost, so the exit is not 0, and stderr says so in one line."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "nemo_rl", "deps", "status", "--project", str(world.project),
+                                 *json_flag], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot write the command's output (stdout): No space left on device" in lines[0]

@@ -1,6 +1,9 @@
-"""The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in."""
+"""The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in
+(importing nemo_rl never imports torch, megatron, nemo or transformer_engine)."""
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -68,3 +71,14 @@ def test_default_export_has_no_git_requirement_and_mcore_has_exactly_the_pins():
 def test_torch_and_transformer_engine_are_locked_together(name):
     locked = lockfile.locked_packages(ROOT)
     assert locked[name].version == {"torch": "2.7.0"}.get(name, "2.3.0")
+
+
+HEAVY = ("torch", "megatron", "nemo", "transformer_engine")
+
+
+def test_import_nemo_rl_stays_light():
+    code = ("import sys, nemo_rl, nemo_rl.extras, nemo_rl.workers.executables, nemo_rl.cli, nemo_rl.deps.status, "
+            "nemo_rl.doctor.report, nemo_rl.models; "
+            f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

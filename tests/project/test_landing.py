@@ -1,8 +1,11 @@
-"""The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
-project; anything else (a hand edit, a corrupt file) is refused before anything moves."""
+"""Landings (project/landing.py): the journal, read back after an interruption, may only name the paths a landing
+moves, inside the project, and anything else (a hand edit, a corrupt file) is refused before anything moves; a
+target that is a mount point or not writable is refused before staging, and a staging copy that fills the disk
+leaves nothing behind."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -13,6 +16,12 @@ from pathlib import Path
 import pytest
 from fakes import deps
 from gitfixtures import commit
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from fakes import deps, run_cli
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
@@ -225,3 +234,65 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
             patches.unlink(missing_ok=True)
             moved.rename(patches)
         shutil.rmtree(elsewhere, ignore_errors=True)
+def _can_bind_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None and shutil.which("umount") is not None
+
+
+@pytest.mark.skipif(not _can_bind_mount(), reason="a bind mount needs root and mount(8)")
+def test_a_bind_mounted_uv_lock_is_refused_before_anything_moves(world, tmp_path, capsys):
+    """`docker run -v $PWD/uv.lock:/w/uv.lock`: rename(2) onto a mount point fails with EBUSY, after pyproject.toml
+    landed. Refused before staging (read from /proc/self/mountinfo), nothing changed, nothing left."""
+    lock = world.project / "uv.lock"
+    host = tmp_path / "host-uv.lock"
+    shutil.copy2(lock, host)
+    pyproject = (world.project / "pyproject.toml").read_text()
+    if subprocess.run(["mount", "--bind", str(host), str(lock)], capture_output=True).returncode != 0:
+        pytest.skip("mount --bind is not allowed here")
+    try:
+        assert str(lock.resolve()) in landing.mount_points()
+        capsys.readouterr()
+        assert deps(world, "patches", "megatron-core") == 1
+        err = capsys.readouterr().err
+        assert f"{lock} is a mount point" in err and "umount" in err, err
+        assert (world.project / "pyproject.toml").read_text() == pyproject
+        assert not (world.project / ".nemo-rl").exists() or not list((world.project / ".nemo-rl").glob("staging-*"))
+    finally:
+        subprocess.run(["umount", str(lock)], check=True)
+    assert deps(world, "patches", "megatron-core") == 0, capsys.readouterr().err
+
+
+def test_a_mount_point_among_the_targets_is_refused(world, monkeypatch):
+    """Where a bind mount cannot be made: the same refusal from what mountinfo lists."""
+    monkeypatch.setattr(landing, "mount_points", lambda: {str(world.project.resolve() / "uv.lock")})
+    with pytest.raises(NemoRLError, match="uv.lock is a mount point"):
+        landing.Staging(world.project, ["pyproject.toml", "uv.lock"], [])
+    landing.Staging(world.project, ["pyproject.toml"], []).discard()  # the other targets are not
+
+
+def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
+    """The copy fails inside `with Staging(...)`'s __enter__, so __exit__ never runs: __enter__ cleans up itself,
+    and the message says what to free, not to check the source's path."""
+    real = shutil.copy2
+
+    def full(source, target, **kwargs):
+        if Path(source).name == "uv.lock":
+            raise OSError(errno.ENOSPC, "No space left on device", str(source))
+        return real(source, target, **kwargs)
+
+    monkeypatch.setattr(shutil, "copy2", full)
+    staging = landing.Staging(world.project, ["pyproject.toml", "uv.lock"], ["patches"])
+    with pytest.raises(NemoRLError, match="No space left on device") as refused:
+        with staging:
+            pytest.fail("staged on a full disk")
+    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
+    assert not staging.path.exists() and not (world.project / state_dir.STAGING_ROOT / staging.path.name).exists()
+
+
+def test_read_only_checkout_exits_1(world, capsys):
+    patches = world.project / "patches" / "megatron-core"
+    patches.chmod(0o555)
+    try:
+        code, out = run_cli(capsys, "deps", "patches", "megatron-core", "--project", str(world.project))
+    finally:
+        patches.chmod(0o755)
+    assert code == 1 and "is not writable" in out and "bug in nemo-rl" not in out

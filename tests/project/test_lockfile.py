@@ -1,11 +1,13 @@
 """The fork's git source uv.lock names, held against [tool.uv.sources] (lockfile.LockedPackage.other_source): uv
-fetches what the lock names and `uv lock --check` never compares it. Pure, on parsed values."""
+fetches what the lock names and `uv lock --check` never compares it (pure, on parsed values); and project files
+that do not read or have the wrong shape are an exit 1 naming the fix."""
 
 from __future__ import annotations
 
 import pytest
 from fakes import deps
 from gitfixtures import commit
+from fakes import run_cli
 
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
@@ -113,3 +115,15 @@ def test_a_hostile_url_runs_no_command(world, tmp_path, capsys, url):
         assert deps(world, *args) == 1, args
         assert "is not a git URL" in capsys.readouterr().err
     assert not marker.exists()
+@pytest.mark.parametrize("name, data, expected", [
+    ("pyproject.toml", b"[tool.nemo-rl.forks.x]\nbranch = '\xff'\n", "not valid UTF-8"),
+    ("pyproject.toml", b"[tool]\nuv = 3\n[tool.nemo-rl.forks]\n", "must be a table"),
+    ("pyproject.toml", b"[tool.uv]\nsources = 'x'\n[tool.nemo-rl.forks.a]\n", "[tool.uv.sources] must be a table"),
+    ("pyproject.toml", b"[tool.nemo-rl]\nforks = [1]\n", "[tool.nemo-rl.forks] must be a table"),
+    ("uv.lock", b"version = 1\npackage = 'x'\n", "regenerate it with `uv lock`"),
+    ("uv.lock", b"\xe9", "not valid UTF-8"),
+])
+def test_broken_project_files_exit_1(world, capsys, name, data, expected):
+    (world.project / name).write_bytes(data)
+    code, out = run_cli(capsys, "deps", "status", "--project", str(world.project))
+    assert code == 1 and expected in out and "Traceback" not in out and "bug in nemo-rl" not in out

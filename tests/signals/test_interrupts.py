@@ -1,8 +1,9 @@
 """Signals always end a command, at once, and say what happened (nemo_rl/interrupt.py, nemo_rl/process.py).
 
 The stress test at the bottom sends SIGINT, SIGTERM and SIGHUP at random moments into real fixture bumps and dry
-runs. CI runs a handful; `NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress`
-runs as many as asked and prints a table (add `--timeout=0`: more than 600 s).
+runs. CI runs a handful;
+`NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress` runs as many as
+asked and prints a table (add `--timeout=0`: more than 600 s).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from pathlib import Path
 import forkworld
 import pytest
 from fakes import FLAGS, fake_bundle
+from fakes import _clone, deps, fake_env
 from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
 from nemo_rl.project import journal, lockfile
 from nemo_rl.workers import bundle_trust, bundles
+from nemo_rl.project import develop_state, journal, lockfile
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -534,3 +537,50 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
         bundles.content_digest(bundle / bundles.CACHE)
+def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path, monkeypatch, capsys):
+    """SIGINT while the new environment is verified (after "worker environment ready"): exit 130 and the message
+    names the environment as built, never "nothing was changed"; the environment is there for the next build."""
+    from nemo_rl import interrupt, uv
+    from nemo_rl.cli import main
+    from nemo_rl.workers import environments
+
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(uv, "venv", lambda path, **_: fake_env(path))  # what a build installs is not the point
+    monkeypatch.setattr(uv, "sync", lambda *_, **__: None)
+
+    def interrupted_while_verifying(*_, **__):
+        interrupt.record(signal.SIGINT)
+        interrupt.check()
+
+    monkeypatch.setattr(environments, "verify", interrupted_while_verifying)
+    try:
+        assert main(["envs", "build", "BASE", "--project", str(world.project)]) == 130
+    finally:
+        interrupt.reset()
+    err = capsys.readouterr().err
+    assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
+    built = environments.slot(environments.key_for(world.project, ["--locked"])).path
+    assert f"the worker environment {built} is built" in err and environments.describe(built) is not None
+
+
+def test_a_signal_after_develop_wrote_its_overlay_names_what_was_done(world, tmp_path, monkeypatch, capsys):
+    """SIGHUP while develop reads the checkout's facts (git, a checkpoint) after the overlay and develop.json were
+    written: the exit is 129 and the message lists those steps, never "nothing was changed"."""
+    env = fake_env(tmp_path / "env")
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
+    mine = _clone(world, tmp_path / "mine")
+    facts = develop_state.checkout_facts
+
+    def hangup_meanwhile(*args, **kwargs):
+        interrupt.record(signal.SIGHUP)
+        return facts(*args, **kwargs)
+
+    monkeypatch.setattr(develop_state, "checkout_facts", hangup_meanwhile)
+    try:
+        assert deps(world, "develop", "megatron-core", str(mine)) == 129
+    finally:
+        interrupt.reset()
+    err = capsys.readouterr().err
+    assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
+    assert f"{env} imports megatron-core from {mine}" in err and "develop.json records megatron-core" in err
+    assert develop_state.active_checkout(env, "megatron-core") == mine

@@ -1,5 +1,7 @@
-"""A worker environment's metadata record (workers.environments.WorkerEnv): written and read by itself, older
-files (with keys no one reads) still read, and a file of the wrong shape refused with its path."""
+"""Worker environments (workers/environments.py): the metadata record (WorkerEnv) written and read by itself,
+older files (with keys no one reads) still read, a file of the wrong shape refused with its path; and an
+environment at this checkout's key that this user did not build for this project, or whose Ray is not the
+driver's, never used."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ from fakes import _cli, env_row, planted_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.workers import environments, housekeeping
+import subprocess
+import sys
+
+import pytest
+from fakes import FLAGS, fake_env
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.workers import bytecode, environments, executables, verified
 from nemo_rl.workers.environments import META, WorkerEnv
 
 
@@ -128,3 +138,100 @@ def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monke
     env = planted_env(venvs, "0" * 24, world.project, checkout)
     row = env_row(world.project, env)
     assert row.state == "broken" and "checkout id" in (row.detail or "")
+def _planted(path, project) -> None:
+    """A complete-looking environment of `project`'s key at `path` (metadata and a site-packages)."""
+    fake_env(path)
+    bytecode.install(path, verified.sites(path))
+    meta = {"key": path.name, "flags": FLAGS, "lock_hash": "x", "project": str(project.resolve())}
+    (path / environments.META).write_text(json.dumps(meta))
+
+
+def test_an_environment_an_older_nemo_rl_built_gets_private_bytecode_in_place(world, tmp_path, monkeypatch):
+    """Its record may still hold: ensure adds what it lacks (never removing it first: a rebuild offline without a
+    bundle would leave nothing) and verifies it in full."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = venvs / environments.key_for(world.project, FLAGS)
+    _planted(env, world.project)
+    shutil.rmtree(env / bytecode.DIR)
+    for site in verified.sites(env):
+        (site / bytecode.PTH).unlink()
+
+    def build(*args, **kwargs):
+        raise RuntimeError("rebuilt")
+
+    checked = []
+    monkeypatch.setattr(environments, "_build", build)
+    monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: checked.append(args))
+    monkeypatch.setattr(verified, "still_verified", lambda *args: False)
+    environments.ensure(world.project, FLAGS)
+    assert checked and bytecode.problem(env, verified.sites(env)) is None
+
+
+def test_a_link_at_the_key_is_never_used(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    key = environments.key_for(world.project, FLAGS)
+    target = tmp_path / "theirs" / key
+    _planted(target, world.project)
+    venvs.mkdir()
+    (venvs / key).symlink_to(target)
+    with pytest.raises(NemoRLError, match="is a symbolic link, not an environment this user built"):
+        environments.ensure(world.project, FLAGS)
+    assert (venvs / key).is_symlink() and (target / environments.META).exists()  # left as it was
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user needs root")
+def test_another_users_environment_at_the_key_is_never_used(world, tmp_path, monkeypatch):
+    """Its key is computed from readable inputs (the project's path, uv.lock, flags, Python): in a shared
+    NEMO_RL_VENV_DIR a co-user plants it first, then adds a .pth that the verification's import would run."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = venvs / environments.key_for(world.project, FLAGS)
+    _planted(env, world.project)
+    os.chown(env, 54321, -1)
+    with pytest.raises(NemoRLError, match="owned by uid 54321, not an environment this user built"):
+        environments.ensure(world.project, FLAGS)
+    # the files verification checks are this user's too: one of another owner is code they may change
+    mine = fake_env(tmp_path / "mine")
+    (mine / "bin").mkdir()
+    planted = next((mine / "lib").glob("python*/site-packages")) / "zz_evil.pth"
+    planted.write_text("import os\n")
+    os.chmod(planted, 0o644)
+    os.chown(planted, 54321, -1)
+    assert verified.loose(mine) == [str(planted.relative_to(mine))]
+
+
+def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = venvs / environments.key_for(world.project, FLAGS)
+    _planted(env, world.project)
+    meta = json.loads((env / environments.META).read_text())
+    (env / environments.META).write_text(json.dumps({**meta, "project": "relative/p"}))
+    with pytest.raises(NemoRLError, match="is not worker-environment metadata"):
+        environments.WorkerEnv.read(env)
+
+    def build(*args, **kwargs):
+        raise RuntimeError("rebuilt")
+
+    monkeypatch.setattr(environments, "_build", build)
+    (env / environments.META).write_text(json.dumps({**meta, "project": str(tmp_path / "elsewhere")}))
+    with pytest.raises(RuntimeError, match="rebuilt"):  # not used as this checkout's
+        environments.ensure(world.project, FLAGS)
+
+
+def test_create_local_venv_refuses_an_environment_without_the_drivers_ray(tmp_path, monkeypatch):
+    """Workers are Ray actors: an environment whose Ray differs from the driver's is refused before use."""
+    project = tmp_path / "tiny"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "tiny"\nversion = "0.1.0"\nrequires-python = ">=3.10"\ndependencies = []\n'
+        "[project.optional-dependencies]\nextra1 = []\n[tool.uv]\npackage = false\n")
+    subprocess.run([sys.executable, "-m", "uv", "lock", "--quiet"], cwd=project, check=True)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    with pytest.raises(NemoRLError, match="Ray None there"):
+        executables.create_local_venv("uv run --locked --extra extra1", "worker-1", project=project)
+    built = [p for p in (tmp_path / "venvs").iterdir() if not p.name.startswith(".")]
+    assert len(built) == 1 and (built[0] / "bin" / "python").exists()  # built once, keyed, then refused
+    assert executables.create_local_venv(executables.PY_EXECUTABLES.SYSTEM, "ignored") == sys.executable

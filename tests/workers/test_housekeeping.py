@@ -1,17 +1,24 @@
-"""Whether a process runs from an environment, each way it can show it (a Ray worker shows neither its
-executable nor its command line: its VIRTUAL_ENV and the files it maps do)."""
+"""Housekeeping of worker environments and bundles (workers/housekeeping.py): whether a process runs from an
+environment, each way it can show it (a Ray worker shows neither its executable nor its command line: its
+VIRTUAL_ENV and the files it maps do), and what `envs prune` removes, lists or leaves."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from fakes import FLAGS, deps, env_row, fake_env, planted_env
 
 from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import environments, housekeeping
+from fakes import env_row, fake_env, planted_env
+
+from nemo_rl.project import develop_state, identity
+from nemo_rl.workers import housekeeping
 
 
 @pytest.fixture
@@ -134,3 +141,98 @@ def test_a_checkout_without_an_id_prunes_no_environment_that_has_one(world, tmp_
     assert env not in housekeeping.prune(world.project)
     older = planted_env(venvs, "1" * 24, world.project, None)  # built before ids: this path's, as before
     assert env_row(world.project, older).state == "stale"
+def _broken_envs(world, venvs: Path) -> dict[str, Path]:
+    from fakes import planted_env as _planted_env
+
+    from nemo_rl.project import identity
+    from nemo_rl.workers import environments
+
+    ours = identity.ensure_checkout_id(world.project)
+    made = {"bad metadata": fake_env(venvs / "bad")}
+    (made["bad metadata"] / environments.META).write_text("{")
+    made["fifo metadata"] = fake_env(venvs / "fifo")
+    os.mkfifo(made["fifo metadata"] / environments.META)
+    made["linked metadata"] = fake_env(venvs / "linked")
+    (venvs / "meta-elsewhere.json").write_text("{}")
+    (made["linked metadata"] / environments.META).symlink_to(venvs / "meta-elsewhere.json")
+    original = _planted_env(venvs, "1" * 24, world.project, ours)
+    made["a cp -a backup"] = venvs / f"{'1' * 24}-backup"
+    subprocess.run(["cp", "-a", str(original), str(made["a cp -a backup"])], check=True)
+    return made
+
+
+def test_prune_removes_only_what_it_proves_ours_and_lists_the_rest(world, tmp_path, monkeypatch, capsys):
+    """Broken entries (metadata that does not read, a FIFO or a link for it, a key that is not the directory's
+    name: a user's `cp -a` backup) are listed with the exact `rm -rf`, never removed; a stale environment of this
+    checkout is removed, and with it its key's lock file."""
+    from nemo_rl.cli import main
+    from nemo_rl.workers import environments, housekeeping
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    broken = _broken_envs(world, venvs)
+    stale = venvs / ("1" * 24)
+    with environments.Slot(venvs, stale.name).locked():  # a build of it once made its lock file
+        pass
+    rows = {r.path: r for r in housekeeping.listing(world.project)}
+    for kind, path in broken.items():
+        assert rows[path].state == "broken", (kind, rows[path])
+        assert f"rm -rf {path}" in rows[path].detail, (kind, rows[path].detail)
+    capsys.readouterr()
+    assert main(["envs", "prune", "--project", str(world.project)]) == 0
+    out = capsys.readouterr().out
+    for kind, path in broken.items():
+        assert path.exists() and f"left {path} (broken)" in out, (kind, out)
+    assert not stale.exists() and not (venvs / f".{stale.name}.lock").exists(), out
+    assert f"removed {stale}" in out
+
+
+def test_prune_removes_free_lock_files_and_leaves_held_ones(world, tmp_path, monkeypatch):
+    """A key's lock file with no environment, and a bundle destination's pack lock, are removed when nobody holds
+    them; one held (a build or a pack starting now) stays, and so does the lock of a key whose environment is there."""
+    from nemo_rl import locks
+    from nemo_rl.workers import housekeeping
+
+    venvs, bundles_dir = tmp_path / "venvs", tmp_path / "bundles"
+    bundles_dir.mkdir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundles_dir))
+    fake_env(venvs / ("2" * 24))
+    lock = {name: root / name for root, name in ((venvs, f".{'2' * 24}.lock"), (venvs, f".{'3' * 24}.lock"),
+                                                 (venvs, f".{'4' * 24}.lock"), (bundles_dir, ".b1.pack-lock"),
+                                                 (bundles_dir, ".b2.pack-lock"))}
+    lock["not a key's"] = venvs / ".notes.lock"  # a user's own file in the directory: not ours to remove
+    for path in lock.values():
+        path.write_text("")
+    held = [locks.lock_file(lock[f".{'4' * 24}.lock"], None), locks.lock_file(lock[".b2.pack-lock"], None)]
+    try:
+        removed = housekeeping.prune(world.project)
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert set(removed) == {lock[f".{'3' * 24}.lock"], lock[".b1.pack-lock"]}, removed
+    assert {p.name for p in lock.values() if p.exists()} == {f".{'2' * 24}.lock", f".{'4' * 24}.lock",
+                                                              ".b2.pack-lock", ".notes.lock"}
+
+
+def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, tmp_path, monkeypatch):
+    """`rm .nemo-rl/develop.json` (or an edited token) while a worker environment carries the overlay looks, from
+    here, exactly like a copy of this checkout (an image: one id in every container) developing in another
+    container: the environment is kept, whatever id it records, and its row gives the rm -rf for the user who
+    knows. An environment of another id without an overlay names that id and its rm -rf too."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    ours = identity.ensure_checkout_id(world.project)
+    for key, checkout in (("0" * 24, ours), ("1" * 24, "c" * 32)):  # this id; another (before `git clean -fdx`)
+        env = planted_env(venvs, key, world.project, checkout)
+        develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+        row = env_row(world.project, env)
+        assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(env))}" in (row.detail or ""), row
+        assert "does not record" in (row.detail or "")
+        assert env not in housekeeping.prune(world.project) and env.exists()
+    plain = planted_env(venvs, "2" * 24, world.project, "c" * 32)
+    row = env_row(world.project, plain)
+    assert row.state == "other checkout" and "checkout id cccccccc" in (row.detail or "")
+    assert f"rm -rf {shlex.quote(str(plain))}" in (row.detail or ""), row
+    assert plain not in housekeeping.prune(world.project) and plain.exists()

@@ -1,0 +1,27 @@
+"""git on the user's checkouts (nemo_rl/git_checkout.py): a work tree git refuses to read is an error naming the fix,
+never an empty answer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import state_dir
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a checkout of another user needs root")
+def test_a_checkout_git_will_not_read_is_refused_not_taken_for_untracked(world):
+    """A runner's checkout, and a job's container running as root: git answers "dubious ownership" and lists
+    nothing: taken for "nothing tracked", a commit's .nemo-rl files would be taken for this machine's state."""
+    project = world.project
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    (project / state_dir.STAGING_ROOT).mkdir()
+    for path in [project, *project.rglob("*")]:
+        os.lchown(path, 54321, -1)
+    state_dir._UNTRACKED.clear()
+    with pytest.raises(NemoRLError, match="git cannot list the files it tracks") as refused:
+        state_dir.state_root(project)
+    assert f"safe.directory {project}" in (refused.value.remedy or "")
