@@ -1,11 +1,7 @@
 """Lock files (locks.py): never written through a planted link, hard link or directory, made readable by their
-owner only, and a filesystem that cannot lock is the user's to fix (exit 1)."""
+owner only, and a filesystem that cannot lock is the user's to fix (exit 1).
 
-import os
-
-import pytest
-from fakes import deps
-"""Lock files (nemo_rl/locks.py): one removed or swapped while a process waits for it is never held twice and never
+Lock files (nemo_rl/locks.py): one removed or swapped while a process waits for it is never held twice and never
 spun on, and a link planted in its place is refused by name."""
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ import os
 import time
 
 import pytest
-from fakes import FLAGS
+from fakes import FLAGS, deps
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import FLAGS, deps
+from fakes import FLAGS, deps, run_cli
 from gitfixtures import commit
-from fakes import run_cli
 
 from nemo_rl import settings
 from nemo_rl.cli import main

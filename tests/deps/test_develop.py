@@ -8,7 +8,6 @@ import shutil
 
 import forkworld
 import pytest
-from fakes import fake_env
 from fakes import _clone, fake_env
 from gitfixtures import commit, git
 
@@ -16,7 +15,6 @@ from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
 from nemo_rl.project import develop_state, installed, lockfile, state_dir
-from nemo_rl.project import develop_state, installed, lockfile
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"

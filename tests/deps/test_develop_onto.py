@@ -8,10 +8,6 @@ import shlex
 import subprocess
 
 import pytest
-from fakes import deps
-import shlex
-
-import pytest
 from fakes import _clone, deps, fake_env
 from gitfixtures import commit, git, init
 

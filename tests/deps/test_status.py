@@ -10,8 +10,7 @@ from pathlib import Path
 
 import forkworld
 import pytest
-from fakes import deps, fake_env, fork_state
-from fakes import _clone, deps, fake_env
+from fakes import _clone, deps, fake_env, fork_state
 from gitfixtures import git
 
 from nemo_rl.cli import main

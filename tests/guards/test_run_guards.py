@@ -1,4 +1,4 @@
-"""The guard run's rules: where a marker is, what each operator does to a line, and the verdict pytest's report gives."""
+"""The guard run's rules: where a marker is, what each operator does to a line, and the verdict of a report."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 project files, never through a link out of the project, and a staging copy is a leftover by its lock, not its PID.
 
 Landing a staged change from its journal (project/journal.py): a staged link is never landed, a move
-across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused."""
-"""The landing journal's moves (project/journal.py) when a target cannot be replaced: said as what it is, with the
+across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused.
+
+The landing journal's moves (project/journal.py) when a target cannot be replaced: said as what it is, with the
 fix, and the staged files kept for `deps recover`."""
 
 from __future__ import annotations
@@ -141,9 +142,7 @@ def test_a_journal_that_names_a_path_twice_is_refused(tmp_path):
     (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"] * 200_000}))
     with pytest.raises(NemoRLError, match="names paths a landing never moves"):
         journal.read_journal(staging)
-from fakes import deps
 
-from nemo_rl.project import journal
 
 
 def test_recover_onto_a_mount_point_exits_1_and_keeps_the_staged_files(world, capsys, monkeypatch):

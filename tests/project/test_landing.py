@@ -9,19 +9,14 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from fakes import deps
-from gitfixtures import commit
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
 from fakes import deps, run_cli
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir

@@ -5,9 +5,8 @@ that do not read or have the wrong shape are an exit 1 naming the fix."""
 from __future__ import annotations
 
 import pytest
-from fakes import deps
+from fakes import deps, run_cli
 from gitfixtures import commit
-from fakes import run_cli
 
 from nemo_rl.project.lockfile import Fork, LockedPackage
 

@@ -1,17 +1,23 @@
 """The project lock (nemo_rl/project/state_dir.py): commands that write the project wait for one another, or
-refuse at once with --no-wait."""
+refuse at once with --no-wait.
+
+The project's private directory (project/state_dir.py): `.nemo-rl` is used only as a real directory of the
+project that git does not track; a link, a file or a commit's files there are refused with the fix."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
-from fakes import deps
+import pytest
+from fakes import _clone, deps, fake_env
 from gitfixtures import commit
 
 from nemo_rl.cli import main
-from nemo_rl.project import lockfile, state_dir
+from nemo_rl.errors import NemoRLError
+from nemo_rl.project import develop_state, lockfile, state_dir
 
 
 def test_two_bumps_at_once_lose_nothing(world):
@@ -35,20 +41,10 @@ def test_no_wait_refuses_while_another_command_writes(world, capsys):
     with state_dir.project_lock(world.project):
         assert deps(world, "patches", "--no-wait") == 1
     assert "another nemo-rl command" in capsys.readouterr().err
-"""The project's private directory (project/state_dir.py): `.nemo-rl` is used only as a real directory of the
-project that git does not track; a link, a file or a commit's files there are refused with the fix."""
 
-from __future__ import annotations
 
-import shutil
-import subprocess
 
-import pytest
-from fakes import _clone, deps, fake_env
 
-from nemo_rl.cli import main
-from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state, state_dir
 
 
 @pytest.mark.parametrize("kind", ["link", "dangling link", "file"])

@@ -3,8 +3,7 @@
 The stress test at the bottom sends SIGINT, SIGTERM and SIGHUP at random moments into real fixture bumps and dry
 runs. CI runs a handful;
 `NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress` runs as many as
-asked and prints a table (add `--timeout=0`: more than 600 s).
-"""
+asked and prints a table (add `--timeout=0`: more than 600 s)."""
 
 from __future__ import annotations
 
@@ -20,15 +19,13 @@ from pathlib import Path
 
 import forkworld
 import pytest
-from fakes import FLAGS, fake_bundle
-from fakes import _clone, deps, fake_env
+from fakes import FLAGS, _clone, deps, fake_bundle, fake_env
 from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
-from nemo_rl.project import journal, lockfile
-from nemo_rl.workers import bundle_trust, bundles
 from nemo_rl.project import develop_state, journal, lockfile
+from nemo_rl.workers import bundle_trust, bundles
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 

@@ -1,5 +1,8 @@
 """The archives of a bundle's uv cache against uv.lock's own hashes (workers/archive_hashes.py): every pointer
-keyed by its path, every hash it records counted, and a node's copy refused when uv.lock never pinned one."""
+keyed by its path, every hash it records counted, and a node's copy refused when uv.lock never pinned one.
+
+The archives a uv cache holds, held against uv.lock's hashes (workers/archive_hashes.py): each pointer is matched to
+the locked file it records, and one that names no locked file or none at all is refused by name."""
 
 from __future__ import annotations
 
@@ -89,19 +92,12 @@ def test_an_archive_pointer_is_keyed_by_its_path_and_every_hash_counts(tmp_path)
                             + _mp("tiny_pkg-1.0-py3-none-any.whl") + b"\x00\xc0")
         with pytest.raises(NemoRLError, match=f"records sha256 {'0' * 64}, {wheel}"):
             archive_hashes.check(cache, project, "bundle b")
-"""The archives a uv cache holds, held against uv.lock's hashes (workers/archive_hashes.py): each pointer is matched to
-the locked file it records, and one that names no locked file or none at all is refused by name."""
 
-from __future__ import annotations
 
-import pytest
-from fakes import uv_pointer
 
-from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import archive_hashes
 
 MANY_TAGS = "cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.manylinux_2_28_x86_64"
-LOCK = """\
+MANY_TAGS_LOCK = """\
 version = 1
 requires-python = ">=3.12"
 
@@ -120,7 +116,7 @@ def test_a_pointer_uv_names_by_a_hash_of_its_tags_is_checked(tmp_path):
     project, cache = tmp_path / "project", tmp_path / "cache"
     project.mkdir()
     wheel = "1" * 64
-    (project / "uv.lock").write_text(LOCK.format(wheel=wheel))
+    (project / "uv.lock").write_text(MANY_TAGS_LOCK.format(wheel=wheel))
     pointer = cache / "wheels-v8/pypi/tiny-pkg/1.0-00b06ae7f1096870.http"
     pointer.parent.mkdir(parents=True)
     uv_order = "cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.manylinux_2_28_x86_64"  # uv sorts the tags

@@ -8,21 +8,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from fakes import _cli, env_row, planted_env
+from fakes import FLAGS, _cli, env_row, fake_env, planted_env
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import environments, housekeeping
-import subprocess
-import sys
-
-import pytest
-from fakes import FLAGS, fake_env
-
-from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import bytecode, environments, executables, verified
+from nemo_rl.workers import bytecode, environments, executables, housekeeping, verified
 from nemo_rl.workers.environments import META, WorkerEnv
 
 

@@ -15,10 +15,6 @@ from fakes import FLAGS, deps, env_row, fake_env, planted_env
 
 from nemo_rl.project import develop_state, identity
 from nemo_rl.workers import environments, housekeeping
-from fakes import env_row, fake_env, planted_env
-
-from nemo_rl.project import develop_state, identity
-from nemo_rl.workers import housekeeping
 
 
 @pytest.fixture
