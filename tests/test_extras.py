@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from nemo_rl import extras
+from nemo_rl.doctor import smoke
 from nemo_rl.errors import MissingExtraError, NemoRLError
 
 PROBE_SCRIPT = """
@@ -107,3 +108,12 @@ def test_installed_commit_reads_pep_610(tmp_path, monkeypatch):
     assert extras.installed_commit("nemo-toolkit") == sha
     assert extras.installed_commit("megatron-core") is None  # installed from a wheel: no commit recorded
     assert extras.installed_commit("no-such-distribution") is None
+
+
+def test_every_smoke_component_has_a_remedy_from_the_one_table():
+    from nemo_rl import extras
+
+    for check in smoke.CHECKS:
+        assert extras.remedy_for(check.component)
+    with pytest.raises(NemoRLError, match="(?s)unknown mcore component 'megatrn'.*megatron, nemo, transformer_engine"):
+        extras.require("megatrn", purpose="x")

@@ -3,11 +3,14 @@ import tomllib
 
 import forkworld
 import pytest
+from fakes import deps, derived_world, entry
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.forks import declared
 from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
+from nemo_rl.project import lockfile
 
 
 def patches(world, *args):
@@ -272,3 +275,19 @@ def test_online_check_finds_a_wrong_base_that_agrees_everywhere_else(world, caps
     capsys.readouterr()
     assert patches(world, "megatron-core", "--check") == 1
     assert f"index.toml: base: expected {megatron.base}, found {wrong}" in capsys.readouterr().out
+
+
+def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):
+    derived_world(world)
+    assert entry(world) == declared.Entry("megatron-core", "0.1.0", ">=3.10", ("nemo-toolkit",))
+    index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
+    assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
+                                 "requires-python": ">=3.10",
+                                 "requires-dist": ["nemo-toolkit", "pytest>=8"]}
+    assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()
+    lock = (world.project / "uv.lock").read_text()
+    assert 'requires-dist = ["nemo-toolkit"]' in lock
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check") == 0
+    assert deps(world, "status", "--check") == 0

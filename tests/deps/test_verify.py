@@ -286,12 +286,14 @@ def test_the_extra_that_requires_the_fork(tmp_path):
 
 def test_a_missing_module_goes_to_the_add_list_of_a_derived_entry_else_to_the_entry(tmp_path):
     (tmp_path / "plain").mkdir()
-    plain = write_pyproject(tmp_path / "plain", '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n')
+    plain = write_pyproject(tmp_path / "plain",
+                            '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n')
     line = verify.fix_line(plain, FORK, "einops")
     assert line.startswith('add "einops" to requires-dist of the [[tool.uv.dependency-metadata]] entry')
     (tmp_path / "derived").mkdir()
-    derived = write_pyproject(tmp_path / "derived", '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n'
-                                          'drop = [{ name = "wandb", why = "logging" }]\n')
+    derived = write_pyproject(tmp_path / "derived",
+                              '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n'
+                              'drop = [{ name = "wandb", why = "logging" }]\n')
     line = verify.fix_line(derived, FORK, "einops")
     assert line.startswith('add { requirement = "einops", why = "<what imports it>" } to add = [...] in '
                            "[tool.nemo-rl.forks.megatron-core]")

@@ -1,11 +1,13 @@
 """The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
-project; anything else (a hand edit, a corrupt file) is refused before anything moves."""
+project; anything else (a hand edit, a corrupt file) is refused before anything moves. An edit made while a
+command runs is never landed over."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from fakes import NARROWED, block, fork_with_extras, offline, patches
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
@@ -121,3 +123,28 @@ def test_a_journal_that_is_a_dangling_link_is_a_journal_that_cannot_be_read(stag
     assert journal.leftovers(project, locked=True) == [journal.Leftover(staging, True)]
     (cut,) = journal.cut_short(project, locked=True)
     assert cut.unreadable is not None and "cannot read the landing journal" in cut.unreadable
+
+
+def test_an_edit_in_another_terminal_during_a_relock_is_kept(world, capsys, monkeypatch):
+    fork_with_extras(world)
+    lock = world.project / "uv.lock"
+    text = lock.read_text()
+    start, end = block(text)
+    lied = text[:start] + text[start:end].replace('{ name = "six" }', NARROWED) + text[end:]
+    lock.write_text(lied)
+    from nemo_rl.deps import patches as patches_verb
+
+    real = patches_verb.uv.lock
+    path = world.project / "pyproject.toml"
+
+    def other_terminal(*args, **kwargs):
+        # `uv add` in another terminal while the relock runs: it takes no nemo-rl lock
+        path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["colorama"]', 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(patches_verb.uv, "lock", other_terminal)
+    rc, out = patches(world, capsys)
+    assert rc == 1 and "pyproject.toml changed" in out and "nothing landed" in out, out
+    assert 'dependencies = ["colorama"]' in path.read_text() and lock.read_text() == lied
+    monkeypatch.setattr(patches_verb.uv, "lock", real)
+    assert offline(world, capsys)[0] == 1  # the lie is still named

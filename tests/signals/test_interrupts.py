@@ -1,8 +1,9 @@
 """Signals always end a command, at once, and say what happened (nemo_rl/interrupt.py, nemo_rl/process.py).
 
 The stress test at the bottom sends SIGINT, SIGTERM and SIGHUP at random moments into real fixture bumps and dry
-runs. CI runs a handful; `NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress`
-runs as many as asked and prints a table (add `--timeout=0`: more than 600 s).
+runs. CI runs a handful;
+`NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress` runs as many
+as asked and prints a table (add `--timeout=0`: more than 600 s).
 """
 
 from __future__ import annotations
