@@ -18,8 +18,10 @@ import tomlkit
 from gitfixtures import commit
 
 from nemo_rl.cli import main
-from nemo_rl.forks import declared, record_files
+from nemo_rl.cudakit import layout
+from nemo_rl.forks import declared, metadata_check, record_files
 from nemo_rl.forks.record_files import Record
+from nemo_rl.project import lockfile
 from nemo_rl.workers import bundles, cuda_archs, environments, housekeeping, manifests
 
 
@@ -243,3 +245,115 @@ def run_cli(capsys, *args):
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out + captured.err
+DEPS = ["nemo-toolkit", "pytest>=8", "six>=1.16", "urllib3[socks]>=2", "idna; platform_machine == 'aarch64'"]
+
+
+NARROWED = '{ name = "six", marker = "python_full_version < \'3\'" }'
+
+
+def offline(world, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["deps", "patches", "--check", "--offline", "--project", str(world.project)])
+    return rc, capsys.readouterr().out
+
+
+def patches(world, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["deps", "patches", "megatron-core", "--project", str(world.project)])
+    captured = capsys.readouterr()
+    return rc, captured.out + captured.err
+
+
+def fork_with_extras(world) -> None:
+    """megatron-core's pin moved to a commit requiring an extra and an aarch64-only package, and relocked."""
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    new = commit(fork, "more deps", {"pyproject.toml": forkworld.fork_pyproject(world, dependencies=DEPS)})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, new))
+    assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
+
+
+def block(text: str, name: str = "megatron-core") -> tuple[int, int]:
+    """Where uv.lock's [[package]] of `name` starts and ends (the file's end for the last one)."""
+    start = text.index(f'[[package]]\nname = "{name}"')
+    end = text.find("[[package]]", start + 1)
+    return start, end if end >= 0 else len(text)
+
+
+def synced_status(world, tmp_path, capsys):
+    """An environment synced from the project's uv.lock as it stands, and `deps status --check` on it, which fails
+    (the lie is installed): the environment and what status printed."""
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    capsys.readouterr()
+    assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
+    return env, capsys.readouterr().out
+
+
+FIX = "run `nemo-rl deps patches megatron-core`"
+
+
+def status(world, env, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)])
+    return rc, capsys.readouterr().out
+
+
+def fixed(world, env, capsys):
+    """The command both checks named, then a sync from the lock: both green, installed = locked."""
+    assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    assert offline(world, capsys)[0] == 0
+    rc, out = status(world, env, capsys)
+    assert rc == 0 and "megatron-core: ok" in out, out
+
+
+def bump(world, *args: str) -> int:
+    return main(["deps", "bump", "megatron-core", *args, "--project", str(world.project)])
+
+
+def entry(world):
+    return metadata_check.entry(world.project, "megatron-core")
+
+
+def locked(world):
+    return lockfile.locked_packages(world.project)["megatron-core"]
+
+
+def _backend_commit(world, metadata: str, pyproject_name: str | None = "megatron-core") -> str:
+    """A fork commit whose in-tree build backend writes `metadata` as its METADATA."""
+    project = f'[project]\nname = "{pyproject_name}"\nversion = "0.2.0"\n' if pyproject_name else ""
+    backend = f'''import os
+def prepare_metadata_for_build_wheel(d, config_settings=None):
+    os.makedirs(os.path.join(d, "megatron_core-0.2.0.dist-info"))
+    with open(os.path.join(d, "megatron_core-0.2.0.dist-info", "METADATA"), "w") as f:
+        f.write({metadata!r})
+    return "megatron_core-0.2.0.dist-info"
+'''
+    return commit(world.forks["megatron-core"].fork, "backend", {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n' + project,
+        "backend.py": backend})
+
+
+def _state(world):
+    paths = [world.project / "pyproject.toml", world.project / "uv.lock", *(world.project / "patches").rglob("*")]
+    return {str(p): p.read_bytes() for p in paths if p.is_file()}
+
+
+def fake_package_tree(root: Path, lib: str) -> None:
+    """The paths Debian's packages put the toolkit in (the contents do not matter to the layout)."""
+    toolkit = root / "usr/lib/nvidia-cuda-toolkit"
+    files = ["usr/bin/nvcc", "usr/lib/nvidia-cuda-toolkit/bin/nvcc", "usr/lib/nvidia-cuda-toolkit/bin/cicc",
+             "usr/lib/nvidia-cuda-toolkit/bin/crt/link.stub", "usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+             "usr/include/cuda_runtime.h", "usr/include/crt/host_config.h", f"usr/lib/{lib}/libcudart.so.12.4.127",
+             f"usr/lib/{lib}/libcudadevrt.a", f"usr/lib/{lib}/libnvvm.so.4.0.0",
+             *(f"usr/bin/{tool}" for tool in layout.USR_BIN_TOOLS)]
+    for relative in files:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(relative)
+    (root / "usr/bin/nvcc").write_text("#!/bin/sh\nexec /usr/lib/nvidia-cuda-toolkit/bin/nvcc \"$@\"\n")
+    os.symlink("libcudart.so.12.4.127", root / f"usr/lib/{lib}/libcudart.so")
+    os.symlink("libnvvm.so.4.0.0", root / f"usr/lib/{lib}/libnvvm.so")
+    os.symlink("/etc/nvcc.profile", toolkit / "bin/nvcc.profile")  # Debian's: absolute /usr paths
+    os.symlink("libnvrtc.so.12", root / f"usr/lib/{lib}/libnvrtc.so")  # libnvrtc12 is not taken

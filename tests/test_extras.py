@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from nemo_rl import extras
+from nemo_rl.doctor import smoke
 from nemo_rl.errors import MissingExtraError, NemoRLError
 
 PROBE_SCRIPT = """
@@ -125,3 +126,10 @@ def test_unknown_component_and_cpu_forward_are_nemo_rl_errors():
     config = ModelConfig(num_layers=1)
     with pytest.raises(NemoRLError, match="needs a CUDA device"):
         gpt_forward_backward(build_model(config, "torch"), config)
+def test_every_smoke_component_has_a_remedy_from_the_one_table():
+    from nemo_rl import extras
+
+    for check in smoke.CHECKS:
+        assert extras.remedy_for(check.component)
+    with pytest.raises(NemoRLError, match="(?s)unknown mcore component 'megatrn'.*megatron, nemo, transformer_engine"):
+        extras.require("megatrn", purpose="x")

@@ -1,5 +1,8 @@
 """The CUDA toolkit assembled under a directory (cudakit/assemble.py): its stamp read through the plain-file
 reader."""
+"""`nemo-rl toolchain cuda DIR` assembling or verifying a toolkit (cudakit/assemble.py): its stamp, its lock beside
+DIR, a directory it did not make, --debs missing a package. The real assembly (1 GB from the mirror) runs in the
+cuda_toolkit tier."""
 
 from __future__ import annotations
 
@@ -14,3 +17,184 @@ def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
     os.mkfifo(tmp_path / assemble.STAMP)
     assert _never_hangs(f"from pathlib import Path; from nemo_rl.cudakit import assemble; "
                         f"print(assemble._stamp(Path({str(tmp_path)!r})))") == "None"
+import shutil
+from pathlib import Path
+
+import pytest
+from fakes import fake_package_tree
+
+from nemo_rl.cli import main
+from nemo_rl.cudakit import apt, assemble, layout, sources
+from nemo_rl.errors import NemoRLError
+
+
+def stamped_toolkit(tmp_path: Path) -> Path:
+    """A toolkit as a finished run leaves it: the layout and a stamp with its file list."""
+    root, home = tmp_path / "root", tmp_path / "cuda"
+    fake_package_tree(root, layout.triplet())
+    assert layout.arrange(root, home) == []
+    assemble._write_stamp(home, {"packages": {"nvidia-cuda-toolkit": "12.4.131~12.4.1-3"}, "nvcc": "12.4",
+                                 "suite": "trixie", "files": assemble._listing(home)})
+    return home
+
+
+class Reassembling(Exception):
+    pass
+
+
+def test_a_foreign_directory_is_never_changed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # were the check gone, no apt: never a 1 GB download
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["toolchain", "cuda", str(tmp_path / "mine")]) == 1
+    assert "was not made by `nemo-rl toolchain cuda`" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.cuda_toolkit
+def test_assemble_from_the_mirror_and_compile_for_sm80(tmp_path):
+    """The real thing: the machine's mirror, 1 GB of .debs, a kernel for sm_80; then a second run only verifies."""
+    if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        pytest.skip("needs apt-get and dpkg-deb (a Debian or Ubuntu builder)")
+    home = tmp_path / "cuda"
+    try:
+        made = assemble.assemble(home, arch=80)
+    except NemoRLError as exc:
+        if "apt-get" in exc.what and "update" in exc.what:
+            pytest.skip(f"the mirror is not reachable: {exc.what.splitlines()[0]}")
+        raise
+    assert made.nvcc_version.startswith("12.") and made.cubins == (80,) and not made.reused
+    assert not (home / assemble.WORK).exists() and layout.missing(home) == []
+    again = assemble.assemble(home, arch=80)
+    assert again.reused and again.packages == made.packages
+
+
+def test_a_binary_deleted_after_assembly_is_not_trusted_on_the_stamp(tmp_path, monkeypatch):
+    home = stamped_toolkit(tmp_path)
+    verified = []
+    monkeypatch.setattr(assemble, "verify", lambda *a: verified.append(a) or ("12.4", (90,)))
+    assert assemble.assemble(home).reused and verified  # the control: as assembled, verified and reused
+    (home / "bin" / "fatbinary").write_text("")  # truncated: the name is there, the size is not
+    assert assemble._damage(home, assemble._stamp(home)) == "1 changed (bin/fatbinary)"
+    (home / "nvvm" / "bin" / "cicc").unlink()  # gone (a REQUIRED path: caught by the list, not only by REQUIRED)
+    (home / "include" / "crt").rename(home / "include" / "crt-moved")
+    assert "missing" in assemble._damage(home, assemble._stamp(home))
+    verified.clear()
+
+    def reassemble(os_release):
+        raise Reassembling
+
+    monkeypatch.setattr(sources, "require_debian", reassemble)  # the first step of a new assembly
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+    assert not verified
+
+
+def test_two_runs_on_one_directory_take_turns(tmp_path, monkeypatch, capsys):
+    import threading
+
+    from nemo_rl import locks
+
+    home = stamped_toolkit(tmp_path)
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+    assert locks.acquire(fd, None)  # a first run, assembling
+    results = []
+    second = threading.Thread(target=lambda: results.append(assemble.assemble(home)))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive() and results == []  # waits for the first
+    os.close(fd)
+    second.join(10)
+    assert results and results[0].reused
+    assert "another `nemo-rl toolchain cuda` is assembling" in capsys.readouterr().err
+
+
+def test_debs_missing_a_package_are_refused_by_name_without_the_network(tmp_path, monkeypatch, capsys):
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    for name in apt.PACKAGES[:-2]:
+        (debs / f"{name}_12.4_amd64.deb").write_bytes(b"")
+    monkeypatch.setattr(apt, "update", lambda *a: pytest.fail("went to the network"))
+    monkeypatch.setattr(apt, "download", lambda *a, **k: pytest.fail("went to the network"))
+    assert main(["toolchain", "cuda", str(tmp_path / "cuda"), "--debs", str(debs)]) == 1
+    err = capsys.readouterr().err
+    assert f"has no .deb of {apt.PACKAGES[-2]}, {apt.PACKAGES[-1]}" in err and "--debs" in err
+
+
+def test_a_verified_toolkit_loses_a_killed_runs_work_directory(tmp_path, monkeypatch):
+    """A re-assembly killed after the stamp was written left DIR/.nemo-rl-cuda/ (about 1 GB): the next run that
+    verifies the toolkit removes it."""
+    home = stamped_toolkit(tmp_path)
+    (home / assemble.WORK / "debs").mkdir(parents=True)
+    (home / assemble.WORK / "debs" / "nvidia-cuda-toolkit_12.4_amd64.deb").write_bytes(b"x" * 1024)
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    assert assemble.assemble(home).reused
+    assert not (home / assemble.WORK).exists()
+
+
+def test_a_reassembly_removes_the_stamp_before_it_starts(tmp_path, monkeypatch):
+    """Killed half-way, a re-assembly must not leave the old stamp over a half-made tree."""
+    home = stamped_toolkit(tmp_path)
+    (home / "bin" / "ptxas").unlink()
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+    assert not (home / assemble.STAMP).exists() and (home / assemble.WORK).is_dir()  # still ours to finish
+
+
+def test_a_hand_written_stamp_does_not_skip_the_layout_check(tmp_path, monkeypatch):
+    home = stamped_toolkit(tmp_path)
+    (home / "bin" / "nvcc").unlink()
+    assemble._write_stamp(home, {"packages": {}, "files": {}})
+    assert "bin/nvcc" in assemble._damage(home, assemble._stamp(home))
+    monkeypatch.setattr(assemble, "verify", lambda *a: pytest.fail("trusted a stamp over a missing nvcc"))
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+
+
+def test_one_lock_however_the_directory_is_spelled(tmp_path, monkeypatch):
+    import threading
+
+    from nemo_rl import locks
+
+    home = stamped_toolkit(tmp_path)
+    os.symlink(home, tmp_path / "alias")
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    fd = locks.open_lock_file(home.parent / f".{home.name}.toolchain-lock")
+    assert locks.acquire(fd, None)
+    results = []
+    second = threading.Thread(target=lambda: results.append(assemble.assemble(tmp_path / "alias")))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive() and results == []  # the alias waits for the run on the real path
+    os.close(fd)
+    second.join(10)
+    assert results and results[0].reused and results[0].home == home
+
+
+def test_a_lock_file_that_cannot_be_made_is_named_with_its_directory(tmp_path, monkeypatch, capsys):
+    from nemo_rl import locks
+
+    def refused(path, not_yours=None):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(locks, "open_lock_file", refused)
+    assert main(["toolchain", "cuda", str(tmp_path / "cuda")]) == 1
+    err = capsys.readouterr().err
+    assert f"the lock file {tmp_path}/.cuda.toolchain-lock" in err and f"the lock lives in {tmp_path}" in err
+
+
+def test_a_toolkit_another_user_locked_first_says_what_to_do(tmp_path, monkeypatch):
+    """A group-shared directory: the first user's lock file is theirs, and the fix names the toolkit, not the
+    NEMO_RL_* settings that have nothing to do with it."""
+    from nemo_rl.errors import NemoRLError
+
+    home = stamped_toolkit(tmp_path)
+    (home.parent / f".{home.name}.toolchain-lock").write_text("")
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+    with pytest.raises(NemoRLError, match="belongs to") as refused:
+        assemble.assemble(home)
+    assert "nemo-rl toolchain cuda DIR" in refused.value.remedy and "NEMO_RL_VENV_DIR" not in refused.value.remedy

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import forkworld
 import pytest
+from fakes import deps, derived_world, entry, locked, pin
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
-from nemo_rl.forks import metadata_check
+from nemo_rl.forks import declared, metadata_check
 from nemo_rl.project import lockfile
 
 
@@ -400,3 +401,24 @@ def test_a_project_a_staging_copy_cannot_lock_is_refused_once_there_is_something
     assert "uv.toml exists: uv reads it instead of pyproject.toml's [tool.uv]" in capsys.readouterr().err
     path = project(tmp_path)
     assert main(["deps", "bump", "megatron-core", "--rev", PIN, "--dry-run", "--project", str(path)]) == 0
+
+
+def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    module_init = "megatron/core/__init__.py"
+    dynamic = commit(fork, "dynamic version 0.2.0", {
+        "pyproject.toml": forkworld.fork_pyproject(world, version=None, dependencies=["nemo-toolkit>=0.1",
+                                                                                     "pytest>=8"]),
+        module_init: '__version__ = "0.2.0"\n'})
+    capsys.readouterr()
+    pin(world, dynamic)
+    out = capsys.readouterr().out
+    assert locked(world).version == "0.2.0"
+    assert entry(world) == declared.Entry("megatron-core", "0.2.0", ">=3.10", ("nemo-toolkit>=0.1",))
+    assert "version: 0.1.0 -> 0.2.0" in out and "+ nemo-toolkit>=0.1" in out
+    # the new requirement is one the lock holds already (the other fork): offline gives what online does
+    assert "(locked offline: " in out
+    assert deps(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check") == 0
+    forkworld.uv_run(world, "lock", "--check")  # what an online lock gives

@@ -5,12 +5,15 @@ import tomllib
 import forkworld
 import pytest
 from fakes import deps
+from fakes import deps, derived_world, entry
 from gitfixtures import commit, git
 
 from nemo_rl.cli import main
+from nemo_rl.forks import declared
 from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
 from nemo_rl.project import journal
+from nemo_rl.project import lockfile
 
 
 def patches(world, *args):
@@ -295,3 +298,17 @@ def test_the_offline_check_over_a_landing_cut_short_names_recover(world, capsys)
     assert "DRIFT" not in out and "run `nemo-rl deps patches megatron-core`" not in out, out
     assert deps(world, "recover") == 0
     assert deps(world, "patches", "--check", "--offline") == 0, capsys.readouterr().out
+def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):
+    derived_world(world)
+    assert entry(world) == declared.Entry("megatron-core", "0.1.0", ">=3.10", ("nemo-toolkit",))
+    index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
+    assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
+                                 "requires-python": ">=3.10",
+                                 "requires-dist": ["nemo-toolkit", "pytest>=8"]}
+    assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()
+    lock = (world.project / "uv.lock").read_text()
+    assert 'requires-dist = ["nemo-toolkit"]' in lock
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 0
+    assert deps(world, "patches", "--check") == 0
+    assert deps(world, "status", "--check") == 0

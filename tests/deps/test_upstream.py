@@ -262,6 +262,9 @@ def test_the_header_says_where_upstream_stands_and_what_it_builds():
 def test_each_commit_says_what_ships_whether_it_is_upstream_and_whether_it_applies():
     rows = [commit_report(1), commit_report(2, shipped=(), upstreamed="yes", upstream_commit="d" * 40,
                                             upstream_evidence="patch-id", applies=None),
+    rows = [commit_report(1),
+            commit_report(2, shipped=(), upstreamed="yes", upstream_commit="d" * 40, upstream_evidence="patch-id",
+                          applies=None),
             commit_report(3, shipped=None, upstreamed="probably", upstream_commit="e" * 40, upstream_evidence="trailer",
                    applies=False, conflicts=("a.py",), gone_upstream=("b.py (moved by f00)",)),
             commit_report(4, fails_without_earlier=True, conflicts_without_earlier=("a.py", "b.py"))]

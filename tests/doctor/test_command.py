@@ -1,9 +1,14 @@
 import json
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from nemo_rl import extras
 from nemo_rl.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,3 +160,48 @@ def test_doctor_outside_any_project_says_which_it_compared(tmp_path, capsys, mon
     main(["doctor"])
     out = capsys.readouterr().out
     assert f"no nemo-rl project at or above {tmp_path}" in out and "nemo-rl's own checkout" in out
+
+
+def plant(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def doctor_in_subprocess(path, *args):
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    proc = subprocess.run([sys.executable, "-m", "nemo_rl", "doctor", "--smoke", *args], env=env,
+                          capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+BROKEN_MEGATRON = {
+    "megatron/__init__.py": "",
+    "megatron/core/__init__.py": """
+        import subprocess
+        raise subprocess.CalledProcessError(1, ["ldconfig", "-p"])  # as TE 2.3 does without CUDA libraries
+    """,
+    "megatron_core-0.13.0rc0.dist-info/METADATA": "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.13.0rc0\n",
+    "transformer_engine/__init__.py": "",
+    "transformer_engine/pytorch/__init__.py": "raise OSError('libcudart.so.12: cannot open shared object file')\n",
+    "transformer_engine-2.3.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: transformer-engine\nVersion: 2.3.0\n",
+}
+
+
+@pytest.mark.skipif(extras.probe("megatron").present, reason="a real megatron-core would shadow the planted one")
+@pytest.mark.slow
+def test_doctor_renders_planted_broken_extra_without_traceback(tmp_path):
+    plant(tmp_path, BROKEN_MEGATRON)
+    code, out = doctor_in_subprocess(tmp_path)
+    assert code == 0  # the default environment was requested, and torch works
+    assert "megatron-core        broken" in out
+    assert "why: import megatron.core failed: CalledProcessError" in out
+    assert "why: import transformer_engine.pytorch failed: OSError: libcudart.so.12" in out
+    assert "fail    megatron: parallel state" in out and "MissingExtraError" in out
+    assert "Traceback" not in out
+    code, out = doctor_in_subprocess(tmp_path, "--extra", "mcore")
+    assert code == 1 and "result: NOT healthy (the mcore environment)" in out
+    assert "smoke check failed: megatron: parallel state" in out
+    code, out = doctor_in_subprocess(tmp_path, "--extra", "mcore", "--verbose")
+    assert "Traceback (most recent call last)" in out and "CalledProcessError" in out

@@ -1,10 +1,16 @@
 """The bump's steps on values alone (forks/bump_steps.py): when it has nothing to do, when index.toml stands for
-the old commit's metadata, the drift from two recorded declarations, and the staged pyproject.toml written once."""
+the old commit's metadata, the drift from two recorded declarations, and the staged pyproject.toml written once.
+On fixture forks: the old side of the requirement drift read from [declares], or built when the index is not
+the record of the pin."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+
+import forkworld
+from fakes import derived_world, pin
+from gitfixtures import commit, git
 
 from nemo_rl.forks import bump_steps, declared, record_files
 from nemo_rl.project import lockfile
@@ -71,3 +77,54 @@ def test_the_staged_pyproject_gets_the_pin_branch_base_and_derived_entry_in_one_
     assert "# the pin" in (tmp_path / "pyproject.toml").read_text()  # comments stay
     assert change == (entry, declared.Entry("megatron-core", "0.2.0", None, ("torch>=2.7",)))
     assert "rewritten (version 0.2.0)" in lines[0] and "    + torch>=2.7" in lines
+
+
+def _tightened(world):
+    """A fork commit that declares nemo-toolkit>=0.1 where derived_world's pin declares nemo-toolkit."""
+    pyproject = forkworld.fork_pyproject(world, dependencies=["nemo-toolkit>=0.1", "pytest>=8"])
+    return commit(world.forks["megatron-core"].fork, "tighten nemo-toolkit", {"pyproject.toml": pyproject})
+
+
+def test_bump_compares_against_the_recorded_declares_when_the_old_commit_is_gone(world, capsys, monkeypatch,
+                                                                                 tmp_path):
+    """index.toml's [declares] is the record of what the fork declares at the pin: the bump's requirement drift
+    reads its old side there, so it holds even when the old commit can no longer be fetched or built (the fork's
+    history was rewritten and the commit collected, and no cache keeps its metadata)."""
+    old = derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    git(fork, "reset", "-q", "--hard", f"{old}^")
+    new = _tightened(world)
+    git(fork, "reflog", "expire", "--expire=now", "--all")
+    git(fork, "gc", "-q", "--prune=now")
+    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "empty-cache"))
+    capsys.readouterr()
+    pin(world, new)
+    out = capsys.readouterr().out
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 1 changed" in out
+    assert "~ nemo-toolkit -> nemo-toolkit>=0.1" in out and "not compared" not in out
+
+
+def test_bump_builds_the_old_side_when_the_index_is_not_the_record_of_the_pin(world, capsys):
+    """A pin moved by hand (pyproject.toml and `uv lock` alone) leaves index.toml describing the commit before:
+    its [declares] is not what the fork declares at the pin, so the old commit's own metadata is built."""
+    derived_world(world)
+    moved = _tightened(world)
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, moved))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    new = commit(world.forks["megatron-core"].fork, "no requirement changes", {"README.md": "same requirements\n"})
+    capsys.readouterr()
+    pin(world, new)
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 0 changed" in capsys.readouterr().out
+
+
+def test_bump_builds_the_old_side_when_the_recorded_declares_were_edited(world, capsys):
+    """A [declares] edited by hand no longer matches the index's digest: the old commit's own metadata is built."""
+    derived_world(world)
+    path = world.project / "patches/megatron-core/index.toml"
+    path.write_text(path.read_text().replace('"pytest>=8",', '"pytest>=8",\n    "einops",', 1))
+    assert "einops" in path.read_text()
+    new = commit(world.forks["megatron-core"].fork, "no requirement changes", {"README.md": "same requirements\n"})
+    capsys.readouterr()
+    pin(world, new)
+    assert "requirements (the fork's own metadata): 0 added, 0 removed, 0 changed" in capsys.readouterr().out

@@ -1,9 +1,27 @@
 """The derived [[tool.uv.dependency-metadata]] entry (nemo_rl/forks/declared.py), bump's report and lock
-helpers, and the installed fork against the lock: pure functions and a hand-made site-packages, no git, no uv."""
+helpers, and the installed fork against the lock: pure functions and a hand-made site-packages, no git, no uv;
+and on fixture forks, the entry edited by hand, spelled differently, a drop the fork no longer needs, and a
+direct reference the fork declares."""
 
+import tomllib
+
+import forkworld
 import pytest
 import tomlkit
-from fakes import fake_installed_fork, fake_project
+from fakes import (
+    _backend_commit,
+    _state,
+    deps,
+    derived_world,
+    entry,
+    fake_installed_fork,
+    fake_project,
+    locked,
+    offline,
+    patches,
+    pin,
+)
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared
@@ -385,3 +403,82 @@ def test_declares_keeps_the_extras_of_a_fork_without_a_derived_entry():
     for extras in ({"tron": "idna"}, ["tron"], {"tron": ["not a req ==="]}):
         with pytest.raises(NemoRLError, match="regenerate it"):
             declared.declares_from_table({**made.as_table(), "extras": extras}, "index.toml")
+
+
+def test_an_entry_spelled_differently_is_named_and_rewritten_in_place(world, capsys):
+    derived_world(world)
+    path = world.project / "pyproject.toml"
+    text = path.read_text()
+    header = '[[tool.uv.dependency-metadata]]\nname = "megatron-core"'
+    assert text.count(header) == 1
+    path.write_text(text.replace(header, '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"'))
+    rc, out = offline(world, capsys)
+    assert rc == 1 and "'Megatron_Core' (the same distribution spelled differently)" in out, out
+    rc, out = patches(world, capsys)
+    assert rc == 0, out
+    assert path.read_text().count("[[tool.uv.dependency-metadata]]") == text.count("[[tool.uv.dependency-metadata]]")
+    assert header in path.read_text() and offline(world, capsys)[0] == 0
+
+
+def test_a_hand_edited_entry_relocked_is_caught_and_one_command_fixes_it(world, capsys):
+    derived_world(world)
+    path = world.project / "pyproject.toml"
+    head, marker, entry_text = path.read_text().partition("[[tool.uv.dependency-metadata]]")
+    path.write_text(head + marker + entry_text.replace('version = "0.1.0"', 'version = "0.9.0"'))
+    forkworld.uv_run(world, "lock", "--quiet")  # uv.lock now agrees with the hand edit: uv lock --check is green
+    assert locked(world).version == "0.9.0"
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 1
+    out = capsys.readouterr().out
+    assert "[[tool.uv.dependency-metadata]] megatron-core version: expected '0.1.0'" in out and "found '0.9.0'" in out
+    assert deps(world, "status", "--check") == 1
+    out = capsys.readouterr().out
+    assert "megatron-core: metadata stale" in out and "run `nemo-rl deps patches megatron-core`" in out
+    assert deps(world, "patches", "megatron-core") == 0
+    assert locked(world).version == "0.1.0" and entry(world).version == "0.1.0"
+    assert deps(world, "patches", "--check", "--offline") == 0
+
+
+def test_a_drop_the_fork_no_longer_needs_is_said_unnecessary(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    without = commit(fork, "drop pytest", {"pyproject.toml": forkworld.fork_pyproject(
+        world, dependencies=["nemo-toolkit"])})
+    capsys.readouterr()
+    pin(world, without)
+    assert "the drop of pytest is unnecessary (the fork no longer declares it): removed" in capsys.readouterr().out
+    table = tomllib.loads((world.project / "pyproject.toml").read_text())["tool"]["nemo-rl"]["forks"]["megatron-core"]
+    assert table["drop"] == []
+    assert deps(world, "patches", "--check", "--offline") == 0
+    # a drop put back by hand: the check says it is unnecessary
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace("drop = []", 'drop = [{ name = "pytest", why = "back by hand" }]'))
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 1
+    assert "drop pytest: expected a requirement megatron-core declares" in capsys.readouterr().out
+
+
+def test_a_direct_reference_in_the_forks_metadata_is_never_built(world, capsys, tmp_path):
+    """`evil @ file:///...` in the fork's METADATA: refused before uv lock could build it (run its setup.py);
+    dropped, the bump lands without it and no URL reaches a project file."""
+    evil, ran = tmp_path / "evil", tmp_path / "EVIL_RAN"
+    evil.mkdir()
+    (evil / "setup.py").write_text(f"open({str(ran)!r}, 'w').write('ran')\nfrom setuptools import setup\n"
+                                   "setup(name='evil', version='1')\n")
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0\n"
+                                 f"Requires-Dist: evil @ {evil.as_uri()}\n")
+    capsys.readouterr()
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
+    err = capsys.readouterr().err
+    assert f"the fork at {rev[:12]} declares a direct reference" in err and "fix the fork or drop it" in err
+    assert not ran.exists() and _state(world) == before
+    text = (world.project / "pyproject.toml").read_text()
+    (world.project / "pyproject.toml").write_text(text.replace(
+        "drop = []", 'drop = [{ name = "evil", why = "a direct reference nemo-rl never locks" }]'))
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 0
+    assert not ran.exists()
+    assert all(evil.as_uri() not in p.read_text() for p in [world.project / "pyproject.toml", world.project / "uv.lock",
+                                                             *(world.project / "patches").rglob("*.toml")])
+    assert deps(world, "patches", "--check", "--offline") == 0

@@ -1,14 +1,22 @@
 """What a fork declares (forks.fork_metadata): its [project] table, the renamed-distribution refusal, the
 requirements kept from its metadata, the drift report, and the METADATA a backend wrote, checked (the front end
-itself: test_pep517.py)."""
+itself: test_pep517.py); on fixture forks, a bump refused what that METADATA says, and one checkout moved from
+commit to commit."""
 
 from __future__ import annotations
 
+import os
+import time
+
+import forkworld
 import pytest
+from fakes import _backend_commit, _state, bump, deps
+from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_metadata
+from nemo_rl.forks import declared, fork_cache, fork_metadata
 from nemo_rl.forks.fork_metadata import Metadata
+from nemo_rl.project import lockfile
 
 
 def test_project_table_is_empty_for_setup_py_forks_and_bad_toml():
@@ -133,7 +141,7 @@ def prepare_metadata_for_build_wheel(d, config_settings=None):
     assert fork_metadata.read(repo, rev).version == f"0.2.0+g{rev[:12]}"
 
 
-def _backend_commit(world, message: str) -> str:
+def _commit_to_build(world, message: str) -> str:
     from gitfixtures import commit
 
     backend = ("import os\ndef prepare_metadata_for_build_wheel(d, config_settings=None):\n"
@@ -165,7 +173,7 @@ def test_a_worktree_is_added_under_the_caches_lock(world, monkeypatch):
         finally:
             os.close(fd)
 
-    rev = _backend_commit(world, "a commit to build")
+    rev = _commit_to_build(world, "a commit to build")
     repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
     assert not locked(repo.parent / f"{repo.name}.lock")
     held, check_out = [], git_history.check_out
@@ -184,7 +192,7 @@ def test_a_worktree_left_by_a_killed_command_is_pruned_by_the_next_build(world):
     from nemo_rl.git import git
     from nemo_rl.project import lockfile
 
-    rev = _backend_commit(world, "a commit to build")
+    rev = _commit_to_build(world, "a commit to build")
     repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
     for name in ("killed-building", "killed-adding"):
         git(["worktree", "add", "--quiet", "--detach", "--no-checkout", str(world.root / name), rev], repo=repo)
@@ -206,3 +214,65 @@ def test_drift_reports_changes_and_leaves_out_extras():
     assert drift.changed == (("torch>=2", "torch>=2.1"),)
     assert drift.added == ("numpy<2",) and drift.removed == ("einops",)  # extras' requirements are not imports
     assert drift.uncovered == ("numpy",)
+def test_a_refusal_while_uv_locks_ends_the_lock(world, capsys, tmp_path):
+    """The fork's commit renames the distribution, and its build (run by uv lock meanwhile) would take two minutes:
+    the refusal ends uv and the build at once; nothing changes."""
+    started_build = tmp_path / "build.pid"
+    renamed = commit(world.forks["megatron-core"].fork, "rename, with a slow build", {
+        "pyproject.toml": "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n"
+                          "[project]\nname = 'megatron-tron'\ndynamic = ['version']\n",
+        "setup.py": f"import os, time\nopen({str(started_build)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+                    "from setuptools import setup\nsetup(version='0.2.0', packages=['megatron', 'megatron.core'])\n",
+    })
+    before = world.files()
+    started = time.monotonic()
+    assert bump(world, "--rev", renamed) == 1
+    assert time.monotonic() - started < 60
+    assert "'megatron-tron'" in capsys.readouterr().err
+    assert world.files() == before and not list((world.project / ".nemo-rl").glob("staging-*"))
+    if started_build.exists():  # uv had reached the fork's build: it did not outlive the bump
+        pid, deadline = int(started_build.read_text()), time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1][:3]:
+            assert time.monotonic() < deadline, "the build outlived the bump"
+            time.sleep(0.1)
+
+
+def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path, monkeypatch):
+    """One checkout serves both commits of a bump's drift; what the first build left there must not reach the
+    second (this build adds a requirement when it finds a file the build of another commit wrote; PEP 517 runs
+    setup.py once per hook, so the same commit's file is no sign)."""
+    setup = ("import os\nfrom setuptools import setup\n"
+             "stale = os.path.exists('left-by-a-build') and open('left-by-a-build').read() != '{v}'\n"
+             "if not os.path.exists('left-by-a-build'):\n    open('left-by-a-build', 'w').write('{v}')\n"
+             "setup(name='megatron-core', version='{v}', packages=['megatron', 'megatron.core'],\n"
+             "      install_requires=['stale-dep'] if stale else [])\n")
+    build = "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n"
+    megatron = world.forks["megatron-core"]
+    first = commit(megatron.fork, "setuptools 0.2.0", {"pyproject.toml": build, "setup.py": setup.format(v="0.2.0")})
+    second = commit(megatron.fork, "setuptools 0.2.1", {"setup.py": setup.format(v="0.2.1")})
+    fork = lockfile.fork(world.project, "megatron-core")
+    fork_cache.fetched(fork, first)
+    both = fork_metadata.read_all(fork_cache.fetched(fork, second), [first, second])
+    assert [m.version for m in both] == ["0.2.0", "0.2.1"]
+    assert all("stale-dep" not in m.requires for m in both), both
+
+
+def test_metadata_naming_another_distribution_is_not_bumped_to(world, capsys):
+    """A fork without a static [project] name (setup.py style) whose METADATA says megatron-tron."""
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-tron\nVersion: 0.2.0\n", pyproject_name=None)
+    capsys.readouterr()
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert "builds distribution 'megatron-tron', not 'megatron-core'" in capsys.readouterr().err
+    assert _state(world) == before
+
+
+def test_a_version_that_is_not_pep_440_is_not_bumped_to(world, capsys):
+    forkworld.derive_metadata(world, {})
+    before = _state(world)
+    rev = _backend_commit(world, "Metadata-Version: 2.1\nName: megatron-core\nVersion: 0.2.0 garbage\n")
+    capsys.readouterr()
+    assert deps(world, "bump", "megatron-core", "--rev", rev) == 1
+    assert "not a PEP 440 version" in capsys.readouterr().err
+    assert _state(world) == before

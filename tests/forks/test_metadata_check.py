@@ -1,14 +1,23 @@
 """The project's side of the derived entries (forks/metadata_check.py): whether a fork derives its entry, the
 locked package held against the derived entry, and the report's and the refusal's lines. A pyproject.toml in a
-temporary directory, no fork."""
+temporary directory, no fork; and end to end on fixture forks: [declares] at another commit or missing, a fork
+without a derived entry held against [declares], and sequences of commands and hand edits, each reported by
+the offline check and `deps status` and fixed by the command they name."""
 
 from __future__ import annotations
 
 import textwrap
+import tomllib
 from pathlib import Path
 
+import forkworld
+from fakes import FIX, block, deps, derived_world, fixed, offline, patches, status, synced_status
+from gitfixtures import commit
+
+from nemo_rl.cli import main
 from nemo_rl.forks import locked_fork, metadata_check
 from nemo_rl.forks.declared import Entry
+from nemo_rl.project import lockfile
 
 DERIVED = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26", "torch; sys_platform == 'linux'"))
 
@@ -420,3 +429,208 @@ def test_a_git_source_pinned_by_rev_without_a_fork_table_is_named(tmp_path):
     assert [o.field.split()[1] for o in orphans] == ["idna", "nemo-toolkit", "six"]
     assert all(o.found == "missing" for o in orphans)
     assert "[tool.nemo-rl.forks.nemo-toolkit]" in records.orphan_fix(orphans[1])
+
+
+def _moved_pin_kept_declares(world) -> str:
+    """A new fork commit (0.2.0, requires idna) pinned by hand in pyproject.toml and index.toml, relocked with
+    `uv lock --upgrade-package`, the index's digest pasted: [declares] (and so uv.lock) still says 0.1.0."""
+    from nemo_rl.forks import record_files
+
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    old = lockfile.fork(world.project, "megatron-core").rev
+    new = commit(fork, "0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8", "idna"])})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(old, new))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    directory = world.project / "patches/megatron-core"
+    index_path = directory / "index.toml"
+    index_path.write_text(index_path.read_text().replace(f'pinned = "{old}"', f'pinned = "{new}"'))
+    index = record_files.read_index(directory)
+    index_path.write_text(index_path.read_text().replace(str(index.digest), index.expected_digest()))
+    return new
+
+
+def test_a_pin_moved_with_the_old_declares_fails_the_offline_check(world, capsys):
+    new = _moved_pin_kept_declares(world)
+    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.1.0"  # uv.lock lies
+    rc, out = offline(world, capsys)
+    assert rc == 1, out
+    assert f"declares commit: expected {new} (the pin" in out, out
+    assert "pinned: expected " in out and "(the last [[commit]]" in out, out
+    rc, out = patches(world, capsys)  # the one command reads the fork at the new pin
+    assert rc == 0, out
+    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
+    assert offline(world, capsys)[0] == 0
+
+
+def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, capsys, tmp_path):
+    """nemo-toolkit has no [[tool.uv.dependency-metadata]] entry: uv locks the metadata it builds itself, and a hand
+    edit of its locked version or dependencies is caught against [declares] and relocked by `deps patches`."""
+    import tomllib
+
+    fork = world.forks["nemo-toolkit"].fork
+    rev = commit(fork, "require six", {"pyproject.toml": forkworld.fork_pyproject(
+        world, "nemo-toolkit", dependencies=["six>=1.16"])})
+    assert main(["deps", "bump", "nemo-toolkit", "--rev", rev, "--project", str(world.project)]) == 0
+    assert metadata_check.entry(world.project, "nemo-toolkit") is None
+    index = tomllib.loads((world.project / "patches/nemo-toolkit/index.toml").read_text())
+    assert index["declares"] == {"commit": rev, "version": "0.1.0", "requires-python": ">=3.10",
+                                 "requires-dist": ["six>=1.16"]}
+    assert offline(world, capsys)[0] == 0
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    start, end = block(good, "nemo-toolkit")
+    text = good[start:end]
+    assert 'version = "0.1.0"' in text and '{ name = "six" }' in text, text
+    edits = {"version: expected 0.1.0": text.replace('version = "0.1.0"', 'version = "0.7.0"', 1),
+             "dependencies: expected six": "\n".join(line for line in text.splitlines()
+                                                      if '{ name = "six" }' not in line) + "\n"}
+    for said, edited in edits.items():
+        lock.write_text(good[:start] + edited + good[end:])
+        rc, out = offline(world, capsys)
+        assert rc == 1 and f"[[package]] nemo-toolkit {said}" in out, out
+        assert "patches/nemo-toolkit/index.toml [declares]" in out and "derived" not in out, out
+        capsys.readouterr()
+        rc = main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)])
+        out = capsys.readouterr().out
+        assert rc == 0 and "relocked" in out and "[declares]" in out, out
+        assert lock.read_text() == good, said
+        assert offline(world, capsys)[0] == 0
+    # synced from the lie: status names the relock, and no entry that does not exist
+    lock.write_text(good[:start] + edits["version: expected 0.1.0"] + good[end:])
+    env, out = synced_status(world, tmp_path, capsys)
+    mine = out.split("nemo-toolkit:", 1)[-1]
+    assert "nemo-rl deps patches nemo-toolkit" in mine and "dependency-metadata" not in mine, out
+    assert "derived" not in mine, out
+
+
+OPEN = "requires-dist = ["
+
+
+def both_report(world, env, capsys, state, *found):
+    """Both checks fail, status in `state`, each naming the fix; the CI check's output names each of `found`."""
+    rc, out = status(world, env, capsys)
+    assert rc == 1 and f"megatron-core: {state}" in out and FIX in out, out
+    rc, out = offline(world, capsys)
+    assert rc == 1 and "megatron-core: DRIFT" in out and f"fix: {FIX}" in out, out
+    for text in found:
+        assert text in out, (text, out)
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert text.count(old) == 1, (old, text)
+    path.write_text(text.replace(old, new))
+
+
+def locked(world):
+    lock = tomllib.loads((world.project / "uv.lock").read_text())
+    return next(p for p in lock["package"] if p["name"] == "megatron-core")
+
+
+# One sequence on fixture forks: deps commands, `uv lock` and hand edits, each leaving a uv.lock whose fork
+# differs from what the fork builds; after each, `deps status` and the offline CI check (`nemo-rl deps
+# patches --check --offline`, what .ci/run runs) both say so and name the command that fixes it; that
+# command is run and both are green again, with the environment synced from the lock.
+def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world, capsys, tmp_path):
+    env = tmp_path / "env"
+    derived_world(world)
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    assert status(world, env, capsys) == (0, status(world, env, capsys)[1]) and offline(world, capsys)[0] == 0
+    pyproject, lock = world.project / "pyproject.toml", world.project / "uv.lock"
+    fork = world.forks["megatron-core"].fork
+
+    # 1. the rev edited by hand, then `uv lock --upgrade-package`: the fork builds 0.2.0 and requires six, the
+    #    lock still says 0.1.0 without six
+    newer = commit(fork, "release 0.2.0, needs six", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8", "six>=1; python_version < '3.11'",
+                                              "six>=1.16; python_version >= '3.11'"])})
+    edit(pyproject, lockfile.fork(world.project, "megatron-core").rev, newer)
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    assert locked(world)["version"] == "0.1.0"
+    both_report(world, env, capsys, "records stale", "patches/megatron-core/index.toml")
+    fixed(world, env, capsys)
+    assert locked(world)["version"] == "0.2.0"
+    # both requirements of six (split by marker) are locked
+    manifest = tomllib.loads(lock.read_text())["manifest"]["dependency-metadata"]
+    requires = next(e for e in manifest if e["name"] == "megatron-core")["requires-dist"]
+    assert sum(r.startswith("six") for r in requires) == 2, requires
+
+    # 2. uv.lock's fork version edited by hand
+    package = '[[package]]\nname = "megatron-core"\nversion = '
+    edit(lock, package + '"0.2.0"', package + '"0.3.0"')
+    both_report(world, env, capsys, "metadata stale", "uv.lock: [[package]] megatron-core version: expected 0.2.0")
+    fixed(world, env, capsys)
+
+    # 3. uv.lock's fork dependencies edited by hand: six left out
+    package = locked(world)
+    assert {d["name"] for d in package["dependencies"]} >= {"six", "nemo-toolkit"}
+    text = lock.read_text()
+    start = text.index('[[package]]\nname = "megatron-core"')
+    block = text[start:text.index("[[package]]", start + 1)]
+    six = next(line for line in block.splitlines() if '{ name = "six"' in line)
+    lock.write_text(text.replace(block, block.replace(six + "\n", "")))
+    both_report(world, env, capsys, "metadata stale", "[[package]] megatron-core dependencies")
+    fixed(world, env, capsys)
+
+    # 4. the requires-dist uv.lock recorded for the entry edited by hand
+    text = lock.read_text()
+    manifest_at = text.index("[[manifest.dependency-metadata]]\nname = \"megatron-core\"")
+    requires_at = text.index(OPEN, manifest_at)
+    lock.write_text(text[:requires_at] + 'requires-dist = ["rich", ' + text[requires_at + len(OPEN):])
+    both_report(world, env, capsys, "metadata stale", "[[manifest.dependency-metadata]] requires-dist")
+    fixed(world, env, capsys)
+
+    # 5. the dependency-metadata entry edited by hand (a requirement the fork does not declare), then `uv lock`
+    entry_at = pyproject.read_text().index('[[tool.uv.dependency-metadata]]\nname = "megatron-core"')
+    text = pyproject.read_text()
+    requires_at = text.index(OPEN, entry_at)
+    pyproject.write_text(text[:requires_at] + 'requires-dist = ["rich", ' + text[requires_at + len(OPEN):])
+    forkworld.uv_run(world, "lock", "--quiet")
+    both_report(world, env, capsys, "metadata stale", "[[tool.uv.dependency-metadata]] megatron-core requires-dist")
+    fixed(world, env, capsys)
+    assert "rich" not in str(metadata_check.entry(world.project, "megatron-core").requires_dist)
+
+    # 6. a `deps bump` to a fork commit that moves the version again lands a lock that says it
+    release = commit(fork, "release 0.4.0", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.4.0", dependencies=["nemo-toolkit", "pytest>=8", "six>=1.16"])})
+    assert main(["deps", "bump", "megatron-core", "--rev", release, "--project", str(world.project)]) == 0
+    assert locked(world)["version"] == "0.4.0"
+    assert offline(world, capsys)[0] == 0
+    rc, out = status(world, env, capsys)
+    assert rc == 1 and "megatron-core: env stale" in out and "uv sync --locked --extra mcore" in out
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    assert status(world, env, capsys)[0] == 0
+
+
+def test_bump_refuses_a_requirement_uv_cannot_lock_with_the_drop_line(world, capsys, monkeypatch):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    unknown = commit(fork, "needs a package no index has", {"pyproject.toml": forkworld.fork_pyproject(
+        world, dependencies=["nemo-toolkit", "pytest>=8", "nemo-rl-no-such-fixture-dist>=1.16"])})
+    monkeypatch.setenv("UV_OFFLINE", "1")  # the index is never asked: the name is resolvable nowhere
+    before = world.files()
+    assert deps(world, "bump", "megatron-core", "--rev", unknown) == 1
+    err = capsys.readouterr().err
+    assert '{ name = "nemo-rl-no-such-fixture-dist", why = "<why nemo-rl does not need it>" },' in err
+    assert "[tool.nemo-rl.forks.megatron-core]" in err
+    assert world.files() == before
+
+
+def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
+    """An index generated before [declares] existed (or by hand): the entry cannot be proved derived offline."""
+    from nemo_rl.forks import fork_cache, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
+                                            None))
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 1
+    assert "declares: expected what megatron-core declares at" in capsys.readouterr().out
+    assert deps(world, "status", "--check") == 1
+    assert "metadata stale" in capsys.readouterr().out

@@ -1,8 +1,12 @@
-"""When a bump keeps uv's offline lock (nemo_rl/forks/offline_lock.py): pure, on hand-made uv.lock texts."""
+"""When a bump keeps uv's offline lock (nemo_rl/forks/offline_lock.py): pure, on hand-made uv.lock texts, and
+on fixture forks: offline when only the pin moves, online when more changed."""
 
 from __future__ import annotations
 
+import forkworld
 import pytest
+from fakes import bump
+from gitfixtures import commit
 
 from nemo_rl.forks import offline_lock
 
@@ -71,3 +75,30 @@ def test_a_lock_that_does_not_parse_is_thrown_away(text):
     # a committed one edited by hand into something that does not parse: named as such, and online
     assert offline_lock.rejected(text, lock(rev=NEW), "megatron-core", OLD, NEW).startswith(
         "the committed uv.lock does not parse")
+
+
+def next_commit(world) -> str:
+    megatron = world.forks["megatron-core"]
+    return commit(megatron.fork, "fix: one more token", {"megatron/core/tokens.py": "def tokens():\n    return [3]\n"})
+
+
+def test_bump_locks_offline_when_only_the_pin_moves(world, capsys):
+    """With declared metadata nothing but the SHA can change: uv's offline run, checked to be exactly that."""
+    forkworld.derive_metadata(world, {})
+    before = (world.project / "uv.lock").read_text()
+    new = next_commit(world)
+    assert bump(world, "--rev", new) == 0
+    assert "locked offline" in capsys.readouterr().out
+    assert (world.project / "uv.lock").read_text() == before.replace(world.forks["megatron-core"].head, new)
+    forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
+
+
+def test_bump_locks_online_when_more_than_the_pin_changes(world, capsys):
+    """pyproject.toml changed since the last lock (the project's own version): offline is not the whole answer."""
+    forkworld.derive_metadata(world, {})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace('name = "fixture-project"\nversion = "0.1.0"',
+                                             'name = "fixture-project"\nversion = "0.1.1"'))
+    assert bump(world, "--rev", next_commit(world)) == 0
+    assert "locked offline" not in capsys.readouterr().out
+    forkworld.uv_run(world, "lock", "--check")

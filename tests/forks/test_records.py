@@ -1,5 +1,6 @@
 """The offline check of one index entry against its record file (records._entry_differences), on files alone;
 and records committed as symbolic links, refused before anything is staged."""
+on fixture forks, a pin moved by hand without the records, and the online check of the recorded [declares]."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from fakes import RECORD, deps, make_index
 
 from nemo_rl.forks import records
 from nemo_rl.forks.record_files import Record
+import forkworld
+from fakes import RECORD, deps, derived_world, entry, locked, make_index
+from gitfixtures import commit
+
+from nemo_rl.forks import records
 from nemo_rl.project import lockfile
 
 
@@ -112,3 +118,40 @@ def test_records_committed_as_links_are_refused_before_staging(world, tmp_path, 
         patches.mkdir()
     assert deps(world, "patches", "megatron-core") == 0, capsys.readouterr().err
     assert records.is_dir() and not records.is_symlink() and (records / "index.toml").is_file()
+def test_a_hand_edited_rev_with_uv_lock_alone_is_caught(world, capsys):
+    derived_world(world)
+    fork = world.forks["megatron-core"].fork
+    newer = commit(fork, "release 0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
+        world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8"])})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, newer))
+    forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
+    assert locked(world).commit == newer and locked(world).version == "0.1.0"  # the lie: the fork builds 0.2.0
+    capsys.readouterr()
+    assert deps(world, "patches", "--check", "--offline") == 1
+    assert deps(world, "status", "--check") == 1
+    assert "run `nemo-rl deps patches megatron-core`" in capsys.readouterr().out
+    assert deps(world, "patches", "megatron-core") == 0
+    assert locked(world).version == "0.2.0" and entry(world).version == "0.2.0"
+    assert deps(world, "patches", "--check", "--offline") == 0
+
+
+def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
+    """Records, entry and lock agree with each other offline, but the recorded declarations are not the fork's."""
+    from nemo_rl.forks import declared, fork_cache, metadata_check, records
+
+    derived_world(world)
+    fork = lockfile.fork(world.project, "megatron-core")
+    directory = records.records_dir(world.project, "megatron-core")
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
+                             fork.rev)
+    index, noted = records.build(directory, records.read_index(directory), fork, fork.rev, base, recs, wrong)
+    records.write(directory, index, noted)
+    metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
+    capsys.readouterr()
+    # records and entry agree; the lock does not (it was not made from the entry), and offline says so
+    assert deps(world, "patches", "--check", "--offline") == 1
+    assert "uv.lock" in capsys.readouterr().out
+    assert deps(world, "patches", "--check") == 1
+    assert "declares requires-dist" in capsys.readouterr().out

@@ -2,6 +2,9 @@
 moves, inside the project, and anything else (a hand edit, a corrupt file) is refused before anything moves; a
 target that is a mount point or not writable is refused before staging, and a staging copy that fills the disk
 leaves nothing behind."""
+"""The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
+project; anything else (a hand edit, a corrupt file) is refused before anything moves. An edit made while a
+command runs is never landed over."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 from fakes import deps, run_cli
 from gitfixtures import commit
+from fakes import NARROWED, block, fork_with_extras, offline, patches
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir
@@ -291,3 +295,26 @@ def test_read_only_checkout_exits_1(world, capsys):
     finally:
         patches.chmod(0o755)
     assert code == 1 and "is not writable" in out and "bug in nemo-rl" not in out
+def test_an_edit_in_another_terminal_during_a_relock_is_kept(world, capsys, monkeypatch):
+    fork_with_extras(world)
+    lock = world.project / "uv.lock"
+    text = lock.read_text()
+    start, end = block(text)
+    lied = text[:start] + text[start:end].replace('{ name = "six" }', NARROWED) + text[end:]
+    lock.write_text(lied)
+    from nemo_rl.deps import patches as patches_verb
+
+    real = patches_verb.uv.lock
+    path = world.project / "pyproject.toml"
+
+    def other_terminal(*args, **kwargs):
+        # `uv add` in another terminal while the relock runs: it takes no nemo-rl lock
+        path.write_text(path.read_text().replace("dependencies = []", 'dependencies = ["colorama"]', 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(patches_verb.uv, "lock", other_terminal)
+    rc, out = patches(world, capsys)
+    assert rc == 1 and "pyproject.toml changed" in out and "nothing landed" in out, out
+    assert 'dependencies = ["colorama"]' in path.read_text() and lock.read_text() == lied
+    monkeypatch.setattr(patches_verb.uv, "lock", real)
+    assert offline(world, capsys)[0] == 1  # the lie is still named

@@ -8,6 +8,15 @@ import pytest
 from fakes import deps, run_cli
 from gitfixtures import commit
 
+fetches what the lock names and `uv lock --check` never compares it. Pure, on parsed values; and end to end on
+fixture forks: an edited source fails the offline check and `deps status`, and `deps patches` relocks."""
+
+from __future__ import annotations
+
+from fakes import offline
+
+from nemo_rl.cli import main
+from nemo_rl.project import lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
 SHA = "a" * 40
@@ -126,3 +135,20 @@ def test_broken_project_files_exit_1(world, capsys, name, data, expected):
     (world.project / name).write_bytes(data)
     code, out = run_cli(capsys, "deps", "status", "--project", str(world.project))
     assert code == 1 and expected in out and "Traceback" not in out and "bug in nemo-rl" not in out
+def test_a_fork_source_edited_in_uv_lock_is_caught_and_relocked(world, capsys):
+    """uv fetches a git package from the source uv.lock names, and `uv lock --check` never compares it with
+    [tool.uv.sources]: another host, or a subdirectory added, with the commit kept, passed CI."""
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    rev = lockfile.fork(world.project, "nemo-toolkit").rev
+    url = lockfile.fork(world.project, "nemo-toolkit").url
+    assert f'{url}?rev={rev}#{rev}' in good
+    for edited in (f"{url.removesuffix('.git')}-evil.git?rev={rev}#{rev}", f"{url}?rev={rev}&subdirectory=sub#{rev}"):
+        lock.write_text(good.replace(f"{url}?rev={rev}#{rev}", edited))
+        rc, out = offline(world, capsys)
+        assert rc == 1 and "nemo-toolkit source" in out and edited.split("#")[0] in out, out
+        assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
+        assert "nemo-toolkit: lock stale" in capsys.readouterr().out
+        assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
+        assert "relocked" in capsys.readouterr().out
+        assert lock.read_text() == good, edited

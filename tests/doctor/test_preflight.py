@@ -1,0 +1,40 @@
+"""The build preflight (doctor/preflight.py): what it says when nvcc or the cuDNN headers are missing."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+
+def test_the_preflight_names_the_command_when_nvcc_is_missing(tmp_path, monkeypatch):
+    from nemo_rl.doctor import preflight
+
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    item, nvcc = preflight.check_nvcc("12.6")
+    if item.ok:
+        pytest.skip(f"/usr/local/cuda holds a CUDA 12 nvcc: {item.detail}")
+    # none at all, or /usr/local/cuda of another major (a CUDA 13 beside torch's 12)
+    assert nvcc is None or "torch was built with CUDA 12.6" in item.detail
+    assert "`nemo-rl toolchain cuda ~/cuda-12 --arch 90`" in item.fix
+
+
+def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, monkeypatch):
+    """uv builds transformer-engine in an isolated environment: the wheel's headers count once CUDNN_PATH names
+    them, as torch's extension build adds $CUDNN_PATH/include."""
+    from nemo_rl.doctor import preflight
+
+    wheel = tmp_path / "site" / "nvidia" / "cudnn"
+    (wheel / "include").mkdir(parents=True)
+    (wheel / "include" / "cudnn_version.h").write_text("#define CUDNN_MAJOR 9\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
+    for name in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CPATH"):
+        monkeypatch.delenv(name, raising=False)
+    if any(preflight._has_cudnn_header(d) for d in preflight.SYSTEM_HEADER_DIRS):
+        pytest.skip("cuDNN headers are installed system-wide here")
+    item = preflight.check_cudnn()
+    assert not item.ok and f"`export CUDNN_PATH={wheel}`" in item.fix
+    monkeypatch.setenv("CUDNN_PATH", str(wheel))
+    assert preflight.check_cudnn().ok
