@@ -1,14 +1,22 @@
 """The CUDA toolkit assembled under a directory (cudakit/assemble.py): its stamp read through the plain-file
-reader."""
-"""`nemo-rl toolchain cuda DIR` assembling or verifying a toolkit (cudakit/assemble.py): its stamp, its lock beside
+reader.
+
+`nemo-rl toolchain cuda DIR` assembling or verifying a toolkit (cudakit/assemble.py): its stamp, its lock beside
 DIR, a directory it did not make, --debs missing a package. The real assembly (1 GB from the mirror) runs in the
 cuda_toolkit tier."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
-from fakes import _never_hangs
+import pytest
+from fakes import _never_hangs, fake_package_tree
+
+from nemo_rl.cli import main
+from nemo_rl.cudakit import apt, assemble, layout, sources
+from nemo_rl.errors import NemoRLError
 
 
 def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
@@ -17,15 +25,8 @@ def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
     os.mkfifo(tmp_path / assemble.STAMP)
     assert _never_hangs(f"from pathlib import Path; from nemo_rl.cudakit import assemble; "
                         f"print(assemble._stamp(Path({str(tmp_path)!r})))") == "None"
-import shutil
-from pathlib import Path
 
-import pytest
-from fakes import fake_package_tree
 
-from nemo_rl.cli import main
-from nemo_rl.cudakit import apt, assemble, layout, sources
-from nemo_rl.errors import NemoRLError
 
 
 def stamped_toolkit(tmp_path: Path) -> Path:

@@ -4,7 +4,6 @@ import tomllib
 
 import forkworld
 import pytest
-from fakes import deps
 from fakes import deps, derived_world, entry
 from gitfixtures import commit, git
 
@@ -12,8 +11,7 @@ from nemo_rl.cli import main
 from nemo_rl.forks import declared
 from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
-from nemo_rl.project import journal
-from nemo_rl.project import lockfile
+from nemo_rl.project import journal, lockfile
 
 
 def patches(world, *args):

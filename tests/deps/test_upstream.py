@@ -251,7 +251,7 @@ def test_the_header_says_where_upstream_stands_and_what_it_builds():
     assert lines == [
         "megatron-core: 1 commit still needed",
         f"  upstream   https://upstream.nemo-rl.invalid/m.git main at {'c' * 12} (2025-06-07)",
-        f"  base       {'b' * 12} (2025-01-02): 12 commit_report(s), 156 day(s) behind upstream",
+        f"  base       {'b' * 12} (2025-01-02): 12 commit(s), 156 day(s) behind upstream",
         "  upstream builds megatron-core 0.20.0"]
     renamed = upstream.render(report(upstream_distribution="megatron-tron", upstream_builds_ours=False))
     assert renamed.splitlines()[3] == "  upstream builds megatron-tron 0.20.0  (not megatron-core: a rename)"
@@ -260,8 +260,6 @@ def test_the_header_says_where_upstream_stands_and_what_it_builds():
 
 
 def test_each_commit_says_what_ships_whether_it_is_upstream_and_whether_it_applies():
-    rows = [commit_report(1), commit_report(2, shipped=(), upstreamed="yes", upstream_commit="d" * 40,
-                                            upstream_evidence="patch-id", applies=None),
     rows = [commit_report(1),
             commit_report(2, shipped=(), upstreamed="yes", upstream_commit="d" * 40, upstream_evidence="patch-id",
                           applies=None),
@@ -288,4 +286,4 @@ def test_a_merge_commit_is_said_to_be_dropped_and_is_not_counted_as_needed():
     text = upstream.render(report(commit_report(1), merge))
     assert "a merge commit: git rebase drops it" in text
     assert "applies on upstream's head" in text.split("change 2")[0]  # commit 1's own line, not the merge's
-    assert summary([commit_report(1), merge], "c" * 40, False).startswith("1 commit_report(s) still needed, 0 conflict")
+    assert summary([commit_report(1), merge], "c" * 40, False).startswith("1 commit(s) still needed, 0 conflict")

@@ -1,12 +1,21 @@
 """What an environment says about the fork installed in it (forks/installed_fork.py): its pyvenv.cfg read
-through the plain-file reader."""
+through the plain-file reader.
+
+What is installed held against the lock and the fork (forks/installed_fork.py), in environments `uv sync --locked`
+made on fixture forks: a version a package of the fork's closure refuses, and records that agree with one another
+offline but not with the fork."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from fakes import _never_hangs
+import forkworld
+from fakes import FIX, _never_hangs, derived_world, fixed, fork_with_extras, offline, status, synced_status
+
+from nemo_rl.cli import main
+from nemo_rl.forks import installed_fork
+from nemo_rl.project import lockfile
 
 
 def test_a_fifo_pyvenv_cfg_gives_this_machines_markers(tmp_path):
@@ -14,18 +23,9 @@ def test_a_fifo_pyvenv_cfg_gives_this_machines_markers(tmp_path):
     out = _never_hangs(f"from pathlib import Path; from nemo_rl.forks import installed_fork; "
                        f"print(installed_fork._markers(Path({str(tmp_path)!r}))['python_version'])")
     assert out == f"{sys.version_info.major}.{sys.version_info.minor}"
-"""What is installed held against the lock and the fork (forks/installed_fork.py), in environments `uv sync --locked`
-made on fixture forks: a version a package of the fork's closure refuses, and records that agree with one another
-offline but not with the fork."""
 
-from __future__ import annotations
 
-import forkworld
-from fakes import FIX, derived_world, fixed, fork_with_extras, offline, status, synced_status
 
-from nemo_rl.cli import main
-from nemo_rl.forks import installed_fork
-from nemo_rl.project import lockfile
 
 
 def test_a_transitive_version_its_dependent_refuses_is_named_by_status(world, capsys, tmp_path):

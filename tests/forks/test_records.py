@@ -1,22 +1,19 @@
 """The offline check of one index entry against its record file (records._entry_differences), on files alone;
-and records committed as symbolic links, refused before anything is staged."""
-on fixture forks, a pin moved by hand without the records, and the online check of the recorded [declares]."""
+records committed as symbolic links, refused before anything is staged; on fixture forks, a pin moved by hand
+without the records, and the online check of the recorded [declares]."""
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import replace
 
-import pytest
-from fakes import RECORD, deps, make_index
-
-from nemo_rl.forks import records
-from nemo_rl.forks.record_files import Record
 import forkworld
+import pytest
 from fakes import RECORD, deps, derived_world, entry, locked, make_index
 from gitfixtures import commit
 
 from nemo_rl.forks import records
+from nemo_rl.forks.record_files import Record
 from nemo_rl.project import lockfile
 
 

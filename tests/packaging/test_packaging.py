@@ -1,6 +1,7 @@
 """The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in
-(importing nemo_rl never imports torch, megatron, nemo or transformer_engine)."""
-"""The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in; and
+(importing nemo_rl never imports torch, megatron, nemo or transformer_engine).
+
+The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in; and
 .ci/declares-changes, which shows each change to a fork's [declares] against the merge base."""
 
 import re

@@ -5,7 +5,10 @@ Landing a staged change from its journal (project/journal.py): a staged link is 
 across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused.
 
 The landing journal's moves (project/journal.py) when a target cannot be replaced: said as what it is, with the
-fix, and the staged files kept for `deps recover`."""
+fix, and the staged files kept for `deps recover`.
+
+The landing journal (project/journal.py): a command that reads the pins refuses over a landing cut short and
+names `deps recover`."""
 
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ import os
 import pytest
 from fakes import deps
 
+from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import journal, state_dir
+from nemo_rl.project import journal, lockfile, state_dir
 
 
 def test_a_landing_journal_moves_only_project_files(world, tmp_path, capsys):
@@ -167,13 +171,8 @@ def test_recover_onto_a_mount_point_exits_1_and_keeps_the_staged_files(world, ca
     assert (staging / "uv.lock").read_text() == "# landed\n"
     monkeypatch.setattr(os, "replace", real)
     assert deps(world, "recover") == 0 and (world.project / "uv.lock").read_text() == "# landed\n"
-"""The landing journal (project/journal.py): a command that reads the pins refuses over a landing cut short and
-names `deps recover`."""
 
-from __future__ import annotations
 
-from nemo_rl.cli import main
-from nemo_rl.project import lockfile
 
 
 def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):

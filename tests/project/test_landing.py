@@ -1,8 +1,9 @@
 """Landings (project/landing.py): the journal, read back after an interruption, may only name the paths a landing
 moves, inside the project, and anything else (a hand edit, a corrupt file) is refused before anything moves; a
 target that is a mount point or not writable is refused before staging, and a staging copy that fills the disk
-leaves nothing behind."""
-"""The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
+leaves nothing behind.
+
+The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
 project; anything else (a hand edit, a corrupt file) is refused before anything moves. An edit made while a
 command runs is never landed over."""
 
@@ -18,9 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import deps, run_cli
+from fakes import NARROWED, block, deps, fork_with_extras, offline, patches, run_cli
 from gitfixtures import commit
-from fakes import NARROWED, block, fork_with_extras, offline, patches
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal, landing, state_dir

@@ -1,19 +1,13 @@
 """The fork's git source uv.lock names, held against [tool.uv.sources] (lockfile.LockedPackage.other_source): uv
 fetches what the lock names and `uv lock --check` never compares it (pure, on parsed values); and project files
-that do not read or have the wrong shape are an exit 1 naming the fix."""
+that do not read or have the wrong shape are an exit 1 naming the fix; end to end on fixture forks, an edited
+source fails the offline check and `deps status`, and `deps patches` relocks."""
 
 from __future__ import annotations
 
 import pytest
-from fakes import deps, run_cli
+from fakes import deps, offline, run_cli
 from gitfixtures import commit
-
-fetches what the lock names and `uv lock --check` never compares it. Pure, on parsed values; and end to end on
-fixture forks: an edited source fails the offline check and `deps status`, and `deps patches` relocks."""
-
-from __future__ import annotations
-
-from fakes import offline
 
 from nemo_rl.cli import main
 from nemo_rl.project import lockfile

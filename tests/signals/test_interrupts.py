@@ -4,9 +4,6 @@ The stress test at the bottom sends SIGINT, SIGTERM and SIGHUP at random moments
 runs. CI runs a handful;
 `NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress` runs as many as
 asked and prints a table (add `--timeout=0`: more than 600 s)."""
-`NEMO_RL_STRESS_SIGNALS=200 uv run --locked pytest -s tests/signals/test_interrupts.py -k stress` runs as many
-as asked and prints a table (add `--timeout=0`: more than 600 s).
-"""
 
 from __future__ import annotations
 
