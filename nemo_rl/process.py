@@ -39,7 +39,7 @@ AFTER_EXIT_S = 0.5
 # first, so git removes its lock files, then SIGKILL. A group is removed only after its leader was reaped, so the
 # number cannot have been reused yet. It is told of a group just after the child starts: a SIGKILL within those
 # microseconds leaves that one child.
-_WATCHDOG = """  # guard: guard-the-watchdog-ends-a-killed-command
+_WATCHDOG = """
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)

@@ -1,8 +1,5 @@
-"""Lock files (locks.py): never written through a planted link, hard link or directory, made readable by their
-owner only, and a filesystem that cannot lock is the user's to fix (exit 1).
-
-Lock files (nemo_rl/locks.py): one removed or swapped while a process waits for it is never held twice and never
-spun on, and a link planted in its place is refused by name."""
+"""Lock files (nemo_rl/locks.py): never written through a planted link, readable by their owner only, never held
+twice when swapped, and a filesystem that cannot lock is the user's to fix."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The checks every value read from disk passes before it reaches git or a path; state files read through
-values.state_json name the file when they cannot be read.
-
-The checks every value read from disk or a setting passes before it reaches git or a path (nemo_rl/values.py):
-names, paths, bundle digests, timeouts, and the one reader of plain files."""
+"""Checks on every value read from disk or a setting (nemo_rl/values.py): names, paths, bundle digests, timeouts,
+state files and the one reader of plain files."""
 
 import os
 import sys

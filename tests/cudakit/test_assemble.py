@@ -1,9 +1,5 @@
-"""The CUDA toolkit assembled under a directory (cudakit/assemble.py): its stamp read through the plain-file
-reader.
-
-`nemo-rl toolchain cuda DIR` assembling or verifying a toolkit (cudakit/assemble.py): its stamp, its lock beside
-DIR, a directory it did not make, --debs missing a package. The real assembly (1 GB from the mirror) runs in the
-cuda_toolkit tier."""
+"""`nemo-rl toolchain cuda DIR` (nemo_rl/cudakit/assemble.py): its stamp, its lock, a directory it did not make,
+--debs missing a package. The real assembly runs in the cuda_toolkit tier."""
 
 from __future__ import annotations
 

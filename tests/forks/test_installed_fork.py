@@ -1,9 +1,4 @@
-"""What an environment says about the fork installed in it (forks/installed_fork.py): its pyvenv.cfg read
-through the plain-file reader.
-
-What is installed held against the lock and the fork (forks/installed_fork.py), in environments `uv sync --locked`
-made on fixture forks: a version a package of the fork's closure refuses, and records that agree with one another
-offline but not with the fork."""
+"""The fork installed in an environment held against the lock and the fork (nemo_rl/forks/installed_fork.py)."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import tokenize
 import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -73,10 +74,12 @@ def find_markers(root: Path = ROOT) -> dict[str, tuple[str, int]]:
     """Every `# guard: NAME` under nemo_rl/: NAME -> (path relative to `root`, line). A name used twice is an error."""
     found: dict[str, tuple[str, int]] = {}
     for path in sorted((root / "nemo_rl").rglob("*.py")):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            match = MARKER.search(line)
+        with path.open() as source:
+            comments = [t for t in tokenize.generate_tokens(source.readline) if t.type == tokenize.COMMENT]
+        for comment in comments:
+            match = MARKER.search(comment.string)
             if match:
-                name, where = match.group(1), (str(path.relative_to(root)), number)
+                name, where = match.group(1), (str(path.relative_to(root)), comment.start[0])
                 if name in found:
                     raise ValueError(f"guard {name!r} is marked twice: {found[name]} and {where}")
                 found[name] = where
@@ -212,7 +215,7 @@ class Runner:
             copy = self.work / f"{guard.name}-{attempt}"
             shutil.copytree(self.snapshot, copy, symlinks=True)
             (copy / path).write_text(mutated)
-            result = verdict(*self.pytest(copy, [guard.test], copy.with_suffix(".scratch")))
+            result = verdict(*self.pytest(copy, [guard.test], copy / ".guard-run"))
             shutil.rmtree(copy, ignore_errors=True)
             if result[0] != "inconclusive" or self.stopping.is_set():
                 break

@@ -53,7 +53,8 @@ def test_an_operator_that_fits_nothing_on_the_line_is_not_applicable(line, opera
 def test_markers_are_found_with_or_without_a_comment_after_them(tmp_path):
     (tmp_path / "nemo_rl" / "sub").mkdir(parents=True)
     (tmp_path / "nemo_rl" / "sub" / "m.py").write_text(
-        "a = 1  # guard: first\nb = 2  # guard: second; why it matters\nc = 3  # guards: none here\n")
+        "a = 1  # guard: first\nb = 2  # guard: second; why it matters\nc = 3  # guards: none here\n"
+        'd = """\n# guard: in-a-string\n"""\n')
     assert guards.find_markers(tmp_path) == {"first": ("nemo_rl/sub/m.py", 1), "second": ("nemo_rl/sub/m.py", 2)}
     (tmp_path / "nemo_rl" / "n.py").write_text("d = 4  # guard: first\n")
     with pytest.raises(ValueError, match="marked twice"):

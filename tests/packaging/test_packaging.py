@@ -1,8 +1,5 @@
-"""The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in
-(importing nemo_rl never imports torch, megatron, nemo or transformer_engine).
-
-The repository's own pins: no submodules, full SHAs, a lock that matches, and an extra that stays opt-in; and
-.ci/declares-changes, which shows each change to a fork's [declares] against the merge base."""
+"""The repository's own pins: no submodules, full SHAs, a current lock, an extra that stays opt-in, and
+.ci/declares-changes."""
 
 import re
 import subprocess

@@ -1,11 +1,5 @@
-"""The develop overlay (nemo_rl/project/develop_state.py): the environment imports from the checkout exactly
-the packages the pinned wheel ships.
-
-The develop overlay (project/develop_state.py): a checkout or overlay path that would not stay one line
-of a .pth file is refused before any .pth is written.
-
-The develop state and its overlays (project/develop_state.py): tokens that say which checkout wrote an
-overlay, so a stop removes only its own; an overlay that is a FIFO or cannot be removed is said, never a hang."""
+"""The develop overlay (nemo_rl/project/develop_state.py): it exposes exactly what the pinned wheel ships, refuses a
+path that would break a .pth line, and a stop removes only the overlays its own token wrote."""
 
 from __future__ import annotations
 

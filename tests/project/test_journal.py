@@ -1,14 +1,5 @@
-"""The landing journal (nemo_rl/project/journal.py) as `deps recover` and `deps status` find it: it moves only
-project files, never through a link out of the project, and a staging copy is a leftover by its lock, not its PID.
-
-Landing a staged change from its journal (project/journal.py): a staged link is never landed, a move
-across filesystems keeps the staged copy, and a journal naming paths a landing never moves is refused.
-
-The landing journal's moves (project/journal.py) when a target cannot be replaced: said as what it is, with the
-fix, and the staged files kept for `deps recover`.
-
-The landing journal (project/journal.py): a command that reads the pins refuses over a landing cut short and
-names `deps recover`."""
+"""The landing journal (nemo_rl/project/journal.py): it moves only project files, never through a link, keeps the
+staged files when a target cannot be replaced, and a command over a landing cut short names `deps recover`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Landings (project/landing.py): the journal, read back after an interruption, may only name the paths a landing
-moves, inside the project, and anything else (a hand edit, a corrupt file) is refused before anything moves; a
-target that is a mount point or not writable is refused before staging, and a staging copy that fills the disk
-leaves nothing behind.
-
-The landing journal, read back after an interruption: it may only name the paths a landing moves, inside the
-project; anything else (a hand edit, a corrupt file) is refused before anything moves. An edit made while a
-command runs is never landed over."""
+"""Landings (nemo_rl/project/landing.py): the journal names only paths a landing moves, a mount point or a read-only
+target is refused before staging, and an edit made meanwhile is never landed over."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The project lock (nemo_rl/project/state_dir.py): commands that write the project wait for one another, or
-refuse at once with --no-wait.
-
-The project's private directory (project/state_dir.py): `.nemo-rl` is used only as a real directory of the
-project that git does not track; a link, a file or a commit's files there are refused with the fix."""
+"""The project's private directory and lock (nemo_rl/project/state_dir.py): `.nemo-rl` is a real, untracked
+directory, and commands that write the project wait for one another or refuse with --no-wait."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The archives of a bundle's uv cache against uv.lock's own hashes (workers/archive_hashes.py): every pointer
-keyed by its path, every hash it records counted, and a node's copy refused when uv.lock never pinned one.
-
-The archives a uv cache holds, held against uv.lock's hashes (workers/archive_hashes.py): each pointer is matched to
-the locked file it records, and one that names no locked file or none at all is refused by name."""
+"""A bundle's uv cache held against uv.lock's hashes (nemo_rl/workers/archive_hashes.py): each pointer matched to
+the locked file it records, anything else refused by name."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Which working caches under $NEMO_RL_VENV_DIR are this user's node builds' (workers/bundle_trust.py).
-
-What a node trusts in a bundle (workers/bundle_trust.py): the digests a site pins, set but empty refused; and
-which working caches under NEMO_RL_VENV_DIR are this user's node builds', never a link, another user's directory
-or one without this user's marker."""
+"""What a node trusts (nemo_rl/workers/bundle_trust.py): the digests a site pins, and the working caches that are
+this user's node builds."""
 
 from __future__ import annotations
 
