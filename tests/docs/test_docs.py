@@ -1,5 +1,6 @@
-"""The docs cannot drift: every ```sh block in README.md and docs/ is run (or, when marked
-```sh {not-run: why}, at least every `nemo-rl` command in it must parse)."""
+"""The docs cannot drift: every ```sh block in README.md, CHANGELOG.md and docs/ is run (or, when marked
+```sh {not-run: why}, at least every `nemo-rl` command in it must parse), and every relative link reaches its
+file and heading."""
 
 import os
 import re
@@ -13,9 +14,12 @@ import pytest
 from nemo_rl.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]  # each linked from the README
+DOCS = [ROOT / "README.md", *PAGES]
 BLOCK = re.compile(r"^```sh(?P<info>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S)
 NOT_RUN = re.compile(r"^ \{not-run: [^}]+\}$")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+LINK = re.compile(r"\[[^\]\n]*\]\((?P<target>[^)\s]+)\)")
 
 
 def commands(body: str) -> list[str]:
@@ -89,5 +93,45 @@ def test_doc_block(info, lines):
 
 def test_every_doc_page_is_linked_from_the_readme():
     readme = (ROOT / "README.md").read_text()
-    assert all(f"(docs/{path.name})" in readme for path in DOCS[1:])
+    assert [path.name for path in PAGES if f"({path.relative_to(ROOT)})" not in readme] == []
     assert len(readme.splitlines()) <= 150
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives the page's headings: lower case, punctuation dropped, spaces as hyphens, a repeated
+    one numbered."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", FENCE.sub("", path.read_text()), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        seen[slug] = seen.get(slug, -1) + 1
+        found.add(slug if seen[slug] == 0 else f"{slug}-{seen[slug]}")
+    return found
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda path: path.name)
+def test_every_relative_link_reaches_its_file_and_heading(page):
+    broken = []
+    for match in LINK.finditer(FENCE.sub("", page.read_text())):
+        target = match.group("target")
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        if not path.is_file():
+            broken.append(f"{target}: no such file")
+        elif anchor and anchor not in anchors(path):
+            broken.append(f"{target}: no such heading in {path.relative_to(ROOT)}")
+    assert broken == []
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda path: path.name)
+def test_no_first_person(page):
+    prose = re.sub(r"`[^`\n]*`", "", FENCE.sub("", page.read_text()))  # code says what it says
+    assert re.findall(r"\b(?:[Ww]e|[Oo]urs?|[Uu]s|I)\b", prose) == []
+
+
+def test_each_benchmark_has_its_figures_in_performance_md():
+    performance = (ROOT / "docs" / "performance.md").read_text()
+    scripts = sorted(path.name for path in (ROOT / "tests" / "benchmarks").glob("bench_*.py"))
+    assert scripts and [name for name in scripts if f"tests/benchmarks/{name}" not in performance] == []
