@@ -138,8 +138,8 @@ def test_a_relative_path_source_is_named_not_checked_by_status(world, capsys):
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/dev/null"])
 def test_a_settings_file_linked_to_a_device_is_refused_not_copied(world, capsys, target):
     """A pull request's .python-version that links to /dev/zero would fill the disk as it is copied into the
-    staging copy, one to a FIFO hang it: refused, naming the file, and nothing changes. (/dev/null is the one the
-    mutation check runs: without the check, a bump that goes on, not a full disk.)"""
+    staging copy, one to a FIFO hang it: refused, naming the file, and nothing changes. (/dev/null is the one a
+    guard run needs: without the check, a bump that goes on, not a full disk.)"""
     name = ".python-version"
     before = world.files()
     if target == "fifo":

@@ -317,7 +317,7 @@ def test_the_digest_covers_names_contents_and_links(tmp_path):
 
 def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path, capsys, monkeypatch):
     """This repository's mcore extra has transformer-engine; this machine has no CUDA 12 nvcc (once CUDA_HOME,
-    which the nvcc tests of a mutation run set, and an nvcc on PATH are out of the way)."""
+    which the nvcc tests of a guard run set, and an nvcc on PATH are out of the way)."""
     root = Path(__file__).resolve().parents[2]
     from nemo_rl import toolchain
 
