@@ -80,14 +80,14 @@ def torch_lm(device: str) -> str:
     return f"loss {value:.3f}, gradients on all {len(params)} parameters"
 
 
-def megatron_parallel_state() -> str:
+def megatron_parallel_state() -> str:  # pragma: mcore
     _need("megatron")
     from nemo_rl.models.megatron_gpt import init_parallel_state
 
     return f"world size 1 over {init_parallel_state()}"
 
 
-def megatron_build() -> str:
+def megatron_build() -> str:  # pragma: mcore
     _need("megatron")
     from nemo_rl.models.megatron_gpt import build_megatron_gpt, init_parallel_state
 
@@ -97,7 +97,7 @@ def megatron_build() -> str:
     return f"GPTModel, local layer spec, {count} parameters on {next(model.parameters()).device}"
 
 
-def megatron_forward_backward(use_transformer_engine: bool) -> str:
+def megatron_forward_backward(use_transformer_engine: bool) -> str:  # pragma: mcore
     _need("megatron")
     _need_gpu("Megatron's forward pass calls torch.cuda (attention buffers), so on CPU it stops at the build")
     if use_transformer_engine:
@@ -112,7 +112,7 @@ def megatron_forward_backward(use_transformer_engine: bool) -> str:
     return f"loss {loss:.3f}"
 
 
-def te_linear(fp8: bool) -> str:
+def te_linear(fp8: bool) -> str:  # pragma: mcore
     _need("transformer_engine")
     _need_gpu("transformer-engine runs on GPUs only")
     import torch
@@ -137,7 +137,7 @@ def te_linear(fp8: bool) -> str:
     return "forward and backward" + (" under fp8 autocast (E4M3)" if fp8 else "")
 
 
-def nemo_entry_points() -> str:
+def nemo_entry_points() -> str:  # pragma: mcore
     _need("nemo")
     import importlib
 
@@ -186,7 +186,7 @@ def run_check(check: Check, verbose: bool) -> Result:
 
 def run_all(verbose: bool = False) -> list[Result]:
     results = [run_check(check, verbose) for check in CHECKS]
-    if extras.probe("megatron").installed:
+    if extras.probe("megatron").installed:  # pragma: mcore
         try:
             from nemo_rl.models.megatron_gpt import destroy_parallel_state
 

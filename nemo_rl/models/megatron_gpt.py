@@ -12,7 +12,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.models.config import ModelConfig
 
 
-def init_parallel_state(backend: str | None = None) -> str:
+def init_parallel_state(backend: str | None = None) -> str:  # pragma: mcore
     """Initialise torch.distributed and Megatron's parallel state at world size 1; return the backend used."""
     extras.require("megatron", purpose="Megatron parallel-state initialisation")
     import torch
@@ -30,7 +30,7 @@ def init_parallel_state(backend: str | None = None) -> str:
     return backend
 
 
-def destroy_parallel_state() -> None:
+def destroy_parallel_state() -> None:  # pragma: mcore
     import torch
     from megatron.core import parallel_state
 
@@ -39,7 +39,7 @@ def destroy_parallel_state() -> None:
         torch.distributed.destroy_process_group()
 
 
-def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:
+def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:  # pragma: mcore
     """A megatron.core GPTModel for `config`; local layer spec unless `use_transformer_engine`.
 
     Needs parallel state (init_parallel_state). Builds on CPU; Megatron's forward pass calls torch.cuda.
@@ -79,7 +79,7 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
     return model.cuda() if on_gpu else model
 
 
-def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:
+def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:  # pragma: mcore
     """One forward/backward with a next-token loss; returns the loss. Needs a GPU (Megatron's forward)."""
     import torch
 
