@@ -262,14 +262,17 @@ def main(argv: list[str] | None = None) -> int:
             broken = runner.broken_tests(sorted({g.test for g in guards}))
 
             def one(guard: Guard) -> None:
+                began = time.monotonic()
                 if guard.test in broken:
                     outcome = ("broken", f"{guard.test} does not pass without a mutation")
                 else:
                     outcome = runner.judge(guard, markers.get(guard.name))
                 if runner.stopping.is_set():
                     return
-                results[guard.name] = {"verdict": outcome[0], "why": outcome[1], "test": guard.test}
-                print(f"{outcome[0]:<15} {guard.name:<48} {outcome[1]}", flush=True)
+                why = " ".join(outcome[1].split())
+                results[guard.name] = {"verdict": outcome[0], "why": why, "test": guard.test,
+                                       "seconds": round(time.monotonic() - began, 1)}
+                print(f"{outcome[0]:<15} {guard.name:<44} {why[:160]}", flush=True)
 
             shared = [g for g in guards if not g.test.startswith(ALONE)]
             with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
