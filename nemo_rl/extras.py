@@ -1,5 +1,5 @@
-"""The mcore components, declared once; what of them is installed, at which commit; and the one guard every
-Megatron/NeMo path uses.
+"""The mcore components: each fork's, from its [tool.nemo-rl.forks.<dist>] table, and those that are not forks,
+declared here; what of them is installed, at which commit; and the one guard every Megatron/NeMo path uses.
 
 Probes never raise: a half-working transformer-engine raises CalledProcessError (not ImportError) from
 `import megatron.core` on machines without CUDA libraries, so they catch Exception and keep the reason.
@@ -11,9 +11,12 @@ import functools
 import importlib
 import importlib.metadata
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nemo_rl import settings, values
 from nemo_rl.errors import MissingExtraError, NemoRLError
+from nemo_rl.project import lockfile
 
 SYNC_REMEDY = "run `uv sync --extra mcore`, or prefix your command with `uv run --extra mcore`"
 TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
@@ -25,29 +28,51 @@ class Component:
     distribution: str
     module: str  # the module nemo-rl itself uses: only its import proves the component works
     remedy: str
-    extra: str = "mcore"
     entry_points: tuple[str, ...] = ()  # further modules nemo-rl imports (smoke and `deps verify` import them)
 
 
-# The one table of mcore components: doctor, smoke, status and `deps verify` derive from it.
-COMPONENTS: dict[str, Component] = {c.key: c for c in (
-    Component("megatron", "megatron-core", "megatron.core", SYNC_REMEDY),
-    # `nemo` alone imports on Python 3.11; nemo.tron.init (what nemo-rl calls) does not: NeMo at our pin uses
-    # 3.12 f-string syntax below it. Upstream's is_nemo_installed imported nemo.tron.init too.
-    Component("nemo", "nemo-toolkit", "nemo.tron.init",
-              SYNC_REMEDY + " on Python 3.12 (NeMo at our pin needs 3.12: `uv sync --python 3.12 --extra mcore`)",
-              entry_points=("nemo.tron.init", "nemo.tron.config", "nemo.tron.model", "nemo.tron.train")),
-    # transformer_engine alone imports without its torch extension; .pytorch is what Megatron uses.
+# The components that are not forks; each fork declares its own in pyproject.toml.
+# transformer_engine alone imports without its torch extension; .pytorch is what Megatron uses.
+NOT_FORKS = (
     Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
               SYNC_REMEDY + "; transformer-engine needs CUDA libraries (its build: a CUDA 12 nvcc and cuDNN "
               "headers, see `nemo-rl doctor --extra mcore`)"),
-)}
+)
+
+
+def of_fork(fork: lockfile.Fork) -> Component:
+    """The fork's component: its table's `module` (default: the distribution's name with `_` for `-`),
+    `entry-points`, `component` (default: the distribution) and `remedy`, the words the fix adds."""
+    remedy = f"{SYNC_REMEDY} {fork.remedy}" if fork.remedy else SYNC_REMEDY
+    remedy = values.printable(remedy)  # guard: fork-remedy-printable; pyproject.toml's words reach the terminal
+    return Component(fork.component or fork.distribution, fork.distribution,
+                     fork.module or fork.distribution.replace("-", "_"), remedy, fork.entry_points)
+
+
+def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
+    """The project's components by key: the forks', in pyproject.toml's order, then the others."""
+    taken = {"torch", *(c.key for c in NOT_FORKS)}
+    result: dict[str, Component] = {}
+    for comp in map(of_fork, forks):
+        if comp.key in result or comp.key in taken:  # guard: fork-component-names-are-unique
+            raise NemoRLError(f"[tool.nemo-rl.forks.{comp.distribution}] component {comp.key!r} names another "
+                              "component too", f"set component in [tool.nemo-rl.forks.{comp.distribution}] to a name "
+                              f"of its own (taken: {', '.join(sorted(taken | set(result)))})")
+        result[comp.key] = comp
+    return {**result, **{c.key: c for c in NOT_FORKS}}
+
+
+@functools.cache
+def own() -> dict[str, Component]:
+    """nemo-rl's own components, read once per process from its checkout: what its code requires by key."""
+    return components(lockfile.forks(settings.CHECKOUT_DIR, strict=False))
 
 
 def component(key: str) -> Component:
-    if key not in COMPONENTS:
-        raise NemoRLError(f"unknown mcore component {key!r}", f"use one of: {', '.join(sorted(COMPONENTS))}")
-    return COMPONENTS[key]
+    known = own()
+    if key not in known:
+        raise NemoRLError(f"unknown mcore component {key!r}", f"use one of: {', '.join(sorted(known))}")
+    return known[key]
 
 
 def remedy_for(key: str) -> str:
@@ -106,11 +131,15 @@ def commit_from_direct_url(text: str | None) -> str | None:
     return commit if isinstance(commit, str) else None
 
 
-@functools.cache
 def probe(key: str) -> Probe:
-    """Whether component `key` works here. Costs one metadata lookup when the distribution is absent, else the
-    import of its module (megatron.core ~2 s, nemo.tron.init ~15 s cold); cached for the process."""
-    comp = component(key)
+    """Whether nemo-rl's own component `key` works here (see probe_component)."""
+    return probe_component(component(key))
+
+
+@functools.cache
+def probe_component(comp: Component) -> Probe:
+    """Whether `comp` works here. Costs one metadata lookup when the distribution is absent, else the import of
+    its module (megatron.core ~2 s, nemo.tron.init ~15 s cold); cached for the process."""
     dist = find_installed(comp.distribution)
     if dist is None:  # fast: no import needed to know it is absent
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")

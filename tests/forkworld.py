@@ -16,6 +16,8 @@ FORKS = {
     "megatron-core": ("megatron.core", "megatron-lm"),
     "nemo-toolkit": ("nemo", "nemo"),
 }
+# the module nemo-rl imports to prove a fork works (its table's `module`), where it is not the package's own
+PROOF = {"nemo-toolkit": "nemo.tron.init"}
 
 
 @dataclass
@@ -51,10 +53,12 @@ class World:
         return {str(p.relative_to(self.project)): p.read_bytes() for p in paths if p.is_file()}
 
 
-def make_fork(root: Path, distribution: str) -> Fork:
-    module, repo_name = FORKS[distribution]
+def make_fork(root: Path, distribution: str, module: str | None = None, repo_name: str | None = None) -> Fork:
+    """Upstream and fork repositories of a tiny `distribution` (FORKS names the module and repository of the two
+    the world starts with)."""
+    module, repo_name = (module, repo_name) if module and repo_name else FORKS[distribution]
     upstream = init(root / "upstream" / repo_name)
-    # the module nemo-rl imports to prove the fork works (the component table's), as the real forks have it
+    # the module nemo-rl imports to prove the fork works (its table's), as the real forks have it
     proof = {"nemo-toolkit": {"nemo/tron/__init__.py": "", "nemo/tron/init.py": "READY = True\n"}}
     commit(upstream, "initial import", {**package_files(distribution, module, "0.1.0"), **proof.get(distribution, {})})
     base = commit(upstream, "upstream feature", {"/".join(module.split(".")) + "/feature.py": "FEATURE = 1\n"})
@@ -82,6 +86,7 @@ def project_pyproject(forks: dict[str, Fork]) -> str:
         upstream-url = "{f.upstream_url}"
         upstream-branch = "main"
         base = "{f.base}"
+        module = "{PROOF.get(f.distribution, f.module)}"
         """) for f in forks.values())
     return textwrap.dedent("""\
         [project]
@@ -158,6 +163,33 @@ def make_records(world: World) -> None:
     for dist in world.forks:
         path = world.project / "patches" / dist / "index.toml"
         path.write_text(path.read_text().replace(WHY_PLACEHOLDER, WHY))
+
+
+def add_fork(world: World, monkeypatch, distribution: str, module: str, repo_name: str) -> Fork:
+    """A fork added as a maintainer adds one: its repositories (reached through insteadOf), then in pyproject.toml
+    its source, its table and the mcore extra, then `nemo-rl deps patches DIST` (records, relock)."""
+    import tomlkit
+
+    from nemo_rl.cli import main
+    from nemo_rl.forks.records import WHY_PLACEHOLDER
+
+    fork = world.forks[distribution] = make_fork(world.root, distribution, module, repo_name)
+    world.insteadof.update({fork.fork_url: str(fork.fork), fork.upstream_url: str(fork.upstream)})
+    apply_env(world, monkeypatch)
+    path = world.project / "pyproject.toml"
+    doc = tomlkit.parse(path.read_text())
+    source = tomlkit.inline_table()
+    source.update({"git": fork.fork_url, "rev": fork.head})
+    doc["tool"]["uv"]["sources"][distribution] = source
+    doc["tool"]["nemo-rl"]["forks"][distribution] = {
+        "branch": "nemo-rl/main", "upstream-url": fork.upstream_url, "upstream-branch": "main", "base": fork.base,
+        "module": module}
+    doc["project"]["optional-dependencies"]["mcore"].append(distribution)
+    path.write_text(tomlkit.dumps(doc))
+    assert main(["deps", "patches", distribution, "--project", str(world.project)]) == 0
+    index = world.project / "patches" / distribution / "index.toml"
+    index.write_text(index.read_text().replace(WHY_PLACEHOLDER, WHY))
+    return fork
 
 
 def fork_pyproject(world: World, distribution: str = "megatron-core", *, version: str | None = "0.1.0",

@@ -83,8 +83,8 @@ def test_an_unrelated_import_failure_keeps_the_sync_remedy():
 
 @pytest.mark.parametrize("gpu", [False, True])
 def test_a_working_transformer_engine_without_a_gpu_says_what_was_not_checked(gpu, monkeypatch):
-    monkeypatch.setattr(report.extras, "probe",
-                        lambda key: extras.Probe(extras.component(key), True, True, "1", None, None))
+    monkeypatch.setattr(report.extras, "probe_component",
+                        lambda component: extras.Probe(component, True, True, "1", None, None))
     monkeypatch.setattr(report.toolchain, "torch_info",
                         lambda: toolchain.TorchInfo(True, "2.7.0", gpu, "12.6", None))
     notes = report.collect(ROOT, "mcore").notes

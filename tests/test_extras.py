@@ -8,9 +8,10 @@ import textwrap
 
 import pytest
 
-from nemo_rl import extras
+from nemo_rl import extras, settings
 from nemo_rl.doctor import smoke
 from nemo_rl.errors import MissingExtraError, NemoRLError
+from nemo_rl.project import lockfile
 
 PROBE_SCRIPT = """
 import json
@@ -85,7 +86,7 @@ def test_upstream_compat_modules_expose_installed(tmp_path):
 
 
 def test_guard_message_names_distribution_reason_and_remedy(monkeypatch):
-    broken = extras.Probe(extras.COMPONENTS["megatron"], False, True, "0.13.0rc0", None,
+    broken = extras.Probe(extras.component("megatron"), False, True, "0.13.0rc0", None,
                           "import megatron.core failed: CalledProcessError: boom")
     monkeypatch.setattr(extras, "probe", lambda key: broken)
     with pytest.raises(MissingExtraError) as info:
@@ -133,3 +134,40 @@ def test_every_smoke_component_has_a_remedy_from_the_one_table():
         assert extras.remedy_for(check.component)
     with pytest.raises(NemoRLError, match="(?s)unknown mcore component 'megatrn'.*megatron, nemo, transformer_engine"):
         extras.require("megatrn", purpose="x")
+
+
+def fork(distribution: str, **table) -> lockfile.Fork:
+    return lockfile.Fork(distribution, f"https://forks.nemo-rl.invalid/{distribution}.git", "a" * 40, None, None,
+                         "main", None, **table)
+
+
+def test_a_forks_component_is_what_its_table_says():
+    bridge = extras.of_fork(fork("megatron-bridge", module="megatron.bridge", entry_points=("megatron.bridge.x",),
+                                 component="bridge", remedy="on a GPU node"))
+    assert bridge == extras.Component("bridge", "megatron-bridge", "megatron.bridge",
+                                      f"{extras.SYNC_REMEDY} on a GPU node", ("megatron.bridge.x",))
+    plain = extras.of_fork(fork("megatron-bridge"))
+    assert (plain.key, plain.module, plain.remedy) == ("megatron-bridge", "megatron_bridge", extras.SYNC_REMEDY)
+    assert list(extras.components([fork("b"), fork("a")])) == ["b", "a", "transformer_engine"]
+
+
+def test_nemo_rl_requires_what_its_own_fork_tables_declare():
+    for declared in lockfile.forks(settings.CHECKOUT_DIR):
+        comp = extras.of_fork(declared)
+        assert extras.component(comp.key) == comp
+        assert comp.module == declared.module  # each real table names its module: no default stands in
+
+
+@pytest.mark.parametrize("taken", ["torch", "transformer_engine", "megatron"])
+def test_a_component_name_taken_twice_is_refused_with_the_fix(taken):
+    forks = [fork("megatron-core", component="megatron"), fork("megatron-bridge", component=taken)]
+    with pytest.raises(NemoRLError, match=f"megatron-bridge\\] component '{taken}' names another component") as error:
+        extras.components(forks)
+    assert "set component in [tool.nemo-rl.forks.megatron-bridge]" in str(error.value.remedy)
+    forks[1] = fork("megatron-bridge", component="bridge")  # the fix, followed
+    assert extras.components(forks)["bridge"].distribution == "megatron-bridge"
+
+
+def test_a_forks_remedy_is_shown_escaped():
+    remedy = extras.of_fork(fork("megatron-bridge", remedy="then \x1b[2J\x1b]0;owned\x07")).remedy
+    assert "\x1b" not in remedy and "\x07" not in remedy and remedy.endswith("then \\x1b[2J\\x1b]0;owned\\x07")

@@ -44,6 +44,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
         files = ["pyproject.toml", "uv.lock"]
+        was_locked = fork.distribution in lockfile.locked_packages(project)
         uv_inputs.require_stageable(project, lockfile.tool_tables(project)[0], "deps patches")
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
@@ -65,6 +66,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
                   f"{fork.rev[:12]}, and uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
+        elif relocked and not was_locked:  # a fork just added
+            print(f"  {fork.distribution} was not in uv.lock: locked")
         elif relocked:
             said = ("its [[tool.uv.dependency-metadata]] entry locks" if derives else
                     f"the fork declares at {fork.rev[:12]} ({records.index_name(fork.distribution)} [declares])")

@@ -16,9 +16,9 @@ from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 
 
-def modules_for(distribution: str) -> list[str]:
-    comps = [c for c in extras.COMPONENTS.values() if c.distribution == distribution]
-    return list(dict.fromkeys(m for c in comps for m in (c.module, *c.entry_points)))
+def modules_for(fork: lockfile.Fork) -> list[str]:
+    comp = extras.of_fork(fork)
+    return list(dict.fromkeys((comp.module, *comp.entry_points)))
 
 
 def extra_for(project: Path, distribution: str) -> str:
@@ -110,7 +110,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
             for problem in installed_fork.problems(project, env, fork.distribution, left_out=skipped):
                 failed = True
                 print(f"{fork.distribution}: installed {problem.kind}: {problem.what}\n  fix: {problem.fix}")
-            modules = modules_for(fork.distribution) or [fork.distribution.replace("-", "_")]
+            modules = modules_for(fork)
             result = imports.check(env / "bin" / "python", modules, cwd=Path(tmp))
             for module in modules:
                 error = result.failed.get(module)

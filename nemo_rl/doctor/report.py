@@ -138,11 +138,12 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
     return ("installed differs", "; ".join(differs)) if differs else ("ok", None)  # guard: doctor-installed-fork-against-the-lock
 
 
-def components(project: Path | None, locked: dict, env: Path | None = None) -> list[ComponentReport]:
+def components(project: Path | None, declared: dict[str, extras.Component], locked: dict,
+               env: Path | None = None) -> list[ComponentReport]:
     env = env or Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
     result = []
-    for key, comp in extras.COMPONENTS.items():
-        probe = extras.probe(key)
+    for key, comp in declared.items():
+        probe = extras.probe_component(comp)
         package = locked.get(comp.distribution)
         differs = [str(p) for p in installed_fork.problems(project, env, comp.distribution)] \
             if project and probe.installed and package and package.commit else []
@@ -177,10 +178,13 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     """The report on `project_dir` (already found by the caller), or on the project located from here."""
     project, problems, located_notes = (project_dir, [], []) if project_dir is not None else locate_project()
     locked = {}
+    declared = extras.components([])  # without a readable project: the components that are not forks
     if project:
         try:
             locked = lockfile.locked_packages(project)
-            lock_problem = uv_inputs.lock_problem(project, lockfile.forks(project, strict=False))
+            forks = lockfile.forks(project, strict=False)
+            declared = extras.components(forks)
+            lock_problem = uv_inputs.lock_problem(project, forks)
             if lock_problem:
                 problems.append(lock_problem)
         except NemoRLError as exc:
@@ -193,13 +197,14 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     torch = toolchain.torch_info()
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
-    comps = components(project, locked)
+    comps = components(project, declared, locked)
     notes = [*located_notes]
     notes += [f"{c.distribution} is developing: {c.remedy}" for c in comps if c.state == "developing"]
     notes += develop_notes(project)
-    if extras.probe("megatron").installed:
+    installed_here = {c.distribution for c in comps if c.installed}
+    if "megatron-core" in installed_here:
         notes.append(MEGATRON_TRAINING_NOTE)
-    if extras.probe("transformer_engine").installed and not torch.cuda_available:  # guard: doctor-the-no-gpu-note
+    if "transformer-engine" in installed_here and not torch.cuda_available:  # guard: doctor-the-no-gpu-note
         notes.append(NO_GPU_NOTE)
     preflight_items = []
     if extra == "mcore":
@@ -213,7 +218,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         from nemo_rl.doctor import smoke as smoke_checks
 
         smoke_results = smoke_checks.run_all(verbose=verbose)
-        counted = {"torch"} | (set(extras.COMPONENTS) if extra == "mcore" else set())
+        counted = {"torch"} | (set(extras.own()) if extra == "mcore" else set())
         problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results
                      if r.status == "fail" and r.component in counted]
     return Report(python, uv_facts, torch, str(project) if project else None, extra, tuple(comps),

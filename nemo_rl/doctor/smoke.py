@@ -17,7 +17,6 @@ from nemo_rl import extras
 from nemo_rl.models.config import ModelConfig
 
 CONFIG = ModelConfig()
-NEMO_TRON_ENTRY_POINTS = extras.COMPONENTS["nemo"].entry_points
 
 
 class Skip(Exception):
@@ -27,7 +26,7 @@ class Skip(Exception):
 @dataclass(frozen=True)
 class Check:
     name: str
-    component: str  # "torch" or a key of extras.COMPONENTS: its remedy is the fix shown on failure
+    component: str  # "torch" or a key of extras.own(): its remedy is the fix shown on failure
     run: Callable[[], str]
 
 
@@ -141,9 +140,10 @@ def nemo_entry_points() -> str:  # pragma: mcore
     _need("nemo")
     import importlib
 
-    for module in NEMO_TRON_ENTRY_POINTS:
+    entry_points = extras.component("nemo").entry_points
+    for module in entry_points:
         importlib.import_module(module)
-    return "imported " + ", ".join(NEMO_TRON_ENTRY_POINTS)
+    return "imported " + ", ".join(entry_points)
 
 
 CHECKS = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +18,15 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 
+MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z", re.ASCII)
+
 
 @dataclass(frozen=True)
 class Fork:
     """One fork, checked where pyproject.toml is read: the name is a distribution name, URLs are git URLs,
-    branches are plain branch names, base is a full SHA, and `rev` is a full SHA unless `bad_rev` says why not
-    (only `forks(strict=False)`, for `deps status`, returns such a fork; nothing hands its rev to git)."""
+    branches are plain branch names, base is a full SHA, modules are dotted module names, and `rev` is a full SHA
+    unless `bad_rev` says why not (only `forks(strict=False)`, for `deps status`, returns such a fork; nothing hands
+    its rev to git)."""
 
     distribution: str
     url: str
@@ -33,6 +37,12 @@ class Fork:
     base: str | None
     bad_rev: str | None = None
     subdirectory: str | None = None  # [tool.uv.sources]' own: where in the repository the distribution is
+    # What nemo-rl imports of the fork, as its table says (extras.of_fork applies the defaults): the module whose
+    # import proves it works, further modules nemo-rl imports, the component's name, the words the fix adds.
+    module: str | None = None
+    entry_points: tuple[str, ...] = ()
+    component: str | None = None
+    remedy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,16 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     upstream_url = _string(meta.get("upstream-url"), f"{where} upstream-url", path)
     upstream_branch = _string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path, True)
     base = _string(meta.get("base"), f"{where} base", path)
+    module = _string(meta.get("module"), f"{where} module", path)
+    entry_points = meta.get("entry-points", [])
+    if not isinstance(entry_points, list):  # guard: fork-entry-points-is-a-list
+        raise NemoRLError(f"{path.name}: {where} entry-points must be a list of module names, found "
+                          f"{type(entry_points).__name__} {entry_points!r:.60}",
+                          f'write a list such as entry-points = ["megatron.core"] in {where} of {path}')
+    component = _string(meta.get("component"), f"{where} component", path)
+    if component is not None and not values.DISTRIBUTION_NAME.match(component):  # guard: fork-component-is-a-name
+        raise NemoRLError(f"{path.name}: {where} component: {component!r:.60} is not a name (letters, digits, '.', "
+                          "'_', '-')", f"write a name such as megatron in {where} component of {path}")
     return Fork(  # guard: trust-git-url
         distribution=dist,
         url=values.git_url(_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
@@ -200,7 +220,20 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
         base=values.full_sha(base, f"{where} base") if base is not None else None,
         bad_rev=bad_rev,
         subdirectory=_string(source.get("subdirectory"), f"[tool.uv.sources] {dist}.subdirectory", path),
+        module=_module_name(module, f"{where} module", path) if module is not None else None,
+        entry_points=tuple(_module_name(_string(m, f"{where} entry-points", path, True), f"{where} entry-points", path)
+                           for m in entry_points),
+        component=component,
+        remedy=_string(meta.get("remedy"), f"{where} remedy", path),
     )
+
+
+def _module_name(value: str, where: str, path: Path) -> str:
+    """A dotted module name: what nemo-rl hands to importlib, never a path or an option."""
+    if not MODULE_NAME.match(value):  # guard: fork-module-is-a-dotted-name
+        raise NemoRLError(f"{path.name}: {where}: {value!r:.60} is not a module name",
+                          f"write a dotted module name such as megatron.core in {where} of {path}")
+    return value
 
 
 def forks(project: Path, *, strict: bool = True) -> list[Fork]:

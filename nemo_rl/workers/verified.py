@@ -312,9 +312,9 @@ def forget(env: Path) -> None:
 
 
 def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
-    """Ray, and the module nemo-rl uses of each fork the environment has (the component table's), and of
+    """Ray, and the module nemo-rl uses of each fork the environment has (its fork table's), and of
     transformer-engine when it is there (a compiled extension: what a bundle most needs proven)."""
     present = {f.distribution for f in forks if installed.installed(env, f.distribution)}
-    present |= {c.distribution for c in extras.COMPONENTS.values()
+    present |= {c.distribution for c in extras.NOT_FORKS
                 if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}  # guard: proof-transformer-engine-imported-by-the
-    return ["ray", *(c.module for c in extras.COMPONENTS.values() if c.distribution in present)]
+    return ["ray", *(c.module for c in extras.components(forks).values() if c.distribution in present)]

@@ -141,7 +141,7 @@ def megatron_case(root: Path, env: dict, mirror: str, rev: str) -> tuple[Path, l
         '[project.optional-dependencies]\nmcore = ["megatron-core"]\n[tool.uv]\npackage = false\n'
         f'[tool.uv.sources]\nmegatron-core = {{ git = "{url}", rev = "{rev}" }}\n'
         '[[tool.uv.dependency-metadata]]\nname = "megatron-core"\nversion = "0.13.0rc0"\nrequires-dist = []\n'
-        f'[tool.nemo-rl.forks.megatron-core]\nupstream-url = "{url}"\n')
+        f'[tool.nemo-rl.forks.megatron-core]\nupstream-url = "{url}"\nmodule = "megatron.core"\n')
     shutil.copy(ROOT / ".python-version", project / ".python-version")
     run([find_uv_bin(), "lock", "--quiet"], cwd=project, env=env)
     return project, ["--locked", "--extra", "mcore"], env

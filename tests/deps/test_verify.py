@@ -3,6 +3,7 @@ until it is added (the derived entry's add list)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import http.server
@@ -271,9 +272,10 @@ def write_pyproject(tmp_path, text: str):
 
 
 def test_the_modules_nemo_rl_relies_on_are_imported_once_each():
-    found = verify.modules_for("megatron-core")
-    assert "megatron.core" in found and len(found) == len(set(found))
-    assert verify.modules_for("no-such-distribution") == []
+    nemo = dataclasses.replace(FORK, distribution="nemo-toolkit", module="nemo.tron.init",
+                               entry_points=("nemo.tron.init", "nemo.tron.config"))
+    assert verify.modules_for(nemo) == ["nemo.tron.init", "nemo.tron.config"]
+    assert verify.modules_for(FORK) == ["megatron_core"]  # no module declared: the distribution's name
 
 
 def test_the_extra_that_requires_the_fork(tmp_path):

@@ -108,7 +108,7 @@ def test_component_state_agrees_with_deps_status():
     from nemo_rl.doctor.report import component_state
 
     locked = "a768e50588f6e833741dcd25cfda64a8798f4d8e"
-    megatron = extras.COMPONENTS["megatron"]
+    megatron = extras.component("megatron")
 
     def probe(commit, installed=True, present=True):
         return extras.Probe(megatron, installed, present, "0.13.0rc0", commit, None if installed else "boom")
@@ -140,16 +140,15 @@ def test_doctor_compares_the_installed_forks_metadata_with_the_lock(tmp_path, mo
 
     env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
     project = fake_project(tmp_path, version="0.1.0")
-    real = extras.probe
+    real = extras.probe_component
 
-    def probe(key):
-        comp = extras.COMPONENTS[key]
+    def probe(comp):
         if comp.distribution == "megatron-core":  # importing it is not what is tested: its metadata is
             return extras.Probe(comp, True, True, "0.2.0", COMMIT, None)
-        return real(key)
+        return real(comp)
 
-    monkeypatch.setattr(extras, "probe", probe)
-    rows = {r.distribution: r for r in report.components(project, lockfile.locked_packages(project), env)}
+    monkeypatch.setattr(extras, "probe_component", probe)
+    rows = {r.distribution: r for r in report.components(project, extras.own(), lockfile.locked_packages(project), env)}
     row = rows["megatron-core"]
     assert row.state == "installed differs" and "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in row.remedy
     assert "nemo-rl deps patches megatron-core" in row.remedy

@@ -4,6 +4,7 @@ import importlib
 
 import pytest
 
+from nemo_rl import extras
 from nemo_rl.doctor import smoke
 from nemo_rl.models import ModelConfig, build_model
 
@@ -35,7 +36,7 @@ def test_gpt_builds_from_the_shared_config(parallel_state):
     assert sum(p.numel() for p in model.parameters()) > 0
 
 
-@pytest.mark.parametrize("module", smoke.NEMO_TRON_ENTRY_POINTS)
+@pytest.mark.parametrize("module", extras.component("nemo").entry_points)
 def test_nemo_tron_entry_points_import(module):
     importlib.import_module(module)
 

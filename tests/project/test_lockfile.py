@@ -146,3 +146,49 @@ def test_a_fork_source_edited_in_uv_lock_is_caught_and_relocked(world, capsys):
         assert main(["deps", "patches", "nemo-toolkit", "--project", str(world.project)]) == 0
         assert "relocked" in capsys.readouterr().out
         assert lock.read_text() == good, edited
+
+
+BRIDGE_PROJECT = f"""\
+[tool.uv.sources]
+megatron-bridge = {{ git = "https://forks.nemo-rl.invalid/bridge.git", rev = "{SHA}" }}
+
+[tool.nemo-rl.forks.megatron-bridge]
+"""
+
+
+@pytest.mark.parametrize("line, refused, fixed", [
+    pytest.param('module = "../bridge"', "is not a module name", 'module = "megatron.core"', id="module-a-path"),
+    pytest.param('module = "-c"', "is not a module name", 'module = "megatron.core"', id="module-an-option"),
+    pytest.param('module = "megatron..bridge"', "is not a module name", 'module = "megatron.core"', id="module-dots"),
+    pytest.param('module = "megatron.bridge\\n"', "is not a module name", 'module = "megatron.core"',
+                 id="module-a-newline"),
+    pytest.param('entry-points = ["megatron.bridge", "1st"]', "is not a module name",
+                 'entry-points = ["megatron.core"]', id="entry-point-a-digit"),
+    pytest.param("entry-points = 3", "entry-points must be a list", 'entry-points = ["megatron.core"]',
+                 id="entry-points-a-number"),
+    pytest.param('component = "\\u001b[2J"', "is not a name", 'component = "megatron"', id="component-an-escape"),
+    pytest.param('component = "-x"', "is not a name", 'component = "megatron"', id="component-an-option"),
+])
+def test_what_a_fork_table_has_nemo_rl_import_is_checked_where_it_is_read(tmp_path, line, refused, fixed):
+    """module and entry-points reach importlib in other environments' interpreters; a component's name is printed."""
+    from nemo_rl.errors import NemoRLError
+
+    (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT + line + "\n")
+    with pytest.raises(NemoRLError, match=refused) as error:
+        lockfile.forks(tmp_path)
+    assert "\x1b" not in str(error.value)
+    assert fixed.split(" = ")[1].strip('"[]') in str(error.value.remedy)  # the fix names a value that reads
+    (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT + fixed + "\n")
+    assert lockfile.forks(tmp_path)[0].distribution == "megatron-bridge"
+
+
+def test_a_fork_table_says_what_nemo_rl_imports_of_it(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        BRIDGE_PROJECT + 'module = "megatron.bridge"\nentry-points = ["megatron.bridge.models"]\n'
+                         'component = "bridge"\nremedy = "on a GPU node"\n')
+    fork = lockfile.forks(tmp_path)[0]
+    assert (fork.module, fork.entry_points, fork.component, fork.remedy) == (
+        "megatron.bridge", ("megatron.bridge.models",), "bridge", "on a GPU node")
+    (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT)
+    fork = lockfile.forks(tmp_path)[0]
+    assert (fork.module, fork.entry_points, fork.component, fork.remedy) == (None, (), None, None)
