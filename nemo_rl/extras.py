@@ -132,8 +132,12 @@ def commit_from_direct_url(text: str | None) -> str | None:
 
 
 def probe(key: str) -> Probe:
-    """Whether nemo-rl's own component `key` works here (see probe_component)."""
-    return probe_component(component(key))
+    """Whether nemo-rl's own component `key` works here (see probe_component); never raises."""
+    try:
+        comp = component(key)
+    except NemoRLError as exc:  # no readable pyproject.toml beside nemo_rl
+        return Probe(Component(key, key, key, exc.remedy or SYNC_REMEDY), False, False, None, None, exc.what)  # guard: a-probe-never-raises
+    return probe_component(comp)
 
 
 @functools.cache

@@ -171,3 +171,13 @@ def test_a_component_name_taken_twice_is_refused_with_the_fix(taken):
 def test_a_forks_remedy_is_shown_escaped():
     remedy = extras.of_fork(fork("megatron-bridge", remedy="then \x1b[2J\x1b]0;owned\x07")).remedy
     assert "\x1b" not in remedy and "\x07" not in remedy and remedy.endswith("then \\x1b[2J\\x1b]0;owned\\x07")
+
+
+def test_a_probe_without_nemo_rls_own_fork_tables_says_why_and_never_raises(tmp_path, monkeypatch):
+    monkeypatch.setattr(extras.settings, "CHECKOUT_DIR", tmp_path)  # an installed nemo_rl with no pyproject.toml
+    extras.own.cache_clear()
+    try:
+        probe = extras.probe("megatron")
+    finally:
+        extras.own.cache_clear()
+    assert not probe.installed and not probe.present and "pyproject.toml" in (probe.reason or "")
