@@ -207,7 +207,7 @@ class Running:
                         continue
                     if self._stream and key.fileobj is proc.stderr:
                         to_stderr(chunk)  # guard: process-a-streaming-child-s-stderr
-                    kept[key.fileobj].add(chunk)  # guard: process-a-streamed-stderr-s-end-is-read; type: ignore[index]  # the pipes registered are kept's keys
+                    kept[key.fileobj].add(chunk)  # type: ignore[index]  # guard: process-a-streamed-stderr-s-end-is-read; the pipes registered are kept's keys
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
