@@ -59,10 +59,37 @@ def unreachable(url: str) -> str:
     )
 
 
+def git_said(result: Result) -> str:
+    """git's own error lines (the block before its advice), made printable: the cause and the URL it tried."""
+    said = []
+    for line in result.stderr.strip().splitlines():
+        if not line.strip():
+            break
+        said.append(values.printable(line.strip()))
+    return "; ".join(said[-3:]) or f"git printed nothing (exit {result.returncode})"
+
+
+def tried_url(where: str, repo: Path | None = None) -> str | None:
+    """The URL git contacts for `where` (a URL, or a remote of `repo`), the user's insteadOf rules applied."""
+    result = git(["ls-remote", "--get-url", "--", where], repo=repo, check=False, timeout=20)
+    return values.printable(result.stdout.strip()) if result.returncode == 0 and result.stdout.strip() else None
+
+
+def reach_failure(failed: str, url: str, result: Result, *, where: str | None = None,
+                  repo: Path | None = None) -> NemoRLError:
+    """A failed ls-remote or fetch of `url` (`where`: the remote of `repo` that names it): `failed` (such as
+    "cannot reach"), the URL, the one git tried when a mirror rule rewrote it, and git's own lines."""
+    tried = tried_url(where or url, repo)
+    via = f" (git tried {tried})" if tried and tried != url else ""
+    return NemoRLError(f"{failed} {url}{via}: {git_said(result)}", unreachable(url))
+
+
 def ls_remote(url: str, ref: str, timeout: float | None = None) -> str | None:
     """The commit `ref` names on `url`, or None when the remote has no such ref."""
-    out = git(["ls-remote", "--", url, ref], remedy=unreachable(url), timeout=timeout).stdout
-    for line in out.splitlines():
+    result = git(["ls-remote", "--", url, ref], check=False, timeout=timeout)
+    if result.returncode != 0:  # guard: git-a-failed-reach-is-an-error-with-git-s-words
+        raise reach_failure("cannot reach", url, result)
+    for line in result.stdout.splitlines():
         sha, _, name = line.partition("\t")
         if name == ref:
             return sha
@@ -106,16 +133,15 @@ def set_remote(repo: Path, name: str, url: str) -> None:
 
 def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
     """Fetch blob-less; a server that ignores the filter sends every blob (slow, not wrong), and is warned of."""
-    try:
-        result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", "--end-of-options", remote, *refspecs],
-                     repo=repo,
-                     remedy=unreachable(url))
-    except NemoRLError as exc:
-        if "corruption on the remote side" in exc.what and FILTER_IGNORED in exc.what:
+    result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", "--end-of-options", remote, *refspecs],
+                 repo=repo, check=False)
+    if result.returncode != 0:  # guard: git-a-failed-fetch-is-an-error-with-git-s-words
+        failure = reach_failure("cannot fetch from", url, result, where=remote, repo=repo)
+        if "corruption on the remote side" in result.stderr and FILTER_IGNORED in result.stderr:
             # a mirror that lacks some objects (e.g. large files) can still serve a blob-less fetch
-            raise NemoRLError(exc.what, f"{url} is missing objects and ignored the blob filter, so git asked for "
-                              f"all of them; {MIRROR_SETTINGS}, or re-sync the mirror") from exc
-        raise
+            raise NemoRLError(failure.what, f"{url} is missing objects and ignored the blob filter, so git asked "
+                              f"for all of them; {MIRROR_SETTINGS}, or re-sync the mirror")
+        raise failure
     if FILTER_IGNORED in result.stderr:
         progress(f"warning: {url} ignored the blob filter and sent whole history; {MIRROR_SETTINGS}")
 

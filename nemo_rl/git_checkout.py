@@ -7,13 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.git import git, unreachable
+from nemo_rl.git import git, reach_failure
 
 
 def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
     """Fetch from `url` into the refs `refspecs` name, touching no configuration: no remote is added and no filter
     is asked for (a filter makes git turn the repository into a partial clone). For the user's own clones."""
-    git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, remedy=unreachable(url))
+    result = git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, check=False)
+    if result.returncode != 0:  # guard: checkout-a-failed-fetch-is-an-error-with-git-s-words
+        raise reach_failure("cannot fetch from", url, result, repo=repo)
 
 
 def ignored_files(repo: Path) -> list[str]:

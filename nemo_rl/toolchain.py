@@ -73,10 +73,11 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
 
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
-CUDA_TOOLKIT_FIX = ("get a CUDA {major} toolkit (PyPI has no CUDA 12 nvcc): on Debian or Ubuntu, "
-                    "`nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles one from the distribution's packages "
-                    "(no installer, no GPU, no system change); else NVIDIA's installer or your cluster's module. "
-                    "Then `export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
+CUDA_TOOLKIT_FIX = ("get a CUDA {major} toolkit (PyPI has no CUDA 12 nvcc): on Debian, "
+                    "`uv run nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles one from Debian's packages "
+                    "(no installer, no GPU, no system change) and prints the `export` lines to run; elsewhere "
+                    "NVIDIA's installer or your cluster's module (docs/mcore.md), then "
+                    "`export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
 
 
 def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit] | None:

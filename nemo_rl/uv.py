@@ -151,3 +151,50 @@ def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, pyt
 def venv(path: Path, *, python: str) -> Result:
     """A relocatable environment: it is built beside its final path and renamed into place."""
     return uv(["venv", "--quiet", "--relocatable", "--python", python, str(path)])
+
+
+def environment_lock_holder(env: Path) -> str | None:
+    """Who holds uv's lock on the environment `env` (`<env>/.lock`: `uv sync` holds it for the whole install, a
+    transformer-engine build included, and every `uv run` there waits for it): "process PID (COMMAND)", or
+    "another process" when /proc does not say; None when nobody holds it. Never raises, never waits."""
+    import fcntl
+    import stat
+
+    try:
+        fd = os.open(env / ".lock", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        facts = os.fstat(fd)
+        if not stat.S_ISREG(facts.st_mode):
+            return None
+        try:  # held for an instant when free: a uv starting then waits that instant
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _flock_owner(facts) or "another process"  # guard: uv-a-held-environment-lock-is-seen
+        except OSError:  # a filesystem without locks: uv cannot lock there either
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _flock_owner(facts: os.stat_result) -> str | None:
+    """A process holding a flock on the file of `facts`, from /proc/locks (Linux)."""
+    wanted = f"{os.major(facts.st_dev):02x}:{os.minor(facts.st_dev):02x}:{facts.st_ino}"
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" (READ when shared); a waiter's has "->" after the number
+        if fields[1:3] == ["FLOCK", "ADVISORY"] and len(fields) > 5 and fields[5] == wanted:
+            try:
+                command = Path(f"/proc/{fields[4]}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                command = ""
+            shown = values.printable(command.strip()[:200])
+            return f"process {fields[4]}" + (f" ({shown})" if shown else "")
+    return None

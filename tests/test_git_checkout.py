@@ -25,3 +25,16 @@ def test_a_checkout_git_will_not_read_is_refused_not_taken_for_untracked(world):
     with pytest.raises(NemoRLError, match="git cannot list the files it tracks") as refused:
         state_dir.state_root(project)
     assert f"safe.directory {project}" in (refused.value.remedy or "")
+
+
+def test_fetching_from_a_url_nothing_serves_shows_gits_own_words(tmp_path):
+    from gitfixtures import init
+
+    from nemo_rl import git_checkout
+
+    repo = init(tmp_path / "clone")
+    absent = str(tmp_path / "absent.git")
+    with pytest.raises(NemoRLError) as failed:
+        git_checkout.fetch_url(repo, absent, ["+refs/heads/main:refs/remotes/origin/main"])
+    assert failed.value.what.startswith(f"cannot fetch from {absent}: fatal: '{absent}' does not appear to be a git")
+    assert "insteadOf" in (failed.value.remedy or "")

@@ -95,3 +95,50 @@ def test_uvs_refusal_to_build_is_read_with_colour_forced(world, tmp_path, capsys
     out = capsys.readouterr().out
     assert "uv.lock was not checked against pyproject.toml: checking it needs a build" in out
     assert "\x1b" not in out and "\\x1b" not in out  # uv's colours asked off, not shown escaped
+
+
+def test_the_process_holding_an_environments_uv_lock_is_named(tmp_path):
+    """`uv sync` holds `<env>/.lock` exclusively for a whole build, and every `uv run` there waits on it."""
+    import fcntl
+
+    from nemo_rl import uv
+
+    env = tmp_path / "venv"
+    env.mkdir()
+    assert uv.environment_lock_holder(env) is None  # no lock file yet
+    lock = env / ".lock"
+    lock.touch()
+    assert uv.environment_lock_holder(env) is None
+    for operation in (fcntl.LOCK_EX, fcntl.LOCK_SH):  # uv waits for either to take its exclusive one
+        with lock.open() as held:
+            fcntl.flock(held, operation)
+            holder = uv.environment_lock_holder(env)
+        assert holder is not None and holder.startswith(f"process {os.getpid()} (") and "pytest" in holder
+    assert uv.environment_lock_holder(env) is None  # released
+    lock.unlink()
+    os.mkfifo(lock)  # never opened for a read that would wait
+    assert uv.environment_lock_holder(env) is None
+
+
+def test_uv_run_waits_on_a_held_environment_lock_and_no_sync_does_not(tmp_path):
+    """What doctor's note says, run: while the lock is held, `uv run` waits and `uv run --no-sync` does not."""
+    import fcntl
+    import subprocess
+
+    from nemo_rl import uv
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\ndependencies = []\n')
+    uv.venv(project / ".venv", python=sys.executable)
+    command = [uv.find_uv_bin(), "run", "--offline", "--project", str(project), "python", "-c", "print('ran')"]
+    with (project / ".venv" / ".lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert uv.environment_lock_holder(project / ".venv") is not None
+        with pytest.raises(subprocess.TimeoutExpired):
+            subprocess.run(command, cwd=project, capture_output=True, timeout=5)
+        ran = subprocess.run([*command[:2], "--no-sync", *command[2:]], cwd=project, capture_output=True, text=True,
+                             timeout=60)
+    assert ran.returncode == 0 and ran.stdout == "ran\n"
+    released = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=60)
+    assert released.returncode == 0 and released.stdout == "ran\n"  # it was the lock that it waited on

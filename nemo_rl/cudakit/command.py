@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -50,9 +51,17 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import preflight
 
     cudnn = preflight.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
-    print("  to build the mcore extra with it:")
-    print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch}")
+    print("  to build the mcore extra with it, in this shell:")
+    print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch} "
+          f"MAX_JOBS={build_jobs()}")
     if cudnn:
         print(f"    export CUDNN_PATH={cudnn}")
-    print("    uv sync --locked --extra mcore   (`nemo-rl doctor --extra mcore` checks the rest first)")
+    print("    uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
+    print("    uv sync --locked --extra mcore")
     return 0
+
+
+def build_jobs() -> int:
+    """Parallel compiles for the build (MAX_JOBS): the cores this process may use. Unset, torch's extension build
+    lets ninja start more jobs than there are cores."""
+    return len(os.sched_getaffinity(0)) or 1

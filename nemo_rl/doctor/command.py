@@ -1,4 +1,4 @@
-"""`nemo-rl doctor [--extra mcore] [--json] [--smoke] [--verbose]`."""
+"""`nemo-rl doctor [--extra mcore [--preflight]] [--json] [--smoke] [--verbose]`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ HELP = "report Python, uv, torch and the mcore extra (installed / locked commits
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "doctor", help=HELP, description=HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix).")
+        "doctor", help=HELP, description=HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); "
+        "with --preflight, 0 go and 1 no-go.")
     parser.add_argument("--extra", choices=["mcore"],
-                        help="require this extra: exit 1 unless all of it works; without it installed, a pre-flight "
-                        "says in seconds whether `uv sync --extra mcore` can build here")
+                        help="require this extra: exit 1 unless all of it works; while it is not installed, the "
+                        "pre-flight of its build runs too")
+    parser.add_argument("--preflight", action="store_true",
+                        help="with --extra mcore: answer only whether `uv sync --extra mcore` can build here, "
+                        "installed or not (exit 0 go, 1 no-go)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (its schema: docs/mcore.md)")
     parser.add_argument("--smoke", action="store_true",
                         help="also run small forward/backward checks of each installed component")
@@ -28,18 +32,20 @@ def _short(commit: str | None) -> str:
     return commit[:12] if commit else "-"
 
 
-def render(data) -> str:
+def render(data, preflight_only: bool = False) -> str:
     torch = data.torch
-    lines = [
+    header = [
         f"python   {data.python.version} ({data.python.executable})"
         + (f", project requires {data.python.requires_python}" if data.python.requires_python else ""),
         f"uv       {data.uv.version or 'missing: ' + str(data.uv.error)}",
         "torch    " + (f"{torch.version}, CUDA available: {'yes' if torch.cuda_available else 'no'}"
                        if torch.installed else f"does not import: {torch.error}"),
         f"project  {data.project or 'not found (locked commits unknown)'}",
-        "",
-        "mcore extra" + ("" if data.requested_extra else " (optional; `--extra mcore` requires it)"),
     ]
+    if preflight_only:
+        return "\n".join([*header, *_preflight_lines(data), *[f"note: {note}" for note in data.notes], "",
+                          _verdict(data)])
+    lines = [*header, "", "mcore extra" + ("" if data.requested_extra else " (optional; `--extra mcore` requires it)")]
     for c in data.components:
         locked = _short(c.locked_commit) if c.locked_commit else c.locked_version or "-"
         lines.append(f"  {c.distribution:<20} {c.state:<14} version {c.version or '-':<12}"
@@ -48,12 +54,7 @@ def render(data) -> str:
             lines.append(f"      why: {c.reason}")
         if c.remedy:
             lines.append(f"      fix: {c.remedy}")
-    if data.preflight:
-        lines += ["", "pre-flight for `uv sync --extra mcore` (transformer-engine compiles against torch)"]
-        for item in data.preflight:
-            lines.append(f"  {'pass' if item.ok else 'FAIL':<5} {item.name:<20} {item.detail}")
-            if item.fix:
-                lines.append(f"        fix: {item.fix}")
+    lines += _preflight_lines(data)
     if data.smoke:
         lines += ["", "smoke checks"]
     for smoke in data.smoke:
@@ -67,13 +68,39 @@ def render(data) -> str:
     else:
         lines.append(f"result: NOT healthy ({scope})")
         lines += [f"  - {problem}" for problem in data.problems]
+    if data.preflight_ok is not None:
+        lines.append(_verdict(data))
     return "\n".join(lines)
+
+
+def _preflight_lines(data) -> list[str]:
+    if not data.preflight:
+        return []
+    lines = ["", "pre-flight for `uv sync --extra mcore` (transformer-engine compiles against torch)"]
+    for item in data.preflight:
+        lines.append(f"  {'pass' if item.ok else 'FAIL':<5} {item.name:<20} {item.detail}")
+        if item.fix:
+            lines.append(f"        fix: {item.fix}")
+    return lines
+
+
+def _verdict(data) -> str:
+    failed = [item.name for item in data.preflight if not item.ok]
+    if failed:
+        return (f"pre-flight: NO-GO: `uv sync --extra mcore` would fail here; fix {', '.join(failed)} (each FAIL "
+                "above has its fix), then run the pre-flight again")
+    return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
 
 
 def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import report
+    from nemo_rl.errors import UsageError
     from nemo_rl.jsonout import dumps
 
-    data = report.collect(project, args.extra, smoke=args.smoke, verbose=args.verbose)
-    print(dumps(data) if args.json else render(data))
+    if args.preflight and args.extra != "mcore":  # guard: doctor-preflight-is-for-the-mcore-extra
+        raise UsageError("--preflight checks the build of the mcore extra", "add `--extra mcore`")
+    data = report.collect(project, args.extra, smoke=args.smoke, verbose=args.verbose, preflight=args.preflight)
+    print(dumps(data) if args.json else render(data, preflight_only=args.preflight))
+    if args.preflight:  # guard: doctor-preflight-exits-by-its-own-verdict
+        return 0 if data.preflight_ok else 1
     return 0 if data.healthy else 1

@@ -116,7 +116,7 @@ def check_hosts(project: Path | None) -> list[Item]:
             git.ls_remote(fork.url, "HEAD", timeout=20)
             items.append(Item(f"reach {fork.distribution}", True, f"{fork.url} answers", None))
         except NemoRLError as exc:
-            items.append(Item(f"reach {fork.distribution}", False, f"{fork.url}: {exc.what.splitlines()[0]}",
+            items.append(Item(f"reach {fork.distribution}", False, exc.what.splitlines()[0],
                               f"check the network, or `git config --global url.<mirror>.insteadOf {fork.url}` "
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
     return items

@@ -21,7 +21,7 @@ from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
 if TYPE_CHECKING:  # imported where they run: the pre-flight and the smoke test load what they check
     from nemo_rl.doctor import preflight, smoke
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MEGATRON_TRAINING_NOTE = (
     "megatron.training is not installed: megatron-core installed from git packages `megatron.core` only "
     "(Megatron's setup.py lists megatron.core*). nemo-rl's own Megatron path does not need it: "
@@ -73,11 +73,12 @@ class Report:
     project: str | None
     requested_extra: str | None
     components: tuple[ComponentReport, ...]
-    preflight: tuple[preflight.Item, ...] = ()  # only when the extra is requested, absent
+    preflight: tuple[preflight.Item, ...] = ()  # with --preflight, or when the extra is requested and absent
     smoke: tuple[smoke.Result, ...] = ()  # only with --smoke
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     healthy: bool = True  # computed once, in collect(), from every problem found
+    preflight_ok: bool | None = None  # whether `uv sync --extra mcore` can build here; None: not asked
     schema: int = SCHEMA_VERSION
 
 
@@ -174,8 +175,9 @@ def develop_notes(project: Path | None) -> list[str]:
 
 
 def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
-            verbose: bool = False) -> Report:
-    """The report on `project_dir` (already found by the caller), or on the project located from here."""
+            verbose: bool = False, preflight: bool = False) -> Report:
+    """The report on `project_dir` (already found by the caller), or on the project located from here.
+    `preflight` runs the pre-flight of the mcore build even when the extra is installed."""
     project, problems, located_notes = (project_dir, [], []) if project_dir is not None else locate_project()
     locked = {}
     declared = extras.components([])  # without a readable project: the components that are not forks
@@ -206,13 +208,18 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         notes.append(MEGATRON_TRAINING_NOTE)
     if "transformer-engine" in installed_here and not torch.cuda_available:  # guard: doctor-the-no-gpu-note
         notes.append(NO_GPU_NOTE)
+    held = uv.environment_lock_holder(Path(sys.prefix))
+    if held:  # guard: doctor-names-who-holds-the-environment-lock
+        notes.append(f"{held} holds the lock of this environment ({Path(sys.prefix) / '.lock'}), as `uv sync` does "
+                     "while it builds: every `uv run` in this checkout waits until it ends; `uv run --no-sync "
+                     "<command>` runs without waiting")
     preflight_items = []
     if extra == "mcore":
         problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]
-        if any(not c.installed for c in comps):
-            from nemo_rl.doctor import preflight
+        if preflight or any(not c.installed for c in comps):
+            from nemo_rl.doctor import preflight as build_checks
 
-            preflight_items = preflight.run_all(project, python, torch)
+            preflight_items = build_checks.run_all(project, python, torch)
     smoke_results = []
     if smoke:
         from nemo_rl.doctor import smoke as smoke_checks
@@ -222,4 +229,5 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results
                      if r.status == "fail" and r.component in counted]
     return Report(python, uv_facts, torch, str(project) if project else None, extra, tuple(comps),
-                  tuple(preflight_items), tuple(smoke_results), tuple(notes), tuple(problems), healthy=not problems)
+                  tuple(preflight_items), tuple(smoke_results), tuple(notes), tuple(problems), healthy=not problems,
+                  preflight_ok=all(item.ok for item in preflight_items) if preflight_items else None)

@@ -107,8 +107,8 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> M
             present, toolkit = unbuildable
             major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
             raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
-                              toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again (`nemo-rl doctor "
-                              "--extra mcore` runs the whole pre-flight)")
+                              toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again (`uv run nemo-rl "
+                              "doctor --extra mcore --preflight` runs the whole pre-flight)")
     dest = dest.absolute()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -135,3 +135,36 @@ def test_each_benchmark_has_its_figures_in_performance_md():
     performance = (ROOT / "docs" / "performance.md").read_text()
     scripts = sorted(path.name for path in (ROOT / "tests" / "benchmarks").glob("bench_*.py"))
     assert scripts and [name for name in scripts if f"tests/benchmarks/{name}" not in performance] == []
+
+
+README_BLOCK = re.compile(r"^```(?P<lang>\w*)(?P<info>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S)
+
+
+def undefined_names(code: str) -> list[str]:
+    """Names the code reads at module level (or as globals in its functions and classes) that it never binds."""
+    import builtins
+    import symtable
+
+    top = symtable.symtable(code, "<block>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        read |= {s.get_name() for s in table.get_symbols()
+                 if s.is_referenced() and (table is top or s.is_global() and not s.is_declared_global())}
+        tables += table.get_children()
+    return sorted(read - bound - set(dir(builtins)))
+
+
+@pytest.mark.parametrize("lang, info, body", [m.group("lang", "info", "body")
+                                              for m in README_BLOCK.finditer((ROOT / "README.md").read_text())])
+def test_every_readme_block_runs_or_says_why_not(lang, info, body):
+    """```sh blocks run (test_doc_block); any other block says why it does not, and Python is whole as shown."""
+    assert lang == "sh" or NOT_RUN.match(info), f"a ```{lang} block of README.md is not run: mark it {{not-run: why}}"
+    if lang == "python":
+        assert undefined_names(body) == []
+
+
+def test_undefined_names_finds_a_class_the_snippet_never_defines():
+    assert undefined_names("from m import f\nactor = MyActor.options(**f()).remote()\n") == ["MyActor"]
+    assert undefined_names("import ray\n@ray.remote\nclass A:\n    def f(self):\n        return A\nA.f\n") == []

@@ -19,8 +19,9 @@ COMPONENT_KEYS = {"name", "distribution", "module", "state", "installed", "versi
 def test_doctor_json_on_the_default_environment(capsys):
     assert main(["doctor", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["schema"] == 2 and data["healthy"] is True and data["problems"] == []
+    assert data["schema"] == 3 and data["healthy"] is True and data["problems"] == []
     assert set(data) >= {"python", "uv", "torch", "project", "requested_extra", "components", "preflight", "smoke"}
+    assert data["preflight"] == [] and data["preflight_ok"] is None  # no pre-flight was asked for
     assert data["python"]["requires_python"] == ">=3.12,<3.13" and data["python"]["satisfied"] is True
     assert data["torch"]["installed"] is True and data["torch"]["version"].startswith("2.7.0")
     by_name = {c["distribution"]: c for c in data["components"]}
@@ -204,3 +205,100 @@ def test_doctor_renders_planted_broken_extra_without_traceback(tmp_path):
     assert "smoke check failed: megatron: parallel state" in out
     code, out = doctor_in_subprocess(tmp_path, "--extra", "mcore", "--verbose")
     assert "Traceback (most recent call last)" in out and "CalledProcessError" in out
+
+
+def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, served: bool = True) -> Path:
+    """A copy of this project whose pre-flight items can all pass: an nvcc of torch's CUDA release (or
+    `nvcc_release`), cuDNN headers at CUDNN_PATH, and each fork URL rewritten by insteadOf to a local repository
+    (one that does not exist unless `served`)."""
+    from gitfixtures import git
+
+    from nemo_rl import toolchain
+    from nemo_rl.project import lockfile
+
+    torch_cuda = toolchain.torch_info().cuda_version
+    if torch_cuda is None:
+        pytest.skip("torch is a CPU build: no nvcc can match it")
+    project = copy_project(tmp_path)
+    cuda = tmp_path / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    nvcc = cuda / "bin" / "nvcc"
+    # --version as nvcc says it; `-c SOURCE -o OBJECT` writes the object, as a host compiler nvcc accepts would
+    nvcc.write_text("#!/bin/sh\n"
+                    f'[ "$1" = --version ] && {{ echo "Cuda compilation tools, release {nvcc_release or torch_cuda}"; '
+                    "exit 0; }\n"
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+    nvcc.chmod(0o755)
+    cudnn = tmp_path / "cudnn"
+    (cudnn / "include").mkdir(parents=True)
+    (cudnn / "include" / "cudnn_version.h").write_text("#define CUDNN_MAJOR 9\n")
+    forks = lockfile.forks(project)
+    for i, fork in enumerate(forks):
+        mirror = tmp_path / "mirrors" / f"{fork.distribution}.git"
+        if served:
+            mirror.mkdir(parents=True)
+            git(mirror, "init", "-q", "--bare")
+        monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", f"url.{mirror}.insteadOf")
+        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", fork.url)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(forks)))
+    for name in ("CUDA_PATH", "CPATH", "CUDNN_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CUDA_HOME", str(cuda))
+    monkeypatch.setenv("CUDNN_PATH", str(cudnn))
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")
+    return project
+
+
+def test_a_preflight_that_passes_exits_0_though_the_extra_is_not_installed(tmp_path, monkeypatch, capsys):
+    project = build_world(tmp_path, monkeypatch)
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "pre-flight: go: `uv sync --extra mcore` can build here" in out
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--json", "--project", str(project)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["preflight_ok"] is True and [item["name"] for item in data["preflight"] if not item["ok"]] == []
+    installed = all(c["installed"] for c in data["components"])
+    assert data["healthy"] is installed  # the other verdict, carried beside it
+    # without --preflight the exit code stays "is the extra installed and working"
+    assert main(["doctor", "--extra", "mcore", "--project", str(project)]) == (0 if installed else 1)
+
+
+def test_a_preflight_that_fails_exits_1_naming_each_failed_item(tmp_path, monkeypatch, capsys):
+    project = build_world(tmp_path, monkeypatch, nvcc_release="13.0", served=False)
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    verdict = out.strip().splitlines()[-1]
+    assert verdict.startswith("pre-flight: NO-GO") and "fix nvcc, reach megatron-core, reach nemo-toolkit" in verdict
+    assert "FAIL  nvcc" in out and "is CUDA 13.0" in out
+    # git's own words and the URL git tried, not only an exit status
+    mirror = tmp_path / "mirrors" / "megatron-core.git"
+    assert f"cannot reach https://github.com/terrykong/Megatron-LM.git (git tried {mirror})" in out
+    assert f"fatal: '{mirror}' does not appear to be a git repository" in out
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--json", "--project", str(project)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["preflight_ok"] is False
+
+
+def test_preflight_without_the_extra_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    project = build_world(tmp_path, monkeypatch)
+    assert main(["doctor", "--preflight", "--project", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "--preflight checks the build of the mcore extra" in err and "add `--extra mcore`" in err
+    assert main(["doctor", "--preflight", "--extra", "mcore", "--project", str(project)]) == 0  # the fix, followed
+
+
+def test_doctor_names_the_process_holding_the_environments_uv_lock(tmp_path, monkeypatch, capsys):
+    """As `uv sync` holds it through a whole build: every `uv run` in the checkout would wait, silently."""
+    import fcntl
+
+    env = tmp_path / "venv"
+    env.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(env))
+    main(["doctor"])
+    assert "holds the lock of this environment" not in capsys.readouterr().out
+    with open(env / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        main(["doctor"])
+    out = capsys.readouterr().out
+    assert f"note: process {os.getpid()} (" in out and f"holds the lock of this environment ({env / '.lock'})" in out
+    assert "`uv run --no-sync <command>` runs without waiting" in out

@@ -18,7 +18,7 @@ def test_the_preflight_names_the_command_when_nvcc_is_missing(tmp_path, monkeypa
         pytest.skip(f"/usr/local/cuda holds a CUDA 12 nvcc: {item.detail}")
     # none at all, or /usr/local/cuda of another major (a CUDA 13 beside torch's 12)
     assert nvcc is None or "torch was built with CUDA 12.6" in item.detail
-    assert "`nemo-rl toolchain cuda ~/cuda-12 --arch 90`" in item.fix
+    assert "`uv run nemo-rl toolchain cuda ~/cuda-12 --arch 90`" in item.fix
 
 
 def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, monkeypatch):
