@@ -1,0 +1,51 @@
+"""`nemo-rl toolchain cuda DIR [--arch 90]`: a CUDA 12 toolkit from the distribution's packages, in DIR."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from nemo_rl import verbose
+from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
+
+HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
+DESCRIPTION = (HELP + f". The packages come from the suite {SUITE} of the mirror this machine's apt is configured "
+               "with (a private apt state in DIR; nothing is installed). A second run only verifies. Exit 0 when nvcc "
+               "compiled a kernel for --arch.")
+
+
+def _arch(text: str) -> int:
+    if not re.fullmatch(r"\d{2,3}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an SM number such as 80 or 90")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("home", metavar="DIR", type=Path, help="the CUDA_HOME to make (new, empty, or made by this)")
+    parser.add_argument("--arch", type=_arch, default=90, help="SM of the test kernel (default 90: H100/H200)")
+    parser.add_argument("--suite", default=SUITE, help=f"the suite to take the toolkit from (default {SUITE})")
+    parser.add_argument("--components", default=" ".join(COMPONENTS),
+                        help="its components, space-separated (default: %(default)s)")
+    parser.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
+    verbose.add(parser)
+    parser.set_defaults(project_required=False, project=None)
+
+
+def run(project: Path | None, args: argparse.Namespace) -> int:
+    from nemo_rl.doctor import preflight
+    from nemo_rl.toolchain import assemble
+
+    toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
+                                components=tuple(args.components.split()), debs=args.debs)
+    state = "verified (already assembled)" if toolkit.reused else "assembled and verified"
+    print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
+          f"for sm {', '.join(map(str, toolkit.cubins))}")
+    print(f"  packages: {', '.join(f'{n} {v}' for n, v in sorted(toolkit.packages.items()))}")
+    cudnn = preflight.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
+    print("  to build the mcore extra with it:")
+    print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch}")
+    if cudnn:
+        print(f"    export CUDNN_PATH={cudnn}")
+    print("    uv sync --locked --extra mcore   (`nemo-rl doctor --extra mcore` checks the rest first)")
+    return 0
