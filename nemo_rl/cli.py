@@ -1,17 +1,17 @@
-"""The `nemo-rl` command: argparse, finding the project once, dispatch and exit codes; each verb lives in its
-own module as `run(project, args) -> int`."""
+"""The `nemo-rl` command: registers each verb's module (its arguments and its handler, `run(project, args) ->
+int`), finds the project once, dispatches and maps errors to exit codes."""
 
 from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import os
 import shlex
 import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import Any, Protocol
 
 from nemo_rl import __version__, interrupt, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
@@ -22,11 +22,47 @@ USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUO
                errno.EEXIST, errno.ENOENT}
 
 
+class Group(Protocol):
+    """A group of verbs (`deps`, `envs`, `toolchain`): its line in the help, its own help, its own options."""
+
+    HELP: str
+    DESCRIPTION: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+
+class Verb(Group, Protocol):
+    """A verb's module: what a group has, and its handler."""
+
+    def run(self, project: Any, args: argparse.Namespace) -> int: ...
+
+
+def _add(subparsers: argparse._SubParsersAction, name: str, module: Group) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+    module.add_arguments(parser)
+    return parser
+
+
+def _verbs(subparsers: argparse._SubParsersAction, **verbs: Verb) -> None:
+    for name, verb in verbs.items():
+        _add(subparsers, name, verb).set_defaults(handler=verb.run)
+
+
+def _group(subparsers: argparse._SubParsersAction, name: str, group: Group) -> argparse._SubParsersAction:
+    return _add(subparsers, name, group).add_subparsers(dest="verb", required=True, metavar="VERB")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from nemo_rl.cudakit import command as toolchain
-    from nemo_rl.deps import cli as deps_cli
+    # every verb's module is imported here, also on a node with the standard library alone: at their top they
+    # import what their arguments need, their handlers the rest
+    from nemo_rl import deps, envs, toolchain
+    from nemo_rl.deps import bump, develop, patches, recover, status, upstream
+    from nemo_rl.deps import verify as deps_verify
     from nemo_rl.doctor import command as doctor
-    from nemo_rl.envs import command as envs
+    from nemo_rl.envs import build, pack, prune
+    from nemo_rl.envs import list as envs_list
+    from nemo_rl.envs import verify as envs_verify
+    from nemo_rl.toolchain import cuda
 
     parser = argparse.ArgumentParser(
         prog="nemo-rl",
@@ -36,11 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nemo-rl {__version__}")
     verbose.add(parser, top=True)
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    doctor.add_parser(subparsers)
-    deps_cli.add_parser(subparsers)
-    envs.add_parser(subparsers)
-    toolchain.add_parser(subparsers)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _verbs(commands, doctor=doctor)
+    _verbs(_group(commands, "deps", deps), status=status, bump=bump, verify=deps_verify, develop=develop,
+           upstream=upstream, recover=recover, patches=patches)
+    _verbs(_group(commands, "envs", envs), list=envs_list, build=build, verify=envs_verify, prune=prune, pack=pack)
+    _verbs(_group(commands, "toolchain", toolchain), cuda=cuda)
     return parser
 
 
@@ -99,11 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         interrupt.check()  # guard: interrupt-a-signal-before-the-verb-stops; a signal while the verbs were imported
-        project = _project(args)
-        # handlers are "module:function", imported only for the command that runs: `nemo-rl deps status`
-        # must not pay for doctor's or the worker code's imports
-        module, _, function = args.handler.partition(":")
-        code = getattr(importlib.import_module(module), function)(project, args)
+        code = args.handler(_project(args), args)
         interrupt.check()  # guard: interrupt-a-signal-after-the-last; a signal that came after the last checkpoint: the work is done, the exit says so
         return code
     except BrokenPipeError:

@@ -47,6 +47,21 @@ def _cuda12_nvcc() -> Path | None:
     return nvcc if nvcc and (toolchain.nvcc_version(nvcc) or "").startswith("12.") else None
 
 
+@pytest.fixture(scope="module")
+def sm80_extension(tmp_path_factory) -> Path:
+    """A shared object with one kernel compiled for sm_80 only, by the CUDA 12 nvcc found here."""
+    from nemo_rl import toolchain
+    from nemo_rl.process import run
+
+    nvcc = toolchain.find_nvcc()
+    work = tmp_path_factory.mktemp("ext")
+    (work / "kernel.cu").write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+                                    "void launch(float *x) { twice<<<1, 32>>>(x); }\n")
+    run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80", work / "kernel.cu",
+         "-o", work / "fixture_ext.cpython-312-x86_64-linux-gnu.so"], timeout=300)
+    return work / "fixture_ext.cpython-312-x86_64-linux-gnu.so"
+
+
 def _cuda_available() -> bool:
     try:
         import torch

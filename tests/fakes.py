@@ -18,11 +18,11 @@ import tomlkit
 from gitfixtures import commit
 
 from nemo_rl.cli import main
-from nemo_rl.cudakit import layout
 from nemo_rl.forks import declared, metadata_check, record_files
 from nemo_rl.forks.record_files import Record
 from nemo_rl.project import lockfile
-from nemo_rl.workers import bundles, cuda_archs, environments, housekeeping, manifests
+from nemo_rl.toolchain import archs, layout
+from nemo_rl.workers import bundles, environments, housekeeping, manifests
 
 
 def deps(world, *args):
@@ -159,7 +159,7 @@ def fatbin(entries: list[tuple[int, int]]) -> bytes:
     """One fatbin container holding (kind, sm) entries with 8-byte payloads."""
     body = b"".join(struct.pack("<HHIQ", kind, 1, 64, 8) + struct.pack("<12xI32x", sm) + b"\0" * 8
                     for kind, sm in entries)
-    return struct.pack("<IHHQ", cuda_archs.FATBIN_MAGIC, 1, 16, len(body)) + body
+    return struct.pack("<IHHQ", archs.FATBIN_MAGIC, 1, 16, len(body)) + body
 
 
 def elf_with(section: bytes, name: bytes = b".nv_fatbin") -> bytes:

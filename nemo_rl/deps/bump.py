@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl import git, uv, values
+from nemo_rl import deps, git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
 from nemo_rl.progress import progress
 from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 
@@ -19,6 +18,22 @@ LANDED = ["pyproject.toml", "uv.lock"]
 # With a derived [[tool.uv.dependency-metadata]] entry, uv locks offline first (bump_steps.lock_result); the
 # benchmark turns it off to show the bump with uv's network round trips.
 OFFLINE_FIRST = True
+
+HELP = "move a fork to a new commit: pyproject, uv.lock and patches/ at once"
+DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock --upgrade-package DIST` (offline "
+               "from uv's cache when the result can only differ by the SHA, else online), regenerate patches/DIST. "
+               "All or nothing.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    deps.common(parser)
+    parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--rev", help="full 40-hex commit SHA that exists in the fork")
+    target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the bump report; no project file is opened for writing")
+    deps.writes(parser)
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
@@ -35,6 +50,8 @@ def run(project: Path, args: argparse.Namespace) -> int:
 
 
 def bump(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
+
     journal.refuse_cut_short(project, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short; the pins read below may be half moved
     before = bump_steps.read_before(project, args.distribution)
     fork = before.fork

@@ -16,12 +16,34 @@ import shlex
 import shutil
 from pathlib import Path
 
-from nemo_rl import git, git_checkout, interrupt, settings, values
+from nemo_rl import deps, git, git_checkout, interrupt, settings, values
 from nemo_rl.deps import develop_onto
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, lockfile, state_dir
+
+HELP = "run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)"
+DESCRIPTION = ("Without PATH: make a checkout of the fork at the pinned commit in .nemo-rl/develop/DIST (fork and "
+               "upstream remotes, a work branch); with PATH: use that checkout. From then on the project's "
+               "environment and every worker environment import DIST from the checkout: an edit is live at the next "
+               "process start. `deps status --check` fails while developing. --stop returns to the pin and leaves "
+               "the checkout on disk (--remove deletes it when it is clean and nemo-rl made it).")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = ("nemo-rl deps develop DIST [PATH] [--branch NAME] [--onto REF]\n"
+                    "       nemo-rl deps develop --stop DIST [--remove]")
+    deps.common(parser)
+    parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    parser.add_argument("path", metavar="PATH", nargs="?", help="an existing checkout of the fork")
+    parser.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
+    parser.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
+    parser.add_argument("--remove", action="store_true",
+                        help="with --stop: delete the checkout nemo-rl made, if clean")
+    parser.add_argument("--onto", metavar="REF", help="rebase the develop checkout's work onto REF (upstream/BRANCH "
+                        "or a SHA) on a new branch: upstreamed commits are dropped, a conflict stops in git's normal "
+                        "state")
+    deps.writes(parser)
 
 
 def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
@@ -46,6 +68,8 @@ def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
 
 def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
     """PATH must be a checkout of this fork (it has the pinned commit) that builds this distribution."""
+    from nemo_rl.forks import fork_metadata
+
     top = git_checkout.toplevel(path)
     if top is None:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
@@ -63,6 +87,8 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 
 def shipped_roots(fork: lockfile.Fork) -> list[str]:
+    from nemo_rl.forks import fork_cache, fork_metadata
+
     """What the pinned wheel installs, as package roots: the overlay exposes exactly these (the wheel is built
     once per commit by the fork's own backend and cached)."""
     progress(f"reading what {fork.distribution} ships at {fork.rev[:12]} (its wheel; cached per commit)")

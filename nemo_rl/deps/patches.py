@@ -5,13 +5,90 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nemo_rl import git, uv
+from nemo_rl import deps, git, uv
 from nemo_rl.errors import NemoRLError, UsageError
-from nemo_rl.forks import declared, fork_cache, metadata_check, records
 from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
+
+HELP = "generate or check patches/<dist>/ records; export a fork's patch series"
+USAGE = "nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR"
+DESCRIPTION = ("Without --check: regenerate the records of DIST (default: every fork) from the fork and its upstream. "
+               "--check: recompute and fail on drift. --check --offline: validate the records against pyproject.toml "
+               "and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch series (git "
+               "format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: 0 ok, 1 "
+               "drift or an expected failure, 2 bad arguments.")
+EXPORT = ("Write the fork's full applicable patch series (git format-patch) into DIR; `git am` of it onto the "
+          "upstream base reproduces the pinned tree.")
+
+
+class _Refused(Exception):
+    """A form's bad arguments, for `deps patches` to report with the usage of both forms."""
+
+
+class _Form(argparse.ArgumentParser):
+    """The parser of one form of the words."""
+
+    def __init__(self, named: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.named = named
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _Refused(self.named + message)  # guard: fast-patches-refuses-extra-words
+
+
+class _Words(argparse.Action):
+    """The words after `deps patches`, options among them: `export DIST DIR` goes to the export form's parser, any
+    other words to the records' form (argparse's sub-parsers would refuse a DIST that names none of them)."""
+
+    def __init__(self, option_strings, dest, records: _Form, export: _Form, **kwargs) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.records, self.export = records, export
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        # every word after `--` is a word, `-x` too; argparse hands the words over with that `--` (newer releases
+        # without it), so a first word that starts with `-` came after one
+        dashes = bool(values) and values[0].startswith("-")
+        words = values[1:] if values[:1] == ["--"] else list(values)
+        form = self.export if words[:1] == ["export"] else self.records
+        words = words[1:] if form is self.export else words
+        try:
+            form.parse_args(["--", *words] if dashes else words, namespace)  # guard: fast-patches-takes-words-after
+        except _Refused as exc:
+            parser.error(str(exc))
+
+
+def _options(parser: argparse.ArgumentParser, shown: bool = True) -> None:
+    """The options of both forms, anywhere among the words. The export form takes the records' ones unshown: `run`
+    refuses --check and --offline there, and --no-wait has nothing to wait for."""
+    deps.common(parser)
+    for option, text in (("--check", "fail on drift instead of writing"),
+                         ("--offline", "with --check: no fetch, validate the records only")):
+        parser.add_argument(option, action="store_true", help=text if shown else argparse.SUPPRESS)
+    if shown:
+        deps.writes(parser)
+    else:
+        parser.add_argument("--no-wait", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = USAGE
+    _options(parser)
+    records = _Form("", prog=parser.prog, usage=USAGE, description=DESCRIPTION)
+    _options(records)
+    records.add_argument("distribution", metavar="DIST", nargs="?", help=argparse.SUPPRESS)
+    export = _Form("patches export DIST DIR: ", prog=f"{parser.prog} export", description=EXPORT)
+    _options(export, shown=False)  # guard: fast-patches-takes-options-anywhere
+    export.add_argument("export", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    export.add_argument("export_dir", metavar="DIR", type=Path,  # guard: fast-patches-export-takes-exactly-dist
+                        help="where the patch files go (made when missing)")
+    words = parser.add_argument("words", nargs=argparse.PARSER, action=_Words, records=records, export=export,
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    words.required = False  # no words: the records of every fork
+    parser.set_defaults(distribution=None, export=None, export_dir=None)
 
 
 def _export(project: Path, distribution: str, directory: Path) -> int:
+    from nemo_rl.forks import fork_cache
+
     fork = lockfile.fork(project, distribution)
     repo = fork_cache.fetched(fork, fork.rev)
     base = git.merge_base(repo, fork.rev, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
@@ -25,6 +102,8 @@ def _export(project: Path, distribution: str, directory: Path) -> int:
 
 def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
     """uv locks the rewritten entry; a requirement the fork added that uv cannot lock is refused with its drop line."""
+    from nemo_rl.forks import metadata_check
+
     try:
         uv.lock(staged, upgrade_package=fork.distribution)
     except NemoRLError as exc:
@@ -33,6 +112,8 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 
 
 def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
+    from nemo_rl.forks import declared, fork_cache, metadata_check, records
+
     left = []
     for fork in forks:
         records.records_dir(project, fork.distribution)  # guard: deps-patches-refuses-linked-records; a linked records directory is refused before any work
@@ -88,6 +169,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.forks import metadata_check, records
+
     if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check; anywhere on the line: argparse takes flags in any order
         raise UsageError("`deps patches export DIST DIR` writes a patch series; it takes no --check or --offline",
                          "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
@@ -135,7 +218,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     for dist in failed:
         also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")
-        print(f"fix: {records.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
+        print(f"fix: {deps.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for orphan in orphans:
         print(f"fix: {records.orphan_fix(orphan)}")

@@ -6,7 +6,18 @@ import argparse
 import shutil
 from pathlib import Path
 
+from nemo_rl import deps
 from nemo_rl.project import journal, state_dir
+
+HELP = "finish (or discard) what a killed `deps bump` left behind"
+DESCRIPTION = ("A bump stages everything in .nemo-rl/ and lands it by renames. If it was killed while landing, this "
+               "finishes the landing; if it was killed before, this removes the unused copy. `deps status` says when "
+               "it is needed.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    deps.common(parser)
+    deps.writes(parser)
 
 
 def run(project: Path, args: argparse.Namespace) -> int:

@@ -6,20 +6,37 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nemo_rl import values
+from nemo_rl import deps, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, installed_fork, metadata_check, record_files, records
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
+
+if TYPE_CHECKING:
+    from nemo_rl.forks import records
+
+HELP = "pinned, locked and installed commit of each fork (no network)"
+DESCRIPTION = (f"The {HELP}, the state of its patches/ records and of `deps develop`, and what to run when "  # guard: fast-deps-status-says-what-it-does
+               "one is not ok.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    deps.common(parser)
+    parser.add_argument("--env", help="environment to inspect (default: the running one)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
+                        "developing checkout, a landing cut short all fail)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
 
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
                "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
     "landing interrupted": "run `nemo-rl deps recover` (it finishes the landing that was cut short)",
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's source or rev differs from uv.lock's)",
-    "records stale": records.REGENERATE,
-    "metadata stale": declared.FIX,
+    "records stale": deps.REGENERATE,
+    "metadata stale": deps.FIX,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
     "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
                            "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
@@ -63,6 +80,8 @@ class ForkStatus:
 
 def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[journal.CutShort],
                 develop_entry: develop_state.Developed | None) -> ForkStatus:
+    from nemo_rl.forks import installed_fork, metadata_check, record_files, records
+
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
     found = installed.installed(env, fork.distribution)
@@ -97,7 +116,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it; relocking keeps what an override forces: `deps patches` cannot fix it
     elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where; names the derived entry only where the fork has one
-        remedy = declared.fix("{dist}", metadata_check.derives(project, fork.distribution))
+        remedy = deps.fix("{dist}", metadata_check.derives(project, fork.distribution))
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
                       fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
                       developed, state,
@@ -109,6 +128,8 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
 
 
 def touches(cut: journal.CutShort, distribution: str) -> bool:
+    from nemo_rl.forks import records
+
     return cut.touches(records.relative_dir(distribution))
 
 
@@ -157,6 +178,8 @@ def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkSt
 
 
 def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
+    from nemo_rl.forks import records
+
     def short(sha: str | None) -> str:
         return sha[:12] if sha else "-"
 
@@ -190,6 +213,8 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.forks import records
+
     env = Path(args.env) if args.env else Path(sys.prefix)
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",

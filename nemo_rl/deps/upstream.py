@@ -5,11 +5,29 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nemo_rl import values
-from nemo_rl.forks import upstream_report
+from nemo_rl import deps, values
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import lockfile
+
+if TYPE_CHECKING:
+    from nemo_rl.forks import upstream_report
+
+HELP = "what each downstream commit still does for us against upstream (read-only)"
+DESCRIPTION = ("Per fork: upstream's head and how far the pin's base is behind it, what upstream's head builds, and "
+               "per downstream commit: which of its files the installed distribution ships (from the wheel the "
+               "fork's own backend builds), whether upstream has it (same patch-id; a cherry-pick trailer or the same "
+               "subject and author is reported as 'probably'), whether it applies on upstream's head after the "
+               "commits before it, and which of its files upstream deleted or moved. Works in the blob-less fork "
+               "cache; never touches the project or a develop checkout. `deps develop DIST --onto REF` starts the "
+               "rebase.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    deps.common(parser)
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def render(report: upstream_report.ForkReport) -> str:
@@ -43,6 +61,8 @@ def render(report: upstream_report.ForkReport) -> str:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.forks import upstream_report
+
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
     reports = [upstream_report.report(fork) for fork in forks]
     if args.json:

@@ -7,13 +7,21 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
-from nemo_rl import extras, imports, toolchain, uv
+from nemo_rl import deps, extras, imports, toolchain, uv
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_cache, fork_metadata, installed_fork, metadata_check, records
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
+
+HELP = "build a throwaway environment from uv.lock and import what nemo-rl uses"
+DESCRIPTION = ("Build a throwaway environment from the current uv.lock with the fork's extra (uv's cache makes a "
+               "second run cheap) and import the modules nemo-rl relies on. A missing module is reported with the "
+               "line to add to [[tool.uv.dependency-metadata]]. Packages this machine cannot build "
+               "(transformer-engine without a CUDA 12 toolkit) are skipped and named.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    deps.common(parser)
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
 
 
 def modules_for(fork: lockfile.Fork) -> list[str]:
@@ -22,6 +30,8 @@ def modules_for(fork: lockfile.Fork) -> list[str]:
 
 
 def extra_for(project: Path, distribution: str) -> str:
+    from packaging.utils import canonicalize_name
+
     for extra, names in lockfile.optional_dependencies(project).items():
         if canonicalize_name(distribution) in names:
             return extra
@@ -41,6 +51,10 @@ def skipped_here(locked: dict) -> dict[str, str]:
 def suggestion(fork: lockfile.Fork, module: str) -> str:
     """The requirement that most likely provides `module`: one the fork itself declares under that name (read
     from its build backend at the pinned commit), else the module's top-level name as a distribution."""
+    from packaging.utils import canonicalize_name
+
+    from nemo_rl.forks import fork_cache, fork_metadata
+
     top = module.split(".")[0]
     try:
         declared = fork_metadata.read(fork_cache.fetched(fork, fork.rev), fork.rev).requires
@@ -52,18 +66,22 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
 def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
     """The lock is only worth importing when the fork's entry is the one derived from what it declares at the pin:
     otherwise the environment is built from metadata the fork does not have."""
+    from nemo_rl.forks import metadata_check, records
+
     found = {fork.distribution: [f"{d}" for d in records.declared_differences(project, fork)] for fork in forks}
     stale = [dist for dist, problems in found.items() if problems]
     if stale:
         # one fork: its command; several: `deps patches` without a name regenerates every fork
-        fix = declared.fix(stale[0], metadata_check.derives(project, stale[0])) if len(stale) == 1 else \
-            declared.FIX.replace(" {dist}", "")
+        fix = deps.fix(stale[0], metadata_check.derives(project, stale[0])) if len(stale) == 1 else \
+            deps.FIX.replace(" {dist}", "")
         raise NemoRLError("pyproject.toml and uv.lock do not follow what the forks declare at their pins: "
                           + "; ".join(p for dist in stale for p in found[dist]), fix + ", then verify again")
 
 
 def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
     """Where a missing module's requirement goes: the add list of a derived entry, else the entry itself."""
+    from nemo_rl.forks import metadata_check
+
     if metadata_check.derives(project, fork.distribution):
         return (f'add {{ requirement = "{requirement}", why = "<what imports it>" }} to add = [...] in '
                 f"[tool.nemo-rl.forks.{fork.distribution}] of pyproject.toml, run `nemo-rl deps patches "
@@ -85,6 +103,8 @@ def _sync(project: Path, env: Path, flags: list[str]) -> None:
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.forks import installed_fork
+
     forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
     others = [f.distribution for f in lockfile.forks(project) if f not in forks]
     locked = lockfile.locked_packages(project)

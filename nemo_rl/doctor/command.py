@@ -8,12 +8,10 @@ from pathlib import Path
 from nemo_rl import verbose
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
+DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); with --preflight, 0 go and 1 no-go."
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "doctor", help=HELP, description=HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); "
-        "with --preflight, 0 go and 1 no-go.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extra", choices=["mcore"],
                         help="require this extra: exit 1 unless all of it works; while it is not installed, the "
                         "pre-flight of its build runs too")
@@ -25,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="also run small forward/backward checks of each installed component")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
     verbose.add(parser)
-    parser.set_defaults(handler="nemo_rl.doctor.command:run", project_required=False)
+    parser.set_defaults(project_required=False)
 
 
 def _short(commit: str | None) -> str:

@@ -99,10 +99,10 @@ def check_cudnn() -> Item:
 
 def check_archs(nvcc: Path | None) -> Item:
     """Not a failure either way: which GPUs the build compiles for decides its length and where it runs."""
-    from nemo_rl.workers import cuda_archs
+    from nemo_rl.toolchain.archs import declared_archs
 
     version = toolchain.nvcc_version(nvcc) if nvcc else None
-    archs = ";".join(map(str, cuda_archs.declared_archs(nvcc_version=version)))
+    archs = ";".join(map(str, declared_archs(nvcc_version=version)))
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
     return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: transformer-engine builds for {archs}, one "

@@ -16,15 +16,6 @@ from packaging.utils import canonicalize_name
 
 from nemo_rl.errors import NemoRLError
 
-FIX = "run `nemo-rl deps patches {dist}` (it records what the fork declares at the pin, writes the derived entry " \
-      "and relocks)"
-FIX_NO_ENTRY = "run `nemo-rl deps patches {dist}` (it records what the fork declares at the pin and relocks the fork)"
-
-
-def fix(distribution: str, derives: bool) -> str:
-    """What `deps patches` does for a fork, said of the entry only where the fork has one (`derives`)."""
-    return (FIX if derives else FIX_NO_ENTRY).format(dist=distribution)
-
 
 @dataclass(frozen=True)
 class Delta:

@@ -30,8 +30,6 @@ from nemo_rl.project import lockfile
 from nemo_rl.project.state_dir import write_atomic
 
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
-REGENERATE = "run `nemo-rl deps patches {dist}` (and review the why-note), then commit patches/{dist}/ with " \
-             "pyproject.toml and uv.lock"
 
 
 @dataclass(frozen=True)

@@ -116,13 +116,13 @@ def revision_of(data: bytes, sha256: str) -> str | None:
 
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
     """The cubins of the shared objects about to be seeded; Refused when one lacks a declared arch."""
-    from nemo_rl.workers import cuda_archs
+    from nemo_rl.toolchain.archs import fatbin_archs
 
     held: set[int] = set()
     for path in (f for plan in plans for f in plan.files):
         if not (path.name.endswith(".so") or ".so." in path.name):
             continue
-        archs = cuda_archs.fatbin_archs(path)
+        archs = fatbin_archs(path)
         if archs is None:
             continue
         absent = [a for a in declared if a not in archs.sm]
@@ -205,13 +205,13 @@ def _reason(exc: BaseException) -> str:
 def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] | None = None
          ) -> list[Seeded]:
     """Copy this user's built wheels of the lock's sdists into the fresh `cache` (`user_cache`: from
-    user_cache(), resolved); what was seeded. `declared`: the archs the pack declares (cuda_archs')."""
+    user_cache(), resolved); what was seeded. `declared`: the archs the pack declares (toolchain.archs')."""
     if user_cache is None or not user_cache.is_dir() or os.path.realpath(user_cache) == os.path.realpath(cache):
         return []
     if declared is None:
-        from nemo_rl.workers import cuda_archs
+        from nemo_rl.toolchain.archs import declared_at_pack
 
-        declared = cuda_archs.declared_at_pack
+        declared = declared_at_pack
     found: list[tuple[int, ...]] = []
     asked = declared
 

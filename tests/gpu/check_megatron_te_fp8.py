@@ -25,12 +25,12 @@ def _extension_fits() -> str:
     import torch
     import transformer_engine_torch
 
-    from nemo_rl.workers import cuda_archs
+    from nemo_rl.toolchain.archs import fatbin_archs, runs_on
 
     major, minor = torch.cuda.get_device_capability()
     gpu = major * 10 + minor
-    archs = cuda_archs.fatbin_archs(Path(transformer_engine_torch.__file__))
-    if archs is None or not cuda_archs.runs_on(archs, gpu):
+    archs = fatbin_archs(Path(transformer_engine_torch.__file__))
+    if archs is None or not runs_on(archs, gpu):
         raise SystemExit(f"transformer_engine_torch holds cubins for sm {archs.sm if archs else 'none'}, the GPU "
                          f"is sm_{gpu}: rebuild with NVTE_CUDA_ARCHS={gpu} after "
                          "`uv cache clean transformer-engine-torch`")

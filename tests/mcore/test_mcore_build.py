@@ -19,6 +19,7 @@ import pytest
 
 from nemo_rl import imports, toolchain, uv
 from nemo_rl.project import lockfile
+from nemo_rl.toolchain import archs
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_the_extra_builds_and_transformer_engine_imports_without_a_gpu(build_env
     data = cuda_archs.record(env, lockfile.load_toml(ROOT / "uv.lock"), tmp_path)
     (extension, held), = data["extensions"].items()
     assert extension.startswith("transformer_engine_torch") and held["sm"] == list(
-        cuda_archs.declared_archs({"NVTE_CUDA_ARCHS": declared}))
+        archs.declared_archs({"NVTE_CUDA_ARCHS": declared}))
     assert data["toolchain"]["nvcc_at_pack"].startswith("12.")
 
 

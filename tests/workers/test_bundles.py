@@ -409,12 +409,12 @@ def test_the_node_bootstrap_goes_on_with_verbose(tmp_path, monkeypatch):
     """`-v` survives the re-execution inside the `.venv` the bootstrap made."""
     from types import SimpleNamespace
 
-    from nemo_rl.envs import command
+    from nemo_rl.envs import build
 
     monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as under `uv run --no-project`
     monkeypatch.setattr(bundles, "build_driver", lambda *args: SimpleNamespace(digest="sha256:" + "0" * 64))
     became = []
-    monkeypatch.setattr(command.os, "execv", lambda python, argv: became.append(argv))
+    monkeypatch.setattr(build.os, "execv", lambda python, argv: became.append(argv))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     main(["envs", "build", "MCORE", "--from", str(tmp_path / "bundle"), "-v", "--project", str(tmp_path)])
     assert became and "-v" in became[0]
@@ -423,7 +423,7 @@ def test_the_node_bootstrap_goes_on_with_verbose(tmp_path, monkeypatch):
 def test_a_half_made_checkout_environment_is_made_again_never_in_a_loop(tmp_path, monkeypatch):
     """`uv run --no-project` picks the checkout's `.venv` when its interpreter runs, Ray or not: without Ray it is
     made from the bundle (the bootstrap), once; in the `.venv` the bootstrap made, no Ray is an error."""
-    from nemo_rl.envs import command
+    from nemo_rl.envs import build
 
     venv = tmp_path / ".venv"
     site = venv / "lib" / "python3.12" / "site-packages"
@@ -432,21 +432,21 @@ def test_a_half_made_checkout_environment_is_made_again_never_in_a_loop(tmp_path
     # what the interpreter of that `.venv` would see on its own sys.path
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
     monkeypatch.delenv("UV_PROJECT_ENVIRONMENT", raising=False)
-    monkeypatch.delenv(command.REEXEC, raising=False)
-    assert command._without_driver(tmp_path)
-    monkeypatch.setenv(command.REEXEC, str(venv.resolve()))
+    monkeypatch.delenv(build.REEXEC, raising=False)
+    assert build._without_driver(tmp_path)
+    monkeypatch.setenv(build.REEXEC, str(venv.resolve()))
     with pytest.raises(NemoRLError, match="has no Ray after it was made"):
-        command._without_driver(tmp_path)
+        build._without_driver(tmp_path)
     (site / "ray-2.0.0.dist-info").mkdir()
     (site / "ray-2.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n")
-    assert not command._without_driver(tmp_path)
+    assert not build._without_driver(tmp_path)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-env"))  # someone else's environment: used as is
-    assert not command._without_driver(tmp_path)
+    assert not build._without_driver(tmp_path)
 
 
 def test_a_checkout_environment_whose_build_was_killed_is_made_again(tmp_path, monkeypatch):
     """Ray in, a dependency not yet: the mark build_driver removes last says the `.venv` is unfinished."""
-    from nemo_rl.envs import command
+    from nemo_rl.envs import build
 
     venv = tmp_path / ".venv"
     site = venv / "lib" / "python3.12" / "site-packages"
@@ -455,10 +455,10 @@ def test_a_checkout_environment_whose_build_was_killed_is_made_again(tmp_path, m
     monkeypatch.setattr(sys, "prefix", str(venv))
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
     monkeypatch.delenv("UV_PROJECT_ENVIRONMENT", raising=False)
-    monkeypatch.delenv(command.REEXEC, raising=False)
-    assert not command._without_driver(tmp_path)
+    monkeypatch.delenv(build.REEXEC, raising=False)
+    assert not build._without_driver(tmp_path)
     bundles.driver_unfinished(tmp_path).touch()
-    assert command._without_driver(tmp_path)
+    assert build._without_driver(tmp_path)
 
 
 def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):

@@ -14,7 +14,8 @@ import pytest
 from fakes import elf_with, fatbin, revision_http
 
 from nemo_rl import uv
-from nemo_rl.workers import cuda_archs, pack_seed
+from nemo_rl.toolchain import archs
+from nemo_rl.workers import pack_seed
 
 SHA = "2b0adb75d7a5bf590cc5452276db6badb0963de99e6c50c7fde6a3a8a7c504e9"
 LOCK = {"package": [
@@ -41,7 +42,7 @@ def user_cache(root: Path, sm: tuple[int, ...] = (90,)) -> Path:
     (built / "2.3.0-cp312-cp312-linux_x86_64.lock").write_bytes(b"")
     unpacked = cache / "archive-v0" / "ID"
     (unpacked / "transformer_engine").mkdir(parents=True)
-    (unpacked / "transformer_engine" / SO).write_bytes(elf_with(fatbin([(cuda_archs.CUBIN, a) for a in sm])))
+    (unpacked / "transformer_engine" / SO).write_bytes(elf_with(fatbin([(archs.CUBIN, a) for a in sm])))
     (cache / "archive-v0" / "OTHER").mkdir()  # another wheel's: never copied for this one
     os.symlink("../../../../../../archive-v0/ID", built / WHEEL)
     (root / "outside").mkdir()

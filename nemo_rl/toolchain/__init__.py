@@ -1,8 +1,12 @@
-"""The build toolchain the mcore extra needs, and torch as installed: facts that doctor's pre-flight and
-`deps verify` both read. Nothing here raises."""
+"""The CUDA toolchain: what the mcore extra's build needs and finds here (this module: nvcc and torch as installed,
+probes that never raise), the GPU architectures CUDA code holds and is built for (archs.py), and a CUDA toolkit
+assembled into a directory from the distribution's packages, with no installer, no GPU and no change to the system
+(assemble.py; the verb `nemo-rl toolchain cuda DIR`, cuda.py). The workers read what it records; it imports
+nothing of theirs."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -87,3 +91,11 @@ def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit
         return None
     toolkit = cuda_toolkit(torch_info().cuda_version)
     return None if toolkit.ok else (present, toolkit)
+
+
+HELP = "build toolchains the mcore extra needs"
+DESCRIPTION = "Build toolchains the mcore extra needs (docs/mcore.md)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`nemo-rl toolchain` has no option of its own: -v goes after its verb."""

@@ -8,8 +8,12 @@ import re
 from pathlib import Path
 
 from nemo_rl import verbose
+from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
+DESCRIPTION = (HELP + f". The packages come from the suite {SUITE} of the mirror this machine's apt is configured "
+               "with (a private apt state in DIR; nothing is installed). A second run only verifies. Exit 0 when nvcc "
+               "compiled a kernel for --arch.")
 
 
 def _arch(text: str) -> int:
@@ -18,29 +22,20 @@ def _arch(text: str) -> int:
     return int(text)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from nemo_rl.cudakit import assemble
-
-    toolchain = subparsers.add_parser("toolchain", help="build toolchains the mcore extra needs",
-                                      description="Build toolchains the mcore extra needs (docs/mcore.md).")
-    verbs = toolchain.add_subparsers(dest="verb", required=True, metavar="VERB")
-    cuda = verbs.add_parser(
-        "cuda", help=HELP, description=HELP + f". The packages come from the suite {assemble.SUITE} of the mirror "
-        "this machine's apt is configured with (a private apt state in DIR; nothing is installed). A second run "
-        "only verifies. Exit 0 when nvcc compiled a kernel for --arch.")
-    cuda.add_argument("home", metavar="DIR", type=Path, help="the CUDA_HOME to make (new, empty, or made by this)")
-    cuda.add_argument("--arch", type=_arch, default=90, help="SM of the test kernel (default 90: H100/H200)")
-    cuda.add_argument("--suite", default=assemble.SUITE, help=f"the suite to take the toolkit from "
-                      f"(default {assemble.SUITE})")
-    cuda.add_argument("--components", default=" ".join(assemble.COMPONENTS),
-                      help="its components, space-separated (default: %(default)s)")
-    cuda.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
-    verbose.add(cuda)
-    cuda.set_defaults(handler="nemo_rl.cudakit.command:run", project_required=False, project=None)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("home", metavar="DIR", type=Path, help="the CUDA_HOME to make (new, empty, or made by this)")
+    parser.add_argument("--arch", type=_arch, default=90, help="SM of the test kernel (default 90: H100/H200)")
+    parser.add_argument("--suite", default=SUITE, help=f"the suite to take the toolkit from (default {SUITE})")
+    parser.add_argument("--components", default=" ".join(COMPONENTS),
+                        help="its components, space-separated (default: %(default)s)")
+    parser.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
+    verbose.add(parser)
+    parser.set_defaults(project_required=False, project=None)
 
 
 def run(project: Path | None, args: argparse.Namespace) -> int:
-    from nemo_rl.cudakit import assemble
+    from nemo_rl.doctor import preflight
+    from nemo_rl.toolchain import assemble
 
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
                                 components=tuple(args.components.split()), debs=args.debs)
@@ -48,8 +43,6 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")
     print(f"  packages: {', '.join(f'{n} {v}' for n, v in sorted(toolkit.packages.items()))}")
-    from nemo_rl.doctor import preflight
-
     cudnn = preflight.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
     print("  to build the mcore extra with it, in this shell:")
     print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch} "

@@ -1,4 +1,4 @@
-"""The CUDA_HOME layout made from Debian's package tree (cudakit/layout.py): relocatable, a missing compiler named,
+"""The CUDA_HOME layout made from Debian's package tree (toolchain/layout.py): relocatable, a missing compiler named,
 only the links it made swept."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fakes import fake_package_tree
 
-from nemo_rl.cudakit import layout
+from nemo_rl.toolchain import layout
 
 
 def test_the_layout_is_a_relocatable_cuda_home(tmp_path):

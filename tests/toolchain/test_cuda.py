@@ -1,4 +1,4 @@
-"""`nemo-rl toolchain cuda DIR` parsed (cudakit/command.py)."""
+"""`nemo-rl toolchain cuda DIR` parsed (toolchain/cuda.py)."""
 
 from __future__ import annotations
 

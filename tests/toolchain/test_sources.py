@@ -1,12 +1,12 @@
-"""The machine's apt sources (cudakit/sources.py): deb822 and one-line files under /etc/apt, the release's archive
+"""The machine's apt sources (toolchain/sources.py): deb822 and one-line files under /etc/apt, the release's archive
 entry made the private sources, and only Debian asked for trixie."""
 
 from __future__ import annotations
 
 import pytest
 
-from nemo_rl.cudakit import sources
 from nemo_rl.errors import NemoRLError
+from nemo_rl.toolchain import sources
 
 DEB822 = """\
 Types: deb

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import locks, values
-from nemo_rl.cudakit import apt, layout, sources
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
-from nemo_rl.workers import cuda_archs
+from nemo_rl.toolchain import apt, archs, layout, sources
 
 STAMP = ".nemo-rl-cuda.json"
 WORK = ".nemo-rl-cuda"
@@ -54,7 +53,7 @@ def verify(home: Path, arch: int, cuda_major: int) -> tuple[str, tuple[int, ...]
         run([nvcc, "-gencode", f"arch=compute_{arch},code=sm_{arch}", "-c", source, "-o", obj], timeout=300,
             remedy="nvcc needs a host compiler it supports (CUDA 12.4: gcc 6 to 13): install one and set "
             "NVCC_CCBIN to it")
-        listed = cuda_archs.list_elf_archs(run([home / "bin" / "cuobjdump", "--list-elf", obj], timeout=60).stdout)
+        listed = archs.list_elf_archs(run([home / "bin" / "cuobjdump", "--list-elf", obj], timeout=60).stdout)
     if arch not in listed:
         raise NemoRLError(f"a kernel compiled for sm_{arch} holds cubins for {listed or 'nothing'}",
                           f"remove {home} and assemble it again")

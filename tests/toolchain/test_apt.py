@@ -1,4 +1,4 @@
-"""apt on its private state (cudakit/apt.py), and what `nemo-rl toolchain cuda` says without apt."""
+"""apt on its private state (toolchain/apt.py), and what `nemo-rl toolchain cuda` says without apt."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from nemo_rl.cli import main
-from nemo_rl.cudakit import apt
+from nemo_rl.toolchain import apt
 
 
 def test_apt_reads_and_writes_only_its_private_state(tmp_path):

@@ -1,4 +1,4 @@
-"""`nemo-rl toolchain cuda DIR` (nemo_rl/cudakit/assemble.py): its stamp, its lock, a directory it did not make,
+"""`nemo-rl toolchain cuda DIR` (nemo_rl/toolchain/assemble.py): its stamp, its lock, a directory it did not make,
 --debs missing a package. The real assembly runs in the cuda_toolkit tier."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import pytest
 from fakes import _never_hangs, fake_package_tree
 
 from nemo_rl.cli import main
-from nemo_rl.cudakit import apt, assemble, layout, sources
 from nemo_rl.errors import NemoRLError
+from nemo_rl.toolchain import apt, assemble, layout, sources
 
 
 def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
-    from nemo_rl.cudakit import assemble
+    from nemo_rl.toolchain import assemble
 
     os.mkfifo(tmp_path / assemble.STAMP)
-    assert _never_hangs(f"from pathlib import Path; from nemo_rl.cudakit import assemble; "
+    assert _never_hangs(f"from pathlib import Path; from nemo_rl.toolchain import assemble; "
                         f"print(assemble._stamp(Path({str(tmp_path)!r})))") == "None"
 
 

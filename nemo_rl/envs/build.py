@@ -1,0 +1,86 @@
+"""`nemo-rl envs build PY_EXECUTABLE [--from DIR [--digest SHA256]]`: build (once) and verify the environment of a
+PY_EXECUTABLE; from a bundle, offline, on a node that may have only the checkout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from nemo_rl import envs
+
+REEXEC = "NEMO_RL_DRIVER_MADE"  # set by the bootstrap for the process it becomes: the `.venv` it made
+HELP = "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"
+DESCRIPTION = HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    envs.common(parser, py_executable=True)
+    parser.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
+                        help="build from this bundle, offline (it is checked first; it may be read-only); run "
+                        "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
+    parser.add_argument("--digest", metavar="SHA256",
+                        help="with --from: the bundle digest `envs pack` printed (sha256: and 64 hex digits, either "
+                        "case; bare hex is sha256); any other bundle is refused (for bundles under NEMO_RL_BUNDLE_DIR: "
+                        "NEMO_RL_BUNDLE_DIGESTS, digests separated by commas, semicolons or spaces)")
+
+
+def _without_driver(project: Path) -> bool:
+    """Whether nemo-rl runs outside a working driver environment: in no environment (`uv run --no-project`), or in
+    the checkout's own `.venv` while it lacks Ray or a build of it was killed midway (bundles.driver_unfinished;
+    `uv run --no-project` picks such a `.venv` over the base Python). The bootstrap makes `.venv` exact and
+    removes the mark last; in one it has made, this is never asked again (REEXEC), so a `.venv` the bootstrap
+    cannot repair is an error, not a loop."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.project import installed
+    from nemo_rl.workers import bundles
+
+    if sys.prefix == sys.base_prefix:
+        return True
+    here = Path(sys.prefix).resolve()
+    if here != bundles.driver_path(project).resolve():
+        return False
+    unfinished = bundles.driver_unfinished(project).exists()  # a build killed midway: Ray may be in, not the rest
+    if installed.installed(here, "ray") and not unfinished:  # guard: node-a-checkout-venv-without-ray-is-made
+        return False
+    if os.environ.get(REEXEC) == str(here):  # guard: node-the-bootstrap-runs-once-never-in-a
+        raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",
+                          "pack the bundle again on the builder (Ray is a base dependency: the bundle's driver "
+                          "packages hold it)")
+    return True
+
+
+def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
+    """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
+    checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
+    against. The bundle was checked a moment ago: the rest runs with its digest as the trusted one."""
+    from nemo_rl.workers import bundles
+
+    manifest = bundles.build_driver(args.bundle, project, flags, digest)
+    python = bundles.driver_path(project) / "bin" / "python"
+    argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),  # guard: node-v-goes-on-after-the-bootstrap
+            "--digest", manifest.digest, "--project", str(project),
+            *(["-v"] if getattr(args, "verbose", False) else [])]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.environ[REEXEC] = str(bundles.driver_path(project).resolve())
+    os.execv(python, argv)
+    return 3  # not reached: execv replaces this process
+
+
+def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.errors import UsageError
+    from nemo_rl.workers import bundle_trust, environments
+
+    flags = envs.flags(args.py_executable)
+    if args.digest is not None and not args.bundle:
+        raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
+                         "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
+    # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
+    digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
+    if args.bundle is not None and _without_driver(project):  # guard: bundles-the-node-makes-the-checkout-s
+        return _bootstrap(project, flags, args, digest)
+    env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
+    print(f"ok: {env.python}")
+    return 0

@@ -1,0 +1,33 @@
+"""`nemo-rl envs pack PY_EXECUTABLE DIR`: a bundle, what a node with no network and no compiler needs to build the
+environment."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from nemo_rl import envs
+
+HELP = "make a bundle: what a node with no network and no compiler needs to build the environment"
+DESCRIPTION = HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    envs.common(parser, py_executable=True)
+    parser.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
+    parser.add_argument("--no-seed", action="store_true",
+                        help="build every sdist again in the pack's fresh cache instead of seeding it with the "
+                        "wheels uv built here in your own uv cache (docs/mcore.md)")
+
+
+def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.workers import bundle_pack
+
+    manifest = bundle_pack.pack(project, envs.flags(args.py_executable), args.bundle, seed=not args.no_seed)
+    print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
+    print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
+          f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "
+          f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR to its parent directory and NEMO_RL_BUNDLE_DIGESTS to "
+          "the digests you trust")
+    return 0

@@ -1,0 +1,29 @@
+"""`nemo-rl envs prune`: remove this checkout's stale environments and killed builds that no process uses."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nemo_rl import envs
+
+HELP = ("remove this checkout's stale environments and killed builds that no process uses (broken ones, whose owner "
+        "nothing proves, are listed with the command that removes them)")
+DESCRIPTION = HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    envs.common(parser)
+
+
+def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl import values
+    from nemo_rl.workers import housekeeping
+
+    rows = housekeeping.listing(project)
+    removed = housekeeping.prune(project, rows)
+    print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
+    for entry in rows:  # prune never removes a broken one
+        if entry.state == "broken":
+            print(values.printable(f"left {entry.path} (broken): {entry.detail}"))
+    return 0

@@ -1,0 +1,28 @@
+"""`nemo-rl envs verify PY_EXECUTABLE`: verify the environment of a PY_EXECUTABLE, which must exist."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nemo_rl import envs
+
+HELP = "verify the environment of a PY_EXECUTABLE (it must exist)"
+DESCRIPTION = HELP
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    envs.common(parser, py_executable=True)
+
+
+def run(project: Path, args: argparse.Namespace) -> int:
+    from nemo_rl.workers import environments
+
+    flags = envs.flags(args.py_executable)
+    found = environments.describe(environments.slot(environments.key_for(project, flags)).path)
+    if found is None:
+        print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
+        return 1
+    environments.verify(found, project)
+    print(f"ok: {found.python}")
+    return 0
