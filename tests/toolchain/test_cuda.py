@@ -16,7 +16,7 @@ def test_a_bad_arch_is_a_usage_error(tmp_path, capsys):
 def test_the_printed_exports_hold_max_jobs_and_the_preflight_comes_before_the_build(tmp_path, monkeypatch, capsys):
     import os
 
-    from nemo_rl.cudakit import assemble
+    from nemo_rl.toolchain import assemble
 
     home = tmp_path / "cuda"
 
