@@ -6,7 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
+from nemo_rl.errors import NemoRLError
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
 
@@ -15,6 +16,24 @@ def _arch(text: str) -> int:
     if not re.fullmatch(r"\d{2,3}", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an SM number such as 80 or 90")
     return int(text)
+
+
+def _suite(text: str) -> str:
+    from nemo_rl.cudakit import sources
+
+    try:
+        return sources.deb822_word(text, "suite")
+    except NemoRLError as exc:
+        raise argparse.ArgumentTypeError(exc.what) from exc
+
+
+def _components(text: str) -> tuple[str, ...]:
+    from nemo_rl.cudakit import sources
+
+    try:
+        return tuple(sources.deb822_word(word, "component") for word in sources.deb822_words(text, "--components"))
+    except NemoRLError as exc:
+        raise argparse.ArgumentTypeError(exc.what) from exc
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -27,13 +46,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "cuda", help=HELP, description=HELP + f". The packages come from the suite {assemble.SUITE} of the mirror "
         "this machine's apt is configured with (a private apt state in DIR; nothing is installed). A second run "
         "only verifies. Exit 0 when nvcc compiled a kernel for --arch.")
-    cuda.add_argument("home", metavar="DIR", type=Path, help="the CUDA_HOME to make (new, empty, or made by this)")
+    cuda.add_argument("home", metavar="DIR", type=values.path_argument,
+                      help="the CUDA_HOME to make (new, empty, or made by this)")
     cuda.add_argument("--arch", type=_arch, default=90, help="SM of the test kernel (default 90: H100/H200)")
-    cuda.add_argument("--suite", default=assemble.SUITE, help=f"the suite to take the toolkit from "
+    cuda.add_argument("--suite", type=_suite, default=assemble.SUITE, help=f"the suite to take the toolkit from "
                       f"(default {assemble.SUITE})")
-    cuda.add_argument("--components", default=" ".join(assemble.COMPONENTS),
-                      help="its components, space-separated (default: %(default)s)")
-    cuda.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
+    cuda.add_argument("--components", type=_components, default=assemble.COMPONENTS,
+                      help=f"its components, space-separated (default: {' '.join(assemble.COMPONENTS)})")
+    cuda.add_argument("--debs", type=values.path_argument,
+                      help="a directory already holding the .deb files (skips apt)")
     verbose.add(cuda)
     cuda.set_defaults(handler="nemo_rl.cudakit.command:run", project_required=False, project=None)
 
@@ -42,7 +63,7 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl.cudakit import assemble
 
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
-                                components=tuple(args.components.split()), debs=args.debs)
+                                components=args.components, debs=args.debs)
     state = "verified (already assembled)" if toolkit.reused else "assembled and verified"
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
 
 DESCRIPTION = """\
 Fork pins of the mcore extra. Everything honours git's url.<base>.insteadOf, so a site with a mirror
@@ -14,7 +14,8 @@ runs these unchanged after `git config --global url.<mirror>.insteadOf https://g
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+    parser.add_argument("--project", type=values.path_argument,
+                        help="project directory (default: found from the current one)")
     verbose.add(parser)
 
 
@@ -117,7 +118,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "checkout on disk (--remove deletes it when it is clean and nemo-rl made it).")
     _common(p)
     p.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
-    p.add_argument("path", metavar="PATH", nargs="?", help="an existing checkout of the fork")
+    p.add_argument("path", metavar="PATH", nargs="?", type=values.path_argument,
+                   help="an existing checkout of the fork")
     p.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
     p.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     p.add_argument("--remove", action="store_true", help="with --stop: delete the checkout nemo-rl made, if clean")

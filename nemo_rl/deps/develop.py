@@ -55,7 +55,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
                           f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
-        text = pyproject.read_text() if pyproject.exists() else None
+        text = lockfile.read_bytes(pyproject).decode() if pyproject.exists() else None
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{pyproject} is not UTF-8: {exc}", "fix it, or check out another commit") from exc
     fork_metadata.require_builds(text, fork.distribution, str(top))

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
 from nemo_rl.workers.executables import PY_EXECUTABLES
 
 NAMES = {"BASE": PY_EXECUTABLES.BASE, "MCORE": PY_EXECUTABLES.MCORE}
@@ -35,18 +35,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     verbs = envs.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb, text in VERBS:
         p = verbs.add_parser(verb, help=text, description=text)
-        p.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+        p.add_argument("--project", type=values.path_argument,
+                       help="project directory (default: found from the current one)")
         verbose.add(p)  # guard: fast-envs-verbs-take-v
         if verb in ("build", "verify", "pack"):
             p.add_argument("py_executable", metavar="PY_EXECUTABLE",
                            help="BASE, MCORE, or a `uv run ...` string such as 'uv run --locked --extra mcore'")
         if verb == "pack":
-            p.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
+            p.add_argument("bundle", metavar="DIR", type=values.path_argument,
+                           help="the bundle directory to make (must not exist)")
             p.add_argument("--no-seed", action="store_true",
                            help="build every sdist again in the pack's fresh cache instead of seeding it with the "
                            "wheels uv built here in your own uv cache (docs/mcore.md)")
         if verb == "build":
-            p.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
+            p.add_argument("--from", dest="bundle", metavar="DIR", type=values.path_argument,
                            help="build from this bundle, offline (it is checked first; it may be read-only); run "
                            "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
             p.add_argument("--digest", metavar="SHA256",
