@@ -100,6 +100,15 @@ def switch_new_branch(path: Path, branch: str, rev: str) -> None:
     git(["switch", "--quiet", "--create", branch, "--end-of-options", rev], repo=path)
 
 
+def identity_problem(repo: Path) -> str | None:
+    """Why git cannot name a committer in `repo` (a rebase commits as one), in git's last line; None when it can."""
+    result = git(["var", "GIT_COMMITTER_IDENT"], repo=repo, check=False)
+    if result.returncode == 0:
+        return None
+    said = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+    return said[-1] if said else f"`git var GIT_COMMITTER_IDENT` exited {result.returncode}"
+
+
 def rebase(repo: Path, onto: str) -> bool:
     """`git rebase ONTO` of the current branch; True when it stopped at a conflict, left in git's normal state for
     the user. Commits whose patch-id ONTO already has are dropped (a plain rebase compares against ONTO itself;

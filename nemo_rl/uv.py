@@ -56,6 +56,23 @@ def cache_dir() -> Path | None:
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
 
+# Settings that tell uv to leave uv.lock as it is: `uv lock` then keeps the old lock (UV_FROZEN) or fails
+# (UV_LOCKED). uv reads them as booleans; these are its words for false.
+RELOCK_STOPPERS = ("UV_FROZEN", "UV_LOCKED")
+_FALSE = ("", "0", "false", "no", "off", "f", "n")
+
+
+def require_relock(again: str) -> None:
+    """Refuse, before any work, a command that must relock uv.lock while the environment tells uv not to; `again`
+    is the command line to run once they are left out."""
+    stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in _FALSE]
+    if stoppers:  # guard: uv-frozen-or-locked-is-named-before-a
+        raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment: uv then "
+                          "leaves uv.lock as it is, and this command must relock it; nothing was changed",
+                          f"run it without {' and '.join(stoppers)}: `env {' '.join(f'-u {n}' for n in stoppers)} "
+                          f"{again}`")
+
+
 LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "
                "`git config --global url.<mirror>.insteadOf <url>`")
 

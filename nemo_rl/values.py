@@ -3,6 +3,7 @@ is safe to hand to git (it cannot be read as an option) and to join to a path (i
 
 from __future__ import annotations
 
+import argparse
 import json
 import numbers
 import os
@@ -65,14 +66,30 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
     return path
 
 
+def breaks_lines(text: str) -> bool:
+    """Whether `text` holds a newline or another control character, or any character str.splitlines() splits on
+    (U+2028 ...: Python 3.13's site.py reads .pth files so)."""
+    return bool(_CONTROL.search(text)) or len(text.splitlines()) > 1 or not text.isprintable()
+
+
 def plain_path(path: Path | str, where: str) -> Path:
     """A path safe to write as one line of a .pth file or a script: no newline or other control character."""
-    # and every character str.splitlines() splits on (U+2028 ...): Python 3.13's site.py reads .pth files so
-    if _CONTROL.search(str(path)) or len(str(path).splitlines()) > 1 or not str(path).isprintable():  # guard: never-line-separators-python-may-split
+    if breaks_lines(str(path)):  # guard: never-line-separators-python-may-split
         raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character, which "
                           "would start a new line (run as code) in the files nemo-rl writes",
                           "rename or move it to a path without control characters, then run again")
     return Path(path)
+
+
+def path_argument(text: str) -> Path:
+    """argparse's type for a path nemo-rl writes into other files (a .pth line, apt's sources, a script) or prints
+    as a command to run: one that would break out of a line is refused by the parser (exit 2), saying why."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no directory")
+    try:
+        return plain_path(text, "the path")  # guard: parser-a-path-that-breaks-a-line-is
+    except NemoRLError as exc:
+        raise argparse.ArgumentTypeError(exc.what) from exc
 
 
 # What a terminal acts on rather than shows: C0 and C1 controls (ESC starts CSI and OSC sequences, CR returns to
@@ -98,6 +115,13 @@ class NotAPlainFile(OSError):
     """A state file that is a link, a FIFO, a device or a socket, or larger than its cap: planted, never ours."""
 
 
+def file_kind(mode: int) -> str:
+    """What a file of this st_mode is, in words: "a FIFO", "a character device", ..."""
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a regular file")
+
+
 def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
     """The bytes of `path`, read so that nothing planted there can hang or flood the reader: the one reader of
     every state or record file a co-user could write (a shared NEMO_RL_VENV_DIR, a bundle directory). A FIFO
@@ -106,7 +130,7 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
     FileNotFoundError passes through; every refusal is a NotAPlainFile (an OSError)."""
     info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode):  # guard: plain-the-reader-refuses-links-and-fifos
-        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file (a FIFO, device or socket)"
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"not a regular file ({file_kind(info.st_mode)})"
         raise NotAPlainFile(f"{path} is {kind}")
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:

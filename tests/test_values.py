@@ -177,6 +177,34 @@ def test_a_path_with_a_line_separator_python_may_split_on_is_refused(character):
 
     with pytest.raises(NemoRLError, match="control character"):
         values.plain_path(f"/tmp/x{character}import os", "the checkout")
+
+
+# Paths nemo-rl writes into a .pth line (the project, a develop checkout), apt's sources or a printed command.
+# `--project NOWHERE` and no apt on PATH: were the check gone, each command stops at once and touches nothing.
+PATH_ARGUMENTS = [["envs", "build", "BASE", "--project", "{path}"], ["envs", "build", "BASE", "--from", "{path}"],
+                  ["envs", "pack", "BASE", "{path}"], ["deps", "status", "--project", "{path}"],
+                  ["deps", "develop", "megatron-core", "{path}"], ["toolchain", "cuda", "{path}"]]
+
+
+@pytest.mark.parametrize("argv", PATH_ARGUMENTS, ids=[" ".join(a[:2]) + " " + a[-2] for a in PATH_ARGUMENTS])
+@pytest.mark.parametrize("path", ["/tmp/x\nimport os; os.system('id')", "/tmp/x\u2028y", "/tmp/x\x1b[2Jy"],
+                         ids=["a newline", "a line separator", "an escape"])
+def test_a_path_argument_that_would_break_out_of_a_line_is_refused_by_the_parser(tmp_path, monkeypatch, capsys,
+                                                                                   argv, path):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    nowhere = [] if "--project" in argv or argv[0] == "toolchain" else ["--project", str(tmp_path / "nowhere")]
+    with pytest.raises(SystemExit) as exit_info:
+        main([word.replace("{path}", path) for word in argv] + nowhere)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"the path {path!r} contains a newline or another control character" in err
+
+
+def test_an_empty_path_argument_is_refused_by_the_parser(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["deps", "develop", "megatron-core", "", "--project", str(tmp_path / "nowhere")])
+    assert exit_info.value.code == 2 and "an empty path names no directory" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("given", "expected"), [
     (DIGEST, DIGEST), (DIGEST.upper(), DIGEST), ("  " + DIGEST + "\n", DIGEST), (DIGEST[7:].upper(), DIGEST)])
 def test_a_digest_in_either_case_is_one_digest(given, expected):

@@ -4,9 +4,8 @@ here, what they share: the group's help, common options and the fixes more than 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
 
 HELP = "status, bump and patch records of the pinned forks"
 DESCRIPTION = """\
@@ -31,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+    parser.add_argument("--project", type=values.path_argument,
+                        help="project directory (default: found from the current one)")
     verbose.add(parser)
 
 

@@ -7,6 +7,7 @@ renames at the very end, so no signal, SIGKILL included, leaves the project half
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from nemo_rl import deps, git, uv, values
@@ -59,6 +60,9 @@ def bump(project: Path, args: argparse.Namespace) -> int:
     if before.at(new_rev, args.branch):
         print(f"{fork.distribution} is already pinned and locked at {new_rev}; nothing to do")
         return 0
+    target = f"--branch {shlex.quote(args.branch)}" if args.branch else f"--rev {shlex.quote(args.rev)}"
+    uv.require_relock(f"nemo-rl deps bump {shlex.quote(args.distribution)} {target}{' --dry-run' * args.dry_run} "
+                      f"--project {shlex.quote(str(project))}")
     uv_inputs.require_stageable(project, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:

@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "       nemo-rl deps develop --stop DIST [--remove]")
     deps.common(parser)
     parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
-    parser.add_argument("path", metavar="PATH", nargs="?", help="an existing checkout of the fork")
+    parser.add_argument("path", metavar="PATH", nargs="?", type=values.path_argument,
+                        help="an existing checkout of the fork")
     parser.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
     parser.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     parser.add_argument("--remove", action="store_true",
@@ -79,7 +80,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
                           f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
-        text = pyproject.read_text() if pyproject.exists() else None
+        text = lockfile.read_bytes(pyproject).decode() if pyproject.exists() else None
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{pyproject} is not UTF-8: {exc}", "fix it, or check out another commit") from exc
     fork_metadata.require_builds(text, fork.distribution, str(top))

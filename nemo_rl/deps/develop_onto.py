@@ -75,6 +75,12 @@ def onto(project: Path, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
                           f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
                           f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
+    unknown = git_checkout.identity_problem(checkout)
+    if unknown is not None:  # guard: onto-checks-the-committer-identity-first; the rebase would stop after its branch was made
+        raise NemoRLError(f"git cannot name a committer for the rebased commits in {checkout}: {unknown}",
+                          f"tell git who you are, with your own name and email: `git -C {quoted} config user.name "
+                          f"\"Your Name\"` and `git -C {quoted} config user.email you@example.com` (or both with "
+                          "--global), then --onto again")
     git_checkout.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
     progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")

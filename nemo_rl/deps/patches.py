@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from nemo_rl import deps, git, uv
@@ -137,6 +138,8 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
             # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
             relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)  # guard: no-entry-deps-patches-relocks-a-hand
             if written or relocked:  # guard: derived-deps-patches-relocks-a-hand
+                uv.require_relock(f"nemo-rl deps patches {shlex.quote(fork.distribution)} --project "
+                                  f"{shlex.quote(str(project))}")
                 _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution)
                         or declared.derive(fork.distribution, declares, metadata_check.deltas(staging.path,
                                                                                               fork.distribution)))

@@ -4,9 +4,8 @@ group's help, the options and the PY_EXECUTABLE argument."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
 
 HELP = "worker environments: list, build ahead of time, verify, prune, pack for offline nodes"
 DESCRIPTION = ("Worker environments live under $NEMO_RL_VENV_DIR (default venvs/ in the checkout), one per key: a hash "
@@ -19,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def common(parser: argparse.ArgumentParser, py_executable: bool = False) -> None:
-    parser.add_argument("--project", type=Path, help="project directory (default: found from the current one)")
+    parser.add_argument("--project", type=values.path_argument,
+                        help="project directory (default: found from the current one)")
     verbose.add(parser)  # guard: fast-envs-verbs-take-v
     if py_executable:
         parser.add_argument("py_executable", metavar="PY_EXECUTABLE",

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from nemo_rl import envs
+from nemo_rl import envs, values
 
 REEXEC = "NEMO_RL_DRIVER_MADE"  # set by the bootstrap for the process it becomes: the `.venv` it made
 HELP = "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"
@@ -17,7 +17,7 @@ DESCRIPTION = HELP
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     envs.common(parser, py_executable=True)
-    parser.add_argument("--from", dest="bundle", metavar="DIR", type=Path,
+    parser.add_argument("--from", dest="bundle", metavar="DIR", type=values.path_argument,
                         help="build from this bundle, offline (it is checked first; it may be read-only); run "
                         "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
     parser.add_argument("--digest", metavar="SHA256",

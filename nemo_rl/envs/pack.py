@@ -7,7 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from nemo_rl import envs
+from nemo_rl import envs, values
 
 HELP = "make a bundle: what a node with no network and no compiler needs to build the environment"
 DESCRIPTION = HELP
@@ -15,7 +15,8 @@ DESCRIPTION = HELP
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     envs.common(parser, py_executable=True)
-    parser.add_argument("bundle", metavar="DIR", type=Path, help="the bundle directory to make (must not exist)")
+    parser.add_argument("bundle", metavar="DIR", type=values.path_argument,
+                        help="the bundle directory to make (must not exist)")
     parser.add_argument("--no-seed", action="store_true",
                         help="build every sdist again in the pack's fresh cache instead of seeding it with the "
                         "wheels uv built here in your own uv cache (docs/mcore.md)")

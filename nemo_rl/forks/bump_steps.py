@@ -67,7 +67,8 @@ def read_before(project: Path, distribution: str) -> Before:
     fork = lockfile.fork(project, distribution)  # [tool.uv.sources] and the fork's table: checked tables
     uv_table, nemo_rl_table = lockfile.tool_tables(project)
     lock_path = project / "uv.lock"
-    return Before(fork, lockfile.locked_packages(project), lock_path.read_text() if lock_path.exists() else None,
+    lock_text = lockfile.read_text(lock_path) if lock_path.exists() else None
+    return Before(fork, lockfile.locked_packages(project), lock_text,
                   declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
                   declared.deltas_from_table(nemo_rl_table["forks"][distribution], distribution),
                   read_index(patch_dir), patch_dir, uv_table)
@@ -141,8 +142,8 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         assert before.lock_text is not None
         try:
             running.wait()
-            why = offline_lock.rejected(before.lock_text, (staged / "uv.lock").read_text(), dist, before.fork.rev,
-                                        new_rev)
+            why = offline_lock.rejected(before.lock_text, lockfile.read_text(staged / "uv.lock"), dist,
+                                        before.fork.rev, new_rev)
         except NemoRLError as exc:
             why = f"uv failed offline: {_last_line(exc.what)[:200]}"
         if why is None:  # guard: bump-offline-lock-kept-only-when-offline

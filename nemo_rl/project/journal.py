@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nemo_rl import interrupt, locks, values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project import lockfile
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
 
 JOURNAL = "LANDING.json"
@@ -30,7 +31,7 @@ def digest(path: Path) -> str | None:
     paths = sorted(p for p in path.rglob("*") if not p.is_dir()) if path.is_dir() else [path]  # guard: landing-a-directory-s-files-digested
     for item in paths:
         digest.update(str(item.relative_to(path)).encode() + b"\0")
-        digest.update(item.read_bytes() if item.is_file() else os.readlink(item).encode())
+        digest.update(os.readlink(item).encode() if item.is_symlink() else lockfile.read_bytes(item))
         digest.update(b"\0")
     return digest.hexdigest()
 

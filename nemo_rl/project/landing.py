@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -36,6 +37,21 @@ def require_writable(paths: list[Path]) -> None:
                    "run where you may write" if path.stat().st_mode & 0o200 else
                    f"make it writable (`chmod u+w {path}`) or run where you may write, then try again")
             raise NemoRLError(f"{path} is not writable, so it cannot be changed", fix)
+
+
+def require_no_links(project: Path, names: Sequence[str]) -> None:
+    """Refuse before any work when a path a landing replaces is a symbolic link: the staged file would land over
+    the link, and what it points to (a file outside the project, a device) would be left as it was."""
+    for name in names:
+        path = project / name
+        if path.is_symlink():  # guard: landing-a-linked-project-file-is-named
+            target = os.readlink(path)
+            copy = "cp -R" if path.is_dir() else "cp"
+            raise NemoRLError(f"{path} is a symbolic link (to {target}): this command would land a new {name} over the "
+                              f"link and leave {target} as it was; nothing was changed",
+                              f"put the file itself in place of the link (`cd {shlex.quote(str(project))} && rm "
+                              f"{shlex.quote(name)} && {copy} {shlex.quote(str(path.parent / target))} "
+                              f"{shlex.quote(name)}`), then run again")
 
 
 class _CopyFailed(Exception):
@@ -86,6 +102,7 @@ class Staging:
         # shared temporary directory: uv looks for a workspace root above the directory it locks, and another
         # user could put one there.
         if inside:  # refused before anything is made: what landing replaces, and where it renames into
+            require_no_links(project, [*files, *directories])
             landed = [project / name for name in (*files, *directories)]
             require_writable(sorted({project, *(parent for path in landed for parent in path.parents  # guard: staging-what-a-landing-replaces-is
                                                 if parent.is_relative_to(project)), *landed}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,11 +88,44 @@ def lock_hash(project: Path) -> str:
     return hashlib.sha256(read_text(project / "uv.lock").encode()).hexdigest()
 
 
+# A uv.lock of a project the size of NeMo's is a few MiB; a file past this is no project file.
+PROJECT_FILE_MAX = 64 << 20
+
+
+def _put_back(path: Path) -> str:
+    """How to put a regular file back in place of `path`, by what the file is."""
+    name = shlex.quote(path.name)
+    if path.name == "uv.lock":
+        return f"put a regular uv.lock in its place: `cd {shlex.quote(str(path.parent))} && rm uv.lock && uv lock`"
+    if path.parent.parent.name == "patches":
+        records = f"patches/{shlex.quote(path.parent.name)}/{name}"
+        return (f"put the records back as regular files: `cd {shlex.quote(str(path.parent.parent.parent))} && rm "
+                f"{records} && nemo-rl deps patches {shlex.quote(path.parent.name)}` writes them again")
+    return (f"put the project's own {path.name} back as a regular file: `cd {shlex.quote(str(path.parent))} && rm "
+            f"{name} && git checkout COMMIT -- {name}`, COMMIT naming a commit that holds it as one")
+
+
+def read_bytes(path: Path) -> bytes:
+    """A project file (pyproject.toml, uv.lock, a record of patches/), read as uv reads it (through a link) but only
+    when it is a regular file of at most PROJECT_FILE_MAX bytes: a device, a FIFO or a larger file is a NemoRLError
+    naming it and what it is, never read without bound nor waited on. FileNotFoundError passes through."""
+    target = Path(os.path.realpath(path))
+    try:
+        return values.read_plain_file(target, PROJECT_FILE_MAX)  # guard: project-files-through-the-bounded-reader
+    except values.NotAPlainFile as exc:
+        what = f"{path} is a symbolic link to {os.readlink(path)}, which" if os.path.islink(path) else str(path)
+        raise NemoRLError(f"{what} {str(exc).removeprefix(f'{target} ')}, so nemo-rl does not read it",
+                          _put_back(path)) from exc
+
+
 def read_text(path: Path) -> str:
     """A project file as text; bad UTF-8 is the user's to fix, so it is a NemoRLError with the byte offset."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return read_bytes(path).decode("utf-8")
     except FileNotFoundError as exc:
+        if os.path.islink(path):
+            raise NemoRLError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist",
+                              _put_back(path)) from exc
         raise NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR") from exc
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{path} is not valid UTF-8 (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
@@ -146,7 +180,8 @@ def _string(value: object, where: str, path: Path, required: bool = False) -> st
 
 def _is_project(directory: Path) -> bool:
     pyproject = directory / "pyproject.toml"
-    return pyproject.is_file() and "forks" in table(
+    # whatever is there is read (a FIFO, a device: refused by name), never passed over for a project further up
+    return os.path.lexists(pyproject) and "forks" in table(  # guard: project-an-unreadable-pyproject-is-named
         table(load_toml(pyproject).get("tool"), "[tool]", pyproject).get("nemo-rl"), "[tool.nemo-rl]", pyproject)
 
 

@@ -24,7 +24,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 
 COPIED = ("pyproject.toml", "uv.lock", "uv.toml")  # what uv reads to check a lock, copied where present
-COPY_MAX = 64 << 20
+COPY_MAX = lockfile.PROJECT_FILE_MAX
 CHECK_PREFIX = "check-"
 NOT_MADE = "(not made) "  # what _checked_copy says when uv was not run at all
 NOT_CHECKED = "uv.lock was not checked against pyproject.toml: "
@@ -92,9 +92,11 @@ def _checked_copy(project: Path, root: Path) -> str | None:
             pass
         for name in COPIED:
             try:
-                data = values.read_plain_file(project / name, COPY_MAX)
+                data = lockfile.read_bytes(project / name)
             except FileNotFoundError:
                 continue
+            except NemoRLError as exc:
+                return f"{NOT_MADE}{exc.what}"
             except OSError as exc:
                 return f"{NOT_MADE}cannot read {project / name}: {exc}"
             if name == "pyproject.toml" and not (project / "uv.toml").exists():

@@ -23,6 +23,7 @@ from nemo_rl.toolchain import apt, archs, layout, sources
 
 STAMP = ".nemo-rl-cuda.json"
 WORK = ".nemo-rl-cuda"
+STARTED = "started"  # in WORK, written as a run makes it: what marks DIR as a run's own to finish
 SUITE = "trixie"  # Debian 13: nvidia-cuda-toolkit 12.4, binaries needing only glibc >= 2.34
 COMPONENTS = ("main", "contrib", "non-free")
 
@@ -113,12 +114,27 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
         os.close(fd)
 
 
+def _left_by_a_run(home: Path) -> bool:
+    """Whether `home` is what a run killed half-way left: its work directory, marked as a run marks it, or nothing
+    but that directory, empty (a run killed before it marked it)."""
+    work = home / WORK
+    if not work.is_dir() or work.is_symlink():
+        return False
+    if (work / STARTED).is_file():  # guard: toolkit-an-unmarked-work-directory-is-not
+        return True
+    return os.listdir(home) == [WORK] and not os.listdir(work)  # guard: toolkit-a-user-s-empty-work-directory-is-not
+
+
 def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tuple[str, ...], debs: Path | None,
               etc: Path, os_release: Path) -> Toolkit:
     stamp = _stamp(home)
     # a run killed half-way left its work directory: the directory is ours to finish
-    if stamp is None and home.exists() and any(home.iterdir()) and not (home / WORK).is_dir():  # guard: toolkit-a-foreign-directory-is-refused
-        raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`",
+    if stamp is None and home.exists() and any(home.iterdir()) and not _left_by_a_run(home):  # guard: toolkit-a-foreign-directory-is-refused
+        held = sorted(os.listdir(home))
+        raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`: it holds "
+                          f"{', '.join(held[:5])}{', ...' if len(held) > 5 else ''}"
+                          + (f" (its {WORK}/ is not one a run of it left: a run marks the one it makes)"
+                             if WORK in held else ""),
                           "name a new directory (or an empty one); nothing in this one is changed")
     damage = _damage(home, stamp) if stamp is not None else "not assembled"  # guard: toolkit-the-stamp-s-file-list-is-checked
     if stamp is not None and damage is None:
@@ -131,6 +147,7 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
     work = home / WORK
     work.mkdir(parents=True, exist_ok=True)
+    (work / STARTED).write_text("a `nemo-rl toolchain cuda` run started here\n")
     # the work directory first (it marks DIR as ours to finish), then no stamp: a run killed during the
     # assembly leaves a directory that is never taken for an assembled one
     (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re

@@ -7,7 +7,8 @@ import os
 import re
 from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
+from nemo_rl.errors import NemoRLError
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
@@ -22,13 +23,34 @@ def _arch(text: str) -> int:
     return int(text)
 
 
+def _suite(text: str) -> str:
+    from nemo_rl.toolchain import sources
+
+    try:
+        return sources.deb822_word(text, "suite")
+    except NemoRLError as exc:
+        raise argparse.ArgumentTypeError(exc.what) from exc
+
+
+def _components(text: str) -> tuple[str, ...]:
+    from nemo_rl.toolchain import sources
+
+    try:
+        return tuple(sources.deb822_word(word, "component") for word in sources.deb822_words(text, "--components"))
+    except NemoRLError as exc:
+        raise argparse.ArgumentTypeError(exc.what) from exc
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("home", metavar="DIR", type=Path, help="the CUDA_HOME to make (new, empty, or made by this)")
+    parser.add_argument("home", metavar="DIR", type=values.path_argument,
+                        help="the CUDA_HOME to make (new, empty, or made by this)")
     parser.add_argument("--arch", type=_arch, default=90, help="SM of the test kernel (default 90: H100/H200)")
-    parser.add_argument("--suite", default=SUITE, help=f"the suite to take the toolkit from (default {SUITE})")
-    parser.add_argument("--components", default=" ".join(COMPONENTS),
-                        help="its components, space-separated (default: %(default)s)")
-    parser.add_argument("--debs", type=Path, help="a directory already holding the .deb files (skips apt)")
+    parser.add_argument("--suite", type=_suite, default=SUITE,
+                        help=f"the suite to take the toolkit from (default {SUITE})")
+    parser.add_argument("--components", type=_components, default=COMPONENTS,
+                        help=f"its components, space-separated (default: {' '.join(COMPONENTS)})")
+    parser.add_argument("--debs", type=values.path_argument,
+                        help="a directory already holding the .deb files (skips apt)")
     verbose.add(parser)
     parser.set_defaults(project_required=False, project=None)
 
@@ -38,7 +60,7 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl.toolchain import assemble
 
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
-                                components=tuple(args.components.split()), debs=args.debs)
+                                components=args.components, debs=args.debs)
     state = "verified (already assembled)" if toolkit.reused else "assembled and verified"
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 
 APT_ETC = Path("/etc/apt")
@@ -122,8 +123,43 @@ def archive_source(sources: list[Source], codename: str | None) -> Source:
                       "the .deb files elsewhere and pass their directory with --debs")
 
 
+# One value of a deb822 list field (a suite, a component): a newline in it would start a field of its own
+# (`Trusted: yes` turns off signature checks), a space another value.
+_DEB822_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~_/-]*\Z")
+# A URI of the machine's mirror: anything but whitespace and control characters.
+_DEB822_URI = re.compile(r"[^\s\x00-\x1f\x7f]+\Z")
+
+
+def deb822_word(value: str, what: str) -> str:
+    """`value` when it is one word apt reads as one suite or component; else a NemoRLError saying what is wrong."""
+    if not _DEB822_WORD.match(value):  # guard: toolkit-a-suite-or-component-stays-one-word
+        why = ("a newline or another control character would start a line of its own in apt's sources"
+               if values.breaks_lines(value) else "a suite or component is one word of letters, digits and . + ~ _ / -")
+        raise NemoRLError(f"{value!r:.80} is not a {what} apt reads as one: {why}",
+                          f"give the {what} by its name, such as {'trixie' if what == 'suite' else 'main'}")
+    return value
+
+
+def deb822_words(value: str, what: str) -> list[str]:
+    """The space-separated words of `value` (--components); a control character anywhere is refused by name."""
+    if values.breaks_lines(value.replace(" ", "")) or not value.split():  # guard: toolkit-components-with-a-newline-are
+        raise NemoRLError(f"{what} {value!r:.80} is no list of words: " + (
+            "a newline or another control character would start a line of its own in apt's sources"
+            if value.split() else "it is empty"), "separate the names by spaces, e.g. 'main contrib non-free'")
+    return value.split()
+
+
 def private_sources(source: Source, suite: str, components: tuple[str, ...]) -> str:
-    """A deb822 stanza: the machine's mirror, the toolkit's suite and components."""
+    """A deb822 stanza: the machine's mirror, the toolkit's suite and components, each checked to stay one value
+    of its field (the arguments at the parser too; the mirror's URIs come from /etc/apt)."""
+    bad = [uri for uri in source.uris if not _DEB822_URI.match(uri)]
+    if bad:  # guard: toolkit-a-mirror-uri-stays-one-value
+        raise NemoRLError(f"the mirror URI {bad[0]!r:.120} read from {APT_ETC} holds whitespace or a control "
+                          "character, which would break the private sources stanza",
+                          f"fix that entry of {APT_ETC}/sources.list(.d), or pass the .deb files with --debs")
+    deb822_word(suite, "suite")
+    for component in components:
+        deb822_word(component, "component")
     lines = ["Types: deb", f"URIs: {' '.join(source.uris)}", f"Suites: {suite}",
              f"Components: {' '.join(components)}"]
     if source.signed_by:  # a key embedded in the stanza keeps its continuation lines

@@ -84,44 +84,29 @@ def read_record(bundle: Path) -> bytes:
                           "copy the bundle again from the builder") from exc
 
 
-def _visible(rows: list[tuple[str, str, int]], environ) -> list[tuple[str, str, int]]:
-    """The (index, uuid, sm) rows CUDA_VISIBLE_DEVICES leaves this process (indices or UUID prefixes; CUDA stops
-    at the first entry naming no GPU; a MIG name is not mapped to its GPU here, so every GPU is checked)."""
-    setting = environ.get("CUDA_VISIBLE_DEVICES")
-    if setting is None:
-        return rows
-    chosen = []
-    for word in (w.strip() for w in setting.split(",")):
-        if word.startswith("MIG-"):
-            return rows
-        row = next((r for r in rows if word == r[0] or (word.startswith("GPU-") and r[1].startswith(word))), None)
-        if row is None:
-            break
-        chosen.append(row)
-    return chosen
-
-
 def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
-    """The SM number (90 for compute capability 9.0) of every GPU this process may use, and how they were found
-    or why none could be. A probe: never raises (a hung nvidia-smi is a reason, not an error)."""
+    """The SM number (90 for compute capability 9.0) of every GPU of this node, whatever CUDA_VISIBLE_DEVICES gives
+    this process: the environment built serves every worker of the node, each given GPUs of its own. How they were
+    found, or why none could be. A probe: never raises (a hung nvidia-smi is a reason, not an error)."""
     if shutil.which("nvidia-smi"):
+        # nvidia-smi lists every GPU unless told otherwise: nothing of this process's selection reaches it
+        every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
             out = run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"], check=False,
-                      timeout=SMI_TIMEOUT)
+                      timeout=SMI_TIMEOUT, env=every)
         except (OSError, NemoRLError) as exc:
             return (), f"nvidia-smi did not answer ({str(exc).splitlines()[0][:120]})"
-        rows = [(m.group(1), m.group(2), int(m.group(3)) * 10 + int(m.group(4))) for m in
-                re.finditer(r"^\s*(\d+),\s*(\S+),\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
+        rows = [int(m.group(1)) * 10 + int(m.group(2)) for m in
+                re.finditer(r"^\s*\d+,\s*\S+,\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
         if rows:  # guard: archs-the-node-s-gpu-from-nvidia-smi
-            visible = _visible(rows, environ)  # guard: archs-cuda-visible-devices-is-honoured
-            if not visible:
-                return (), f"CUDA_VISIBLE_DEVICES={environ.get('CUDA_VISIBLE_DEVICES')!r:.60} leaves no GPU"
-            return tuple(sm for _, _, sm in visible), "nvidia-smi" + (" (CUDA_VISIBLE_DEVICES)" if
-                                                                     "CUDA_VISIBLE_DEVICES" in environ else "")
+            return tuple(rows), "nvidia-smi"
+    if "CUDA_VISIBLE_DEVICES" in environ:  # guard: archs-torch-is-never-taken-for-the-whole-node
+        smi = "nvidia-smi listed no GPU" if shutil.which("nvidia-smi") else "nvidia-smi is not on PATH"
+        return (), f"{smi}, and torch sees only the GPUs CUDA_VISIBLE_DEVICES gives this process, not the node's"
     try:
         import torch
 
-        if torch.cuda.is_available():  # torch honours CUDA_VISIBLE_DEVICES itself
+        if torch.cuda.is_available():  # every GPU: CUDA_VISIBLE_DEVICES is unset
             return tuple(major * 10 + minor for major, minor in (torch.cuda.get_device_capability(i)
                                                                  for i in range(torch.cuda.device_count()))), "torch"
     except Exception:  # a broken CUDA install: the same as no GPU for this check

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -422,3 +423,23 @@ def test_bump_lands_a_dynamic_version_and_a_new_requirement(world, capsys):
     assert deps(world, "patches", "--check", "--offline") == 0
     assert deps(world, "patches", "--check") == 0
     forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
+
+
+@pytest.mark.parametrize("setting", ["UV_FROZEN", "UV_LOCKED"])
+def test_a_setting_that_stops_uv_relocking_is_named_and_the_command_it_prints_bumps(world, capsys, monkeypatch,
+                                                                                       setting):
+    """UV_FROZEN keeps the old lock and UV_LOCKED fails `uv lock`: either is named before any work, never a
+    validation failure to report as a bug; the command printed runs the bump without it, as printed."""
+    new_rev, before = world.forks["megatron-core"].downstream[0], world.files()
+    monkeypatch.setenv(setting, "1")
+    capsys.readouterr()
+    assert bump(world, "megatron-core", "--rev", new_rev) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {setting}='1' in the environment: uv then leaves uv.lock as it is, and this "
+                          "command must relock it; nothing was changed"), err
+    assert "fetching" not in err and world.files() == before
+    fix = re.search(r"what to do: run it without \w+: `([^`]+)`", err).group(1)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl
+    done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
+    assert done.returncode == 0, done.stderr
+    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_rev

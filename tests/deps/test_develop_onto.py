@@ -3,6 +3,7 @@ repository, and the advice it gives for a rebase under way."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -108,3 +109,30 @@ def test_onto_advice_names_a_path_with_spaces_as_one_word(world, tmp_path, monke
     err = capsys.readouterr().err
     assert f"git -C {shlex.quote(str(mine))} rebase --abort" in err, err
     assert f"`git -C {mine} rebase" not in err
+
+
+def test_onto_without_a_committer_identity_changes_nothing_and_its_fix_works(world, monkeypatch, capsys):
+    """No identity (none set, and git told not to guess one from the host name): the rebase would stop after its
+    branch was made. It is checked first, the checkout stays as it was, and the two commands printed set one."""
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    monkeypatch.setenv(f"GIT_CONFIG_KEY_{count}", "user.useConfigOnly")
+    monkeypatch.setenv(f"GIT_CONFIG_VALUE_{count}", "true")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", str(count + 1))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    assert deps(world, "develop", "megatron-core") == 0
+    checkout = develop_state.read(world.project)["megatron-core"].checkout
+    branches, head = git(checkout, "branch", "--list"), git(checkout, "rev-parse", "HEAD")
+    capsys.readouterr()
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 1
+    err = capsys.readouterr().err
+    assert f"error: git cannot name a committer for the rebased commits in {checkout}: " in err, err
+    assert git(checkout, "branch", "--list") == branches and git(checkout, "rev-parse", "HEAD") == head
+    assert not develop_onto.git_checkout.rebasing(checkout)
+    advice = re.findall(r"`(git -C [^`]+)`", err)
+    assert [shlex.split(a)[3:5] for a in advice] == [["config", "user.name"], ["config", "user.email"]], err
+    for command in advice:
+        subprocess.run(shlex.split(command), check=True)
+    assert deps(world, "develop", "megatron-core", "--onto", "upstream/main") == 0, capsys.readouterr().err
+    assert git(checkout, "branch", "--show-current").startswith("rebase/megatron-core-onto-")

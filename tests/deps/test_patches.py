@@ -1,6 +1,11 @@
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 import forkworld
 import pytest
@@ -310,3 +315,23 @@ def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, cap
     assert deps(world, "patches", "--check", "--offline") == 0
     assert deps(world, "patches", "--check") == 0
     assert deps(world, "status", "--check") == 0
+
+
+def test_a_relock_under_uv_frozen_is_refused_by_name_and_the_command_it_prints_relocks(world, capsys, monkeypatch):
+    """A hand-edited uv.lock makes `deps patches` relock: UV_FROZEN would keep the lie, so it is named, with the
+    command that runs without it; nothing lands before."""
+    lock = world.project / "uv.lock"
+    good = lock.read_text()
+    edit(lock, 'name = "megatron-core"\nversion = "0.1.0"', 'name = "megatron-core"\nversion = "0.0.9"')
+    before = world.files()
+    monkeypatch.setenv("UV_FROZEN", "true")
+    capsys.readouterr()
+    assert patches(world, "megatron-core") == 1
+    err = capsys.readouterr().err
+    assert "error: UV_FROZEN='true' in the environment: uv then leaves uv.lock as it is" in err, err
+    assert world.files() == before
+    fix = re.search(r"what to do: run it without UV_FROZEN: `([^`]+)`", err).group(1)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl
+    done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
+    assert done.returncode == 0 and "relocked" in done.stdout, done.stdout + done.stderr
+    assert lock.read_text() == good

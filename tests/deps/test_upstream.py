@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from gitfixtures import commit, git
@@ -134,12 +135,22 @@ def test_onto_starts_the_rebase_and_leaves_the_project_alone(scenario, capsys, m
     assert git(checkout, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"  # mid-rebase, as git leaves it
 
 
-def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, capsys):
-    """No committer identity (as in this test's environment): git's reason, not "a conflict"."""
+def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, tmp_path, monkeypatch, capsys):
+    """A pre-rebase hook that refuses: git's reason, not "a conflict"."""
     world, _ = scenario
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "pre-rebase").write_text("#!/bin/sh\necho 'rebases wait for the release' >&2\nexit 1\n")
+    (hooks / "pre-rebase").chmod(0o755)
+    count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    for key, value in (("GIT_CONFIG_KEY", "core.hooksPath"), ("GIT_CONFIG_VALUE", str(hooks))):
+        monkeypatch.setenv(f"{key}_{count}", value)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", str(count + 1))
+    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
     assert main(["deps", "develop", "megatron-core", "--onto", "upstream/main", "--project", str(world.project)]) == 1
     err = capsys.readouterr().err
-    assert "stopped in" in err and "without a conflict" in err and "rebase --continue" in err
+    assert "stopped in" in err and "without a conflict" in err and "rebases wait for the release" in err, err
 
 
 def test_a_server_without_some_blobs_still_answers_what_ships(world, capsys, monkeypatch, tmp_path):

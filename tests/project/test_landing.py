@@ -312,3 +312,28 @@ def test_an_edit_in_another_terminal_during_a_relock_is_kept(world, capsys, monk
     assert 'dependencies = ["colorama"]' in path.read_text() and lock.read_text() == lied
     monkeypatch.setattr(patches_verb.uv, "lock", real)
     assert offline(world, capsys)[0] == 1  # the lie is still named
+
+
+@pytest.mark.parametrize("name", ["uv.lock", "pyproject.toml"])
+def test_a_linked_project_file_is_named_before_a_bump_starts_and_its_fix_works(world, tmp_path, capsys, name):
+    """A bump would land its new file over the link and leave what it points to as it was: it says so before any
+    fetch, leaves no landing behind for status or recover to trip on, and runs once the fix is followed."""
+    outside = tmp_path / "outside" / name
+    outside.parent.mkdir()
+    (world.project / name).rename(outside)
+    (world.project / name).symlink_to(outside)
+    before, new_rev = outside.read_bytes(), world.forks["megatron-core"].downstream[0]
+    capsys.readouterr()
+    assert deps(world, "bump", "megatron-core", "--rev", new_rev) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: {world.project / name} is a symbolic link (to {outside}): this command "
+                                   f"would land a new {name} over the link"), captured.err
+    assert "fetching" not in captured.err  # before any work
+    assert outside.read_bytes() == before and (world.project / name).is_symlink()
+    assert not (world.project / state_dir.STAGING_ROOT).exists() or not any(
+        (world.project / state_dir.STAGING_ROOT).glob("staging-*"))
+    assert deps(world, "status") == 0 and "landing interrupted" not in capsys.readouterr().out
+    fix = re.search(r"\(`([^`]+)`\), then run again", captured.err).group(1)
+    subprocess.run(fix, shell=True, check=True)
+    assert deps(world, "bump", "megatron-core", "--rev", new_rev) == 0, capsys.readouterr().err
+    assert not (world.project / name).is_symlink() and outside.read_bytes() == before

@@ -5,11 +5,18 @@ source fails the offline check and `deps status`, and `deps patches` relocks."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from fakes import deps, offline, run_cli
+from fakes import CLI_HANG_S, deps, offline, run_cli
 from gitfixtures import commit
 
 from nemo_rl.cli import main
+from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
@@ -192,3 +199,95 @@ def test_a_fork_table_says_what_nemo_rl_imports_of_it(tmp_path):
     (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT)
     fork = lockfile.forks(tmp_path)[0]
     assert (fork.module, fork.entry_points, fork.component, fork.remedy) == (None, (), None, None)
+def _project_file(path, kind: str) -> str:
+    """Plant `kind` at `path`; what the refusal says it is."""
+    if kind == "a link to a device":
+        path.symlink_to("/dev/zero")
+        return f"{path} is a symbolic link to /dev/zero, which is not a regular file (a character device)"
+    if kind == "a FIFO":
+        os.mkfifo(path)
+        return f"{path} is not a regular file (a FIFO)"
+    if kind == "a directory":
+        path.mkdir()
+        return f"{path} is not a regular file (a directory)"
+    with open(path, "wb") as fh:  # sparse: a size past the cap without writing it
+        fh.truncate(lockfile.PROJECT_FILE_MAX + 1)
+    return f"{path} is larger than {lockfile.PROJECT_FILE_MAX} bytes"
+
+
+@pytest.mark.parametrize("kind", ["a link to a device", "a FIFO", "a directory", "a file past the cap"])
+def test_a_project_file_that_is_no_regular_file_is_refused_by_its_name_and_kind(tmp_path, kind):
+    said = _project_file(tmp_path / "uv.lock", kind)
+    with pytest.raises(NemoRLError) as refused:
+        lockfile.read_bytes(tmp_path / "uv.lock")
+    assert refused.value.what == f"{said}, so nemo-rl does not read it"
+    assert refused.value.remedy == f"put a regular uv.lock in its place: `cd {tmp_path} && rm uv.lock && uv lock`"
+
+
+def test_a_project_file_is_read_through_a_link_to_a_regular_file(tmp_path):
+    (tmp_path / "shared.lock").write_text("version = 1\n")
+    (tmp_path / "uv.lock").symlink_to(tmp_path / "shared.lock")
+    assert lockfile.read_text(tmp_path / "uv.lock") == "version = 1\n"
+
+
+def test_a_pyproject_that_is_no_regular_file_is_named_not_passed_over(tmp_path, monkeypatch):
+    """Searching upward, a pyproject.toml that cannot be read is named: the search never goes on to a project
+    further up (nor doctor to nemo-rl's own checkout), and never reads a FIFO."""
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    os.mkfifo(inner / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text("[tool.nemo-rl.forks]\n")
+    monkeypatch.chdir(inner)
+    with pytest.raises(NemoRLError) as refused:
+        lockfile.find_project()
+    assert not isinstance(refused.value, lockfile.ProjectNotFound)
+    planted = inner / "pyproject.toml"
+    assert refused.value.what == f"{planted} is not a regular file (a FIFO), so nemo-rl does not read it"
+
+
+def _here(world, *args: str) -> tuple[int, str]:
+    """`nemo-rl ARGS` run inside the project, as a user runs it, in a child process whose heap is capped: a read
+    without bound fails there with MemoryError, and a read that blocks fails the test at CLI_HANG_S."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_DATA, (2 << 30, 2 << 30))
+
+    try:
+        done = subprocess.run([sys.executable, "-m", "nemo_rl", *args], cwd=world.project, capture_output=True,
+                              text=True, timeout=CLI_HANG_S, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`nemo-rl {' '.join(args)}` hung on a planted project file")
+    return done.returncode, done.stdout + done.stderr
+
+
+PLANTED = [("uv.lock", "a link to a device"), ("uv.lock", "a FIFO"), ("uv.lock", "a file past the cap"),
+           ("pyproject.toml", "a link to a device"), ("patches/megatron-core/index.toml", "a FIFO")]
+
+
+@pytest.mark.parametrize("name, kind", PLANTED)
+def test_status_doctor_and_bump_refuse_a_planted_project_file_and_its_fix_works(world, name, kind):
+    """A pull request commits uv.lock, pyproject.toml or a record as a link to /dev/zero (or a FIFO, or a huge
+    file): each command that reads it names the file and what it is (exit 1), none reads it without bound or waits
+    on it, and the fix it prints, followed, makes the failure go."""
+    template = (world.project / name).read_bytes()
+    (world.project / name).unlink()
+    said = _project_file(world.project / name, kind)
+    new_rev = world.forks["megatron-core"].downstream[0]
+    readers = [["deps", "status"], *([["doctor"]] if "/" not in name else []),  # doctor reads no record
+               ["deps", "bump", "megatron-core", "--rev", new_rev]]
+    for args in readers:
+        code, out = _here(world, *args)
+        assert code == 1 and f"{said}, so nemo-rl does not read it" in out, (args, out)
+        assert "nemo-rl's own checkout" not in out and "bug in nemo-rl" not in out, (args, out)
+    fix = re.search(r"what to do: .*?`([^`]+)`", out).group(1)
+    if name == "pyproject.toml":  # its fix names a commit to fill in: the rest of it, done by hand
+        assert fix.endswith(f"rm {name} && git checkout COMMIT -- {name}"), fix
+        (world.project / name).unlink()
+        (world.project / name).write_bytes(template)
+    else:
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl
+        done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
+        assert done.returncode == 0, done.stdout + done.stderr
+    code, out = _here(world, "deps", "status")
+    assert code == 0 and "does not read it" not in out, out

@@ -78,10 +78,11 @@ def test_another_user_s_lock_file_is_refused_and_never_written(tmp_path, monkeyp
     os.close(locks.open_lock_file(where.lock_path))  # the owner's own file is taken
 
 
-def test_an_error_message_shows_escapes(tmp_path, capsys):
-    project = tmp_path / f"p{FAKE}"  # a name found on disk, named in the error
+def test_an_error_message_shows_escapes(tmp_path, monkeypatch, capsys):
+    project = tmp_path / f"p{FAKE}"  # a name found on disk (typed, the parser refuses it), named in the error
     project.mkdir()
-    assert main(["deps", "status", "--project", str(project)]) == 1
+    monkeypatch.chdir(project)
+    assert main(["deps", "status"]) == 1
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\r" not in err
     # a message of several lines (a command's indented output) keeps its lines: only the newline is left as it is

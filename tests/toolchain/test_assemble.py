@@ -195,3 +195,32 @@ def test_a_toolkit_another_user_locked_first_says_what_to_do(tmp_path, monkeypat
     with pytest.raises(NemoRLError, match="belongs to") as refused:
         assemble.assemble(home)
     assert "nemo-rl toolchain cuda DIR" in refused.value.remedy and "NEMO_RL_VENV_DIR" not in refused.value.remedy
+
+
+def test_a_users_directory_with_an_empty_work_directory_is_not_taken_for_a_killed_run(tmp_path, monkeypatch, capsys):
+    """Their files beside an empty .nemo-rl-cuda/: no run of this command left it (a run marks the one it makes),
+    so nothing is written there, and the refusal names what the directory holds."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # were the check gone, no apt: never a 1 GB download
+    mine = tmp_path / "mine"
+    (mine / assemble.WORK).mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep")
+    assert main(["toolchain", "cuda", str(mine)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {mine} exists and was not made by `nemo-rl toolchain cuda`: it holds "
+                          f"{assemble.WORK}, notes.txt (its {assemble.WORK}/ is not one a run of it left"), err
+    assert sorted(p.name for p in mine.iterdir()) == [assemble.WORK, "notes.txt"]
+    assert not any((mine / assemble.WORK).iterdir())
+
+
+@pytest.mark.parametrize("left", ["its marked work directory and files", "an empty work directory alone"])
+def test_what_a_killed_run_left_is_finished(tmp_path, monkeypatch, left):
+    home = tmp_path / "cuda"
+    (home / assemble.WORK).mkdir(parents=True)
+    if left == "its marked work directory and files":
+        (home / assemble.WORK / assemble.STARTED).write_text("")
+        fake_package_tree(tmp_path / "root", layout.triplet())
+        layout.arrange(tmp_path / "root", home)
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):  # past the refusal: assembling
+        assemble.assemble(home)
+    assert (home / assemble.WORK / assemble.STARTED).is_file()

@@ -61,3 +61,20 @@ def test_only_debian_sources_are_asked_for_trixie(tmp_path, os_release, refused)
     with pytest.raises(NemoRLError, match="is not Debian") as error:
         sources.require_debian(tmp_path / "os-release")
     assert refused in error.value.remedy
+
+
+MIRROR = sources.Source(("http://mirror.invalid/debian",), ("bookworm",), None)
+
+
+@pytest.mark.parametrize("source, suite, components, said", [
+    (sources.Source(("http://mirror.invalid/debian\x1b[2J",), ("bookworm",), None), "trixie", ("main",),
+     "the mirror URI 'http://mirror.invalid/debian\\x1b[2J' read from /etc/apt holds whitespace or a control"),
+    (MIRROR, "trixie\nTrusted: yes", ("main",), "'trixie\\nTrusted: yes' is not a suite apt reads as one"),
+    (MIRROR, "trixie", ("main", "non-free\nTrusted: yes"), "'non-free\\nTrusted: yes' is not a component apt"),
+], ids=["a mirror URI", "a suite", "a component"])
+def test_no_value_breaks_out_of_the_private_sources_stanza(source, suite, components, said):
+    """The one writer of the stanza checks what it writes, whoever calls it: a value that would start a field of
+    its own (`Trusted: yes`) is refused, never written."""
+    with pytest.raises(NemoRLError) as refused:
+        sources.private_sources(source, suite, components)
+    assert refused.value.what.startswith(said), refused.value.what

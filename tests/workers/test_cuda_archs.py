@@ -149,28 +149,63 @@ def test_the_nodes_gpu_is_what_nvidia_smi_says(tmp_path, monkeypatch):
     assert cuda_archs.node_gpus()[0] == (86,)
 
 
-def test_every_visible_gpu_of_a_mixed_node_is_checked(tmp_path, monkeypatch):
-    """An H100 beside an A100: the bundle built for sm_90 only is refused for the A100, unless
-    CUDA_VISIBLE_DEVICES leaves this process the H100 alone."""
+def mixed_node(tmp_path: Path, monkeypatch) -> None:
+    """An H100 and an A100 as nvidia-smi lists them: every GPU, whatever CUDA_VISIBLE_DEVICES says."""
     bin_dir = tmp_path / "smi"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho '0, GPU-aaaa-1111, 9.0'\necho '1, GPU-bbbb-2222, 8.0'\n")
     (bin_dir / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert cuda_archs.node_gpus()[0] == (90, 80)
+
+
+@pytest.mark.parametrize("visible", [None, "0", "GPU-aaaa", "7", "", "MIG-1234"])
+def test_every_gpu_of_the_node_is_checked_whatever_cuda_visible_devices_says(tmp_path, monkeypatch, visible):
+    """The environment serves every worker of the node, each given GPUs of its own: a bundle built for sm_90 only is
+    refused for the A100 beside the H100, even when this process is given the H100 alone or a GPU the node lacks."""
+    mixed_node(tmp_path, monkeypatch)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert cuda_archs.node_gpus() == ((90, 80), "nvidia-smi")
     record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
     with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):
         cuda_archs.check_node(record, tmp_path)
-    for visible in ("0", "GPU-aaaa", "0,7,1"):  # an index, a UUID prefix; CUDA stops at the first unknown
-        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        assert cuda_archs.node_gpus()[0] == (90,)
-        assert "fits" in cuda_archs.check_node(record, tmp_path)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert cuda_archs.node_gpus()[0] == (80,)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # none: nothing to check, said so
-    assert cuda_archs.node_gpus() == ((), "CUDA_VISIBLE_DEVICES='' leaves no GPU")
-    assert "could not check" in cuda_archs.check_node(record, tmp_path)
+
+
+def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process_is_given(tmp_path, monkeypatch):
+    """`CUDA_VISIBLE_DEVICES=7 nemo-rl envs build BASE --from <bundle for sm_80>` on an sm_90 node: refused before
+    anything is installed, never "could not check"."""
+    bin_dir = tmp_path / "smi"
+    fake_smi(bin_dir, monkeypatch, "9.0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "transformer_engine_torch.so": {"distribution": "transformer-engine-torch", "sm": [80], "ptx": []}}}))
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
+    with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
+        bundles.sync_from(bundle, ROOT, [], tmp_path / "env")
+
+
+def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_set(tmp_path, monkeypatch):
+    """Without nvidia-smi, torch sees only the GPUs CUDA_VISIBLE_DEVICES gives this process: that is "could not
+    check", saying why; with the setting unset, torch sees every GPU."""
+    import types
+
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+                                 get_device_capability=lambda i: (9, 0))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no nvidia-smi
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    gpus, why = cuda_archs.node_gpus()
+    assert gpus == () and why == ("nvidia-smi is not on PATH, and torch sees only the GPUs CUDA_VISIBLE_DEVICES gives "
+                                  "this process, not the node's")
+    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
+    assert cuda_archs.check_node(record, tmp_path).startswith(f"{why}: could not check")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert cuda_archs.node_gpus() == ((90,), "torch")
 
 
 def test_a_hung_nvidia_smi_is_could_not_check(tmp_path, monkeypatch):
