@@ -135,6 +135,13 @@ def test_each_benchmark_has_its_figures_in_performance_md():
     performance = (ROOT / "docs" / "performance.md").read_text()
     scripts = sorted(path.name for path in (ROOT / "tests" / "benchmarks").glob("bench_*.py"))
     assert scripts and [name for name in scripts if f"tests/benchmarks/{name}" not in performance] == []
+    assert len(performance.splitlines()) <= 150  # the current figures only: earlier rounds go to CHANGELOG.md
+
+
+@pytest.mark.parametrize("page", [p for p in DOCS if p.name != "CHANGELOG.md"], ids=lambda path: path.name)
+def test_every_test_path_a_page_names_exists(page):  # CHANGELOG.md may name what is gone
+    named = set(re.findall(r"\btests/[\w/]+\.py\b", page.read_text()))
+    assert sorted(path for path in named if not (ROOT / path).is_file()) == []
 
 
 README_BLOCK = re.compile(r"^```(?P<lang>\w*)(?P<info>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S)

@@ -12,11 +12,16 @@ that must fail when the line is mutated, and the operator (`skip` unless it says
 - negate: a condition, a returned or an assigned value becomes `not (...)`;
 - return: the function returns None just before the line.
 
-Each guard's test runs alone, with the mutation, in a copy of the checkout. Verdicts: caught (the test fails in its
-body), survived (it passes), inconclusive (an error outside the body, a skip, a timeout, no report; tried twice),
-broken (the test fails without any mutation too: every listed test runs once unmutated first), not applicable (no
-marker, or the operator does not fit the marked line). Results go to a JSON file outside the checkout. Exit 0 only
-when every selected guard was caught.
+On the marked line, the operator takes the condition of an `if`/`while` that starts there, else the first
+comprehension filter that starts there, else the innermost statement that starts there.
+
+Each guard's test runs alone, with the mutation, in a copy of the checkout's files (`git ls-files`). Verdicts:
+caught (the test fails in its body), survived (it passes), inconclusive (an error outside the body, a skip, a
+timeout, no report, or a NameError / UnboundLocalError: the mutation left a name unbound, which proves no check;
+tried twice), broken (the test fails without any mutation: every listed test runs once unmutated first), not run
+here (it skips without a mutation: a CUDA toolkit, say), not applicable (no marker, or the operator does not fit
+the marked line). Results go to a JSON file outside the checkout. Exit 0 only when every selected guard was
+caught; 2 when no guard is selected.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -44,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LIST = Path(__file__).with_name("guards.toml")
 MARKER = re.compile(r"#\s*guard:\s*([a-z0-9][a-z0-9-]*)(;|\s*$)")
 OPERATORS = ("skip", "negate", "return")
+UNBOUND = ("NameError", "UnboundLocalError")
+LOCK = "owner.lock"  # held for a run's life: a work directory whose lock is free is a killed run's
 # Tests that start Ray or time signals run one at a time, after the rest: two at once slow each other past limits.
 ALONE = ("tests/signals/", "tests/workers/test_ray_actors.py")
 
@@ -145,7 +154,9 @@ def verdict(report: str | None, returncode: int | None) -> tuple[str, str]:
     outcomes = [(child.tag, child.get("message", "")) for case in cases for child in case
                 if child.tag in ("failure", "error", "skipped")]
     passed = sum(1 for case in cases if not any(c.tag in ("failure", "error", "skipped") for c in case))
-    failures = [message for tag, message in outcomes if tag == "failure" and "Timeout" not in message]
+    failures = [message for tag, message in outcomes if tag == "failure" and not message.startswith("Failed: Timeout")]
+    if failures and failures[0].startswith(UNBOUND):
+        return "inconclusive", f"the mutation left a name unbound: {failures[0][:160]}"
     if failures:
         return "caught", failures[0][:160]
     if outcomes:
@@ -159,11 +170,12 @@ def verdict(report: str | None, returncode: int | None) -> tuple[str, str]:
 class Runner:
     """Runs pytest in copies of one snapshot of the checkout; SIGINT/SIGTERM end every run it started."""
 
-    def __init__(self, work: Path, timeout: float) -> None:
+    def __init__(self, work: Path, timeout: float, root: Path = ROOT) -> None:
         self.work, self.timeout = work, timeout
         self.snapshot = work / "snapshot"
-        shutil.copytree(ROOT, self.snapshot, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "__pycache__", ".*_cache", ".nemo-rl", "venvs", "*.egg-info"))
+        for name in _files(root):
+            (self.snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, self.snapshot / name, follow_symlinks=False)
         self.running: set[int] = set()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -192,15 +204,18 @@ class Runner:
                 self.running.discard(proc.pid)
         return (report.read_text() if report.exists() else None), returncode
 
-    def broken_tests(self, tests: list[str]) -> set[str]:
-        """The tests that fail, or do not pass, without any mutation."""
+    def unmutated(self, tests: list[str]) -> dict[str, str]:
+        """Each test that does not pass without any mutation: "broken" (it fails) or "not run here" (it skips)."""
         report, _ = self.pytest(self.snapshot, tests, self.work / "baseline", timeout=max(self.timeout, 3600))
         if report is None:
-            return set(tests)
-        passed = {(case.get("classname", "").rsplit(".", 1)[-1], case.get("name"))
-                  for case in ET.fromstring(report).iter("testcase")
-                  if not any(child.tag in ("failure", "error", "skipped") for child in case)}
-        return {t for t in tests if (Path(t.split("::")[0]).stem, t.split("::")[-1]) not in passed}
+            return dict.fromkeys(tests, "broken")
+        outcome = {}
+        for case in ET.fromstring(report).iter("testcase"):
+            tags = {child.tag for child in case} & {"failure", "error", "skipped"}
+            key = (case.get("classname", "").rsplit(".", 1)[-1], case.get("name"))
+            outcome[key] = "passed" if not tags else "not run here" if tags == {"skipped"} else "broken"
+        found = {t: outcome.get((Path(t.split("::")[0]).stem, t.split("::")[-1]), "broken") for t in tests}
+        return {t: v for t, v in found.items() if v != "passed"}
 
     def judge(self, guard: Guard, where: tuple[str, int] | None) -> tuple[str, str]:
         if where is None:
@@ -228,6 +243,37 @@ class Runner:
                 _kill_group(pid)
 
 
+def _files(root: Path) -> list[str]:
+    """The checkout's files as git sees them (tracked, and untracked ones it does not ignore); every file below
+    `root` where it is no git checkout."""
+    if (root / ".git").exists():
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
+                                capture_output=True, check=True).stdout
+        return [name for name in listed.decode().split("\0") if name and (root / name).is_file()]
+    return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()]
+
+
+def clear_killed_runs(parent: Path) -> None:
+    """Remove what runs killed outright left under `parent`: their work directories (their locks are free) and
+    the pytest runs still going in them."""
+    for work in parent.glob("nemo-rl-guards-*"):
+        try:
+            fd = os.open(work / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a run's directory, or one still making its lock
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live run holds it
+        finally:
+            os.close(fd)
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if proc.name.isdigit() and os.readlink(proc / "cwd").startswith(str(work)):
+                    os.kill(int(proc.name), signal.SIGKILL)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -235,9 +281,10 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def results_path() -> Path:
+def results_path(selected: bool) -> Path:
+    """Where a run's verdicts go: a whole run's to results.json, a selection's (-k) to results-selected.json."""
     base = os.environ.get("NEMO_RL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "nemo-rl")
-    return Path(base) / "guards" / "results.json"
+    return Path(base) / "guards" / ("results-selected.json" if selected else "results.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the guards and run nothing")
     args = parser.parse_args(argv)
     guards = [g for g in read_list().values() if not args.k or any(k in g.name for k in args.k)]
+    if not guards:
+        print(f"no guard's name holds {' or '.join(map(repr, args.k))}: see --list", file=sys.stderr)
+        return 2
     markers = find_markers()
     if args.list:
         for g in guards:
@@ -255,16 +305,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     results: dict[str, dict[str, str]] = {}
-    with tempfile.TemporaryDirectory(prefix="nemo-rl-guards-") as work:
+    parent = Path(tempfile.gettempdir()).resolve()
+    if parent.is_relative_to(ROOT.resolve()):
+        print(f"the temporary directory {parent} is inside the checkout: set TMPDIR outside it", file=sys.stderr)
+        return 2
+    clear_killed_runs(parent)
+    with tempfile.TemporaryDirectory(prefix="nemo-rl-guards-", dir=parent) as work:
+        held = os.open(Path(work) / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(held, fcntl.LOCK_EX)
         runner = Runner(Path(work), args.timeout)
         previous = {s: signal.signal(s, runner.stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            broken = runner.broken_tests(sorted({g.test for g in guards}))
+            unmutated = runner.unmutated(sorted({g.test for g in guards}))
 
             def one(guard: Guard) -> None:
                 began = time.monotonic()
-                if guard.test in broken:
-                    outcome = ("broken", f"{guard.test} does not pass without a mutation")
+                if guard.test in unmutated:
+                    outcome = (unmutated[guard.test], f"{guard.test} does not pass without a mutation")
                 else:
                     outcome = runner.judge(guard, markers.get(guard.name))
                 if runner.stopping.is_set():
@@ -282,15 +339,18 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+            os.close(held)
     counts: dict[str, int] = {}
     for r in results.values():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     elapsed = time.monotonic() - started
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     print(f"{len(results)} of {len(guards)} guards judged in {elapsed / 60:.1f} min: {summary or 'none'}")
-    out = results_path()
+    out = results_path(bool(args.k))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"elapsed_s": round(elapsed), "results": results}, indent=1))
+    partial = out.with_name(f".{out.name}.{os.getpid()}")
+    partial.write_text(json.dumps({"elapsed_s": round(elapsed), "results": results}, indent=1))
+    os.replace(partial, out)
     print(f"results: {out}")
     if runner.stopping.is_set():
         return 130

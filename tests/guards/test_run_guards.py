@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import run_guards as guards
@@ -121,14 +123,90 @@ def test_a_run_that_timed_out_or_left_no_report_is_inconclusive():
     assert guards.verdict(None, 3) == ("inconclusive", "no report (pytest exit 3)")
 
 
-@pytest.mark.slow
+def test_a_failure_that_only_says_a_name_is_unbound_proves_no_check():
+    report = ('<testsuites><testsuite><testcase classname="t" name="test_x"><failure message="NameError: name '
+              "'text' is not defined\"/></testcase></testsuite></testsuites>")
+    assert guards.verdict(report, 1)[0] == "inconclusive"
+    assert guards.verdict(report.replace("NameError", "AssertionError"), 1)[0] == "caught"
+
+
+def test_an_empty_selection_runs_nothing_and_is_no_success(capsys):
+    assert guards.main(["-k", "no-guard-is-named-so"]) == 2
+    assert "no guard's name holds 'no-guard-is-named-so'" in capsys.readouterr().err
+
+
+def test_a_temporary_directory_inside_the_checkout_is_refused(monkeypatch, capsys):
+    monkeypatch.setattr(guards.tempfile, "gettempdir", lambda: str(guards.ROOT / "tests"))
+    assert guards.main(["-k", "a"]) == 2
+    assert "inside the checkout" in capsys.readouterr().err
+
+
+def test_what_a_run_killed_outright_left_is_removed_and_a_live_runs_directory_kept(tmp_path):
+    killed, live = tmp_path / "nemo-rl-guards-killed", tmp_path / "nemo-rl-guards-live"
+    for work in (killed, live):
+        (work / "snapshot").mkdir(parents=True)
+        (work / guards.LOCK).touch()
+    held = os.open(live / guards.LOCK, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=killed / "snapshot")
+    try:
+        guards.clear_killed_runs(tmp_path)
+        assert left.wait(timeout=10) == -signal.SIGKILL
+        assert not killed.exists() and live.is_dir()
+    finally:
+        left.kill()
+        os.close(held)
+
+
+TINY_CODE = textwrap.dedent('''\
+    def check(value):
+        if not value:  # guard: tiny-value-required
+            raise ValueError("empty")
+        name = value.strip()  # guard: tiny-unbound
+        return name
+    ''')
+TINY_TEST = textwrap.dedent('''\
+    import pytest
+
+    from nemo_rl.tiny import check
+
+    def test_an_empty_value_is_refused():
+        with pytest.raises(ValueError):
+            check("")
+
+    def test_a_value_is_kept():
+        assert check(" a ") == "a"
+
+    def test_unrelated():
+        assert check("b") == "b"
+
+    def test_broken():
+        assert check("c") == "d"
+
+    def test_skipped():
+        pytest.skip("needs what this machine lacks")
+    ''')
+
+
 def test_a_guard_is_caught_by_its_test_and_survives_a_test_that_does_not_reach_it(tmp_path):
-    listed, markers = guards.read_list(), guards.find_markers()
-    guard = next(g for g in listed.values() if g.test.startswith("tests/test_values.py::"))
-    runner = guards.Runner(tmp_path, timeout=300)
-    assert runner.judge(guard, markers[guard.name])[0] == "caught"
-    unrelated = guards.Guard(guard.name, "tests/guards/test_run_guards.py::test_a_run_that_timed_out_or_left_no_"
-                                         "report_is_inconclusive", guard.operator)
-    assert runner.judge(unrelated, markers[guard.name])[0] == "survived"
-    assert runner.judge(guard, None)[0] == "not applicable"
-    assert not any(p.name.startswith(guard.name) for p in Path(tmp_path).iterdir())
+    checkout = tmp_path / "checkout"
+    (checkout / "nemo_rl").mkdir(parents=True)
+    (checkout / "tests").mkdir()
+    (checkout / "nemo_rl" / "__init__.py").write_text("")
+    (checkout / "nemo_rl" / "tiny.py").write_text(TINY_CODE)
+    (checkout / "tests" / "test_tiny.py").write_text(TINY_TEST)
+    markers = guards.find_markers(checkout)
+    runner = guards.Runner(tmp_path / "work", timeout=120, root=checkout)
+    refused = "tests/test_tiny.py::test_an_empty_value_is_refused"
+    assert runner.judge(guards.Guard("tiny-value-required", refused), markers["tiny-value-required"])[0] == "caught"
+    assert runner.judge(guards.Guard("tiny-value-required", "tests/test_tiny.py::test_unrelated"),
+                        markers["tiny-value-required"])[0] == "survived"
+    unbound = runner.judge(guards.Guard("tiny-unbound", "tests/test_tiny.py::test_a_value_is_kept"),
+                           markers["tiny-unbound"])
+    assert unbound[0] == "inconclusive" and "unbound" in unbound[1]
+    assert runner.judge(guards.Guard("tiny-unbound", "tests/test_tiny.py::test_a_value_is_kept", "negate"),
+                        markers["tiny-unbound"])[0] == "caught"
+    assert runner.judge(guards.Guard("tiny-value-required", refused), None)[0] == "not applicable"
+    assert runner.unmutated([refused, "tests/test_tiny.py::test_broken", "tests/test_tiny.py::test_skipped"]) == {
+        "tests/test_tiny.py::test_broken": "broken", "tests/test_tiny.py::test_skipped": "not run here"}
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["baseline", "snapshot"]

@@ -1,4 +1,5 @@
-"""What `uv lock --check` said, read by nemo_rl.uv.lock_mismatch: pure, on uv's words as it may write them."""
+"""The lock check of `deps status` and doctor (nemo_rl/project/uv_inputs.py, and nemo_rl.uv.lock_mismatch reading
+uv's words): what a pull request puts in the project is named, never run."""
 
 from __future__ import annotations
 
