@@ -30,7 +30,7 @@ def cache_dir() -> Path:
     if setting and not os.path.isabs(os.path.expanduser(setting)):  # guard: fast-settings-refuse-a-relative-cache
         raise relative_setting("NEMO_RL_CACHE_DIR", setting)
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
-    path = Path(os.path.expanduser(setting)) if setting else default  # guard: trust-in-nemo-rl-cache-dir
+    path = Path(os.path.expanduser(setting)) if setting else default
     name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
     try:
         path.mkdir(parents=True, exist_ok=True)

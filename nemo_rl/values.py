@@ -154,7 +154,7 @@ def state_json(path: Path, fix: str, name: str = "") -> object:
     FileNotFoundError passes through (a missing state file means something else to each reader)."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(read_plain_file(path).decode())  # guard: plain-state-files-through-the-one-reader
+        return json.loads(read_plain_file(path).decode())
     except FileNotFoundError:
         raise
     except RecursionError as exc:

@@ -131,7 +131,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
-            index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)  # guard: no-entry-deps-patches-records-declares
+            index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
             before, written, unneeded = metadata_check.rewrite_pyproject(staging.path, fork.distribution, declares) \
                 if derives else (None, None, [])
@@ -168,7 +168,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
               f"override named above, or run `uv lock --upgrade-package <package>` for each package named, then "
               f"`nemo-rl deps patches --check --offline`")
-    return 1 if left else 0  # guard: patches-what-a-relock-leaves-is-rc
+    return 1 if left else 0
 
 
 def run(project: Path, args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ _PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix",
 # platform_release and platform_version name the machine, not the platform: a kernel's release as each platform
 # writes it, and the empty string some report. Sampling only "" (which no usual machine reports) would decide
 # `platform_release != ''` false everywhere, and a requirement under it would never be counted.
-_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),  # guard: samples-a-machine-s-release-and-version
+_MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),
              "darwin": (("23.1.0", "Darwin Kernel Version 23.1.0"), ("", "")),
              "win32": (("10", "10.0.19045"), ("", ""))}
 _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))

@@ -47,7 +47,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
         return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",  # guard: derived-declares-recorded
                  "not recorded")]
     # a pin moved (index and pyproject) with [declares] kept: what the fork declares at the new commit is unread
-    stale = [] if declares.commit == fork.rev else [  # guard: offline-declares-read-at-the-pin
+    stale = [] if declares.commit == fork.rev else [
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
     lock_path = project / "uv.lock"
@@ -57,7 +57,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     if not derives(project, dist):
         # a hand edit of uv.lock stands through `uv lock --check`: uv does not rebuild a git package's metadata
         own = declared.Entry(dist, declares.version, declares.requires_python, declares.requires_dist)
-        return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)  # guard: no-entry-the-offline-check-compares-the
+        return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)
                          for field, expected, found in locked_fork.locked_differences(
                              lockfile.load_toml(lock_path), own, False, declares.extras)]
                         if lock_path.exists() else [])

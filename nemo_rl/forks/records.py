@@ -97,7 +97,7 @@ def declares_at(project: Path, repo: Path, fork: lockfile.Fork, rev: str) -> dec
     """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the
     project's drops (fork_metadata.declares)."""
     dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
-    return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,  # guard: extras-deps-patches-records-them
+    return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,
                                   extras=not metadata_check.derives(project, fork.distribution))
 
 

@@ -107,7 +107,7 @@ class Staging:
             require_writable(sorted({project, *(parent for path in landed for parent in path.parents  # guard: staging-what-a-landing-replaces-is
                                                 if parent.is_relative_to(project)), *landed}))
             require_renames(project, [*files, *directories])  # guard: never-renames-probed-before-staging
-        root = state_root(project, create=True) if inside else dry_run_root()  # guard: staging-a-dry-run-stages-in-this-user-s
+        root = state_root(project, create=True) if inside else dry_run_root()
         if not inside:
             remove_dead_dry_runs(root)
         self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
@@ -186,7 +186,7 @@ def dry_run_root() -> Path:
 def remove_dead_dry_runs(root: Path) -> None:
     """Remove the copies of dry runs that were killed (their lock is free); a running one keeps its lock."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
-        locks.remove_left(path)  # guard: staging-a-killed-dry-run-s-copy-is; under its lock, and not one just made: a dry run starting meanwhile keeps it
+        locks.remove_left(path)  # under its lock, and not one just made: a dry run starting meanwhile keeps it
 
 
 def mount_points() -> set[str]:

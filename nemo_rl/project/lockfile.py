@@ -244,7 +244,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     if component is not None and not values.DISTRIBUTION_NAME.match(component):  # guard: fork-component-is-a-name
         raise NemoRLError(f"{path.name}: {where} component: {component!r:.60} is not a name (letters, digits, '.', "
                           "'_', '-')", f"write a name such as megatron in {where} component of {path}")
-    return Fork(  # guard: trust-git-url
+    return Fork(
         distribution=dist,
         url=values.git_url(_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
                            f"[tool.uv.sources] {dist}.git"),

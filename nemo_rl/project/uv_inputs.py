@@ -105,7 +105,7 @@ def _checked_copy(project: Path, root: Path) -> str | None:
                 (copy / name).write_bytes(data)
             except OSError as exc:
                 return f"{NOT_MADE}cannot copy {name} into {copy}: {exc.strerror}"
-        return uv.lock_mismatch(copy)  # guard: trust-the-lock-is-checked-from-copies
+        return uv.lock_mismatch(copy)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
         if held is not None:

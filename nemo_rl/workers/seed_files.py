@@ -19,7 +19,7 @@ class Refused(Exception):
 
 
 def ours(info: os.stat_result) -> bool:
-    return info.st_uid == os.geteuid() and not info.st_mode & 0o022  # guard: seed-nothing-others-may-write
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 def real_dir(path: Path) -> bool:
