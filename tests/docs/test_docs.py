@@ -7,6 +7,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,8 @@ def test_every_readme_block_runs_or_says_why_not(lang, info, body):
 def test_undefined_names_finds_a_class_the_snippet_never_defines():
     assert undefined_names("from m import f\nactor = MyActor.options(**f()).remote()\n") == ["MyActor"]
     assert undefined_names("import ray\n@ray.remote\nclass A:\n    def f(self):\n        return A\nA.f\n") == []
+
+
+def test_the_coverage_floor_docs_give_is_the_one_ci_holds():
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]["report"]["fail_under"]
+    assert floor > 0 and f"The floor is {floor} %" in (ROOT / "docs" / "testing.md").read_text()
