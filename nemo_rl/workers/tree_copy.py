@@ -31,7 +31,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
     def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
-        if failed.is_set():  # guard: node-copy-one-file-that-cannot-be-copied
+        if failed.is_set():
             return "", (0, "")
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
