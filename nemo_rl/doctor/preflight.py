@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from nemo_rl import git, toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project import lockfile
+from nemo_rl.toolchain import layout
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,6 @@ def check_host_compiler(nvcc: Path | None) -> Item:
                 "install a host compiler this nvcc supports (e.g. an older gcc) and set CC/CXX, or use NVCC_CCBIN")
 
 
-def _has_cudnn_header(directory: Path) -> bool:
-    return (directory / "cudnn_version.h").is_file() or (directory / "cudnn.h").is_file()
-
-
 def cudnn_header_dirs() -> list[Path]:
     """Where the build's compiler finds cudnn.h: torch's extension build adds $CUDNN_HOME (or $CUDNN_PATH)
     /include, nvcc adds $CUDA_HOME/include, and the compilers search /usr/include."""
@@ -74,20 +70,11 @@ SYSTEM_HEADER_DIRS = (Path("/usr/include"), Path(f"/usr/include/{platform.machin
                       Path("/usr/local/cuda/include"))
 
 
-def cudnn_wheel() -> Path | None:
-    """The nvidia-cudnn-cu12 wheel torch brings, in this environment: its headers are there, but the build runs
-    in uv's isolated environment and finds them only through CUDNN_PATH."""
-    for entry in sys.path:
-        if entry and _has_cudnn_header(Path(entry) / "nvidia" / "cudnn" / "include"):
-            return Path(entry) / "nvidia" / "cudnn"
-    return None
-
-
 def check_cudnn() -> Item:
     for directory in cudnn_header_dirs():
-        if _has_cudnn_header(directory):
+        if layout.has_cudnn_header(directory):
             return Item("cudnn headers", True, f"found in {directory}", None)
-    wheel = cudnn_wheel()
+    wheel = layout.cudnn_wheel()
     if wheel is not None:
         return Item("cudnn headers", False, f"only in the nvidia-cudnn-cu12 wheel ({wheel}), which the isolated "
                     "build does not see", f"`export CUDNN_PATH={wheel}` (without it the build stops on "

@@ -56,8 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(project: Path | None, args: argparse.Namespace) -> int:
-    from nemo_rl.doctor import preflight
-    from nemo_rl.toolchain import assemble
+    from nemo_rl.toolchain import assemble, layout
 
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
                                 components=args.components, debs=args.debs)
@@ -65,7 +64,7 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")
     print(f"  packages: {', '.join(f'{n} {v}' for n, v in sorted(toolkit.packages.items()))}")
-    cudnn = preflight.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
+    cudnn = layout.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
     print("  to build the mcore extra with it, in this shell:")
     print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch} "
           f"MAX_JOBS={build_jobs()}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sys
 from pathlib import Path
 
 # The tools nvcc runs (or build systems call) that Debian puts in /usr/bin.
@@ -105,3 +106,16 @@ def listing(home: Path, skip: tuple[str, ...]) -> dict[str, str]:
             relative = path.relative_to(home).as_posix()
             found[relative] = f"-> {os.readlink(path)}" if path.is_symlink() else str(path.lstat().st_size)
     return dict(sorted(found.items()))
+
+
+def has_cudnn_header(directory: Path) -> bool:
+    return (directory / "cudnn_version.h").is_file() or (directory / "cudnn.h").is_file()
+
+
+def cudnn_wheel() -> Path | None:
+    """The nvidia-cudnn-cu12 wheel torch brings, in this environment: its headers are there, but the build runs
+    in uv's isolated environment and finds them only through CUDNN_PATH."""
+    for entry in sys.path:
+        if entry and has_cudnn_header(Path(entry) / "nvidia" / "cudnn" / "include"):
+            return Path(entry) / "nvidia" / "cudnn"
+    return None

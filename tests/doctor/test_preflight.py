@@ -32,7 +32,9 @@ def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, mon
     monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
     for name in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CPATH"):
         monkeypatch.delenv(name, raising=False)
-    if any(preflight._has_cudnn_header(d) for d in preflight.SYSTEM_HEADER_DIRS):
+    from nemo_rl.toolchain import layout
+
+    if any(layout.has_cudnn_header(d) for d in preflight.SYSTEM_HEADER_DIRS):
         pytest.skip("cuDNN headers are installed system-wide here")
     item = preflight.check_cudnn()
     assert not item.ok and f"`export CUDNN_PATH={wheel}`" in item.fix
