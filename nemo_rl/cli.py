@@ -1,5 +1,4 @@
-"""The `nemo-rl` command: registers each verb's module (its arguments and its handler, `run(project, args) ->
-int`), finds the project once, dispatches and maps errors to exit codes."""
+"""The `nemo-rl` command: registers the verbs, finds the project once, maps errors to exit codes."""
 
 from __future__ import annotations
 
@@ -16,14 +15,13 @@ from typing import Any, Protocol
 from nemo_rl import __version__, interrupt, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
 
-# OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
-# file), not a fault in nemo-rl: they exit 1 with the path, like any other expected failure.
+# OS errors about the user's files, not a fault in nemo-rl: exit 1 with the path.
 USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EISDIR,
                errno.EEXIST, errno.ENOENT}
 
 
 class Group(Protocol):
-    """A group of verbs (`deps`, `envs`, `toolchain`): its line in the help, its own help, its own options."""
+    """A group of verbs (`deps`, `envs`, `toolchain`)."""
 
     HELP: str
     DESCRIPTION: str
@@ -32,7 +30,7 @@ class Group(Protocol):
 
 
 class Verb(Group, Protocol):
-    """A verb's module: what a group has, and its handler."""
+    """A verb's module: a group's names and its handler."""
 
     def run(self, project: Any, args: argparse.Namespace) -> int: ...
 
@@ -53,8 +51,7 @@ def _group(subparsers: argparse._SubParsersAction, name: str, group: Group) -> a
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # every verb's module is imported here, also on a node with the standard library alone: at their top they
-    # import what their arguments need, their handlers the rest
+    # runs on a node with the standard library alone: verbs import heavy modules in their handlers
     from nemo_rl import deps, envs, toolchain
     from nemo_rl.deps import bump, develop, patches, recover, status, upstream
     from nemo_rl.deps import verify as deps_verify
@@ -82,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _os_error_message(exc: OSError) -> str | None:
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # guard: full-disk-the-cli-says-to-free-space; the path is fine: the filesystem it is on is full
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # guard: full-disk-the-cli-says-to-free-space
         return _full_message(exc)
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
@@ -91,12 +88,12 @@ def _os_error_message(exc: OSError) -> str | None:
 
 
 def _full_message(exc: OSError) -> str:
-    """Which filesystem to free: the nearest directory of the file that exists (a staging copy is gone by now)."""
+    """Names the filesystem to free: the nearest existing directory of the file."""
     todo = "(or raise the quota; `df -h` shows which is full), then run again"
-    if not exc.filename:  # guard: full-disk-an-enospc-naming-no-file-is; nothing names the file: still the user's disk, never a bug
+    if not exc.filename:  # guard: full-disk-an-enospc-naming-no-file-is
         return f"a write failed: {exc.strerror}\n  what to do: free space where the command writes {todo}"
     name = os.fsdecode(exc.filename)
-    if not os.path.isabs(name):  # the command's output ("stdout"), or a path relative to here
+    if not os.path.isabs(name):
         return f"cannot write {name}: {exc.strerror}\n  what to do: free space where it goes {todo}"
     directory = next((p for p in Path(name).parents if p.is_dir()), Path("/"))  # guard: full-disk-the-cli-names-a-directory-that
     return (f"cannot write {name}: {exc.strerror}\n  what to do: free space on the filesystem of {directory} "
@@ -104,7 +101,7 @@ def _full_message(exc: OSError) -> str:
 
 
 def _project(args: argparse.Namespace) -> Path | None:
-    """The project every handler works on, found once here. doctor runs without one (it reports that)."""
+    """The project every handler works on; None for doctor outside a project."""
     from nemo_rl.project import lockfile
 
     if args.project is None and not getattr(args, "project_required", True):
@@ -115,7 +112,7 @@ def _project(args: argparse.Namespace) -> Path | None:
 def _interrupted(signum: int) -> int:
     from nemo_rl import process
 
-    process.end_all()  # children started but not yet waited for (each wait ends its own)
+    process.end_all()
     done = interrupt.completed_steps()
     print(f"interrupted after these steps were complete: {'; '.join(done)}" if done else
           "interrupted; nothing was changed by an unfinished step", file=sys.stderr)
@@ -123,8 +120,7 @@ def _interrupted(signum: int) -> int:
 
 
 def after_late_signal(code: int) -> int:
-    """The exit code once the command has returned: a signal that came after main's last check still makes it
-    an interruption, saying what was complete."""
+    """The exit code once the command has returned: a signal after main's last check still interrupts."""
     signum = interrupt.received()
     return code if signum is None or code == 128 + signum else _interrupted(signum)  # guard: interrupt-a-late-signal-is-answered
 
@@ -135,19 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        interrupt.check()  # guard: interrupt-a-signal-before-the-verb-stops; a signal while the verbs were imported
+        interrupt.check()  # guard: interrupt-a-signal-before-the-verb-stops
         code = args.handler(_project(args), args)
-        interrupt.check()  # guard: interrupt-a-signal-after-the-last; a signal that came after the last checkpoint: the work is done, the exit says so
+        interrupt.check()  # guard: interrupt-a-signal-after-the-last
         return code
     except BrokenPipeError:
-        # `nemo-rl deps status | head -1`: the reader left; nothing failed. Point stdout at /dev/null so the
-        # interpreter's final flush does not raise again.
+        # the reader left (`| head -1`): nothing failed; /dev/null keeps the final flush from raising again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except NemoRLError as exc:
-        if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal (a whole tree's SIGTERM)
+        if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal
             return _interrupted(signum)
-        # what failed names what was read (a file's text, git's or uv's output): shown, never acted on
         print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
         return exc.exit_code
     except KeyboardInterrupt as exc:
@@ -157,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(signum)
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
-            done = interrupt.completed_steps()  # guard: full-disk-a-failed-print-names-what-had; a bump that landed, then could not print: what landed stays
+            done = interrupt.completed_steps()  # guard: full-disk-a-failed-print-names-what-had
             print(f"error: {values.printable(message, lines=True)}"  # guard: terminal-a-file-s-oserror-shows-escapes
                   + (f"\n  these steps were complete before it: {'; '.join(done)}" if done else ""), file=sys.stderr)
             return 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class NemoRLError(Exception):
-    """An expected failure. `str(error)` reads "what failed: what to do"; the CLI exits 1 on it."""
+    """An expected failure: what failed, then what to do. The CLI exits 1 on it."""
 
     exit_code = 1
 
@@ -29,11 +29,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MissingExtraError(NemoRLError, ImportError):
-    """A Megatron/NeMo code path ran without a working mcore extra.
-
-    It subclasses ImportError too, so code written against the upstream layout that catches
-    ImportError around optional backends keeps working.
-    """
+    """A Megatron/NeMo code path ran without a working mcore extra; an ImportError for upstream's handlers."""
 
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing

@@ -1,8 +1,7 @@
 """The handful of git commands nemo-rl needs, as small named functions.
 
-Every call honours the user's git configuration, `url.<base>.insteadOf` mirrors included: nemo-rl never
-rewrites a URL itself. Inherited GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE (set, for example, when we run
-inside a git hook) would point these commands at the wrong repository, so they are dropped.
+Every call honours the user's git configuration, `insteadOf` mirrors included. Inherited GIT_DIR and its kin
+(set inside a git hook) would point them at the wrong repository, so they are dropped.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ _MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTO
 def _env(index_file: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _MISLEADING}  # guard: guard-inherited-git-dir-dropped
     env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt would hang a non-interactive bump
-    env["LC_ALL"] = "C"  # we parse git's output
+    env["LC_ALL"] = "C"
     if index_file is not None:
-        env["GIT_INDEX_FILE"] = str(index_file)  # guard: fast-the-trial-index-is-git-s-own; ours, never an inherited one
+        env["GIT_INDEX_FILE"] = str(index_file)  # guard: fast-the-trial-index-is-git-s-own
     return env
 
 
@@ -47,7 +46,7 @@ def git(
 
 def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,
               stdout_file: BinaryIO | None = None) -> Running:
-    """`git` started, to be collected later: several git processes at once, from one thread."""
+    """`git` started, to be collected later."""
     return start(["git", "-C", str(repo), *args], env=_env(), input_text=input_text, stdin_file=stdin_file,
                  stdout_file=stdout_file)
 
@@ -60,7 +59,7 @@ def unreachable(url: str) -> str:
 
 
 def git_said(result: Result) -> str:
-    """git's own error lines (the block before its advice), made printable: the cause and the URL it tried."""
+    """git's own error lines, before its advice, made printable."""
     said = []
     for line in result.stderr.strip().splitlines():
         if not line.strip():
@@ -70,15 +69,14 @@ def git_said(result: Result) -> str:
 
 
 def tried_url(where: str, repo: Path | None = None) -> str | None:
-    """The URL git contacts for `where` (a URL, or a remote of `repo`), the user's insteadOf rules applied."""
+    """The URL git contacts for `where` (a URL or a remote of `repo`), insteadOf rules applied."""
     result = git(["ls-remote", "--get-url", "--", where], repo=repo, check=False, timeout=20)
     return values.printable(result.stdout.strip()) if result.returncode == 0 and result.stdout.strip() else None
 
 
 def reach_failure(failed: str, url: str, result: Result, *, where: str | None = None,
                   repo: Path | None = None) -> NemoRLError:
-    """A failed ls-remote or fetch of `url` (`where`: the remote of `repo` that names it): `failed` (such as
-    "cannot reach"), the URL, the one git tried when a mirror rule rewrote it, and git's own lines."""
+    """The error for a failed ls-remote or fetch of `url`: the URL git tried, and git's own lines."""
     tried = tried_url(where or url, repo)
     via = f" (git tried {tried})" if tried and tried != url else ""
     return NemoRLError(f"{failed} {url}{via}: {git_said(result)}", unreachable(url))
@@ -100,18 +98,13 @@ def init_cache(path: Path) -> Path:
     if not (path / "HEAD").exists():
         path.mkdir(parents=True, exist_ok=True)
         git(["init", "--quiet", "--bare", str(path)])
-        # A partial clone (extensions need format version 1): fetches bring commits and trees only, and
-        # git fetches a blob lazily when a diffstat or patch-id needs it. On a fork the size of NeMo that
-        # is the difference between a few MB and the whole history.
+        # a partial clone needs format version 1: on a fork the size of NeMo, blobs are most of the history
         git(["config", "core.repositoryformatversion", "1"], repo=path)
     return path
 
 
 def remove_stale_locks(repo: Path) -> None:
-    """git's own lock files in `repo` (config.lock, packed-refs.lock, refs/**.lock, and the `locked` mark of a
-    worktree whose `git worktree add` never finished, which `git worktree prune` keeps for ever) left by a git that
-    was killed: for a caller that knows no other git runs there, each is stale, and one left would fail every later
-    command."""
+    """Remove the lock files a killed git left in `repo`; the caller knows no other git runs there."""
     if repo.is_dir():
         for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
             if path.is_file() and not path.is_symlink():
@@ -123,7 +116,7 @@ def remove_stale_locks(repo: Path) -> None:
 
 
 def set_remote(repo: Path, name: str, url: str) -> None:
-    """Point remote `name` at `url` as a blob-less promisor. The URL is stored as given: insteadOf applies."""
+    """Point remote `name` at `url` (as given: insteadOf applies) as a blob-less promisor."""
     git(["config", f"remote.{name}.url", url], repo=repo)
     git(["config", f"remote.{name}.promisor", "true"], repo=repo)
     git(["config", f"remote.{name}.partialclonefilter", "blob:none"], repo=repo)
@@ -132,15 +125,14 @@ def set_remote(repo: Path, name: str, url: str) -> None:
 
 
 def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
-    """Fetch blob-less; a server that ignores the filter sends every blob (slow, not wrong), and is warned of."""
+    """Fetch blob-less; warn when the server ignores the filter."""
     result = git(["fetch", "--quiet", "--no-tags", "--filter=blob:none", "--end-of-options", remote, *refspecs],
                  repo=repo, check=False)
     if result.returncode != 0:  # guard: git-a-failed-fetch-is-an-error-with-git-s-words
         failure = reach_failure("cannot fetch from", url, result, where=remote, repo=repo)
         if "corruption on the remote side" in result.stderr and FILTER_IGNORED in result.stderr:
-            # a mirror that lacks some objects (e.g. large files) can still serve a blob-less fetch
-            raise NemoRLError(failure.what, f"{url} is missing objects and ignored the blob filter, so git asked "
-                              f"for all of them; {MIRROR_SETTINGS}, or re-sync the mirror")
+            raise NemoRLError(failure.what, f"{url} lacks objects and ignored the blob filter; {MIRROR_SETTINGS}, "
+                              "or re-sync the mirror")
         raise failure
     if FILTER_IGNORED in result.stderr:
         progress(f"warning: {url} ignored the blob filter and sent whole history; {MIRROR_SETTINGS}")
@@ -149,8 +141,7 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
 # noop negotiation: the cache's refs say nothing about which blobs it lacks
 _FETCH_OBJECTS = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                   "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options"]
-# a server's words for an object it lacks: once per server in git's own message (a local server's stderr is git's
-# too, and adds its own line), and with the object's id, by which a refusal is known
+# a server's words for an object it lacks; the object's id tells which
 UNSERVED = "remote error: upload-pack: not our ref"
 _UNSERVED_ID = re.compile(r"not our ref ([0-9a-f]{40})")
 
@@ -161,8 +152,7 @@ def remote_url(repo: Path, name: str) -> str | None:
 
 
 def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
-    """The objects of these commits' trees that the blob-less cache `repo` lacks, listed without fetching any
-    (reading one would fetch it: git 2.39 has no GIT_NO_LAZY_FETCH)."""
+    """The objects of these commits' trees that the blob-less cache `repo` lacks, without fetching any."""
     if not revs:
         return set()
     out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"], repo=repo,
@@ -171,10 +161,8 @@ def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
 
 
 def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int = 0) -> set[str]:
-    """Fetch `objects` by id from `remote` into the blob-less cache `repo`, in one request (git's own lazy fetch
-    asks once per object). Up to `refusals` objects the server refuses to serve (a mirror without some large file)
-    are returned: each refusal names one object, so the request is made again without it. Any other failure, and
-    a refusal past that number, is an error."""
+    """Fetch `objects` by id into the blob-less cache `repo` in one request; return those the server refused,
+    up to `refusals` of them. Any other failure is an error."""
     refused: set[str] = set()
     while wanted := objects - refused:
         result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
@@ -184,12 +172,11 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
             break
         if not named:
             git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
-                remedy=unreachable(remote_url(repo, remote) or remote))  # failing again, with git's own words
+                remedy=unreachable(remote_url(repo, remote) or remote))  # fails again, with git's own words
             break
         if len(refused | named) > refusals:  # guard: fork-cache-a-refusal-is-an-error-unless
             raise NemoRLError(f"the server of remote {remote!r} ({remote_url(repo, remote)}) does not serve "
-                              f"{len(refused | named)} or more of the {len(objects)} object(s) asked (a mirror "
-                              "without those files)",
+                              f"{len(refused | named)} or more of the {len(objects)} object(s) asked",
                               "re-sync that mirror from its source, or point git at one that has them "
                               "(url.<base>.insteadOf)")
         refused |= named
@@ -197,13 +184,11 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
 
 
 def served(url: str, sha: str) -> bool | None:
-    """Whether the server at `url` still serves commit `sha` by SHA, as uv will ask for it: True, False (it
-    answered that it has no such object: force-pushed away and collected), or None (not reachable: offline).
-    Asked from an empty repository, since git never asks a server for an object it already has."""
+    """Whether the server at `url` serves commit `sha` by SHA, as uv asks: None when unreachable."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
-        git(["init", "--quiet", "--bare", probe])
+        git(["init", "--quiet", "--bare", probe])  # git never asks a server for an object it has
         result = git(["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "--end-of-options", url, sha],
                      repo=Path(probe), check=False)
     if result.returncode == 0:
@@ -226,7 +211,7 @@ def delete_ref(repo: Path, ref: str) -> None:
 
 
 def object_type(repo: Path, sha: str) -> str:
-    """commit, tree, blob or tag (git cat-file -t); `sha` is a validated full SHA."""
+    """commit, tree, blob or tag; `sha` is a validated full SHA."""
     return git(["cat-file", "-t", sha], repo=repo).stdout.strip()
 
 
@@ -249,7 +234,7 @@ def merge_base(repo: Path, a: str, b: str) -> str:
 
 
 def rev_list(repo: Path, revision_range: str) -> list[str]:
-    """Commits in `revision_range`, oldest first (the order `git am` applies them)."""
+    """Commits in `revision_range`, oldest first."""
     out = git(["rev-list", "--reverse", "--topo-order", "--end-of-options", revision_range], repo=repo).stdout
     return out.split()
 
@@ -261,7 +246,7 @@ def show_file(repo: Path, sha: str, path: str) -> str | None:
 
 
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
-    """Write the series into `out_dir`; return the written paths (format-patch prints one per line)."""
+    """Write the series into `out_dir`; return the written paths."""
     return git(["format-patch", "-o", str(out_dir), "--end-of-options", revision_range], repo=repo).stdout.split()
 
 
@@ -269,8 +254,7 @@ def require_full_sha(rev: str) -> str:
     rev = rev.strip().lower()
     if not values.FULL_SHA.match(rev):
         raise NemoRLError(
-            f"refusing rev {rev!r}: a fork pin must be a full 40-hex commit SHA, and short or symbolic revs "
-            "can become ambiguous or move",
+            f"refusing rev {rev!r}: a fork pin must be a full 40-hex commit SHA",
             "pass the full SHA (`git rev-parse <rev>` in a clone of the fork), or use --branch NAME",
         )
     return rev

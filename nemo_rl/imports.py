@@ -1,5 +1,4 @@
-"""Importing modules in another environment's interpreter, to prove that they work there (`deps verify`, the
-worker environments' verification). One script, run with the environment's python; nothing is imported here."""
+"""Import modules with another environment's interpreter, to prove that they work there."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from nemo_rl.process import run
 
 SCRIPT = """
 import contextlib, importlib, json, sys
-try:  # the environment's own nemo-rl loads the CUDA wheels' libraries as its imports do (nemo_rl/cuda_libs.py)
+try:  # load the CUDA wheels' libraries as the environment's own nemo-rl does
     from nemo_rl.cuda_libs import for_transformer_engine
 except Exception:
     for_transformer_engine = contextlib.nullcontext
@@ -25,7 +24,6 @@ for module in sys.argv[1:]:
             importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
-# what the imports loaded: module files and mapped shared libraries (the files the check relied on)
 files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
 try:
     with open("/proc/self/maps") as maps:
@@ -51,11 +49,11 @@ class Failure:
 class Result:
     python: str  # the interpreter's version
     failed: Mapping[str, Failure]
-    files: tuple[str, ...] = ()  # absolute paths of the modules and shared libraries the imports loaded
+    files: tuple[str, ...] = ()  # the modules and shared libraries the imports loaded
 
 
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120) -> Result:
-    """Import each of `modules` with `python` (in a fresh process; a failure does not stop the others)."""
+    """Import each of `modules` with `python` in a fresh process."""
     timeout = values.timeout_seconds(timeout, "imports.check")
     out = run([python, "-c", SCRIPT, *modules], cwd=cwd, timeout=timeout).stdout
     try:

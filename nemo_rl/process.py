@@ -1,13 +1,8 @@
 """The one runner for external commands. Nothing else in nemo_rl calls subprocess.
 
-Every child starts a session of its own (so a Ctrl-C at the terminal reaches nemo-rl alone, uv's build backends
-can be ended with the uv that started them, and no child waits on the terminal), with no Python code run between
-fork and exec. No thread
-starts a child: a command that waits on two things starts both children and collects them in turn (`start`).
-A wait notices an interruption (nemo_rl.interrupt) within _SLICE_S, ends the child's group and unwinds; a child
-that exits takes what it left running in its group with it. A watchdog
-process ends the groups still registered when nemo-rl itself dies, SIGKILL included, so no `uv lock` or build
-backend lives on to rewrite files after nemo-rl has exited.
+Each child runs in a session of its own, so nemo-rl can end its whole group and a Ctrl-C reaches nemo-rl alone.
+A wait notices an interruption within _SLICE_S and ends the group. A watchdog process ends the groups left when
+nemo-rl dies, SIGKILL included, so no `uv lock` outlives it to rewrite files.
 """
 
 from __future__ import annotations
@@ -28,17 +23,14 @@ from nemo_rl import interrupt, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process_output import STREAM_KEPT, Kept, Result, describe_failure, full_disk, to_stderr
 
-GRACE_S = 2.0  # between SIGTERM and SIGKILL for a group being ended: the whole command must end within 5 s
-_SLICE_S = 0.2  # how often a wait looks at the interruption flag
-# Once the child itself has exited, its pipes are read this much longer: what it wrote is in the pipe already,
-# and a process that left its group (setsid) but kept the pipes open is not waited on.
+GRACE_S = 2.0  # between SIGTERM and SIGKILL: the whole command must end within 5 s
+_SLICE_S = 0.2
+# a process that left the child's group but kept its pipes open is not waited on past this
 AFTER_EXIT_S = 0.5
 
 
-# The watchdog reads "+PGID" / "-PGID" lines; at end of input (nemo-rl exited, however) it ends what is left: SIGTERM
-# first, so git removes its lock files, then SIGKILL. A group is removed only after its leader was reaped, so the
-# number cannot have been reused yet. It is told of a group just after the child starts: a SIGKILL within those
-# microseconds leaves that one child.
+# The watchdog reads "+PGID" / "-PGID" lines; at end of input it sends SIGTERM (git removes its lock files), then
+# SIGKILL. A group is removed only after its leader was reaped, so its number cannot have been reused.
 _WATCHDOG = """
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -54,7 +46,7 @@ for number, signum in enumerate((signal.SIGTERM, signal.SIGKILL) if groups else 
         except OSError:
             pass
 """
-_watchdogs: dict[int, subprocess.Popen] = {}  # by the pid of the process it watches (a fork gets its own)
+_watchdogs: dict[int, subprocess.Popen] = {}  # by the watched pid: a fork gets its own
 
 
 def _tell_watchdog(line: str) -> None:
@@ -80,8 +72,7 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
 
 
 def _end_groups(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM to each child's whole group (and SIGCONT, so a stopped one sees it), SIGKILL to what is left after
-    one shared GRACE_S, the leaders reaped."""
+    """SIGTERM (and SIGCONT) to each child's group, SIGKILL after one shared GRACE_S; the leaders reaped."""
     running = [proc for proc in procs if proc.returncode is None]
     for proc in running:
         _signal_group(proc, signal.SIGTERM)
@@ -96,7 +87,7 @@ def _end_groups(procs: list[subprocess.Popen]) -> None:
         _signal_group(proc, signal.SIGKILL)  # the leader is gone; grandchildren may still hold the group
 
 
-_LIVE: dict[int, subprocess.Popen] = {}  # children running now, by process group
+_LIVE: dict[int, subprocess.Popen] = {}  # by process group
 
 
 def end_all() -> None:
@@ -113,7 +104,7 @@ def _forget(proc: subprocess.Popen) -> None:
 
 
 def _exited(proc: subprocess.Popen) -> bool:
-    """Whether the child has exited, without reaping it (its pid, the group's number, stays reserved)."""
+    """Whether the child has exited, without reaping it: the group's number stays reserved."""
     if proc.returncode is not None:
         return True
     try:
@@ -123,8 +114,7 @@ def _exited(proc: subprocess.Popen) -> bool:
 
 
 class Running:
-    """A started child. `wait()` collects it (a Result, or NemoRLError when `check` and it failed); leaving a
-    `with` block by an exception, or calling `end()`, ends its whole process group."""
+    """A started child. `wait()` collects it; `end()` or an exception out of `with` ends its process group."""
 
     def __init__(self, argv: list[str], proc: subprocess.Popen, check: bool, remedy: str | None,
                  timeout: float | None, deadline: float | None, stream: bool, keep: int | None = None) -> None:
@@ -134,8 +124,7 @@ class Running:
         self._result: Result | None = None
 
     def done(self) -> bool:
-        """Whether the child has exited (then `wait()` returns at once). It is not reaped here: its number stays
-        its own until `wait()` has ended what is left of its group."""
+        """Whether the child has exited, so `wait()` returns at once."""
         return self._result is not None or self._proc.returncode is not None or _exited(self._proc)
 
     def wait(self) -> Result:
@@ -143,14 +132,14 @@ class Running:
             self._result = self._collect()
         if self._check and self._result.returncode != 0:
             shown = self._result
-            if self._stream:  # guard: process-a-streamed-stderr-is-not-called; its stderr went to the terminal as it came: kept only to read its cause from
+            if self._stream:  # guard: process-a-streamed-stderr-is-not-called
                 shown = Result(shown.args, shown.returncode, shown.stdout,
                                "(passed on to stderr as it came: see the output before this message)")
             raise NemoRLError(describe_failure(shown), full_disk(self._result) or self._remedy)  # guard: process-a-full-disk-says-to-free-space
         return self._result
 
     def _checkpoint(self) -> float:
-        """Between slices of a wait: unwind on an interruption or past the timeout; the time left of a slice."""
+        """Unwind on an interruption or past the timeout; else the time left of a slice."""
         interrupt.check()  # guard: interrupt-a-wait-for-a-child-looks-at
         if self._deadline is None:
             return _SLICE_S
@@ -164,27 +153,24 @@ class Running:
         try:
             stdout, stderr = self._read()
             pause = 0.001
-            while not _exited(proc):  # the pipes closed: the child is (most often) exiting
+            while not _exited(proc):
                 time.sleep(min(pause, self._checkpoint()))
                 pause = min(pause * 2, _SLICE_S)
-            # What the child left running in its group (a build backend's helpers) ends with it; signalled before
-            # the child is reaped, so the group's number cannot belong to anyone else yet.
+            # what the child left in its group ends with it; before the reap, while the number is still its own
             _signal_group(proc, signal.SIGKILL)  # guard: fast-what-a-finished-child-left-in-its
             proc.wait()
-            interrupt.check()  # guard: interrupt-a-child-dead-of-the-same; a child that died of the very signal (a whole process tree was sent SIGTERM)
-        except BaseException:  # interrupted, timed out: nothing we started may outlive us
+            interrupt.check()  # guard: interrupt-a-child-dead-of-the-same
+        except BaseException:
             self.end()
             raise
         _forget(proc)
-        # Bytes in, text out: git fast-import streams carry binary blobs; output is decoded leniently.
         return Result(tuple(self.argv), proc.returncode, stdout.text() if stdout is not None else "",
                       stderr.text() if stderr is not None else "")
 
     def _read(self) -> tuple[Kept | None, Kept | None]:
-        """The child's piped output until it closes, or until AFTER_EXIT_S after the child exited (a process it
-        left behind may hold the pipes); with `stream`, stderr is passed on as it comes instead."""
+        """The child's piped output until it closes or AFTER_EXIT_S after the child exited."""
         proc = self._proc
-        # a streamed stderr is passed on and its end kept too: a failure's cause (a full disk) is read from it
+        # a streamed stderr's end is kept too: a failure's cause (a full disk) is read from it
         kept = {pipe: Kept(STREAM_KEPT if self._stream and pipe is proc.stderr else self._keep)
                 for pipe in (proc.stdout, proc.stderr) if pipe is not None}
         exited_at = None
@@ -215,7 +201,7 @@ class Running:
                 kept.get(proc.stderr) if proc.stderr is not None else None)
 
     def end(self) -> None:
-        """End the child's group, unless it was collected already (its number may belong to another by now)."""
+        """End the child's group, unless collected already (its number may be another's by now)."""
         if self._result is None:
             _end_groups([self._proc])
             _forget(self._proc)
@@ -229,7 +215,6 @@ class Running:
 
 
 def _checked_timeout(timeout: object) -> float | None:
-    """None waits as long as it takes; anything else is values.timeout_seconds' one rule."""
     return None if timeout is None else values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
 
 
@@ -252,8 +237,7 @@ def start(
     seconds = _checked_timeout(timeout)
     deadline = None if seconds is None else time.monotonic() + seconds
     if input_text is not None:
-        # from a file, not a pipe: communicate() is called again after each slice of a wait, and CPython's resumes
-        # reading output but never writing input
+        # a file, not a pipe: input written by a pipe would stall the sliced wait
         stdin_file = tempfile.TemporaryFile()
         stdin_file.write(input_text.encode() if isinstance(input_text, str) else input_text)
         stdin_file.seek(0)
@@ -262,18 +246,16 @@ def start(
             argv, cwd=cwd, env=dict(env) if env is not None else None,
             stdin=stdin_file or subprocess.DEVNULL,
             stdout=stdout_file or subprocess.PIPE, stderr=subprocess.PIPE,
-            # a session of its own: a group nemo-rl can end, and no controlling terminal (ssh asking for a
-            # passphrase fails at once instead of stopping on SIGTTIN in a background group)
+            # no controlling terminal: ssh asking for a passphrase fails instead of stopping on SIGTTIN
             start_new_session=True,
         )
     except FileNotFoundError as exc:
-        # The caller's remedy is about the command's work (a network, a SHA); a missing program is not.
         missing = Path(argv[0]).name
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
                           f"install {missing} and make sure it is on PATH") from exc
     finally:
         if input_text is not None and stdin_file is not None:
-            stdin_file.close()  # the child holds its own descriptor
+            stdin_file.close()
     _LIVE[proc.pid] = proc
     _tell_watchdog(f"+{proc.pid}")
     return Running(argv, proc, check, remedy, seconds, deadline, stream, keep)
@@ -295,12 +277,9 @@ def run(
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
-    `env` replaces the environment entirely; callers build it from os.environ on purpose. `stream`
-    passes stderr through to the user (long builds show their progress) and captures stdout only.
-    `timeout` ends the command's whole process group and raises NemoRLError. `stdin_file` and `stdout_file`
-    (open files, instead of `input_text` and the captured stdout) hand tens of MB from one command to the
-    next without decoding them in Python. `keep` bounds what is kept of each captured output to its last `keep`
-    bytes (a command whose output only explains a failure).
+    `env` replaces the environment. `stream` passes stderr through to the user. `timeout` ends the process group
+    and raises. `stdin_file`/`stdout_file` pass open files instead of text. `keep` keeps only the last `keep` bytes
+    of each output.
     """
     return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
                  stream=stream, stdin_file=stdin_file, stdout_file=stdout_file, keep=keep).wait()

@@ -25,8 +25,7 @@ _FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os er
 
 
 def full_disk(result: Result) -> str | None:
-    """The remedy when a command failed on a full filesystem (uv says "No space left on device (os error 28)"),
-    whatever its caller's remedy says of the command's own work."""
+    """The remedy when a command failed on a full filesystem, in place of its caller's."""
     if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
         return "free space on the filesystem named above (`df -h` shows which is full), then run again"
     return None
@@ -40,8 +39,7 @@ def describe_failure(result: Result) -> str:
 
 
 def to_stderr(chunk: bytes) -> None:
-    """A streaming child's stderr, passed on through nemo-rl's own: a reader that left (`| head -1`) then costs the
-    child nothing, where a child writing into the closed pipe itself would die of SIGPIPE."""
+    """Pass on a streaming child's stderr, so a closed reader does not kill the child with SIGPIPE."""
     buffer = getattr(sys.stderr, "buffer", None)
     if buffer is not None:
         buffer.write(chunk)
@@ -51,15 +49,14 @@ def to_stderr(chunk: bytes) -> None:
 
 
 class Kept:
-    """A pipe's output, all of it, or with `limit` only its last `limit` bytes (a build backend printing
-    hundreds of MB costs no memory; an error message shows the end, where the error is)."""
+    """A pipe's output: all of it, or only its last `limit` bytes."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit, self.data, self.dropped = limit, bytearray(), 0
 
     def add(self, chunk: bytes) -> None:
         self.data += chunk
-        if self.limit is not None and len(self.data) > 2 * self.limit:  # guard: fast-kept-output-is-bounded-while-it-is; trimmed now and then, not per chunk
+        if self.limit is not None and len(self.data) > 2 * self.limit:  # guard: fast-kept-output-is-bounded-while-it-is
             self.dropped += len(self.data) - self.limit
             del self.data[:-self.limit]
 

@@ -8,6 +8,5 @@ from nemo_rl import values
 
 
 def progress(message: str) -> None:
-    # a line names what others wrote (a lock file's holder, a path, a subject): shown, never acted on by the terminal
     sys.stderr.write(f"==> {values.printable(message)}\n")  # guard: terminal-progress-lines-a-lock-holder-s
     sys.stderr.flush()

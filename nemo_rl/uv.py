@@ -11,8 +11,7 @@ from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import Result, Running, run, start
 
-# what uv reads beside pyproject.toml: copied (where present) into a staging copy that uv locks, never landed (a
-# uv.toml is refused there: project/uv_inputs.py)
+# what uv reads beside pyproject.toml: copied into the staging copy that uv locks, never landed
 SETTINGS_FILES = (".python-version",)
 INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
               "executable")
@@ -26,7 +25,7 @@ def find_uv_bin() -> str:
         return uv.find_uv_bin()
     except (ModuleNotFoundError, FileNotFoundError):
         pass
-    # `uv run` exports $UV pointing at itself, which finds the right binary inside worker processes.
+    # `uv run` exports $UV: the right binary inside worker processes
     from_env = os.environ.get("UV")
     if from_env and Path(from_env).is_file():
         return from_env
@@ -48,27 +47,23 @@ def version() -> str:
 
 
 def cache_dir() -> Path | None:
-    """The uv cache $UV_CACHE_DIR or uv's own default names for this user, or None when uv cannot say. Never
-    what a checkout's `[tool.uv] cache-dir` or a uv.toml says: `--no-config`, run from `/`, so a pull request's
-    files cannot choose it."""
+    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose."""
     result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
 
-# Settings that tell uv to leave uv.lock as it is: `uv lock` then keeps the old lock (UV_FROZEN) or fails
-# (UV_LOCKED). uv reads them as booleans; these are its words for false.
+# settings that tell uv to leave uv.lock as it is; _FALSE: uv's words for false
 RELOCK_STOPPERS = ("UV_FROZEN", "UV_LOCKED")
 _FALSE = ("", "0", "false", "no", "off", "f", "n")
 
 
 def require_relock(again: str) -> None:
-    """Refuse, before any work, a command that must relock uv.lock while the environment tells uv not to; `again`
-    is the command line to run once they are left out."""
+    """Refuse a command that must relock uv.lock while the environment tells uv not to; `again` is its command."""
     stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in _FALSE]
     if stoppers:  # guard: uv-frozen-or-locked-is-named-before-a
-        raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment: uv then "
-                          "leaves uv.lock as it is, and this command must relock it; nothing was changed",
+        raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment stops "
+                          "the relock this command needs; nothing was changed",
                           f"run it without {' and '.join(stoppers)}: `env {' '.join(f'-u {n}' for n in stoppers)} "
                           f"{again}`")
 
@@ -87,7 +82,7 @@ def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = F
 
 
 def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
-    """`uv lock` started, to be collected later (`.wait()`): the caller does other work meanwhile."""
+    """`uv lock` started, to be collected later."""
     return start(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
 
 
@@ -96,29 +91,26 @@ OTHER_PYTHON = "nemo-rl runs on a Python the project does not allow"
 STALE = "uv.lock needs to be updated"
 UNFINISHED = "uv did not run to its end"
 LOCK_CHECK_S = 60.0
-# uv's words when --no-build stops it (besides "Building source distributions for X is disabled"): a release with
-# only a source distribution, a local directory to build
+# uv's words when --no-build stops it, besides "Building source distributions for X is disabled"
 _REFUSALS = ("because building from source is disabled",  # guard: trust-a-local-directory-uv-will-not
              "is marked as `--no-build` but has no binary distribution")
 
 
 def lock_mismatch(project: Path) -> str | None:
-    """Why uv.lock does not match pyproject.toml, or None when it does: STALE, BUILD_REFUSED or OTHER_PYTHON with
-    uv's own line, or else uv's error line (made printable) when uv could not check it. No network, no build (a
-    source whose metadata only its build gives, such as a path dependency's setup.py, is named), and uv's cache
-    is the user's own, never one pyproject.toml names. `project` is a copy of the files uv reads
-    (project/uv_inputs.py), so that no .python-version, .venv or workspace of a checkout is beside it; uv is given
-    the interpreter running nemo-rl (a directory without .python-version may find none that answers)."""
+    """Why uv.lock does not match pyproject.toml (STALE, BUILD_REFUSED, OTHER_PYTHON or uv's error line), or None.
+
+    No network, no build, the user's own cache. `project` is a copy of the files uv reads (project/uv_inputs.py).
+    """
     import sys
 
     cache = cache_dir()
-    # git itself goes to no network either: uv allows only file:// on its fetches, not on the submodules it updates
+    # uv allows only file:// on its own fetches, not on the submodules git updates
     env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}  # guard: trust-git-in-the-lock-check-reaches-no
     try:
         result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",  # guard: trust-the-lock-check-builds-nothing
                       *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
                       "--project", str(project)], cwd=project, env=env, check=False, timeout=LOCK_CHECK_S)
-    except NemoRLError as exc:  # it ran out of time, or could not start: the check was not made
+    except NemoRLError as exc:
         return f"{UNFINISHED}: {values.printable(exc.what.splitlines()[0])}"
     if result.returncode == 0:
         return None
@@ -141,7 +133,7 @@ def lock_mismatch(project: Path) -> str | None:
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,
          extra_env: Mapping[str, str] | None = None) -> Result:
-    # uv writes the project's path into the environment's .pth (an editable install): one line each, always
+    # uv writes the project's path into a .pth: one line each
     values.plain_path(project.resolve(), "the project directory")
     env = {**os.environ, **(extra_env or {})}
     if environment is not None:
@@ -153,13 +145,9 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
 def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, python: str,
              extra_env: Mapping[str, str], offline: bool = False, timeout: float | None = None,
              keep: int | None = None) -> Result:
-    """`args` run in a throwaway environment of exactly `requirements` (uv keeps it cached by its contents;
-    `offline`: from what the cache holds, for a set resolved moments ago), ended after `timeout` seconds; `keep`:
-    the bytes kept of each output (process.run)."""
+    """Run `args` in a throwaway environment of exactly `requirements`."""
     with_args = [arg for req in requirements for arg in ("--with", req)]
-    # `cwd` is a fork's checkout, whose uv.toml or [tool.uv] would otherwise choose the index the build
-    # requirements come from (or the cache they land in): uv looks for project configuration from the filesystem
-    # root instead, and still reads the user's own (~/.config/uv/uv.toml, /etc/uv/uv.toml, $UV_CONFIG_FILE, UV_*)
+    # project configuration from `/`, not the fork's checkout in `cwd`; the user's own uv configuration still applies
     return run([find_uv_bin(), "run", "--project", os.path.abspath(os.sep), "--no-project", "--isolated", "--quiet",  # guard: fast-the-user-s-uv-configuration-is-read
                 *(["--offline"] if offline else []), "--python", python, *with_args, *args],
                cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout, keep=keep)
@@ -171,9 +159,7 @@ def venv(path: Path, *, python: str) -> Result:
 
 
 def environment_lock_holder(env: Path) -> str | None:
-    """Who holds uv's lock on the environment `env` (`<env>/.lock`: `uv sync` holds it for the whole install, a
-    transformer-engine build included, and every `uv run` there waits for it): "process PID (COMMAND)", or
-    "another process" when /proc does not say; None when nobody holds it. Never raises, never waits."""
+    """Who holds uv's lock on the environment `env` ("process PID (COMMAND)"), or None. Never raises or waits."""
     import fcntl
     import stat
 
@@ -189,7 +175,7 @@ def environment_lock_holder(env: Path) -> str | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return _flock_owner(facts) or "another process"  # guard: uv-a-held-environment-lock-is-seen
-        except OSError:  # a filesystem without locks: uv cannot lock there either
+        except OSError:  # a filesystem without locks
             return None
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None

@@ -1,8 +1,7 @@
-"""What nemo-rl's Megatron path needs from a batch of token ids, without megatron.training.
+"""Masks and positions for a batch of token ids, without megatron.training (git-installed megatron-core lacks it).
 
-Git-installed megatron-core packages `megatron.core` only, so `megatron.training.utils` (where Megatron keeps
-its left-to-right mask helper) is not there. Conventions follow megatron.core's attention: the mask is a
-bool tensor where True means "may not attend", broadcastable to [batch, heads, query, key].
+The mask follows megatron.core's attention: a bool tensor, True where a query may not attend, broadcastable to
+[batch, heads, query, key].
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ def causal_mask_and_position_ids(tokens: Any, eod_token: int | None = None, *, r
                                  reset_attention_mask: bool = False) -> tuple[Any, Any]:
     """(attention_mask, position_ids) for a [batch, sequence] tensor of token ids.
 
-    Without resets: one causal mask [1, 1, s, s] shared by the batch and positions 0..s-1. With `eod_token`
-    and the resets, each document (ending at an end-of-document token, which belongs to it) restarts its
-    positions at 0 and attends only within itself: the mask becomes [batch, 1, s, s].
+    With `eod_token` and a reset, each document (its end-of-document token included) restarts its positions at 0
+    and attends only within itself.
     """
     import torch
 

@@ -1,5 +1,4 @@
-"""The Megatron GPT backend: built from the shared ModelConfig. megatron is imported inside the functions,
-after the guard, so a missing or broken extra is one MissingExtraError with the remedy."""
+"""The Megatron GPT backend, built from the shared ModelConfig; megatron is imported after `extras.require`."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ def init_parallel_state(backend: str | None = None) -> str:  # pragma: mcore
 
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     if not torch.distributed.is_initialized():
-        with socket.socket() as sock:  # a free port, so concurrent runs on one host don't collide
+        with socket.socket() as sock:  # a free port: concurrent runs on one host
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -40,10 +39,8 @@ def destroy_parallel_state() -> None:  # pragma: mcore
 
 
 def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:  # pragma: mcore
-    """A megatron.core GPTModel for `config`; local layer spec unless `use_transformer_engine`.
-
-    Needs parallel state (init_parallel_state). Builds on CPU; Megatron's forward pass calls torch.cuda.
-    """
+    """A megatron.core GPTModel for `config`, after init_parallel_state; local layer spec unless
+    `use_transformer_engine`."""
     extras.require("megatron", purpose="the Megatron GPT backend")
     if use_transformer_engine:
         extras.require("transformer_engine", purpose="the Megatron transformer-engine layer spec")
@@ -69,8 +66,7 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
         params_dtype=torch.float32,
         hidden_dropout=0.0,
         attention_dropout=0.0,
-        # Every TransformerBlock asks transformer-engine for its CPU-offload context, and TE 2.3 allocates CUDA
-        # streams for activation offloading even with cpu_offloading off: on a CPU machine, ask for none.
+        # TE 2.3 allocates CUDA streams for activation offloading even with cpu_offloading off
         cpu_offloading_activations=on_gpu,
     )
     spec = get_gpt_layer_with_transformer_engine_spec() if use_transformer_engine else get_gpt_layer_local_spec()
@@ -88,9 +84,8 @@ def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -
     device = next(model.parameters()).device
     if device.type != "cuda" or not torch.cuda.is_available():
         raise NemoRLError(
-            f"the Megatron GPT forward/backward needs a CUDA device; the model is on {device} and "
-            f"torch.cuda.is_available() is {torch.cuda.is_available()} (Megatron's attention allocates CUDA buffers)",
-            "run it on a machine with an NVIDIA GPU; on CPU only the model build works")
+            f"the Megatron GPT forward/backward needs a CUDA device; the model is on {device}",
+            "run it on a machine with an NVIDIA GPU")
     length = config.max_sequence_length
     tokens = torch.randint(0, config.vocab_size, (batch_size, length), device=device)
     mask, positions = causal_mask_and_position_ids(tokens)

@@ -1,4 +1,4 @@
-"""A small causal transformer LM in plain PyTorch: the default backend, and the base install's smoke model."""
+"""A small causal transformer LM in plain PyTorch: the default backend."""
 
 from __future__ import annotations
 

@@ -435,8 +435,8 @@ def test_a_setting_that_stops_uv_relocking_is_named_and_the_command_it_prints_bu
     capsys.readouterr()
     assert bump(world, "megatron-core", "--rev", new_rev) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {setting}='1' in the environment: uv then leaves uv.lock as it is, and this "
-                          "command must relock it; nothing was changed"), err
+    assert err.startswith(f"error: {setting}='1' in the environment stops the relock this command needs; "
+                          "nothing was changed"), err
     assert "fetching" not in err and world.files() == before
     fix = re.search(r"what to do: run it without \w+: `([^`]+)`", err).group(1)
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl

@@ -328,7 +328,7 @@ def test_a_relock_under_uv_frozen_is_refused_by_name_and_the_command_it_prints_r
     capsys.readouterr()
     assert patches(world, "megatron-core") == 1
     err = capsys.readouterr().err
-    assert "error: UV_FROZEN='true' in the environment: uv then leaves uv.lock as it is" in err, err
+    assert "error: UV_FROZEN='true' in the environment stops the relock" in err, err
     assert world.files() == before
     fix = re.search(r"what to do: run it without UV_FROZEN: `([^`]+)`", err).group(1)
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl
