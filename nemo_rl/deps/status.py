@@ -33,16 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 REMEDIES = {
     "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
                "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
-    "landing interrupted": "run `nemo-rl deps recover` (it finishes the landing that was cut short)",
-    "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's source or rev differs from uv.lock's)",
+    "landing interrupted": "run `nemo-rl deps recover`",
+    "lock stale": "run `uv lock --upgrade-package {dist}`",
     "records stale": deps.REGENERATE,
     "metadata stale": deps.FIX,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
-    "develop not applied": "the environment runs the pin, but .nemo-rl/develop.json says {dist} is developed: run "
-                           "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` again",
-    "checkout gone": "the develop checkout {checkout} is gone (or holds no git checkout: a mount that did not come "
-                     "up?), so {dist} runs the pinned commit: run `nemo-rl deps develop --stop {dist}` (then "
-                     "`nemo-rl deps develop {dist} [PATH]` to develop from a checkout again)",
+    "develop not applied": "run `nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` "
+                           "again",
+    "checkout gone": "the develop checkout {checkout} is gone or holds no git checkout: run "
+                     "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} [PATH]` to develop again",
     "checkout unreadable": "{imported} {checkout}, but {problem}, so nobody can tell which commit it holds: "
                            + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
@@ -51,10 +50,10 @@ REMEDIES = {
 }
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "
               "`uv lock` and `nemo-rl deps patches --check --offline`")
-# States --check fails on: anything that means the committed pin is not what runs or what is recorded.
+# --check fails when the committed pin is not what runs or what is recorded
 FAILING = {"bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
            "develop not applied", "checkout gone", "checkout unreadable", "env stale", "installed differs"}
-# States about uv.lock and patches/ alone: the environment is still compared with the lock, and said too.
+# states of uv.lock and patches/ alone: the environment is still compared with the lock
 LOCK_STATES = ("lock stale", "records stale", "metadata stale")
 
 
@@ -71,10 +70,10 @@ class ForkStatus:
     upstream_base: str | None
     downstream_commits: int | None
     records_problems: tuple[str, ...]
-    developing: develop_state.CheckoutFacts | None  # the checkout the environment imports (or the state names)
+    developing: develop_state.CheckoutFacts | None
     state: str
     remedy: str | None
-    # the environment's own problems beside a LOCK_STATES state, each "state: what: fix" (after the state's fix)
+    # the environment's own problems beside a LOCK_STATES state
     environment: tuple[str, ...] = ()
 
 
@@ -90,9 +89,9 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False,
                                                       metadata=False)]
     metadata = [str(d) for d in records.declared_differences(project, fork)] if not fork.bad_rev else []
-    # a bad pin never reaches git (it could be read as an option); its development state waits for a good one
+    # a bad pin never reaches git: it could be read as an option
     active = develop_state.active_checkout(env, fork.distribution)
-    checkout = active or (develop_entry.checkout if develop_entry else None)  # where the work stands, either way
+    checkout = active or (develop_entry.checkout if develop_entry else None)
     developed = develop_state.checkout_facts(checkout, fork.rev) if checkout and not fork.bad_rev else None
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
@@ -104,18 +103,18 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
                         checkout_gone=gone, checkout_unreadable=problem is not None,
                         develop_recorded=bool(develop_entry), installed=found is not None)
     environment: tuple[str, ...] = ()
-    if state is None or (state in LOCK_STATES and found):  # guard: status-the-environment-beside-a-lock; the environment is compared last (it reads files)
+    if state is None or (state in LOCK_STATES and found):  # guard: status-the-environment-beside-a-lock
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]  # guard: installed-status-compares
         if state is None:
             state = "env stale" if mismatch else "installed differs" if differs else "ok"
             mismatch = mismatch or "; ".join(differs) or None
-        else:  # a wrong lock hides no second problem: what runs differs from the lock as well
+        else:  # a wrong lock hides no second problem
             environment = (f"env stale: {mismatch}",) if mismatch else tuple(f"installed differs: {d}" for d in differs)
     remedy = mismatch if state in ("env stale", "installed differs") else \
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
-        remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it; relocking keeps what an override forces: `deps patches` cannot fix it
-    elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where; names the derived entry only where the fork has one
+        remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it; a relock keeps what an override forces
+    elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where
         remedy = deps.fix("{dist}", metadata_check.derives(project, fork.distribution))
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
                       fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
@@ -134,7 +133,7 @@ def touches(cut: journal.CutShort, distribution: str) -> bool:
 
 
 def cut_remedy(cut: journal.CutShort) -> str:
-    """What happened, as the files say it, and the fix: nothing moved yet is no mix, and said so."""
+    """What the cut-short landing left, as its files say, and the fix."""
     if cut.unreadable is not None:
         return cut.unreadable.replace("{", "{{").replace("}", "}}")
     left = [name for name in cut.moves if name not in cut.moved]
@@ -151,8 +150,7 @@ def cut_remedy(cut: journal.CutShort) -> str:
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
                 checkout_unreadable: bool, developing: bool, checkout_gone: bool, develop_recorded: bool,
                 installed: bool) -> str | None:
-    """The state a fork is in, the most fundamental first (a bad pin hides everything after it); None when it is
-    installed with nothing wrong so far, and the environment decides."""
+    """The first state that applies, the most fundamental first; None when the environment decides."""
     for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
                            ("records stale", records_stale), ("metadata stale", metadata_stale),
                            ("checkout unreadable", checkout_unreadable), ("developing", developing),
@@ -165,8 +163,7 @@ def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_s
 
 
 def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
-    """Whether `--check` exits 1: a lock that does not match, orphaned records, or a fork in a FAILING state or
-    whose environment differs beside it."""
+    """Whether `--check` exits 1."""
     return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))  # guard: fast-status-check-fails-on-orphaned
 
 
@@ -207,8 +204,7 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
         lines += [f"  then       {problem}" for problem in row.environment]
     for o in orphans:
         lines += [str(o), f"  fix        {records.orphan_fix(o)}"]
-    # rows carry text from files (develop.json's checkout, an environment's, the records'): shown, never acted on,
-    # and a newline in one is shown too, so no value fakes a line of its own
+    # a newline in a value read from a file is shown escaped, so no value fakes a line of its own
     return "\n".join(values.printable(line) for line in lines)  # guard: terminal-status-lines-show-escapes
 
 
@@ -219,7 +215,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
-    forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report, not the end of it
+    forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report
     rows = collect(project, env, forks)
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project, forks)
@@ -230,7 +226,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
         print(f"uv.lock: {values.printable(lock_problem)}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
     for left in journal.leftovers(project):
-        if not left.has_journal:  # a bump killed before landing: the project is unchanged, the copy is garbage
+        if not left.has_journal:
             print(f"note: {left.staging} is left from a bump or `deps patches` killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)
     if args.check and fails_check(rows, lock_problem, orphans):

@@ -1,5 +1,4 @@
-"""`nemo-rl deps upstream [DIST] [--json]`: what each downstream commit of a fork still does for us against its
-upstream, and what a maintainer can do about it. Read-only."""
+"""`nemo-rl deps upstream [DIST] [--json]`: what each downstream commit still does against upstream. Read-only."""
 
 from __future__ import annotations
 
@@ -15,13 +14,10 @@ if TYPE_CHECKING:
     from nemo_rl.forks import upstream_report
 
 HELP = "what each downstream commit still does for us against upstream (read-only)"
-DESCRIPTION = ("Per fork: upstream's head and how far the pin's base is behind it, what upstream's head builds, and "
-               "per downstream commit: which of its files the installed distribution ships (from the wheel the "
-               "fork's own backend builds), whether upstream has it (same patch-id; a cherry-pick trailer or the same "
-               "subject and author is reported as 'probably'), whether it applies on upstream's head after the "
-               "commits before it, and which of its files upstream deleted or moved. Works in the blob-less fork "
-               "cache; never touches the project or a develop checkout. `deps develop DIST --onto REF` starts the "
-               "rebase.")
+DESCRIPTION = ("Per fork: how far the pin's base is behind upstream's head, and per downstream commit: which of "
+               "its files ship, whether upstream has it, whether it applies on upstream's head, and which of its "
+               "files upstream deleted or moved. Never touches the project or a develop checkout. "
+               "`deps develop DIST --onto REF` starts the rebase.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +64,5 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": 1, "forks": reports}))
     else:
-        # commit subjects and file names come from the fork: shown, never acted on
         print(values.printable("\n\n".join(render(report) for report in reports), lines=True))  # guard: terminal-upstream-s-report-shows-escapes
     return 0

@@ -1,5 +1,4 @@
-"""`nemo-rl deps verify [DIST]`: does the locked set really import? A throwaway environment from uv.lock
-with the fork's extra, then the modules nemo-rl relies on, each imported in it."""
+"""`nemo-rl deps verify [DIST]`: import the modules nemo-rl relies on in a throwaway environment from uv.lock."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
 
 HELP = "build a throwaway environment from uv.lock and import what nemo-rl uses"
-DESCRIPTION = ("Build a throwaway environment from the current uv.lock with the fork's extra (uv's cache makes a "
-               "second run cheap) and import the modules nemo-rl relies on. A missing module is reported with the "
-               "line to add to [[tool.uv.dependency-metadata]]. Packages this machine cannot build "
-               "(transformer-engine without a CUDA 12 toolkit) are skipped and named.")
+DESCRIPTION = ("Build a throwaway environment from uv.lock with the fork's extra and import the modules nemo-rl "
+               "relies on; a missing module is reported with the requirement to add. Packages this machine cannot "
+               "build are skipped and named.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +38,7 @@ def extra_for(project: Path, distribution: str) -> str:
 
 
 def skipped_here(locked: dict) -> dict[str, str]:
-    """Packages that cannot be built on this machine, with why: they are left out and said so."""
+    """Packages that cannot be built on this machine, with why."""
     unbuildable = toolchain.transformer_engine_unbuildable(locked)
     if unbuildable is None:
         return {}
@@ -49,8 +47,8 @@ def skipped_here(locked: dict) -> dict[str, str]:
 
 
 def suggestion(fork: lockfile.Fork, module: str) -> str:
-    """The requirement that most likely provides `module`: one the fork itself declares under that name (read
-    from its build backend at the pinned commit), else the module's top-level name as a distribution."""
+    """The requirement that most likely provides `module`: one the fork declares under that name, else the
+    module's top-level name."""
     from packaging.utils import canonicalize_name
 
     from nemo_rl.forks import fork_cache, fork_metadata
@@ -58,20 +56,18 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     top = module.split(".")[0]
     try:
         declared = fork_metadata.read(fork_cache.fetched(fork, fork.rev), fork.rev).requires
-    except NemoRLError:  # offline or unreadable: the module's name is still the best guess
+    except NemoRLError:  # offline or unreadable
         declared = {}
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
 def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
-    """The lock is only worth importing when the fork's entry is the one derived from what it declares at the pin:
-    otherwise the environment is built from metadata the fork does not have."""
+    """Refuse forks whose entry is not the one derived from what they declare at the pin."""
     from nemo_rl.forks import metadata_check, records
 
     found = {fork.distribution: [f"{d}" for d in records.declared_differences(project, fork)] for fork in forks}
     stale = [dist for dist, problems in found.items() if problems]
     if stale:
-        # one fork: its command; several: `deps patches` without a name regenerates every fork
         fix = deps.fix(stale[0], metadata_check.derives(project, stale[0])) if len(stale) == 1 else \
             deps.FIX.replace(" {dist}", "")
         raise NemoRLError("pyproject.toml and uv.lock do not follow what the forks declare at their pins: "
@@ -79,7 +75,7 @@ def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
 
 
 def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
-    """Where a missing module's requirement goes: the add list of a derived entry, else the entry itself."""
+    """The fix for a missing module: its requirement in the add list of a derived entry, else in the entry."""
     from nemo_rl.forks import metadata_check
 
     if metadata_check.derives(project, fork.distribution):
@@ -95,8 +91,7 @@ def _sync(project: Path, env: Path, flags: list[str]) -> None:
         uv.sync(project, flags=flags, environment=env, stream=True)
     except NemoRLError as exc:
         raise NemoRLError(
-            f"uv could not build the throwaway environment from uv.lock (its reason is printed above): "
-            f"{exc.what.splitlines()[0]}",
+            f"uv could not build the throwaway environment from uv.lock: {exc.what.splitlines()[0]}",
             "a git host it cannot reach: configure a mirror (`git config --global url.<mirror>.insteadOf <url>`); "
             "\"lockfile needs to be updated\": run `uv lock` and commit it; a failed build: read uv's output above"
         ) from exc
@@ -109,8 +104,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
     others = [f.distribution for f in lockfile.forks(project) if f not in forks]
     locked = lockfile.locked_packages(project)
     skipped = skipped_here(locked)
-    # Verifying one fork installs that fork's closure only: the other forks are left out, so one that cannot be
-    # fetched here does not stop the check of this one.
+    # one fork's check is not stopped by another that cannot be fetched here
     skipped.update({name: f"not part of verifying {args.distribution}" for name in others})
     require_derived(project, forks)
     failed = False

@@ -1,5 +1,4 @@
-"""What `deps bump` prints: the commits the move adds and removes (counted by commit, a rebase kept by its
-patch-id), the upstream base, and how uv.lock changed. Pure functions of what the bump read and wrote."""
+"""What `deps bump` prints: the commits the move adds and removes, the upstream base, how uv.lock changed."""
 
 from __future__ import annotations
 
@@ -9,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from nemo_rl.forks.record_files import Index, Listed, Record
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
-ZERO = "0" * 40  # the patch-id of an empty diff: shared by every empty commit, never "carried twice"
+ZERO = "0" * 40  # the patch-id of every empty diff: never "carried twice"
 
 
 def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
                    ) -> tuple[list[Record], list[Listed], dict[str, list[str]]]:
-    """(commits added, commits removed, patch-id -> the new commits sharing it): counted by commit, so two
-    commits with one patch-id are two; a commit is kept when its SHA, or its patch-id (a rebase), was there."""
+    """(commits added, commits removed, patch-id -> the new commits sharing it); a commit is kept when its SHA or
+    its patch-id was there."""
     old_shas, new_shas = {e.commit for e in old_entries}, {r.commit for r in recs}
     added = _unmatched(recs, old_shas, Counter(e.patch_id for e in old_entries if e.commit not in new_shas))
     removed = _unmatched(old_entries, new_shas, Counter(r.patch_id for r in recs if r.commit not in old_shas))
@@ -27,8 +26,7 @@ def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
 
 
 def _unmatched[T: (Record, Listed)](commits: Sequence[T], other_shas: set[str], other_ids: Counter[str]) -> list[T]:
-    """The commits the other side lacks: not there by SHA, nor by a patch-id it has left over (the same change
-    under a new SHA: a rebase; each of the other side's matches one commit only)."""
+    """The commits the other side lacks by SHA and by a patch-id not yet matched."""
     left = []
     for c in commits:
         if c.commit in other_shas:  # guard: bump-report-a-commit-already-there-is

@@ -1,8 +1,7 @@
-"""Patch-ids and diffstats of many commits, from one diff of each: the work behind a fork's records.
+"""Patch-ids and diffstats of many commits, from one diff of each, computed on several cores.
 
-Each diff is computed once, on every core (git diffs on one), written to a file and read back by `git patch-id`
-and for the --stat blocks: a long branch's diffs are tens of MB, never passed through a pipe to Python. The blobs
-the diffs read must be in the cache already (`git_history.fetch_for_diffs`): a missing one costs a request.
+The diffs go through files, never through Python: a long branch's are tens of MB. Their blobs must be in the cache
+already (`git_history.fetch_for_diffs`).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ class Diff:
 
 
 def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
-    """sha -> `git patch-id --stable` of its first-parent diff (an empty diff: forty zeros), in two processes."""
+    """sha -> `git patch-id --stable` of its first-parent diff."""
     return {sha: found.patch_id for sha, found in _diff_pass(repo, shas, stats=False).items()}
 
 
@@ -34,15 +33,13 @@ def patch_ids_and_diffstats(repo: Path, shas: list[str]) -> dict[str, Diff]:
 
 
 def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
-    """The commits split over the machine's cores (diffing is CPU-bound: one git process uses one core), every
-    other commit to each part so that large ones spread. Each part's `git log -p` runs at once, then each part's
-    `git patch-id`: child processes collected in turn, no threads."""
+    """The commits dealt over up to four `git log -p` processes (one core each), then `git patch-id` on each."""
     count = min(os.cpu_count() or 1, 4)
     parts = [part for part in (shas[n::count] for n in range(count)) if part]
     result: dict[str, Diff] = {}
-    with contextlib.ExitStack() as running:  # a failure or an interruption ends the other parts
+    with contextlib.ExitStack() as running:
         diffs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
-        # each part's commits from a file, not a pipe: a pipe is only written while its child is waited for
+        # a file, not a pipe: a pipe is only written while its child is waited for
         inputs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
         for part, listing in zip(parts, inputs, strict=True):
             listing.write(("\n".join(part) + "\n").encode())
@@ -70,9 +67,7 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
 
 
 def _stat_blocks(text: bytes) -> dict[str, str]:
-    """sha -> its --stat block in `git log -p --stat --format='commit %H'` output: after each header line come
-    `---`, the stat lines and an empty line (no stat line is empty), then the diff, whose lines never start
-    with "commit " (they start with a space, +, -, @ or a header word)."""
+    """sha -> its --stat block in `git log -p --stat --format='commit %H'` output."""
     starts = [0]
     while (found := text.find(b"\ncommit ", starts[-1])) >= 0:
         starts.append(found + 1)

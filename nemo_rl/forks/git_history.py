@@ -1,9 +1,8 @@
 """History questions for the blob-less fork cache, answered with as few round trips as possible.
 
-A blob-less (partial) clone has every commit and tree but fetches a blob the first time something reads it,
-one request per object. Patch-ids and trial applications read many blobs, so these functions list what the
-answers need from trees alone (which the cache has), fetch those blobs in one request, and only then read
-them. Everything here takes commits as validated full SHAs or after `--end-of-options`.
+A blob-less clone fetches each blob the first time it is read, one request per object: these functions list the
+blobs an answer needs from trees alone and fetch them in one request. Commits are validated full SHAs or go after
+`--end-of-options`.
 """
 
 from __future__ import annotations
@@ -17,17 +16,17 @@ from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 
 ZERO = "0" * 40
-REFUSALS_MAX = 64  # blobs one server may lack before it is an error: each refusal costs a request
+REFUSALS_MAX = 64  # each refusal costs a request
 
 
 @dataclass(frozen=True)
 class Change:
-    """One path a commit changes (against its first parent): blob ids before and after (ZERO when absent)."""
+    """One path a commit changes against its first parent; a blob id is ZERO when absent."""
 
     path: str
     old_blob: str
     new_blob: str
-    status: str  # A, M, D, T (renames are a D and an A: no blob content is needed to list them)
+    status: str  # A, M, D, T: a rename is a D and an A
 
 
 def changes(repo: Path, sha: str) -> list[Change]:
@@ -50,7 +49,7 @@ def _parse_raw(out: str) -> list[Change]:
 
 
 def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]]:
-    """Every commit of `revision_range` (first-parent diffs) with the set of paths it changes; trees only."""
+    """Every commit of `revision_range` with the paths its first-parent diff changes; trees only."""
     out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--no-renames", "--first-parent", "-m",
                "--end-of-options", revision_range], repo=repo).stdout
     result: dict[str, frozenset[str]] = {}
@@ -82,10 +81,8 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """One request for every blob the diffs of `shas` read (before and after each change) that the cache lacks,
-    with the files of `trees` (commits whose checkout follows). When the server refuses one of the trees' (a mirror
-    without some large file), the diffs' blobs are asked alone, and fetched_tree asks upstream for the rest; the
-    diffs cannot be read without theirs."""
+    """Fetch in one request the blobs the diffs of `shas` read and the files of `trees` that the cache lacks.
+    Only the diffs' blobs are required: fetched_tree asks upstream for the trees' files a mirror refuses."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
     try:
@@ -95,7 +92,7 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
         if refused:  # guard: records-a-diff-blob-no-server-has-stops
             raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
                               f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
-                              "re-sync the mirror from the fork: the records read every blob of every diff") from None
+                              "re-sync the mirror from the fork") from None
 
 
 def commit_date(repo: Path, sha: str) -> str:
@@ -117,7 +114,7 @@ def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
 
 
 def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
-    """One `git log --no-walk` over `shas` (fed on stdin), its output split per commit at `separator` + SHA."""
+    """One `git log --no-walk` over `shas`, its output split per commit at `separator` + SHA."""
     if not shas:
         return {}
     out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
@@ -148,27 +145,23 @@ def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
 
 @dataclass(frozen=True)
 class Tree:
-    """A commit's files, their blobs in the cache: `lacking` are those no remote serves (a mirror without large
-    files), `size` the bytes a checkout writes."""
+    """A commit's files, their blobs in the cache but `lacking` (no remote serves them)."""
 
     rev: str
     blobs: Mapping[str, str]  # path -> blob id
     lacking: frozenset[str]
     size: int
-    gitlinks: tuple[str, ...] = ()  # submodules' paths: a checkout leaves them empty directories, as git clone does
+    gitlinks: tuple[str, ...] = ()  # submodules: empty directories in a checkout, as git clone leaves them
 
     @property
     def placeholders(self) -> list[str]:
-        """The paths a checkout writes empty: a wheel's file list and the metadata depend on the tree's shape and
-        the build files, not on every byte (a build file among them fails the build, as it should)."""
+        """The paths a checkout writes empty: metadata depends on the tree's shape, not on every byte."""
         return sorted(path for path, oid in self.blobs.items() if oid in self.lacking)
 
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
-    """The tree of `rev` with its blobs in the cache: those it lacks come in one request to the first remote (the
-    fork's), and what it refuses (one more request each) is asked of the next ones. A blob every remote refuses
-    stays lacking (a placeholder); a remote that cannot be asked is an error, since a build with the file empty
-    would be kept as the commit's answer."""
+    """The tree of `rev` with its blobs in the cache, asked of each remote in turn; a blob every remote refuses
+    stays lacking. A remote that cannot be asked is an error."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs, gitlinks = {}, []
     for entry in filter(None, out.split("\0")):
@@ -199,11 +192,8 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Make `dest` a worktree of the cache at `tree.rev`, its files written from the blobs fetched_tree fetched: a
-    git work tree, clean to `git status` (placeholders written empty and marked skip-worktree, submodules empty
-    directories), as the one uv builds a git source from, so a backend that reads its version from git
-    (setuptools-scm, hatch-vcs) sees the commit. The caller holds the cache's lock (worktrees' names in the
-    repository would race), and prunes the worktree once `dest` is removed."""
+    """Make `dest` a worktree of the cache at `tree.rev`, clean to `git status` as uv's checkout is, so a backend
+    that reads its version from git sees the commit. The caller holds the cache's lock and prunes the worktree."""
     git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
     git.git(["read-tree", "--end-of-options", tree.rev], repo=dest,
             remedy="the fork's tree holds a path git will not check out (such as .git): pick another commit")
@@ -220,8 +210,7 @@ def check_out(repo: Path, tree: Tree, dest: Path) -> None:
 
 
 def _make(dest: Path, path: str, *, directory: bool) -> None:
-    """An empty file or directory at `path` inside `dest`, never through a link: the tree is the fork's, and an
-    entry it holds as a link would take the write elsewhere."""
+    """An empty file or directory at `path` inside `dest`, never through a link the fork's tree holds."""
     where = dest
     for part in Path(path).parts[:-1]:
         where = where / part

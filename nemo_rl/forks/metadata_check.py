@@ -1,6 +1,5 @@
-"""The project's side of the derived [[tool.uv.dependency-metadata]] entries (declared.py): read the deltas and
-the entry from pyproject.toml and the recorded declarations from patches/<dist>/index.toml, and say where they
-disagree. Offline; `deps patches`, `deps bump` and `deps status` share it."""
+"""Where pyproject.toml's derived [[tool.uv.dependency-metadata]] entry, uv.lock and the recorded declarations
+of patches/<dist>/index.toml disagree. Offline."""
 
 from __future__ import annotations
 
@@ -35,9 +34,7 @@ def derives(project: Path, distribution: str) -> bool:
 
 
 def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
-    """Where pyproject's entry is not the one derived from the recorded declarations, or uv.lock's fork is not
-    what they say (index at the pin only: a stale index is the records' problem, reported there). A fork without
-    a derived entry is locked from the metadata uv builds itself: its [[package]] is compared with [declares]."""
+    """Where pyproject's entry or uv.lock's fork is not what the recorded declarations at the pin say."""
     if index is None or index.pinned != fork.rev:
         return []
     dist = fork.distribution
@@ -46,12 +43,11 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     if declares is None:
         return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",  # guard: derived-declares-recorded
                  "not recorded")]
-    # a pin moved (index and pyproject) with [declares] kept: what the fork declares at the new commit is unread
+    # a pin moved with [declares] kept: what the fork declares at the new commit is unread
     stale = [] if declares.commit == fork.rev else [
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
     lock_path = project / "uv.lock"
-    # the project's own locked edges to the fork: uv checks none of them against [package.metadata]
     stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
               in root_edges.differences(lockfile.load_toml(lock_path), dist)] if lock_path.exists() else []
     if not derives(project, dist):
@@ -78,8 +74,7 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
 
 
 def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
-    """Whether `project`'s uv.lock locks the fork as the entry derived from `declares` says (without a derived
-    entry: as `declares` says), from the source pyproject.toml names."""
+    """Whether `project`'s uv.lock locks the fork as `declares` and its derived entry say, from its own source."""
     derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
     path = project / "uv.lock"
     if not path.exists():
@@ -93,9 +88,8 @@ def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares
 
 def rewrite_pyproject(project: Path, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
-    """Write the entry derived from `declares` into `project`'s pyproject.toml (tomlkit: comments stay), and
-    remove the drops the fork no longer needs (they change nothing); (the entry before, the entry written or None
-    when it did not change, the drops removed)."""
+    """Write the entry derived from `declares` into pyproject.toml and remove the drops the fork no longer needs;
+    (the entry before, the entry written or None, the drops removed)."""
     import tomlkit
 
     from nemo_rl.project.state_dir import write_atomic
@@ -122,8 +116,7 @@ def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[
 
 
 def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
-    """What to do when uv cannot lock a derived entry: each requirement the fork added is either locked or
-    dropped, and this is the exact line that drops it."""
+    """What to do when uv cannot lock a derived entry: the exact lines that drop what the fork added."""
     old = {declared._name(r) for r in (before.requires_dist if before else ())}
     new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))  # guard: fast-a-refused-lock-s-remedy-names-only
     if not new:  # a bound the fork tightened, or one of ours, that no version meets

@@ -1,17 +1,8 @@
 """When a bump may keep uv's offline lock: when it moves the fork and nothing else.
 
-uv keeps every locked version that still fits (`--upgrade-package DIST` frees only the fork, and the fork is
-pinned by its SHA), and the index is asked only for what no locked version answers. So an offline lock whose
-other packages are all the committed ones, each unchanged but for the SHA, is the committed lock with the fork
-moved: what may differ is the fork's own [[package]] (its SHA, and the version and requirements its derived
-entry declares), its entry in [manifest], and packages that only the fork's old requirements reached, which both
-runs drop. Anything else (a package added or at another version, another header) needs the index, and the
-offline lock is thrown away.
-
-An online run also reads the index again for the packages it keeps: where the index changed since the commit
-(a wheel added to a locked release, a locked release deleted), it rewrites those packages as well. The offline
-lock keeps them as committed, as `uv lock --check` accepts them; `uv lock --upgrade-package NAME` refreshes
-them, bump or no bump.
+uv keeps every locked version that still fits, so an offline lock whose other packages are all the committed ones
+is the committed lock with the fork moved. Anything else (a package added or moved, another header) needs the
+index, and the offline lock is thrown away.
 """
 
 from __future__ import annotations
@@ -23,10 +14,8 @@ Doc = dict[str, Any]
 
 
 def rejected(committed: str, offline: str, distribution: str, old_rev: str, new_rev: str) -> str | None:
-    """Why `offline` is not the committed lock with only the fork moved (None when it is), in a few words for the
-    report."""
+    """Why `offline` is not the committed lock with only the fork moved, or None."""
     try:
-        # the pin is the one change every package naming the fork's commit (the project's own) goes along with
         old = tomllib.loads(committed.replace(old_rev, new_rev))  # guard: offline-lock-the-committed-lock-s-sha
     except tomllib.TOMLDecodeError as exc:
         return f"the committed uv.lock does not parse ({exc})"

@@ -1,9 +1,5 @@
-"""Stable patch-ids of many commits at once, cached per commit beside the fork cache.
-
-A patch-id reads every blob a commit's diff touches; in the blob-less cache git would fetch them one request
-per object (a real bump of 181 commits spent 18 s there). Here the blobs of all the commits still unknown are
-listed from trees and fetched in one request, and each commit's patch-id is kept: a commit never changes.
-"""
+"""Stable patch-ids of many commits at once, their blobs fetched in one request, cached per commit beside the
+fork cache (a commit never changes)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ CACHE = "nemo-rl-patch-ids.json"
 def _read(repo: Path) -> dict[str, str]:
     try:
         data = json.loads(values.read_plain_file(repo / CACHE))  # guard: reader-the-patch-id-cache
-    except (OSError, ValueError, RecursionError):  # a damaged cache only costs a recomputation
+    except (OSError, ValueError, RecursionError):
         return {}  # a missing or damaged cache only costs a recomputation
     if not isinstance(data, dict):
         return {}
@@ -28,12 +24,10 @@ def _read(repo: Path) -> dict[str, str]:
 
 
 def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
-    """sha -> `git patch-id --stable` for each of `shas` (blobs fetched from `remote`, in one request).
+    """sha -> `git patch-id --stable` for each of `shas`, blobs fetched from `remote`.
 
-    Computed without the cache's lock: fetching objects and reading them are safe beside other git commands
-    (git writes objects atomically), so a bump's metadata builds run meanwhile. The cache file is merged with
-    what another command wrote and replaced atomically; two writers at once can drop one's new entries, which
-    only costs their recomputation later."""
+    Runs without the cache's lock: two writers at once can drop one's new entries, which only costs a
+    recomputation."""
     known = _read(repo)
     todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
     if todo:
@@ -45,9 +39,8 @@ def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
 
 
 def with_diffstats(repo: Path, shas: list[str]) -> dict[str, git_diffs.Diff]:
-    """sha -> its patch-id and diffstat for each of `shas`, whose diffs' blobs are in the cache already (fetched with
-    the commits' listing, `records.downstream`), from one diff of each: a record needs both, so the cached
-    patch-ids save nothing here; the new ones are kept for the next question."""
+    """sha -> its patch-id and diffstat for each of `shas`, whose diffs' blobs are in the cache already; the new
+    patch-ids are cached."""
     found = git_diffs.patch_ids_and_diffstats(repo, shas)
     known = _read(repo)
     if any(sha not in known for sha in found):

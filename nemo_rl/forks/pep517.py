@@ -1,7 +1,6 @@
-"""The PEP 517 front end behind a fork's metadata (fork_metadata): pypa's pyproject_hooks runs the hooks, each
-in a `uv run --with` environment of exactly the fork's build requirements that uv keeps cached, under a time
-limit; what a hook answers is checked before it is used. The fork's [build-system] is checked before anything
-runs."""
+"""The PEP 517 front end behind a fork's metadata: pyproject_hooks runs each hook in a `uv run --with`
+environment of the fork's build requirements, under a time limit. What the fork declares and what a hook answers
+are checked before use."""
 
 from __future__ import annotations
 
@@ -17,37 +16,31 @@ from packaging.requirements import InvalidRequirement, Requirement
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 
-# A backend that never returns is ended (its whole process group) and reported: the metadata hook of a large
-# fork takes seconds, a wheel with a compiled extension minutes.
+# a large fork's metadata takes seconds, a wheel with a compiled extension minutes
 METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
-OUTPUT_LIMIT = 1 << 20  # a hook's output.json: a list of requirements or a file name
-PYPROJECT_LIMIT = 4 << 20  # the fork's pyproject.toml (Megatron's and NeMo's are tens of KiB)
-# [build-system] requires and get_requires' answer: a real backend asks for a handful; the bounds keep the `uv run
-# --with` command line far below the kernel's limit on arguments
+OUTPUT_LIMIT = 1 << 20  # a hook's output.json
+PYPROJECT_LIMIT = 4 << 20
+# keep the `uv run --with` command line far below the kernel's limit on arguments
 REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
-OUTPUT_KEPT = 64 << 10  # of a backend's stdout and stderr, each: the end, for the error message
+OUTPUT_KEPT = 64 << 10  # the end of a backend's stdout and stderr, for the error message
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
-    """PEP 517 as a front end runs it: the build requirements, plus what get_requires_for_build_wheel adds, then
-    build_wheel or prepare_metadata_for_build_wheel (pyproject_hooks falls back to build_wheel for a backend
-    without it); the name of what the hook wrote into `out`. Each hook runs in a `uv run --with` environment of
-    the requirements known so far; a requirement set already in `resolved` (resolved online moments ago, by this
-    command) is installed offline: the index is asked once per set, not per hook."""
+    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; the name of what the hook wrote into
+    `out`. A requirement set in `resolved` is installed offline: the index is asked once per set."""
     requires, backend, backend_path = _build_system(source, rev)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
-        # cmd: [python, pyproject_hooks' own hook script, hook name, control directory]
         key = tuple(sorted(requires))
         uv.run_with(requires, ["python", *cmd[1:]], cwd=Path(cwd or source), python=sys.executable,  # guard: fast-a-build-backend-runs-under-a-time
                     extra_env=extra_environ or {}, offline=key in resolved,
                     timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
         resolved.add(key)
-        _output(Path(cmd[3]))  # guard: fast-a-hook-s-output-json-is-an-object; the backend's process wrote it: checked before pyproject_hooks reads it
+        _output(Path(cmd[3]))  # guard: fast-a-hook-s-output-json-is-an-object; cmd[3]: the control directory
 
     try:
         hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
-        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # guard: fast-the-backend-s-get-requires-for; the runner's environment from here on
+        requires.extend(_checked(hooks.get_requires_for_build_wheel(), rev))  # guard: fast-the-backend-s-get-requires-for
         name = hooks.build_wheel(str(out)) if wheel else hooks.prepare_metadata_for_build_wheel(str(out))
         return _produced(out, name)  # guard: fast-the-hook-s-return-value-names-what
     except (NemoRLError, pyproject_hooks.BackendUnavailable, pyproject_hooks.HookMissing, ValueError) as exc:
@@ -58,8 +51,7 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
 
 
 def _said(exc: Exception) -> str:
-    """What the backend's failure says, for the user: a backend that cannot be imported is named with the last
-    line of its traceback (the error itself), not the hook process's whole Python traceback."""
+    """What the backend's failure says; for a backend that cannot be imported, its traceback's last line."""
     if isinstance(exc, NemoRLError):
         return exc.what
     if isinstance(exc, pyproject_hooks.BackendUnavailable):  # guard: bump-a-backend-that-cannot-be-imported
@@ -70,7 +62,7 @@ def _said(exc: Exception) -> str:
 
 
 def _output(control: Path) -> dict:
-    """A hook's output.json, as pyproject_hooks will read it: a JSON object of bounded size."""
+    """A hook's output.json, checked to be a JSON object of bounded size."""
     path = control / "output.json"
     try:
         data = json.loads(values.read_plain_file(path, OUTPUT_LIMIT))  # guard: fast-a-backend-s-files-are-read-through
@@ -83,7 +75,7 @@ def _output(control: Path) -> dict:
 
 
 def _produced(out: Path, name: object) -> str:
-    """The hook's return value: the name of one entry it wrote into `out` (a .dist-info directory or a wheel)."""
+    """The hook's return value, checked to name one entry it wrote into `out`."""
     if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name
             or not (out / name).exists()):
         raise NemoRLError(f"the hook returned {name!r:.100}, not the name of what it wrote",
@@ -92,8 +84,7 @@ def _produced(out: Path, name: object) -> str:
 
 
 def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
-    """The fork's [build-system] (requires, build-backend, backend-path), checked: PEP 517's defaults for a
-    setup.py project, requirements that are PEP 508 (never an option to uv), strings where strings belong."""
+    """The fork's [build-system] (requires, build-backend, backend-path), checked, with PEP 517's defaults."""
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
                       "pick another commit, or fix the fork")
     try:
@@ -101,7 +92,7 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
         build = tomllib.loads(text).get("build-system", {})
     except FileNotFoundError:
         build = {}
-    except OSError as exc:  # a link (git checks links out as links) or a huge file: never followed
+    except OSError as exc:  # a link or a huge file: never followed
         raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} is not a plain file nemo-rl reads: {exc}",
                           "pick another commit, or fix the fork") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -123,7 +114,7 @@ def _checked(requirements: object, rev: str) -> list[str]:
             raise InvalidRequirement(f"{len(requirements)} requirements (more than {REQUIRES_LIMIT})")
         if long := next((r for r in requirements if isinstance(r, str) and len(r) > REQUIREMENT_LIMIT), None):  # guard: fast-build-requirements-are-bounded-in-2
             raise InvalidRequirement(f"{long[:80]!r}... is longer than {REQUIREMENT_LIMIT} characters")
-        parsed = [Requirement(r) for r in requirements]  # guard: fast-build-requirements-are-pep; Requirement(non-str) raises TypeError
+        parsed = [Requirement(r) for r in requirements]  # guard: fast-build-requirements-are-pep
         if direct := [str(r) for r in parsed if r.url]:  # guard: never-direct-reference-build; `pkg @ <a file URL>` builds code outside the fork
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
         return [str(r) for r in parsed]

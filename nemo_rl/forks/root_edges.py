@@ -1,9 +1,7 @@
-"""The project's own locked edges to a fork: uv.lock's project [[package]] (its dependencies, optional-dependencies
-and dev-dependencies naming the fork: presence, extras, marker) held against what its [package.metadata] asks of
-the fork. uv checks [package.metadata] against pyproject.toml (`uv lock --check`) but never the edges against
-[package.metadata], so a hand edit that drops `megatron-core` from the locked mcore list, or an extra from
-`nemo-toolkit[tron]`, stands, and `uv sync --locked --extra mcore` installs less than pyproject asks. Pure
-functions of the parsed lock, decided over lock_markers.environments(lock) like the fork's own entries."""
+"""The project's locked edges to a fork in uv.lock, held against what its [package.metadata] asks of the fork.
+
+`uv lock --check` never compares the two, so a hand edit dropping a fork from the mcore list would stand.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +9,13 @@ from nemo_rl.forks import lock_markers
 
 
 def _roots(lock: dict) -> list[dict]:
-    """The project's [[package]] entries (and a workspace's members): uv locks them from a local tree."""
+    """The project's [[package]] entries, a workspace's members included."""
     return [p for p in lock.get("package", []) if isinstance(p, dict) and isinstance(p.get("source"), dict)
             and ({"virtual", "editable"} & p["source"].keys()) and isinstance(p.get("metadata"), dict)]
 
 
 def _requirements(entries: object, name: str) -> list:
-    """[package.metadata] requires-dist entries (`{ name, extras, specifier, marker, ... }`) naming `name`, as
-    packaging requirements."""
+    """[package.metadata] requires-dist entries naming `name`, as packaging requirements."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -44,8 +41,7 @@ def _named(dependencies: object, name: str) -> list[dict]:
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
     """(field, expected, found) for each of the project's locked edges to `distribution` that is not what its
-    [package.metadata] asks: the base dependencies with no extra active, each extra's list with that extra
-    active (with the base list), each dependency group's list; and any marker on them uv never writes."""
+    [package.metadata] asks, or carries a marker uv never writes."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)
@@ -85,9 +81,7 @@ def _table(value: object) -> dict:
 
 
 def asked_extras(lock: dict, distribution: str) -> set[str]:
-    """Every extra of `distribution` something in the lock asks for: an edge's `extra = [...]` in any [[package]],
-    and the extras of a [package.metadata] requirement naming it. uv locks each of them in the fork's
-    [package.optional-dependencies]."""
+    """Every extra of `distribution` that an edge or a [package.metadata] requirement in the lock asks for."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)

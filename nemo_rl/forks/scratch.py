@@ -1,9 +1,5 @@
-"""Throwaway directories for a fork's tree (a checkout to build its metadata or wheel from).
-
-Writing a few thousand files costs seconds on some disks (a VM's, a network home) and a tenth of that in memory,
-so a tree goes to /dev/shm when TMPDIR is not set and /dev/shm has room for it with a margin; else to the system
-temp directory. Each directory is locked while in use, and one that a killed command left behind (memory, in
-/dev/shm) is removed by the next command that makes one there.
+"""Throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room (a few thousand
+files cost seconds on some disks). Each is locked while in use; the next command removes those a killed one left.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ MARGIN = 256 * 2**20
 
 
 def parent(size_hint: int) -> Path:
-    """Where a tree of about `size_hint` bytes (what will be written there in all) goes."""
+    """Where a tree of about `size_hint` bytes goes."""
     if not os.environ.get("TMPDIR"):  # guard: scratch-tmpdir-wins
         try:
             free = os.statvfs(MEMORY)

@@ -1,12 +1,8 @@
 """A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies".
 
-Each commit is merged onto the tree the commits before it left as `git cherry-pick` merges it: git's own
-`merge-tree`, against the commit's first parent, which follows renames of files and directories on either side.
-Nothing touches a checkout or the repository's index. The fork cache is blob-less: callers fetch the touched
-paths' blobs first, in one request, and git fetches what else a merge reads from the promisor remotes. A merge
-that needs a blob no remote serves (a mirror without some large file: git's rename detection may read any file
-added or deleted on either side) cannot run; that commit is tried by its own diff instead (`git apply --3way`,
-which reads only the files it touches and follows no rename) and listed in `by_diff`.
+Each commit is merged as `git cherry-pick` merges it (`git merge-tree`, renames followed), touching no checkout or
+index. A merge that needs a blob no remote serves is tried by the commit's own diff instead (`git apply --3way`)
+and listed in `by_diff`.
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every r
 
 
 def _unquoted(path: str) -> str:
-    """A path as git quotes it ("caf\\303\\251") as the file system names it, for the report (bytes that are not
-    UTF-8 shown as U+FFFD, as the other paths of the report are)."""
+    """A path as git quotes it, as the file system names it (bytes that are not UTF-8 shown as U+FFFD)."""
     if not (path.startswith('"') and path.endswith('"')):
         return path
     import codecs
@@ -38,9 +33,8 @@ def _unquoted(path: str) -> str:
 
 @dataclass(frozen=True)
 class Merge:
-    """What `git merge-tree --write-tree -z` said: its tree (with conflict markers where it stopped), whether it
-    was clean, each conflicting path's stage-3 entry (mode, blob; None when the commit's side has none), and the
-    conflicts to report."""
+    """What `git merge-tree --write-tree` said: its tree, whether it was clean, each conflicting path's stage-3
+    entry (None when the commit's side has none), and the conflicts to report."""
 
     tree: str
     clean: bool
@@ -49,8 +43,7 @@ class Merge:
 
     @classmethod
     def parse(cls, out: str, clean: bool, commits: tuple[str, ...]) -> Merge:
-        """Paths stay as git quotes them (core.quotePath: ASCII whatever the bytes): update-index reads them back
-        exactly, where output decoded as text would lose a byte that is not UTF-8."""
+        """Paths stay as git quotes them, so update-index reads back bytes that are not UTF-8."""
         tree, _, rest = out.partition("\n")
         entries, _, messages = rest.partition("\n\n") if not rest.startswith("\n") else ("", "", rest[1:])
         stages: dict[str, tuple[str, str] | None] = {}
@@ -73,23 +66,21 @@ class TrialIndex:
 
     def __init__(self, repo: Path, start: str) -> None:
         self.repo = repo
-        self._dir = Path(tempfile.mkdtemp(prefix="nemo-rl-trial-"))  # 0700: nobody else's file in its place
-        self.index = self._dir / "index"  # for the diffs and for resolving a conflict; git creates it
+        self._dir = Path(tempfile.mkdtemp(prefix="nemo-rl-trial-"))
+        self.index = self._dir / "index"
         self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
-        self.by_diff: list[str] = []  # commits whose merge needs a blob no remote serves (the module's docstring)
-        self.merges: set[str] = set()  # merge commits, left out as git rebase leaves them out
+        self.by_diff: list[str] = []
+        self.merges: set[str] = set()  # left out, as git rebase leaves them out
         self._promisors: int | None = None
 
     def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
         return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
 
     def apply(self, sha: str, resolve: bool = False) -> list[str]:
-        """Apply `sha` on top; [] when it applies, else the paths git names as conflicting. On a conflict the
-        tree is left as it was, or with `resolve` set to what a rebase resolved to the commit's side leaves
-        (`git checkout --theirs` on each conflicting path, `git rm` where the commit has none), so a later
-        commit building on this one is tried on top of it."""
+        """Apply `sha` on top; [] when it applies, else the conflicting paths. On a conflict the tree stays, or with
+        `resolve` takes the commit's side, so a later commit is tried on top of it."""
         parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
-        if len(parents) > 2:  # guard: upstream-a-merge-commit-is-dropped-as; git rebase drops a merge commit and replays the commits it brings, listed apart
+        if len(parents) > 2:  # guard: upstream-a-merge-commit-is-dropped-as
             self.merges.add(sha)
             return []
         merged = self._merge(sha, parents[1] if len(parents) > 1 else self._commit(EMPTY_TREE))  # guard: upstream-merged-against-the-commit-s-own
@@ -107,36 +98,35 @@ class TrialIndex:
         return list(merged.conflicts)  # guard: upstream-git-s-own-conflicting-files
 
     def _merge(self, sha: str, base: str) -> Merge | None:
-        """`sha` merged against `base`, its parent (a root commit's: an empty commit, so it adds every file)."""
-        # merge-tree finds the merge base itself (git 2.39 takes no --merge-base): two commits whose one parent is
-        # `base` make it exactly the base a cherry-pick of `sha` uses
+        """`sha` merged against `base`, its parent (for a root commit an empty one)."""
+        # git 2.39's merge-tree takes no --merge-base: two commits on `base` make it the base
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
         result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,  # guard: upstream-conflicting-paths-kept-as-git
                      check=False)
         if result.returncode not in (0, 1) and result.stderr.count(UNSERVED) >= self._promisor_count():  # guard: upstream-a-blob-no-server-has-sends-the
-            return None  # every server git asked said it lacks the blob (one it could not ask says otherwise)
+            return None  # every server git asked lacks the blob
         if result.returncode not in (0, 1):  # guard: upstream-a-failed-merge-is-an-error-not
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
-                              "check that the fork's and upstream's servers are reachable and run again; if it "
+                              "check that the fork's and upstream's servers are reachable, then run again; if it "
                               "persists, remove the fork cache (its path is in the command above)")
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:
-        """The remotes git asks for a missing blob (at least one, so that no failure counts as every one's)."""
+        """The remotes git asks for a missing blob; at least one."""
         if self._promisors is None:
             out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], repo=self.repo, check=False).stdout
             self._promisors = max(1, sum(line.split()[-1] == "true" for line in out.splitlines()))
         return self._promisors
 
     def _commit(self, tree: str, parent: str | None = None) -> str:
-        """A commit object of `tree` (on `parent`) for merge-tree to read; nothing refers to it afterwards."""
+        """A throwaway commit object of `tree` on `parent`, for merge-tree."""
         return git(["-c", "user.name=nemo-rl", "-c", "user.email=trial@nemo-rl.invalid", "commit-tree",
                     *(["-p", parent] if parent else []), "-m", "nemo-rl trial rebase", "--end-of-options", tree],
                    repo=self.repo).stdout.strip()
 
     def _by_diff(self, sha: str) -> list[str]:
-        """`sha`'s diff applied with `git apply --3way` (renames not followed): [] or the conflicting paths."""
+        """`sha`'s diff applied with `git apply --3way`: [] or the conflicting paths."""
         self._git(["read-tree", self.tree])
         if self._try(self._patch(sha)):
             self.tree = self._git(["write-tree", "--missing-ok"]).stdout.strip()
@@ -144,8 +134,7 @@ class TrialIndex:
         conflicts = self._unmerged()
         if conflicts:
             return conflicts
-        # git apply stopped before any 3-way merge (a path missing from the tree, or already in it) and named no
-        # path: the paths whose own diff fails, each tried alone
+        # git apply stopped before any 3-way merge and named no path: try each path alone
         touched = [c.path for c in changes(self.repo, sha)]
         failing = []
         for path in touched:
@@ -185,15 +174,14 @@ class TrialIndex:
         """Each conflicting path of `merged` set to the commit's side (stage 3), or removed where it has none."""
         self._git(["read-tree", merged.tree])
         lines = []
-        for path, theirs in merged.stages.items():  # quoted as git quotes: read back by update-index
+        for path, theirs in merged.stages.items():
             lines.append(f"0 {'0' * 40}\t{path}")
             if theirs is not None:  # guard: upstream-a-conflict-is-resolved-to-the
                 lines.append(f"{theirs[0]} {theirs[1]}\t{path}")
         self._update(lines, quoted=True)
 
     def _update(self, lines: list[str], quoted: bool = False) -> None:
-        """`lines` into the index (paths as git quotes them, or raw and NUL-terminated: a path may hold a newline),
-        then the index as the new tree."""
+        """`lines` into the index (paths quoted, or NUL-terminated), then the index as the new tree."""
         if lines:
             end = "\n" if quoted else "\0"
             self._git(["update-index", *([] if quoted else ["-z"]), "--index-info"], input_text=end.join(lines) + end)

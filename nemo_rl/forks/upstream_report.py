@@ -1,6 +1,7 @@
-"""What each downstream commit of a fork still does for us against its upstream: the facts behind
-`nemo-rl deps upstream`. Read-only: everything happens in the blob-less fork cache (and a temporary index), never
-in the project or a develop checkout; blobs are fetched in a few batched requests."""
+"""What each downstream commit of a fork still does against its upstream (`nemo-rl deps upstream`).
+
+Read-only: works in the blob-less fork cache and a temporary index, never in the project or a checkout.
+"""
 
 from __future__ import annotations
 
@@ -30,13 +31,12 @@ class CommitReport:
     upstreamed: str  # "yes" (same patch-id) | "probably" (trailer, or subject and author) | "no"
     upstream_commit: str | None
     upstream_evidence: str | None
-    applies: bool | None  # on upstream's head after the commits before it, each earlier conflict resolved (a
-    # rebase in order); None when upstreamed (skipped)
+    applies: bool | None  # on upstream's head, in a rebase in order; None when upstreamed
     conflicts: tuple[str, ...]  # the paths git names
     gone_upstream: tuple[str, ...]  # touched files upstream deleted or moved, with the commit that did it
     fails_without_earlier: bool = False  # applies, but not when the earlier conflicting commits are left out
-    conflicts_without_earlier: tuple[str, ...] = ()  # the paths git names then
-    merge: bool = False  # a merge commit: git rebase drops it (applies is None), the commits it brings listed apart
+    conflicts_without_earlier: tuple[str, ...] = ()
+    merge: bool = False  # git rebase drops a merge commit (applies is None)
 
 
 @dataclass(frozen=True)
@@ -51,19 +51,18 @@ class ForkReport:
     upstream_head_date: str
     behind_commits: int
     behind_days: int
-    upstream_distribution: str | None  # what upstream's head builds (its own build backend)
+    upstream_distribution: str | None  # what upstream's head builds
     upstream_version: str | None
     upstream_builds_ours: bool | None
-    problems: tuple[str, ...]  # facts that could not be established, and why
+    problems: tuple[str, ...]  # facts that could not be established
     commits: tuple[CommitReport, ...]
-    identical_to_base: bool | None  # every shipped file at the pin equals the base's (proved by blob ids)
+    identical_to_base: bool | None  # every shipped file has the base's blob at the pin
     summary: str
 
 
 def _shipped(touched: list[str], wheel: frozenset[str]) -> list[str]:
-    """Touched source files the wheel (the files shipped at the base or at the pin) contains: the same path, or
-    the path below a source root (src/pkg/x -> pkg/x); a compiled source counts when its directory ships (it
-    becomes the extension module there)."""
+    """Touched source files the wheel ships, also below a source root (src/pkg/x); a compiled source ships when
+    its directory does."""
     directories = {f.rsplit("/", 1)[0] for f in wheel if "/" in f}
     shipped = []
     for path in touched:
@@ -82,7 +81,7 @@ def _days(start: str, end: str) -> int:
 def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[str]], base: str, head: str,
                 subjects: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str | None, str | None]]:
     """sha -> (yes | probably | no, upstream commit, evidence). Patch-ids are computed only for upstream commits
-    that change exactly the same paths (a precondition of an equal patch-id), all blobs in one request each."""
+    that change the same paths."""
     upstream = git_history.paths_by_commit(repo, f"{base}..{head}")
     wanted = {paths for sha, paths in touched.items() if sha in downstream}
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
@@ -115,7 +114,7 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
 
 
 def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str, str]:
-    """path -> the upstream commit since the base that last deleted it (trees only, one `git log`)."""
+    """path -> the upstream commit since the base that last deleted it."""
     out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
                    "--end-of-options", f"{base}..{head}", "--", *paths], repo=repo).stdout if paths else ""
     found: dict[str, str] = {}
@@ -127,8 +126,7 @@ def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str,
 
 
 def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
-    """path -> "deleted in SHA" or "moved to X in SHA" for paths at the base that upstream's head no longer has
-    (trees only: a move is found by the same blob under another path)."""
+    """path -> "deleted in SHA" or "moved to X in SHA" (the same blob elsewhere) for paths upstream's head lacks."""
     at_base = git_history.tree_blobs(repo, base, sorted(paths))
     at_head = git_history.tree_blobs(repo, head, sorted(paths))
     missing = {p: blob for p, blob in at_base.items() if p not in at_head}  # guard: upstream-deleted-upstream
@@ -168,12 +166,11 @@ def report(fork: Fork) -> ForkReport:
     progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
              "per commit")
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
-    # a downstream commit that deletes a shipped module, or moves it out of the package, ships its absence: what
-    # ships is what ships at the base or at the pin
+    # a downstream commit that deletes a shipped module ships its absence: count what ships at the base too
     base_wheel, base_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, base))
     metadata, metadata_problem = _or_problem(lambda: fork_metadata.read(repo, head))
     if base_problem:
-        problems.append(f"what ships at the base is unknown (only the pin's wheel is read): {base_problem}")
+        problems.append(f"what ships at the base is unknown: {base_problem}")
     if wheel is not None and base_wheel is not None:
         wheel = wheel | base_wheel  # guard: upstream-shipped-at-the-base-too
     if wheel_problem:
@@ -188,8 +185,7 @@ def report(fork: Fork) -> ForkReport:
         problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for blobs its server "
                         "lacks")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
-    # A rebase in order: each conflict resolved (to the commit's side) and the next commit applied on top; beside
-    # it, the same series with each conflicting commit left out, to tell knock-on failures apart.
+    # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, to find knock-on failures
     trial, alone = TrialIndex(repo, head), TrialIndex(repo, head)
     try:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
@@ -203,8 +199,7 @@ def report(fork: Fork) -> ForkReport:
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
                         f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): those "
-                        "were tried by their own diffs, which follow no rename (a rename there may show as a "
-                        "conflict), and the commits after them on what those diffs left")
+                        "were tried by their own diffs, where a rename may show as a conflict")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
