@@ -33,8 +33,7 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def _force(signum: int, frame: object) -> None:
-    os.write(2, b"nemo-rl: interrupted; did not stop at a safe point in time, ended at once (`nemo-rl deps status` "
-                b"says what a killed command left)\n")
+    os.write(2, b"nemo-rl: interrupted and ended at once; run `nemo-rl deps status` to see what it left\n")
     os._exit(128 + (_received[0] if _received else signum))
 
 
