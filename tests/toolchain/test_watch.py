@@ -57,7 +57,11 @@ def test_no_estimate_before_the_first_object(tmp_path):
     assert "estimate after the first object" in state.line()
 
 
-def test_watch_without_a_build_says_how_to_start_one_and_the_fix_works(tmp_path, capsys):
+def test_watch_without_a_build_says_how_to_start_one_and_the_fix_works(tmp_path, capsys, monkeypatch):
+    def waited(seconds):
+        raise AssertionError("--once waited for a build")
+
+    monkeypatch.setattr(watch.time, "sleep", waited)
     assert main(["toolchain", "watch", "--dir", str(tmp_path), "--once"]) == 1
     err = capsys.readouterr().err
     assert f"error: no transformer-engine-torch build in {tmp_path}" in err and "--dir" in err
@@ -71,3 +75,13 @@ def test_the_build_is_found_from_its_tree_its_source_or_the_cache(tmp_path, wher
     temp = build_tree(tmp_path, compiled=0, started=0)
     root = {"build tree": temp, "source directory": temp.parent.parent, "cache": tmp_path}[where]
     assert watch.find_build(root) == temp / "build.ninja"
+
+
+def test_watch_waits_for_the_build_then_follows_it_to_the_end(tmp_path, capsys, monkeypatch):
+    steps = iter([lambda: build_tree(tmp_path, compiled=3, started=30),
+                  lambda: (next(tmp_path.rglob("build.ninja")).parent / "extensions/softmax.o").write_bytes(b"")])
+    monkeypatch.setattr(watch.time, "sleep", lambda seconds: next(steps)())
+    assert main(["toolchain", "watch", "--dir", str(tmp_path), "--every", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(",")[0] for line in lines] == ["transformer-engine-torch: 3/4 objects compiled",
+                                                      "transformer-engine-torch: 4/4 objects compiled"]
