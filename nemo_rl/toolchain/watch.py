@@ -65,11 +65,21 @@ def find_build(root: Path) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:  # guard: watch-every-is-a-positive-number-of-seconds; nan and 0 would spin
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=values.path_argument,
                         help="the build tree, or the uv cache holding it (default: uv's cache, `uv cache dir`)")
     parser.add_argument("--once", action="store_true", help="print one line and exit")
-    parser.add_argument("--every", type=float, default=30, help="seconds between lines (default 30)")
+    parser.add_argument("--every", type=_seconds, default=30, help="seconds between lines (default 30)")
     verbose.add(parser)
     parser.set_defaults(project_required=False, project=None)
 

@@ -85,3 +85,15 @@ def test_watch_waits_for_the_build_then_follows_it_to_the_end(tmp_path, capsys, 
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(",")[0] for line in lines] == ["transformer-engine-torch: 3/4 objects compiled",
                                                       "transformer-engine-torch: 4/4 objects compiled"]
+
+
+@pytest.mark.parametrize("every", ["0", "-5", "nan", "soon"])
+def test_every_must_be_a_positive_number_of_seconds(every, tmp_path, capsys, monkeypatch):
+    def waited(seconds):
+        raise AssertionError(f"the watcher ran with --every {every}")
+
+    monkeypatch.setattr(watch.time, "sleep", waited)
+    with pytest.raises(SystemExit) as exited:
+        main(["toolchain", "watch", "--dir", str(tmp_path), "--every", every])
+    assert exited.value.code == 2
+    assert f"argument --every: {every!r} is not a positive number of seconds" in capsys.readouterr().err
