@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     from nemo_rl.envs import build, pack, prune
     from nemo_rl.envs import list as envs_list
     from nemo_rl.envs import verify as envs_verify
-    from nemo_rl.toolchain import cuda
+    from nemo_rl.toolchain import cuda, watch
 
     parser = argparse.ArgumentParser(
         prog="nemo-rl",
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     _verbs(_group(commands, "deps", deps), status=status, bump=bump, verify=deps_verify, develop=develop,
            upstream=upstream, recover=recover, patches=patches)
     _verbs(_group(commands, "envs", envs), list=envs_list, build=build, verify=envs_verify, prune=prune, pack=pack)
-    _verbs(_group(commands, "toolchain", toolchain), cuda=cuda)
+    _verbs(_group(commands, "toolchain", toolchain), cuda=cuda, watch=watch)
     return parser
 
 

@@ -119,6 +119,5 @@ def missing_library(reason: str | None) -> tuple[str, str] | None:
     if wheel is None:
         return library, f"install the package that ships {library} or add its directory to LD_LIBRARY_PATH"
     return library, (f"{library} comes with the {wheel} wheel: `uv sync --locked --extra mcore` installs it "
-                     "(nemo-rl loads it from site-packages/nvidia/*/lib before importing transformer-engine; "
-                     "code of your own that imports it first can do the same inside "
-                     "`nemo_rl.cuda_libs.for_transformer_engine()`)")
+                     "(nemo-rl's import hook, nemo_rl_transformer_engine.pth in site-packages, loads it from "
+                     "site-packages/nvidia/*/lib when transformer_engine is imported)")

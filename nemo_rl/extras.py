@@ -36,7 +36,7 @@ class Component:
 NOT_FORKS = (
     Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
               SYNC_REMEDY + "; transformer-engine needs CUDA libraries (its build: a CUDA 12 nvcc and cuDNN "
-              "headers, see `nemo-rl doctor --extra mcore`)"),
+              "headers, see `uv run nemo-rl doctor --extra mcore`)"),
 )
 
 
@@ -147,11 +147,8 @@ def probe_component(comp: Component) -> Probe:
     dist = find_installed(comp.distribution)
     if dist is None:  # fast: no import needed to know it is absent
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
-    from nemo_rl import cuda_libs
-
-    try:
-        with cuda_libs.for_transformer_engine():  # megatron.core and nemo.tron import transformer_engine too
-            importlib.import_module(comp.module)
+    try:  # plainly, as the user's code does: the environment's import hook loads the CUDA libraries (docs/mcore.md)
+        importlib.import_module(comp.module)
     except (Exception, SystemExit) as exc:  # SyntaxError on the wrong Python, CalledProcessError from TE
         reason = f"import {comp.module} failed: {type(exc).__name__}: {exc}"
         return Probe(comp, False, True, dist.version, dist.commit, reason)
@@ -185,6 +182,6 @@ def require(*keys: str, purpose: str) -> None:
     raise MissingExtraError(
         f"{purpose} needs the mcore extra, but {', '.join(missing)} "
         f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{'; '.join(remedies)}; `nemo-rl doctor --extra mcore` shows what is installed and why it fails",
+        f"{'; '.join(remedies)}; `uv run nemo-rl doctor --extra mcore` shows what is installed and why it fails",
         missing,
     )

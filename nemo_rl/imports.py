@@ -12,16 +12,11 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
 SCRIPT = """
-import contextlib, importlib, json, sys
-try:  # load the CUDA wheels' libraries as the environment's own nemo-rl does
-    from nemo_rl.cuda_libs import for_transformer_engine
-except Exception:
-    for_transformer_engine = contextlib.nullcontext
+import importlib, json, sys
 failed = {}
 for module in sys.argv[1:]:
-    try:
-        with for_transformer_engine():
-            importlib.import_module(module)
+    try:  # plainly: the environment's nemo-rl brings the hook that loads the CUDA libraries (docs/mcore.md)
+        importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
 files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}

@@ -1,8 +1,9 @@
-"""`nemo-rl doctor [--extra mcore [--preflight]] [--json] [--smoke] [--verbose]`."""
+"""`nemo-rl doctor [--extra mcore [--preflight]] [--env DIR] [--json] [--smoke] [--verbose]`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nemo_rl import verbose
@@ -22,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="also run small forward/backward checks of each installed component")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
+    parser.add_argument("--env", type=Path, metavar="DIR",
+                        help="check the environment DIR (a worker environment: `uv run nemo-rl envs list` names "
+                        "them) with its own python, instead of the one running this command")
     verbose.add(parser)
     parser.set_defaults(project_required=False)
 
@@ -39,6 +43,7 @@ def render(data, preflight_only: bool = False) -> str:
         "torch    " + (f"{torch.version}, CUDA available: {'yes' if torch.cuda_available else 'no'}"
                        if torch.installed else f"does not import: {torch.error}"),
         f"project  {data.project or 'not found (locked commits unknown)'}",
+        f"env      {sys.prefix}",
     ]
     if preflight_only:
         return "\n".join([*header, *_preflight_lines(data), *[f"note: {note}" for note in data.notes], "",
@@ -97,8 +102,28 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
 
     if args.preflight and args.extra != "mcore":  # guard: doctor-preflight-is-for-the-mcore-extra
         raise UsageError("--preflight checks the build of the mcore extra", "add `--extra mcore`")
+    if args.env is not None:
+        return in_environment(args, project)
     data = report.collect(project, args.extra, smoke=args.smoke, verbose=args.verbose, preflight=args.preflight)
     print(dumps(data) if args.json else render(data, preflight_only=args.preflight))
     if args.preflight:  # guard: doctor-preflight-exits-by-its-own-verdict
         return 0 if data.preflight_ok else 1
     return 0 if data.healthy else 1
+
+
+def in_environment(args: argparse.Namespace, project: Path | None) -> int:
+    """This doctor run by the python of `args.env` (its nemo-rl, its imports); its output passes through."""
+    from nemo_rl.errors import NemoRLError
+    from nemo_rl.process import run as run_process
+
+    python = args.env / "bin" / "python"
+    if not python.is_file():  # guard: doctor-env-needs-a-python
+        raise NemoRLError(f"{args.env} is not an environment: it has no bin/python",
+                          "pass a directory that `uv run nemo-rl envs list` names (its last column), or .venv")
+    argv = ["doctor", *(["--extra", args.extra] if args.extra else []),
+            *(["--project", str(project)] if project else []),
+            *[f"--{flag}" for flag in ("preflight", "json", "smoke", "verbose") if getattr(args, flag, False)]]
+    result = run_process([python, "-m", "nemo_rl", *argv], check=False)
+    print(result.stdout, end="")
+    print(result.stderr, end="", file=sys.stderr)
+    return result.returncode

@@ -31,7 +31,7 @@ MEGATRON_TRAINING_NOTE = (
 NO_GPU_NOTE = (
     "no GPU here: transformer-engine imports (its libraries load from the CUDA wheels), but its kernels, fp8 "
     "(sm_89 and newer) and whether its compiled architectures fit a GPU were not checked; on a GPU node run "
-    "`nemo-rl doctor --extra mcore --smoke`"
+    "`uv run nemo-rl doctor --extra mcore --smoke`"
 )
 
 
@@ -153,7 +153,7 @@ def components(project: Path | None, declared: dict[str, extras.Component], lock
         if checkout and state in ("ok", "env stale", "installed differs"):  # guard: guard-doctor-s-developing
             state = "developing"
             remedy = (f"running {comp.distribution} from {checkout}; "
-                      f"`nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
+                      f"`uv run nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
         result.append(ComponentReport(key, comp.distribution, comp.module, state, probe.installed, probe.version,
                                       probe.commit, package.commit if package else None,
                                       package.version if package else None, probe.reason, remedy))
@@ -168,10 +168,23 @@ def develop_notes(project: Path | None) -> list[str]:
         return [str(exc)]
     env = Path(sys.prefix)
     return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone, so the pinned commit "
-            f"runs: `nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
+            f"runs: `uv run nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
             f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
-            "installed code: run from the project's environment (`uv run`), or `nemo-rl deps develop --stop "
+            "installed code: run from the project's environment (`uv run`), or `uv run nemo-rl deps develop --stop "
             f"{dist}`" for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
+
+
+def worker_env_notes(project: Path) -> list[str]:
+    """This checkout's current worker environments holding the mcore extra: on a node, what the workers run."""
+    from nemo_rl.workers import housekeeping
+
+    try:
+        rows = housekeeping.listing(project)
+    except (NemoRLError, OSError):  # a report never fails on the listing: `envs list` says why
+        return []
+    return [f"the workers run {row.path} ({' '.join(row.flags)}), not this interpreter's environment: "
+            f"`uv run nemo-rl doctor --extra mcore --env {row.path}` checks it" for row in rows
+            if row.state == "current" and any("mcore" in flag for flag in row.flags)]  # guard: doctor-names-the-workers-mcore-environment
 
 
 def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
@@ -216,6 +229,8 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     preflight_items = []
     if extra == "mcore":
         problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]
+        if project and not any(c.installed for c in comps):
+            notes += worker_env_notes(project)
         if preflight or any(not c.installed for c in comps):
             from nemo_rl.doctor import preflight as build_checks
 

@@ -17,7 +17,7 @@ from nemo_rl.process import run
 PACKAGES = ("nvidia-cuda-toolkit", "nvidia-cuda-dev", "libcudart12", "libnvvm4", "libcu++-dev", "libcub-dev",
             "libthrust-dev")
 NO_APT = ("apt-get and dpkg-deb are needed to fetch the toolkit's Debian packages",
-          "on Debian or Ubuntu: `apt-get install apt dpkg`; elsewhere download these .deb files from a Debian "
+          "on Debian: `apt-get install apt dpkg`; elsewhere download these .deb files from a Debian "
           "trixie mirror (pool/non-free/n/nvidia-cuda-toolkit/ and pool/main/c/cccl/): "
           + ", ".join(PACKAGES) + " and their -dev/lib companions into one directory, and pass it with --debs; "
           "or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")

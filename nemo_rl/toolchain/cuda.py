@@ -72,6 +72,8 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
         print(f"    export CUDNN_PATH={cudnn}")
     print("    uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
     print("    uv sync --locked --extra mcore")
+    print("  and, in a second terminal while it compiles:")
+    print("    uv run --no-sync nemo-rl toolchain watch   # objects compiled, time elapsed and left")
     return 0
 
 

@@ -119,7 +119,7 @@ def archive_source(sources: list[Source], codename: str | None) -> Source:
         return plain[0]
     raise NemoRLError(f"no apt source for the distribution's archive in {APT_ETC}/sources.list(.d) "
                       f"(release {codename or 'unknown'})",
-                      "configure the machine's Debian or Ubuntu mirror in /etc/apt/sources.list.d/, or download "
+                      "configure the machine's Debian mirror in /etc/apt/sources.list.d/, or download "
                       "the .deb files elsewhere and pass their directory with --debs")
 
 

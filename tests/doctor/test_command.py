@@ -302,3 +302,21 @@ def test_doctor_names_the_process_holding_the_environments_uv_lock(tmp_path, mon
     out = capsys.readouterr().out
     assert f"note: process {os.getpid()} (" in out and f"holds the lock of this environment ({env / '.lock'})" in out
     assert "`uv run --no-sync <command>` runs without waiting" in out
+
+
+def test_doctor_env_runs_doctor_with_that_environment_s_python(tmp_path, capsys):
+    env = tmp_path / "worker-env"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").write_text('#!/bin/sh\necho "$@"\nexit 3\n')
+    (env / "bin" / "python").chmod(0o755)
+    assert main(["doctor", "--env", str(env), "--extra", "mcore", "--json", "--project", str(ROOT)]) == 3
+    assert capsys.readouterr().out == f"-m nemo_rl doctor --extra mcore --project {ROOT} --json\n"
+
+
+def test_doctor_env_without_a_python_is_refused_and_the_fix_works(tmp_path, capsys):
+    assert main(["doctor", "--env", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path} is not an environment: it has no bin/python" in err
+    assert "or .venv" in err
+    assert main(["doctor", "--env", sys.prefix]) == 0  # the fix: the checkout's environment, which runs the tests
+    assert f"env      {sys.prefix}\n" in capsys.readouterr().out

@@ -32,3 +32,18 @@ def test_doctor_says_developing_in_an_interpreter_that_has_the_fork(world, tmp_p
     megatron = {c["distribution"]: c for c in report["components"]}["megatron-core"]
     assert megatron["state"] == "developing", result.stdout + result.stderr
     assert str(checkout) in megatron["remedy"]
+
+
+def test_doctor_on_a_node_names_the_workers_mcore_environment(tmp_path, monkeypatch):
+    from nemo_rl.doctor import report
+    from nemo_rl.workers import housekeeping
+
+    worker = housekeeping.Row("k1", tmp_path / "k1", ("--locked", "--extra", "mcore"), ROOT, "current", 1.0, None, ())
+    others = [housekeeping.Row("k2", tmp_path / "k2", ("--locked",), ROOT, "current", 1.0, None, ()),
+              housekeeping.Row("k3", tmp_path / "k3", ("--extra", "mcore"), ROOT, "stale", 1.0, None, ())]
+    monkeypatch.setattr(housekeeping, "listing", lambda project: [worker, *others])
+    monkeypatch.setattr(report.extras, "probe_component",  # this interpreter's environment: no mcore extra
+                        lambda comp: report.extras.Probe(comp, False, False, None, None, "not installed"))
+    notes = report.collect(ROOT, "mcore").notes
+    assert f"`uv run nemo-rl doctor --extra mcore --env {tmp_path / 'k1'}` checks it" in " ".join(notes)
+    assert str(tmp_path / "k2") not in " ".join(notes) and str(tmp_path / "k3") not in " ".join(notes)

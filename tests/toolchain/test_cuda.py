@@ -32,6 +32,7 @@ def test_the_printed_exports_hold_max_jobs_and_the_preflight_comes_before_the_bu
                        f"MAX_JOBS={len(os.sched_getaffinity(0))}")
     preflight = lines.index("uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
     assert preflight < lines.index("uv sync --locked --extra mcore")
+    assert lines[-1].startswith("uv run --no-sync nemo-rl toolchain watch")  # a plain `uv run` waits for the build
 
 
 # Each would put its own line into the private apt sources (`Trusted: yes` turns signature checks off) or a new

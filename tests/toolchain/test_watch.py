@@ -1,0 +1,99 @@
+"""`nemo-rl toolchain watch`: the build's progress read from a build tree laid out as uv and torch's extension
+build leave it (nemo_rl/toolchain/watch.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nemo_rl.cli import main
+from nemo_rl.toolchain import watch
+
+NOW = 1_800_000_000.0
+SOURCES = ("common.cpp", "extensions/gemm.cu", "extensions/attention.cu", "extensions/softmax.cu")
+
+
+def build_tree(cache: Path, compiled: int, started: float) -> Path:
+    """uv's cache holding a transformer-engine-torch build `compiled` objects in, begun `started` seconds ago."""
+    temp = cache / "sdists-v11/pypi/transformer-engine-torch/2.3.0/REVISION/src/build/temp.linux-x86_64-cpython-312"
+    temp.mkdir(parents=True)
+    objects = [temp / (name.rsplit(".", 1)[0] + ".o") for name in SOURCES]
+    rules = [f"build {obj}: {'cuda_compile' if obj.name != 'common.o' else 'compile'} /src/{name}"
+             for obj, name in zip(objects, SOURCES, strict=True)]
+    (temp / "build.ninja").write_text("ninja_required_version = 1.3\ncxx = c++\n\n" + "\n".join(rules) + "\n")
+    for obj in objects[:compiled]:
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        obj.write_bytes(b"\x7fELF")
+    when = NOW - started
+    os.utime(temp / "build.ninja", (when, when))
+    return temp
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    monkeypatch.setattr(watch.time, "time", lambda: NOW)
+
+
+def test_watch_counts_the_objects_compiled_and_estimates_the_rest(tmp_path, capsys):
+    temp = build_tree(tmp_path, compiled=1, started=125)
+    assert main(["toolchain", "watch", "--dir", str(tmp_path), "--once"]) == 1  # not done yet
+    line = capsys.readouterr().out
+    assert line.startswith("transformer-engine-torch: 1/4 objects compiled, 2 min 05 s elapsed, about 6 min 15 s left")
+    assert line.rstrip().endswith(f"({temp})")
+
+
+def test_watch_exits_0_when_every_object_is_compiled(tmp_path, capsys):
+    build_tree(tmp_path, compiled=4, started=60)
+    assert main(["toolchain", "watch", "--dir", str(tmp_path), "--once"]) == 0
+    assert "4/4 objects compiled, 1 min 00 s elapsed, about 0 min 00 s left" in capsys.readouterr().out
+
+
+def test_no_estimate_before_the_first_object(tmp_path):
+    temp = build_tree(tmp_path, compiled=0, started=30)
+    state = watch.progress(temp / "build.ninja")
+    assert (state.done, state.total, state.remaining) == (0, 4, None)
+    assert "estimate after the first object" in state.line()
+
+
+def test_watch_without_a_build_says_how_to_start_one_and_the_fix_works(tmp_path, capsys, monkeypatch):
+    def waited(seconds):
+        raise AssertionError("--once waited for a build")
+
+    monkeypatch.setattr(watch.time, "sleep", waited)
+    assert main(["toolchain", "watch", "--dir", str(tmp_path), "--once"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: no transformer-engine-torch build in {tmp_path}" in err and "--dir" in err
+    temp = build_tree(tmp_path / "elsewhere", compiled=2, started=10)
+    assert main(["toolchain", "watch", "--dir", str(temp.parent.parent), "--once"]) == 1  # the source directory
+    assert "2/4 objects compiled" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["build tree", "source directory", "cache"])
+def test_the_build_is_found_from_its_tree_its_source_or_the_cache(tmp_path, where):
+    temp = build_tree(tmp_path, compiled=0, started=0)
+    root = {"build tree": temp, "source directory": temp.parent.parent, "cache": tmp_path}[where]
+    assert watch.find_build(root) == temp / "build.ninja"
+
+
+def test_watch_waits_for_the_build_then_follows_it_to_the_end(tmp_path, capsys, monkeypatch):
+    steps = iter([lambda: build_tree(tmp_path, compiled=3, started=30),
+                  lambda: (next(tmp_path.rglob("build.ninja")).parent / "extensions/softmax.o").write_bytes(b"")])
+    monkeypatch.setattr(watch.time, "sleep", lambda seconds: next(steps)())
+    assert main(["toolchain", "watch", "--dir", str(tmp_path), "--every", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(",")[0] for line in lines] == ["transformer-engine-torch: 3/4 objects compiled",
+                                                      "transformer-engine-torch: 4/4 objects compiled"]
+
+
+@pytest.mark.parametrize("every", ["0", "-5", "nan", "soon"])
+def test_every_must_be_a_positive_number_of_seconds(every, tmp_path, capsys, monkeypatch):
+    def waited(seconds):
+        raise AssertionError(f"the watcher ran with --every {every}")
+
+    monkeypatch.setattr(watch.time, "sleep", waited)
+    with pytest.raises(SystemExit) as exited:
+        main(["toolchain", "watch", "--dir", str(tmp_path), "--every", every])
+    assert exited.value.code == 2
+    assert f"argument --every: {every!r} is not a positive number of seconds" in capsys.readouterr().err
