@@ -210,13 +210,15 @@ def test_develop_state_steers_no_delete(world, tmp_path, capsys):
     commit(victim, "mine", {"a.txt": "a"})
     state = world.project / ".nemo-rl" / "develop.json"
     state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"megatron-core": {"path": str(victim), "managed": True, "envs": []}}))
+    def entry(**fields: object) -> dict:
+        return {"distribution": "megatron-core", "checkout": str(victim), "managed": False, "envs": [], **fields}
+
+    state.write_text(json.dumps({"version": 1, "developed": [entry(managed=True)]}))
     assert deps(world, "develop", "--stop", "megatron-core", "--remove") == 1
     assert "only removes checkouts nemo-rl made under" in capsys.readouterr().err
     assert (victim / "a.txt").exists()
-    for bad in ({"megatron-core": {"path": str(victim), "envs": "abc"}}, {"megatron-core": "x"},
-                {"../x": {"path": str(victim)}}, {"megatron-core": {"path": "relative/dir"}}, ["list"]):
-        state.write_text(json.dumps(bad))
+    for bad in ([entry(envs="abc")], ["x"], [entry(distribution="../x")], [entry(checkout="relative/dir")], "list"):
+        state.write_text(json.dumps({"version": 1, "developed": bad}))
         for args in (["status"], ["develop", "--stop", "megatron-core"]):
             assert deps(world, *args) == 1, (bad, args)
             assert str(state) in capsys.readouterr().err
@@ -259,7 +261,7 @@ def test_develop_waits_for_the_project_lock(world, capsys):
     with state_dir.project_lock(world.project):
         assert deps(world, "develop", "--stop", "megatron-core", "--no-wait") == 1
         assert "another nemo-rl command" in capsys.readouterr().err
-    assert json.loads((world.project / ".nemo-rl" / "develop.json").read_text()).keys() == {"megatron-core"}
+    assert develop_state.read(world.project).keys() == {"megatron-core"}
 def test_stop_leaves_other_checkouts_worker_environments_alone(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))

@@ -139,7 +139,7 @@ def test_a_token_with_a_newline_is_refused(world, tmp_path, monkeypatch, token):
     assert deps(world, "develop", "megatron-core") == 0
     path = world.project / develop_state.STATE
     data = json.loads(path.read_text())
-    data["megatron-core"]["token"] = token
+    data["developed"][0]["token"] = token
     path.write_text(json.dumps(data))
     with pytest.raises(NemoRLError, match="token must be hex digits"):
         develop_state.read(world.project)
