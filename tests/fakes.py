@@ -30,7 +30,9 @@ def deps(world, *args):
 
 
 def fake_env(path: Path) -> Path:
-    """An environment as far as the overlay and status are concerned: a site-packages directory."""
+    """An environment as far as the overlay and status are concerned: a site-packages directory. A directory made
+    for it to live in is a store (nemo_rl/store.py): mode 0700."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     (path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages").mkdir(parents=True)
     (path / "pyvenv.cfg").write_text("home = /usr/bin\n")
     return path
@@ -146,7 +148,7 @@ def derived_world(world):
 
 def planted_env(venvs: Path, key: str, project: Path, checkout: str | None) -> Path:
     env = fake_env(venvs / key)
-    meta = {"key": key, "flags": FLAGS, "lock_hash": "x", "project": str(project)}
+    meta = {"version": 1, "key": key, "flags": FLAGS, "lock_hash": "x", "project": str(project)}
     (env / environments.META).write_text(json.dumps(meta | ({"checkout": checkout} if checkout is not None else {})))
     return env
 

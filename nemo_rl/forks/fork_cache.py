@@ -28,7 +28,7 @@ FORK_BRANCH_REF = "refs/nemo-rl/fork/{branch}"
 
 def _path(fork: Fork) -> Path:
     key = hashlib.sha256(f"{fork.url}\n{fork.upstream_url}".encode()).hexdigest()[:16]
-    return settings.cache_dir() / "git" / f"{fork.distribution}-{key}"  # distribution: validated, no '/'
+    return settings.private_dir("git") / f"{fork.distribution}-{key}"  # distribution: validated, no '/'
 
 
 @contextlib.contextmanager

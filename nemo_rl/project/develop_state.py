@@ -9,7 +9,6 @@ a difference; pyproject.toml and uv.lock are never touched.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import secrets
@@ -17,11 +16,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import git, git_checkout, values
+from nemo_rl import codec, git, git_checkout, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import installed, state_dir
 
 STATE = Path(state_dir.STAGING_ROOT) / "develop.json"
+STATE_VERSION = 1
 MANAGED_DIR = Path(state_dir.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
 OVERLAY_PREFIX = "_nemo_rl_develop_"
 CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
@@ -32,14 +32,14 @@ OVERLAY_MAX = 64 * 1024  # what install_overlay writes is three lines
 
 @dataclass(frozen=True)
 class Developed:
-    """One develop.json entry, checked when read."""
+    """One develop.json entry, checked when read (read)."""
 
     distribution: str
     checkout: Path  # absolute
     managed: bool  # nemo-rl made it under .nemo-rl/develop/ (only such a checkout may be removed)
     envs: tuple[Path, ...]  # environments that got an overlay besides the project's own
     # random, made by `develop`: whose overlays these are. Two containers with the same checkout path sharing
-    # NEMO_RL_VENV_DIR repeat paths (and PIDs); the token differs ("" in state written before tokens)
+    # NEMO_RL_VENV_DIR repeat paths (and PIDs); the token differs
     token: str = ""
 
 
@@ -54,43 +54,31 @@ class CheckoutFacts:
     problem: str | None = None  # why git cannot read the checkout (its files may still be what Python imports)
 
 
-def _entry(path: Path, distribution: object, entry: object) -> Developed:
-    where = f"{path}: entry {distribution!r}"
-    fix = (f"delete {path} (overlays already in environments stay until `nemo-rl deps develop --stop DIST`, "
-           "which works without it)")
-    if not isinstance(distribution, str) or not values.DISTRIBUTION_NAME.match(distribution):
-        raise NemoRLError(f"{where} is not a distribution name", fix)
-    if not isinstance(entry, dict):
-        raise NemoRLError(f"{where} must be an object", fix)
-    checkout, managed, envs = entry.get("path"), entry.get("managed", False), entry.get("envs", [])
-    token = entry.get("token", "")
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):  # guard: plain-a-develop-token-is-all-hex
-        raise NemoRLError(f"{where}: token must be hex digits, found {token!r:.40}", fix)
-    if not isinstance(checkout, str) or not os.path.isabs(checkout):
-        raise NemoRLError(f"{where}: path must be an absolute path, found {checkout!r:.80}", fix)
-    if not isinstance(managed, bool):
-        raise NemoRLError(f"{where}: managed must be true or false, found {managed!r:.40}", fix)
-    if not isinstance(envs, list) or not all(isinstance(e, str) and os.path.isabs(e) for e in envs):  # guard: trust-develop-state-entries-typed
-        raise NemoRLError(f"{where}: envs must be a list of absolute paths, found {envs!r:.80}", fix)
-    return Developed(distribution, Path(checkout), managed, tuple(Path(e) for e in envs), token)
+@dataclass(frozen=True)
+class _State:
+    developed: tuple[Developed, ...]
 
 
 def read(project: Path) -> dict[str, Developed]:
     path = state_dir.state_root(project) / STATE.name
-    if not path.exists():
-        return {}
-    data = values.state_json(path, f"fix or delete {path}")
-    if not isinstance(data, dict):
-        raise NemoRLError(f"{path} is not a JSON object", f"fix or delete {path}")
-    return {dist: _entry(path, dist, entry) for dist, entry in data.items()}
+    fix = (f"delete {path} (overlays already in environments stay until `nemo-rl deps develop --stop DIST`, "
+           "which works without it)")
+    state = codec.read(path, _State, STATE_VERSION, fix=fix, name="develop state")
+    for entry in state.developed if state else ():
+        where = f"{path}: entry {entry.distribution!r}"
+        if not values.DISTRIBUTION_NAME.match(entry.distribution):
+            raise NemoRLError(f"{where} is not a distribution name", fix)
+        if not _TOKEN.fullmatch(entry.token):  # guard: plain-a-develop-token-is-all-hex
+            raise NemoRLError(f"{where}: token must be hex digits, found {entry.token!r:.40}", fix)
+        if not entry.checkout.is_absolute() or not all(e.is_absolute() for e in entry.envs):  # guard: trust-develop-state-entries-typed
+            raise NemoRLError(f"{where}: checkout and envs must be absolute paths", fix)
+    return {entry.distribution: entry for entry in state.developed} if state else {}
 
 
 def write(project: Path, state: dict[str, Developed]) -> None:
     path = state_dir.state_root(project, create=True) / STATE.name
-    data = {d.distribution: {"path": str(d.checkout), "managed": d.managed, "envs": [str(e) for e in d.envs],
-                             "token": d.token} for d in state.values()}
-    if data:
-        state_dir.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if state:
+        codec.write(path, _State(tuple(state.values())), STATE_VERSION)
     else:
         path.unlink(missing_ok=True)
 

@@ -20,25 +20,23 @@ the last used copy of each of the KEEP bundles it last built from (a build remov
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
 import shutil
-import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
-from nemo_rl import locks, settings
+from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import state_dir
 from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache, why_not_ours
 from nemo_rl.workers.tree_copy import copy_cache
 
 Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
+STAMP_VERSION = 1
 KEEP = 2  # checked copies kept per node and user: the last used
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -189,7 +187,7 @@ def _keep_newest(digests: dict[Path, str]) -> None:
 class Stamp:
     digest: str  # the bundle's
     content: Content  # what the copy's check found
-    files: Mapping[str, tuple[Identity, str]]  # relative path: (identity, sha256), racy ones left out
+    files: dict[str, tuple[Identity, str]]  # relative path: (identity, sha256), racy ones left out
 
 
 def stamp_digest(copy: Path) -> str | None:
@@ -204,38 +202,10 @@ def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str]) -> None:
     for relative, sha in hashes.items():
         kept = identity(os.lstat(copy / CACHE / relative))
         if now - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
-            files[relative] = [*kept, sha]
-    state_dir.write_atomic(copy / STAMP, json.dumps({"digest": stamp.digest, "content": list(stamp.content),
-                                                     "files": files}), mode=0o600)
+            files[relative] = (kept, sha)
+    codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
 
 
 def _read_stamp(copy: Path) -> Stamp | None:
-    """A node copy's stamp; None when it has no stamp of this user's alone that reads as one (killed while
-    copying, or planted)."""
-    try:
-        fd = os.open(copy / STAMP, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:  # guard: node-copy-a-stamp-not-this-user-s-alone
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = json.loads(fh.read(256 << 20))
-    except (OSError, ValueError, RecursionError):
-        return None
-    finally:
-        os.close(fd)
-    if not (isinstance(data, dict) and isinstance(data.get("digest"), str) and isinstance(data.get("files"), dict)):
-        return None
-    content = data.get("content")
-    if not (isinstance(content, list) and len(content) == 3 and type(content[0]) is int
-            and type(content[1]) is int and isinstance(content[2], str)):
-        return None
-    files: dict[str, tuple[Identity, str]] = {}
-    for relative, entry in data["files"].items():
-        if not (isinstance(entry, list) and len(entry) == 6 and all(type(n) is int for n in entry[:5])
-                and isinstance(entry[5], str) and len(entry[5]) == 64):
-            return None
-        files[relative] = ((entry[0], entry[1], entry[2], entry[3], entry[4]), entry[5])
-    return Stamp(data["digest"], (content[0], content[1], content[2]), files)
+    """A node copy's stamp; None when it has none that reads as one (killed while copying)."""
+    return codec.read(copy / STAMP, Stamp, STAMP_VERSION)

@@ -130,16 +130,6 @@ def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple
                           "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
 
 
-def strip_group_write(root: Path) -> None:
-    """Take group's and others' write bits off everything under `root` that has them (links aside: theirs is
-    not a mode): an environment built under umask 002, or from a cache whose files keep such modes."""
-    for dirpath, _, filenames in os.walk(root):
-        for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
-            st = os.lstat(path)
-            if st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode):
-                os.chmod(path, st.st_mode & 0o7777 & ~0o022)  # guard: a-build-s-environment-loses-group-other
-
-
 def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest | None = None, *, inexact: bool = True) -> None:
     """Install the environment from a checked bundle (`manifest`, what `check` returned): `uv sync --locked
@@ -201,7 +191,6 @@ def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...]
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()  # guard: the-bootstrap-marks-the-driver-build
     sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), manifest, inexact=False)
-    strip_group_write(driver_path(project))
     mark.unlink()  # guard: build-driver-removes-its-mark-last
     return manifest
 

@@ -15,20 +15,20 @@ import json
 import os
 import platform
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import imports, interrupt, locks, settings, uv, values
+from nemo_rl import codec, imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed, lockfile
 from nemo_rl.workers import bundles, bytecode, manifests, verified
 
 META = "nemo-rl-env.json"
+META_VERSION = 1
 LAST_USED = ".last-used"
 
 
@@ -41,7 +41,7 @@ class WorkerEnv:
     flags: tuple[str, ...]
     project: Path
     lock_hash: str
-    checkout: str = ""  # the id of the checkout that built it (project.identity); "" when built before ids
+    checkout: str = ""  # the id of the checkout that built it (project.identity); "" from a read-only checkout
 
     @property
     def python(self) -> Path:
@@ -49,31 +49,19 @@ class WorkerEnv:
 
     def write(self, directory: Path) -> None:
         """Into `directory` (the build, renamed to `path` afterwards)."""
-        meta = {"key": self.key, "flags": list(self.flags), "project": str(self.project), "lock_hash": self.lock_hash,
-                "checkout": self.checkout}
-        (directory / META).write_text(json.dumps(meta, indent=2))
+        codec.write(directory / META, self, META_VERSION, given=("path",))
 
     @classmethod
     def read(cls, path: Path) -> WorkerEnv | None:
-        """The environment at `path`; None when it has no metadata (never built, or a build that did not finish).
-        Metadata of the wrong shape is a NemoRLError naming the file, never a crash; keys beyond ours (older
-        builds wrote some) are ignored."""
-        meta_path = path / META
-        try:
-            meta = values.state_json(meta_path, f"remove {path}: it is rebuilt from uv.lock")
-        except FileNotFoundError:
-            return None
-        text = ("key", "project", "lock_hash")
-        if (not isinstance(meta, dict) or not all(isinstance(meta.get(f), str) for f in text)  # guard: fast-worker-env-key-is-its-directory-s
-                or not isinstance(meta.get("flags"), list) or not all(isinstance(f, str) for f in meta["flags"])
-                or meta["key"] != path.name or not Path(meta["project"]).is_absolute()
-                or not (meta.get("checkout", "") == ""
-                        or (isinstance(meta.get("checkout"), str) and identity.ID.fullmatch(meta["checkout"])))):
-            raise NemoRLError(f"{meta_path} is not worker-environment metadata (needs {', '.join(text)}, flags, "
-                              "key = directory name, a checkout id or none)",
-                              f"remove {path}: it is rebuilt from uv.lock")
-        return cls(meta["key"], path, tuple(meta["flags"]), Path(meta["project"]), meta["lock_hash"],
-                   meta.get("checkout", ""))
+        """The environment at `path`; None when it has no metadata of META_VERSION (never built, a build that did
+        not finish, or another version's: rebuilt). Metadata that does not read is a NemoRLError naming the file."""
+        fix = f"remove {path}: it is rebuilt from uv.lock"
+        env = codec.read(path / META, cls, META_VERSION, fix=fix, name="worker-environment metadata", path=path)
+        if env is not None and (env.key != path.name or not env.project.is_absolute()  # guard: fast-worker-env-key-is-its-directory-s
+                                or not (env.checkout == "" or identity.ID.fullmatch(env.checkout))):
+            raise NemoRLError(f"{path / META} is not worker-environment metadata (key = directory name, an absolute "
+                              "project, a checkout id or none)", fix)
+        return env
 
 
 @dataclass(frozen=True)
@@ -143,19 +131,6 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv.read(path)
 
 
-def not_ours(path: Path) -> str | None:
-    """Why an entry of the venv directory is not this user's (None when it is): a link (using, removing or sizing
-    it would act on its target) or another owner's (a shared NEMO_RL_VENV_DIR: whoever owns it can change its code
-    at any time). Such an entry is never used, read, sized or removed."""
-    try:
-        info = path.lstat()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):  # guard: whose-a-link-in-the-venv-directory-is
-        return "a symbolic link"
-    return f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else None  # guard: whose-another-user-s-environment-is-not
-
-
 def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
     (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
@@ -165,17 +140,12 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
-        _refuse_foreign(where.path)
         found = describe(where.path)
         # metadata naming another project is no environment of this key (the key hashes the project's path)
         if found is None or found.project != project.resolve():  # guard: whose-metadata-of-another-project-is
             manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
-            # one an older nemo-rl built gets private bytecode in place (its site-packages listing moves, so the
-            # verification below runs in full): never removed first, whatever runs from it or whether a rebuild could
-            bytecode.install(found.path, verified.sites(found.path))  # guard: ensure-an-environment-an-older-nemo-rl
-        _refuse_foreign(where.path)  # guard: ensure-a-second-look-before-anything; again: planted between the first look and now, it would run below
         env = describe(where.path)
         if env is None:  # a build that returned without its metadata is a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
@@ -183,17 +153,6 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
             verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
-
-
-def _refuse_foreign(path: Path) -> None:
-    """An entry at the key's path that this user did not build is never read or run: its key comes from readable
-    inputs, so anyone who may write the directory can plant it first (the directory is sticky or this user's
-    alone, settings.venv_dir: once ours, the entry stays ours)."""
-    if os.path.lexists(path) and (foreign := not_ours(path)) is not None:  # guard: whose-an-environment-planted-at-the-key
-        raise NemoRLError(f"{path} is {foreign}, not an environment this user built: it is never used (its owner "
-                          "could change its code at any time)",
-                          "point NEMO_RL_VENV_DIR at a directory only you may write (the default, `venvs` in "
-                          "the checkout, is), or have its owner remove it")
 
 
 def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle: Path | None = None,
@@ -217,7 +176,6 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
             uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project, staging)
         bytecode.install(staging, verified.sites(staging))  # guard: bytecode-every-environment-built-gets
-        bundles.strip_group_write(staging)  # whatever the umask and the cache's modes: only this user writes it
         WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
@@ -249,11 +207,6 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     if wrong := bytecode.problem(env.path, verified.sites(env.path)):  # guard: bytecode-verification-refuses-an
         raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
-    if loose := verified.loose(env.path):  # guard: verification-refuses-what-others-may
-        raise NemoRLError(f"worker environment {env.path} has {len(loose)} file(s) or directories that group or "
-                          f"others may write, or another user owns, code a co-user could change after the check: "
-                          f"{', '.join(loose[:5])}", f"`chmod -R go-w {env.path}` if you trust who could write them "
-                          f"(and `chown -R` what is another user's), else {rebuild}")
     forks = lockfile.forks(project)
     modules = verified.modules_to_import(forks, env.path)
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,

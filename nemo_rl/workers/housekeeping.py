@@ -119,11 +119,6 @@ def listing(project: Path | None) -> list[Row]:
         building = path.name.startswith(".") and ".building-" in path.name
         if path.name.startswith(".") and not building:  # the slots' lock files and record temporaries
             continue
-        # another user's, or a link: never read, sized or removed
-        if (foreign := environments.not_ours(path)) is not None:
-            rows.append(Row(path.name, path, (), None, "not ours", 0.0, None, (),
-                            f"{foreign}: left alone; remove it yourself if it is yours"))
-            continue
         if building and path.is_dir():
             key = path.name[1:].split(".building-")[0]
             rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
@@ -208,8 +203,8 @@ def _prune_lock_files() -> list[Path]:
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        if not KEY.fullmatch(where.key) or environments.not_ours(path) is not None \
-                or not _unused(where):  # only a key's lock file (environments.key_for), and only an unused key's
+        # only a key's lock file (environments.key_for), and only an unused key's
+        if not KEY.fullmatch(where.key) or not _unused(where):
             continue
         # asked again under the lock: a build of that key may be starting
         if locks.remove_free(path, functools.partial(_unused, where)):

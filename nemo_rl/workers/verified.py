@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import platform
 import stat
@@ -33,10 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import extras, values
-from nemo_rl.project import installed, lockfile, state_dir
+from nemo_rl import codec, extras
+from nemo_rl.project import installed, lockfile
 
 RECORD = "nemo-rl-verified.json"
+RECORD_VERSION = 1
 RACY_NS = 2_000_000_000  # a ctime this close to the clock may be followed by a change with the same ctime
 
 
@@ -181,26 +181,6 @@ def _names(directory: Path) -> list[str]:
         return []
 
 
-def loose(env: Path) -> list[str]:
-    """Files and directories of the environment that group or others may write, or another user owns (links aside:
-    their mode and owner are not theirs), relative to it: code a co-user could change after it was checked."""
-    found = []
-    euid = os.geteuid()
-    for path in [str(env), str(env / "pyvenv.cfg")]:  # the interpreter reads `home` from it: any stdlib
-        with contextlib.suppress(OSError):
-            st = os.lstat(path)
-            if st.st_mode & 0o022 or st.st_uid != euid:
-                found.append(os.path.relpath(path, env))
-    for top in [env / "bin", *sites(env)]:
-        for dirpath, _, filenames in os.walk(top):  # `__pycache__` too: a planted .pyc runs as the module
-            for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
-                with contextlib.suppress(OSError):
-                    st = os.lstat(path)
-                    if (st.st_mode & 0o022 or st.st_uid != euid) and not stat.S_ISLNK(st.st_mode):  # guard: group-other-writable-paths-are-found
-                        found.append(os.path.relpath(path, env))
-    return found
-
-
 def stats(env: Path, dirs: list[str] | tuple[str, ...], files: list[str] | tuple[str, ...]) -> str | None:
     """The fast digest: each directory by its inode, mtime and ctime, each file as in `state`; None when a path
     changed too recently (a directory's ctime, a file's mtime) to tell a later change by its times (RACY_NS)."""
@@ -258,22 +238,15 @@ def _save(env: Path, record: Record) -> None:
         for left in env.glob(f".{RECORD}.*.tmp"):  # a write killed midway; one a minute old is no write going on
             if left.lstat().st_mtime < time.time() - 60:
                 left.unlink(missing_ok=True)  # guard: a-killed-record-write-s-temporary-file
-        state_dir.write_atomic(env / RECORD, json.dumps(dataclasses.asdict(record)))
+        codec.write(env / RECORD, record, RECORD_VERSION)
 
 
 def read(env: Path) -> Record | None:
-    try:
-        data = json.loads(values.read_plain_file(env / RECORD))  # guard: reader-the-verification-record
-        strings = ("lock_hash", "python", "state")
-        if (not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in strings)
-                or not isinstance(data.get("ray"), str | None) or not isinstance(data.get("stats"), str | None)
-                or not isinstance(data.get("modules"), list) or not all(type(m) is str for m in data["modules"])
-                or not all(isinstance(data.get(k), list) and all(map(_relative, data[k])) for k in ("dirs", "files"))):
-            return None  # guard: verified-record-s-shape
-        return Record(data["lock_hash"], data["python"], data["ray"], tuple(data["modules"]), tuple(data["dirs"]),
-                      tuple(data["files"]), data["state"], data["stats"])
-    except (OSError, ValueError, RecursionError):  # not a record we wrote: verify in full
-        return None
+    """The record; None when there is none nemo-rl wrote at RECORD_VERSION (verify in full)."""
+    record = codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
+    if record is None or not all(map(_relative, (*record.dirs, *record.files))):
+        return None  # guard: verified-record-s-shape
+    return record
 
 
 def covers(record: Record, env: Path, project: Path) -> bool:

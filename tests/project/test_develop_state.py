@@ -70,7 +70,7 @@ def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tm
     def worker_env(name: str) -> Path:
         env = fake_env(venvs / name)
         (env / environments.META).write_text(json.dumps({"key": name, "flags": FLAGS, "project": str(world.project),
-                                                         "lock_hash": "x"}))
+                                                         "version": 1, "lock_hash": "x"}))
         environments._overlay_developed(world.project, env)  # what a build does while the fork is developed
         return env
 
@@ -92,7 +92,7 @@ def test_stop_without_state_leaves_other_containers_overlays(world, tmp_path, mo
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     env = fake_env(venvs / "w")
     (env / environments.META).write_text(json.dumps({"key": "w", "flags": [], "project": str(world.project),
-                                                     "lock_hash": "x"}))
+                                                     "version": 1, "lock_hash": "x"}))
     develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "cd" * 16)
     develop_state.install_overlay(fake_env(tmp_path / "own"), "megatron-core", tmp_path / "co", tmp_path / "shadow")
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(tmp_path / "own"))
@@ -110,7 +110,7 @@ def test_a_fifo_overlay_never_hangs_stop(world, tmp_path, where):
     planted = driver
     if where == "worker":
         planted = fake_env(venvs / "evil")
-        (planted / environments.META).write_text(json.dumps({"key": "evil", "flags": [], "lock_hash": "x",
+        (planted / environments.META).write_text(json.dumps({"version": 1, "key": "evil", "flags": [], "lock_hash": "x",
                                                              "project": str(world.project)}))
     site = next(planted.rglob("site-packages"))
     (site / develop_state.overlay_name("megatron-core")).unlink(missing_ok=True)
@@ -139,7 +139,7 @@ def test_a_token_with_a_newline_is_refused(world, tmp_path, monkeypatch, token):
     assert deps(world, "develop", "megatron-core") == 0
     path = world.project / develop_state.STATE
     data = json.loads(path.read_text())
-    data["megatron-core"]["token"] = token
+    data["developed"][0]["token"] = token
     path.write_text(json.dumps(data))
     with pytest.raises(NemoRLError, match="token must be hex digits"):
         develop_state.read(world.project)

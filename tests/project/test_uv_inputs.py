@@ -265,20 +265,6 @@ def test_project_root_in_a_comment_is_no_reason_and_in_uv_toml_is(tmp_path):
     assert why is not None and why.startswith("uv.toml names ${PROJECT_ROOT}")
 
 
-def test_a_cache_directory_others_may_write_is_not_used(tmp_path, monkeypatch):
-    from nemo_rl import settings
-    from nemo_rl.errors import NemoRLError
-
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(shared))
-    with pytest.raises(NemoRLError, match="may be changed by another user"):
-        settings.private_dir("lock-check")
-    shared.chmod(0o1777)  # sticky, as /tmp: nobody may rename another's directory in it
-    assert settings.private_dir("lock-check") == shared / "lock-check"
-
-
 def _in_tree_backend(directory: Path, marker: Path) -> str:
     """A build backend in the checkout itself (nothing to fetch, so --offline cannot stop it) that records that it
     ran; the [build-system] table that names it."""

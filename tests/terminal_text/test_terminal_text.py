@@ -145,7 +145,7 @@ def test_envs_list_shows_what_a_shared_directory_holds_with_escapes(world, tmp_p
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     env = fake_env(venvs / ("0" * 24))
     (env / environments.META).write_text(json.dumps({"key": env.name, "flags": ["--locked", FAKE], "lock_hash": "x",
-                                                     "project": str(world.project)}))
+                                                     "version": 1, "project": str(world.project)}))
     capsys.readouterr()
     assert main(["envs", "list", "--project", str(world.project)]) == 0
     out = capsys.readouterr().out

@@ -19,7 +19,8 @@ def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, mon
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     theirs = venvs / f"{bundles.WORK_CACHE_PREFIX}{os.getpid()}"  # another container's build, same PID
-    theirs.mkdir(parents=True)
+    venvs.mkdir(mode=0o700)
+    theirs.mkdir()
     (theirs / "in-use").write_text("")
     held = locks.hold(theirs)
     try:
@@ -37,7 +38,7 @@ def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, mon
 
 def test_only_working_caches_we_made_are_counted_or_removed(world, tmp_path, monkeypatch, capsys):
     venvs = tmp_path / "venvs"
-    venvs.mkdir()
+    venvs.mkdir(mode=0o700)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -87,7 +88,7 @@ def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, mon
     from nemo_rl.workers import bundle_trust
 
     venvs = tmp_path / "venvs"
-    venvs.mkdir()
+    venvs.mkdir(mode=0o700)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     killed = Path(tempfile.mkdtemp(prefix=bundle_trust.WORK_CACHE_PREFIX, dir=venvs))  # SIGKILL before the marker
     assert bundle_trust.why_not_ours(killed) is None

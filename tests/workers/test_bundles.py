@@ -479,17 +479,6 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
 
 
-def test_an_environment_built_under_umask_002_is_made_writable_by_its_owner_only(tmp_path):
-    (tmp_path / "env" / "bin").mkdir(parents=True)
-    (tmp_path / "env" / "bin" / "tool").write_text("#!/bin/sh\n")
-    for path, mode in [(tmp_path / "env" / "bin" / "tool", 0o775), (tmp_path / "env" / "bin", 0o2777)]:
-        os.chmod(path, mode)
-    os.symlink("tool", tmp_path / "env" / "bin" / "link")
-    bundles.strip_group_write(tmp_path / "env")
-    assert oct((tmp_path / "env" / "bin" / "tool").stat().st_mode & 0o7777) == "0o755"
-    assert oct((tmp_path / "env" / "bin").stat().st_mode & 0o7777) == "0o2755"
-
-
 def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monkeypatch):
     """Rebuilding the worker environment cannot give the driver Ray: the fix names the driver's."""
     from nemo_rl.workers import environments

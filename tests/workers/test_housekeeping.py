@@ -20,6 +20,7 @@ from nemo_rl.workers import environments, housekeeping
 @pytest.fixture
 def env(tmp_path):
     path = tmp_path / "venvs" / "key"
+    path.parent.mkdir(mode=0o700)
     (path / "lib").mkdir(parents=True)
     (path / "lib" / "module.bin").write_bytes(b"\0" * 4096)
     return path
@@ -75,7 +76,7 @@ def test_a_killed_bundle_build_leaves_a_working_cache_that_prune_removes(tmp_pat
     from nemo_rl.workers import bundle_trust
 
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    (tmp_path / "venvs").mkdir()
+    (tmp_path / "venvs").mkdir(mode=0o700)
     dead, killed = bundle_trust.new_work_cache(tmp_path / "venvs")
     os.close(killed)  # its build was killed
     live, held = bundle_trust.new_work_cache(tmp_path / "venvs")  # a node build still running
@@ -98,7 +99,7 @@ def test_a_checkout_at_the_same_path_in_another_container_keeps_its_environments
     assert deps(world, "develop", "megatron-core") == 0
     key_a = "0" * 24  # stale to B: not the key of B's uv.lock
     env_a = fake_env(venvs / key_a)
-    (env_a / environments.META).write_text(json.dumps({"key": key_a, "flags": FLAGS, "lock_hash": "x",
+    (env_a / environments.META).write_text(json.dumps({"version": 1, "key": key_a, "flags": FLAGS, "lock_hash": "x",
                                                        "project": str(world.project)}))
     environments._overlay_developed(world.project, env_a)  # A's token
     state = develop_state.read(world.project)  # B: the same path, its own .nemo-rl
@@ -165,7 +166,7 @@ def test_prune_removes_only_what_it_proves_ours_and_lists_the_rest(world, tmp_pa
     from nemo_rl.workers import environments, housekeeping
 
     venvs = tmp_path / "venvs"
-    venvs.mkdir()
+    venvs.mkdir(mode=0o700)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     broken = _broken_envs(world, venvs)
     stale = venvs / ("1" * 24)

@@ -250,7 +250,7 @@ def test_an_unusable_venv_dir_names_the_setting(ray_world, tmp_path, monkeypatch
     with pytest.raises(NemoRLError, match="NEMO_RL_VENV_DIR"):
         workers.actor_options(BASE, ray_world.project)
     read_only = tmp_path / "read-only"
-    read_only.mkdir()
+    read_only.mkdir(mode=0o700)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(read_only))
     monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(read_only))  # root writes anywhere
     with pytest.raises(NemoRLError, match=f"NEMO_RL_VENV_DIR {read_only} cannot be used"):
@@ -287,7 +287,7 @@ def test_another_python_is_another_environment(ray_world, venv_dir, monkeypatch)
 
 def test_environment_metadata_of_the_wrong_shape_lists_as_broken(ray_world, venv_dir, capsys):
     env = environments.ensure(ray_world.project, ["--locked"])
-    (env.path / environments.META).write_text("{}")  # hand-edited
+    (env.path / environments.META).write_text('{"version": 1}')  # hand-edited
     assert main(["envs", "list", "--project", str(ray_world.project)]) == 0  # was exit 3 for every listing
     out = capsys.readouterr().out
     assert f"{env.key}  broken" in out and "is not worker-environment metadata" in out

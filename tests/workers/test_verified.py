@@ -220,14 +220,6 @@ def test_a_temporary_record_a_killed_write_left_is_removed(tmp_path, monkeypatch
     assert not left.exists()
 
 
-def test_group_or_other_writable_files_are_found(tmp_path):
-    env, _ = verified_env(tmp_path)
-    assert verified.loose(env) == []
-    os.chmod(env / PKG, 0o666)
-    os.chmod(env / "bin", 0o777)
-    assert sorted(verified.loose(env)) == ["bin", PKG]
-
-
 def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     """A worker environment with this checkout's uv.lock and the driver's Ray, checked by `environments.verify`
     with the import check faked (`during` runs inside it)."""
@@ -275,24 +267,6 @@ def test_a_file_edited_during_verification_is_not_recorded(tmp_path, monkeypatch
     assert not (env / verified.RECORD).exists()
 
 
-def test_an_environment_others_may_write_is_refused_naming_the_file(tmp_path, monkeypatch):
-    env, project, verify = _checked_env(tmp_path, monkeypatch)
-    os.chmod(env / "lib" / "python3.12" / "site-packages" / "ray" / "__init__.py", 0o664)
-    with pytest.raises(NemoRLError, match="ray/__init__.py") as raised:
-        verify()
-    assert "chmod -R go-w" in raised.value.remedy
-    assert not (env / verified.RECORD).exists()
-
-
-def test_the_environment_its_start_up_file_and_bytecode_others_may_write_are_found(tmp_path):
-    env, _ = verified_env(tmp_path)
-    cache = env / PKG.rsplit("/", 1)[0] / "__pycache__"
-    cache.mkdir()
-    for path in (env, env / "pyvenv.cfg", cache):
-        os.chmod(path, path.stat().st_mode | 0o020)  # umask 002: what a first import leaves
-    assert sorted(verified.loose(env)) == sorted([".", "pyvenv.cfg", os.path.relpath(cache, env)])
-
-
 def test_bytecode_goes_where_only_the_owner_may_open_it(tmp_path):
     """Under umask 002 a first import's `__pycache__` is group-writable: a group member's .pyc would run."""
     env = tmp_path / "env"
@@ -307,9 +281,11 @@ def test_bytecode_goes_where_only_the_owner_may_open_it(tmp_path):
     assert not (sites[0] / "pk" / "__pycache__").exists()
     assert [p.name for p in (env / bytecode.DIR).rglob("*.pyc")] == ["__init__.cpython-312.pyc"]
     assert (env / bytecode.DIR).stat().st_mode & 0o777 == 0o700 and bytecode.problem(env, sites) is None
-    os.chmod(env / bytecode.DIR, 0o755)
-    assert "only this user may open" in bytecode.problem(env, sites)
-    os.chmod(env / bytecode.DIR, 0o700)
+    shutil.move(env / bytecode.DIR, tmp_path / "moved")
+    (env / bytecode.DIR).write_text("")
+    assert "not a directory" in bytecode.problem(env, sites)
+    (env / bytecode.DIR).unlink()
+    shutil.move(tmp_path / "moved", env / bytecode.DIR)
     (sites[0] / bytecode.PTH).write_text("import os\n")
     assert "not the line" in bytecode.problem(env, sites)
     (sites[0] / bytecode.PTH).write_bytes(b"\xff\xfe not text\n")  # read on every use: never a crash

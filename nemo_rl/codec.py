@@ -1,0 +1,118 @@
+"""Each on-disk record declared once: a frozen dataclass, written as JSON with a `version` field through one
+writer and read back through one reader. A record of another version or shape is rebuilt (the reader returns
+None), never migrated."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from nemo_rl import values
+from nemo_rl.errors import NemoRLError
+
+
+class _Wrong(Exception):
+    pass
+
+
+def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
+    """`record` (a dataclass) at `path`, atomically, with `version`; the fields named in `given` are left out (the
+    reader is given them: the record's own path)."""
+    from nemo_rl.project import state_dir
+
+    fields = {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
+    state_dir.write_atomic(path, json.dumps({"version": version, **fields}, indent=1, sort_keys=True), mode=mode)
+
+
+def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
+             **given: Any) -> T | None:
+    """The record at `file`; None when it is missing, or of another version or shape (rebuild it). With `fix`, a
+    record of this version that does not read is not rebuildable: a NemoRLError naming `fix` (and `name`, what the
+    record is). `given`: fields the file leaves out (codec.write's `given`)."""
+    try:
+        data = json.loads(values.read_plain_file(file))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        if fix is None:
+            return None
+        why = "it is nested too deeply to be a file nemo-rl wrote" if isinstance(exc, RecursionError) else exc
+        raise NemoRLError(f"cannot read {file}: {why}", fix) from exc
+    if not isinstance(data, dict) or data.get("version") != version:  # guard: codec-another-version-is-rebuilt
+        return None
+    try:
+        return _value(kind, {k: v for k, v in data.items() if k != "version"}, given)
+    except _Wrong as exc:
+        if fix is None:
+            return None
+        raise NemoRLError(f"{file} is not {name} ({exc})", fix) from exc
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _value(kind: Any, data: Any, given: dict[str, Any] | None = None) -> Any:
+    """`data` (parsed JSON) as `kind`, checked all the way down; _Wrong when it is not one."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        if not isinstance(data, dict):
+            raise _Wrong(f"{kind.__name__}: not an object")
+        hints = typing.get_type_hints(kind)
+        given = dict(given or {})
+        for f in dataclasses.fields(kind):
+            if f.name in given:
+                continue
+            if f.name in data:
+                try:
+                    given[f.name] = _value(hints[f.name], data[f.name])
+                except _Wrong as exc:
+                    raise _Wrong(f"{f.name}: {exc}") from None
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise _Wrong(f"no {f.name}")
+        if set(data) - set(given):  # guard: codec-an-unknown-field-is-another-shape
+            raise _Wrong(f"unknown {', '.join(sorted(set(data) - set(given)))}")
+        return kind(**given)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            try:
+                return _value(arg, data)
+            except _Wrong:
+                continue
+        raise _Wrong(f"{data!r:.40} is none of {kind}")
+    if origin is tuple:
+        if not isinstance(data, list) or (args[-1:] != (...,) and len(args) != len(data)):
+            raise _Wrong(f"{data!r:.40} is not a {kind}")
+        items = [args[0]] * len(data) if args[-1:] == (...,) else list(args)
+        return tuple(_value(a, v) for a, v in zip(items, data, strict=True))
+    if origin is list:
+        if not isinstance(data, list):
+            raise _Wrong(f"{data!r:.40} is not a list")
+        return [_value(args[0], v) for v in data]
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise _Wrong(f"{data!r:.40} is not an object")
+        return {k: _value(args[1], v) for k, v in data.items()}
+    if kind is Path:
+        if not isinstance(data, str):
+            raise _Wrong(f"{data!r:.40} is not a path")
+        return Path(data)
+    if kind is Any:
+        return data
+    if kind is float and type(data) is int:
+        return float(data)
+    if type(data) is not kind or kind not in (str, int, float, bool, type(None)):  # guard: codec-a-field-of-another-type
+        raise _Wrong(f"{data!r:.40} is not a {getattr(kind, '__name__', kind)}")
+    return data

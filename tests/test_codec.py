@@ -1,0 +1,92 @@
+"""The record codec (nemo_rl/codec.py): one writer, one reader; another version or shape is rebuilt."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nemo_rl import codec
+from nemo_rl.errors import NemoRLError
+
+
+@dataclasses.dataclass(frozen=True)
+class Inner:
+    name: str
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Rec:
+    path: Path
+    names: tuple[str, ...]
+    inner: Inner
+    by_name: dict[str, Inner]
+    ratio: float
+    note: str | None = None
+
+
+REC = Rec(Path("/a/b"), ("x", "y"), Inner("i", 3), {"k": Inner("j", 4)}, 0.5)
+
+
+def test_a_record_reads_back_as_written_with_its_mode(tmp_path):
+    codec.write(tmp_path / "r.json", REC, 2, mode=0o600)
+    assert codec.read(tmp_path / "r.json", Rec, 2) == REC
+    assert json.loads((tmp_path / "r.json").read_text())["version"] == 2
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_missing_record_is_none(tmp_path):
+    assert codec.read(tmp_path / "none.json", Rec, 1, fix="rebuild") is None
+
+
+def test_a_record_of_another_version_is_rebuilt(tmp_path):
+    codec.write(tmp_path / "r.json", REC, 1)
+    assert codec.read(tmp_path / "r.json", Rec, 2) is None
+    assert codec.read(tmp_path / "r.json", Rec, 2, fix="remove it") is None  # another version: rebuilt, never refused
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d.pop("names"),
+    lambda d: d.update(extra=1),
+    lambda d: d.update(names="xy"),
+    lambda d: d["inner"].update(size="3"),
+    lambda d: d["inner"].update(size=True),
+    lambda d: d["by_name"].update(k=[]),
+    lambda d: d.update(path=None),
+    lambda d: d.update(names=["x", 1]),
+], ids=["missing", "unknown", "not-a-list", "str-for-int", "bool-for-int", "list-for-object", "null-path",
+        "int-in-tuple"])
+def test_a_record_of_another_shape_is_rebuilt_or_refused_with_the_fix(tmp_path, edit):
+    codec.write(tmp_path / "r.json", REC, 1)
+    data = json.loads((tmp_path / "r.json").read_text())
+    edit(data)
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    assert codec.read(tmp_path / "r.json", Rec, 1) is None
+    with pytest.raises(NemoRLError, match="is not the record nemo-rl writes") as refused:
+        codec.read(tmp_path / "r.json", Rec, 1, fix=f"rm {tmp_path / 'r.json'}")
+    os.system(refused.value.remedy or "")  # the fix, followed: the record is gone, so it is rebuilt
+    assert codec.read(tmp_path / "r.json", Rec, 1, fix="unused") is None
+
+
+@pytest.mark.parametrize("bad", [b"{", b"\xff", b"[" * 100_000])
+def test_a_record_that_does_not_parse_is_rebuilt_or_refused(tmp_path, bad):
+    (tmp_path / "r.json").write_bytes(bad)
+    assert codec.read(tmp_path / "r.json", Rec, 1) is None
+    with pytest.raises(NemoRLError, match="cannot read"):
+        codec.read(tmp_path / "r.json", Rec, 1, fix="remove it")
+
+
+def test_a_fifo_in_place_of_a_record_is_never_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "r.json")
+    assert codec.read(tmp_path / "r.json", Rec, 1) is None
+
+
+def test_an_int_reads_as_a_float_field(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps({"version": 1, "name": "n", "size": 1}))
+    assert codec.read(tmp_path / "r.json", Inner, 1) == Inner("n", 1)
+    (tmp_path / "r.json").write_text(json.dumps({"version": 1, **codec._plain(REC), "ratio": 1}))
+    assert codec.read(tmp_path / "r.json", Rec, 1) == dataclasses.replace(REC, ratio=1.0)
