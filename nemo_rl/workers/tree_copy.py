@@ -1,8 +1,10 @@
 """Copying a bundle's uv cache file by file, and linking a tree of this user's files: the primitives under a
-node's copy (bundle_copy). Every file is copied by the kernel (`copy_file_range`, else `sendfile`), never
-through a link, FIFO or device swapped in, each copy hashed from the page cache as it is made (threads: the
-kernel writes one file while another is hashed); one file that cannot be copied ends the copy, and so does a
-signal, within a file."""
+node's copy (bundle_copy). Each bundle file is read once: a file only this user or root may write, on the
+destination's filesystem, is hard-linked and hashed as it is read (nobody else can change the bytes hashed; an
+edit of ours moves its mtime, which the node copy's stamp notices); any other is copied by the kernel
+(`copy_file_range`, else `sendfile`) and the copy hashed from the page cache as it is made (threads: the kernel
+writes one file while another is hashed). Never through a link, FIFO or device swapped in; one file that cannot
+be copied ends the copy, and so does a signal, within a file."""
 
 from __future__ import annotations
 
@@ -17,16 +19,19 @@ from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
 
 KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
+# a link refused: another filesystem or mount (a read-only bind mount), fs.protected_hardlinks, too many links
+LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
     """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
-    checked on the copy), files without group's and others' write bits, setuid or setgid. Returns each file's
-    (size, sha256) by its path relative to `source`, read back from the copy as it is made: the kernel writes
-    one file while another is hashed."""
+    checked on the copy), files hard-linked where `linkable`, else copied without group's and others'
+    write bits, setuid or setgid. Returns each file's (size, sha256) by its path relative to `source`, read from
+    the copy as it is made: the kernel writes one file while another is hashed."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
+    device = os.stat(target).st_dev
 
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
@@ -35,7 +40,8 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
             return "", (0, "")
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
-            _copy_file(pair[0], pair[1], bundle)
+            if not _linked(pair[0], pair[1], device):
+                _copy_file(pair[0], pair[1], bundle)
             return os.path.relpath(pair[0], source), _hashed(pair[1])
         except BaseException:
             failed.set()
@@ -45,8 +51,36 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
         return dict(pool.map(copied, files))
 
 
+def linkable(info: os.stat_result, device: int) -> bool:
+    """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
+    user or root may write, neither setuid nor setgid."""
+    if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
+        return False
+    if info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022):  # guard: node-copy-links-no-file-others-may-write
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_dev == device
+
+
+def _linked(path: str, target: Path, device: int) -> bool:
+    """Hard-link `path` at `target` when linkable; False (nothing at `target`) when it is not, or the link is
+    refused."""
+    if not linkable(os.lstat(path), device):
+        return False
+    try:
+        os.link(path, target, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in LINK_FALLBACK:
+            raise
+        return False
+    if linkable(os.lstat(target), device):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
+        return True
+    os.unlink(target)
+    return False
+
+
 def _hashed(path: Path) -> tuple[int, str]:
-    """(size, sha256) of a file of the copy (only this user writes it), read from the page cache just filled."""
+    """(size, sha256) of a file of the copy (only this user or root writes it): a linked one read once, a copied one
+    from the page cache just filled."""
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
