@@ -35,7 +35,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
 
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
-    def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
+    def copied(pair: tuple[str, str]) -> tuple[str, tuple[int, str]]:
         if failed.is_set():
             return "", (0, "")
         try:
@@ -61,7 +61,7 @@ def linkable(info: os.stat_result, device: int) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_dev == device
 
 
-def _linked(path: str, target: Path, device: int) -> bool:
+def _linked(path: str, target: str, device: int) -> bool:
     """Hard-link `path` at `target` when linkable; False (nothing at `target`) when it is not, or the link is
     refused."""
     if not linkable(os.lstat(path), device):
@@ -78,7 +78,7 @@ def _linked(path: str, target: Path, device: int) -> bool:
     return False
 
 
-def _hashed(path: Path) -> tuple[int, str]:
+def _hashed(path: str) -> tuple[int, str]:
     """(size, sha256) of a file of the copy (only this user or root writes it): a linked one read once, a copied one
     from the page cache just filled."""
     digest, size = hashlib.sha256(), 0
@@ -89,7 +89,7 @@ def _hashed(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _copy_file(path: str, target: Path, bundle: Path) -> None:
+def _copy_file(path: str, target: str, bundle: Path) -> None:
     if not stat.S_ISREG(os.lstat(path).st_mode):  # guard: a-fifo-in-a-bundle-is-refused-by-the; looked at before it is opened: opening a device acts on it
         raise _not_a_file(path, bundle)
     try:  # never follows a link swapped in, never waits on a FIFO swapped in
@@ -139,18 +139,20 @@ def link_tree(source: Path, target: Path) -> None:
         os.link(path, here)
 
 
-def _tree(source: Path, target: Path) -> list[tuple[str, Path]]:
+def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
     """`target` with `source`'s directories (mode 0755) and links (as links: where they point is checked on the
-    copy); returns each file of `source` with the path it gets in `target`."""
+    copy); returns each file of `source` with the path it gets in `target` (strings: tens of thousands of them)."""
     files = []
+    top = str(target)
     for dirpath, dirnames, filenames in os.walk(source):
         dirnames.sort()  # in content_digest's order, whatever the directory's
-        here = target / os.path.relpath(dirpath, source)
-        here.mkdir(mode=0o755, exist_ok=True)
+        relative = os.path.relpath(dirpath, source)
+        here = top if relative == "." else os.path.join(top, relative)
+        os.makedirs(here, mode=0o755, exist_ok=True)
         for name in sorted([*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]):
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
-                os.symlink(os.readlink(path), here / name)
+                os.symlink(os.readlink(path), os.path.join(here, name))
             else:
-                files.append((path, here / name))
+                files.append((path, os.path.join(here, name)))
     return files

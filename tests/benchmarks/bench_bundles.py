@@ -308,19 +308,25 @@ def synthetic(args: argparse.Namespace) -> dict:
 
 
 def synthetic_table(r: dict) -> str:
+    """One row per place; across filesystems, the copy must be hashed too: no build beats max(`cp -a`, hash)."""
     med = statistics.median
-    hash_s, links, copy, across = (med(r[k]) for k in ("hash_s", "cp_al_s", "cp_a_s", "cp_a_across_s"))
-    lines = ["| where | node copy | node copy + working cache | floor | node ÷ floor (goal ≤ 1.25) |",
+    hash_s, across = med(r["hash_s"]), med(r["cp_a_across_s"])
+    lines = ["| where | node copy | node copy + working cache | floor | node ÷ floor (median of runs; ≤ 1.25) |",
              "|---|---|---|---|---|"]
-    for key, floor, words in (("same", hash_s + links, f"hash pass {median(r['hash_s'])} + `cp -al` "
-                               f"{median(r['cp_al_s'])}"),
-                              ("across", across, f"`cp -a` {median(r['cp_a_across_s'])} (same filesystem: "
-                               f"{median(r['cp_a_s'])})")):
-        node, total = [x[0] for x in r[key]], [x[1] for x in r[key]]
+    # each run against the floors timed beside it: a loaded builder moves both together
+    pairs = list(zip(r["hash_s"], r["cp_al_s"], r["cp_a_across_s"], strict=True))
+    rows = (("same", "same filesystem", [lambda h, al, a: h + al],
+             f"hash pass {median(r['hash_s'])} + `cp -al` {median(r['cp_al_s'])}"),
+            ("across", "across (/dev/shm)", [lambda h, al, a: a, lambda h, al, a: max(a, h)],
+             f"`cp -a` {median(r['cp_a_across_s'])}; max(`cp -a`, hash pass) {max(across, hash_s):.2f} s "
+             f"(`cp -a` on the bundle's filesystem: {median(r['cp_a_s'])})"))
+    for key, where, floors, words in rows:
         how = "linked" if all(x[2] for x in r[key]) else "copied"
-        lines.append(f"| {'same filesystem' if key == 'same' else 'across (/dev/shm)'}, {how} | {median(node)} "
-                     f"| {median(total)} | {floor:.2f} s: {words} | {med(node) / floor:.2f} / "
-                     f"{med(total) / floor:.2f} |")
+        ratios = "; ".join(f"{med([x[0] / floor(*p) for x, p in zip(r[key], pairs, strict=True)]):.2f} / "
+                           f"{med([x[1] / floor(*p) for x, p in zip(r[key], pairs, strict=True)]):.2f}"
+                           for floor in floors)
+        lines.append(f"| {where}, {how} | {median([x[0] for x in r[key]])} | {median([x[1] for x in r[key]])} "
+                     f"| {words} | {ratios} |")
     return f"{r['files']} files, {r['bytes'] / 1e6:.0f} MB\n\n" + "\n".join(lines)
 
 
