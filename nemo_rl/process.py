@@ -113,6 +113,10 @@ def _exited(proc: subprocess.Popen) -> bool:
         return proc.poll() is not None
 
 
+class TimedOut(NemoRLError):
+    """A command ran past its timeout (its process group was ended)."""
+
+
 class Running:
     """A started child. `wait()` collects it; `end()` or an exception out of `with` ends its process group."""
 
@@ -145,7 +149,7 @@ class Running:
             return _SLICE_S
         left = self._deadline - time.monotonic()
         if left <= 0:
-            raise NemoRLError(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s", self._remedy)
+            raise TimedOut(f"{shlex.join(self.argv)} did not finish within {self._timeout:g} s", self._remedy)
         return min(_SLICE_S, left)
 
     def _collect(self) -> Result:

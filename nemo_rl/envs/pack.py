@@ -20,12 +20,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-seed", action="store_true",
                         help="build every sdist again in the pack's fresh cache instead of seeding it with the "
                         "wheels uv built here in your own uv cache (docs/mcore.md)")
+    parser.add_argument("--import-timeout", metavar="SECONDS", type=float,
+                        help="how long the import check of the packed environment may take (default: 600); a "
+                        "check that runs out keeps what was packed for the next pack")
 
 
 def run(project: Path, args: argparse.Namespace) -> int:
     from nemo_rl.workers import bundle_pack
 
-    manifest = bundle_pack.pack(project, envs.flags(args.py_executable), args.bundle, seed=not args.no_seed)
+    manifest = bundle_pack.pack(project, envs.flags(args.py_executable), args.bundle, seed=not args.no_seed,
+                                import_timeout=bundle_pack.IMPORT_TIMEOUT_S if args.import_timeout is None
+                                else values.timeout_seconds(args.import_timeout, "--import-timeout"))
     print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
     print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
           f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "

@@ -1,8 +1,8 @@
 """A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
 
-Every file is copied by the kernel (`copy_file_range`, else `sendfile`) into a directory of this user's
-(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust), and the copy is what is hashed:
-whatever changes the bundle afterwards changes neither the copy nor an environment. A node builds several
+Every file is hard-linked, when only this user or root may write it, or else copied by the kernel, into a directory
+of this user's (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and
+the copy is what is hashed, each file as it is read: nobody else can change what was hashed. A node builds several
 environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
 proved (STAMP: the digest and, per file, its identity and hash). A later build links its working cache from the
 copy and hashes only the files whose identity (device, inode, size, mtime, mode) moved. Only this user (and root)

@@ -2,12 +2,15 @@
 node uses it).
 
 `pack` builds in `.<name>.packing-<pid>` beside the destination and renames it into place last, so a pack
-killed at any instant leaves nothing that passes as a bundle.
+killed at any instant leaves nothing that passes as a bundle. A pack whose import check runs out of time keeps
+its uv cache in `.<name>.packing-kept`, and the next pack of the same inputs into that name starts from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import shutil
 import stat
@@ -15,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import locks, toolchain, uv
+from nemo_rl import locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed, lockfile
@@ -25,6 +28,9 @@ from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs
 # uv cache buckets a node does not need: git history (`git-v*`), build scratch, and facts about the builder's
 # own interpreters and environments, which uv recomputes.
 DROPPED_BUCKETS = ("git-v", "builds-v", "environments-v", "interpreter-v")
+IMPORT_TIMEOUT_S = 600.0  # importing torch, Ray and the forks: seconds when idle, minutes on a loaded builder
+KEPT_SUFFIX = ".packing-kept"
+KEPT_INPUTS = "kept-for.json"
 
 
 def _distributions(env: Path) -> dict[str, str]:
@@ -37,7 +43,7 @@ def _distributions(env: Path) -> dict[str, str]:
     return dict(sorted(result.items()))
 
 
-def _prove(project: Path, env: Path) -> Proven:
+def _prove(project: Path, env: Path, timeout: float) -> Proven:
     """The import check a node would run first, run once here: a bundle whose environment does not import Ray
     and the forks' modules is never made, and a node that installs the same bytes records this proof."""
     from nemo_rl import imports
@@ -47,7 +53,7 @@ def _prove(project: Path, env: Path) -> Proven:
     if not installed.installed(env, "ray"):  # not a worker environment (benchmarks pack such): no proof of Ray
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")
-    result = imports.check(env / "bin" / "python", modules)
+    result = imports.check(env / "bin" / "python", modules, timeout=timeout)
     if result.failed:
         raise NemoRLError(f"the environment made for the bundle does not import: "
                           f"{'; '.join(f'{m}: {e}' for m, e in result.failed.items())}",
@@ -61,17 +67,25 @@ def unfinished_packs(root: Path) -> list[Path]:
 
 
 def _remove_dead_packs(dest: Path) -> list[Path]:
-    return remove_dead_packs(dest.parent)
+    return remove_dead_packs(dest.parent, keep_timed_out=True)
+
+
+def kept_pack(dest: Path) -> Path:
+    """Where a pack into `dest` whose import check timed out keeps its work for the next one."""
+    return dest.parent / f".{dest.name}{KEPT_SUFFIX}"
 
 
 def pack_lock(dest: Path) -> Path:
     return dest.parent / f".{dest.name}.pack-lock"
 
 
-def remove_dead_packs(root: Path) -> list[Path]:
-    """Remove the packs into `root` that were killed, whatever bundle they were making."""
+def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]:
+    """Remove the packs into `root` that were killed, whatever bundle they were making; `keep_timed_out`: leave
+    the work timed-out packs kept for their next try."""
     removed = []
     for leftover in unfinished_packs(root):
+        if keep_timed_out and leftover.name.endswith(KEPT_SUFFIX):  # guard: pack-another-pack-leaves-a-kept-pack
+            continue
         if not locks.held(leftover):  # a live pack holds its directory
             shutil.rmtree(leftover, ignore_errors=True)  # guard: bundles-dead-packs-removed
             removed.append(leftover)
@@ -93,9 +107,11 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
     return removed
 
 
-def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> Manifest:
+def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True,
+         import_timeout: float = IMPORT_TIMEOUT_S) -> Manifest:
     """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
-    user's own uv cache (pack_seed)."""
+    user's own uv cache (pack_seed); `import_timeout`: seconds the import check of the packed environment may
+    take."""
     if develop_state.read(project):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
                           "run `nemo-rl deps develop --stop DIST` first")
@@ -123,28 +139,83 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> M
     try:
         if dest.exists():
             raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
-        return _pack(project, flags, dest, seed)
+        return _pack(project, flags, dest, seed, import_timeout)
     finally:
         os.close(claim)
 
 
-def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
-    _remove_dead_packs(dest)
+def _inputs(project: Path, flags: list[str], seed: bool) -> str:
+    """What a kept pack's cache was built for: a pack of other inputs starts afresh."""
+    lock = hashlib.sha256((project / "uv.lock").read_bytes()).hexdigest()
+    return json.dumps({"uv.lock": lock, "flags": flags, "seed": seed}, sort_keys=True)
+
+
+def _resume(dest: Path, work: Path, inputs: str) -> bool:
+    """Take the work a timed-out pack kept for `dest` as `work` when it is this user's, for these inputs; a kept
+    pack of this user's for other inputs is removed."""
+    kept = kept_pack(dest)
+    try:
+        info = os.lstat(kept)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:  # guard: pack-a-kept-pack-not-this-user-s-alone
+        progress(f"not starting from {kept}: not a directory only this user may write")
+        return False
+    try:
+        same = (kept / KEPT_INPUTS).read_text() == inputs
+    except OSError:
+        same = False
+    if not same:  # guard: pack-a-kept-pack-of-other-inputs-is-not-taken
+        progress(f"removing {kept}: kept by a pack of another uv.lock or other flags")
+        shutil.rmtree(kept, ignore_errors=True)
+        return False
+    os.rename(kept, work)
+    (work / KEPT_INPUTS).unlink()
+    progress(f"starting from the uv cache a pack that timed out kept in {kept}")
+    return True
+
+
+def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
+    """Keep the cache of a pack whose import check timed out, for the next pack (the environment is remade from
+    it in seconds)."""
+    kept = kept_pack(dest)
+    shutil.rmtree(env, ignore_errors=True)
+    (work / KEPT_INPUTS).write_text(inputs)
+    if os.path.lexists(kept):
+        shutil.rmtree(kept)
+    os.rename(work, kept)
+    return kept
+
+
+def _pack(project: Path, flags: list[str], dest: Path, seed: bool, import_timeout: float) -> Manifest:
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
     shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID (the live one would hold the claim)
-    work.mkdir()
+    inputs = _inputs(project, flags, seed)
+    resumed = _resume(dest, work, inputs)
+    if not resumed:
+        work.mkdir()
     fd = locks.hold(work)  # while held, no other pack takes this directory for a leftover
     try:
+        _remove_dead_packs(dest)
         cache, env = work / bundles.CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
         lock = lockfile.load_toml(project / "uv.lock")
-        pack_seed.from_user_cache(cache, lock, seed)  # guard: pack-the-fresh-cache-is-seeded-with-the; no second compile of what the builder built already
+        if not resumed:  # its cache holds what was seeded already
+            pack_seed.from_user_cache(cache, lock, seed)  # guard: pack-the-fresh-cache-is-seeded-with-the; no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
         uv.sync(project, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
         cuda_archs.record(env, lock, work)  # guard: archs-pack-records-the-archs; read from the built binaries
-        proven = _prove(project, env)
+        try:
+            proven = _prove(project, env, import_timeout)
+        except process.TimedOut as exc:
+            kept = _keep(work, env, dest, inputs)  # guard: pack-a-timed-out-check-keeps-the-pack
+            longer = max(2 * import_timeout, IMPORT_TIMEOUT_S)
+            raise NemoRLError(f"the import check of the packed environment did not finish within {import_timeout:g} "
+                              f"s (a busy builder); what was packed is kept in {kept}",
+                              f"pack again with a longer limit (`--import-timeout {longer:g}`): the pack starts "
+                              "from what was kept") from exc
         shutil.rmtree(env)
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
         progress("adding what the checkout's own environment (`uv run`) needs")

@@ -135,8 +135,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
     """Install the environment from a checked bundle (`manifest`, what `check` returned): `uv sync --locked
     --offline` against a working cache linked from this node's checked copy of it (bundle_copy: made, or kept
     from an earlier build and checked again). uv writes into its cache, so the working cache is a tree of its
-    own, removed after; uv hard-links its files into the environment, which so shares no file with the bundle
-    and holds what was checked."""
+    own, removed after; uv hard-links its files into the environment, which so holds what was checked."""
     record = cuda_archs.read_record(bundle)  # these bytes, checked against the GPU here and the digest below
     fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing; refuses before anything is installed
     if fits:

@@ -1,8 +1,10 @@
 """Copying a bundle's uv cache file by file, and linking a tree of this user's files: the primitives under a
-node's copy (bundle_copy). Every file is copied by the kernel (`copy_file_range`, else `sendfile`), never
-through a link, FIFO or device swapped in, each copy hashed from the page cache as it is made (threads: the
-kernel writes one file while another is hashed); one file that cannot be copied ends the copy, and so does a
-signal, within a file."""
+node's copy (bundle_copy). Each bundle file is read once: a file only this user or root may write, on the
+destination's filesystem, is hard-linked and hashed as it is read (nobody else can change the bytes hashed; an
+edit of ours moves its mtime, which the node copy's stamp notices); any other is copied by the kernel
+(`copy_file_range`, else `sendfile`) and the copy hashed from the page cache as it is made (threads: the kernel
+writes one file while another is hashed). Never through a link, FIFO or device swapped in; one file that cannot
+be copied ends the copy, and so does a signal, within a file."""
 
 from __future__ import annotations
 
@@ -17,25 +19,29 @@ from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
 
 KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
+# a link refused: another filesystem or mount (a read-only bind mount), fs.protected_hardlinks, too many links
+LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
     """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
-    checked on the copy), files without group's and others' write bits, setuid or setgid. Returns each file's
-    (size, sha256) by its path relative to `source`, read back from the copy as it is made: the kernel writes
-    one file while another is hashed."""
+    checked on the copy), files hard-linked where `linkable`, else copied without group's and others'
+    write bits, setuid or setgid. Returns each file's (size, sha256) by its path relative to `source`, read from
+    the copy as it is made: the kernel writes one file while another is hashed."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
+    device = os.stat(target).st_dev
 
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
-    def copied(pair: tuple[str, Path]) -> tuple[str, tuple[int, str]]:
+    def copied(pair: tuple[str, str]) -> tuple[str, tuple[int, str]]:
         if failed.is_set():
             return "", (0, "")
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
-            _copy_file(pair[0], pair[1], bundle)
+            if not _linked(pair[0], pair[1], device):
+                _copy_file(pair[0], pair[1], bundle)
             return os.path.relpath(pair[0], source), _hashed(pair[1])
         except BaseException:
             failed.set()
@@ -45,8 +51,36 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int,
         return dict(pool.map(copied, files))
 
 
-def _hashed(path: Path) -> tuple[int, str]:
-    """(size, sha256) of a file of the copy (only this user writes it), read from the page cache just filled."""
+def linkable(info: os.stat_result, device: int) -> bool:
+    """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
+    user or root may write, neither setuid nor setgid."""
+    if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
+        return False
+    if info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022):  # guard: node-copy-links-no-file-others-may-write
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_dev == device
+
+
+def _linked(path: str, target: str, device: int) -> bool:
+    """Hard-link `path` at `target` when linkable; False (nothing at `target`) when it is not, or the link is
+    refused."""
+    if not linkable(os.lstat(path), device):
+        return False
+    try:
+        os.link(path, target, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in LINK_FALLBACK:
+            raise
+        return False
+    if linkable(os.lstat(target), device):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
+        return True
+    os.unlink(target)
+    return False
+
+
+def _hashed(path: str) -> tuple[int, str]:
+    """(size, sha256) of a file of the copy (only this user or root writes it): a linked one read once, a copied one
+    from the page cache just filled."""
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
@@ -55,7 +89,7 @@ def _hashed(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _copy_file(path: str, target: Path, bundle: Path) -> None:
+def _copy_file(path: str, target: str, bundle: Path) -> None:
     if not stat.S_ISREG(os.lstat(path).st_mode):  # guard: a-fifo-in-a-bundle-is-refused-by-the; looked at before it is opened: opening a device acts on it
         raise _not_a_file(path, bundle)
     try:  # never follows a link swapped in, never waits on a FIFO swapped in
@@ -105,18 +139,20 @@ def link_tree(source: Path, target: Path) -> None:
         os.link(path, here)
 
 
-def _tree(source: Path, target: Path) -> list[tuple[str, Path]]:
+def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
     """`target` with `source`'s directories (mode 0755) and links (as links: where they point is checked on the
-    copy); returns each file of `source` with the path it gets in `target`."""
+    copy); returns each file of `source` with the path it gets in `target` (strings: tens of thousands of them)."""
     files = []
+    top = str(target)
     for dirpath, dirnames, filenames in os.walk(source):
         dirnames.sort()  # in content_digest's order, whatever the directory's
-        here = target / os.path.relpath(dirpath, source)
-        here.mkdir(mode=0o755, exist_ok=True)
+        relative = os.path.relpath(dirpath, source)
+        here = top if relative == "." else os.path.join(top, relative)
+        os.makedirs(here, mode=0o755, exist_ok=True)
         for name in sorted([*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]):
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
-                os.symlink(os.readlink(path), here / name)
+                os.symlink(os.readlink(path), os.path.join(here, name))
             else:
-                files.append((path, here / name))
+                files.append((path, os.path.join(here, name)))
     return files

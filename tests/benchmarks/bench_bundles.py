@@ -17,6 +17,14 @@ do across filesystems, so the node copies; the NFS and image-layer case); with s
 node executed are counted. The limits: the time to hard-link every file of the bundle's cache into a fresh
 directory on the same filesystem, and to copy them (what a node on another filesystem cannot do faster). Prints a
 markdown table; writes JSON to benchmark-results/bundles.json. Not a test.
+
+    uv run python tests/benchmarks/bench_bundles.py --cases synthetic --files 20000 --mb 2000
+
+`synthetic`: the node's install step alone (bundle_copy.node_copy, then the working cache linked from it, as
+`sync_from` does before `uv sync`) on a synthetic bundle cache of `--files` files, `--mb` MB, against its floors
+in the same run: one sha256 pass over the bundle's files (content_digest), `cp -al` and `cp -a`. Same filesystem
+(the bundle's files are this user's: linked) and across filesystems (the node's directory on /dev/shm: copied),
+each as a multiple of its floor: hash pass + `cp -al`, or `cp -a`. Page cache warm (the bundle was just written).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -40,7 +49,7 @@ from gitfixtures import commit
 
 from nemo_rl.process import run
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import bundle_pack, bundles, tree_copy
+from nemo_rl.workers import bundle_copy, bundle_pack, bundles, tree_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "nvcc", "ld")
@@ -226,7 +235,104 @@ def node_build(bundle: Path, project: Path, flags: list[str], root: Path, env: d
             "network": "none (unshare -n: no interface but a down loopback)"}
 
 
+def synthetic_bundle(root: Path, files: int, megabytes: int) -> Path:
+    """A bundle directory whose uv cache holds `files` files of `megabytes` MB in all, sized as a wheel cache's
+    (log-normal: most a few KB, a few of hundreds of MB), 200 to a directory."""
+    rng = random.Random(0)
+    sizes = [rng.lognormvariate(8, 2.5) for _ in range(files)]
+    scale = megabytes * 1e6 / sum(sizes)
+    block = os.urandom(1 << 22)
+    cache = root / "bundle" / bundles.CACHE
+    for i, size in enumerate(sizes):
+        directory = cache / "archive-v0" / f"{i // 200:04d}"
+        directory.mkdir(parents=True, exist_ok=True)
+        left, offset = int(size * scale), i % 4096
+        with open(directory / f"m{i}.py", "wb") as fh:
+            while left > 0:
+                chunk = block[offset:offset + min(left, len(block) - offset)]
+                fh.write(chunk)
+                left -= len(chunk)
+    os.sync()
+    return root / "bundle"
+
+
+def install_step(bundle: Path, venvs: Path, expected: tuple[int, int, str]) -> tuple[float, float, bool]:
+    """(seconds of node_copy, seconds of it and the working cache linked from it, whether it linked)."""
+    shutil.rmtree(venvs, ignore_errors=True)
+    venvs.mkdir()
+
+    def sealed(content: tuple[int, int, str]) -> None:
+        if content != expected:
+            raise SystemExit(f"the node's copy hashed to {content}, the bundle to {expected}")
+
+    started = time.monotonic()
+    cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest, sealed)
+    copied = time.monotonic() - started
+    tree_copy.link_tree(cache, venvs / "work")
+    total = time.monotonic() - started
+    os.close(held)
+    first = next(p for p in (bundle / bundles.CACHE).rglob("*.py"))
+    linked = os.stat(cache / first.relative_to(bundle / bundles.CACHE)).st_ino == first.stat().st_ino
+    shutil.rmtree(venvs)
+    return copied, total, linked
+
+
+def cp_seconds(flags: str, source: Path, target: Path) -> float:
+    shutil.rmtree(target, ignore_errors=True)
+    elapsed = timed(lambda: run(["cp", flags, str(source), str(target)]))
+    shutil.rmtree(target)
+    return elapsed
+
+
+def synthetic(args: argparse.Namespace) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-bundles-synthetic-"))
+    other = Path(tempfile.mkdtemp(prefix="nemo-rl-bench-bundles-", dir="/dev/shm"))
+    try:
+        bundle = synthetic_bundle(root, args.files, args.mb)
+        cache = bundle / bundles.CACHE
+        expected = bundles.content_digest(cache)
+        runs: dict[str, list] = {key: [] for key in ("hash_s", "cp_al_s", "cp_a_s", "cp_a_across_s", "same",
+                                                     "across")}
+        for _ in range(args.repeats):
+            runs["hash_s"].append(timed(lambda: bundles.content_digest(cache)))
+            runs["cp_al_s"].append(cp_seconds("-al", cache, root / "links"))
+            runs["cp_a_s"].append(cp_seconds("-a", cache, root / "copies"))
+            runs["cp_a_across_s"].append(cp_seconds("-a", cache, other / "copies"))
+            runs["same"].append(install_step(bundle, root / "venvs", expected))
+            runs["across"].append(install_step(bundle, other / "venvs", expected))
+        return {"case": "synthetic", "files": expected[0], "bytes": expected[1], **runs}
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def synthetic_table(r: dict) -> str:
+    """One row per place; across filesystems, the copy must be hashed too: no build beats max(`cp -a`, hash)."""
+    med = statistics.median
+    hash_s, across = med(r["hash_s"]), med(r["cp_a_across_s"])
+    lines = ["| where | node copy | node copy + working cache | floor | node ÷ floor (median of runs; ≤ 1.25) |",
+             "|---|---|---|---|---|"]
+    # each run against the floors timed beside it: a loaded builder moves both together
+    pairs = list(zip(r["hash_s"], r["cp_al_s"], r["cp_a_across_s"], strict=True))
+    rows = (("same", "same filesystem", [lambda h, al, a: h + al],
+             f"hash pass {median(r['hash_s'])} + `cp -al` {median(r['cp_al_s'])}"),
+            ("across", "across (/dev/shm)", [lambda h, al, a: a, lambda h, al, a: max(a, h)],
+             f"`cp -a` {median(r['cp_a_across_s'])}; max(`cp -a`, hash pass) {max(across, hash_s):.2f} s "
+             f"(`cp -a` on the bundle's filesystem: {median(r['cp_a_s'])})"))
+    for key, where, floors, words in rows:
+        how = "linked" if all(x[2] for x in r[key]) else "copied"
+        ratios = "; ".join(f"{med([x[0] / floor(*p) for x, p in zip(r[key], pairs, strict=True)]):.2f} / "
+                           f"{med([x[1] / floor(*p) for x, p in zip(r[key], pairs, strict=True)]):.2f}"
+                           for floor in floors)
+        lines.append(f"| {where}, {how} | {median([x[0] for x in r[key]])} | {median([x[1] for x in r[key]])} "
+                     f"| {words} | {ratios} |")
+    return f"{r['files']} files, {r['bytes'] / 1e6:.0f} MB\n\n" + "\n".join(lines)
+
+
 def measure(case: str, args: argparse.Namespace) -> dict:
+    if case == "synthetic":
+        return synthetic(args)
     root = Path(tempfile.mkdtemp(prefix=f"nemo-rl-bench-bundles-{case}-"))
     env = {**os.environ, "UV_NO_GITHUB_FAST_PATH": "1", "NEMO_RL_CACHE_DIR": str(root / "nemo-rl-cache")}
     try:
@@ -309,7 +415,10 @@ def table(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", nargs="+", choices=["fixture", "base", "mcore", "megatron"], default=["fixture"])
+    parser.add_argument("--cases", nargs="+", choices=["fixture", "base", "mcore", "megatron", "synthetic"],
+                        default=["fixture"])
+    parser.add_argument("--files", type=int, default=20000, help="for synthetic: files in the bundle")
+    parser.add_argument("--mb", type=int, default=2000, help="for synthetic: megabytes in the bundle")
     parser.add_argument("--mirror", metavar="URL=PATH", help="for mcore, megatron: a local bare mirror of the fork URL")
     parser.add_argument("--rev", default="a768e50588f6e833741dcd25cfda64a8798f4d8e", help="for megatron")
     parser.add_argument("--repeats", type=int, default=2)
@@ -321,7 +430,11 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": datetime.date.today().isoformat(), "cores": os.cpu_count(), "python": platform.python_version(),
             "uv": run([find_uv_bin(), "--version"]).stdout.strip()}
     print(f"{meta['date']}, {meta['cores']} cores, Python {meta['python']}, {meta['uv']}\n")
-    print(table(results))
+    for r in results:
+        if r["case"] == "synthetic":
+            print(synthetic_table(r) + "\n")
+    if [r for r in results if r["case"] != "synthetic"]:
+        print(table([r for r in results if r["case"] != "synthetic"]))
     out = ROOT / "benchmark-results" / "bundles.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))

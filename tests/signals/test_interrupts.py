@@ -519,7 +519,7 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     manifest = bundles.check(bundle, world.project, FLAGS)
-    calls, real = [], tree_copy._copy_file
+    calls, real = [], tree_copy._hashed  # each file, linked or copied
 
     def signalled_midway(*args):
         calls.append(args[0])
@@ -527,7 +527,7 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
             interrupt.record(signal.SIGTERM)  # what the handler does when the signal comes
         return real(*args)
 
-    monkeypatch.setattr(tree_copy, "_copy_file", signalled_midway)
+    monkeypatch.setattr(tree_copy, "_hashed", signalled_midway)
     monkeypatch.setattr(interrupt, "_received", [])
     with pytest.raises(interrupt.Interrupted):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)

@@ -21,7 +21,7 @@ from fakes import FLAGS, fake_bundle
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping
+from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping, tree_copy
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
 DIGEST = "sha256:" + "a" * 64  # the bundle's, as its manifest would say
@@ -274,6 +274,7 @@ def _working_caches(monkeypatch, where: Path) -> list[Path]:
 def test_a_bundle_file_hard_linked_outside_reaches_no_environment(world, tmp_path, monkeypatch):
     """Whatever else shares a bundle file's inode, the node installs its own checked copy of the bytes."""
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # another owner's: copied
     outside = tmp_path / "outside.txt"
     outside.write_text("X = 1\n")
     bundle = fake_bundle(world, tmp_path / "bundle")
@@ -293,6 +294,7 @@ def test_a_bundle_file_hard_linked_outside_reaches_no_environment(world, tmp_pat
 def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, capsys):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # another owner's: copied
     files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it after the check

@@ -4,6 +4,7 @@ a destination it cannot write refused with exit 1."""
 import fcntl
 import json
 import os
+import re
 
 from nemo_rl import locks
 from nemo_rl.cli import main
@@ -37,3 +38,50 @@ def test_pack_into_a_place_it_cannot_write_is_exit_1(world, tmp_path, capsys):
     blocker.write_text("")
     assert main(["envs", "pack", "BASE", str(blocker / "b"), "--project", str(world.project)]) == 1
     assert f"cannot pack into {blocker}" in capsys.readouterr().err
+
+
+def test_an_import_check_past_its_limit_keeps_the_pack_and_the_longer_limit_finishes_from_it(world, tmp_path,
+                                                                                             capsys):
+    dest = tmp_path / "bundles" / "b"
+    args = ["envs", "pack", "MCORE", str(dest), "--project", str(world.project)]
+    assert main([*args, "--import-timeout", "0.001"]) == 1
+    err = capsys.readouterr().err
+    kept = bundle_pack.kept_pack(dest)
+    assert "did not finish within 0.001 s" in err and f"kept in {kept}" in err and not dest.exists()
+    wheel = next(p for p in (kept / bundles.CACHE).rglob("*") if p.is_file() and "archive-v" in str(p))
+    inode, wheel = wheel.stat().st_ino, wheel.relative_to(kept)
+    fix = re.search(r"`(--import-timeout [0-9.]+)`", err)
+    assert fix is not None, err
+    assert main([*args, *fix.group(1).split()]) == 0
+    out = capsys.readouterr()
+    assert f"starting from the uv cache a pack that timed out kept in {kept}" in out.err + out.out
+    assert not kept.exists()
+    assert (dest / wheel).stat().st_ino == inode  # the kept file itself, not built again
+
+
+def _kept(tmp_path, inputs: str, mode: int = 0o755):
+    dest = tmp_path / "b"
+    kept = bundle_pack.kept_pack(dest)
+    (kept / bundles.CACHE).mkdir(parents=True)
+    (kept / bundle_pack.KEPT_INPUTS).write_text(inputs)
+    kept.chmod(mode)
+    return dest, kept
+
+
+def test_a_kept_pack_is_taken_only_for_the_same_inputs_and_when_only_this_user_may_write_it(tmp_path):
+    dest, kept = _kept(tmp_path, "same")
+    assert bundle_pack._resume(dest, tmp_path / "work", "same")
+    assert (tmp_path / "work" / bundles.CACHE).is_dir() and not kept.exists()
+    assert not (tmp_path / "work" / bundle_pack.KEPT_INPUTS).exists()
+    dest, kept = _kept(tmp_path, "other")
+    assert not bundle_pack._resume(dest, tmp_path / "work2", "same")
+    assert not kept.exists() and not (tmp_path / "work2").exists()
+    dest, kept = _kept(tmp_path, "same", 0o775)
+    assert not bundle_pack._resume(dest, tmp_path / "work3", "same")
+    assert kept.exists() and not (tmp_path / "work3").exists()
+
+
+def test_a_kept_pack_outlives_other_packs_and_envs_prune_removes_it(tmp_path):
+    _, kept = _kept(tmp_path, "same")
+    assert bundle_pack._remove_dead_packs(tmp_path / "another-name") == [] and kept.exists()
+    assert bundle_pack.remove_dead_packs(tmp_path) == [kept] and not kept.exists()

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 from fakes import FLAGS, fake_bundle
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.workers import bundle_copy, bundles
+from nemo_rl.workers import bundle_copy, bundles, tree_copy
 
 
 def test_hard_links_between_files_of_one_bundle_are_copied_apart(world, tmp_path, monkeypatch):
-    """What `cp -a`, `rsync -H` or a deduplicating tool leaves (one inode, two names) is a bundle like any: the
-    node copies each name, so the copy shares no inode with the bundle, however many names that inode has."""
+    """What `cp -a`, `rsync -H` or a deduplicating tool leaves (one inode, two names) is a bundle like any: a
+    node that copies copies each name, so the copy shares no inode with the bundle, however many names it has."""
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # another owner's, or filesystem
     files = {"archive-v0/abc/a.py": "X = 1\n", "archive-v0/def/a.py": "X = 1\n", "simple-v1/index": "i\n"}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     one, two = (bundle / bundles.CACHE / name for name in ("archive-v0/abc/a.py", "archive-v0/def/a.py"))
@@ -74,6 +76,7 @@ def test_a_device_in_a_bundle_is_refused_never_opened(world, tmp_path, monkeypat
 
 def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # copied: another owner's
     bundle = fake_bundle(world, tmp_path / "bundle")
     index = bundle / bundles.CACHE / "simple-v1" / "index"
     manifest = bundles.check(bundle, world.project, FLAGS)
@@ -117,3 +120,71 @@ def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
         bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env")
     venvs = tmp_path / "venvs"
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # only the node's lock
+
+
+def _stat(uid: int, mode: int, device: int = 7) -> os.stat_result:
+    return os.stat_result((mode, 1, device, 1, uid, 0, 10, 0, 0, 0))
+
+
+@pytest.mark.parametrize(("info", "linked"), [
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o644), True, id="ours"),
+    pytest.param(_stat(0, stat.S_IFREG | 0o444), True, id="root-s"),
+    # another user's: they could write it after the hash
+    pytest.param(_stat(os.geteuid() + 1, stat.S_IFREG | 0o644), False, id="another-user-s"),
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o664), False, id="group-writable"),
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o646), False, id="others-writable"),
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | stat.S_ISUID | 0o755), False, id="setuid"),  # a copy drops it
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o644, device=8), False, id="another-filesystem"),
+    pytest.param(_stat(os.geteuid(), stat.S_IFIFO | 0o644), False, id="fifo"),
+])
+def test_only_files_this_user_or_root_alone_may_write_on_the_same_filesystem_are_linked(info, linked):
+    assert tree_copy.linkable(info, 7) is linked
+
+
+def _inodes(monkeypatch, files) -> list[dict[str, int]]:
+    seen: list[dict[str, int]] = []
+    monkeypatch.setattr(bundles.uv, "sync", lambda *a, extra_env, **k: seen.append(
+        {name: os.stat(Path(extra_env["UV_CACHE_DIR"]) / name).st_ino for name in files}))
+    return seen
+
+
+def test_a_bundle_of_this_user_s_is_linked_and_an_edit_after_is_refused_by_the_next_build(world, tmp_path,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    files = {"archive-v0/abc/mine.py": "A\n", "archive-v0/abc/shared.py": "B\n", "simple-v1/index": "i\n"}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    cache = bundle / bundles.CACHE
+    (cache / "archive-v0/abc/shared.py").chmod(0o666)  # others may write it: copied
+    old = time.time() - 60  # older than the racy window: the node copy's stamp records them
+    for name in files:
+        os.utime(cache / name, (old, old))
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    seen = _inodes(monkeypatch, files)
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert seen[0]["archive-v0/abc/mine.py"] == os.stat(cache / "archive-v0/abc/mine.py").st_ino
+    assert seen[0]["archive-v0/abc/shared.py"] != os.stat(cache / "archive-v0/abc/shared.py").st_ino
+    (cache / "archive-v0/abc/mine.py").write_text("Z\n")  # an edit in place: its mtime moves
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert len(seen) == 1  # refused before uv installed anything
+
+
+def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    index = bundle / bundles.CACHE / "simple-v1" / "index"
+    manifest = bundles.check(bundle, world.project, FLAGS)
+    planted = tmp_path / "planted"
+    planted.write_bytes(index.read_bytes())  # the same bytes, but others may write them after the hash
+    planted.chmod(0o666)
+    real_link = os.link
+
+    def swapped(source, target, **kwargs):  # the bundle's writer wins the race between the look and the link
+        if str(source) == str(index):
+            os.replace(planted, index)
+        return real_link(source, target, **kwargs)
+
+    monkeypatch.setattr(os, "link", swapped)
+    seen = _inodes(monkeypatch, ["simple-v1/index"])
+    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    assert seen[0]["simple-v1/index"] != os.stat(index).st_ino
