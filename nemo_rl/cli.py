@@ -11,10 +11,13 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nemo_rl import __version__, interrupt, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
+
+if TYPE_CHECKING:
+    from nemo_rl.project.model import Project
 
 # OS errors that describe the user's files or settings (a read-only checkout, a full disk, a path that is a
 # file), not a fault in nemo-rl: they exit 1 with the path, like any other expected failure.
@@ -103,13 +106,13 @@ def _full_message(exc: OSError) -> str:
             f"(`df -h {shlex.quote(str(directory))}` shows it; or raise the quota), then run again")
 
 
-def _project(args: argparse.Namespace) -> Path | None:
-    """The project every handler works on, found once here. doctor runs without one (it reports that)."""
-    from nemo_rl.project import lockfile
+def _project(args: argparse.Namespace) -> Project | None:
+    """The project every handler works on, found and read once here. doctor runs without one (it reports that)."""
+    from nemo_rl.project.model import Project
 
     if args.project is None and not getattr(args, "project_required", True):
         return None
-    return lockfile.find_project(args.project)
+    return Project.find(args.project)
 
 
 def _interrupted(signum: int) -> int:

@@ -11,6 +11,7 @@ from fakes import FLAGS, deps
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments
 
 
@@ -132,13 +133,13 @@ def test_a_planted_lock_file_link_is_named_whatever_errno_the_kernel_gives(world
     venvs.mkdir()
     os.chmod(venvs, 0o1777)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    lock = venvs / f".{environments.key_for(world.project, FLAGS)}.lock"
+    lock = venvs / f".{environments.key_for(Project.read(world.project), FLAGS)}.lock"
     victim = tmp_path / "victim"
     victim.write_text("mine\n")
     lock.symlink_to(victim)
     os.lchown(lock, 54321, 54321)
     with pytest.raises(NemoRLError, match=f"lock file {lock} is a symbolic link"):
-        environments.ensure(world.project, FLAGS)
+        environments.ensure(Project.read(world.project), FLAGS)
     with pytest.raises(NemoRLError, match="is a symbolic link"):
         locks.open_lock_file(lock)
     assert victim.read_text() == "mine\n" and lock.is_symlink()

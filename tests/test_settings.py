@@ -14,6 +14,7 @@ from nemo_rl import settings
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import landing
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundles, housekeeping
 
 
@@ -149,8 +150,9 @@ def test_a_shared_venv_directory_must_be_sticky(tmp_path, monkeypatch):
 def test_an_empty_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, monkeypatch, capsys, setting):
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    for read in (lambda: bundles.find(world.project, FLAGS), bundles.configured, housekeeping._prune_packs,
-                 lambda: housekeeping.bundle_rows(world.project)):
+    for read in (lambda: bundles.find(Project.read(world.project), FLAGS), bundles.configured,
+                 housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(Project.read(world.project))):
         with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIR is set but empty") as refused:
             read()
         assert "unset NEMO_RL_BUNDLE_DIR" in refused.value.remedy
@@ -182,8 +184,9 @@ def test_a_relative_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    for read in (lambda: bundles.find(world.project, ["--locked"]), bundles.configured, housekeeping._prune_packs,
-                 lambda: housekeeping.bundle_rows(world.project)):
+    for read in (lambda: bundles.find(Project.read(world.project), ["--locked"]), bundles.configured,
+                 housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(Project.read(world.project))):
         with pytest.raises(NemoRLError, match="is not an absolute path") as refused:
             read()
         assert f"NEMO_RL_BUNDLE_DIR={os.path.normpath(tmp_path / setting)!r}" in refused.value.remedy

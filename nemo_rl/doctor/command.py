@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from nemo_rl import verbose
+from nemo_rl.project.model import Project
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
 DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); with --preflight, 0 go and 1 no-go."
@@ -90,7 +91,7 @@ def _verdict(data) -> str:
     return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
 
 
-def run(project: Path | None, args: argparse.Namespace) -> int:
+def run(project: Project | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import report
     from nemo_rl.errors import UsageError
     from nemo_rl.jsonout import dumps

@@ -18,7 +18,8 @@ from pathlib import Path
 from nemo_rl import locks, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.project import develop_state, installed
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs_for
 
@@ -37,13 +38,13 @@ def _distributions(env: Path) -> dict[str, str]:
     return dict(sorted(result.items()))
 
 
-def _prove(project: Path, env: Path) -> Proven:
+def _prove(project: Project, env: Path) -> Proven:
     """The import check a node would run first, run once here: a bundle whose environment does not import Ray
     and the forks' modules is never made, and a node that installs the same bytes records this proof."""
     from nemo_rl import imports
     from nemo_rl.workers import verified
 
-    modules = verified.modules_to_import(lockfile.forks(project), env)
+    modules = verified.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment (benchmarks pack such): no proof of Ray
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")
@@ -93,16 +94,16 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
     return removed
 
 
-def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> Manifest:
+def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True) -> Manifest:
     """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
     user's own uv cache (pack_seed)."""
-    if develop_state.read(project):  # guard: bundles-no-pack-while-developing
+    if develop_state.read(project.root):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
                           "run `nemo-rl deps develop --stop DIST` first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
-    if lockfile.extras_require(project, flags, "transformer-engine"):
-        unbuildable = toolchain.transformer_engine_unbuildable(lockfile.locked_packages(project))
+    if project.extras_require(flags, "transformer-engine"):
+        unbuildable = toolchain.transformer_engine_unbuildable(project.packages)
         if unbuildable:  # guard: bundles-transformer-engine-pre-flight
             present, toolkit = unbuildable
             major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
@@ -128,7 +129,7 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True) -> M
         os.close(claim)
 
 
-def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
+def _pack(project: Project, flags: list[str], dest: Path, seed: bool) -> Manifest:
     _remove_dead_packs(dest)
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
     shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID (the live one would hold the claim)
@@ -137,10 +138,10 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
     try:
         cache, env = work / bundles.CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
-        lock = lockfile.load_toml(project / "uv.lock")
+        lock = project.lock
         pack_seed.from_user_cache(cache, lock, seed)  # guard: pack-the-fresh-cache-is-seeded-with-the; no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
-        uv.sync(project, flags=flags, environment=env, stream=True,
+        uv.sync(project.root, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
         cuda_archs.record(env, lock, work)  # guard: archs-pack-records-the-archs; read from the built binaries
@@ -149,7 +150,7 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool) -> Manifest:
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
         progress("adding what the checkout's own environment (`uv run`) needs")
         uv.venv(env, python=sys.executable)
-        uv.sync(project, flags=list(bundles.DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})
+        uv.sync(project.root, flags=list(bundles.DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})
         shutil.rmtree(env)
         for bucket in cache.iterdir():
             if bucket.name.startswith(DROPPED_BUCKETS):

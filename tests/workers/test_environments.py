@@ -16,6 +16,7 @@ import pytest
 from fakes import FLAGS, _cli, env_row, fake_env, planted_env
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bytecode, environments, executables, housekeeping, verified
 from nemo_rl.workers.environments import META, WorkerEnv
 
@@ -70,7 +71,7 @@ def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
     root = tmp_path / "venvs\nimport os"
     root.mkdir()
     with pytest.raises(NemoRLError, match="control character"):
-        environments._build(world.project, [], environments.Slot(root, "k"), "0" * 64)
+        environments._build(Project.read(world.project), [], environments.Slot(root, "k"))
     assert list(root.iterdir()) == []
 
 
@@ -92,7 +93,7 @@ def test_an_entry_planted_between_the_two_looks_is_never_run(tmp_path, monkeypat
     monkeypatch.setattr(environments, "_build", planted_while_building)
     monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: verified_here.append(args))
     with pytest.raises(NemoRLError, match="owned by uid 4242"):
-        environments.ensure(project, ["--locked"])
+        environments.ensure(Project.read(project), ["--locked"])
     assert verified_here == []
 def test_a_fifo_worker_metadata_is_broken_not_a_hang(world, tmp_path):
     venvs = tmp_path / "venvs"
@@ -110,7 +111,7 @@ def test_another_users_environment_is_never_pruned(world, tmp_path, monkeypatch)
     os.chown(env, 54321, -1)
     row = env_row(world.project, env)
     assert row.state == "not ours" and "owned by uid 54321" in (row.detail or "")
-    assert env not in housekeeping.prune(world.project) and (env / environments.META).exists()
+    assert env not in housekeeping.prune(Project.read(world.project)) and (env / environments.META).exists()
 
 
 def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_path, monkeypatch):
@@ -121,7 +122,7 @@ def test_a_link_in_the_venv_directory_is_never_followed_or_removed(world, tmp_pa
     (venvs / target.name).symlink_to(target)
     row = env_row(world.project, venvs / target.name)
     assert row.state == "not ours" and "symbolic link" in (row.detail or "")
-    housekeeping.prune(world.project)
+    housekeeping.prune(Project.read(world.project))
     assert (target / environments.META).exists() and (venvs / target.name).is_symlink()
 
 
@@ -145,7 +146,7 @@ def test_an_environment_an_older_nemo_rl_built_gets_private_bytecode_in_place(wo
     bundle would leave nothing) and verifies it in full."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = venvs / environments.key_for(world.project, FLAGS)
+    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
     _planted(env, world.project)
     shutil.rmtree(env / bytecode.DIR)
     for site in verified.sites(env):
@@ -158,20 +159,20 @@ def test_an_environment_an_older_nemo_rl_built_gets_private_bytecode_in_place(wo
     monkeypatch.setattr(environments, "_build", build)
     monkeypatch.setattr(environments, "verify", lambda *args, **kwargs: checked.append(args))
     monkeypatch.setattr(verified, "still_verified", lambda *args: False)
-    environments.ensure(world.project, FLAGS)
+    environments.ensure(Project.read(world.project), FLAGS)
     assert checked and bytecode.problem(env, verified.sites(env)) is None
 
 
 def test_a_link_at_the_key_is_never_used(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    key = environments.key_for(world.project, FLAGS)
+    key = environments.key_for(Project.read(world.project), FLAGS)
     target = tmp_path / "theirs" / key
     _planted(target, world.project)
     venvs.mkdir()
     (venvs / key).symlink_to(target)
     with pytest.raises(NemoRLError, match="is a symbolic link, not an environment this user built"):
-        environments.ensure(world.project, FLAGS)
+        environments.ensure(Project.read(world.project), FLAGS)
     assert (venvs / key).is_symlink() and (target / environments.META).exists()  # left as it was
 
 
@@ -181,11 +182,11 @@ def test_another_users_environment_at_the_key_is_never_used(world, tmp_path, mon
     NEMO_RL_VENV_DIR a co-user plants it first, then adds a .pth that the verification's import would run."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = venvs / environments.key_for(world.project, FLAGS)
+    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
     _planted(env, world.project)
     os.chown(env, 54321, -1)
     with pytest.raises(NemoRLError, match="owned by uid 54321, not an environment this user built"):
-        environments.ensure(world.project, FLAGS)
+        environments.ensure(Project.read(world.project), FLAGS)
     # the files verification checks are this user's too: one of another owner is code they may change
     mine = fake_env(tmp_path / "mine")
     (mine / "bin").mkdir()
@@ -199,7 +200,7 @@ def test_another_users_environment_at_the_key_is_never_used(world, tmp_path, mon
 def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = venvs / environments.key_for(world.project, FLAGS)
+    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
     _planted(env, world.project)
     meta = json.loads((env / environments.META).read_text())
     (env / environments.META).write_text(json.dumps({**meta, "project": "relative/p"}))
@@ -212,7 +213,7 @@ def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tm
     monkeypatch.setattr(environments, "_build", build)
     (env / environments.META).write_text(json.dumps({**meta, "project": str(tmp_path / "elsewhere")}))
     with pytest.raises(RuntimeError, match="rebuilt"):  # not used as this checkout's
-        environments.ensure(world.project, FLAGS)
+        environments.ensure(Project.read(world.project), FLAGS)
 
 
 def test_create_local_venv_refuses_an_environment_without_the_drivers_ray(tmp_path, monkeypatch):
