@@ -63,8 +63,8 @@ class Project:
         # whatever is there is read (a FIFO, a device: refused by name), never passed over for a project further up
         if not os.path.lexists(directory / "pyproject.toml"):
             return None
-        project = cls.read(directory)
-        return project if "forks" in project.nemo_rl_table else None  # guard: project-an-unreadable-pyproject-is-named
+        project = cls.read(directory)  # guard: project-an-unreadable-pyproject-is-named
+        return project if "forks" in project.nemo_rl_table else None
 
     @property
     def pyproject_path(self) -> Path:
