@@ -10,10 +10,13 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nemo_rl import __version__, interrupt, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError
+
+if TYPE_CHECKING:
+    from nemo_rl.project.model import Project
 
 # OS errors about the user's files, not a fault in nemo-rl: exit 1 with the path.
 USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EISDIR,
@@ -100,13 +103,13 @@ def _full_message(exc: OSError) -> str:
             f"(`df -h {shlex.quote(str(directory))}` shows it; or raise the quota), then run again")
 
 
-def _project(args: argparse.Namespace) -> Path | None:
-    """The project every handler works on; None for doctor outside a project."""
-    from nemo_rl.project import lockfile
+def _project(args: argparse.Namespace) -> Project | None:
+    """The project every handler works on, read once here; None for doctor outside a project."""
+    from nemo_rl.project.model import Project
 
     if args.project is None and not getattr(args, "project_required", True):
         return None
-    return lockfile.find_project(args.project)
+    return Project.find(args.project)
 
 
 def _interrupted(signum: int) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from nemo_rl import settings, values
 from nemo_rl.errors import MissingExtraError, NemoRLError
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 SYNC_REMEDY = "run `uv sync --extra mcore`, or prefix your command with `uv run --extra mcore`"
 TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
@@ -65,7 +66,7 @@ def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
 @functools.cache
 def own() -> dict[str, Component]:
     """nemo-rl's own components, read once per process from its checkout: what its code requires by key."""
-    return components(lockfile.forks(settings.CHECKOUT_DIR, strict=False))
+    return components(Project.read(settings.CHECKOUT_DIR).forks_as_pinned)
 
 
 def component(key: str) -> Component:

@@ -20,7 +20,7 @@ from gitfixtures import commit
 from nemo_rl.cli import main
 from nemo_rl.forks import declared, metadata_check, record_files
 from nemo_rl.forks.record_files import Record
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.toolchain import archs, layout
 from nemo_rl.workers import bundles, environments, housekeeping, manifests
 
@@ -60,7 +60,8 @@ def fake_bundle(world, root: Path, files: dict[str, str] | None = None) -> Path:
         (cache / name).parent.mkdir(parents=True, exist_ok=True)
         (cache / name).write_text(text)
     count, total, digest = bundles.content_digest(cache)
-    manifest = bundles.Manifest(manifests.SCHEMA, bundles.inputs_for(world.project, FLAGS), {}, count, total, "",
+    manifest = bundles.Manifest(manifests.SCHEMA, bundles.inputs_for(Project.read(world.project), FLAGS), {}, count,
+                                total, "",
                                 1.7e9, manifests.Proven((), ()))
     record = b'{"toolchain": {}, "extensions": {}}\n'  # every bundle's CUDA record, here of no extension
     (root / bundles.cuda_archs.SIDECAR).write_bytes(record)
@@ -154,7 +155,7 @@ def planted_env(venvs: Path, key: str, project: Path, checkout: str | None) -> P
 
 
 def env_row(project: Path, env: Path) -> housekeeping.Row:
-    return {r.path: r for r in housekeeping.listing(project)}[env]
+    return {r.path: r for r in housekeeping.listing(Project.read(project))}[env]
 
 
 def fatbin(entries: list[tuple[int, int]]) -> bytes:
@@ -272,7 +273,7 @@ def fork_with_extras(world) -> None:
     fork = world.forks["megatron-core"].fork
     new = commit(fork, "more deps", {"pyproject.toml": forkworld.fork_pyproject(world, dependencies=DEPS)})
     path = world.project / "pyproject.toml"
-    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, new))
+    path.write_text(path.read_text().replace(Project.read(world.project).fork("megatron-core").rev, new))
     assert main(["deps", "patches", "megatron-core", "--project", str(world.project)]) == 0
 
 
@@ -316,11 +317,11 @@ def bump(world, *args: str) -> int:
 
 
 def entry(world):
-    return metadata_check.entry(world.project, "megatron-core")
+    return metadata_check.entry(Project.read(world.project), "megatron-core")
 
 
 def locked(world):
-    return lockfile.locked_packages(world.project)["megatron-core"]
+    return Project.read(world.project).packages["megatron-core"]
 
 
 def _backend_commit(world, metadata: str, pyproject_name: str | None = "megatron-core") -> str:

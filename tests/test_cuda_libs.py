@@ -11,6 +11,7 @@ import pytest
 
 from nemo_rl import cuda_libs, extras, toolchain
 from nemo_rl.doctor import report
+from nemo_rl.project.model import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,7 +88,7 @@ def test_a_working_transformer_engine_without_a_gpu_says_what_was_not_checked(gp
                         lambda component: extras.Probe(component, True, True, "1", None, None))
     monkeypatch.setattr(report.toolchain, "torch_info",
                         lambda: toolchain.TorchInfo(True, "2.7.0", gpu, "12.6", None))
-    notes = report.collect(ROOT, "mcore").notes
+    notes = report.collect(Project.read(ROOT), "mcore").notes
     assert (report.NO_GPU_NOTE in notes) is not gpu
 
 

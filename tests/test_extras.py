@@ -12,6 +12,7 @@ from nemo_rl import extras, settings
 from nemo_rl.doctor import smoke
 from nemo_rl.errors import MissingExtraError, NemoRLError
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 PROBE_SCRIPT = """
 import json
@@ -152,7 +153,7 @@ def test_a_forks_component_is_what_its_table_says():
 
 
 def test_nemo_rl_requires_what_its_own_fork_tables_declare():
-    for declared in lockfile.forks(settings.CHECKOUT_DIR):
+    for declared in Project.read(settings.CHECKOUT_DIR).forks:
         comp = extras.of_fork(declared)
         assert extras.component(comp.key) == comp
         assert comp.module == declared.module  # each real table names its module: no default stands in

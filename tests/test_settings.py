@@ -12,6 +12,7 @@ from fakes import FLAGS, run_cli
 from nemo_rl import settings
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundles, housekeeping
 
 
@@ -94,8 +95,9 @@ def test_a_relative_venv_setting_is_an_error_from_the_cli(tmp_path, monkeypatch,
 def test_an_empty_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path, monkeypatch, capsys, setting):
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    for read in (lambda: bundles.find(world.project, FLAGS), bundles.configured, housekeeping._prune_packs,
-                 lambda: housekeeping.bundle_rows(world.project)):
+    for read in (lambda: bundles.find(Project.read(world.project), FLAGS), bundles.configured,
+                 housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(Project.read(world.project))):
         with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIR is set but empty") as refused:
             read()
         assert "unset NEMO_RL_BUNDLE_DIR" in refused.value.remedy
@@ -127,8 +129,9 @@ def test_a_relative_bundle_dir_is_refused_everywhere_it_is_read(world, tmp_path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", setting)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
-    for read in (lambda: bundles.find(world.project, ["--locked"]), bundles.configured, housekeeping._prune_packs,
-                 lambda: housekeeping.bundle_rows(world.project)):
+    for read in (lambda: bundles.find(Project.read(world.project), ["--locked"]), bundles.configured,
+                 housekeeping._prune_packs,
+                 lambda: housekeeping.bundle_rows(Project.read(world.project))):
         with pytest.raises(NemoRLError, match="is not an absolute path") as refused:
             read()
         assert f"NEMO_RL_BUNDLE_DIR={os.path.normpath(tmp_path / setting)!r}" in refused.value.remedy

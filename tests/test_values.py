@@ -12,6 +12,7 @@ from nemo_rl import values
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.develop_state import package_roots
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundles, environments
 
 DIGEST = "sha256:" + "ab12" * 16
@@ -113,15 +114,14 @@ def test_a_final_newline_is_part_of_the_value():
 
 
 def test_extras_leave_out_what_the_flags_do_not_install(tmp_path):
-    from nemo_rl.project import lockfile
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
                                              'mcore = ["megatron-core", "nemo-toolkit"]\n')
     flags = ["--locked", "--extra", "mcore"]
-    assert lockfile.extras_require(tmp_path, flags, "nemo-toolkit")
-    assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "nemo-toolkit")
-    assert not lockfile.extras_require(tmp_path, [*flags, "--no-install-package=nemo_toolkit"], "nemo-toolkit")
-    assert lockfile.extras_require(tmp_path, [*flags, "--no-install-package", "nemo-toolkit"], "megatron-core")
+    assert Project.read(tmp_path).extras_require(flags, "nemo-toolkit")
+    assert not Project.read(tmp_path).extras_require([*flags, "--no-install-package", "nemo-toolkit"], "nemo-toolkit")
+    assert not Project.read(tmp_path).extras_require([*flags, "--no-install-package=nemo_toolkit"], "nemo-toolkit")
+    assert Project.read(tmp_path).extras_require([*flags, "--no-install-package", "nemo-toolkit"], "megatron-core")
 
 
 DEEP = "[" * 100000
@@ -229,8 +229,8 @@ def test_digest_lists_take_commas_semicolons_and_spaces(world, tmp_path, monkeyp
     pinned = bundles.read_manifest(bundle).digest
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}; {pinned.upper()}")
-    assert bundles.find(world.project, FLAGS) == bundle
-    assert bundles.check(bundle, world.project, FLAGS, pinned.upper()).digest == pinned
+    assert bundles.find(Project.read(world.project), FLAGS) == bundle
+    assert bundles.check(bundle, Project.read(world.project), FLAGS, pinned.upper()).digest == pinned
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["envs", "build", "--help"])

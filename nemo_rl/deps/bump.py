@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
 from nemo_rl import deps, git, uv, values
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
-from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
+from nemo_rl.project import journal, landing, state_dir, uv_inputs
+from nemo_rl.project.model import Project
 
 LANDED = ["pyproject.toml", "uv.lock"]
 # With a derived [[tool.uv.dependency-metadata]] entry, uv locks offline first (bump_steps.lock_result); the
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.writes(parser)
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     if args.branch is not None:
         try:
             values.branch_name(args.branch, "--branch")
@@ -46,14 +46,14 @@ def run(project: Path, args: argparse.Namespace) -> int:
     if args.dry_run:  # writes nothing, so it needs no lock (and works in a read-only checkout)
         return bump(project, args)
     # Taken before anything is read: a second bump waits, then starts from what the first one landed.
-    with state_dir.project_lock(project, wait=not args.no_wait):
-        return bump(project, args)
+    with state_dir.project_lock(project.root, wait=not args.no_wait):
+        return bump(Project.read(project.root), args)  # as a bump that held the lock before left it
 
 
-def bump(project: Path, args: argparse.Namespace) -> int:
+def bump(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
 
-    journal.refuse_cut_short(project, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short; the pins read below may be half moved
+    journal.refuse_cut_short(project.root, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short; the pins read below may be half moved
     before = bump_steps.read_before(project, args.distribution)
     fork = before.fork
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
@@ -62,10 +62,11 @@ def bump(project: Path, args: argparse.Namespace) -> int:
         return 0
     target = f"--branch {shlex.quote(args.branch)}" if args.branch else f"--rev {shlex.quote(args.rev)}"
     uv.require_relock(f"nemo-rl deps bump {shlex.quote(args.distribution)} {target}{' --dry-run' * args.dry_run} "
-                      f"--project {shlex.quote(str(project))}")
-    uv_inputs.require_stageable(project, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
+                      f"--project {shlex.quote(str(project.root))}")
+    uv_inputs.require_stageable(project.root, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
     relative_patches = records.relative_dir(fork.distribution)
-    with landing.Staging(project, LANDED, [relative_patches], uv.SETTINGS_FILES, inside=not args.dry_run) as staging:
+    with landing.Staging(project.root, LANDED, [relative_patches], uv.SETTINGS_FILES,
+                         inside=not args.dry_run) as staging:
         # a --rev must be on the branch pyproject.toml records, or the record would name the wrong branch
         repo = fork_cache.fetched(fork, new_rev, on_branch=not args.branch)
         fork_metadata.require_builds(git.show_file(repo, new_rev, "pyproject.toml"), fork.distribution,
@@ -84,12 +85,13 @@ def bump(project: Path, args: argparse.Namespace) -> int:
             drift_lines = bump_steps.requirement_drift(before, repo, new_rev, declares)
             lock_mode = bump_steps.lock_result(locking, staging.path, before, new_rev, changed, offline)
         progress(f"writing {relative_patches}/")
-        new_fork = lockfile.fork(staging.path, fork.distribution)
+        staged = Project.read(staging.path)  # pyproject.toml and uv.lock as written above
+        new_fork = staged.fork(fork.distribution)
         index, noted = records.build(staging.path / relative_patches, before.index, new_fork, new_rev, base, recs,
                                      declares)
         records.write(staging.path / relative_patches, index, noted)
         staging.keep_mode("uv.lock")
-        locked_after = bump_steps.validate(staging.path, new_fork, new_rev)
+        locked_after = bump_steps.validate(staged, new_fork, new_rev)
         changes = bump_report.lock_changes(bump_report.lock_versions(before.locked),
                                            bump_report.lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit

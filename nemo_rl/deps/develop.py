@@ -20,6 +20,7 @@ from nemo_rl.deps import develop_onto
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, lockfile, state_dir
+from nemo_rl.project.model import Project
 
 HELP = "run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)"
 DESCRIPTION = ("Without PATH: make a checkout of the fork at the pinned commit in .nemo-rl/develop/DIST (fork and "
@@ -99,15 +100,16 @@ def shipped_roots(fork: lockfile.Fork) -> list[str]:
     return roots
 
 
-def start(project: Path, args: argparse.Namespace) -> int:
-    fork = lockfile.fork(project, args.distribution)
-    state = develop_state.read(project)
-    env = develop_state.project_environment(project)
+def start(project: Project, args: argparse.Namespace) -> int:
+    fork = project.fork(args.distribution)
+    root = project.root
+    state = develop_state.read(root)
+    env = develop_state.project_environment(root)
     active = develop_state.active_checkout(env, fork.distribution) if env.exists() else None
     entry = state.get(fork.distribution)
     if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
             and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
-        return _apply(project, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync; developed while the environment did not exist
+        return _apply(root, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync; developed while the environment did not exist
     if entry is not None or active:
         where = entry.checkout if entry is not None else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
@@ -117,9 +119,9 @@ def start(project: Path, args: argparse.Namespace) -> int:
         checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)  # guard: fixes-a-develop-path-is-checked-before
     else:
         settings.cache_dir()  # the same checks on the setting as a fetch
-        values.plain_path(develop_state.managed_checkout(project, fork.distribution), "the checkout path")
-        checkout = make_checkout(project, fork, args.branch or f"develop/{fork.distribution}")
-    shadow = develop_state.make_shadow(project, fork.distribution, checkout, shipped_roots(fork))
+        values.plain_path(develop_state.managed_checkout(root, fork.distribution), "the checkout path")
+        checkout = make_checkout(root, fork, args.branch or f"develop/{fork.distribution}")
+    shadow = develop_state.make_shadow(root, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     installed = False
     try:  # no checkpoint inside: only a failed write (a full disk) ends it early, and then nothing of it stays
@@ -128,11 +130,11 @@ def start(project: Path, args: argparse.Namespace) -> int:
             installed = True
         state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
                                                            (env,) if env.exists() else (), token)
-        develop_state.write(project, state)
+        develop_state.write(root, state)
     except BaseException:
         if installed:
             develop_state.remove_overlay(env, fork.distribution, token)  # guard: full-disk-a-develop-that-fails-removes
-        develop_state.remove_shadow(project, fork.distribution)  # guard: full-disk-a-develop-that-fails-removes-2
+        develop_state.remove_shadow(root, fork.distribution)  # guard: full-disk-a-develop-that-fails-removes-2
         raise
     if installed:
         interrupt.completed(f"{env} imports {fork.distribution} from {checkout}")
@@ -249,20 +251,23 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
+    """Each way reads the project again once it holds the project lock: a bump that landed meanwhile moved pins."""
+    root = project.root
     if args.onto:
         if args.stop or args.path or args.remove:
             raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
-        with state_dir.project_lock(project, wait=not args.no_wait):
-            if lockfile.fork(project, args.distribution).distribution not in develop_state.read(project):
-                start(project, args)  # a checkout at the pin first
-            return develop_onto.onto(project, args)
+        with state_dir.project_lock(root, wait=not args.no_wait):
+            held = Project.read(root)
+            if held.fork(args.distribution).distribution not in develop_state.read(root):
+                start(held, args)  # a checkout at the pin first
+            return develop_onto.onto(held, args)
     if args.stop:
         if args.path or args.branch:
             raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")
-        with state_dir.project_lock(project, wait=not args.no_wait):
-            return stop(project, args)
+        with state_dir.project_lock(root, wait=not args.no_wait):
+            return stop(root, args)
     if args.remove:
         raise UsageError("--remove only applies to --stop", "run `nemo-rl deps develop --stop DIST --remove`")
-    with state_dir.project_lock(project, wait=not args.no_wait):
-        return start(project, args)
+    with state_dir.project_lock(root, wait=not args.no_wait):
+        return start(Project.read(root), args)

@@ -12,13 +12,14 @@ from pathlib import Path
 from nemo_rl import git, git_checkout, interrupt, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, lockfile
+from nemo_rl.project import develop_state
+from nemo_rl.project.model import Project
 
 
-def onto(project: Path, args: argparse.Namespace) -> int:
+def onto(project: Project, args: argparse.Namespace) -> int:
     """Start the rebase of the develop checkout's work onto REF, on a new branch, in git's normal state."""
-    fork = lockfile.fork(project, args.distribution)
-    entry = develop_state.read(project)[fork.distribution]
+    fork = project.fork(args.distribution)
+    entry = develop_state.read(project.root)[fork.distribution]
     checkout = entry.checkout
     quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout; advice is pasted into a shell: a path with spaces stays one word
     if develop_state.checkout_gone(checkout):

@@ -9,6 +9,7 @@ from pathlib import Path
 from nemo_rl import deps, git, uv
 from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
+from nemo_rl.project.model import Project
 
 HELP = "generate or check patches/<dist>/ records; export a fork's patch series"
 USAGE = "nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR"
@@ -87,10 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(distribution=None, export=None, export_dir=None)
 
 
-def _export(project: Path, distribution: str, directory: Path) -> int:
+def _export(project: Project, distribution: str, directory: Path) -> int:
     from nemo_rl.forks import fork_cache
 
-    fork = lockfile.fork(project, distribution)
+    fork = project.fork(distribution)
     repo = fork_cache.fetched(fork, fork.rev)
     base = git.merge_base(repo, fork.rev, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     directory.mkdir(parents=True, exist_ok=True)
@@ -112,12 +113,13 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
                           f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(before, after)) from exc
 
 
-def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
+def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
     from nemo_rl.forks import declared, fork_cache, metadata_check, records
 
     left = []
     for fork in forks:
-        records.records_dir(project, fork.distribution)  # guard: deps-patches-refuses-linked-records; a linked records directory is refused before any work
+        project = Project.read(root)  # as the fork before this one landed it
+        records.records_dir(root, fork.distribution)  # guard: deps-patches-refuses-linked-records; a linked records directory is refused before any work
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
         # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock
@@ -126,26 +128,28 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
         files = ["pyproject.toml", "uv.lock"]
-        was_locked = fork.distribution in lockfile.locked_packages(project)
-        uv_inputs.require_stageable(project, lockfile.tool_tables(project)[0], "deps patches")
+        was_locked = fork.distribution in project.packages
+        uv_inputs.require_stageable(root, project.uv_table, "deps patches")
         # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
-        with landing.Staging(project, files, [relative], uv.SETTINGS_FILES) as staging:
+        with landing.Staging(root, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
-            before, written, unneeded = metadata_check.rewrite_pyproject(staging.path, fork.distribution, declares) \
+            before, written, unneeded = metadata_check.rewrite_pyproject(Project.read(staging.path),
+                                                                         fork.distribution, declares) \
                 if derives else (None, None, [])
+            rewritten = Project.read(staging.path)
             # a uv.lock edited by hand keeps its lie through `uv lock`: only relocking the fork rewrites it
-            relocked = not written and not metadata_check.lock_follows(staging.path, fork, declares)  # guard: no-entry-deps-patches-relocks-a-hand
+            relocked = not written and not metadata_check.lock_follows(rewritten, fork, declares)  # guard: no-entry-deps-patches-relocks-a-hand
             if written or relocked:  # guard: derived-deps-patches-relocks-a-hand
                 uv.require_relock(f"nemo-rl deps patches {shlex.quote(fork.distribution)} --project "
-                                  f"{shlex.quote(str(project))}")
-                _relock(staging.path, fork, before, written or metadata_check.entry(staging.path, fork.distribution)
-                        or declared.derive(fork.distribution, declares, metadata_check.deltas(staging.path,
+                                  f"{shlex.quote(str(root))}")
+                _relock(staging.path, fork, before, written or metadata_check.entry(rewritten, fork.distribution)
+                        or declared.derive(fork.distribution, declares, metadata_check.deltas(rewritten,
                                                                                               fork.distribution)))
                 staging.keep_mode("uv.lock")
             staging.land()
-        print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {project / relative}")
+        print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {root / relative}")
         if written:
             print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
                   f"{fork.rev[:12]}, and uv.lock relocked:")
@@ -159,7 +163,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
         for name in unneeded:
             print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
                   "declares it")
-        remaining = metadata_check.problems(project, fork, records.read_index(project / relative))
+        remaining = metadata_check.problems(Project.read(root), fork, records.read_index(root / relative))
         for problem in remaining:
             print(f"  - {records.Difference(*problem)}")
         if remaining:  # the relock is all this command does to uv.lock: what it leaves needs a hand
@@ -171,7 +175,7 @@ def _generate(project: Path, forks: list[lockfile.Fork]) -> int:
     return 1 if left else 0
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import metadata_check, records
 
     if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check; anywhere on the line: argparse takes flags in any order
@@ -181,18 +185,19 @@ def run(project: Path, args: argparse.Namespace) -> int:
         return _export(project, args.export, args.export_dir)
     if args.offline and not args.check:
         raise UsageError("--offline only applies to --check", "add --check, or drop --offline")
-    all_forks = lockfile.forks(project)
-    forks = [lockfile.fork(project, args.distribution)] if args.distribution else all_forks
+    all_forks = list(project.forks)
+    forks = [project.fork(args.distribution)] if args.distribution else all_forks
     if not args.check:
-        with state_dir.project_lock(project, wait=not args.no_wait):
-            journal.refuse_cut_short(project, locked=True)  # guard: patches-refuses-over-a-landing-cut-short; the pins read below may be half moved
+        with state_dir.project_lock(project.root, wait=not args.no_wait):
+            journal.refuse_cut_short(project.root, locked=True)  # guard: patches-refuses-over-a-landing-cut-short; the pins read below may be half moved
             # read again under the lock: a bump that landed while we waited changed the pins
-            return _generate(project, [lockfile.fork(project, f.distribution) for f in forks])
-    locked = lockfile.locked_packages(project)
+            held = Project.read(project.root)
+            return _generate(project.root, [held.fork(f.distribution) for f in forks])
+    locked = project.packages
     failed: list[str] = []
     overridden: list[str] = []
     interrupted: list[str] = []
-    cuts = journal.cut_short(project)
+    cuts = journal.cut_short(project.root)
     for fork in forks:
         cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
         if cut is not None:  # guard: the-offline-check-over-a-landing-cut; its records may be half moved: regenerating refuses, finishing the landing fixes it

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nemo_rl import deps
 from nemo_rl.project import journal, state_dir
+from nemo_rl.project.model import Project
 
 HELP = "finish (or discard) what a killed `deps bump` left behind"
 DESCRIPTION = ("A bump stages everything in .nemo-rl/ and lands it by renames. If it was killed while landing, this "
@@ -20,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.writes(parser)
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
-    with state_dir.project_lock(project, wait=not args.no_wait):
-        return _recover(project)
+def run(project: Project, args: argparse.Namespace) -> int:
+    with state_dir.project_lock(project.root, wait=not args.no_wait):
+        return _recover(project.root)
 
 
 def _recover(project: Path) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from nemo_rl import deps, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
+from nemo_rl.project.model import Project
 
 if TYPE_CHECKING:
     from nemo_rl.forks import records
@@ -77,7 +79,7 @@ class ForkStatus:
     environment: tuple[str, ...] = ()
 
 
-def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[journal.CutShort],
+def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[journal.CutShort],
                 develop_entry: develop_state.Developed | None) -> ForkStatus:
     from nemo_rl.forks import installed_fork, metadata_check, record_files, records
 
@@ -85,7 +87,7 @@ def fork_status(project: Path, env: Path, fork: lockfile.Fork, locked: dict, cut
     locked_commit = package.commit if package else None
     found = installed.installed(env, fork.distribution)
     version, installed_commit = (found.version, found.commit) if found else (None, None)
-    index = record_files.read_index(records.records_dir(project, fork.distribution))
+    index = record_files.read_index(records.records_dir(project.root, fork.distribution))
     problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False,
                                                       metadata=False)]
     metadata = [str(d) for d in records.declared_differences(project, fork)] if not fork.bad_rev else []
@@ -167,10 +169,10 @@ def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list)
     return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))  # guard: fast-status-check-fails-on-orphaned
 
 
-def collect(project: Path, env: Path, forks: list[lockfile.Fork]) -> list[ForkStatus]:
-    locked = lockfile.locked_packages(project)
-    cuts = journal.cut_short(project)
-    developed = develop_state.read(project)
+def collect(project: Project, env: Path, forks: Sequence[lockfile.Fork]) -> list[ForkStatus]:
+    locked = project.packages
+    cuts = journal.cut_short(project.root)
+    developed = develop_state.read(project.root)
     return [fork_status(project, env, fork, locked, cuts, developed.get(fork.distribution)) for fork in forks]
 
 
@@ -208,24 +210,24 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
     return "\n".join(values.printable(line) for line in lines)  # guard: terminal-status-lines-show-escapes
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import records
 
     env = Path(args.env) if args.env else Path(sys.prefix)
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
-    forks = lockfile.forks(project, strict=False)  # a bad pin is a row of the report
+    forks = project.forks_as_pinned  # a bad pin is a row of the report
     rows = collect(project, env, forks)
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project, forks)
     if args.json:
-        print(dumps({"schema": 2, "project": str(project), "environment": str(env), "lock_problem": lock_problem,
+        print(dumps({"schema": 2, "project": str(project.root), "environment": str(env), "lock_problem": lock_problem,
                      "forks": rows, "orphaned_records": [str(o) for o in orphans]}))
     else:
         print(f"uv.lock: {values.printable(lock_problem)}\n" if lock_problem else "", end="")
         print(render(rows, orphans))
-    for left in journal.leftovers(project):
+    for left in journal.leftovers(project.root):
         if not left.has_journal:
             print(f"note: {left.staging} is left from a bump or `deps patches` killed before it changed anything; "
                   "`nemo-rl deps recover` removes it", file=sys.stderr)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo_rl import deps, values
 from nemo_rl.jsonout import dumps
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 if TYPE_CHECKING:
     from nemo_rl.forks import upstream_report
@@ -56,10 +55,10 @@ def render(report: upstream_report.ForkReport) -> str:
     return "\n".join(lines)
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import upstream_report
 
-    forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
+    forks = [project.fork(args.distribution)] if args.distribution else list(project.forks)
     reports = [upstream_report.report(fork) for fork in forks]
     if args.json:
         print(dumps({"schema": 1, "forks": reports}))

@@ -10,6 +10,7 @@ from nemo_rl import deps, extras, imports, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 HELP = "build a throwaway environment from uv.lock and import what nemo-rl uses"
 DESCRIPTION = ("Build a throwaway environment from uv.lock with the fork's extra and import the modules nemo-rl "
@@ -27,10 +28,10 @@ def modules_for(fork: lockfile.Fork) -> list[str]:
     return list(dict.fromkeys((comp.module, *comp.entry_points)))
 
 
-def extra_for(project: Path, distribution: str) -> str:
+def extra_for(project: Project, distribution: str) -> str:
     from packaging.utils import canonicalize_name
 
-    for extra, names in lockfile.optional_dependencies(project).items():
+    for extra, names in project.optional_dependencies.items():
         if canonicalize_name(distribution) in names:
             return extra
     raise NemoRLError(f"no extra in [project.optional-dependencies] requires {distribution}",
@@ -61,7 +62,7 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 
 
-def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
+def require_derived(project: Project, forks: list[lockfile.Fork]) -> None:
     """Refuse forks whose entry is not the one derived from what they declare at the pin."""
     from nemo_rl.forks import metadata_check, records
 
@@ -74,7 +75,7 @@ def require_derived(project: Path, forks: list[lockfile.Fork]) -> None:
                           + "; ".join(p for dist in stale for p in found[dist]), fix + ", then verify again")
 
 
-def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
+def fix_line(project: Project, fork: lockfile.Fork, requirement: str) -> str:
     """The fix for a missing module: its requirement in the add list of a derived entry, else in the entry."""
     from nemo_rl.forks import metadata_check
 
@@ -86,9 +87,9 @@ def fix_line(project: Path, fork: lockfile.Fork, requirement: str) -> str:
             f"{fork.distribution} in pyproject.toml, run `uv lock`, then verify again")
 
 
-def _sync(project: Path, env: Path, flags: list[str]) -> None:
+def _sync(root: Path, env: Path, flags: list[str]) -> None:
     try:
-        uv.sync(project, flags=flags, environment=env, stream=True)
+        uv.sync(root, flags=flags, environment=env, stream=True)
     except NemoRLError as exc:
         raise NemoRLError(
             f"uv could not build the throwaway environment from uv.lock: {exc.what.splitlines()[0]}",
@@ -97,12 +98,12 @@ def _sync(project: Path, env: Path, flags: list[str]) -> None:
         ) from exc
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import installed_fork
 
-    forks = [lockfile.fork(project, args.distribution)] if args.distribution else lockfile.forks(project)
-    others = [f.distribution for f in lockfile.forks(project) if f not in forks]
-    locked = lockfile.locked_packages(project)
+    forks = [project.fork(args.distribution)] if args.distribution else list(project.forks)
+    others = [f.distribution for f in project.forks if f not in forks]
+    locked = project.packages
     skipped = skipped_here(locked)
     # one fork's check is not stopped by another that cannot be fetched here
     skipped.update({name: f"not part of verifying {args.distribution}" for name in others})
@@ -118,7 +119,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
                 flags = ["--locked", "--extra", extra, "--no-install-project"]  # guard: guard-verify-locked
                 flags += [arg for name in skipped for arg in ("--no-install-package", name)]
                 progress(f"building a throwaway environment from uv.lock with the {extra} extra")
-                _sync(project, env, flags)
+                _sync(project.root, env, flags)
             for name, why in skipped.items():
                 print(f"skipped {name}: {why}")
             for problem in installed_fork.problems(project, env, fork.distribution, left_out=skipped):

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from nemo_rl import verbose
+from nemo_rl.project.model import Project
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
 DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); with --preflight, 0 go and 1 no-go."
@@ -95,7 +96,7 @@ def _verdict(data) -> str:
     return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
 
 
-def run(project: Path | None, args: argparse.Namespace) -> int:
+def run(project: Project | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import report
     from nemo_rl.errors import UsageError
     from nemo_rl.jsonout import dumps
@@ -103,7 +104,7 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     if args.preflight and args.extra != "mcore":  # guard: doctor-preflight-is-for-the-mcore-extra
         raise UsageError("--preflight checks the build of the mcore extra", "add `--extra mcore`")
     if args.env is not None:
-        return in_environment(args, project)
+        return in_environment(args, project.root if project else None)
     data = report.collect(project, args.extra, smoke=args.smoke, verbose=args.verbose, preflight=args.preflight)
     print(dumps(data) if args.json else render(data, preflight_only=args.preflight))
     if args.preflight:  # guard: doctor-preflight-exits-by-its-own-verdict

@@ -16,7 +16,7 @@ from pathlib import Path
 from nemo_rl import git, toolchain
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.toolchain import layout
 
 
@@ -96,9 +96,9 @@ def check_archs(nvcc: Path | None) -> Item:
                 "compile per architecture (`export NVTE_CUDA_ARCHS=90` for H100/H200 nodes only)", None)
 
 
-def check_hosts(project: Path | None) -> list[Item]:
+def check_hosts(project: Project | None) -> list[Item]:
     items = []
-    for fork in lockfile.forks(project, strict=False) if project else []:  # URLs only
+    for fork in project.forks_as_pinned if project else []:  # URLs only
         try:
             git.ls_remote(fork.url, "HEAD", timeout=20)
             items.append(Item(f"reach {fork.distribution}", True, f"{fork.url} answers", None))
@@ -109,7 +109,7 @@ def check_hosts(project: Path | None) -> list[Item]:
     return items
 
 
-def run_all(project: Path | None, python, torch) -> list[Item]:
+def run_all(project: Project | None, python, torch) -> list[Item]:
     nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
     return [check_python(python), nvcc_item, check_host_compiler(nvcc), check_cudnn(), check_archs(nvcc),
             *check_hosts(project)]

@@ -17,6 +17,7 @@ from nemo_rl import extras, settings, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
+from nemo_rl.project.model import Project
 
 if TYPE_CHECKING:  # imported where they run: the pre-flight and the smoke test load what they check
     from nemo_rl.doctor import preflight, smoke
@@ -89,29 +90,29 @@ def uv_info() -> UvInfo:
         return UvInfo(None, None, exc.what)
 
 
-def locate_project() -> tuple[Path | None, list[str], list[str]]:
+def locate_project() -> tuple[Project | None, list[str], list[str]]:
     """(project, problems, notes) when no --project was given: the one at or above the current directory, else
-    nemo-rl's own checkout, said in a note. Unlike lockfile.find_project it never raises: an unreadable
+    nemo-rl's own checkout, said in a note. Unlike Project.find it never raises: an unreadable
     project is a problem in the report, not a crash."""
     for candidate in (None, settings.CHECKOUT_DIR):
         try:
-            found = lockfile.find_project(candidate)
+            found = Project.find(candidate)
         except lockfile.ProjectNotFound:
             continue
         except NemoRLError as exc:  # found, but unreadable: that is unhealthy, not "no project"
             return None, [str(exc)], []
         notes = [] if candidate is None else [
-            f"no nemo-rl project at or above {Path.cwd()}: compared with nemo-rl's own checkout {found} "
+            f"no nemo-rl project at or above {Path.cwd()}: compared with nemo-rl's own checkout {found.root} "
             "(pass --project DIR for another)"]
         return found, [], notes
     return None, [], [f"no nemo-rl project at or above {Path.cwd()}: locked commits unknown (pass --project DIR)"]
 
 
-def python_info(project: Path | None) -> tuple[PythonInfo, list[str]]:
+def python_info(project: Project | None) -> tuple[PythonInfo, list[str]]:
     version = platform.python_version()
     spec = None
     try:
-        spec = lockfile.requires_python(project) if project else None
+        spec = project.requires_python if project else None
         ok = spec is None or version in SpecifierSet(spec)
     except (NemoRLError, InvalidSpecifier) as exc:
         return PythonInfo(version, sys.executable, spec, False), [f"cannot read requires-python: {exc}"]
@@ -139,7 +140,7 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
     return ("installed differs", "; ".join(differs)) if differs else ("ok", None)  # guard: doctor-installed-fork-against-the-lock
 
 
-def components(project: Path | None, declared: dict[str, extras.Component], locked: dict,
+def components(project: Project | None, declared: dict[str, extras.Component], locked: dict,
                env: Path | None = None) -> list[ComponentReport]:
     env = env or Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
     result = []
@@ -174,7 +175,7 @@ def develop_notes(project: Path | None) -> list[str]:
             f"{dist}`" for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 
 
-def worker_env_notes(project: Path) -> list[str]:
+def worker_env_notes(project: Project) -> list[str]:
     """This checkout's current worker environments holding the mcore extra: on a node, what the workers run."""
     from nemo_rl.workers import housekeeping
 
@@ -187,7 +188,7 @@ def worker_env_notes(project: Path) -> list[str]:
             if row.state == "current" and any("mcore" in flag for flag in row.flags)]  # guard: doctor-names-the-workers-mcore-environment
 
 
-def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bool = False,
+def collect(project_dir: Project | None = None, extra: str | None = None, smoke: bool = False,
             verbose: bool = False, preflight: bool = False) -> Report:
     """The report on `project_dir` (already found by the caller), or on the project located from here.
     `preflight` runs the pre-flight of the mcore build even when the extra is installed."""
@@ -196,8 +197,8 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     declared = extras.components([])  # without a readable project: the components that are not forks
     if project:
         try:
-            locked = lockfile.locked_packages(project)
-            forks = lockfile.forks(project, strict=False)
+            locked = project.packages
+            forks = project.forks_as_pinned
             declared = extras.components(forks)
             lock_problem = uv_inputs.lock_problem(project, forks)
             if lock_problem:
@@ -215,7 +216,7 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
     comps = components(project, declared, locked)
     notes = [*located_notes]
     notes += [f"{c.distribution} is developing: {c.remedy}" for c in comps if c.state == "developing"]
-    notes += develop_notes(project)
+    notes += develop_notes(project.root if project else None)
     installed_here = {c.distribution for c in comps if c.installed}
     if "megatron-core" in installed_here:
         notes.append(MEGATRON_TRAINING_NOTE)
@@ -243,6 +244,6 @@ def collect(project_dir: Path | None = None, extra: str | None = None, smoke: bo
         counted = {"torch"} | (set(extras.own()) if extra == "mcore" else set())
         problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results
                      if r.status == "fail" and r.component in counted]
-    return Report(python, uv_facts, torch, str(project) if project else None, extra, tuple(comps),
+    return Report(python, uv_facts, torch, str(project.root) if project else None, extra, tuple(comps),
                   tuple(preflight_items), tuple(smoke_results), tuple(notes), tuple(problems), healthy=not problems,
                   preflight_ok=all(item.ok for item in preflight_items) if preflight_items else None)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from nemo_rl import envs, values
+from nemo_rl.project.model import Project
 
 REEXEC = "NEMO_RL_DRIVER_MADE"  # set by the bootstrap for the process it becomes: the `.venv` it made
 HELP = "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"
@@ -51,25 +52,25 @@ def _without_driver(project: Path) -> bool:
     return True
 
 
-def _bootstrap(project: Path, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
+def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
     """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
     checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
     against. The bundle was checked a moment ago: the rest runs with its digest as the trusted one."""
     from nemo_rl.workers import bundles
 
     manifest = bundles.build_driver(args.bundle, project, flags, digest)
-    python = bundles.driver_path(project) / "bin" / "python"
+    python = bundles.driver_path(project.root) / "bin" / "python"
     argv = [str(python), "-m", "nemo_rl", "envs", "build", args.py_executable, "--from", str(args.bundle.absolute()),  # guard: node-v-goes-on-after-the-bootstrap
-            "--digest", manifest.digest, "--project", str(project),
+            "--digest", manifest.digest, "--project", str(project.root),
             *(["-v"] if getattr(args, "verbose", False) else [])]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.environ[REEXEC] = str(bundles.driver_path(project).resolve())
+    os.environ[REEXEC] = str(bundles.driver_path(project.root).resolve())
     os.execv(python, argv)
     return 3  # not reached: execv replaces this process
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.errors import UsageError
     from nemo_rl.workers import bundle_trust, environments
 
@@ -79,7 +80,7 @@ def run(project: Path, args: argparse.Namespace) -> int:
                          "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
     # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
     digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
-    if args.bundle is not None and _without_driver(project):  # guard: bundles-the-node-makes-the-checkout-s
+    if args.bundle is not None and _without_driver(project.root):  # guard: bundles-the-node-makes-the-checkout-s
         return _bootstrap(project, flags, args, digest)
     env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)
     print(f"ok: {env.python}")

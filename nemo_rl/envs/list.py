@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from nemo_rl import envs
+from nemo_rl.project.model import Project
 
 HELP = "every environment and bundle: key, state, in use, size, last use"
 DESCRIPTION = HELP
@@ -29,7 +29,7 @@ def _describe(row) -> str:
                             f"{' '.join(row.flags) or '(no flags)'}  {row.path}{whose}{detail}")
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl import settings, values
     from nemo_rl.jsonout import dumps
     from nemo_rl.workers import housekeeping

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
 from nemo_rl import envs, values
+from nemo_rl.project.model import Project
 
 HELP = "make a bundle: what a node with no network and no compiler needs to build the environment"
 DESCRIPTION = HELP
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "check that runs out keeps what was packed for the next pack")
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.workers import bundle_pack
 
     manifest = bundle_pack.pack(project, envs.flags(args.py_executable), args.bundle, seed=not args.no_seed,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from nemo_rl import envs
+from nemo_rl.project.model import Project
 
 HELP = ("remove this checkout's stale environments and killed builds that no process uses (broken ones, whose owner "
         "nothing proves, are listed with the command that removes them)")
@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     envs.common(parser)
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl import values
     from nemo_rl.workers import housekeeping
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from nemo_rl import envs
+from nemo_rl.project.model import Project
 
 HELP = "verify the environment of a PY_EXECUTABLE (it must exist)"
 DESCRIPTION = HELP
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     envs.common(parser, py_executable=True)
 
 
-def run(project: Path, args: argparse.Namespace) -> int:
+def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.workers import environments
 
     flags = envs.flags(args.py_executable)

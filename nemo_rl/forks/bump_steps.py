@@ -15,6 +15,7 @@ from nemo_rl.forks.record_files import Index, index_name, read_index
 from nemo_rl.process import Running
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.project.state_dir import write_atomic
 
 
@@ -60,15 +61,14 @@ class Before:
             return None  # a [declares] nemo-rl does not read: the old commit's metadata says it instead
 
 
-def read_before(project: Path, distribution: str) -> Before:
-    """The project as the bump finds it, read once; refused before any work: a fork the project does not pin, or a
-    linked records directory."""
-    patch_dir = records.records_dir(project, distribution)
-    fork = lockfile.fork(project, distribution)  # [tool.uv.sources] and the fork's table: checked tables
-    uv_table, nemo_rl_table = lockfile.tool_tables(project)
-    lock_path = project / "uv.lock"
-    lock_text = lockfile.read_text(lock_path) if lock_path.exists() else None
-    return Before(fork, lockfile.locked_packages(project), lock_text,
+def read_before(project: Project, distribution: str) -> Before:
+    """The project as the bump finds it; refused before any work: a fork the project does not pin, or a linked
+    records directory."""
+    patch_dir = records.records_dir(project.root, distribution)
+    fork = project.fork(distribution)  # [tool.uv.sources] and the fork's table: checked tables
+    uv_table, nemo_rl_table = project.tool_tables
+    lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
+    return Before(fork, project.packages, lock_text,
                   declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
                   declared.deltas_from_table(nemo_rl_table["forks"][distribution], distribution),
                   read_index(patch_dir), patch_dir, uv_table)
@@ -196,9 +196,10 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
     return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
 
 
-def validate(staged: Path, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """The staged state must be exactly what we meant before anything lands; returns its locked packages."""
-    locked = lockfile.locked_packages(staged)
+def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
+    """The staged state (read after its writes) must be exactly what we meant before anything lands; returns its
+    locked packages."""
+    locked = staged.packages
     problems = []
     if fork.rev != new_rev:
         problems.append(f"pyproject.toml pins {fork.rev}, not {new_rev}")

@@ -21,6 +21,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import find_installed
 from nemo_rl.forks import declared, lock_markers, locked_fork, metadata_check
 from nemo_rl.project import installed, lockfile
+from nemo_rl.project.model import Project
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,18 @@ class Problem:
         return f"{self.what}: {self.fix}"
 
 
-def problems(project: Path, env: Path, distribution: str, lock: dict | None = None,
-             left_out: Iterable[str] = ()) -> list[Problem]:
-    """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`lock`: the
-    parsed uv.lock, when the caller has it; `left_out`: packages the environment leaves out on purpose, never
-    missing). Nothing when it is not installed: that is the caller's own state."""
+def problems(project: Project, env: Path, distribution: str, left_out: Iterable[str] = ()) -> list[Problem]:
+    """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`left_out`:
+    packages the environment leaves out on purpose, never missing). Nothing when it is not installed: that is
+    the caller's own state."""
     path = installed.site_packages(env)
     dist = find_installed(distribution, path)
     if dist is None:
         return []
     try:
-        lock = lock if lock is not None else lockfile.load_toml(project / "uv.lock")
+        lock = project.lock
         deltas = metadata_check.deltas(project, distribution) if metadata_check.derives(project, distribution) else None
-        extra = next((e for e, names in lockfile.optional_dependencies(project).items()
+        extra = next((e for e, names in project.optional_dependencies.items()
                       if canonicalize_name(distribution) in names), "mcore")
     except NemoRLError as exc:  # pyproject.toml or uv.lock unreadable: said, not raised
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",

@@ -3,24 +3,23 @@ of patches/<dist>/index.toml disagree. Offline."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from nemo_rl.forks import declared, locked_fork, root_edges
 from nemo_rl.forks.record_files import Index, index_name
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 Problem = tuple[str, str, str, str]  # (file, field, expected, found)
 
 
-def deltas(project: Path, distribution: str) -> declared.Deltas:
-    path = project / "pyproject.toml"
-    forks = lockfile.table(lockfile.tool_tables(project)[1].get("forks"), "[tool.nemo-rl.forks]", path)
+def deltas(project: Project, distribution: str) -> declared.Deltas:
+    path = project.pyproject_path
+    forks = lockfile.table(project.nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path)
     table = lockfile.table(forks.get(distribution), f"[tool.nemo-rl.forks.{distribution}]", path)
     return declared.deltas_from_table(table, distribution)
 
 
-def entry(project: Path, distribution: str) -> declared.Entry | None:
-    return declared.entry_from_tables(lockfile.tool_tables(project)[0].get("dependency-metadata", []), distribution)
+def entry(project: Project, distribution: str) -> declared.Entry | None:
+    return declared.entry_from_tables(project.uv_table.get("dependency-metadata", []), distribution)
 
 
 def recorded(index: Index | None, distribution: str) -> declared.Declares | None:
@@ -28,12 +27,12 @@ def recorded(index: Index | None, distribution: str) -> declared.Declares | None
     return declared.declares_from_table(index.declares, where, distribution) if index is not None else None
 
 
-def derives(project: Path, distribution: str) -> bool:
+def derives(project: Project, distribution: str) -> bool:
     """declared.derives, of the entry and the deltas `project`'s pyproject.toml holds."""
     return declared.derives(entry(project, distribution), deltas(project, distribution))
 
 
-def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
+def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
     """Where pyproject's entry or uv.lock's fork is not what the recorded declarations at the pin say."""
     if index is None or index.pinned != fork.rev:
         return []
@@ -47,16 +46,15 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
     stale = [] if declares.commit == fork.rev else [
         (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
          declares.commit or "not recorded")]
-    lock_path = project / "uv.lock"
     stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
-              in root_edges.differences(lockfile.load_toml(lock_path), dist)] if lock_path.exists() else []
+              in root_edges.differences(project.lock, dist)] if project.lock_bytes is not None else []
     if not derives(project, dist):
         # a hand edit of uv.lock stands through `uv lock --check`: uv does not rebuild a git package's metadata
         own = declared.Entry(dist, declares.version, declares.requires_python, declares.requires_dist)
         return stale + ([("uv.lock", f"[[package]] {dist} {field}", f"{expected} ({rel} [declares])", found)
                          for field, expected, found in locked_fork.locked_differences(
-                             lockfile.load_toml(lock_path), own, False, declares.extras)]
-                        if lock_path.exists() else [])
+                             project.lock, own, False, declares.extras)]
+                        if project.lock_bytes is not None else [])
     found_deltas = deltas(project, dist)
     derived = declared.derive(dist, declares, found_deltas)
     where = f"[[tool.uv.dependency-metadata]] {dist}"
@@ -67,36 +65,35 @@ def problems(project: Path, fork: lockfile.Fork, index: Index | None) -> list[Pr
                 f"a requirement {dist} declares at {fork.rev[:12]}",
                 "not declared by the fork: the drop is unnecessary, remove it")
                for name in declared.unnecessary_drops(declares, found_deltas)]
-    if lock_path.exists():  # guard: lock-the-ci-check-sees-a-hand-edited
+    if project.lock_bytes is not None:  # guard: lock-the-ci-check-sees-a-hand-edited
         result += [("uv.lock", f"[[package]] {dist} {field}", f"{expected} (the derived entry)", found)
-                   for field, expected, found in locked_fork.locked_differences(lockfile.load_toml(lock_path), derived)]
+                   for field, expected, found in locked_fork.locked_differences(project.lock, derived)]
     return result
 
 
-def lock_follows(project: Path, fork: lockfile.Fork, declares: declared.Declares) -> bool:
+def lock_follows(project: Project, fork: lockfile.Fork, declares: declared.Declares) -> bool:
     """Whether `project`'s uv.lock locks the fork as `declares` and its derived entry say, from its own source."""
     derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
-    path = project / "uv.lock"
-    if not path.exists():
+    if project.lock_bytes is None:
         return True
-    package = lockfile.locked_packages(project).get(fork.distribution)
-    lock = lockfile.load_toml(path)
+    package = project.packages.get(fork.distribution)
+    lock = project.lock
     return not (package and package.other_source(fork)) and not locked_fork.locked_differences(  # guard: source-deps-patches-relocks-it
         lock, derived, derives(project, fork.distribution), declares.extras) and not root_edges.differences(
         lock, fork.distribution)
 
 
-def rewrite_pyproject(project: Path, distribution: str, declares: declared.Declares
+def rewrite_pyproject(project: Project, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
-    """Write the entry derived from `declares` into pyproject.toml and remove the drops the fork no longer needs;
-    (the entry before, the entry written or None, the drops removed)."""
+    """Write the entry derived from `declares` into pyproject.toml (read the project again to see it) and remove
+    the drops the fork no longer needs; (the entry before, the entry written or None, the drops removed)."""
     import tomlkit
 
     from nemo_rl.project.state_dir import write_atomic
 
     before = entry(project, distribution)
-    path = project / "pyproject.toml"
-    doc = tomlkit.parse(lockfile.read_text(path))
+    path = project.pyproject_path
+    doc = tomlkit.parse(lockfile.decoded(project.pyproject_bytes, path))
     derived, changed, unneeded = declared.write_derived(doc, distribution, declares, deltas(project, distribution))
     if changed or unneeded:
         write_atomic(path, tomlkit.dumps(doc))

@@ -27,6 +27,7 @@ from nemo_rl.forks.record_files import (
     render_index,
 )
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.project.state_dir import write_atomic
 
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
@@ -93,7 +94,7 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
     return base, describe(repo, shas)
 
 
-def declares_at(project: Path, repo: Path, fork: lockfile.Fork, rev: str) -> declared.Declares:
+def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> declared.Declares:
     """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the
     project's drops (fork_metadata.declares)."""
     dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
@@ -169,17 +170,17 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
     return diffs
 
 
-def declared_differences(project: Path, fork: lockfile.Fork) -> list[Difference]:
+def declared_differences(project: Project, fork: lockfile.Fork) -> list[Difference]:
     """Where [[tool.uv.dependency-metadata]] is not derived from what the fork declares at the pin (recorded)."""
-    index = read_index(records_dir(project, fork.distribution))
+    index = read_index(records_dir(project.root, fork.distribution))
     return [Difference(*problem) for problem in metadata_check.problems(project, fork, index)]
 
 
-def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why: bool = True,
+def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_why: bool = True,
                   compare_lock: bool = True, metadata: bool = True) -> list[Difference]:
     """What can be proved without git: files = index entries, pins agree, no fact edited since generation, and
     (`metadata`) the declared entry is the one derived from the recorded fork metadata."""
-    directory = records_dir(project, fork.distribution)
+    directory = records_dir(project.root, fork.distribution)
     rel = index_name(fork.distribution)
     index = read_index(directory)
     if index is None:
@@ -215,12 +216,12 @@ def check_offline(project: Path, fork: lockfile.Fork, locked: dict, require_why:
     return diffs + (declared_differences(project, fork) if metadata else [])  # guard: derived-checked-offline
 
 
-def orphans(project: Path, forks: list[lockfile.Fork]) -> list[Difference]:
+def orphans(project: Project, forks: Sequence[lockfile.Fork]) -> list[Difference]:
     """Records directories without a fork in pyproject.toml, and git sources without one: a deleted
     fork table must not vanish silently (with it goes every check of the fork, while uv still installs the pin)."""
     known = {f.distribution for f in forks}
-    root = project / "patches"
-    sources = lockfile.tool_tables(project)[0].get("sources")
+    root = project.root / "patches"
+    sources = project.uv_table.get("sources")
     # any git source (by rev, branch or tag; one table or a list of them): each is a fork, or nothing checks it
     pinned = sorted(dist for dist, source in (sources.items() if isinstance(sources, dict) else ())  # guard: orphans-a-git-source-pinned-by-branch-or
                     if dist not in known and any(isinstance(s, dict) and "git" in s  # guard: orphans-a-git-source-pinned-by-rev
@@ -242,11 +243,11 @@ def orphan_fix(orphan: Difference) -> str:
     return f"add the fork's table back to pyproject.toml, or remove {orphan.file}"
 
 
-def check_online(project: Path, fork: lockfile.Fork) -> list[Difference]:
+def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
     """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
-    directory = records_dir(project, fork.distribution)
+    directory = records_dir(project.root, fork.distribution)
     rel = index_name(fork.distribution)
     index = read_index(directory)
     if index is None:

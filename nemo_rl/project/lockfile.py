@@ -1,4 +1,5 @@
-"""Reading pyproject.toml's fork pins and uv.lock. Read-only and fast: `deps status` runs on every check.
+"""The bounded reader of project files and the checks of pyproject.toml's fork pins and uv.lock's packages, which
+model.Project applies to what it read. Read-only and fast: `deps status` runs on every check.
 
 Every way these files can be wrong by hand (bad TOML, bad UTF-8, a value of the wrong type) becomes a
 NemoRLError naming the file and the key, never a traceback.
@@ -6,7 +7,6 @@ NemoRLError naming the file and the key, never a traceback.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -83,11 +83,6 @@ class ProjectNotFound(NemoRLError):
     """No nemo-rl project at or above a directory (as opposed to one that is there but broken)."""
 
 
-def lock_hash(project: Path) -> str:
-    """sha256 of uv.lock's bytes: what worker-environment keys and bundles are made from."""
-    return hashlib.sha256(read_text(project / "uv.lock").encode()).hexdigest()
-
-
 # A uv.lock of a project the size of NeMo's is a few MiB; a file past this is no project file.
 PROJECT_FILE_MAX = 64 << 20
 
@@ -118,27 +113,37 @@ def read_bytes(path: Path) -> bytes:
                           _put_back(path)) from exc
 
 
-def read_text(path: Path) -> str:
-    """A project file as text; bad UTF-8 is the user's to fix, so it is a NemoRLError with the byte offset."""
+def missing(path: Path) -> NemoRLError:
+    """The error for a project file that is not there (or a link to nothing)."""
+    if os.path.islink(path):
+        return NemoRLError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist", _put_back(path))
+    return NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR")
+
+
+def decoded(data: bytes, path: Path) -> str:
+    """A project file's bytes as text; bad UTF-8 is the user's to fix, so it is a NemoRLError with the offset."""
     try:
-        return read_bytes(path).decode("utf-8")
-    except FileNotFoundError as exc:
-        if os.path.islink(path):
-            raise NemoRLError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist",
-                              _put_back(path)) from exc
-        raise NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR") from exc
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{path} is not valid UTF-8 (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
                           f"re-save {path.name} as UTF-8 (TOML files must be UTF-8)") from exc
+
+
+def read_text(path: Path) -> str:
+    """A project file as text (read_bytes, then decoded)."""
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError as exc:
+        raise missing(path) from exc
+    return decoded(data, path)
 
 
 _PARSED: dict[tuple[str, int, int, int], dict] = {}
 
 
 def load_toml(path: Path) -> dict:
-    """The parsed file, parsed once per content (path, inode, mtime, size; atomic rewrites get a new inode):
-    status reads pyproject.toml from several places, and a rewritten file (a bump) is parsed again.
-    Callers must not mutate the result."""
+    """A TOML file of the project's records (patches/), parsed once per content (path, inode, mtime, size; atomic
+    rewrites get a new inode). Callers must not mutate the result."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -166,52 +171,16 @@ def table(value: object, where: str, path: Path) -> dict:
 
 
 @overload
-def _string(value: object, where: str, path: Path, required: Literal[True]) -> str: ...
+def string(value: object, where: str, path: Path, required: Literal[True]) -> str: ...
 @overload
-def _string(value: object, where: str, path: Path, required: bool = False) -> str | None: ...
-def _string(value: object, where: str, path: Path, required: bool = False) -> str | None:
+def string(value: object, where: str, path: Path, required: bool = False) -> str | None: ...
+def string(value: object, where: str, path: Path, required: bool = False) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
         raise NemoRLError(f"{path.name}: {where} must be a string, found {type(value).__name__} {value!r:.60}",
                           f"fix {where} in {path}")
     return value
-
-
-def _is_project(directory: Path) -> bool:
-    pyproject = directory / "pyproject.toml"
-    # whatever is there is read (a FIFO, a device: refused by name), never passed over for a project further up
-    return os.path.lexists(pyproject) and "forks" in table(  # guard: project-an-unreadable-pyproject-is-named
-        table(load_toml(pyproject).get("tool"), "[tool]", pyproject).get("nemo-rl"), "[tool.nemo-rl]", pyproject)
-
-
-def find_project(start: Path | None = None) -> Path:
-    """The project: exactly `start` when given (--project), else the nearest directory at or above the current
-    one whose pyproject.toml declares [tool.nemo-rl.forks]."""
-    if start is not None:
-        # An explicit --project is taken literally: a typo must not silently fall back to an enclosing project.
-        directory = Path(os.path.expanduser(start)).resolve()
-        if not directory.is_dir():
-            raise NemoRLError(f"--project {start}: no such directory", "pass the directory holding pyproject.toml")
-        if not _is_project(directory):
-            raise ProjectNotFound(f"no pyproject.toml with a [tool.nemo-rl.forks] table in {directory} "
-                                  f"(--project {start})", "pass the nemo-rl checkout's directory")
-        return directory
-    here = Path.cwd().resolve()
-    for candidate in (here, *here.parents):
-        if _is_project(candidate):
-            return candidate
-    raise ProjectNotFound(
-        f"no pyproject.toml with a [tool.nemo-rl.forks] table at or above {here}",
-        "run inside the nemo-rl checkout, or pass --project DIR",
-    )
-
-
-def tool_tables(project: Path) -> tuple[dict, dict]:
-    """([tool.uv], [tool.nemo-rl]) of the project's pyproject.toml, shape-checked."""
-    path = project / "pyproject.toml"
-    tool = table(load_toml(path).get("tool"), "[tool]", path)
-    return table(tool.get("uv"), "[tool.uv]", path), table(tool.get("nemo-rl"), "[tool.nemo-rl]", path)
 
 
 def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fork:
@@ -222,7 +191,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
             f"{where} has no matching git source with a rev in [tool.uv.sources]",
             f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
         )
-    rev = _string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
+    rev = string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
     bad_rev = None
     try:
         values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")  # guard: trust-rev-is-a-full-sha
@@ -230,23 +199,23 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
         if strict:
             raise NemoRLError(exc.what, f"{exc.remedy}, or run `nemo-rl deps bump {dist} --branch <branch>`") from exc
         bad_rev = exc.what
-    branch = _string(meta.get("branch") or source.get("branch"), f"{where} branch", path)
-    upstream_url = _string(meta.get("upstream-url"), f"{where} upstream-url", path)
-    upstream_branch = _string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path, True)
-    base = _string(meta.get("base"), f"{where} base", path)
-    module = _string(meta.get("module"), f"{where} module", path)
+    branch = string(meta.get("branch") or source.get("branch"), f"{where} branch", path)
+    upstream_url = string(meta.get("upstream-url"), f"{where} upstream-url", path)
+    upstream_branch = string(meta.get("upstream-branch", "main"), f"{where} upstream-branch", path, True)
+    base = string(meta.get("base"), f"{where} base", path)
+    module = string(meta.get("module"), f"{where} module", path)
     entry_points = meta.get("entry-points", [])
     if not isinstance(entry_points, list):  # guard: fork-entry-points-is-a-list
         raise NemoRLError(f"{path.name}: {where} entry-points must be a list of module names, found "
                           f"{type(entry_points).__name__} {entry_points!r:.60}",
                           f'write a list such as entry-points = ["megatron.core"] in {where} of {path}')
-    component = _string(meta.get("component"), f"{where} component", path)
+    component = string(meta.get("component"), f"{where} component", path)
     if component is not None and not values.DISTRIBUTION_NAME.match(component):  # guard: fork-component-is-a-name
         raise NemoRLError(f"{path.name}: {where} component: {component!r:.60} is not a name (letters, digits, '.', "
                           "'_', '-')", f"write a name such as megatron in {where} component of {path}")
     return Fork(
         distribution=dist,
-        url=values.git_url(_string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
+        url=values.git_url(string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
                            f"[tool.uv.sources] {dist}.git"),
         rev=rev,
         branch=values.branch_name(branch, f"{where} branch") if branch is not None else None,
@@ -254,12 +223,12 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
         upstream_branch=values.branch_name(upstream_branch, f"{where} upstream-branch"),
         base=values.full_sha(base, f"{where} base") if base is not None else None,
         bad_rev=bad_rev,
-        subdirectory=_string(source.get("subdirectory"), f"[tool.uv.sources] {dist}.subdirectory", path),
+        subdirectory=string(source.get("subdirectory"), f"[tool.uv.sources] {dist}.subdirectory", path),
         module=_module_name(module, f"{where} module", path) if module is not None else None,
-        entry_points=tuple(_module_name(_string(m, f"{where} entry-points", path, True), f"{where} entry-points", path)
+        entry_points=tuple(_module_name(string(m, f"{where} entry-points", path, True), f"{where} entry-points", path)
                            for m in entry_points),
         component=component,
-        remedy=_string(meta.get("remedy"), f"{where} remedy", path),
+        remedy=string(meta.get("remedy"), f"{where} remedy", path),
     )
 
 
@@ -271,37 +240,17 @@ def _module_name(value: str, where: str, path: Path) -> str:
     return value
 
 
-def forks(project: Path, *, strict: bool = True) -> list[Fork]:
-    """Every fork, validated (see Fork). `strict=False` keeps a fork whose rev is not a full SHA, marked, so
-    `deps status` can show it as a bad pin beside the others; everything that acts on forks reads strictly."""
-    path = project / "pyproject.toml"
-    uv_table, nemo_rl_table = tool_tables(project)
+def forks_of(path: Path, uv_table: dict, nemo_rl_table: dict, *, strict: bool) -> tuple[Fork, ...]:
+    """Every fork of pyproject.toml's tool tables (at `path`), validated (see Fork). `strict=False` keeps a fork
+    whose rev is not a full SHA, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
-    return [_fork(dist, sources.get(dist), table(meta, f"[tool.nemo-rl.forks.{dist}]", path), path, strict)
-            for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items()]
+    return tuple(_fork(dist, sources.get(dist), table(meta, f"[tool.nemo-rl.forks.{dist}]", path), path, strict)
+                 for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items())
 
 
-def fork(project: Path, distribution: str) -> Fork:
-    known = {f.distribution: f for f in forks(project)}
-    if distribution not in known:
-        raise NemoRLError(
-            f"{distribution!r} is not a fork pinned by this project",
-            f"choose one of: {', '.join(sorted(known)) or '(none declared)'}",
-        )
-    return known[distribution]
-
-
-def requires_python(project: Path) -> str | None:
-    path = project / "pyproject.toml"
-    return _string(table(load_toml(path).get("project"), "[project]", path).get("requires-python"),
-                   "[project] requires-python", path)
-
-
-def locked_packages(project: Path) -> dict[str, LockedPackage]:
-    lock_path = project / "uv.lock"
-    if not lock_path.exists():
-        return {}
-    packages = load_toml(lock_path).get("package", [])
+def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
+    """The [[package]]s of a parsed uv.lock, by name."""
+    packages = lock.get("package", [])
     if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
                                                   for p in packages):
         raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)",
@@ -313,13 +262,12 @@ def locked_packages(project: Path) -> dict[str, LockedPackage]:
             for p in packages}
 
 
-def optional_dependencies(project: Path) -> dict[str, list[str]]:
-    """[project.optional-dependencies] as extra -> canonical distribution names, each requirement checked."""
+def optional_dependencies_of(pyproject: dict, path: Path) -> dict[str, list[str]]:
+    """[project.optional-dependencies] of a parsed pyproject.toml as extra -> canonical distribution names."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    path = project / "pyproject.toml"
-    optional = table(table(load_toml(path).get("project"), "[project]", path).get("optional-dependencies"),
+    optional = table(table(pyproject.get("project"), "[project]", path).get("optional-dependencies"),
                      "[project.optional-dependencies]", path)
     result: dict[str, list[str]] = {}
     for extra, requirements in optional.items():
@@ -329,20 +277,3 @@ def optional_dependencies(project: Path) -> dict[str, list[str]]:
             raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
                               f"{exc}", "fix it (PEP 508), then run `uv lock`") from exc
     return result
-
-
-def extras_require(project: Path, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
-    """Whether the extras these sync flags select (`--extra X`, `--all-extras`) require `distribution`, and the
-    flags install it (`--no-install-package DIST` leaves it out on purpose: nothing then expects it there)."""
-    from packaging.utils import canonicalize_name
-
-    left_out = {canonicalize_name(word.split("=", 1)[1] if "=" in word else flags[i + 1])
-                for i, word in enumerate(flags) if word.split("=", 1)[0] == "--no-install-package"
-                and ("=" in word or i + 1 < len(flags))}
-    if canonicalize_name(distribution) in left_out:  # guard: extras-no-install-package-leaves-a-fork
-        return False
-    optional = optional_dependencies(project)
-    chosen = set(optional) if "--all-extras" in flags else {
-        word.split("=", 1)[1] if word.startswith("--extra=") else flags[i + 1]
-        for i, word in enumerate(flags) if (word == "--extra" and i + 1 < len(flags)) or word.startswith("--extra=")}
-    return any(canonicalize_name(distribution) in optional.get(extra, []) for extra in chosen)

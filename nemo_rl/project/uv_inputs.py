@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nemo_rl import locks, settings, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 COPIED = ("pyproject.toml", "uv.lock", "uv.toml")  # what uv reads to check a lock, copied where present
 COPY_MAX = lockfile.PROJECT_FILE_MAX
@@ -30,13 +31,13 @@ NOT_MADE = "(not made) "  # what _checked_copy says when uv was not run at all
 NOT_CHECKED = "uv.lock was not checked against pyproject.toml: "
 
 
-def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
+def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None:
     """What is wrong with uv.lock as a whole (missing, or not matching pyproject.toml), with the fix; None when
     it is current. A fork whose rev is not a full SHA is never handed to uv (status reports it as a bad pin)."""
     from nemo_rl import uv
 
-    if not (project / "uv.lock").exists():
-        return (f"{project / 'uv.lock'} is missing: `git checkout uv.lock` restores the committed one "
+    if project.lock_bytes is None:
+        return (f"{project.lock_path} is missing: `git checkout uv.lock` restores the committed one "
                 "(or `uv lock` makes a new one)")
     if any(f.bad_rev for f in forks):
         return None
@@ -73,7 +74,7 @@ def lock_problem(project: Path, forks: list[lockfile.Fork]) -> str | None:
             "whose code you trust says whether it is current")
 
 
-def _checked_copy(project: Path, root: Path) -> str | None:
+def _checked_copy(project: Project, root: Path) -> str | None:
     """uv.lock_mismatch on copies of the files uv reads, in a private directory under nemo-rl's cache: no member,
     backend, hook, .venv or .python-version of the checkout beside them, and no workspace root above them."""
     from nemo_rl import uv
@@ -90,16 +91,20 @@ def _checked_copy(project: Path, root: Path) -> str | None:
             held = locks.hold(copy)  # guard: probe-a-running-lock-check-s-copy-is
         except (OSError, NemoRLError):  # a filesystem without locks: no sweep removes what it cannot lock either
             pass
+        uv_toml = project.root / "uv.toml"
+        read = {"pyproject.toml": project.pyproject_bytes, "uv.lock": project.lock_bytes}
         for name in COPIED:
             try:
-                data = lockfile.read_bytes(project / name)
+                data = read[name] if name in read else lockfile.read_bytes(uv_toml)
             except FileNotFoundError:
                 continue
             except NemoRLError as exc:
                 return f"{NOT_MADE}{exc.what}"
             except OSError as exc:
-                return f"{NOT_MADE}cannot read {project / name}: {exc}"
-            if name == "pyproject.toml" and not (project / "uv.toml").exists():
+                return f"{NOT_MADE}cannot read {uv_toml}: {exc}"
+            if data is None:  # no uv.lock
+                continue
+            if name == "pyproject.toml" and not uv_toml.exists():
                 data = _settings_here(data)  # guard: trust-uv-settings-above-nemo-rl-s-cache
             try:
                 (copy / name).write_bytes(data)
@@ -153,19 +158,19 @@ def _workspace_above(directory: Path) -> str | None:
     return None
 
 
-def unchecked(project: Path) -> str | None:
+def unchecked(project: Project) -> str | None:
     """What of the project a check from copies of pyproject.toml and uv.lock cannot see without running the
     checkout's code (a dynamic [project]: its build backend gives it) or reading files around it (a workspace's
     members, a relative path source), in a few words; None when there is nothing."""
-    path = project / "pyproject.toml"
-    dynamic = lockfile.table(lockfile.load_toml(path).get("project"), "[project]", path).get("dynamic")
+    path = project.pyproject_path
+    dynamic = lockfile.table(project.pyproject.get("project"), "[project]", path).get("dynamic")
     if dynamic:  # guard: trust-a-dynamic-project-is-named
         return f"{path.name} has a dynamic [project] ({dynamic!r:.80}), which only its build backend gives"
-    uv_table, _ = lockfile.tool_tables(project)
+    uv_table = project.uv_table
     if "workspace" in uv_table:  # guard: trust-a-workspace-is-named-not-walked
         return f"{path.name} declares a uv workspace ([tool.uv.workspace]), whose members' metadata is theirs"
-    uv_toml = _toml_file(project / "uv.toml") or {}  # one that does not parse: the check itself says so
-    for where, data in [(path.name, lockfile.load_toml(path)), ("uv.toml", uv_toml)]:
+    uv_toml = _toml_file(project.root / "uv.toml") or {}  # one that does not parse: the check itself says so
+    for where, data in [(path.name, project.pyproject), ("uv.toml", uv_toml)]:
         if any("${PROJECT_ROOT}" in text for text in _strings(data)):  # guard: trust-project-root-is-named-not-checked
             return f"{where} names ${{PROJECT_ROOT}}, which in a copy is not the checkout"
     for where, settings_table in [(f"{path.name}'s [tool.uv]", uv_table), ("uv.toml", uv_toml)]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from pathlib import Path
 
 from nemo_rl import values, verbose
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(project_required=False, project=None)
 
 
-def run(project: Path | None, args: argparse.Namespace) -> int:
+def run(project: Project | None, args: argparse.Namespace) -> int:
     from nemo_rl.toolchain import assemble, layout
 
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,

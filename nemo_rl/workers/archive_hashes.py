@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 _MAX_POINTER = 1 << 16  # uv's pointers are a few hundred bytes; a larger file is not one
 
@@ -137,10 +137,10 @@ def pointers(cache: Path) -> list[Pointer]:
     return found
 
 
-def locked_hashes(project: Path) -> dict[str, tuple[str, str]]:
+def locked_hashes(project: Project) -> dict[str, tuple[str, str]]:
     """Archive (wheel_key of the file name, or "<name> <version> sdist") -> (package, "algorithm:hex")."""
     found = {}
-    for package in lockfile.load_toml(project / "uv.lock").get("package", []):
+    for package in project.lock.get("package", []):
         name, version = str(package.get("name", "")), str(package.get("version", ""))
         sdist = package.get("sdist")
         if isinstance(sdist, dict) and isinstance(sdist.get("hash"), str):
@@ -158,7 +158,7 @@ def _version(key: str) -> str:
     return f"{name} {rest.split('-', 1)[0]}"
 
 
-def check(cache: Path, project: Path, where: str) -> tuple[int, list[str]]:
+def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
     """Refuse an archive pointer in `cache` that cannot be matched to uv.lock by the file it records, or whose
     hash is not uv.lock's for that file; (the number checked, the archives uv.lock does not name)."""
     locked = locked_hashes(project)

@@ -9,7 +9,6 @@ its uv cache in `.<name>.packing-kept`, and the next pack of the same inputs int
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -21,7 +20,8 @@ from pathlib import Path
 from nemo_rl import locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, installed, lockfile
+from nemo_rl.project import develop_state, installed
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs_for
 
@@ -43,13 +43,13 @@ def _distributions(env: Path) -> dict[str, str]:
     return dict(sorted(result.items()))
 
 
-def _prove(project: Path, env: Path, timeout: float) -> Proven:
+def _prove(project: Project, env: Path, timeout: float) -> Proven:
     """The import check a node would run first, run once here: a bundle whose environment does not import Ray
     and the forks' modules is never made, and a node that installs the same bytes records this proof."""
     from nemo_rl import imports
     from nemo_rl.workers import verified
 
-    modules = verified.modules_to_import(lockfile.forks(project), env)
+    modules = verified.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment (benchmarks pack such): no proof of Ray
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")
@@ -107,18 +107,18 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
     return removed
 
 
-def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True,
+def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
          import_timeout: float = IMPORT_TIMEOUT_S) -> Manifest:
     """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
     user's own uv cache (pack_seed); `import_timeout`: seconds the import check of the packed environment may
     take."""
-    if develop_state.read(project):  # guard: bundles-no-pack-while-developing
+    if develop_state.read(project.root):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
                           "run `nemo-rl deps develop --stop DIST` first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
-    if lockfile.extras_require(project, flags, "transformer-engine"):
-        unbuildable = toolchain.transformer_engine_unbuildable(lockfile.locked_packages(project))
+    if project.extras_require(flags, "transformer-engine"):
+        unbuildable = toolchain.transformer_engine_unbuildable(project.packages)
         if unbuildable:  # guard: bundles-transformer-engine-pre-flight
             present, toolkit = unbuildable
             major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
@@ -144,9 +144,9 @@ def pack(project: Path, flags: list[str], dest: Path, *, seed: bool = True,
         os.close(claim)
 
 
-def _inputs(project: Path, flags: list[str], seed: bool) -> str:
+def _inputs(project: Project, flags: list[str], seed: bool) -> str:
     """What a kept pack's cache was built for: a pack of other inputs starts afresh."""
-    lock = hashlib.sha256((project / "uv.lock").read_bytes()).hexdigest()
+    lock = project.lock_hash
     return json.dumps({"uv.lock": lock, "flags": flags, "seed": seed}, sort_keys=True)
 
 
@@ -187,7 +187,7 @@ def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
     return kept
 
 
-def _pack(project: Path, flags: list[str], dest: Path, seed: bool, import_timeout: float) -> Manifest:
+def _pack(project: Project, flags: list[str], dest: Path, seed: bool, import_timeout: float) -> Manifest:
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
     shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID (the live one would hold the claim)
     inputs = _inputs(project, flags, seed)
@@ -199,11 +199,11 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool, import_timeou
         _remove_dead_packs(dest)
         cache, env = work / bundles.CACHE, work / "env"
         progress(f"building the environment once into a fresh uv cache ({cache})")
-        lock = lockfile.load_toml(project / "uv.lock")
+        lock = project.lock
         if not resumed:  # its cache holds what was seeded already
             pack_seed.from_user_cache(cache, lock, seed)  # guard: pack-the-fresh-cache-is-seeded-with-the; no second compile of what the builder built already
         uv.venv(env, python=sys.executable)
-        uv.sync(project, flags=flags, environment=env, stream=True,
+        uv.sync(project.root, flags=flags, environment=env, stream=True,
                 extra_env={"UV_CACHE_DIR": str(cache)})
         distributions = _distributions(env)
         cuda_archs.record(env, lock, work)  # guard: archs-pack-records-the-archs; read from the built binaries
@@ -220,7 +220,7 @@ def _pack(project: Path, flags: list[str], dest: Path, seed: bool, import_timeou
         # and the checkout's own `.venv`, so a node with only the checkout makes its driver offline too
         progress("adding what the checkout's own environment (`uv run`) needs")
         uv.venv(env, python=sys.executable)
-        uv.sync(project, flags=list(bundles.DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})
+        uv.sync(project.root, flags=list(bundles.DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})
         shutil.rmtree(env)
         for bucket in cache.iterdir():
             if bucket.name.startswith(DROPPED_BUCKETS):

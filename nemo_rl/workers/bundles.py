@@ -22,6 +22,7 @@ from pathlib import Path
 from nemo_rl import interrupt, settings, uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.project.model import Project
 from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs, tree_copy
 from nemo_rl.workers.manifests import MANIFEST, Manifest, differences, inputs_for, read_manifest
 
@@ -97,7 +98,7 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
     return files, total, "sha256:" + digest.hexdigest()
 
 
-def check(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
+def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
     """The bundle's manifest, once its inputs are this node's, its digest one this site pins (`digest`, else
     $NEMO_RL_BUNDLE_DIGESTS when set). Its content is checked against the digest on the node's own copy, in
     `sync_from`: a file the bundle's writer changes after a check of the bundle itself would be installed
@@ -130,7 +131,7 @@ def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple
                           "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
 
 
-def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], environment: Path,
+def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest | None = None, *, inexact: bool = True) -> None:
     """Install the environment from a checked bundle (`manifest`, what `check` returned): `uv sync --locked
     --offline` against a working cache linked from this node's checked copy of it (bundle_copy: made, or kept
@@ -161,7 +162,7 @@ def sync_from(bundle: Path, project: Path, flags: list[str] | tuple[str, ...], e
         if unlisted:  # build requirements of the lock's sdists: never installed into the environment
             progress(f"{len(unlisted)} archive(s) uv.lock does not name (build requirements): "
                      + ", ".join(unlisted))
-        uv.sync(project, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
+        uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -180,16 +181,16 @@ def driver_unfinished(project: Path) -> Path:
     return venv.with_name(f".{venv.name}.nemo-rl-unfinished")
 
 
-def build_driver(bundle: Path, project: Path, flags: list[str] | tuple[str, ...],
+def build_driver(bundle: Path, project: Project, flags: list[str] | tuple[str, ...],
                  digest: str | None = None) -> Manifest:
     """The checkout's `.venv` from a bundle made for (uv.lock, flags): on a node that has only the checkout, what
     `nemo-rl` itself runs in (exact, as `uv run` syncs it). Complete or marked unfinished (driver_unfinished)."""
     manifest = check(bundle, project, flags, digest)
-    progress(f"making the checkout's environment {driver_path(project)} from bundle {bundle}")
-    mark = driver_unfinished(project)
+    progress(f"making the checkout's environment {driver_path(project.root)} from bundle {bundle}")
+    mark = driver_unfinished(project.root)
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()  # guard: the-bootstrap-marks-the-driver-build
-    sync_from(bundle, project, DRIVER_FLAGS, driver_path(project), manifest, inexact=False)
+    sync_from(bundle, project, DRIVER_FLAGS, driver_path(project.root), manifest, inexact=False)
     mark.unlink()  # guard: build-driver-removes-its-mark-last
     return manifest
 
@@ -205,7 +206,7 @@ def configured() -> list[Path]:
     return sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())  # guard: bundles-hidden-directories-are-not
 
 
-def find(project: Path, flags: list[str]) -> Path | None:
+def find(project: Project, flags: list[str]) -> Path | None:
     """The configured bundle for these inputs; an error saying why when bundles are configured but none fits
     (a node that should be offline must not fall back to the network)."""
     bundles = configured()

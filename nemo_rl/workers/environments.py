@@ -24,7 +24,8 @@ from pathlib import Path
 from nemo_rl import codec, imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, identity, installed, lockfile
+from nemo_rl.project import develop_state, identity, installed
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundles, bytecode, manifests, verified
 
 META = "nemo-rl-env.json"
@@ -117,11 +118,9 @@ def slot(key: str, *, create: bool = True) -> Slot:
     return Slot(settings.venv_dir(create=create), key)
 
 
-def key_for(project: Path, flags: list[str] | tuple[str, ...], lock_hash: str | None = None) -> str:
-    """`lock_hash`: uv.lock's, when the caller has it already."""
-    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project).items())}  # guard: the-develop-token-is-in-the-worker-key
-    lock_hash = lock_hash or lockfile.lock_hash(project)
-    facts = {"project": str(project.resolve()), "lock": lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
+def key_for(project: Project, flags: list[str] | tuple[str, ...]) -> str:
+    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project.root).items())}  # guard: the-develop-token-is-in-the-worker-key
+    facts = {"project": str(project.root.resolve()), "lock": project.lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -131,19 +130,18 @@ def describe(path: Path) -> WorkerEnv | None:
     return WorkerEnv.read(path)
 
 
-def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
+def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
     (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
     from the network. Verified in full when its record (workers.verified) no longer holds, else in milliseconds."""
-    lock_hash = lockfile.lock_hash(project)  # read once: the key and the metadata name the same bytes
-    where = slot(key_for(project, flags, lock_hash))
+    where = slot(key_for(project, flags))
     with where.locked():  # others asking for the same key wait here, then reuse the result
         for leftover in where.building():  # we hold the lock, so whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
         found = describe(where.path)
         # metadata naming another project is no environment of this key (the key hashes the project's path)
-        if found is None or found.project != project.resolve():  # guard: whose-metadata-of-another-project-is
-            manifest = _build(project, flags, where, lock_hash, bundle or bundles.find(project, flags), digest)
+        if found is None or found.project != project.root.resolve():  # guard: whose-metadata-of-another-project-is
+            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
         else:
             manifest = None
         env = describe(where.path)
@@ -155,15 +153,15 @@ def ensure(project: Path, flags: list[str], *, bundle: Path | None = None, diges
     return env
 
 
-def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle: Path | None = None,
+def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None = None,
            digest: str | None = None) -> bundles.Manifest | None:
     """Build the environment; from a bundle, return its (checked) manifest."""
     manifest = None
     if bundle is not None:
         manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
-    checkout = identity.ensure_checkout_id(project)  # guard: whose-a-build-records-its-checkout-s-id
+    checkout = identity.ensure_checkout_id(project.root)  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
-    values.plain_path(project.resolve(), "the project directory")  # uv writes it into the environment's .pth
+    values.plain_path(project.root.resolve(), "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
     shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
@@ -173,10 +171,11 @@ def _build(project: Path, flags: list[str], where: Slot, lock_hash: str, bundle:
         if bundle is not None:
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
-            uv.sync(project, flags=[*flags, "--inexact"], environment=staging, stream=True)
-        _overlay_developed(project, staging)
+            uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
+        _overlay_developed(project.root, staging)
         bytecode.install(staging, verified.sites(staging))  # guard: bytecode-every-environment-built-gets
-        WorkerEnv(where.key, where.path, tuple(flags), project.resolve(), lock_hash, checkout).write(staging)
+        WorkerEnv(where.key, where.path, tuple(flags), project.root.resolve(), project.lock_hash,
+                  checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
     except BaseException:
@@ -193,7 +192,7 @@ def _overlay_developed(project: Path, env: Path) -> None:
                                       develop_state.shadow_dir(project, entry.distribution), entry.token)
 
 
-def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = None) -> None:
+def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
     """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
     fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
 
@@ -207,7 +206,7 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     if wrong := bytecode.problem(env.path, verified.sites(env.path)):  # guard: bytecode-verification-refuses-an
         raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
-    forks = lockfile.forks(project)
+    forks = project.forks
     modules = verified.modules_to_import(forks, env.path)
     # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
     # in seconds, not in Ray's scheduler minutes later.
@@ -233,12 +232,11 @@ def verify(env: WorkerEnv, project: Path, *, proven: manifests.Proven | None = N
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     from nemo_rl.forks import installed_fork  # packaging: not on the node path, which runs on the standard library
 
-    locked = lockfile.locked_packages(project)
     for fork in forks:
-        package = locked.get(fork.distribution)
+        package = project.packages.get(fork.distribution)
         found = installed.installed(env.path, fork.distribution)
         commit = found.commit if found else None
-        if package and package.commit and (found or lockfile.extras_require(project, env.flags, fork.distribution)):
+        if package and package.commit and (found or project.extras_require(env.flags, fork.distribution)):
             mismatch = installed.commit_mismatch(commit, package.commit)
             if mismatch:  # guard: workers-fork-commit-checked
                 problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "

@@ -48,6 +48,7 @@ def create_local_venv(py_executable: str, venv_name: str, *, project: Path | Non
     `venv_name` names the worker in messages only: environments are keyed by what defines them (uv.lock,
     flags, Python, platform), so two names with the same definition share one environment.
     """
+    from nemo_rl.project.model import Project
     from nemo_rl.workers import environments
 
     if py_executable == PY_EXECUTABLES.SYSTEM:
@@ -56,4 +57,4 @@ def create_local_venv(py_executable: str, venv_name: str, *, project: Path | Non
     if not (project / "pyproject.toml").exists():
         raise NemoRLError(f"no pyproject.toml in {project} to build {venv_name!r} from",
                           "pass project= the nemo-rl checkout (workers are built from its uv.lock)")
-    return str(environments.ensure(project, sync_flags(py_executable)).python)
+    return str(environments.ensure(Project.read(project), sync_flags(py_executable)).python)

@@ -21,6 +21,7 @@ from pathlib import Path
 from nemo_rl import locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_trust, environments
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
 
@@ -91,13 +92,13 @@ def _develop_state(project: Path | None) -> dict[str, develop_state.Developed]:
         return {}
 
 
-def listing(project: Path | None) -> list[Row]:
+def listing(project: Project | None) -> list[Row]:
     """Every environment (and unfinished build) under the venv directory; listing creates nothing."""
     root = settings.venv_dir(create=False)
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
-    mine = _develop_state(project)
-    ours = identity.checkout_id(project) if project is not None else None
+    mine = _develop_state(project.root if project is not None else None)
+    ours = identity.checkout_id(project.root) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):  # a build's working cache, a node copy
             copy = path.name.startswith(NODE_COPY_PREFIX)
@@ -137,7 +138,7 @@ def listing(project: Path | None) -> list[Row]:
         if project is not None and env.flags not in current:
             current[env.flags] = environments.key_for(project, env.flags)
         note = ""
-        if project is None or env.project != project.resolve():
+        if project is None or env.project != project.root.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
             # A copy of this checkout (an image's layer: one id in every container) develops with its own token,
@@ -169,7 +170,7 @@ def _unclaimed(path: Path, checkout: str) -> str:
             f"{shlex.quote(str(path))}")
 
 
-def prune(project: Path | None, rows: list[Row] | None = None) -> list[Path]:
+def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
     """Remove what is provably this checkout's and unused: its stale environments and killed builds, and the lock
     files of keys left with no environment. A broken environment (metadata that does not read: nothing says whose
     it is) and another checkout's are listed, never removed. `rows`: listing(project), when the caller has it
@@ -234,7 +235,7 @@ class BundleRow:
     detail: str | None
 
 
-def bundle_rows(project: Path | None) -> list[BundleRow]:
+def bundle_rows(project: Project | None) -> list[BundleRow]:
     """The bundles under $NEMO_RL_BUNDLE_DIR, each against this checkout's inputs for its flags."""
     from nemo_rl.workers import bundle_pack, bundles
 

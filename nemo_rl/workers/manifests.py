@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 MANIFEST = "nemo-rl-bundle.json"
 # 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs, and the
@@ -57,8 +57,8 @@ class Manifest:
     proven: Proven
 
 
-def inputs_for(project: Path, flags: list[str] | tuple[str, ...]) -> Inputs:
-    return Inputs(lockfile.lock_hash(project), tuple(flags), platform.python_version(),
+def inputs_for(project: Project, flags: list[str] | tuple[str, ...]) -> Inputs:
+    return Inputs(project.lock_hash, tuple(flags), platform.python_version(),
                   f"{sys.platform}-{platform.machine()}", uv.version())
 
 
@@ -119,7 +119,7 @@ def read_manifest(bundle: Path) -> Manifest:
     return manifest
 
 
-def differences(manifest: Manifest, local: Inputs, project: Path | None = None) -> list[str]:
+def differences(manifest: Manifest, local: Inputs, project: Project | None = None) -> list[str]:
     """What differs, one phrase per input; with `project`, a changed uv.lock names the packages that moved."""
     names = {"lock_hash": "uv.lock changed", "flags": "other sync flags", "python": "another Python",
              "platform": "another platform", "uv_version": "another uv"}
@@ -137,10 +137,10 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def moved_packages(manifest: Manifest, project: Path) -> str | None:
+def moved_packages(manifest: Manifest, project: Project) -> str | None:
     """The bundle's packages whose version or commit this checkout's uv.lock no longer has, as one phrase."""
     try:
-        locked = {_canonical(name): package for name, package in lockfile.locked_packages(project).items()}
+        locked = {_canonical(name): package for name, package in project.packages.items()}
     except NemoRLError:
         return None
     moved = []

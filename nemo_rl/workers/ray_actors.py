@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nemo_rl import settings, values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.settings import CHECKOUT_DIR
 from nemo_rl.workers import environments, executables
 
@@ -36,7 +37,7 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
     """
     if py_executable == executables.PY_EXECUTABLES.SYSTEM:
         return {}
-    env = environments.ensure(project or CHECKOUT_DIR, executables.sync_flags(py_executable))
+    env = environments.ensure(Project.read(project or CHECKOUT_DIR), executables.sync_flags(py_executable))
     return {"runtime_env": {
         "py_executable": str(env.python),
         # self-contained: the env's own VIRTUAL_ENV, and uv pointed at it, whatever the driver had activated
@@ -82,7 +83,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None,
     @ray.remote(num_cpus=0)
     def build_here() -> str:
         os.environ["NEMO_RL_VENV_DIR"] = venv_dir
-        return str(environments.ensure(project, flags, bundle=bundle).python)
+        return str(environments.ensure(Project.read(project), flags, bundle=bundle).python)  # this node's checkout
 
     nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
     refs = [build_here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()

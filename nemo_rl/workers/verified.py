@@ -30,10 +30,13 @@ import platform
 import stat
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from nemo_rl import codec, extras
-from nemo_rl.project import installed, lockfile
+from nemo_rl.project import installed
+from nemo_rl.project.lockfile import Fork
+from nemo_rl.project.model import Project
 
 RECORD = "nemo-rl-verified.json"
 RECORD_VERSION = 1
@@ -217,7 +220,7 @@ def driver_ray(prefix: str) -> str | None:
     return installed.version(Path(prefix), "ray")
 
 
-def write(env: Path, project: Path, python: str, ray: str | None, modules: list[str], dirs: list[str],
+def write(env: Path, project: Project, python: str, ray: str | None, modules: list[str], dirs: list[str],
           files: list[str], before: dict[str, str] | None) -> bool:
     """Record what was checked, unless any of it differs from `before` (snapshot, taken before the check): a
     directory or a file changed while it was checked. Returns whether it was recorded."""
@@ -228,7 +231,7 @@ def write(env: Path, project: Path, python: str, ray: str | None, modules: list[
         return False
     if any(before.get(path) != line for path, line in zip([*(f"{d}/" for d in dirs), *files], lines, strict=True)):  # guard: an-edit-during-the-check-leaves-no
         return False
-    _save(env, Record(lockfile.lock_hash(project), python, ray, tuple(modules), tuple(dirs), tuple(files),
+    _save(env, Record(project.lock_hash, python, ray, tuple(modules), tuple(dirs), tuple(files),
                       hashlib.sha256("\n".join(lines).encode()).hexdigest(), quick))
     return True
 
@@ -249,22 +252,22 @@ def read(env: Path) -> Record | None:
     return record
 
 
-def covers(record: Record, env: Path, project: Path) -> bool:
+def covers(record: Record, env: Path, project: Project) -> bool:
     """Whether the record covers what any verification of this environment covers: its top directories, the
     start-up files and the modules it must import (a hand-made record listing nothing proves nothing)."""
     tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
-    needed = modules_to_import(lockfile.forks(project), env)
+    needed = modules_to_import(project.forks, env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)  # guard: verified-a-record-covers-the-top
             and set(needed) <= set(record.modules))
 
 
-def still_verified(env: Path, project: Path) -> bool:
+def still_verified(env: Path, project: Project) -> bool:
     """Whether the last verification still holds: same uv.lock, the driver's Python and Ray, and every file and
     directory it covered as it was then."""
     record = read(env)
     if record is None or not covers(record, env, project):  # guard: verified-a-record-s-coverage-checked
         return False
-    if record.lock_hash != lockfile.lock_hash(project):  # guard: verified-uv-lock-compared
+    if record.lock_hash != project.lock_hash:  # guard: verified-uv-lock-compared
         return False
     if record.python != platform.python_version() or record.ray != driver_ray(sys.prefix):  # guard: verified-driver-s-python-and-ray
         return False
@@ -284,7 +287,7 @@ def forget(env: Path) -> None:
         (env / RECORD).unlink(missing_ok=True)
 
 
-def modules_to_import(forks: list[lockfile.Fork], env: Path) -> list[str]:
+def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
     """Ray, and the module nemo-rl uses of each fork the environment has (its fork table's), and of
     transformer-engine when it is there (a compiled extension: what a bundle most needs proven)."""
     present = {f.distribution for f in forks if installed.installed(env, f.distribution)}

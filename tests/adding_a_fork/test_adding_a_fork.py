@@ -14,6 +14,7 @@ import tomlkit
 from nemo_rl import extras
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments, verified
 
 BRIDGE = "megatron-bridge"
@@ -69,9 +70,9 @@ def test_worker_verification_imports_the_added_forks_module(ray_world, venv_dir,
     world = forkworld.copy_world(ray_world, tmp_path / "world")
     forkworld.apply_env(world, monkeypatch)
     add_bridge(world, monkeypatch)
-    env = environments.ensure(world.project, ["--locked", "--extra", "mcore"])
+    env = environments.ensure(Project.read(world.project), ["--locked", "--extra", "mcore"])
     assert "megatron.bridge" in verified.read(env.path).modules
     site = next(env.path.glob("lib/python3*/site-packages"))
     shutil.rmtree(site / "megatron" / "bridge")  # the fork's files gone, its metadata kept
     with pytest.raises(NemoRLError, match="import megatron.bridge fails"):
-        environments.verify(environments.describe(env.path), world.project)
+        environments.verify(environments.describe(env.path), Project.read(world.project))

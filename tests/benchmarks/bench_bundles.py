@@ -48,6 +48,7 @@ import forkworld
 from gitfixtures import commit
 
 from nemo_rl.process import run
+from nemo_rl.project.model import Project
 from nemo_rl.uv import find_uv_bin
 from nemo_rl.workers import bundle_copy, bundle_pack, bundles, tree_copy
 
@@ -60,30 +61,32 @@ MCORE_FLAGS = ["--locked", "--extra", "mcore", *(f for dist in ("nemo-toolkit", 
 NODE = """
 import os, sys, time
 from pathlib import Path
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundles
 bundle, project, env, flags = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
 started = time.monotonic()
-manifest = bundles.check(bundle, project, flags)
+checkout = Project.read(project)
+manifest = bundles.check(bundle, checkout, flags)
 checked = time.monotonic()
 from nemo_rl import uv
 from nemo_rl.workers import bytecode, verified
 uv.venv(env, python=sys.executable)
-bundles.sync_from(bundle, project, flags, env)
+bundles.sync_from(bundle, checkout, flags, env)
 bytecode.install(env, verified.sites(env))  # as environments._build finishes every environment
 installed = time.monotonic()
 proof = imports = -1.0
 if "ray" in manifest.distributions:  # the verification a node runs next (the fixture has no Ray to compare)
     from nemo_rl.workers import environments
     worker_env = environments.WorkerEnv("bench", env, tuple(flags), project, "")
-    environments.verify(worker_env, project, proven=manifest.proven)
+    environments.verify(worker_env, checkout, proven=manifest.proven)
     proof = time.monotonic() - installed
     if os.environ.get("BENCH_IMPORTS") == "1":  # what the proof saves: the imports, run once more
         again = time.monotonic()
-        environments.verify(worker_env, project)
+        environments.verify(worker_env, checkout)
         imports = time.monotonic() - again
 again = time.monotonic()  # a second environment on this node (as the checkout's `.venv`, then the worker's)
 uv.venv(Path(str(env) + "-again"), python=sys.executable)
-bundles.sync_from(bundle, project, flags, Path(str(env) + "-again"), manifest)
+bundles.sync_from(bundle, checkout, flags, Path(str(env) + "-again"), manifest)
 second = time.monotonic() - again
 print(f"{checked - started:.3f} {installed - checked:.3f} {proof:.3f} {imports:.3f} {second:.3f}")
 """
@@ -353,7 +356,7 @@ def measure(case: str, args: argparse.Namespace) -> dict:
             shutil.rmtree(root / "env")
         bundle = root / "bundles" / case
         os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_CONFIG")})
-        pack_s = timed(lambda: bundle_pack.pack(project, flags, bundle))
+        pack_s = timed(lambda: bundle_pack.pack(Project.read(project), flags, bundle))
         os.sync()  # a bundle is shipped long after it was written: its writeback is not the node's to wait for
         manifest = bundles.read_manifest(bundle)
         nodes = [node_build(bundle, project, flags, root, env, trusted=manifest.digest, imports=i == 0)

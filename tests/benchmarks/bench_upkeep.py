@@ -43,6 +43,7 @@ from pathlib import Path
 import tomlkit
 
 from nemo_rl.process import run
+from nemo_rl.project.model import Project
 from nemo_rl.uv import find_uv_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,11 +121,10 @@ def nemo_rl(args: list[str], env: dict, cache: Path, *, online_lock: bool = Fals
 
 def landed(project: Path, head: str) -> str:
     """The fork's version in the landed uv.lock, once the pin is checked to be the branch head."""
-    from nemo_rl.project import lockfile
 
     pinned = tomlkit.parse((project / "pyproject.toml").read_text())["tool"]["uv"]["sources"]["megatron-core"]
     assert pinned["rev"] == head, f"the bump in {project} did not pin the branch head"
-    return str(lockfile.locked_packages(project)["megatron-core"].version)
+    return str(Project.read(project).packages["megatron-core"].version)
 
 
 def baseline_bump(work: Path, bump_args: list[str], env: dict, head: str, checkout: Path) -> dict:

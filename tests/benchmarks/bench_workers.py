@@ -39,6 +39,7 @@ import forkworld
 
 from nemo_rl import workers
 from nemo_rl.process import run
+from nemo_rl.project.model import Project
 from nemo_rl.uv import find_uv_bin
 from nemo_rl.workers import environments, verified
 
@@ -114,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         world = world_with_ray(root)
         project = world.project
-        cold, env = timed(lambda: environments.ensure(project, MCORE))
+        cold, env = timed(lambda: environments.ensure(Project.read(project), MCORE))
         shutil.rmtree(env.path)
-        warm, env = timed(lambda: environments.ensure(project, MCORE))
+        warm, env = timed(lambda: environments.ensure(Project.read(project), MCORE))
         verify = [timed(lambda: run([sys.executable, "-m", "nemo_rl", "envs", "verify", " ".join(["uv", "run",
                                                                                                    *MCORE]),
                                      "--project", str(project)]))[0] for _ in range(5)]
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 base = "uv run --locked"
                 results["actor_options"]["this checkout's base environment (torch, Ray), verified"] = settled_calls(
                     lambda: workers.actor_options(base, ROOT), args.calls)
-            env_dir = environments.slot(environments.key_for(ROOT, ["--locked"])).path
+            env_dir = environments.slot(environments.key_for(Project.read(ROOT), ["--locked"])).path
             results["checkout environment paths"] = len(verified.read(env_dir).dirs) + len(verified.read(env_dir).files)
         for case, calls in results["actor_options"].items():
             print(f"actor_options, {case}: {statistics.median(calls) * 1000:.1f} ms median of {len(calls)}",

@@ -18,7 +18,7 @@ from gitfixtures import commit, git
 
 from nemo_rl.cli import main
 from nemo_rl.forks import declared, metadata_check
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 
 def bump(world, *args):
@@ -36,7 +36,7 @@ def test_bump_updates_pin_lock_and_records_together(world, capsys):
     after = (world.project / "pyproject.toml").read_text()
     assert after == before.replace(megatron.head, new_head)  # only the rev changed; comments kept
     assert "# the forks: full SHAs only" in after
-    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert Project.read(world.project).packages["megatron-core"].commit == new_head
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
     assert index["pinned"] == new_head and index["base"] == megatron.base
     assert [c["commit"] for c in index["commit"]] == [*megatron.downstream, new_head]
@@ -75,7 +75,7 @@ def test_bump_branch_records_the_branch(world):
     git(megatron.fork, "checkout", "-q", "-b", "nemo-rl/next")
     new_head = commit(megatron.fork, "next thing", {"megatron/core/next.py": "N = 1\n"})
     assert bump(world, "megatron-core", "--branch", "nemo-rl/next") == 0
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     assert fork.rev == new_head and fork.branch == "nemo-rl/next"
 
 
@@ -100,7 +100,7 @@ def test_bump_goes_on_when_the_old_pin_is_gone_from_the_fork(world, capsys, monk
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "empty-cache"))
     assert bump(world, "megatron-core", "--branch", "nemo-rl/main") == 0
     assert ("requirements: not compared" in capsys.readouterr().out) is not recorded
-    assert lockfile.fork(world.project, "megatron-core").rev == new_head
+    assert Project.read(world.project).fork("megatron-core").rev == new_head
 
 
 @pytest.mark.parametrize(
@@ -260,8 +260,8 @@ def test_bump_killed_while_landing_is_finished_by_recover(world, capsys, monkeyp
     assert main(["deps", "status", "--check", "--project", str(world.project)]) == 1
     assert "nemo-rl deps recover" in capsys.readouterr().out
     assert main(["deps", "recover", "--project", str(world.project)]) == 0
-    assert lockfile.fork(world.project, "megatron-core").rev == new_head
-    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert Project.read(world.project).fork("megatron-core").rev == new_head
+    assert Project.read(world.project).packages["megatron-core"].commit == new_head
     assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
 
 
@@ -321,8 +321,8 @@ def test_bump_lands_the_version_the_fork_declares(world, capsys):
     newer = commit(megatron.fork, "release 0.2.0", {"pyproject.toml": pyproject.replace('"0.1.0"', '"0.2.0"')})
     assert bump(world, "megatron-core", "--rev", newer) == 0
     assert "version: 0.1.0 -> 0.2.0" in capsys.readouterr().out
-    assert metadata_check.entry(world.project, "megatron-core").version == "0.2.0"
-    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
+    assert metadata_check.entry(Project.read(world.project), "megatron-core").version == "0.2.0"
+    assert Project.read(world.project).packages["megatron-core"].version == "0.2.0"
 
 
 def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
@@ -332,8 +332,8 @@ def test_a_signal_inside_the_landing_rolls_forward(world, monkeypatch):
     assert bump(world, "megatron-core", "--rev", new_head) == 130
     restore()
     assert len(landed) >= 3  # the interrupted landing was finished
-    assert lockfile.fork(world.project, "megatron-core").rev == new_head
-    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert Project.read(world.project).fork("megatron-core").rev == new_head
+    assert Project.read(world.project).packages["megatron-core"].commit == new_head
     assert main(["deps", "patches", "--check", "--offline", "--project", str(world.project)]) == 0
     assert not (world.project / ".nemo-rl").exists()
 
@@ -442,4 +442,4 @@ def test_a_setting_that_stops_uv_relocking_is_named_and_the_command_it_prints_bu
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's nemo-rl
     done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
     assert done.returncode == 0, done.stderr
-    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_rev
+    assert Project.read(world.project).packages["megatron-core"].commit == new_rev

@@ -14,7 +14,8 @@ from gitfixtures import commit, git
 from nemo_rl.cli import main
 from nemo_rl.deps import develop
 from nemo_rl.process import run
-from nemo_rl.project import develop_state, installed, lockfile, state_dir
+from nemo_rl.project import develop_state, installed, state_dir
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments
 
 TOKENS = "megatron/core/tokens.py"
@@ -48,7 +49,7 @@ def deps(world, *args):
 def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypatch):
     megatron = world.forks["megatron-core"]
     pinned_files = world.files()
-    pinned_key = environments.key_for(world.project, ["--locked", "--extra", "mcore"])
+    pinned_key = environments.key_for(Project.read(world.project), ["--locked", "--extra", "mcore"])
     assert tokens_in(world, env) == "[1, 2, 0]"
     assert deps(world, "develop", "megatron-core") == 0
     checkout = world.project / ".nemo-rl/develop/megatron-core"
@@ -73,10 +74,9 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     (tmp_path / "venvs").mkdir(mode=0o700)
     flags = ["--locked", "--extra", "mcore"]
-    developing_key = environments.key_for(world.project, flags)
+    developing_key = environments.key_for(Project.read(world.project), flags)
     assert developing_key != pinned_key
-    environments._build(world.project, flags, environments.Slot(tmp_path / "venvs", developing_key),
-                        lockfile.lock_hash(world.project))
+    environments._build(Project.read(world.project), flags, environments.Slot(tmp_path / "venvs", developing_key))
     worker_python = tmp_path / "venvs" / developing_key / "bin" / "python"
     out = run([worker_python, "-c", "from megatron.core.tokens import tokens; print(tokens())"]).stdout.strip()
     assert out == "['edited']"
@@ -92,14 +92,15 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     assert deps(world, "bump", "megatron-core", "--rev", work) == 1
     assert "is not on nemo-rl/main, the branch pyproject.toml records" in capsys.readouterr().err
     assert deps(world, "bump", "megatron-core", "--branch", "work") == 0
-    assert lockfile.fork(world.project, "megatron-core").branch == "work"
+    assert Project.read(world.project).fork("megatron-core").branch == "work"
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert checkout.exists()  # the developer's checkout stays
     assert not list(env.glob("lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
     assert not list((tmp_path / "venvs").glob("*/lib/python3*/site-packages/_nemo_rl_develop_*.pth"))
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)
     assert status_row(world, env, capsys)["state"] == "ok"
-    assert installed.installed(env, "megatron-core").commit == work == lockfile.fork(world.project, "megatron-core").rev
+    pinned = Project.read(world.project).fork("megatron-core").rev
+    assert installed.installed(env, "megatron-core").commit == work == pinned
     assert tokens_in(world, env) == "['edited']"  # now from the pin, not the checkout
 
 

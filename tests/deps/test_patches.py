@@ -16,7 +16,8 @@ from nemo_rl.cli import main
 from nemo_rl.forks import declared
 from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.process import run
-from nemo_rl.project import journal, lockfile
+from nemo_rl.project import journal
+from nemo_rl.project.model import Project
 
 
 def patches(world, *args):
@@ -305,7 +306,7 @@ def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, cap
     derived_world(world)
     assert entry(world) == declared.Entry("megatron-core", "0.1.0", ">=3.10", ("nemo-toolkit",))
     index = tomllib.loads((world.project / "patches/megatron-core/index.toml").read_text())
-    assert index["declares"] == {"commit": lockfile.fork(world.project, "megatron-core").rev, "version": "0.1.0",
+    assert index["declares"] == {"commit": Project.read(world.project).fork("megatron-core").rev, "version": "0.1.0",
                                  "requires-python": ">=3.10",
                                  "requires-dist": ["nemo-toolkit", "pytest>=8"]}
     assert "# derived by `nemo-rl deps patches`" in (world.project / "pyproject.toml").read_text()

@@ -21,6 +21,7 @@ from nemo_rl.deps import verify
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, c
     assert "+ tinydep>=1.0" in out and "NOT COVERED" not in out
     # a package the lock did not hold needs the index: uv's offline lock (or its failure) is not kept
     assert "(locked online: the offline lock was thrown away: " in out and "locked offline" not in out
-    assert "tinydep" in lockfile.locked_packages(world.project)
+    assert "tinydep" in Project.read(world.project).packages
     assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 0
 
     dropped = fork_commit(world, "drop tinydep", [], 'VERSION = "0.1.0"\n')
@@ -86,7 +87,7 @@ def test_a_requirement_the_fork_declares_is_locked_with_the_pin(world, wheels, c
     out = capsys.readouterr().out
     # the entry changed, yet every package left is locked as it was: offline gives the online lock
     assert "- tinydep>=1.0" in out and "(locked offline: " in out and "tinydep: removed (was 1.0)" in out
-    assert "tinydep" not in lockfile.locked_packages(world.project)
+    assert "tinydep" not in Project.read(world.project).packages
     forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
 
 
@@ -161,7 +162,7 @@ def test_a_python_version_linked_to_a_shared_one_is_read_through_the_link(world,
     (world.project / ".python-version").symlink_to(shared)
     new = fork_commit(world, "next", [], 'VERSION = "0.1.0"\n')
     assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
-    assert lockfile.fork(world.project, "megatron-core").rev == new
+    assert Project.read(world.project).fork("megatron-core").rev == new
 
 
 def _index(root, versions: list[str]) -> None:
@@ -216,7 +217,7 @@ def test_a_bump_moves_the_fork_and_leaves_what_the_index_changed_to_its_own_lock
     forkworld.derive_metadata(world, {})
     new = fork_commit(world, "feat: use tinydep", ["tinydep"], 'import tinydep\nVERSION = "0.1.0"\n')
     assert main(["deps", "bump", "megatron-core", "--rev", new, "--project", str(world.project)]) == 0
-    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    assert str(Project.read(world.project).packages["tinydep"].version) == "1.0"
     shutil.rmtree(index)
     _index(index, ["1.1"])
     newer = fork_commit(world, "feat: tinydep>=0.5", ["tinydep>=0.5"], 'import tinydep\nVERSION = "0.1.0"\n')
@@ -224,12 +225,12 @@ def test_a_bump_moves_the_fork_and_leaves_what_the_index_changed_to_its_own_lock
     assert main(["deps", "bump", "megatron-core", "--rev", newer, "--project", str(world.project)]) == 0
     out = capsys.readouterr().out
     assert "(locked offline: every other package as committed)" in out and "tinydep: 1.0" not in out
-    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    assert str(Project.read(world.project).packages["tinydep"].version) == "1.0"
     forkworld.uv_run(world, "lock", "--check")
     forkworld.uv_run(world, "lock")  # a lock that still satisfies pyproject.toml is kept as it is
-    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.0"
+    assert str(Project.read(world.project).packages["tinydep"].version) == "1.0"
     forkworld.uv_run(world, "lock", "--upgrade-package", "tinydep")
-    assert str(lockfile.locked_packages(world.project)["tinydep"].version) == "1.1"
+    assert str(Project.read(world.project).packages["tinydep"].version) == "1.1"
 
 
 def test_unreadable_fork_metadata_is_a_clear_line(world, capsys):
@@ -281,22 +282,22 @@ def test_the_modules_nemo_rl_relies_on_are_imported_once_each():
 def test_the_extra_that_requires_the_fork(tmp_path):
     project = write_pyproject(tmp_path, '[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
                               'docs = ["sphinx"]\nmcore = ["Megatron_Core>=0.1", "nemo-toolkit"]\n')
-    assert verify.extra_for(project, "megatron-core") == "mcore"
+    assert verify.extra_for(Project.read(project), "megatron-core") == "mcore"
     with pytest.raises(NemoRLError, match="no extra in \\[project.optional-dependencies\\] requires torch"):
-        verify.extra_for(project, "torch")
+        verify.extra_for(Project.read(project), "torch")
 
 
 def test_a_missing_module_goes_to_the_add_list_of_a_derived_entry_else_to_the_entry(tmp_path):
     (tmp_path / "plain").mkdir()
     plain = write_pyproject(tmp_path / "plain",
                             '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n')
-    line = verify.fix_line(plain, FORK, "einops")
+    line = verify.fix_line(Project.read(plain), FORK, "einops")
     assert line.startswith('add "einops" to requires-dist of the [[tool.uv.dependency-metadata]] entry')
     (tmp_path / "derived").mkdir()
     derived = write_pyproject(tmp_path / "derived",
                               '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks.megatron-core]\n'
                               'drop = [{ name = "wandb", why = "logging" }]\n')
-    line = verify.fix_line(derived, FORK, "einops")
+    line = verify.fix_line(Project.read(derived), FORK, "einops")
     assert line.startswith('add { requirement = "einops", why = "<what imports it>" } to add = [...] in '
                            "[tool.nemo-rl.forks.megatron-core]")
     assert "`nemo-rl deps patches megatron-core`" in line

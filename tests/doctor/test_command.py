@@ -10,6 +10,7 @@ import pytest
 
 from nemo_rl import extras
 from nemo_rl.cli import main
+from nemo_rl.project.model import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_KEYS = {"name", "distribution", "module", "state", "installed", "version", "installed_commit",
@@ -137,7 +138,6 @@ def test_doctor_compares_the_installed_forks_metadata_with_the_lock(tmp_path, mo
 
     from nemo_rl import extras
     from nemo_rl.doctor import report
-    from nemo_rl.project import lockfile
 
     env = fake_env(tmp_path, "0.2.0", ["six>=1.16"])
     project = fake_project(tmp_path, version="0.1.0")
@@ -149,7 +149,8 @@ def test_doctor_compares_the_installed_forks_metadata_with_the_lock(tmp_path, mo
         return real(comp)
 
     monkeypatch.setattr(extras, "probe_component", probe)
-    rows = {r.distribution: r for r in report.components(project, extras.own(), lockfile.locked_packages(project), env)}
+    rows = {r.distribution: r for r in report.components(Project.read(project), extras.own(),
+                                                         Project.read(project).packages, env)}
     row = rows["megatron-core"]
     assert row.state == "installed differs" and "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in row.remedy
     assert "nemo-rl deps patches megatron-core" in row.remedy
@@ -214,7 +215,6 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     from gitfixtures import git
 
     from nemo_rl import toolchain
-    from nemo_rl.project import lockfile
 
     torch_cuda = toolchain.torch_info().cuda_version
     if torch_cuda is None:
@@ -232,7 +232,7 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     cudnn = tmp_path / "cudnn"
     (cudnn / "include").mkdir(parents=True)
     (cudnn / "include" / "cudnn_version.h").write_text("#define CUDNN_MAJOR 9\n")
-    forks = lockfile.forks(project)
+    forks = Project.read(project).forks
     for i, fork in enumerate(forks):
         mirror = tmp_path / "mirrors" / f"{fork.distribution}.git"
         if served:

@@ -14,6 +14,7 @@ from gitfixtures import commit, git
 
 from nemo_rl.forks import bump_steps, declared, record_files
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 PIN, NEW = "c" * 40, "9" * 40
 FORK = lockfile.Fork("megatron-core", "https://forks.nemo-rl.invalid/megatron-lm.git", PIN, "nemo-rl/main",
@@ -110,7 +111,7 @@ def test_bump_builds_the_old_side_when_the_index_is_not_the_record_of_the_pin(wo
     derived_world(world)
     moved = _tightened(world)
     path = world.project / "pyproject.toml"
-    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, moved))
+    path.write_text(path.read_text().replace(Project.read(world.project).fork("megatron-core").rev, moved))
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     new = commit(world.forks["megatron-core"].fork, "no requirement changes", {"README.md": "same requirements\n"})
     capsys.readouterr()

@@ -25,6 +25,7 @@ from gitfixtures import commit
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared
+from nemo_rl.project.model import Project
 
 FORK = declared.Declares("0.16.0rc0", None, ("einops", "pytest", "wandb", "tensorstore!=0.1.46", "torch", "six>=1.16"))
 DELTAS = declared.deltas_from_table({
@@ -113,7 +114,7 @@ FIX = "run `nemo-rl deps patches megatron-core` (it derives the entry from what 
 def kinds(project, env):
     from nemo_rl.forks import installed_fork
 
-    return {p.kind: str(p) for p in installed_fork.problems(project, env, "megatron-core")}
+    return {p.kind: str(p) for p in installed_fork.problems(Project.read(project), env, "megatron-core")}
 
 
 def test_the_installed_fork_as_locked_has_no_problem(tmp_path):
@@ -209,7 +210,7 @@ def test_two_entries_for_one_fork_are_refused(tmp_path):
         '[[tool.uv.dependency-metadata]]\nname = "megatron-core"\nversion = "1"\n'
         '[[tool.uv.dependency-metadata]]\nname = "Megatron_Core"\nversion = "2"\n')
     with pytest.raises(NemoRLError, match="2 .*entries for megatron-core"):
-        metadata_check.entry(tmp_path, "megatron-core")
+        metadata_check.entry(Project.read(tmp_path), "megatron-core")
 
 
 def lock_of(package, manifest):
@@ -359,8 +360,9 @@ def test_a_locked_requirement_the_environment_leaves_out_is_not_missing(tmp_path
     from nemo_rl.forks import installed_fork
 
     project, env = fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=())
-    assert [p.kind for p in installed_fork.problems(project, env, "megatron-core")] == ["requirement missing"]
-    assert installed_fork.problems(project, env, "megatron-core", left_out=["six"]) == []
+    found = installed_fork.problems(Project.read(project), env, "megatron-core")
+    assert [p.kind for p in found] == ["requirement missing"]
+    assert installed_fork.problems(Project.read(project), env, "megatron-core", left_out=["six"]) == []
 
 
 def test_an_installed_requirement_at_a_version_the_fork_refuses_is_named(tmp_path):

@@ -14,6 +14,7 @@ from gitfixtures import git
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import fork_cache
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 FORK = lockfile.Fork("megatron-core", "https://forks.nemo-rl.invalid/m.git", "a" * 40, "main",
                      "https://upstream.nemo-rl.invalid/m.git", "main", None)
@@ -45,7 +46,7 @@ def test_another_command_waits_for_the_fork_cache(world):
     """Two commands of one user share the fork cache: the second waits, and says so, until the first is done."""
     from nemo_rl.forks import fork_cache
 
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     repo = fork_cache.fetched(fork, fork.rev)
     other = ("import sys\nfrom pathlib import Path\nfrom nemo_rl.forks import fork_cache\n"
              "with fork_cache.holding(Path(sys.argv[1])):\n    print('in', flush=True)\n")
@@ -81,9 +82,8 @@ def test_a_cached_proof_of_a_commit_force_pushed_away_is_asked_again(world):
     from gitfixtures import commit
 
     from nemo_rl.forks import fork_cache
-    from nemo_rl.project import lockfile
 
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     server = world.forks["megatron-core"].fork
     gone = commit(server, "feat: pushed, then force-pushed away", {"megatron/core/gone.py": "G = 1\n"})
     fork_cache.fetched(fork, gone)  # a dry run proves it and caches the proof

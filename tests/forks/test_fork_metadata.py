@@ -16,7 +16,7 @@ from gitfixtures import commit
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, fork_metadata
 from nemo_rl.forks.fork_metadata import Metadata
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 
 def test_project_table_is_empty_for_setup_py_forks_and_bad_toml():
@@ -122,7 +122,6 @@ def test_a_backend_reading_its_version_from_git_sees_the_commit_it_builds(world)
     from gitfixtures import commit
 
     from nemo_rl.forks import fork_cache
-    from nemo_rl.project import lockfile
 
     backend = '''import os, subprocess
 def _version():
@@ -137,7 +136,7 @@ def prepare_metadata_for_build_wheel(d, config_settings=None):
     rev = commit(world.forks["megatron-core"].fork, "version from git", {
         "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
         "backend.py": backend})
-    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    repo = fork_cache.fetched(Project.read(world.project).fork("megatron-core"), rev)
     assert fork_metadata.read(repo, rev).version == f"0.2.0+g{rev[:12]}"
 
 
@@ -161,7 +160,6 @@ def test_a_worktree_is_added_under_the_caches_lock(world, monkeypatch):
     import os
 
     from nemo_rl.forks import fork_cache, git_history
-    from nemo_rl.project import lockfile
 
     def locked(path):  # another open file of the lock file: its exclusive lock is refused while the cache's is held
         fd = os.open(path, os.O_RDONLY)
@@ -174,7 +172,7 @@ def test_a_worktree_is_added_under_the_caches_lock(world, monkeypatch):
             os.close(fd)
 
     rev = _commit_to_build(world, "a commit to build")
-    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    repo = fork_cache.fetched(Project.read(world.project).fork("megatron-core"), rev)
     assert not locked(repo.parent / f"{repo.name}.lock")
     held, check_out = [], git_history.check_out
     monkeypatch.setattr(git_history, "check_out", lambda repo, tree, dest: (
@@ -190,10 +188,9 @@ def test_a_worktree_left_by_a_killed_command_is_pruned_by_the_next_build(world):
 
     from nemo_rl.forks import fork_cache
     from nemo_rl.git import git
-    from nemo_rl.project import lockfile
 
     rev = _commit_to_build(world, "a commit to build")
-    repo = fork_cache.fetched(lockfile.fork(world.project, "megatron-core"), rev)
+    repo = fork_cache.fetched(Project.read(world.project).fork("megatron-core"), rev)
     for name in ("killed-building", "killed-adding"):
         git(["worktree", "add", "--quiet", "--detach", "--no-checkout", str(world.root / name), rev], repo=repo)
         shutil.rmtree(world.root / name)
@@ -250,7 +247,7 @@ def test_metadata_through_a_moved_checkout_equals_a_fresh_build(world, tmp_path,
     megatron = world.forks["megatron-core"]
     first = commit(megatron.fork, "setuptools 0.2.0", {"pyproject.toml": build, "setup.py": setup.format(v="0.2.0")})
     second = commit(megatron.fork, "setuptools 0.2.1", {"setup.py": setup.format(v="0.2.1")})
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     fork_cache.fetched(fork, first)
     both = fork_metadata.read_all(fork_cache.fetched(fork, second), [first, second])
     assert [m.version for m in both] == ["0.2.0", "0.2.1"]

@@ -10,7 +10,7 @@ from fakes import FIX, _never_hangs, derived_world, fixed, fork_with_extras, off
 
 from nemo_rl.cli import main
 from nemo_rl.forks import installed_fork
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 
 def test_a_fifo_pyvenv_cfg_gives_this_machines_markers(tmp_path):
@@ -42,13 +42,13 @@ def test_a_transitive_version_its_dependent_refuses_is_named_by_status(world, ca
     assert offline(world, capsys)[0] == 0  # nor can the offline check: nothing in uv.lock says what urllib3 needs
     env, out = synced_status(world, tmp_path, capsys)
     assert "megatron-core: installed differs" in out, out
-    urllib3 = lockfile.locked_packages(world.project)["urllib3"].version
+    urllib3 = Project.read(world.project).packages["urllib3"].version
     said = f"pysocks 1.5.7 is installed but urllib3 {urllib3} (which megatron-core pulls in) requires pysocks"
     assert said in out and "!=1.5.7" in out.split(said)[1].split(":")[0], out
     assert "run `uv lock --upgrade-package pysocks`" in out
     lock.write_text(good)  # the committed lock, synced again: nothing refused
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
-    assert not installed_fork.problems(world.project, env, "megatron-core")
+    assert not installed_fork.problems(Project.read(world.project), env, "megatron-core")
 
 
 def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_installed(world, capsys, tmp_path):
@@ -58,13 +58,13 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
 
     env = tmp_path / "env"
     derived_world(world)
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
     wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)  # the fork builds 0.1.0, needs nemo-toolkit
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
                                             wrong))
-    metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
+    metadata_check.rewrite_pyproject(Project.read(world.project), "megatron-core", wrong)
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert offline(world, capsys)[0] == 0  # nothing offline can prove: the fork is not at hand
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)

@@ -10,6 +10,7 @@ from gitfixtures import commit
 
 from nemo_rl.cli import main
 from nemo_rl.forks import installed_fork
+from nemo_rl.project.model import Project
 
 
 def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, capsys, tmp_path):
@@ -57,7 +58,7 @@ def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys
     assert "fix: megatron-core: edit the [tool.uv] override-dependencies entry named above" in out, out
     env, out = synced_status(world, tmp_path, capsys)
     assert "fix        remove or widen the override-dependencies entry named above" in out, out
-    found = [str(p) for p in installed_fork.problems(world.project, env, "megatron-core")]
+    found = [str(p) for p in installed_fork.problems(Project.read(world.project), env, "megatron-core")]
     assert any("six 1.15.0 is installed but megatron-core requires six>=1.16" in p for p in found), found
     rc, out = patches(world, capsys)  # relocking cannot undo an override: said, never rc 0
     assert rc == 1 and "still disagrees" in out and "remove or widen the override" in out, out

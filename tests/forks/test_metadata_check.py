@@ -17,7 +17,7 @@ from gitfixtures import commit
 from nemo_rl.cli import main
 from nemo_rl.forks import locked_fork, metadata_check
 from nemo_rl.forks.declared import Entry
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 DERIVED = Entry("megatron-core", "0.2.0", ">=3.10", ("numpy>=1.26", "torch; sys_platform == 'linux'"))
 
@@ -35,12 +35,12 @@ def project(tmp_path: Path, fork_table: str = "", entry: bool = False) -> Path:
 
 
 def test_a_fork_derives_its_entry_when_it_has_one_or_deltas_that_need_one(tmp_path):
-    assert not metadata_check.derives(project(tmp_path / "bare"), "megatron-core")
-    assert metadata_check.derives(project(tmp_path / "entry", entry=True), "megatron-core")
+    assert not metadata_check.derives(Project.read(project(tmp_path / "bare")), "megatron-core")
+    assert metadata_check.derives(Project.read(project(tmp_path / "entry", entry=True)), "megatron-core")
     dropping = project(tmp_path / "drop", 'drop = [{ name = "wandb", why = "logging only" }]\n')
-    assert metadata_check.derives(dropping, "megatron-core")
-    assert [d.name for d in metadata_check.deltas(dropping, "megatron-core").drop] == ["wandb"]
-    assert metadata_check.entry(project(tmp_path / "e2", entry=True), "megatron-core") == Entry(
+    assert metadata_check.derives(Project.read(dropping), "megatron-core")
+    assert [d.name for d in metadata_check.deltas(Project.read(dropping), "megatron-core").drop] == ["wandb"]
+    assert metadata_check.entry(Project.read(project(tmp_path / "e2", entry=True)), "megatron-core") == Entry(
         "megatron-core", "0.1.0", None, ("numpy",))
 
 
@@ -146,7 +146,7 @@ def test_an_entry_spelled_differently_is_named_so_and_rewritten_in_place(tmp_pat
 
     path = project(tmp_path, entry=True) / "pyproject.toml"
     path.write_text(path.read_text().replace('name = "megatron-core"\nversion', 'name = "Megatron_Core"\nversion'))
-    found = metadata_check.entry(tmp_path, "megatron-core")
+    found = metadata_check.entry(Project.read(tmp_path), "megatron-core")
     assert found is not None and found.name == "Megatron_Core"
     assert declared.differences(found, DERIVED)[0] == (
         "name", "'megatron-core'", "'Megatron_Core' (the same distribution spelled differently)")
@@ -425,7 +425,7 @@ def test_a_git_source_pinned_by_rev_without_a_fork_table_is_named(tmp_path):
                 + '" }\nsix = { git = "https://example.invalid/six.git", branch = "main" }\n'
                 'idna = [{ git = "https://example.invalid/idna.git", tag = "v1", marker = "os_name == \'posix\'" }]\n'
                 'numpy = { index = "pytorch" }\n')
-    orphans = records.orphans(path, [])
+    orphans = records.orphans(Project.read(path), [])
     assert [o.field.split()[1] for o in orphans] == ["idna", "nemo-toolkit", "six"]
     assert all(o.found == "missing" for o in orphans)
     assert "[tool.nemo-rl.forks.nemo-toolkit]" in records.orphan_fix(orphans[1])
@@ -438,7 +438,7 @@ def _moved_pin_kept_declares(world) -> str:
 
     derived_world(world)
     fork = world.forks["megatron-core"].fork
-    old = lockfile.fork(world.project, "megatron-core").rev
+    old = Project.read(world.project).fork("megatron-core").rev
     new = commit(fork, "0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
         world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8", "idna"])})
     path = world.project / "pyproject.toml"
@@ -454,14 +454,14 @@ def _moved_pin_kept_declares(world) -> str:
 
 def test_a_pin_moved_with_the_old_declares_fails_the_offline_check(world, capsys):
     new = _moved_pin_kept_declares(world)
-    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.1.0"  # uv.lock lies
+    assert Project.read(world.project).packages["megatron-core"].version == "0.1.0"  # uv.lock lies
     rc, out = offline(world, capsys)
     assert rc == 1, out
     assert f"declares commit: expected {new} (the pin" in out, out
     assert "pinned: expected " in out and "(the last [[commit]]" in out, out
     rc, out = patches(world, capsys)  # the one command reads the fork at the new pin
     assert rc == 0, out
-    assert lockfile.locked_packages(world.project)["megatron-core"].version == "0.2.0"
+    assert Project.read(world.project).packages["megatron-core"].version == "0.2.0"
     assert offline(world, capsys)[0] == 0
 
 
@@ -474,7 +474,7 @@ def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, c
     rev = commit(fork, "require six", {"pyproject.toml": forkworld.fork_pyproject(
         world, "nemo-toolkit", dependencies=["six>=1.16"])})
     assert main(["deps", "bump", "nemo-toolkit", "--rev", rev, "--project", str(world.project)]) == 0
-    assert metadata_check.entry(world.project, "nemo-toolkit") is None
+    assert metadata_check.entry(Project.read(world.project), "nemo-toolkit") is None
     index = tomllib.loads((world.project / "patches/nemo-toolkit/index.toml").read_text())
     assert index["declares"] == {"commit": rev, "version": "0.1.0", "requires-python": ">=3.10",
                                  "requires-dist": ["six>=1.16"]}
@@ -547,7 +547,7 @@ def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world,
     newer = commit(fork, "release 0.2.0, needs six", {"pyproject.toml": forkworld.fork_pyproject(
         world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8", "six>=1; python_version < '3.11'",
                                               "six>=1.16; python_version >= '3.11'"])})
-    edit(pyproject, lockfile.fork(world.project, "megatron-core").rev, newer)
+    edit(pyproject, Project.read(world.project).fork("megatron-core").rev, newer)
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert locked(world)["version"] == "0.1.0"
     both_report(world, env, capsys, "records stale", "patches/megatron-core/index.toml")
@@ -591,7 +591,7 @@ def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world,
     forkworld.uv_run(world, "lock", "--quiet")
     both_report(world, env, capsys, "metadata stale", "[[tool.uv.dependency-metadata]] megatron-core requires-dist")
     fixed(world, env, capsys)
-    assert "rich" not in str(metadata_check.entry(world.project, "megatron-core").requires_dist)
+    assert "rich" not in str(metadata_check.entry(Project.read(world.project), "megatron-core").requires_dist)
 
     # 6. a `deps bump` to a fork commit that moves the version again lands a lock that says it
     release = commit(fork, "release 0.4.0", {"pyproject.toml": forkworld.fork_pyproject(
@@ -624,7 +624,7 @@ def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
     from nemo_rl.forks import fork_cache, records
 
     derived_world(world)
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,

@@ -14,7 +14,7 @@ from gitfixtures import commit
 
 from nemo_rl.forks import records
 from nemo_rl.forks.record_files import Record
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 
 
 def entry_and_dir(tmp_path, record=RECORD):
@@ -101,7 +101,7 @@ def test_records_committed_as_links_are_refused_before_staging(world, tmp_path, 
         shutil.rmtree(records)
         records.symlink_to(outside if kind == "outside" else "..")
         link = records
-    rev = lockfile.fork(world.project, "megatron-core").rev
+    rev = Project.read(world.project).fork("megatron-core").rev
     for command in (["patches", "--check", "--offline"], ["patches", "megatron-core"],
                     ["bump", "megatron-core", "--rev", rev]):
         capsys.readouterr()
@@ -121,7 +121,7 @@ def test_a_hand_edited_rev_with_uv_lock_alone_is_caught(world, capsys):
     newer = commit(fork, "release 0.2.0", {"pyproject.toml": forkworld.fork_pyproject(
         world, version="0.2.0", dependencies=["nemo-toolkit", "pytest>=8"])})
     path = world.project / "pyproject.toml"
-    path.write_text(path.read_text().replace(lockfile.fork(world.project, "megatron-core").rev, newer))
+    path.write_text(path.read_text().replace(Project.read(world.project).fork("megatron-core").rev, newer))
     forkworld.uv_run(world, "lock", "--quiet", "--upgrade-package", "megatron-core")
     assert locked(world).commit == newer and locked(world).version == "0.1.0"  # the lie: the fork builds 0.2.0
     capsys.readouterr()
@@ -138,14 +138,14 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     from nemo_rl.forks import declared, fork_cache, metadata_check, records
 
     derived_world(world)
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
     base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
     wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
                              fork.rev)
     index, noted = records.build(directory, records.read_index(directory), fork, fork.rev, base, recs, wrong)
     records.write(directory, index, noted)
-    metadata_check.rewrite_pyproject(world.project, "megatron-core", wrong)
+    metadata_check.rewrite_pyproject(Project.read(world.project), "megatron-core", wrong)
     capsys.readouterr()
     # records and entry agree; the lock does not (it was not made from the entry), and offline says so
     assert deps(world, "patches", "--check", "--offline") == 1

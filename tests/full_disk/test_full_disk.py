@@ -19,7 +19,8 @@ from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
-from nemo_rl.project import develop_state, lockfile, state_dir
+from nemo_rl.project import develop_state, state_dir
+from nemo_rl.project.model import Project
 
 NO_SPACE = os.strerror(errno.ENOSPC)
 
@@ -194,7 +195,7 @@ def test_a_bump_whose_output_cannot_be_written_says_what_landed(world):
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert "cannot write the command's output (stdout)" in lines[0] and "the command itself finished" in lines[0]
     assert re.search(r"pyproject\.toml, uv\.lock, patches/megatron-core landed in ", lines[0]), lines[0]
-    assert lockfile.fork(world.project, "megatron-core").rev == rev
+    assert Project.read(world.project).fork("megatron-core").rev == rev
 
 
 class _FullStdout:
@@ -215,7 +216,7 @@ def test_a_print_that_fails_after_the_landing_says_what_landed(world, monkeypatc
     err = capsys.readouterr().err
     assert code == 1 and "cannot write the command's output (stdout)" in err, err
     assert "these steps were complete before it: pyproject.toml, uv.lock, patches/megatron-core landed in" in err, err
-    assert lockfile.fork(world.project, "megatron-core").rev == rev
+    assert Project.read(world.project).fork("megatron-core").rev == rev
 
 
 def _available(path: Path) -> int:

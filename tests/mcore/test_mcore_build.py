@@ -19,6 +19,7 @@ import pytest
 
 from nemo_rl import imports, toolchain, uv
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.toolchain import archs
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs
 
@@ -66,7 +67,7 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
     for key, value in build_env.items():
         monkeypatch.setenv(key, value)
     bundle = tmp_path / "bundle"
-    bundle_pack.pack(ROOT, FLAGS, bundle)
+    bundle_pack.pack(Project.read(ROOT), FLAGS, bundle)
     assert (bundle / cuda_archs.SIDECAR).is_file()
     no_compiler = tmp_path / "bin"
     no_compiler.mkdir()
@@ -82,8 +83,8 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
     monkeypatch.setenv("UV_OFFLINE", "1")
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
-    bundles.check(bundle, ROOT, FLAGS)
+    bundles.check(bundle, Project.read(ROOT), FLAGS)
     node_env = tmp_path / "node"
-    bundles.sync_from(bundle, ROOT, FLAGS, node_env)
+    bundles.sync_from(bundle, Project.read(ROOT), FLAGS, node_env)
     result = imports.check(node_env / "bin" / "python", ["transformer_engine.pytorch"], timeout=600)
     assert result.failed == {}, result.failed

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nemo_rl.process import run
-from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.uv import find_uv_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def test_no_submodules_or_vendored_code():
 def test_every_git_source_is_a_full_sha_and_locked_at_it():
     git_sources = {name: s for name, s in SOURCES.items() if "git" in s}
     assert set(git_sources) == {"megatron-core", "nemo-toolkit"}
-    locked = lockfile.locked_packages(ROOT)
+    locked = Project.read(ROOT).packages
     for name, source in git_sources.items():
         assert re.fullmatch(r"[0-9a-f]{40}", source["rev"]), name
         assert locked[name].commit == source["rev"], name
@@ -40,7 +40,7 @@ def test_every_git_source_is_a_full_sha_and_locked_at_it():
 
 
 def test_fork_table_matches_sources():
-    forks = {f.distribution: f for f in lockfile.forks(ROOT)}
+    forks = {f.distribution: f for f in Project.read(ROOT).forks}
     assert set(forks) == {"megatron-core", "nemo-toolkit"}
     for fork in forks.values():
         assert fork.branch and fork.upstream_url and re.fullmatch(r"[0-9a-f]{40}", fork.base)
@@ -69,7 +69,7 @@ def test_default_export_has_no_git_requirement_and_mcore_has_exactly_the_pins():
 
 @pytest.mark.parametrize("name", ["torch", "transformer-engine", "transformer-engine-torch"])
 def test_torch_and_transformer_engine_are_locked_together(name):
-    locked = lockfile.locked_packages(ROOT)
+    locked = Project.read(ROOT).packages
     assert locked[name].version == {"torch": "2.7.0"}.get(name, "2.3.0")
 
 

@@ -14,6 +14,7 @@ from fakes import FLAGS, _cli, deps, fake_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments
 
 
@@ -65,7 +66,7 @@ def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tm
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(fake_env(tmp_path / "driver")))
     assert deps(world, "develop", "megatron-core") == 0
     state_a = develop_state.read(world.project)
-    key_a = environments.key_for(world.project, FLAGS)
+    key_a = environments.key_for(Project.read(world.project), FLAGS)
 
     def worker_env(name: str) -> Path:
         env = fake_env(venvs / name)
@@ -78,7 +79,7 @@ def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tm
     # container B: the same path, its own .nemo-rl (here: develop.json as B's `develop` writes it)
     develop_state.write(world.project, {"megatron-core": dataclasses.replace(state_a["megatron-core"],
                                                                              token=develop_state.new_token())})
-    assert environments.key_for(world.project, FLAGS) != key_a  # B's workers never reuse A's environment
+    assert environments.key_for(Project.read(world.project), FLAGS) != key_a  # B's workers never reuse A's environment
     env_b = worker_env("b")
     assert deps(world, "develop", "--stop", "megatron-core") == 0  # B stops
     assert develop_state.has_overlay(env_a, "megatron-core"), "B stripped A's overlay"

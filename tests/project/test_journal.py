@@ -12,7 +12,8 @@ from fakes import deps
 
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import journal, lockfile, state_dir
+from nemo_rl.project import journal, state_dir
+from nemo_rl.project.model import Project
 
 
 def test_a_landing_journal_moves_only_project_files(world, tmp_path, capsys):
@@ -173,7 +174,7 @@ def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):
 
     from nemo_rl.project import journal, state_dir
 
-    rev = lockfile.fork(world.project, "megatron-core").rev
+    rev = Project.read(world.project).fork("megatron-core").rev
     staging = world.project / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())

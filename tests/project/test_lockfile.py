@@ -19,6 +19,7 @@ from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage
+from nemo_rl.project.model import Project
 
 SHA = "a" * 40
 URL = "https://github.com/NVIDIA/NeMo.git"
@@ -53,14 +54,14 @@ def test_a_locked_version_that_is_not_a_string_is_refused_where_uv_lock_is_read(
     import pytest
 
     from nemo_rl.errors import NemoRLError
-    from nemo_rl.project import lockfile
 
+    (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "nemo-toolkit"\nversion = 2\n')
     with pytest.raises(NemoRLError, match="'nemo-toolkit' has a version that is not a string") as refused:
-        lockfile.locked_packages(tmp_path)
+        _ = Project.read(tmp_path).packages
     assert "uv lock" in (refused.value.remedy or "")
     (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "nemo-toolkit"\nversion = "2"\n')
-    assert lockfile.locked_packages(tmp_path)["nemo-toolkit"].version == "2"
+    assert Project.read(tmp_path).packages["nemo-toolkit"].version == "2"
 
 
 HOSTILE_REV = "--upload-pack=touch {marker};git-upload-pack"
@@ -141,8 +142,8 @@ def test_a_fork_source_edited_in_uv_lock_is_caught_and_relocked(world, capsys):
     [tool.uv.sources]: another host, or a subdirectory added, with the commit kept, passed CI."""
     lock = world.project / "uv.lock"
     good = lock.read_text()
-    rev = lockfile.fork(world.project, "nemo-toolkit").rev
-    url = lockfile.fork(world.project, "nemo-toolkit").url
+    rev = Project.read(world.project).fork("nemo-toolkit").rev
+    url = Project.read(world.project).fork("nemo-toolkit").url
     assert f'{url}?rev={rev}#{rev}' in good
     for edited in (f"{url.removesuffix('.git')}-evil.git?rev={rev}#{rev}", f"{url}?rev={rev}&subdirectory=sub#{rev}"):
         lock.write_text(good.replace(f"{url}?rev={rev}#{rev}", edited))
@@ -182,22 +183,22 @@ def test_what_a_fork_table_has_nemo_rl_import_is_checked_where_it_is_read(tmp_pa
 
     (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT + line + "\n")
     with pytest.raises(NemoRLError, match=refused) as error:
-        lockfile.forks(tmp_path)
+        _ = Project.read(tmp_path).forks
     assert "\x1b" not in str(error.value)
     assert fixed.split(" = ")[1].strip('"[]') in str(error.value.remedy)  # the fix names a value that reads
     (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT + fixed + "\n")
-    assert lockfile.forks(tmp_path)[0].distribution == "megatron-bridge"
+    assert Project.read(tmp_path).forks[0].distribution == "megatron-bridge"
 
 
 def test_a_fork_table_says_what_nemo_rl_imports_of_it(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         BRIDGE_PROJECT + 'module = "megatron.bridge"\nentry-points = ["megatron.bridge.models"]\n'
                          'component = "bridge"\nremedy = "on a GPU node"\n')
-    fork = lockfile.forks(tmp_path)[0]
+    fork = Project.read(tmp_path).forks[0]
     assert (fork.module, fork.entry_points, fork.component, fork.remedy) == (
         "megatron.bridge", ("megatron.bridge.models",), "bridge", "on a GPU node")
     (tmp_path / "pyproject.toml").write_text(BRIDGE_PROJECT)
-    fork = lockfile.forks(tmp_path)[0]
+    fork = Project.read(tmp_path).forks[0]
     assert (fork.module, fork.entry_points, fork.component, fork.remedy) == (None, (), None, None)
 def _project_file(path, kind: str) -> str:
     """Plant `kind` at `path`; what the refusal says it is."""
@@ -239,7 +240,7 @@ def test_a_pyproject_that_is_no_regular_file_is_named_not_passed_over(tmp_path, 
     (tmp_path / "pyproject.toml").write_text("[tool.nemo-rl.forks]\n")
     monkeypatch.chdir(inner)
     with pytest.raises(NemoRLError) as refused:
-        lockfile.find_project()
+        Project.find()
     assert not isinstance(refused.value, lockfile.ProjectNotFound)
     planted = inner / "pyproject.toml"
     assert refused.value.what == f"{planted} is not a regular file (a FIFO), so nemo-rl does not read it"

@@ -14,7 +14,8 @@ from gitfixtures import commit
 
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import develop_state, lockfile, state_dir
+from nemo_rl.project import develop_state, state_dir
+from nemo_rl.project.model import Project
 
 
 def test_two_bumps_at_once_lose_nothing(world):
@@ -28,8 +29,8 @@ def test_two_bumps_at_once_lose_nothing(world):
     assert [code for code, _ in results] == [0, 0], results
     assert any("waiting for another nemo-rl command" in err for _, err in results)
     for dist, sha in heads.items():
-        assert lockfile.fork(world.project, dist).rev == sha
-        assert lockfile.locked_packages(world.project)[dist].commit == sha
+        assert Project.read(world.project).fork(dist).rev == sha
+        assert Project.read(world.project).packages[dist].commit == sha
     assert main(["deps", "patches", "--check", "--project", str(world.project)]) == 0
     assert main(["deps", "status", "--check", "--project", str(world.project)]) in (0, 1)
 

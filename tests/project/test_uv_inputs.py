@@ -14,6 +14,7 @@ from fakes import deps
 from nemo_rl import uv
 from nemo_rl.cli import main
 from nemo_rl.process_output import Result
+from nemo_rl.project.model import Project
 
 REFUSAL = "Building source distributions for `evil` is disabled"
 
@@ -54,7 +55,7 @@ def test_a_check_uv_could_not_make_is_not_a_stale_lock(monkeypatch, tmp_path):
     for why, says in [(f"{uv.OTHER_PYTHON} (/usr/bin/python3)", "with a Python that requires-python allows"),
                       (f"{uv.BUILD_REFUSED}: {REFUSAL}", "then `uv lock --check` if that code is trusted")]:
         monkeypatch.setattr(uv, "lock_mismatch", lambda project, why=why: why)
-        problem = uv_inputs.lock_problem(tmp_path, [])
+        problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
         assert problem is not None and problem.startswith("uv.lock was not checked") and says in problem
         assert "run `uv lock` and commit it" not in problem
 
@@ -78,9 +79,10 @@ def test_uv_lock_is_the_remedy_only_for_a_stale_lock(monkeypatch, tmp_path):
     (tmp_path / "uv.lock").write_text("")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: uv.STALE)
-    assert uv_inputs.lock_problem(tmp_path, []) == "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
+    stale = "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
+    assert uv_inputs.lock_problem(Project.read(tmp_path), []) == stale
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: "error: No `project` table found")
-    problem = uv_inputs.lock_problem(tmp_path, [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
     assert problem is not None and problem.startswith("uv could not check uv.lock") and "run `uv lock`" not in problem
 
 
@@ -99,7 +101,7 @@ def test_a_check_that_cannot_make_its_directory_says_so(monkeypatch, tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(tempfile, "mkdtemp", full)
-    problem = uv_inputs.lock_problem(tmp_path, [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
     assert problem is not None and "cannot make a directory for the check" in problem
     assert "No space left on device" in problem
 
@@ -134,7 +136,7 @@ def test_a_check_uv_cannot_make_is_not_a_crash(monkeypatch, tmp_path):
     (tmp_path / "uv.lock").write_text("")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
-    problem = uv_inputs.lock_problem(tmp_path, [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
     assert problem is not None and problem.startswith("uv.lock was not checked") and "os error 13" in problem
 
 
@@ -160,7 +162,7 @@ def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypa
     try:
         seen: list[bool] = []  # the check's own copy is held while uv reads it: another check's sweep leaves it
         monkeypatch.setattr(uv, "lock_mismatch", lambda project: seen.append(locks.held(project)))
-        assert uv_inputs.lock_problem(tmp_path, []) is None
+        assert uv_inputs.lock_problem(Project.read(tmp_path), []) is None
         assert seen == [True] and not dead.exists() and sorted(root.iterdir()) == [fresh, live]
     finally:
         os.close(held)
@@ -177,12 +179,12 @@ def test_what_names_the_checkouts_own_directories_is_named_not_checked(tmp_path,
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n' + pyproject)
     if uv_toml:
         (tmp_path / "uv.toml").write_text(uv_toml)
-    why = uv_inputs.unchecked(tmp_path)
+    why = uv_inputs.unchecked(Project.read(tmp_path))
     assert why is not None and named in why
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv]\n'
                                              'find-links = ["/srv/wheels", "https://example.org/w"]\n')
     (tmp_path / "uv.toml").unlink(missing_ok=True)
-    assert uv_inputs.unchecked(tmp_path) is None
+    assert uv_inputs.unchecked(Project.read(tmp_path)) is None
 
 
 def test_uv_settings_above_nemo_rls_cache_choose_nothing(tmp_path, monkeypatch):
@@ -201,7 +203,7 @@ def test_uv_settings_above_nemo_rls_cache_choose_nothing(tmp_path, monkeypatch):
     (tmp_path / "above").mkdir()
     (tmp_path / "above" / "uv.toml").write_text('resolution = "lowest-direct"\n')
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "above" / "cache"))
-    assert uv_inputs.lock_problem(project, []) is None
+    assert uv_inputs.lock_problem(Project.read(project), []) is None
 
 
 def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monkeypatch):
@@ -219,7 +221,7 @@ def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monk
 
     monkeypatch.setattr(locks, "hold", no_locks)
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: None)
-    assert uv_inputs.lock_problem(tmp_path, []) is None
+    assert uv_inputs.lock_problem(Project.read(tmp_path), []) is None
     assert not list((tmp_path / "cache" / "lock-check").iterdir())
 
 
@@ -240,7 +242,7 @@ def test_a_local_git_repository_is_named_however_it_is_spelled(tmp_path, spellin
     url = SPELLINGS[spelling](tmp_path / "repo")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv.sources]\n'
                                              f'q = {{ git = "{url}" }}\n')
-    why = uv_inputs.unchecked(tmp_path)
+    why = uv_inputs.unchecked(Project.read(tmp_path))
     assert why is not None and "local git repository" in why
 
 
@@ -251,7 +253,7 @@ def test_a_git_repository_on_another_host_is_checked(tmp_path, url):
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n[tool.uv.sources]\n'
                                              f'q = {{ git = "{url}" }}\n')
-    assert uv_inputs.unchecked(tmp_path) is None
+    assert uv_inputs.unchecked(Project.read(tmp_path)) is None
 
 
 def test_project_root_in_a_comment_is_no_reason_and_in_uv_toml_is(tmp_path):
@@ -259,9 +261,9 @@ def test_project_root_in_a_comment_is_no_reason_and_in_uv_toml_is(tmp_path):
 
     (tmp_path / "pyproject.toml").write_text('# wheels once lived at ${PROJECT_ROOT}/wheels\n'
                                              '[project]\nname = "p"\nversion = "0.1"\n')
-    assert uv_inputs.unchecked(tmp_path) is None
+    assert uv_inputs.unchecked(Project.read(tmp_path)) is None
     (tmp_path / "uv.toml").write_text('override-dependencies = ["sub @ ${PROJECT_ROOT}/sub"]\n')
-    why = uv_inputs.unchecked(tmp_path)
+    why = uv_inputs.unchecked(Project.read(tmp_path))
     assert why is not None and why.startswith("uv.toml names ${PROJECT_ROOT}")
 
 

@@ -24,7 +24,8 @@ from gitfixtures import commit
 
 from nemo_rl import interrupt
 from nemo_rl.cli import main
-from nemo_rl.project import develop_state, journal, lockfile
+from nemo_rl.project import develop_state, journal
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_trust, bundles
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
@@ -141,7 +142,7 @@ def test_a_signal_before_the_verb_runs_stops_it(tmp_path, capsys, monkeypatch):
     from nemo_rl.deps import status
 
     entered = []
-    monkeypatch.setattr(lockfile, "find_project", lambda path: entered.append("project") or tmp_path)
+    monkeypatch.setattr(Project, "find", lambda path: entered.append("project") or tmp_path)
     monkeypatch.setattr(status, "run", lambda project, args: entered.append("verb") or 0)
     real_parser = cli.build_parser
 
@@ -172,7 +173,7 @@ def test_a_signal_after_the_landing_says_the_change_is_complete(world, capsys, m
     err = capsys.readouterr().err
     assert "interrupted after these steps were complete" in err and "uv.lock" in err
     assert "nothing was changed" not in err
-    assert lockfile.fork(world.project, "megatron-core").rev == new_head
+    assert Project.read(world.project).fork("megatron-core").rev == new_head
 
 
 def test_a_bump_into_a_closed_pipe_finishes(world):
@@ -182,8 +183,8 @@ def test_a_bump_into_a_closed_pipe_finishes(world):
                f"--project {world.project} 2>&1 | head -c 1; exit ${{PIPESTATUS[0]}}")
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert lockfile.fork(world.project, "megatron-core").rev == new_head
-    assert lockfile.locked_packages(world.project)["megatron-core"].commit == new_head
+    assert Project.read(world.project).fork("megatron-core").rev == new_head
+    assert Project.read(world.project).packages["megatron-core"].commit == new_head
 
 
 @pytest.mark.parametrize("how", ["pending", "recorded"])
@@ -224,13 +225,12 @@ def test_a_child_dead_of_the_same_signal_is_an_interruption(tmp_path):
 
 def test_an_error_after_a_signal_exits_as_interrupted(monkeypatch, capsys):
     from nemo_rl.errors import NemoRLError
-    from nemo_rl.project import lockfile as lockfile_module
 
     def interrupted_while_failing(path):
         interrupt.record(signal.SIGTERM)
         raise NemoRLError("a child failed because it was ended")
 
-    monkeypatch.setattr(lockfile_module, "find_project", interrupted_while_failing)
+    monkeypatch.setattr(Project, "find", interrupted_while_failing)
     assert main(["deps", "status"]) == 143
     assert "interrupted" in capsys.readouterr().err
 
@@ -384,7 +384,7 @@ def test_a_git_lock_left_by_a_killed_git_is_removed(world):
     fail on it."""
     from nemo_rl.forks import fork_cache
 
-    fork = lockfile.fork(world.project, "megatron-core")
+    fork = Project.read(world.project).fork("megatron-core")
     repo = fork_cache.fetched(fork, fork.rev)
     (repo / "config.lock").write_text("")
     assert fork_cache.fetched(fork, fork.rev) == repo
@@ -444,7 +444,7 @@ def one_trial(template, root: Path, rng: random.Random, signum: int, dry_run: bo
     while (left := tagged_alive(tag)) and time.monotonic() < deadline:
         time.sleep(0.05)
     new = world.files()
-    moved = lockfile.fork(world.project, "megatron-core").rev == new_head
+    moved = Project.read(world.project).fork("megatron-core").rev == new_head
     return {"signal": signal.Signals(signum).name, "dry_run": dry_run, "offset": offset, "code": code,
             "latency": latency, "left": left, "finished_first": finished_first, "stderr": stderr,
             "state": "old" if new == old else "new" if moved and not dry_run else "MIXED",
@@ -520,6 +520,8 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     manifest = bundles.check(bundle, world.project, FLAGS)
     calls, real = [], tree_copy._hashed  # each file, linked or copied
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    calls, real = [], tree_copy._copy_file
 
     def signalled_midway(*args):
         calls.append(args[0])
@@ -530,7 +532,7 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     monkeypatch.setattr(tree_copy, "_hashed", signalled_midway)
     monkeypatch.setattr(interrupt, "_received", [])
     with pytest.raises(interrupt.Interrupted):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
         bundles.content_digest(bundle / bundles.CACHE)
@@ -556,7 +558,7 @@ def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path,
         interrupt.reset()
     err = capsys.readouterr().err
     assert "nothing was changed" not in err and "interrupted after these steps were complete" in err, err
-    built = environments.slot(environments.key_for(world.project, ["--locked"])).path
+    built = environments.slot(environments.key_for(Project.read(world.project), ["--locked"])).path
     assert f"the worker environment {built} is built" in err and environments.describe(built) is not None
 
 

@@ -21,6 +21,7 @@ from fakes import FLAGS, fake_bundle
 
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping, tree_copy
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
@@ -281,13 +282,13 @@ def test_a_bundle_file_hard_linked_outside_reaches_no_environment(world, tmp_pat
     target = bundle / bundles.CACHE / "archive-v0/abc/pkg/__init__.py"
     target.unlink()
     os.link(outside, target)  # same bytes, same digest: one inode with a file outside
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     _working_caches(monkeypatch, tmp_path)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
     assert inodes["archive-v0/abc/pkg/__init__.py"] != os.stat(target).st_ino
     outside.write_text("X = 2\n")  # whoever writes the other name after the check changes no copy of the node's
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env2", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env2", manifest)
     assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n"
 
 
@@ -301,9 +302,9 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     old = time.time() - 60  # bytes older than the racy window: the node's copy records them
     for name in files:
         os.utime(bundle / bundles.CACHE / name, (old, old))
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     seen = _working_caches(monkeypatch, tmp_path)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     inodes = json.loads((tmp_path / "seen-1" / "inodes.json").read_text())
     for name in ("mine.py", "shared.py"):  # the environment shares no inode with the bundle
         assert inodes[f"archive-v0/abc/{name}"] != os.stat(bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
@@ -313,7 +314,7 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     real = bundles.content_digest
     monkeypatch.setattr(bundles, "content_digest", lambda root, known=None, hashes=None: (
         hashed.append(len(known or {})), real(root, known, hashes))[1])
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert hashed == [len(files)] and (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
     copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     # the bundle's CUDA record edited: the copy is as checked, so the refusal is the bundle's and the copy stays
@@ -321,14 +322,14 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     good = sidecar.read_bytes()
     sidecar.write_bytes(b'{"toolchain": {}, "extensions": {}} \n')
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert copy.exists()
     sidecar.write_bytes(good)
     # a node copy edited in place is hashed again, found changed, removed; the bundle, changed too, is refused
     (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
     capsys.readouterr()
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert "changed" in capsys.readouterr().err and not copy.exists()
     assert len(seen) == 2  # refused before uv installed anything
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
@@ -338,9 +339,10 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     bundle = fake_bundle(world, tmp_path / "bundle")
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     seen = _working_caches(monkeypatch, tmp_path)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # bytes written just now: racy
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env",
+                      manifest)  # bytes written just now: racy
     copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     stamp = json.loads((copy / bundle_copy.STAMP).read_text())
     assert stamp["digest"] == manifest.digest and stamp["files"] == {}  # each file is hashed again next time
@@ -353,27 +355,30 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
         planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")), hashlib.sha256(b"X = 1\n").hexdigest()]}
     (planted / bundle_copy.STAMP).write_text(json.dumps(stamp))
     shutil.rmtree(copy)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n" and len(seen) == 2
     # `envs prune` removes a kept copy nobody holds, and never the planted one
-    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
     assert len(kept) == 1 and rows[planted].state == "not ours" and manifest.digest in rows[kept[0]].detail
     killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
-    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
     os.close(held_killed)  # its build was killed
-    assert "killed before its check" in {row.path: row for row in housekeeping.listing(world.project)}[killed].detail
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)  # the next build removes it
+    rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
+    assert "killed before its check" in rows[killed].detail
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env",
+                      manifest)  # the next build removes it
     assert not killed.exists()
     held = locks.try_hold(kept[0])
-    assert housekeeping.prune(world.project) == [] and kept[0].exists()  # held: a build links from it
+    assert housekeeping.prune(Project.read(world.project)) == [] and kept[0].exists()  # held: a build links from it
     os.close(held)
-    assert housekeeping.prune(world.project) == kept and not kept[0].exists() and planted.exists()
+    assert housekeeping.prune(Project.read(world.project)) == kept and not kept[0].exists() and planted.exists()
     # a node building from two bundles keeps a copy of each: neither is taken for the other, nor removed by it
     other = fake_bundle(world, tmp_path / "other", {"archive-v0/xyz/m.py": "Y = 2\n", "simple-v1/index": "j\n"})
     for age, each in ((100, bundle), (50, other), (None, bundle)):
-        bundles.sync_from(each, world.project, FLAGS, tmp_path / "env", bundles.check(each, world.project, FLAGS))
+        project = Project.read(world.project)
+        bundles.sync_from(each, project, FLAGS, tmp_path / "env", bundles.check(each, project, FLAGS))
         for path in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
             if age is not None and bundle_copy.stamp_digest(path) == bundles.read_manifest(each).digest:
                 os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
@@ -382,6 +387,7 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     assert "does not hold bundle" not in capsys.readouterr().err  # the other's copy is passed over by its digest
     # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
     third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
-    bundles.sync_from(third, world.project, FLAGS, tmp_path / "env", bundles.check(third, world.project, FLAGS))
+    project = Project.read(world.project)
+    bundles.sync_from(third, project, FLAGS, tmp_path / "env", bundles.check(third, project, FLAGS))
     left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
     assert left == {manifest.digest, bundles.read_manifest(third).digest}

@@ -12,6 +12,7 @@ from fakes import FLAGS, fake_bundle
 from nemo_rl import locks
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_trust, bundles, housekeeping
 
 
@@ -26,7 +27,8 @@ def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, mon
     try:
         bundle = fake_bundle(world, tmp_path / "bundle")
         monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: None)
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", bundles.check(bundle, world.project, FLAGS))
+        project = Project.read(world.project)
+        bundles.sync_from(bundle, project, FLAGS, tmp_path / "env", bundles.check(bundle, project, FLAGS))
         assert (theirs / "in-use").exists()
     finally:
         os.close(held)
@@ -56,11 +58,11 @@ def test_only_working_caches_we_made_are_counted_or_removed(world, tmp_path, mon
         planted[theirs] = "owned by uid 4242"
     ours, held = bundle_trust.new_work_cache(venvs)
     os.close(held)  # a killed build's
-    rows = {row.path: row for row in housekeeping.listing(world.project)}
+    rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     assert rows[ours].state == "unfinished build"
     for path, why in planted.items():
         assert rows[path].state == "not ours" and why in rows[path].detail, rows[path]
-    assert housekeeping.prune(world.project) == [ours]
+    assert housekeeping.prune(Project.read(world.project)) == [ours]
     assert (victim / "precious").read_text() == "mine" and (plain / "notes").exists()
     assert all(path.exists() or path.is_symlink() for path in planted)
 
@@ -72,14 +74,14 @@ def test_an_empty_digest_is_refused_never_taken_for_no_pin(world, tmp_path, monk
     assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", "", "--project", str(world.project)]) == 1
     assert "is not a bundle digest" in capsys.readouterr().err
     with pytest.raises(NemoRLError, match="is not a bundle digest"):
-        bundles.check(bundle, world.project, FLAGS, "")
+        bundles.check(bundle, Project.read(world.project), FLAGS, "")
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
     for setting in ("", " , ;"):
         monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", setting)
         with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS is set but holds no digest"):
-            bundles.find(world.project, FLAGS)
+            bundles.find(Project.read(world.project), FLAGS)
     monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
-    assert bundles.find(world.project, FLAGS) == bundle
+    assert bundles.find(Project.read(world.project), FLAGS) == bundle
 
 
 def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, monkeypatch):
@@ -92,7 +94,7 @@ def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, mon
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     killed = Path(tempfile.mkdtemp(prefix=bundle_trust.WORK_CACHE_PREFIX, dir=venvs))  # SIGKILL before the marker
     assert bundle_trust.why_not_ours(killed) is None
-    assert killed in housekeeping.prune(world.project) and not killed.exists()
+    assert killed in housekeeping.prune(Project.read(world.project)) and not killed.exists()
     (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted").mkdir()
     (venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted" / "x").write_text("x")
     assert bundle_trust.why_not_ours(venvs / f"{bundle_trust.WORK_CACHE_PREFIX}planted")  # not empty: not ours

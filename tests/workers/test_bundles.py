@@ -25,7 +25,8 @@ from gitfixtures import commit
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
-from nemo_rl.project import identity, installed, lockfile
+from nemo_rl.project import identity, installed
+from nemo_rl.project.model import Project
 from nemo_rl.workers import (
     archive_hashes,
     bundle_pack,
@@ -147,7 +148,7 @@ def test_the_bundle_carries_what_was_built_and_no_history(builder):
     assert list(cache.rglob("_helpers*.so"))  # the compiled helper, built once, here
     world = builder[0]
     # uv's own archive pointers, as uv 0.13 writes them, read and matched against uv.lock (Ray's wheel among them)
-    assert archive_hashes.check(cache, world.project, "the bundle")[0] > 0
+    assert archive_hashes.check(cache, Project.read(world.project), "the bundle")[0] > 0
     assert any(p.label.startswith("ray-") for p in archive_hashes.pointers(cache))
 
 
@@ -160,7 +161,7 @@ def test_a_real_archive_pointer_with_another_hash_is_refused(builder, tmp_path):
     recorded = dict(ray.hashes)["sha256"].encode()
     copy.write_bytes(data.replace(recorded, recorded[:-1] + (b"0" if recorded[-1:] != b"0" else b"1")))
     with pytest.raises(NemoRLError, match=f"archive of ray \\({re.escape(ray.label)}\\) records sha256"):
-        archive_hashes.check(tmp_path / "cache", world.project, "bundle")
+        archive_hashes.check(tmp_path / "cache", Project.read(world.project), "bundle")
 
 
 def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path,
@@ -176,7 +177,7 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     assert "making the checkout's environment" in result.stderr and (project / ".venv" / "bin" / "python").exists()
     venvs = tmp_path / "node" / "venvs"
     (path,) = [p for p in venvs.iterdir() if not p.name.startswith(".")]
-    assert installed.installed(path, "megatron-core").commit == head == lockfile.fork(project, "megatron-core").rev
+    assert installed.installed(path, "megatron-core").commit == head == Project.read(project).fork("megatron-core").rev
     assert (path / verified.RECORD).exists()
     recorded = environments.WorkerEnv.read(path)
     assert recorded is not None and recorded.checkout == identity.checkout_id(project) is not None  # whose it is
@@ -270,7 +271,7 @@ def test_a_pack_killed_at_any_instant_leaves_nothing_that_passes(builder, tmp_pa
     assert list((leftover / bundles.CACHE).iterdir())  # struck after files were written
     assert not dest.exists()
     with pytest.raises(Exception, match="not a bundle|unfinished pack"):
-        bundles.check(leftover, world.project, ["--locked"])
+        bundles.check(leftover, Project.read(world.project), ["--locked"])
     os.environ["NEMO_RL_BUNDLE_DIR"] = str(dest.parent)
     try:
         assert bundles.configured() == []
@@ -327,7 +328,7 @@ def test_pack_refuses_in_seconds_where_transformer_engine_cannot_build(tmp_path,
     monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
                                                if d and not (Path(d) / "nvcc").exists()))
 
-    if toolchain.transformer_engine_unbuildable(lockfile.locked_packages(root)) is None:
+    if toolchain.transformer_engine_unbuildable(Project.read(root).packages) is None:
         pytest.skip("transformer-engine can be built here")
     assert main(["envs", "pack", "MCORE", str(tmp_path / "bundles" / "b"), "--project", str(root)]) == 1
     err = capsys.readouterr().err
@@ -345,8 +346,9 @@ def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch)
     project = tmp_path / "project"
     project.mkdir()
     (project / "uv.lock").write_text("version = 1\n")
+    (project / "pyproject.toml").write_text("")
     flags = ["--locked", "--extra", "mcore"]
-    here = bundles.inputs_for(project, flags)
+    here = bundles.inputs_for(Project.read(project), flags)
     foreign = {"a-other-lock": replace(here, lock_hash="0" * 64), "b-other-flags": replace(here, flags=("--locked",)),
                "c-other-python": replace(here, python="3.0.0"), "d-other-uv": replace(here, uv_version="0.0.1"),
                "e-other-platform": replace(here, platform="win32-arm64")}
@@ -357,10 +359,10 @@ def test_find_returns_only_a_bundle_made_for_these_inputs(tmp_path, monkeypatch)
                                     manifests.Proven((), ()))
         (root / name / bundles.MANIFEST).write_text(dumps(manifest) + "\n")
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
-    assert bundles.find(project, flags) == root / "f-fits"  # the five before it in order do not fit
+    assert bundles.find(Project.read(project), flags) == root / "f-fits"  # the five before it in order do not fit
     shutil.rmtree(root / "f-fits")
     with pytest.raises(NemoRLError) as refused:
-        bundles.find(project, flags)
+        bundles.find(Project.read(project), flags)
     for name, reason in [("a-other-lock", "uv.lock changed"), ("b-other-flags", "other sync flags"),
                          ("c-other-python", "another Python"), ("d-other-uv", "another uv"),
                          ("e-other-platform", "another platform")]:
@@ -493,7 +495,7 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "driver"))
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
     with pytest.raises(NemoRLError, match="has no Ray") as raised:
-        environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), tmp_path)
+        environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), Project.read(tmp_path))
     assert "uv sync --locked" in raised.value.remedy and str(env) not in raised.value.remedy
 
 
@@ -548,20 +550,20 @@ def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys)
     bundle = fake_bundle(world, tmp_path / "bundles" / "b")
     digest = bundles.read_manifest(bundle).digest
     other = "sha256:" + "0" * 64
-    assert bundles.check(bundle, world.project, FLAGS, digest).digest == digest
+    assert bundles.check(bundle, Project.read(world.project), FLAGS, digest).digest == digest
     with pytest.raises(NemoRLError, match="--digest does not pin"):
-        bundles.check(bundle, world.project, FLAGS, other)
+        bundles.check(bundle, Project.read(world.project), FLAGS, other)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", other)
     with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS does not pin"):
-        bundles.check(bundle, world.project, FLAGS)
+        bundles.check(bundle, Project.read(world.project), FLAGS)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
     with pytest.raises(NemoRLError, match="not in NEMO_RL_BUNDLE_DIGESTS"):
-        bundles.find(world.project, FLAGS)
+        bundles.find(Project.read(world.project), FLAGS)
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", f"{other}, {digest}")
-    assert bundles.find(world.project, FLAGS) == bundle
+    assert bundles.find(Project.read(world.project), FLAGS) == bundle
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", "md5:abc")
     with pytest.raises(NemoRLError, match="not a bundle digest"):
-        bundles.find(world.project, FLAGS)
+        bundles.find(Project.read(world.project), FLAGS)
     monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
     for bad in ("abc", "sha256:" + "g" * 64):
         assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", bad, "--project",
@@ -575,12 +577,12 @@ def test_a_broken_bundle_never_hides_a_good_one_and_an_empty_dir_is_no_network(w
     root.mkdir()
     monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(root))
     with pytest.raises(NemoRLError, match=f"NEMO_RL_BUNDLE_DIR {root} holds no bundle"):
-        bundles.find(world.project, FLAGS)
+        bundles.find(Project.read(world.project), FLAGS)
     (root / "a-broken").mkdir()
     (root / "a-broken" / bundles.MANIFEST).write_text("{")
     good = fake_bundle(world, root / "b-good")
     capsys.readouterr()
-    assert bundles.find(world.project, FLAGS) == good
+    assert bundles.find(Project.read(world.project), FLAGS) == good
     assert f"skipping bundle {root / 'a-broken'}" in capsys.readouterr().err
 
 

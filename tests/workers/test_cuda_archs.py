@@ -15,6 +15,7 @@ from fakes import _python, fake_bundle, revision_http
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, ROOT, [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
     assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())
 
 
@@ -121,14 +122,14 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
     monkeypatch.setattr(bundles.uv, "venv", venv)
     monkeypatch.setattr(bundles.uv, "sync", sync)
     monkeypatch.setattr(bundle_pack, "_prove", lambda project, env: manifests.Proven((), ()))  # no real Python there
-    bundle_pack.pack(tmp_path, [], tmp_path / "bundle")
+    bundle_pack.pack(Project.read(tmp_path), [], tmp_path / "bundle")
     assert seen and seen[0]
     # built for sm_80, asked for by a node whose nvidia-smi says 9.0: refused on the node's real path
     fake_smi(tmp_path / "smi", monkeypatch, "9.0")
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90, but the bundle's .*sm 80"):
-        bundles.sync_from(tmp_path / "bundle", tmp_path, [], tmp_path / "node-env")
+        bundles.sync_from(tmp_path / "bundle", Project.read(tmp_path), [], tmp_path / "node-env")
     sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
     held = sidecar["extensions"][sm80_extension.name]
     assert {k: held[k] for k in ("distribution", "sm", "ptx")} == {"distribution": "transformer-engine-torch",
@@ -186,7 +187,7 @@ def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, ROOT, [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
 
 
 def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_set(tmp_path, monkeypatch):

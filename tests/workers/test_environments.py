@@ -14,6 +14,7 @@ import pytest
 from fakes import FLAGS, _cli, env_row, fake_env, planted_env
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bytecode, environments, executables, verified
 from nemo_rl.workers.environments import META, WorkerEnv
 
@@ -60,7 +61,7 @@ def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
     root = tmp_path / "venvs\nimport os"
     root.mkdir()
     with pytest.raises(NemoRLError, match="control character"):
-        environments._build(world.project, [], environments.Slot(root, "k"), "0" * 64)
+        environments._build(Project.read(world.project), [], environments.Slot(root, "k"))
     assert list(root.iterdir()) == []
 
 
@@ -91,7 +92,7 @@ def _planted(path, project) -> None:
 def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = venvs / environments.key_for(world.project, FLAGS)
+    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
     _planted(env, world.project)
     meta = json.loads((env / environments.META).read_text())
     (env / environments.META).write_text(json.dumps({**meta, "project": "relative/p"}))
@@ -104,7 +105,7 @@ def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tm
     monkeypatch.setattr(environments, "_build", build)
     (env / environments.META).write_text(json.dumps({**meta, "project": str(tmp_path / "elsewhere")}))
     with pytest.raises(RuntimeError, match="rebuilt"):  # not used as this checkout's
-        environments.ensure(world.project, FLAGS)
+        environments.ensure(Project.read(world.project), FLAGS)
 
 
 def test_create_local_venv_refuses_an_environment_without_the_drivers_ray(tmp_path, monkeypatch):

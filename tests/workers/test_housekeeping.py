@@ -14,6 +14,7 @@ import pytest
 from fakes import FLAGS, deps, env_row, fake_env, planted_env
 
 from nemo_rl.project import develop_state, identity
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments, housekeeping
 
 
@@ -105,12 +106,12 @@ def test_a_checkout_at_the_same_path_in_another_container_keeps_its_environments
     state = develop_state.read(world.project)  # B: the same path, its own .nemo-rl
     develop_state.write(world.project, {d: e.__class__(e.distribution, e.checkout, e.managed, e.envs,
                                                        develop_state.new_token()) for d, e in state.items()})
-    rows = {r.path: r for r in housekeeping.listing(world.project)}
+    rows = {r.path: r for r in housekeeping.listing(Project.read(world.project))}
     assert rows[env_a].state == "other checkout"
     assert "another container's checkout at this path" in (rows[env_a].detail or "")
-    assert env_a not in housekeeping.prune(world.project) and env_a.exists()
+    assert env_a not in housekeeping.prune(Project.read(world.project)) and env_a.exists()
     develop_state.write(world.project, state)  # A itself: its own environment, stale, is pruned
-    assert housekeeping.listing(world.project)[0].state == "stale"
+    assert housekeeping.listing(Project.read(world.project))[0].state == "stale"
 
 
 def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world, tmp_path, monkeypatch):
@@ -122,10 +123,10 @@ def test_an_environment_another_checkout_at_this_path_built_is_left_to_it(world,
     env_a = planted_env(venvs, "0" * 24, world.project, theirs)
     row = env_row(world.project, env_a)
     assert row.state == "other checkout" and "not this checkout's .nemo-rl/checkout-id" in (row.detail or ""), row
-    assert env_a not in housekeeping.prune(world.project) and env_a.exists()
+    assert env_a not in housekeeping.prune(Project.read(world.project)) and env_a.exists()
     (world.project / identity.ID_FILE).write_text(theirs + "\n")  # A itself: its own stale environment goes
     assert env_row(world.project, env_a).state == "stale"
-    assert env_a in housekeeping.prune(world.project) and not env_a.exists()
+    assert env_a in housekeeping.prune(Project.read(world.project)) and not env_a.exists()
     assert ours != theirs
 
 
@@ -135,7 +136,7 @@ def test_a_checkout_without_an_id_prunes_no_environment_that_has_one(world, tmp_
     env = planted_env(venvs, "0" * 24, world.project, "b" * 32)
     assert identity.checkout_id(world.project) is None
     assert env_row(world.project, env).state == "other checkout"
-    assert env not in housekeeping.prune(world.project)
+    assert env not in housekeeping.prune(Project.read(world.project))
     older = planted_env(venvs, "1" * 24, world.project, None)  # built before ids: this path's, as before
     assert env_row(world.project, older).state == "stale"
 def _broken_envs(world, venvs: Path) -> dict[str, Path]:
@@ -172,7 +173,7 @@ def test_prune_removes_only_what_it_proves_ours_and_lists_the_rest(world, tmp_pa
     stale = venvs / ("1" * 24)
     with environments.Slot(venvs, stale.name).locked():  # a build of it once made its lock file
         pass
-    rows = {r.path: r for r in housekeeping.listing(world.project)}
+    rows = {r.path: r for r in housekeeping.listing(Project.read(world.project))}
     for kind, path in broken.items():
         assert rows[path].state == "broken", (kind, rows[path])
         assert f"rm -rf {path}" in rows[path].detail, (kind, rows[path].detail)
@@ -204,7 +205,7 @@ def test_prune_removes_free_lock_files_and_leaves_held_ones(world, tmp_path, mon
         path.write_text("")
     held = [locks.lock_file(lock[f".{'4' * 24}.lock"], None), locks.lock_file(lock[".b2.pack-lock"], None)]
     try:
-        removed = housekeeping.prune(world.project)
+        removed = housekeeping.prune(Project.read(world.project))
     finally:
         for fd in held:
             os.close(fd)
@@ -227,9 +228,9 @@ def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, t
         row = env_row(world.project, env)
         assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(env))}" in (row.detail or ""), row
         assert "does not record" in (row.detail or "")
-        assert env not in housekeeping.prune(world.project) and env.exists()
+        assert env not in housekeeping.prune(Project.read(world.project)) and env.exists()
     plain = planted_env(venvs, "2" * 24, world.project, "c" * 32)
     row = env_row(world.project, plain)
     assert row.state == "other checkout" and "checkout id cccccccc" in (row.detail or "")
     assert f"rm -rf {shlex.quote(str(plain))}" in (row.detail or ""), row
-    assert plain not in housekeeping.prune(world.project) and plain.exists()
+    assert plain not in housekeeping.prune(Project.read(world.project)) and plain.exists()

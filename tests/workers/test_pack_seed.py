@@ -14,6 +14,7 @@ import pytest
 from fakes import elf_with, fatbin, revision_http
 
 from nemo_rl import uv
+from nemo_rl.project.model import Project
 from nemo_rl.toolchain import archs
 from nemo_rl.workers import pack_seed
 
@@ -214,10 +215,9 @@ def test_no_seed_never_reads_the_users_cache(tmp_path, monkeypatch, capsys):
 def test_a_fork_left_out_by_the_flags_is_not_expected():
     """`--no-install-package nemo-toolkit` (the mcore extra without NeMo): a node's verification must not ask
     for the fork the flags leave out on purpose, and still asks for the others."""
-    from nemo_rl.project import lockfile
 
     root = Path(__file__).resolve().parents[2]
     flags = ["--locked", "--extra", "mcore", "--no-install-package", "nemo-toolkit"]
-    assert not lockfile.extras_require(root, flags, "nemo-toolkit")
-    assert lockfile.extras_require(root, flags, "megatron-core")
-    assert lockfile.extras_require(root, flags[:3], "nemo-toolkit")
+    assert not Project.read(root).extras_require(flags, "nemo-toolkit")
+    assert Project.read(root).extras_require(flags, "megatron-core")
+    assert Project.read(root).extras_require(flags[:3], "nemo-toolkit")

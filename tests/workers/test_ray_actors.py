@@ -15,6 +15,7 @@ import pytest
 from nemo_rl import workers
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import environments, housekeeping
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,8 @@ def test_actors_run_in_their_keyed_environments(cluster, ray_world, venv_dir):
 
 def test_same_key_at_once_builds_once(cluster, ray_world, venv_dir, capfd):
     results = []
-    threads = [threading.Thread(target=lambda: results.append(environments.ensure(ray_world.project, ["--locked"])))
+    threads = [threading.Thread(target=lambda: results.append(environments.ensure(Project.read(ray_world.project),
+                                                                                  ["--locked"])))
                for _ in range(2)]
     for thread in threads:
         thread.start()
@@ -85,7 +87,7 @@ def test_every_node_gets_the_environment_once(cluster, ray_world, venv_dir, capf
 
 
 def test_bump_gives_a_new_environment_and_prune_removes_the_stale_one(cluster, ray_world, venv_dir, capsys):
-    old = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    old = environments.ensure(Project.read(ray_world.project), ["--locked", "--extra", "mcore"])
     megatron = ray_world.forks["megatron-core"]
     new_head = forkworld.commit(megatron.fork, "worker change", {"megatron/core/worker.py": "W = 1\n"})
     try:
@@ -104,7 +106,7 @@ def test_bump_gives_a_new_environment_and_prune_removes_the_stale_one(cluster, r
 
 
 def test_broken_environments_are_refused_in_seconds(cluster, ray_world, venv_dir):
-    env = environments.ensure(ray_world.project, ["--locked"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     for dist_info in site.glob("ray-*.dist-info"):
         import shutil
@@ -136,9 +138,8 @@ def test_megatron_actor_reports_the_locked_commit(cluster, venv_dir):
         return installed_commit("megatron-core")
 
     options = workers.actor_options(MCORE, ROOT)
-    from nemo_rl.project import lockfile
 
-    locked = lockfile.locked_packages(ROOT)["megatron-core"].commit
+    locked = Project.read(ROOT).packages["megatron-core"].commit
     assert ray.get(megatron_commit.options(**options).remote()) == locked
 
 
@@ -179,8 +180,8 @@ def test_prune_never_removes_an_environment_a_ray_worker_uses(cluster, ray_world
 def test_two_checkouts_sharing_a_venv_dir_get_their_own_environments(ray_world, venv_dir, tmp_path, capsys):
     other = tmp_path / "other-checkout"
     shutil.copytree(ray_world.project, other, ignore=shutil.ignore_patterns(".venv", ".nemo-rl"))
-    mine = environments.ensure(ray_world.project, ["--locked"])
-    theirs = environments.ensure(other, ["--locked"])
+    mine = environments.ensure(Project.read(ray_world.project), ["--locked"])
+    theirs = environments.ensure(Project.read(other), ["--locked"])
     assert mine.path != theirs.path  # each holds an editable install of its own checkout's code
     assert main(["envs", "list", "--project", str(other)]) == 0
     out = capsys.readouterr().out
@@ -210,7 +211,7 @@ def test_a_killed_build_is_listed_then_cleaned_up(ray_world, venv_dir, capsys):
     assert leftover.exists()
     assert main(["envs", "list", "--project", str(ray_world.project)]) == 0
     assert "unfinished build" in capsys.readouterr().out
-    env = environments.ensure(ray_world.project, ["--locked"])  # the next build of the key removes it
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])  # the next build of the key removes it
     assert not leftover.exists() and env.python.exists()
     other_leftover = venv_dir / f".{'0' * 24}.building-1"  # another key's, its builder gone
     (other_leftover / "lib").mkdir(parents=True)
@@ -219,7 +220,7 @@ def test_a_killed_build_is_listed_then_cleaned_up(ray_world, venv_dir, capsys):
 
 
 def test_verification_imports_what_a_worker_needs(cluster, ray_world, venv_dir):
-    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked", "--extra", "mcore"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     shutil.rmtree(site / "msgpack")  # `import ray` needs it; Ray's metadata still says 2.x
     started = time.monotonic()
@@ -227,7 +228,7 @@ def test_verification_imports_what_a_worker_needs(cluster, ray_world, venv_dir):
         workers.actor_options(MCORE, ray_world.project)
     assert time.monotonic() - started < 30
     shutil.rmtree(env.path)
-    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked", "--extra", "mcore"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     shutil.rmtree(site / "megatron")
     for dist_info in site.glob("megatron_core-*.dist-info"):
@@ -235,10 +236,10 @@ def test_verification_imports_what_a_worker_needs(cluster, ray_world, venv_dir):
     with pytest.raises(NemoRLError, match="megatron-core is missing there"):
         workers.actor_options(MCORE, ray_world.project)
     shutil.rmtree(env.path)
-    env = environments.ensure(ray_world.project, ["--locked"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
     shutil.rmtree(next(env.path.glob("lib/python3*/site-packages")) / "ray")  # package gone, metadata kept
     with pytest.raises(NemoRLError, match="import ray fails"):
-        environments.verify(environments.describe(env.path), ray_world.project)
+        environments.verify(environments.describe(env.path), Project.read(ray_world.project))
 
 
 def test_an_unusable_venv_dir_names_the_setting(ray_world, tmp_path, monkeypatch, capsys):
@@ -259,7 +260,7 @@ def test_an_unusable_venv_dir_names_the_setting(ray_world, tmp_path, monkeypatch
 
 
 def test_a_waiting_build_says_who_builds(ray_world, venv_dir):
-    where = environments.slot(environments.key_for(ray_world.project, ["--locked"]))
+    where = environments.slot(environments.key_for(Project.read(ray_world.project), ["--locked"]))
     with where.locked():
         waiter = subprocess.Popen([sys.executable, "-m", "nemo_rl", "envs", "build", "BASE", "--project",
                                    str(ray_world.project)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -275,24 +276,26 @@ def test_envs_build_of_an_unknown_name_is_a_usage_error(ray_world, venv_dir, cap
 
 
 def test_another_python_is_another_environment(ray_world, venv_dir, monkeypatch):
-    env = environments.ensure(ray_world.project, ["--locked"])
-    key = environments.key_for(ray_world.project, ["--locked"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
+    key = environments.key_for(Project.read(ray_world.project), ["--locked"])
     import platform
 
     monkeypatch.setattr(platform, "python_version", lambda: "3.12.99")  # the driver moved to another Python
-    assert environments.key_for(ray_world.project, ["--locked"]) != key
+    assert environments.key_for(Project.read(ray_world.project), ["--locked"]) != key
     with pytest.raises(NemoRLError, match="Python 3.12.[0-9]+ there, 3.12.99 in the driver"):
-        environments.verify(env, ray_world.project)
+        environments.verify(env, Project.read(ray_world.project))
 
 
 def test_environment_metadata_of_the_wrong_shape_lists_as_broken(ray_world, venv_dir, capsys):
     env = environments.ensure(ray_world.project, ["--locked"])
     (env.path / environments.META).write_text('{"version": 1}')  # hand-edited
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
+    (env.path / environments.META).write_text("{}")  # hand-edited
     assert main(["envs", "list", "--project", str(ray_world.project)]) == 0  # was exit 3 for every listing
     out = capsys.readouterr().out
     assert f"{env.key}  broken" in out and "is not worker-environment metadata" in out
     with pytest.raises(NemoRLError, match="is not worker-environment metadata"):
-        environments.ensure(ray_world.project, ["--locked"])
+        environments.ensure(Project.read(ray_world.project), ["--locked"])
     assert main(["envs", "prune", "--project", str(ray_world.project)]) == 0
     out = capsys.readouterr().out  # nothing says whose it is: listed with its rm -rf, never removed
     assert f"rm -rf {env.path}" in out and "removed" not in out and env.path.exists(), out
@@ -315,7 +318,7 @@ def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world,
     from nemo_rl import imports
     from nemo_rl.workers import verified
 
-    env = environments.ensure(ray_world.project, ["--locked"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
     calls = []
     real = imports.check
     strike = []
@@ -331,7 +334,7 @@ def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world,
 
     def again() -> int:
         before = len(calls)
-        environments.ensure(ray_world.project, ["--locked"])
+        environments.ensure(Project.read(ray_world.project), ["--locked"])
         return len(calls) - before
 
     assert again() == 0  # verified once, recorded
@@ -361,21 +364,21 @@ def test_a_verified_environment_is_checked_again_only_when_it_changed(ray_world,
 def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ray_world, venv_dir):
     """The locked commit installed, but its own metadata says another version than uv.lock: the worker would run
     a megatron-core the lock does not describe."""
-    env = environments.ensure(ray_world.project, ["--locked", "--extra", "mcore"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked", "--extra", "mcore"])
     site = next(env.path.glob("lib/python3*/site-packages"))
     metadata = next(site.glob("megatron_core-*.dist-info")) / "METADATA"
     text = metadata.read_text()
     metadata.unlink()  # a hard link into uv's cache, which later tests install from: a new file, not an edit
     metadata.write_text(text.replace("\nVersion: 0.1.0\n", "\nVersion: 0.9.0\n", 1))
     with pytest.raises(NemoRLError, match="megatron-core 0.9.0 is installed but uv.lock says 0.1.0") as caught:
-        environments.verify(env, ray_world.project)
+        environments.verify(env, Project.read(ray_world.project))
     assert "nemo-rl deps patches megatron-core" in str(caught.value)
 
 
 def test_prestart_leaves_workers_running_the_environment(ray_world, venv_dir, cluster):
     """What `workers.prestart` promises: the workers it started run the environment's interpreter and are left
     running (idle, for the next actors) when it returns."""
-    env = environments.ensure(ray_world.project, ["--locked"])
+    env = environments.ensure(Project.read(ray_world.project), ["--locked"])
     started = workers.prestart(BASE, 2, ray_world.project)
     assert len(started) == 2 and {prefix for _, prefix in started} == {str(env.path)}
     for pid, _ in started:

@@ -12,6 +12,7 @@ import pytest
 from fakes import FLAGS, fake_bundle
 
 from nemo_rl.errors import NemoRLError
+from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundles, tree_copy
 
 
@@ -26,11 +27,11 @@ def test_hard_links_between_files_of_one_bundle_are_copied_apart(world, tmp_path
     two.unlink()
     os.link(one, two)
     os.link(one, tmp_path / "outside.py")  # and the same inode outside the bundle too
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     inodes = []
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, extra_env, **k: inodes.extend(
         os.stat(Path(extra_env["UV_CACHE_DIR"]) / name).st_ino for name in files))
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert len(set(inodes)) == 3 and os.stat(one).st_ino not in inodes
 
 
@@ -49,9 +50,10 @@ def test_a_fifo_in_a_bundle_is_refused_never_waited_on(world, tmp_path, monkeypa
     writer = threading.Timer(5, unblock)
     writer.start()
     try:
-        manifest = bundles.check(bundle, world.project, FLAGS)  # its manifest only: the copy meets the FIFO
+        # its manifest only: the copy meets the FIFO
+        manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
         with pytest.raises(NemoRLError, match="not a regular file"):
-            bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+            bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
         with pytest.raises(NemoRLError, match="not a file or a link"):
             bundles.content_digest(bundle / bundles.CACHE)
     finally:
@@ -66,11 +68,11 @@ def test_a_device_in_a_bundle_is_refused_never_opened(world, tmp_path, monkeypat
     bundle = fake_bundle(world, tmp_path / "bundle")
     device = bundle / bundles.CACHE / "simple-v1" / "tape"
     os.mknod(device, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # opening a tape drive rewinds it
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     opened, real_open = [], os.open
     monkeypatch.setattr(os, "open", lambda path, *a, **k: (opened.append(str(path)), real_open(path, *a, **k))[1])
     with pytest.raises(NemoRLError, match="not a regular file"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert str(device) not in opened
 
 
@@ -79,7 +81,7 @@ def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, 
     monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # copied: another owner's
     bundle = fake_bundle(world, tmp_path / "bundle")
     index = bundle / bundles.CACHE / "simple-v1" / "index"
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     real_open = os.open
 
     def swapped(path, *args, **kwargs):  # the bundle's writer wins the race between the look and the open
@@ -90,7 +92,7 @@ def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_by_the_copy(world, 
 
     monkeypatch.setattr(os, "open", swapped)
     with pytest.raises(NemoRLError, match="not a regular file"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
 
 
 def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypatch):
@@ -100,13 +102,13 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(300)}
     bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/a.py": "A\n", **files})
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     (bundle / bundles.CACHE / "archive-v0/abc/a.py").unlink()
     os.mkfifo(bundle / bundles.CACHE / "archive-v0/abc/a.py")
     calls, real = [], tree_copy._copy_file
     monkeypatch.setattr(tree_copy, "_copy_file", lambda *a: (calls.append(a[0]), real(*a))[1])
     with pytest.raises(NemoRLError, match="not a regular file"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     after = len(calls) - 1 - calls.index(str(bundle / bundles.CACHE / "archive-v0/abc/a.py"))
     assert calls[0].endswith("a.py") and after <= 2 * (os.cpu_count() or 1), (after, len(calls))  # under way
 
@@ -114,10 +116,10 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
 def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     bundle = fake_bundle(world, tmp_path / "bundle")
-    bundles.check(bundle, world.project, FLAGS)
+    bundles.check(bundle, Project.read(world.project), FLAGS)
     os.mkfifo(bundle / bundles.CACHE / "simple-v1" / "pipe")
     with pytest.raises(NemoRLError, match="cannot copy .*pipe"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env")
     venvs = tmp_path / "venvs"
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # only the node's lock
 
