@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 REMEDIES = {
-    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
-               "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
+    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] (`git rev-parse <rev>` in a "
+               "clone of the fork prints it)",
     "landing interrupted": "run `nemo-rl deps recover` (it finishes the landing that was cut short)",
     "lock stale": "run `uv lock --upgrade-package {dist}` (pyproject's source or rev differs from uv.lock's)",
     "records stale": deps.REGENERATE,
