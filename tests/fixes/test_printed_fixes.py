@@ -212,6 +212,19 @@ def killed_pack(world, monkeypatch):
     (world.root / "bundle.packing-1").mkdir()
 
 
+def record_missing_a_fact(world, monkeypatch):
+    """A record of patches/ edited by hand: its patch-id line is gone."""
+    record = next(p for p in sorted((world.project / "patches" / "megatron-core").iterdir()) if p.name != "index.toml")
+    record.write_text("".join(line for line in record.read_text().splitlines(keepends=True)
+                              if not line.startswith("patch-id:")))
+
+
+def env_not_made(world, monkeypatch):
+    """The project's environment is an empty directory: `uv sync` never ran."""
+    (world.root / "env").mkdir()
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(world.root / "env"))
+
+
 def a_fifo(name: str):
     def setup(world, monkeypatch):
         (world.project / name).unlink()
@@ -268,6 +281,10 @@ ROWS = [
         lambda w: ["envs", "build", "BASE", "--from", str(w.root / "bundle.packing-1")], "is an unfinished pack",
         fill={"PY_EXECUTABLE": "BASE", " DIR": " ../bundle"},
         again=lambda w: ["envs", "build", "BASE", "--from", str(w.root / "bundle")]),
+    Row("a-record-missing-a-fact", record_missing_a_fact, lambda w: ["deps", "patches", "--check", "--offline"],
+        "is missing patch-id"),
+    Row("develop-before-the-environment", env_not_made, lambda w: ["deps", "develop", "megatron-core"],
+        "has no site-packages"),
     Row("uv-lock-a-fifo", a_fifo("uv.lock"), lambda w: ["deps", "status"], "is not a regular file (a FIFO)"),
     Row("nemo-rl-dir-a-link", state_dir_linked, bump_argv, "is a symbolic link", take=(0,)),
 ]
