@@ -225,6 +225,16 @@ def env_not_made(world, monkeypatch):
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(world.root / "env"))
 
 
+def records_linked(world, monkeypatch):
+    """patches/megatron-core is a link to a copy outside the project (a pull request committed it so)."""
+    import shutil
+
+    records = world.project / "patches" / "megatron-core"
+    shutil.copytree(records, world.root / "records-elsewhere")
+    shutil.rmtree(records)
+    records.symlink_to(world.root / "records-elsewhere")
+
+
 def a_fifo(name: str):
     def setup(world, monkeypatch):
         (world.project / name).unlink()
@@ -285,6 +295,10 @@ ROWS = [
         "is missing patch-id"),
     Row("develop-before-the-environment", env_not_made, lambda w: ["deps", "develop", "megatron-core"],
         "has no site-packages"),
+    Row("records-a-link", records_linked, lambda w: ["deps", "patches", "--check", "--offline"],
+        "is a symbolic link", take=(0, 2)),
+    Row("a-develop-checkout-gone-seen-by-status", checkout_gone, lambda w: [*STATUS, "--env", str(w.root / "env")],
+        "megatron-core: checkout gone", take=(0,)),
     Row("uv-lock-a-fifo", a_fifo("uv.lock"), lambda w: ["deps", "status"], "is not a regular file (a FIFO)"),
     Row("nemo-rl-dir-a-link", state_dir_linked, bump_argv, "is a symbolic link", take=(0,)),
 ]
