@@ -4,6 +4,7 @@ same one again is a loop). Rows share one fixture world, built once, each in a c
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -23,10 +24,10 @@ from nemo_rl.project import develop_state, journal, state_dir
 
 @dataclass(frozen=True)
 class Row:
-    """`setup(world, monkeypatch)` makes the failure; `command(world)` is the argv
-    that meets it; `failure` is the first failure's words; the fix is every `command` the printed fix quotes (or
-    the ones `take` picks, when it offers a choice), joined with &&. A fix that names something the user must fill
-    in says so in its words: `fill` maps each placeholder to a value, and the row checks the rest."""
+    """`setup(world, monkeypatch)` makes the failure; `command(world)` is the argv that meets it; `failure` is the
+    first failure's words; the fix is every `command` the printed fix quotes (or the ones `take` picks, when it
+    offers a choice), joined with &&. A fix that names something the user must fill in says so in its words:
+    `fill` maps each placeholder to a value, and the row checks the rest."""
 
     name: str
     setup: Callable[[forkworld.World, pytest.MonkeyPatch], object]
@@ -77,8 +78,6 @@ def killed_landing(world, monkeypatch):
     staging = world.project / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
-    import json
-
     before = {"uv.lock": journal.digest(world.project / "uv.lock")}
     (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
 
