@@ -82,6 +82,13 @@ def killed_landing(world, monkeypatch):
     (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
 
 
+def applied_nowhere(world, monkeypatch):
+    """Developed before the project's environment existed, then the environment made without the overlay."""
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(world.root / "env"))
+    assert main(["deps", "develop", "megatron-core"]) == 0
+    fake_env(world.root / "env")
+
+
 IDENTITY = ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")
 
 
@@ -265,6 +272,8 @@ ROWS = [
     Row("a-wrong-base", wrong_base, lambda w: ["deps", "patches", "--check", "--offline"], "base: expected", take=(0,)),
     Row("a-landing-killed", killed_landing, bump_argv, "was cut short"),
     Row("a-landing-killed-seen-by-status", killed_landing, lambda w: STATUS, "landing interrupted"),
+    Row("develop-not-applied", applied_nowhere, lambda w: [*STATUS, "--env", str(w.root / "env")],
+        "megatron-core: develop not applied", fill={"<checkout>": ".nemo-rl/develop/megatron-core"}),
     Row("a-fork-left-developed", developed, lambda w: [*STATUS, "--env", str(w.root / "env")],
         "megatron-core: developing"),
     Row("developed-twice", developed, lambda w: ["deps", "develop", "megatron-core"], "is already developed from"),
