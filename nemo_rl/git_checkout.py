@@ -4,6 +4,7 @@ commands and the runner are in git.py."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
@@ -119,9 +120,18 @@ def rebase(repo: Path, onto: str) -> bool:
     said = (result.stderr or result.stdout).strip()
     if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():  # guard: upstream-a-stop-without-a-conflict-is
         return True
-    # stopped or failed for another reason than a conflict (no committer identity, a hook): git's words
-    raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
-                      f"fix what git says, then `git -C {repo} rebase --continue` (or `--abort`)")
+    # stopped or failed for another reason than a conflict: git's words, and the fix for where it stands
+    quoted = shlex.quote(str(repo))
+    if rebasing(repo):  # guard: fixes-a-rebase-stopped-midway-continues
+        raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
+                          f"fix what git says, then `git -C {quoted} rebase --continue` (or drop the rebase: "
+                          f"`git -C {quoted} rebase --abort`)")
+    if "pre-rebase hook" in said:  # guard: fixes-a-refusing-pre-rebase-hook-is-named
+        raise NemoRLError(f"the pre-rebase hook of {repo} refused the rebase, so it did not start: {said[-400:]}",
+                          f"rebase past the hook with `git -C {quoted} rebase --no-verify {onto}`, or change the "
+                          "hook and run again")
+    raise NemoRLError(f"git rebase did not start in {repo}: {said[-400:]}",
+                      f"fix what git says, then rebase with `git -C {quoted} rebase {onto}`")
 
 
 def rebasing(repo: Path) -> bool:

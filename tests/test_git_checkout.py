@@ -38,3 +38,30 @@ def test_fetching_from_a_url_nothing_serves_shows_gits_own_words(tmp_path):
         git_checkout.fetch_url(repo, absent, ["+refs/heads/main:refs/remotes/origin/main"])
     assert failed.value.what.startswith(f"cannot fetch from {absent}: fatal: '{absent}' does not appear to be a git")
     assert "insteadOf" in (failed.value.remedy or "")
+
+
+def test_a_rebase_stopped_midway_without_a_conflict_names_continue_and_abort_and_abort_works(history, monkeypatch):
+    """A pick that cannot be committed (here: signing fails) stops the rebase with no unmerged path: the fix is
+    `rebase --continue` once what git said is fixed, or `rebase --abort`, which puts the branch back."""
+    import re
+
+    from gitfixtures import commit, git
+
+    from nemo_rl import git_checkout
+
+    repo, main, _ = history
+    git(repo, "checkout", "-q", "-b", "topic", main[0])
+    head = commit(repo, "topic adds d", {"pkg/d.py": "D = 1\n"})
+    count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    for offset, (key, value) in enumerate((("commit.gpgSign", "true"), ("gpg.program", "false"))):
+        monkeypatch.setenv(f"GIT_CONFIG_KEY_{count + offset}", key)
+        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{count + offset}", value)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", str(count + 2))
+    with pytest.raises(NemoRLError, match="stopped in .* without a conflict") as raised:
+        git_checkout.rebase(repo, main[-1])
+    assert git_checkout.rebasing(repo)
+    fixes = re.findall(r"`([^`]+)`", raised.value.remedy or "")
+    assert [f.split()[-1] for f in fixes] == ["--continue", "--abort"], raised.value.remedy
+    done = subprocess.run(fixes[1], shell=True, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not git_checkout.rebasing(repo) and git(repo, "rev-parse", "HEAD") == head

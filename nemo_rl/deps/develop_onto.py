@@ -73,9 +73,14 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
     if git.ref_exists(checkout, f"refs/heads/{work}"):  # guard: develop-onto-over-its-own-branch-says; an earlier --onto (perhaps interrupted) made it
+        # git deletes no branch HEAD is on: the finished --onto left the checkout there
+        leave = ""
+        if git.git(["branch", "--show-current"], repo=checkout).stdout.strip() == work:  # guard: fixes-onto-deletes-its-branch-from-off-it
+            leave = f"`git -C {quoted} switch --detach`, then "
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
                           f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
-                          f"{target[:12]}`), or delete it (`git -C {quoted} branch -D {work}`) and run --onto again")
+                          f"{target[:12]}`), or delete it ({leave}`git -C {quoted} branch -D {work}`) and run --onto "
+                          "again")
     unknown = git_checkout.identity_problem(checkout)
     if unknown is not None:  # guard: onto-checks-the-committer-identity-first; the rebase would stop after its branch was made
         raise NemoRLError(f"git cannot name a committer for the rebased commits in {checkout}: {unknown}",

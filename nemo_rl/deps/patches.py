@@ -113,6 +113,15 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
                           f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(before, after)) from exc
 
 
+def _write_base(pyproject: Path, distribution: str, base: str) -> None:
+    """The fork table's base, as the records hold it: `--check` compares the two."""
+    import tomlkit
+
+    doc = tomlkit.parse(lockfile.read_text(pyproject))
+    doc["tool"]["nemo-rl"]["forks"][distribution]["base"] = base
+    state_dir.write_atomic(pyproject, tomlkit.dumps(doc))
+
+
 def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
     from nemo_rl.forks import declared, fork_cache, metadata_check, records
 
@@ -135,6 +144,10 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
+            if fork.base and fork.base != base:  # guard: fixes-deps-patches-writes-the-base-it-records
+                _write_base(staging.path / "pyproject.toml", fork.distribution, base)
+                print(f"{fork.distribution}: base in [tool.nemo-rl.forks.{fork.distribution}] was {fork.base[:12]}, "
+                      f"the pin's merge base with upstream is {base[:12]}: written")
             before, written, unneeded = metadata_check.rewrite_pyproject(Project.read(staging.path),
                                                                          fork.distribution, declares) \
                 if derives else (None, None, [])

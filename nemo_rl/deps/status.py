@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 REMEDIES = {
-    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] "
-               "(or run `nemo-rl deps bump {dist} --branch <branch>`)",
+    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] (`git rev-parse <rev>` in a "
+               "clone of the fork prints it)",
     "landing interrupted": "run `nemo-rl deps recover`",
     "lock stale": "run `uv lock --upgrade-package {dist}`",
     "records stale": deps.REGENERATE,

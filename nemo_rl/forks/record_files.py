@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -187,7 +188,12 @@ def parse_record(text: str, where: str = "patch record") -> Record:
 
 
 def read_record(path: Path) -> Record:
-    record = parse_record(read_text(path), str(path))
+    text = read_text(path)
+    try:
+        record = parse_record(text, str(path))
+    except NemoRLError as exc:  # regenerating reads the old records for their notes: a broken one goes first
+        raise NemoRLError(exc.what, f"remove it (`rm {shlex.quote(str(path))}`; a note in it goes too), then "
+                          f"regenerate: `nemo-rl deps patches {shlex.quote(path.parent.name)}`") from exc
     return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
 
 

@@ -197,7 +197,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
         values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")  # guard: trust-rev-is-a-full-sha
     except NemoRLError as exc:
         if strict:
-            raise NemoRLError(exc.what, f"{exc.remedy}, or run `nemo-rl deps bump {dist} --branch <branch>`") from exc
+            raise  # `deps bump` reads the pin strictly too: the full SHA, written by hand, is the fix
         bad_rev = exc.what
     branch = string(meta.get("branch") or source.get("branch"), f"{where} branch", path)
     upstream_url = string(meta.get("upstream-url"), f"{where} upstream-url", path)
@@ -251,13 +251,14 @@ def forks_of(path: Path, uv_table: dict, nemo_rl_table: dict, *, strict: bool) -
 def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
     """The [[package]]s of a parsed uv.lock, by name."""
     packages = lock.get("package", [])
+    # uv cannot parse such a lock either, so `uv lock` alone cannot mend it
+    remake = ("put the committed one back (`git checkout -- uv.lock`) or make it anew (`rm uv.lock && uv lock`, "
+              "which resolves every version again); never edit uv.lock by hand")
     if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
                                                   for p in packages):
-        raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)",
-                          "regenerate it with `uv lock` (never edit uv.lock by hand)")
+        raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)", remake)
     if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
-        raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string",
-                          "regenerate it with `uv lock` (never edit uv.lock by hand)")
+        raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string", remake)
     return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
             for p in packages}
 

@@ -112,9 +112,9 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
     """Make the bundle for (project's uv.lock, flags) at `dest`, which must not exist yet; `seed`: from this
     user's own uv cache (pack_seed); `import_timeout`: seconds the import check of the packed environment may
     take."""
-    if develop_state.read(project.root):  # guard: bundles-no-pack-while-developing
+    if developing := sorted(develop_state.read(project.root)):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds the pinned commits only",
-                          "run `nemo-rl deps develop --stop DIST` first")
+                          f"run {' and '.join(f'`nemo-rl deps develop --stop {d}`' for d in developing)} first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory (bundles are never overwritten in place)")
     if project.extras_require(flags, "transformer-engine"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import platform
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,7 +98,10 @@ def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
     fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
     if ".packing-" in bundle.name:  # guard: bundles-an-unfinished-pack-is-no-bundle
-        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)", fix)
+        # packing into this name again would make one more unfinished pack
+        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)",
+                          f"remove it (`rm -rf {shlex.quote(str(bundle))}`) and make the bundle again on the builder, "
+                          "into a new directory: `nemo-rl envs pack PY_EXECUTABLE DIR`")
     try:
         data = values.state_json(path, fix, "the bundle manifest")
         if isinstance(data, dict) and data.get("schema") != SCHEMA:  # an older bundle's fields differ: say so first

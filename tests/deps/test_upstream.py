@@ -136,7 +136,8 @@ def test_onto_starts_the_rebase_and_leaves_the_project_alone(scenario, capsys, m
 
 
 def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, tmp_path, monkeypatch, capsys):
-    """A pre-rebase hook that refuses: git's reason, not "a conflict"."""
+    """A pre-rebase hook that refuses: git's reason, not "a conflict", and no `rebase --continue` of a rebase that
+    never started."""
     world, _ = scenario
     hooks = tmp_path / "hooks"
     hooks.mkdir()
@@ -150,7 +151,8 @@ def test_onto_says_why_a_rebase_stopped_without_a_conflict(scenario, tmp_path, m
         monkeypatch.setenv(key, "dev" if key.endswith("NAME") else "dev@nemo-rl.invalid")
     assert main(["deps", "develop", "megatron-core", "--onto", "upstream/main", "--project", str(world.project)]) == 1
     err = capsys.readouterr().err
-    assert "stopped in" in err and "without a conflict" in err and "rebases wait for the release" in err, err
+    assert "refused the rebase, so it did not start" in err and "rebases wait for the release" in err, err
+    assert "--continue" not in err and "--abort" not in err, err
 
 
 def test_a_server_without_some_blobs_still_answers_what_ships(world, capsys, monkeypatch, tmp_path):

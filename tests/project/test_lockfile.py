@@ -130,7 +130,7 @@ def test_a_hostile_url_runs_no_command(world, tmp_path, capsys, url):
     ("pyproject.toml", b"[tool]\nuv = 3\n[tool.nemo-rl.forks]\n", "must be a table"),
     ("pyproject.toml", b"[tool.uv]\nsources = 'x'\n[tool.nemo-rl.forks.a]\n", "[tool.uv.sources] must be a table"),
     ("pyproject.toml", b"[tool.nemo-rl]\nforks = [1]\n", "[tool.nemo-rl.forks] must be a table"),
-    ("uv.lock", b"version = 1\npackage = 'x'\n", "regenerate it with `uv lock`"),
+    ("uv.lock", b"version = 1\npackage = 'x'\n", "make it anew (`rm uv.lock && uv lock`"),
     ("uv.lock", b"\xe9", "not valid UTF-8"),
 ])
 def test_broken_project_files_exit_1(world, capsys, name, data, expected):
