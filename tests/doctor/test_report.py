@@ -11,6 +11,7 @@ from pathlib import Path
 import forkworld
 
 from nemo_rl.cli import main
+from nemo_rl.project.model import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +45,6 @@ def test_doctor_on_a_node_names_the_workers_mcore_environment(tmp_path, monkeypa
     monkeypatch.setattr(housekeeping, "listing", lambda project: [worker, *others])
     monkeypatch.setattr(report.extras, "probe_component",  # this interpreter's environment: no mcore extra
                         lambda comp: report.extras.Probe(comp, False, False, None, None, "not installed"))
-    notes = report.collect(ROOT, "mcore").notes
+    notes = report.collect(Project.read(ROOT), "mcore").notes
     assert f"`uv run nemo-rl doctor --extra mcore --env {tmp_path / 'k1'}` checks it" in " ".join(notes)
     assert str(tmp_path / "k2") not in " ".join(notes) and str(tmp_path / "k3") not in " ".join(notes)
