@@ -1,13 +1,7 @@
-"""Loading the CUDA wheels' libraries before transformer-engine is imported, the way torch loads its own.
+"""The CUDA wheels' libraries loaded before transformer-engine is imported, the way torch loads its own.
 
-transformer-engine 2.3's `transformer_engine.common` loads libtransformer_engine.so, whose DT_NEEDED names
-libcublas.so.12, libcudart.so.12 and cuDNN's eight libraries by soname with no RUNPATH: the loader finds them
-only when they are already loaded or on LD_LIBRARY_PATH. Its NVRTC lookup globs $CUDA_HOME/**/libnvrtc.so* and
-then runs `ldconfig -p | grep libnvrtc`, which raises CalledProcessError on a machine without a system CUDA.
-The nvidia-* wheels torch depends on hold all of them (site-packages/nvidia/<name>/lib). So, before the import:
-load those libraries by path with RTLD_GLOBAL (the soname is then resolved to them), and, for the import only,
-point CUDA_HOME at the NVRTC wheel when the configured one holds no libnvrtc (a toolkit assembled from
-Debian's packages has none, nor has a machine without CUDA). Nothing here raises.
+libtransformer_engine.so names them by soname with no RUNPATH, and its NVRTC lookup globs $CUDA_HOME, so CUDA_HOME
+points at the NVRTC wheel for the import when the configured one has no libnvrtc. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -27,7 +21,7 @@ from pathlib import Path
 WHEEL_LIBS = (("cuda_runtime", "libcudart.so.*[0-9]"), ("cublas", "libcublasLt.so.*[0-9]"),
               ("cublas", "libcublas.so.*[0-9]"), ("cuda_nvrtc", "libnvrtc.so.*[0-9]"),
               ("cudnn", "libcudnn*.so.*[0-9]"))
-# soname prefix -> the wheel that ships it: what doctor names when the loader still cannot find one
+# soname prefix -> the wheel that ships it
 WHEELS = {"libcudart": "nvidia-cuda-runtime-cu12", "libcublas": "nvidia-cublas-cu12",
           "libnvrtc": "nvidia-cuda-nvrtc-cu12", "libcudnn": "nvidia-cudnn-cu12", "libnccl": "nvidia-nccl-cu12",
           "libcusparse": "nvidia-cusparse-cu12", "libcufft": "nvidia-cufft-cu12", "libcurand": "nvidia-curand-cu12"}
@@ -49,8 +43,7 @@ def wheel_dir(name: str) -> Path | None:
 
 @functools.cache
 def preload() -> Preloaded:
-    """Load the wheels' libraries once per process. A library whose dependency is not loaded yet is retried
-    after the others (cuDNN's libraries name each other without a RUNPATH)."""
+    """Load the wheels' libraries once per process, retrying those whose dependency was not loaded yet."""
     pending = []
     for name, pattern in WHEEL_LIBS:
         directory = wheel_dir(name)
@@ -73,10 +66,8 @@ def preload() -> Preloaded:
 
 
 def _has_nvrtc(home: str) -> bool:
-    """Whether transformer-engine's glob finds a loadable libnvrtc under `home` (not a stub, not a dangling link)."""
-    # only the toolkit's library directories: a recursive glob of CUDA_HOME=/usr follows Debian's symlink loops
-    # (/usr/bin/X11 -> /usr/bin) for ever; without a hit here CUDA_HOME points at the wheel for the import, so
-    # transformer-engine's own recursive glob stays small too
+    """Whether a loadable libnvrtc is in `home`'s library directories."""
+    # never a recursive glob: CUDA_HOME=/usr has symlink loops (/usr/bin/X11 -> /usr/bin)
     places = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "targets/*/lib")  # guard: libs-cuda-home-is-not-walked
     return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p  # guard: libs-a-dangling-libnvrtc-link-does-not
                for place in places for p in glob.glob(f"{glob.escape(home)}/{place}/libnvrtc.so*"))
@@ -92,7 +83,7 @@ def for_transformer_engine() -> Iterator[None]:
         yield
         return
     saved = {name: os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH")}
-    os.environ["CUDA_HOME"] = str(nvrtc.parent)  # transformer-engine reads CUDA_HOME before CUDA_PATH
+    os.environ["CUDA_HOME"] = str(nvrtc.parent)
     try:
         yield
     finally:
@@ -108,16 +99,13 @@ def missing_library(reason: str | None) -> tuple[str, str] | None:
     match = re.search(r"(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file", reason or "")
     if match:
         library = match.group(1)
-    elif "libnvrtc" in (reason or ""):  # transformer-engine's `ldconfig -p | grep 'libnvrtc'` found none
+    elif "libnvrtc" in (reason or ""):  # transformer-engine's `ldconfig -p | grep libnvrtc` found none
         library = "libnvrtc.so.12"
     else:
         return None
     if library.startswith("libcuda.so"):
-        return library, ("libcuda.so.1 is the NVIDIA driver's: it exists only where a driver is installed; "
-                         "on a CPU machine the code that needs it cannot run")
+        return library, "libcuda.so.1 comes with the NVIDIA driver: run on a machine with a GPU"
     wheel = next((w for prefix, w in WHEELS.items() if library.startswith(prefix)), None)
     if wheel is None:
         return library, f"install the package that ships {library} or add its directory to LD_LIBRARY_PATH"
-    return library, (f"{library} comes with the {wheel} wheel: `uv sync --locked --extra mcore` installs it "
-                     "(nemo-rl's import hook, nemo_rl_transformer_engine.pth in site-packages, loads it from "
-                     "site-packages/nvidia/*/lib when transformer_engine is imported)")
+    return library, f"{library} comes with the {wheel} wheel: run `uv sync --locked --extra mcore`"

@@ -1,9 +1,4 @@
-"""The mcore components: each fork's, from its [tool.nemo-rl.forks.<dist>] table, and those that are not forks,
-declared here; what of them is installed, at which commit; and the one guard every Megatron/NeMo path uses.
-
-Probes never raise: a half-working transformer-engine raises CalledProcessError (not ImportError) from
-`import megatron.core` on machines without CUDA libraries, so they catch Exception and keep the reason.
-"""
+"""The mcore components (each fork's, and those declared here), what of them works here, and `require`."""
 
 from __future__ import annotations
 
@@ -27,31 +22,29 @@ TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
 class Component:
     key: str
     distribution: str
-    module: str  # the module nemo-rl itself uses: only its import proves the component works
+    module: str  # its import proves the component works
     remedy: str
-    entry_points: tuple[str, ...] = ()  # further modules nemo-rl imports (smoke and `deps verify` import them)
+    entry_points: tuple[str, ...] = ()  # further modules nemo-rl imports
 
 
-# The components that are not forks; each fork declares its own in pyproject.toml.
-# transformer_engine alone imports without its torch extension; .pytorch is what Megatron uses.
+# transformer_engine alone imports without its torch extension
 NOT_FORKS = (
     Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
-              SYNC_REMEDY + "; transformer-engine needs CUDA libraries (its build: a CUDA 12 nvcc and cuDNN "
-              "headers, see `uv run nemo-rl doctor --extra mcore`)"),
+              SYNC_REMEDY + "; its build needs a CUDA 12 nvcc and cuDNN headers (`uv run nemo-rl doctor --extra "
+              "mcore --preflight`)"),
 )
 
 
 def of_fork(fork: lockfile.Fork) -> Component:
-    """The fork's component: its table's `module` (default: the distribution's name with `_` for `-`),
-    `entry-points`, `component` (default: the distribution) and `remedy`, the words the fix adds."""
+    """The fork's component, from its table."""
     remedy = f"{SYNC_REMEDY} {fork.remedy}" if fork.remedy else SYNC_REMEDY
-    remedy = values.printable(remedy)  # guard: fork-remedy-printable; pyproject.toml's words reach the terminal
+    remedy = values.printable(remedy)  # guard: fork-remedy-printable
     return Component(fork.component or fork.distribution, fork.distribution,
                      fork.module or fork.distribution.replace("-", "_"), remedy, fork.entry_points)
 
 
 def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
-    """The project's components by key: the forks', in pyproject.toml's order, then the others."""
+    """The project's components by key: the forks', then the others."""
     taken = {"torch", *(c.key for c in NOT_FORKS)}
     result: dict[str, Component] = {}
     for comp in map(of_fork, forks):
@@ -65,7 +58,7 @@ def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
 
 @functools.cache
 def own() -> dict[str, Component]:
-    """nemo-rl's own components, read once per process from its checkout: what its code requires by key."""
+    """nemo-rl's own components, read once per process from its checkout."""
     return components(Project.read(settings.CHECKOUT_DIR).forks_as_pinned)
 
 
@@ -77,7 +70,7 @@ def component(key: str) -> Component:
 
 
 def remedy_for(key: str) -> str:
-    """The fix for a component key, torch (a base dependency) included."""
+    """The fix for a component key, torch included."""
     return TORCH_REMEDY if key == "torch" else component(key).remedy
 
 
@@ -85,7 +78,7 @@ def remedy_for(key: str) -> str:
 class Probe:
     component: Component
     installed: bool  # importable and working
-    present: bool  # the distribution's metadata exists, working or not
+    present: bool  # its metadata exists
     version: str | None
     commit: str | None
     reason: str | None  # why `installed` is False
@@ -96,16 +89,15 @@ class Probe:
 
 @dataclass(frozen=True)
 class Installed:
-    """A distribution as its metadata in site-packages says it is installed (nothing imported)."""
+    """A distribution as its metadata says it is installed."""
 
     version: str
-    commit: str | None  # the git commit it was installed from (PEP 610 direct_url.json), else None
-    requires: tuple[str, ...] = ()  # its Requires-Dist lines
+    commit: str | None  # from PEP 610 direct_url.json
+    requires: tuple[str, ...] = ()
 
 
 def find_installed(distribution: str, path: list[str] | None = None) -> Installed | None:
-    """`distribution` on the search path `path` (None: this interpreter's sys.path), or None when absent.
-    importlib.metadata normalises the name: megatron-core finds megatron_core-*.dist-info."""
+    """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
     dist = next(iter(found), None)
@@ -115,16 +107,10 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
                      tuple(dist.requires or ()))
 
 
-def installed_commit(distribution: str) -> str | None:
-    """The git commit a distribution was installed from (PEP 610 direct_url.json), else None."""
-    found = find_installed(distribution)
-    return found.commit if found else None
-
-
 def commit_from_direct_url(text: str | None) -> str | None:
     if not text:
         return None
-    try:  # a probe: whatever the file holds, never an exception
+    try:
         vcs_info = json.loads(text).get("vcs_info") or {}
         commit = vcs_info.get("commit_id")
     except (ValueError, AttributeError, RecursionError):
@@ -133,24 +119,24 @@ def commit_from_direct_url(text: str | None) -> str | None:
 
 
 def probe(key: str) -> Probe:
-    """Whether nemo-rl's own component `key` works here (see probe_component); never raises."""
+    """Whether nemo-rl's own component `key` works here; never raises."""
     try:
         comp = component(key)
-    except NemoRLError as exc:  # no readable pyproject.toml beside nemo_rl
+    except NemoRLError as exc:
         return Probe(Component(key, key, key, exc.remedy or SYNC_REMEDY), False, False, None, None, exc.what)  # guard: a-probe-never-raises
     return probe_component(comp)
 
 
 @functools.cache
 def probe_component(comp: Component) -> Probe:
-    """Whether `comp` works here. Costs one metadata lookup when the distribution is absent, else the import of
-    its module (megatron.core ~2 s, nemo.tron.init ~15 s cold); cached for the process."""
+    """Whether `comp` works here, cached for the process."""
     dist = find_installed(comp.distribution)
-    if dist is None:  # fast: no import needed to know it is absent
+    if dist is None:
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
-    try:  # plainly, as the user's code does: the environment's import hook loads the CUDA libraries (docs/mcore.md)
+    try:
         importlib.import_module(comp.module)
-    except (Exception, SystemExit) as exc:  # SyntaxError on the wrong Python, CalledProcessError from TE
+    # a half-working transformer-engine raises CalledProcessError, the wrong Python SyntaxError
+    except (Exception, SystemExit) as exc:
         reason = f"import {comp.module} failed: {type(exc).__name__}: {exc}"
         return Probe(comp, False, True, dist.version, dist.commit, reason)
     return Probe(comp, True, True, dist.version, dist.commit, None)
@@ -169,11 +155,7 @@ def is_te_installed() -> bool:
 
 
 def require(*keys: str, purpose: str) -> None:
-    """Raise MissingExtraError unless every component in `keys` imports and works.
-
-    Called first by every Megatron/NeMo code path, so a missing or broken extra never surfaces as a
-    raw ImportError traceback from deep inside a model builder.
-    """
+    """Raise MissingExtraError unless every component in `keys` imports and works."""
     failed = [probe(key) for key in keys if not probe(key).installed]
     if not failed:
         return
@@ -183,6 +165,6 @@ def require(*keys: str, purpose: str) -> None:
     raise MissingExtraError(
         f"{purpose} needs the mcore extra, but {', '.join(missing)} "
         f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{'; '.join(remedies)}; `uv run nemo-rl doctor --extra mcore` shows what is installed and why it fails",
+        f"{'; '.join(remedies)}; `uv run nemo-rl doctor --extra mcore` shows why",
         missing,
     )

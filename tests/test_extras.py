@@ -100,7 +100,7 @@ def test_guard_message_names_distribution_reason_and_remedy(monkeypatch):
     assert isinstance(info.value, NemoRLError) and isinstance(info.value, ImportError)
 
 
-def test_installed_commit_reads_pep_610(tmp_path, monkeypatch):
+def test_the_installed_commit_is_read_from_pep_610(tmp_path, monkeypatch):
     sha = "95b6daf96ada0fbdc1aaba81e2a778a4fea2da82"
     plant(tmp_path, "nemo-toolkit", "nemo", "",
           {"url": "https://github.com/NVIDIA/NeMo.git", "vcs_info": {"vcs": "git", "commit_id": sha}})
@@ -108,9 +108,9 @@ def test_installed_commit_reads_pep_610(tmp_path, monkeypatch):
                                                                       "archive_info": {}})
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(tmp_path / "wheel"))
-    assert extras.installed_commit("nemo-toolkit") == sha
-    assert extras.installed_commit("megatron-core") is None  # installed from a wheel: no commit recorded
-    assert extras.installed_commit("no-such-distribution") is None
+    assert extras.find_installed("nemo-toolkit").commit == sha
+    assert extras.find_installed("megatron-core").commit is None  # installed from a wheel: no commit recorded
+    assert extras.find_installed("no-such-distribution") is None
 
 
 @pytest.mark.parametrize("text", ['{"vcs_info": [1]}', "[" * 100_000])

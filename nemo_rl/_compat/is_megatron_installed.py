@@ -1,8 +1,4 @@
-"""Top-level `is_megatron_installed` module, kept for code written against the upstream submodule layout.
-
-The wheel installs this file as a top-level module (pyproject.toml's force-include; editable installs
-get a copy too).
-"""
+"""Top-level `is_megatron_installed`, for code written against the upstream submodule layout."""
 
 from nemo_rl.extras import probe
 

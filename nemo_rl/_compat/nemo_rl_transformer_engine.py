@@ -1,11 +1,5 @@
-"""Installed as the top-level module `_nemo_rl_transformer_engine` and imported at interpreter start by
-`nemo_rl_transformer_engine.pth` (pyproject.toml's force-include): every environment holding nemo-rl, the
-checkout's `.venv` and each worker environment, then imports transformer_engine plainly. Its package and its
-`common` module (the one that loads the CUDA libraries) execute inside `nemo_rl.cuda_libs.for_transformer_engine()`.
-
-At start this adds one entry to `sys.meta_path` and imports nothing; the work waits for the first import of
-transformer_engine.
-"""
+"""`_nemo_rl_transformer_engine`, imported at start by a .pth file: transformer_engine and its `common` module
+execute inside `nemo_rl.cuda_libs.for_transformer_engine()`. At start it only adds a `sys.meta_path` entry."""
 
 import sys
 
@@ -16,23 +10,20 @@ class _Loader:
     def __init__(self, loader):
         self._loader = loader
 
-    def __getattr__(self, name):  # resource readers, get_code, ...: the real loader's
+    def __getattr__(self, name):
         return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
 
     def exec_module(self, module):
         try:
             from nemo_rl.cuda_libs import for_transformer_engine
-        except Exception:  # a nemo-rl that no longer imports must not stop transformer_engine's own import
+        except Exception:  # a broken nemo-rl must not stop transformer_engine's import
             return self._loader.exec_module(module)
         with for_transformer_engine():
             self._loader.exec_module(module)
 
 
 class Finder:
-    """Finds the modules of WRAPPED as the path finder does and wraps their loader."""
+    """Finds the modules of WRAPPED as the path finder does, wrapping their loader."""
 
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):

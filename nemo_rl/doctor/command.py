@@ -1,4 +1,4 @@
-"""`nemo-rl doctor [--extra mcore [--preflight]] [--env DIR] [--json] [--smoke] [--verbose]`."""
+"""`nemo-rl doctor`: the report's arguments, its text and its exit code."""
 
 from __future__ import annotations
 
@@ -15,18 +15,14 @@ DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fi
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extra", choices=["mcore"],
-                        help="require this extra: exit 1 unless all of it works; while it is not installed, the "
-                        "pre-flight of its build runs too")
+                        help="require this extra (exit 1 unless all of it works); not installed, its pre-flight runs")
     parser.add_argument("--preflight", action="store_true",
-                        help="with --extra mcore: answer only whether `uv sync --extra mcore` can build here, "
-                        "installed or not (exit 0 go, 1 no-go)")
+                        help="with --extra mcore: only whether `uv sync --extra mcore` can build here (exit 0 go)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (its schema: docs/mcore.md)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="also run small forward/backward checks of each installed component")
+    parser.add_argument("--smoke", action="store_true", help="also run small forward/backward checks")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
     parser.add_argument("--env", type=Path, metavar="DIR",
-                        help="check the environment DIR (a worker environment: `uv run nemo-rl envs list` names "
-                        "them) with its own python, instead of the one running this command")
+                        help="check the environment DIR (such as one `uv run nemo-rl envs list` names) instead")
     verbose.add(parser)
     parser.set_defaults(project_required=False)
 
@@ -67,11 +63,8 @@ def render(data, preflight_only: bool = False) -> str:
     lines += [f"note: {note}" for note in data.notes]
     lines.append("")
     scope = "the mcore environment" if data.requested_extra else "the default environment"
-    if data.healthy:
-        lines.append(f"result: healthy ({scope})")
-    else:
-        lines.append(f"result: NOT healthy ({scope})")
-        lines += [f"  - {problem}" for problem in data.problems]
+    lines.append(f"result: {'healthy' if data.healthy else 'NOT healthy'} ({scope})")
+    lines += [f"  - {problem}" for problem in data.problems]
     if data.preflight_ok is not None:
         lines.append(_verdict(data))
     return "\n".join(lines)
@@ -92,7 +85,7 @@ def _verdict(data) -> str:
     failed = [item.name for item in data.preflight if not item.ok]
     if failed:
         return (f"pre-flight: NO-GO: `uv sync --extra mcore` would fail here; fix {', '.join(failed)} (each FAIL "
-                "above has its fix), then run the pre-flight again")
+                "above has its fix)")
     return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
 
 
@@ -113,7 +106,7 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
 
 
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
-    """This doctor run by the python of `args.env` (its nemo-rl, its imports); its output passes through."""
+    """This doctor run by the python of `args.env`."""
     from nemo_rl.errors import NemoRLError
     from nemo_rl.process import run as run_process
 

@@ -1,9 +1,4 @@
-"""Before the long build: can `uv sync --extra mcore` succeed here? Answers in seconds.
-
-transformer-engine-torch compiles against the installed torch and stops minutes in when the toolkit is
-wrong ("The detected CUDA version (13.0) mismatches the version that was used to compile PyTorch (12.6)"),
-when nvcc rejects the host compiler, or when cuDNN headers are missing; and the forks are git sources.
-"""
+"""Can `uv sync --extra mcore` build here? In seconds, what would stop transformer-engine's build minutes in."""
 
 from __future__ import annotations
 
@@ -29,11 +24,10 @@ class Item:
 
 
 def check_python(python) -> Item:
-    """From the report's PythonInfo: requires-python is read and checked once, in report.python_info."""
     if python.satisfied:
         return Item("python", True, f"{python.version} satisfies {python.requires_python or 'any'}", None)
     return Item("python", False, f"{python.version} does not satisfy {python.requires_python}",
-                "run with Python 3.12: `uv sync --python 3.12 --extra mcore` (NeMo at our pin needs 3.12)")
+                "run `uv sync --python 3.12 --extra mcore`")
 
 
 def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
@@ -54,12 +48,11 @@ def check_host_compiler(nvcc: Path | None) -> Item:
         return Item("host compiler", True, f"{nvcc} compiled a kernel with the host compiler", None)
     first = (result.stderr.strip() or result.stdout.strip()).splitlines()[:1]
     return Item("host compiler", False, f"nvcc could not compile a kernel: {first[0] if first else 'no output'}",
-                "install a host compiler this nvcc supports (e.g. an older gcc) and set CC/CXX, or use NVCC_CCBIN")
+                "install a host compiler this nvcc supports and set NVCC_CCBIN to it")
 
 
 def cudnn_header_dirs() -> list[Path]:
-    """Where the build's compiler finds cudnn.h: torch's extension build adds $CUDNN_HOME (or $CUDNN_PATH)
-    /include, nvcc adds $CUDA_HOME/include, and the compilers search /usr/include."""
+    """Where the build's compilers look for cudnn.h."""
     candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
     dirs = [Path(c) / "include" for c in candidates if c]
     dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]  # guard: pre-flight-wheel-only-cudnn-headers-fail
@@ -76,29 +69,27 @@ def check_cudnn() -> Item:
             return Item("cudnn headers", True, f"found in {directory}", None)
     wheel = layout.cudnn_wheel()
     if wheel is not None:
-        return Item("cudnn headers", False, f"only in the nvidia-cudnn-cu12 wheel ({wheel}), which the isolated "
-                    "build does not see", f"`export CUDNN_PATH={wheel}` (without it the build stops on "
-                    "`cudnn.h: No such file or directory`)")
+        return Item("cudnn headers", False, f"only in the wheel {wheel}, which the isolated build does not see",
+                    f"`export CUDNN_PATH={wheel}`")
     return Item("cudnn headers", False, "no cudnn.h / cudnn_version.h found",
-                "run `uv sync` first (torch brings the nvidia-cudnn-cu12 wheel), then `export CUDNN_PATH=` its "
-                "nvidia/cudnn directory; or install cuDNN's headers")
+                "run `uv sync` (torch brings nvidia-cudnn-cu12), then `export CUDNN_PATH=` its nvidia/cudnn directory")
 
 
 def check_archs(nvcc: Path | None) -> Item:
-    """Not a failure either way: which GPUs the build compiles for decides its length and where it runs."""
+    """Never a failure: which GPUs the build compiles for decides its length."""
     from nemo_rl.toolchain.archs import declared_archs
 
     version = toolchain.nvcc_version(nvcc) if nvcc else None
     archs = ";".join(map(str, declared_archs(nvcc_version=version)))
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
-    return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: transformer-engine builds for {archs}, one "
-                "compile per architecture (`export NVTE_CUDA_ARCHS=90` for H100/H200 nodes only)", None)
+    return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: builds for {archs} "
+                "(`export NVTE_CUDA_ARCHS=90` for H100/H200 only)", None)
 
 
 def check_hosts(project: Project | None) -> list[Item]:
     items = []
-    for fork in project.forks_as_pinned if project else []:  # URLs only
+    for fork in project.forks_as_pinned if project else []:
         try:
             git.ls_remote(fork.url, "HEAD", timeout=20)
             items.append(Item(f"reach {fork.distribution}", True, f"{fork.url} answers", None))

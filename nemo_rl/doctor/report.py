@@ -1,7 +1,4 @@
-"""The facts `nemo-rl doctor` prints, as typed results; health is computed once, from all of them.
-
-Collecting never raises: every fault becomes a field or a problem with its fix.
-"""
+"""The facts `nemo-rl doctor` prints, as typed results; collecting never raises, health is computed once."""
 
 from __future__ import annotations
 
@@ -19,21 +16,15 @@ from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
 from nemo_rl.project.model import Project
 
-if TYPE_CHECKING:  # imported where they run: the pre-flight and the smoke test load what they check
+if TYPE_CHECKING:
     from nemo_rl.doctor import preflight, smoke
 
 SCHEMA_VERSION = 3
-MEGATRON_TRAINING_NOTE = (
-    "megatron.training is not installed: megatron-core installed from git packages `megatron.core` only "
-    "(Megatron's setup.py lists megatron.core*). nemo-rl's own Megatron path does not need it: "
-    "nemo_rl.models.batch provides the causal attention mask and position ids."
-)
+MEGATRON_TRAINING_NOTE = ("megatron.training is not installed (megatron-core from git packages megatron.core "
+                          "only); nemo-rl does not need it")
 
-NO_GPU_NOTE = (
-    "no GPU here: transformer-engine imports (its libraries load from the CUDA wheels), but its kernels, fp8 "
-    "(sm_89 and newer) and whether its compiled architectures fit a GPU were not checked; on a GPU node run "
-    "`uv run nemo-rl doctor --extra mcore --smoke`"
-)
+NO_GPU_NOTE = ("no GPU here: transformer-engine imports, but its kernels were not run; on a GPU node run "
+               "`uv run nemo-rl doctor --extra mcore --smoke`")
 
 
 @dataclass(frozen=True)
@@ -56,7 +47,7 @@ class ComponentReport:
     name: str
     distribution: str
     module: str
-    state: str  # ok | not installed | broken | env stale | installed differs | developing
+    state: str
     installed: bool
     version: str | None
     installed_commit: str | None
@@ -74,36 +65,26 @@ class Report:
     project: str | None
     requested_extra: str | None
     components: tuple[ComponentReport, ...]
-    preflight: tuple[preflight.Item, ...] = ()  # with --preflight, or when the extra is requested and absent
-    smoke: tuple[smoke.Result, ...] = ()  # only with --smoke
+    preflight: tuple[preflight.Item, ...] = ()
+    smoke: tuple[smoke.Result, ...] = ()
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
-    healthy: bool = True  # computed once, in collect(), from every problem found
-    preflight_ok: bool | None = None  # whether `uv sync --extra mcore` can build here; None: not asked
+    healthy: bool = True
+    preflight_ok: bool | None = None  # None: not asked
     schema: int = SCHEMA_VERSION
 
 
-def uv_info() -> UvInfo:
-    try:
-        return UvInfo(uv.find_uv_bin(), uv.version(), None)
-    except NemoRLError as exc:
-        return UvInfo(None, None, exc.what)
-
-
 def locate_project() -> tuple[Project | None, list[str], list[str]]:
-    """(project, problems, notes) when no --project was given: the one at or above the current directory, else
-    nemo-rl's own checkout, said in a note. Unlike Project.find it never raises: an unreadable
-    project is a problem in the report, not a crash."""
+    """(project, problems, notes): the project at or above here, else nemo-rl's own checkout; never raises."""
     for candidate in (None, settings.CHECKOUT_DIR):
         try:
             found = Project.find(candidate)
         except lockfile.ProjectNotFound:
             continue
-        except NemoRLError as exc:  # found, but unreadable: that is unhealthy, not "no project"
+        except NemoRLError as exc:
             return None, [str(exc)], []
         notes = [] if candidate is None else [
-            f"no nemo-rl project at or above {Path.cwd()}: compared with nemo-rl's own checkout {found.root} "
-            "(pass --project DIR for another)"]
+            f"no nemo-rl project at or above {Path.cwd()}: compared with nemo-rl's own checkout {found.root}"]
         return found, [], notes
     return None, [], [f"no nemo-rl project at or above {Path.cwd()}: locked commits unknown (pass --project DIR)"]
 
@@ -117,14 +98,13 @@ def python_info(project: Project | None) -> tuple[PythonInfo, list[str]]:
     except (NemoRLError, InvalidSpecifier) as exc:
         return PythonInfo(version, sys.executable, spec, False), [f"cannot read requires-python: {exc}"]
     problems = [] if ok else [
-        f"Python {version} does not satisfy the project's requires-python {spec} (the mcore extra needs 3.12: NeMo "
-        "at our pin uses 3.12 syntax): run `uv sync --python 3.12` (uv reads .python-version)"]
+        f"Python {version} does not satisfy the project's requires-python {spec}: run `uv sync --python 3.12`"]
     return PythonInfo(version, sys.executable, spec, ok), problems
 
 
 def component_state(probe: extras.Probe, locked_commit: str | None, differs: list[str] | None = None
                     ) -> tuple[str, str | None]:
-    """(state, remedy) of one mcore component against the lock; `differs`: installed_fork's problems with it."""
+    """(state, remedy) of one mcore component against the lock."""
     if not probe.present and not probe.installed:
         return "not installed", probe.component.remedy
     if not probe.installed:
@@ -133,7 +113,7 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
         library = cuda_libs.missing_library(probe.reason)
         if library:  # guard: doctor-the-missing-library-is-named
             return "broken", f"the loader cannot find {library[0]}: {library[1]}"
-        return "broken", f"{probe.component.remedy}; if it still fails, the reason above names the missing piece"
+        return "broken", probe.component.remedy
     mismatch = installed.commit_mismatch(probe.commit, locked_commit) if locked_commit else None
     if mismatch:
         return "env stale", mismatch
@@ -142,7 +122,7 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
 
 def components(project: Project | None, declared: dict[str, extras.Component], locked: dict,
                env: Path | None = None) -> list[ComponentReport]:
-    env = env or Path(sys.prefix)  # what this interpreter imports: its overlays, not the state file, are the truth
+    env = env or Path(sys.prefix)
     result = []
     for key, comp in declared.items():
         probe = extras.probe_component(comp)
@@ -162,39 +142,38 @@ def components(project: Project | None, declared: dict[str, extras.Component], l
 
 
 def develop_notes(project: Path | None) -> list[str]:
-    """Forks the project's develop state names that this interpreter does not import from their checkout."""
+    """Forks under `deps develop` that this interpreter does not import from their checkout."""
     try:
         state = develop_state.read(project) if project else {}
     except NemoRLError as exc:
         return [str(exc)]
     env = Path(sys.prefix)
-    return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone, so the pinned commit "
-            f"runs: `uv run nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
+    return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone: "
+            f"`uv run nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
             f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
-            "installed code: run from the project's environment (`uv run`), or `uv run nemo-rl deps develop --stop "
-            f"{dist}`" for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
+            f"installed code: use `uv run`, or `uv run nemo-rl deps develop --stop {dist}`"
+            for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 
 
 def worker_env_notes(project: Project) -> list[str]:
-    """This checkout's current worker environments holding the mcore extra: on a node, what the workers run."""
+    """This checkout's current worker environments holding the mcore extra."""
     from nemo_rl.workers import housekeeping
 
     try:
         rows = housekeeping.listing(project)
-    except (NemoRLError, OSError):  # a report never fails on the listing: `envs list` says why
+    except (NemoRLError, OSError):  # `envs list` says why
         return []
-    return [f"the workers run {row.path} ({' '.join(row.flags)}), not this interpreter's environment: "
+    return [f"the workers run {row.path} ({' '.join(row.flags)}): "
             f"`uv run nemo-rl doctor --extra mcore --env {row.path}` checks it" for row in rows
             if row.state == "current" and any("mcore" in flag for flag in row.flags)]  # guard: doctor-names-the-workers-mcore-environment
 
 
 def collect(project_dir: Project | None = None, extra: str | None = None, smoke: bool = False,
             verbose: bool = False, preflight: bool = False) -> Report:
-    """The report on `project_dir` (already found by the caller), or on the project located from here.
-    `preflight` runs the pre-flight of the mcore build even when the extra is installed."""
+    """The report on `project_dir`, or on the project located from here."""
     project, problems, located_notes = (project_dir, [], []) if project_dir is not None else locate_project()
     locked = {}
-    declared = extras.components([])  # without a readable project: the components that are not forks
+    declared = extras.components([])
     if project:
         try:
             locked = project.packages
@@ -207,7 +186,10 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
             problems.append(str(exc))
     python, python_problems = python_info(project)
     problems += python_problems
-    uv_facts = uv_info()
+    try:
+        uv_facts = UvInfo(uv.find_uv_bin(), uv.version(), None)
+    except NemoRLError as exc:
+        uv_facts = UvInfo(None, None, exc.what)
     if uv_facts.error:
         problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; {uv.INSTALL_UV}")
     torch = toolchain.torch_info()
@@ -224,9 +206,8 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
         notes.append(NO_GPU_NOTE)
     held = uv.environment_lock_holder(Path(sys.prefix))
     if held:  # guard: doctor-names-who-holds-the-environment-lock
-        notes.append(f"{held} holds the lock of this environment ({Path(sys.prefix) / '.lock'}), as `uv sync` does "
-                     "while it builds: every `uv run` in this checkout waits until it ends; `uv run --no-sync "
-                     "<command>` runs without waiting")
+        notes.append(f"{held} holds the lock of this environment ({Path(sys.prefix) / '.lock'}): every `uv run` "
+                     "waits for it; `uv run --no-sync <command>` runs without waiting")
     preflight_items = []
     if extra == "mcore":
         problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]

@@ -1,9 +1,4 @@
-"""`nemo-rl doctor --smoke`: small real runs of each installed component, each pass / fail / skip + reason.
-
-A failure is shown as its exception type and message, the first frame inside nemo_rl and the remedy; the
-full traceback only with --verbose. Checks of the mcore components count against health only when the
-mcore extra is requested (`--extra mcore`); torch's always do.
-"""
+"""`nemo-rl doctor --smoke`: small real runs of each installed component: pass, fail or skip with the reason."""
 
 from __future__ import annotations
 
@@ -20,13 +15,13 @@ CONFIG = ModelConfig()
 
 
 class Skip(Exception):
-    """The check does not apply here; its message says why."""
+    pass
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    component: str  # "torch" or a key of extras.own(): its remedy is the fix shown on failure
+    component: str  # "torch" or a key of extras.own()
     run: Callable[[], str]
 
 
@@ -34,27 +29,23 @@ class Check:
 class Result:
     name: str
     component: str
-    status: str  # pass | fail | skip
+    status: str
     detail: str
     seconds: float
     failure_lines: tuple[str, ...] = ()
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def _need(key: str) -> None:
     probe = extras.probe(key)
     if not probe.present and not probe.installed:
         raise Skip(f"{probe.reason}; {extras.SYNC_REMEDY}")
-    extras.require(key, purpose=f"the {key} smoke check")  # present but broken: a failure with the reason
+    extras.require(key, purpose=f"the {key} smoke check")
 
 
 def _need_gpu(what: str) -> None:
-    if not _cuda():
+    import torch
+
+    if not torch.cuda.is_available():
         raise Skip(f"no CUDA device: {what}")
 
 
@@ -98,7 +89,7 @@ def megatron_build() -> str:  # pragma: mcore
 
 def megatron_forward_backward(use_transformer_engine: bool) -> str:  # pragma: mcore
     _need("megatron")
-    _need_gpu("Megatron's forward pass calls torch.cuda (attention buffers), so on CPU it stops at the build")
+    _need_gpu("Megatron's forward pass calls torch.cuda")
     if use_transformer_engine:
         _need("transformer_engine")
     from nemo_rl.models.megatron_gpt import build_megatron_gpt, gpt_forward_backward, init_parallel_state
@@ -178,7 +169,7 @@ def run_check(check: Check, verbose: bool) -> Result:
         status, detail = "pass", check.run()
     except Skip as skip:
         status, detail = "skip", str(skip)
-    except Exception as exc:  # a smoke check reports every fault instead of raising it
+    except Exception as exc:
         status, detail = "fail", f"{type(exc).__name__}: {exc}".splitlines()[0]
         lines = failure_lines(exc, extras.remedy_for(check.component), verbose)
     return Result(check.name, check.component, status, detail, round(time.perf_counter() - start, 3), tuple(lines))
@@ -191,6 +182,6 @@ def run_all(verbose: bool = False) -> list[Result]:
             from nemo_rl.models.megatron_gpt import destroy_parallel_state
 
             destroy_parallel_state()
-        except Exception:  # cleanup only; the checks already reported what failed
+        except Exception:  # cleanup only
             pass
     return results

@@ -1,5 +1,4 @@
-"""`nemo-rl envs`: the worker environments of this project. One module per verb; here, what they share: the
-group's help, the options and the PY_EXECUTABLE argument."""
+"""`nemo-rl envs`: the worker environments of this project; what its verbs share."""
 
 from __future__ import annotations
 
@@ -8,9 +7,8 @@ import argparse
 from nemo_rl import values, verbose
 
 HELP = "worker environments: list, build ahead of time, verify, prune, pack for offline nodes"
-DESCRIPTION = ("Worker environments live under $NEMO_RL_VENV_DIR (default venvs/ in the checkout), one per key: a hash "
-               "of the checkout's path, uv.lock, the sync flags, Python, platform and any developed fork. Build them "
-               "ahead of time for images; pack a bundle on a builder for nodes without internet (docs/workers.md).")
+DESCRIPTION = ("Worker environments live under $NEMO_RL_VENV_DIR, one per key of the checkout, uv.lock and the sync "
+               "flags; a bundle builds them on nodes without internet (docs/workers.md).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,13 +25,12 @@ def common(parser: argparse.ArgumentParser, py_executable: bool = False) -> None
 
 
 def flags(py_executable: str) -> list[str]:
-    """The `uv sync` flags of a PY_EXECUTABLE argument: BASE, MCORE or a `uv run ...` string."""
+    """The `uv sync` flags of a PY_EXECUTABLE argument."""
     from nemo_rl.errors import UsageError
     from nemo_rl.workers import executables
 
     names = {"BASE": executables.PY_EXECUTABLES.BASE, "MCORE": executables.PY_EXECUTABLES.MCORE}
     command = names.get(py_executable, py_executable)
     if not command.startswith("uv run"):
-        raise UsageError(f"unknown PY_EXECUTABLE {py_executable!r}", f"use one of {', '.join(names)} or a "
-                         "`uv run ...` string")
+        raise UsageError(f"unknown PY_EXECUTABLE {py_executable!r}", f"use {', '.join(names)} or a `uv run ...` string")
     return executables.sync_flags(command)

@@ -1,5 +1,4 @@
-"""`nemo-rl envs build PY_EXECUTABLE [--from DIR [--digest SHA256]]`: build (once) and verify the environment of a
-PY_EXECUTABLE; from a bundle, offline, on a node that may have only the checkout."""
+"""`nemo-rl envs build PY_EXECUTABLE [--from DIR [--digest SHA256]]`: build and verify an environment."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 from nemo_rl import envs, values
 from nemo_rl.project.model import Project
 
-REEXEC = "NEMO_RL_DRIVER_MADE"  # set by the bootstrap for the process it becomes: the `.venv` it made
+REEXEC = "NEMO_RL_DRIVER_MADE"  # the `.venv` the bootstrap made, for the process it becomes
 HELP = "build (once) and verify the environment of a PY_EXECUTABLE; --from builds it offline from a bundle"
 DESCRIPTION = HELP
 
@@ -19,20 +18,14 @@ DESCRIPTION = HELP
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     envs.common(parser, py_executable=True)
     parser.add_argument("--from", dest="bundle", metavar="DIR", type=values.path_argument,
-                        help="build from this bundle, offline (it is checked first; it may be read-only); run "
-                        "without an environment (`uv run --no-project`), it makes the checkout's .venv too")
+                        help="build from this bundle, offline; run with `uv run --no-project`, it makes .venv too")
     parser.add_argument("--digest", metavar="SHA256",
-                        help="with --from: the bundle digest `envs pack` printed (sha256: and 64 hex digits, either "
-                        "case; bare hex is sha256); any other bundle is refused (for bundles under NEMO_RL_BUNDLE_DIR: "
-                        "NEMO_RL_BUNDLE_DIGESTS, digests separated by commas, semicolons or spaces)")
+                        help="with --from: the digest `envs pack` printed; any other bundle is refused")
 
 
 def _without_driver(project: Path) -> bool:
-    """Whether nemo-rl runs outside a working driver environment: in no environment (`uv run --no-project`), or in
-    the checkout's own `.venv` while it lacks Ray or a build of it was killed midway (bundles.driver_unfinished;
-    `uv run --no-project` picks such a `.venv` over the base Python). The bootstrap makes `.venv` exact and
-    removes the mark last; in one it has made, this is never asked again (REEXEC), so a `.venv` the bootstrap
-    cannot repair is an error, not a loop."""
+    """Whether nemo-rl runs in no environment, or in a checkout `.venv` without Ray or half-made; an error in
+    one the bootstrap just made, never a loop."""
     from nemo_rl.errors import NemoRLError
     from nemo_rl.project import installed
     from nemo_rl.workers import bundles
@@ -42,20 +35,17 @@ def _without_driver(project: Path) -> bool:
     here = Path(sys.prefix).resolve()
     if here != bundles.driver_path(project).resolve():
         return False
-    unfinished = bundles.driver_unfinished(project).exists()  # a build killed midway: Ray may be in, not the rest
+    unfinished = bundles.driver_unfinished(project).exists()
     if installed.installed(here, "ray") and not unfinished:  # guard: node-a-checkout-venv-without-ray-is-made
         return False
     if os.environ.get(REEXEC) == str(here):  # guard: node-the-bootstrap-runs-once-never-in-a
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",
-                          "pack the bundle again on the builder (Ray is a base dependency: the bundle's driver "
-                          "packages hold it)")
+                          "pack the bundle again on the builder")
     return True
 
 
 def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
-    """No environment runs nemo-rl yet (`uv run --no-project` on a node with only the checkout): make the
-    checkout's `.venv` from the bundle, then go on in it, where the driver's Ray is what workers are checked
-    against. The bundle was checked a moment ago: the rest runs with its digest as the trusted one."""
+    """Make the checkout's `.venv` from the bundle, then go on in it with the checked bundle's digest."""
     from nemo_rl.workers import bundles
 
     manifest = bundles.build_driver(args.bundle, project, flags, digest)
@@ -67,7 +57,7 @@ def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, dig
     sys.stderr.flush()
     os.environ[REEXEC] = str(bundles.driver_path(project.root).resolve())
     os.execv(python, argv)
-    return 3  # not reached: execv replaces this process
+    return 3  # not reached
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -76,9 +66,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     flags = envs.flags(args.py_executable)
     if args.digest is not None and not args.bundle:
-        raise UsageError("--digest pins the bundle given with --from", "add --from DIR, or pin bundles under "
-                         "NEMO_RL_BUNDLE_DIR with NEMO_RL_BUNDLE_DIGESTS")
-    # `--digest ""` (an unset variable: `--digest "$DIGEST"`) is refused, never taken for no pin
+        raise UsageError("--digest pins the bundle given with --from", "add --from DIR")
+    # `--digest "$UNSET"` is refused, never taken for no pin
     digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
     if args.bundle is not None and _without_driver(project.root):  # guard: bundles-the-node-makes-the-checkout-s
         return _bootstrap(project, flags, args, digest)

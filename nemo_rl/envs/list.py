@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _describe(row) -> str:
-    """One line of `envs list`: its fields come from files in a shared directory, shown, never acted on."""
+    """One line of `envs list`."""
     from nemo_rl import values
 
     used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "never"
@@ -39,7 +39,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         print(dumps({"environments": rows, "bundles": packed}))
         return 0
     print("\n".join(_describe(row) for row in rows) or f"no worker environments in {settings.venv_dir(False)}")
-    for row in packed:  # a manifest's fields: shown, never acted on
+    for row in packed:
         print(values.printable(f"bundle {row.path.name}  {row.state:<7}  {row.size_mb:>8.1f} MB  "
                                f"{' '.join(row.flags)}  {row.path}" + (f"  ({row.detail})" if row.detail else "")))
     return 0

@@ -1,5 +1,4 @@
-"""`nemo-rl envs pack PY_EXECUTABLE DIR`: a bundle, what a node with no network and no compiler needs to build the
-environment."""
+"""`nemo-rl envs pack PY_EXECUTABLE DIR`: a bundle to build the environment offline."""
 
 from __future__ import annotations
 
@@ -18,11 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", metavar="DIR", type=values.path_argument,
                         help="the bundle directory to make (must not exist)")
     parser.add_argument("--no-seed", action="store_true",
-                        help="build every sdist again in the pack's fresh cache instead of seeding it with the "
-                        "wheels uv built here in your own uv cache (docs/mcore.md)")
+                        help="build every sdist again instead of seeding with the wheels of your uv cache")
     parser.add_argument("--import-timeout", metavar="SECONDS", type=float,
-                        help="how long the import check of the packed environment may take (default: 600); a "
-                        "check that runs out keeps what was packed for the next pack")
+                        help="how long the import check of the packed environment may take (default: 600)")
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
@@ -34,6 +31,5 @@ def run(project: Project, args: argparse.Namespace) -> int:
     print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
     print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
           f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "
-          f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR to its parent directory and NEMO_RL_BUNDLE_DIGESTS to "
-          "the digests you trust")
+          f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR and NEMO_RL_BUNDLE_DIGESTS")
     return 0

@@ -7,8 +7,7 @@ import argparse
 from nemo_rl import envs
 from nemo_rl.project.model import Project
 
-HELP = ("remove this checkout's stale environments and killed builds that no process uses (broken ones, whose owner "
-        "nothing proves, are listed with the command that removes them)")
+HELP = "remove this checkout's stale environments and killed builds that no process uses"
 DESCRIPTION = HELP
 
 
@@ -23,7 +22,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     rows = housekeeping.listing(project)
     removed = housekeeping.prune(project, rows)
     print("\n".join(f"removed {path}" for path in removed) or "nothing to prune")
-    for entry in rows:  # prune never removes a broken one
+    for entry in rows:
         if entry.state == "broken":
             print(values.printable(f"left {entry.path} (broken): {entry.detail}"))
     return 0

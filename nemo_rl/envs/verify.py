@@ -1,4 +1,4 @@
-"""`nemo-rl envs verify PY_EXECUTABLE`: verify the environment of a PY_EXECUTABLE, which must exist."""
+"""`nemo-rl envs verify PY_EXECUTABLE`: verify an existing environment."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     flags = envs.flags(args.py_executable)
     found = environments.describe(environments.slot(environments.key_for(project, flags)).path)
     if found is None:
-        print(f"no environment for {' '.join(flags)} with this uv.lock: `nemo-rl envs build` makes it")
+        print(f"no environment for {' '.join(flags)} with this uv.lock: `uv run nemo-rl envs build` makes it")
         return 1
     environments.verify(found, project)
     print(f"ok: {found.python}")

@@ -1,8 +1,4 @@
-"""The CUDA toolchain: what the mcore extra's build needs and finds here (this module: nvcc and torch as installed,
-probes that never raise), the GPU architectures CUDA code holds and is built for (archs.py), and a CUDA toolkit
-assembled into a directory from the distribution's packages, with no installer, no GPU and no change to the system
-(assemble.py; the verb `nemo-rl toolchain cuda DIR`, cuda.py). The workers read what it records; it imports
-nothing of theirs."""
+"""The CUDA toolchain the mcore extra's build needs: nvcc and torch as found here (probes that never raise)."""
 
 from __future__ import annotations
 
@@ -38,7 +34,7 @@ def torch_info() -> TorchInfo:
 
 
 def find_nvcc() -> Path | None:
-    """nvcc as transformer-engine's build finds it: $CUDA_HOME (or $CUDA_PATH), then PATH, then /usr/local/cuda."""
+    """nvcc as transformer-engine's build finds it."""
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
         if home and (Path(home) / "bin" / "nvcc").is_file():
             return Path(home) / "bin" / "nvcc"
@@ -63,7 +59,7 @@ class CudaToolkit:
 
 
 def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
-    """Whether transformer-engine's torch extension can be built here: nvcc's CUDA major must be torch's."""
+    """Whether transformer-engine's torch extension can build here: nvcc's CUDA major must be torch's."""
     if torch_cuda is None:
         return CudaToolkit(False, "torch is a CPU build (torch.version.cuda is None)", None)
     major = torch_cuda.split(".")[0]
@@ -77,15 +73,13 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
 
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
-CUDA_TOOLKIT_FIX = ("get a CUDA {major} toolkit (PyPI has no CUDA 12 nvcc): on Debian, "
-                    "`uv run nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles one from Debian's packages "
-                    "(no installer, no GPU, no system change) and prints the `export` lines to run; elsewhere "
-                    "NVIDIA's installer or your cluster's module (docs/mcore.md), then "
+CUDA_TOOLKIT_FIX = ("on Debian, `uv run nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles a CUDA {major} "
+                    "toolkit and prints the exports; elsewhere install one (docs/mcore.md) and "
                     "`export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
 
 
 def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit] | None:
-    """(the transformer-engine packages in the lock, the toolkit found) when they cannot be built here."""
+    """(the locked transformer-engine packages, the toolkit found) when they cannot build here."""
     present = [name for name in TRANSFORMER_ENGINE if name in locked_names]
     if not present:
         return None
@@ -98,4 +92,4 @@ DESCRIPTION = "Build toolchains the mcore extra needs (docs/mcore.md)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`nemo-rl toolchain` has no option of its own: -v goes after its verb."""
+    """No option of its own: -v goes after the verb."""

@@ -1,6 +1,4 @@
-"""apt-get with a private state directory: it reads the package lists of one suite into that directory and
-downloads .deb files into another. Nothing is installed, the machine's own lists, status and pins are never read
-or written, and no root is needed beyond what apt's download sandbox asks for."""
+"""apt-get with a private state directory: downloads .deb files, installs nothing, never reads the machine's state."""
 
 from __future__ import annotations
 
@@ -11,25 +9,20 @@ from pathlib import Path
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
-# Everything the toolkit's nvcc needs to compile and link a CUDA extension: the compiler (nvcc, cicc via
-# libnvvm4, ptxas, fatbinary, nvlink, cudafe++), the headers and libraries (nvidia-cuda-dev), and the C++
-# template libraries nvcc's headers include (CCCL: libcu++, CUB, Thrust).
+# the compiler, its headers and libraries, and the CCCL template libraries nvcc's headers include
 PACKAGES = ("nvidia-cuda-toolkit", "nvidia-cuda-dev", "libcudart12", "libnvvm4", "libcu++-dev", "libcub-dev",
             "libthrust-dev")
 NO_APT = ("apt-get and dpkg-deb are needed to fetch the toolkit's Debian packages",
-          "on Debian: `apt-get install apt dpkg`; elsewhere download these .deb files from a Debian "
-          "trixie mirror (pool/non-free/n/nvidia-cuda-toolkit/ and pool/main/c/cccl/): "
-          + ", ".join(PACKAGES) + " and their -dev/lib companions into one directory, and pass it with --debs; "
-          "or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")
+          "on Debian: `apt-get install apt dpkg`; elsewhere download the .deb files of " + ", ".join(PACKAGES)
+          + " (Debian trixie) into one directory and pass it with --debs")
 
 
 def options(state: Path) -> list[str]:
-    """apt-get options that point every file apt reads or writes into `state` (sources in state/parts)."""
+    """apt-get options that point every file apt reads or writes into `state`."""
     pairs = {  # guard: toolkit-apt-never-reads-the-machine-s
         "Dir::State": state, "Dir::State::Lists": state / "lists", "Dir::State::Status": os.devnull,
         "Dir::Cache": state / "cache", "Dir::Cache::Archives": state / "archives",
         "Dir::Etc::SourceList": os.devnull, "Dir::Etc::SourceParts": state / "parts",
-        # the machine's pins name its own suites; they must not hold the toolkit's suite back
         "Dir::Etc::Preferences": os.devnull, "Dir::Etc::PreferencesParts": state / "preferences",
     }
     args = []
@@ -50,18 +43,17 @@ def update(state: Path, sources_text: str) -> None:
         (state / sub).mkdir(parents=True, exist_ok=True)
     (state / "parts" / "toolkit.sources").write_text(sources_text)
     run(["apt-get", *options(state), "-q", "update"], timeout=600,
-        remedy="check the network and the mirror in /etc/apt/sources.list.d/ (the same URIs with the toolkit's "
-        "suite are in " + str(state / "parts") + ")")
+        remedy=f"check the network and the mirror in /etc/apt/sources.list.d/ (as used: {state / 'parts'})")
 
 
 def download(state: Path, debs: Path, packages: tuple[str, ...] = PACKAGES) -> list[Path]:
-    """The .deb of each package (already in `debs` from an earlier run, or downloaded now)."""
+    """The .deb of each package, downloaded unless already in `debs`."""
     debs.mkdir(parents=True, exist_ok=True)
     wanted = [name for name in packages if not list(debs.glob(f"{name}_*.deb"))]
     if wanted:
         run(["apt-get", *options(state), "-q", "download", *wanted], cwd=debs, timeout=1800,
             remedy="check the network; `apt-cache policy` with the same options shows which suite offers them")
-    return [found for name in packages for found in sorted(debs.glob(f"{name}_*.deb"))[-1:]] or []
+    return [found for name in packages for found in sorted(debs.glob(f"{name}_*.deb"))[-1:]]
 
 
 def extract(deb_files: list[Path], root: Path) -> None:
@@ -71,7 +63,7 @@ def extract(deb_files: list[Path], root: Path) -> None:
 
 
 def versions(deb_files: list[Path]) -> dict[str, str]:
-    """name -> version, from the file names apt gives them (name_version_arch.deb, ':' escaped as %3a)."""
+    """name -> version, from apt's file names (name_version_arch.deb, ':' escaped as %3a)."""
     result = {}
     for deb in deb_files:
         name, version, _ = deb.name.removesuffix(".deb").split("_", 2)

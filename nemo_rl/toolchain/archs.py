@@ -1,7 +1,4 @@
-"""The GPU architectures CUDA code holds and is built for: read from a binary's ELF `.nv_fatbin` section (each
-fatbin entry header names its kind, cubin or PTX, and its SM) or from `cuobjdump --list-elf`; declared by
-NVTE_CUDA_ARCHS or transformer-engine's default for the nvcc found; and the toolchain on a builder. Bundles record
-these (workers/cuda_archs.py); a toolkit is verified with them (assemble.py)."""
+"""The GPU architectures CUDA code holds (read from ELF `.nv_fatbin` sections) and is declared to be built for."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ class Archs:
 
 
 def _section(fh, name: bytes, file_size: int) -> tuple[int, int] | None:
-    """(offset, size) of a section of an ELF64 little-endian file, or None; ValueError or struct.error when the
-    file is not what its headers say (every offset and size is checked against the file's size)."""
+    """(offset, size) of a section of an ELF64 little-endian file, or None; ValueError when its headers lie."""
     head = fh.read(64)
     if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
         return None
@@ -55,14 +51,12 @@ def _section(fh, name: bytes, file_size: int) -> tuple[int, int] | None:
 
 
 def fatbin_archs(path: Path) -> Archs | None:
-    """The cubin and PTX architectures in `path`'s fatbins; None when it holds no device code. A file whose
-    headers do not add up is a NemoRLError naming it (a crafted one must neither hang nor crash a pack)."""
+    """The cubin and PTX architectures in `path`'s fatbins; None when it holds no device code."""
     try:
         return _fatbin_archs(path)
     except (ValueError, struct.error, OverflowError, MemoryError) as exc:
         raise NemoRLError(f"cannot read the device code of {path}: {exc}",
-                          "the file is damaged or not a CUDA extension; rebuild the distribution that ships it "
-                          "(`uv cache clean PACKAGE`, then pack again)") from exc
+                          "run `uv cache clean PACKAGE` for the distribution that ships it, then pack again") from exc
 
 
 def _fatbin_archs(path: Path) -> Archs | None:
@@ -81,7 +75,7 @@ def _fatbin_archs(path: Path) -> Archs | None:
             pos += 8
             continue
         entry, end = pos + header, pos + header + size
-        if header < 16 or end > len(data):  # a header that does not move on, or entries past the section
+        if header < 16 or end > len(data):
             raise ValueError(f"a fatbin at offset {pos} of .nv_fatbin is malformed")
         while entry + 32 <= end:
             kind, _, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
@@ -100,7 +94,7 @@ def list_elf_archs(cuobjdump_output: str) -> tuple[int, ...]:
 
 
 def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple[int, ...]:
-    """NVTE_CUDA_ARCHS ("80;90", "90a" counts as 90), or transformer-engine's default for this nvcc."""
+    """NVTE_CUDA_ARCHS ("80;90a" is 80, 90), or transformer-engine's default for this nvcc."""
     setting = environ.get("NVTE_CUDA_ARCHS")
     if setting:
         return tuple(sorted({int(m) for m in re.findall(r"(\d+)", setting)}))
@@ -109,7 +103,7 @@ def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple
 
 
 def declared_at_pack(environ=os.environ) -> tuple[int, ...]:
-    """The archs a pack declares: NVTE_CUDA_ARCHS, else transformer-engine's default for the nvcc found here."""
+    """The archs a pack declares, with the nvcc found here."""
     if environ.get("NVTE_CUDA_ARCHS"):
         return declared_archs(environ)
     nvcc = toolchain.find_nvcc()
@@ -122,9 +116,7 @@ def runs_on(archs: Archs, gpu: int) -> bool:
 
 
 def host_compilers(path: Path) -> tuple[str, ...]:
-    """The compilers named in `path`'s ELF `.comment` section ("GCC: (Debian 12.2.0-14) 12.2.0"): each object
-    file that went into it adds its compiler's line, so this is what built the extension, whatever is installed
-    now. nvcc leaves no such trace (its cubins carry no tool note), hence `nvcc_at_pack` in the record."""
+    """The compilers named in `path`'s ELF `.comment` section: what built the extension."""
     try:
         with open(path, "rb") as fh:
             where = _section(fh, b".comment", os.fstat(fh.fileno()).st_size)
@@ -139,22 +131,21 @@ def host_compilers(path: Path) -> tuple[str, ...]:
 
 
 def host_compiler_command(environ=os.environ) -> list[str]:
-    """The host compiler nvcc would use, as a command line: CXX may carry a launcher (`ccache g++`)."""
+    """The host compiler nvcc would use, as a command line (CXX may be `ccache g++`)."""
     setting = environ.get("NVCC_CCBIN") or environ.get("CXX")
     try:
         words = shlex.split(setting) if setting else []  # guard: archs-cxx-parsed-as-a-command-line
-    except ValueError:  # an unbalanced quote: nothing to run
+    except ValueError:
         words = []
     return words or [shutil.which("c++") or "c++"]
 
 
 def toolchain_record() -> dict:
-    """The toolchain on this builder when it packs. A wheel uv reuses from its cache was built earlier, perhaps
-    by another nvcc: the fields say `at_pack`, and each extension's own compilers are read from its binary."""
+    """The toolchain on this builder when it packs (a cached wheel may have been built by another)."""
     nvcc = toolchain.find_nvcc()
     try:
         host = run([*host_compiler_command(), "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
-    except (OSError, NemoRLError):  # a CXX naming no program: the record says so rather than failing the pack
+    except (OSError, NemoRLError):  # a CXX naming no program
         host = []
     version = toolchain.nvcc_version(nvcc) if nvcc else None
     return {"nvcc_at_pack": version, "host_compiler_at_pack": host[0] if host else None,

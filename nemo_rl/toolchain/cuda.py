@@ -12,9 +12,8 @@ from nemo_rl.project.model import Project
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
-DESCRIPTION = (HELP + f". The packages come from the suite {SUITE} of the mirror this machine's apt is configured "
-               "with (a private apt state in DIR; nothing is installed). A second run only verifies. Exit 0 when nvcc "
-               "compiled a kernel for --arch.")
+DESCRIPTION = (HELP + f". From the suite {SUITE} of this machine's apt mirror; a second run only verifies. Exit 0 "
+               "when nvcc compiled a kernel for --arch.")
 
 
 def _arch(text: str) -> int:
@@ -64,10 +63,10 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
     print(f"{toolkit.home}: CUDA {toolkit.nvcc_version} {state}; a kernel for sm_{toolkit.arch} holds cubins "
           f"for sm {', '.join(map(str, toolkit.cubins))}")
     print(f"  packages: {', '.join(f'{n} {v}' for n, v in sorted(toolkit.packages.items()))}")
-    cudnn = layout.cudnn_wheel()  # torch's nvidia-cudnn-cu12, when this runs in the project's environment
+    cudnn = layout.cudnn_wheel()
     print("  to build the mcore extra with it, in this shell:")
     print(f"    export CUDA_HOME={toolkit.home} PATH={toolkit.home}/bin:$PATH NVTE_CUDA_ARCHS={toolkit.arch} "
-          f"MAX_JOBS={build_jobs()}")
+          f"MAX_JOBS={len(os.sched_getaffinity(0)) or 1}")  # unset, ninja runs more jobs than cores
     if cudnn:
         print(f"    export CUDNN_PATH={cudnn}")
     print("    uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
@@ -76,8 +75,3 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
     print("    uv run --no-sync nemo-rl toolchain watch   # objects compiled, time elapsed and left")
     return 0
 
-
-def build_jobs() -> int:
-    """Parallel compiles for the build (MAX_JOBS): the cores this process may use. Unset, torch's extension build
-    lets ninja start more jobs than there are cores."""
-    return len(os.sched_getaffinity(0)) or 1

@@ -1,8 +1,4 @@
-"""The Debian packages' files arranged as a CUDA_HOME, the layout NVIDIA's installer makes and build systems
-(torch.utils.cpp_extension, transformer-engine's setup) expect: $CUDA_HOME/bin/nvcc, include/, lib64/,
-nvvm/. Debian spreads them over /usr/bin, /usr/lib/nvidia-cuda-toolkit, /usr/include and the multiarch
-library directory, with an nvcc.profile of absolute /usr paths; ours is relative to nvcc's own directory, so
-the directory can move."""
+"""The Debian packages' files arranged as a relocatable CUDA_HOME (bin/nvcc, include/, lib64/, nvvm/)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,6 @@ import shutil
 import sys
 from pathlib import Path
 
-# The tools nvcc runs (or build systems call) that Debian puts in /usr/bin.
 USR_BIN_TOOLS = ("cudafe++", "fatbinary", "nvlink", "ptxas", "bin2c", "cuobjdump", "nvdisasm", "nvprune", "cu++filt")
 
 PROFILE = """\
@@ -26,7 +21,6 @@ CUDAFE_FLAGS    +=
 PTXAS_FLAGS     +=
 """
 
-# What a CUDA_HOME must hold for nvcc to compile and link: checked after arranging, and by the unit test.
 REQUIRED = ("bin/nvcc", "bin/nvcc.profile", "bin/crt/link.stub", "bin/cudafe++", "bin/fatbinary", "bin/nvlink",
             "bin/ptxas", "bin/bin2c", "bin/cuobjdump", "nvvm/bin/cicc", "nvvm/lib64/libnvvm.so",
             "nvvm/libdevice/libdevice.10.bc", "include/cuda_runtime.h", "include/crt/host_config.h",
@@ -34,12 +28,11 @@ REQUIRED = ("bin/nvcc", "bin/nvcc.profile", "bin/crt/link.stub", "bin/cudafe++",
 
 
 def triplet() -> str:
-    return f"{platform.machine()}-linux-gnu"  # Debian's multiarch names for amd64 and arm64 match Python's
+    return f"{platform.machine()}-linux-gnu"
 
 
 def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
-    """(path in the extracted packages, path under CUDA_HOME). Debian's /usr/bin/nvcc is a wrapper script
-    calling the real one in /usr/lib/nvidia-cuda-toolkit/bin with absolute paths, so the real one is taken."""
+    """(path in the extracted packages, path under CUDA_HOME); Debian's /usr/bin/nvcc is a wrapper script."""
     toolkit = root / "usr/lib/nvidia-cuda-toolkit"
     pairs = [(toolkit / "bin/nvcc", "bin/nvcc"), (toolkit / "bin/crt", "bin/crt"),  # guard: toolkit-the-real-nvcc-not-debian-s
              (toolkit / "bin/cicc", "nvvm/bin/cicc"), (toolkit / "libdevice", "nvvm/libdevice"),
@@ -50,9 +43,7 @@ def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
 
 
 def _place(source: Path, target: Path, links: list[Path]) -> None:
-    """`target` as `source`: a symlink as the same link (added to `links`), a file as a hard link (the
-    extracted tree is in the same directory: no byte copied) or a copy. What an earlier run placed is replaced,
-    so a rerun converges."""
+    """`target` as `source`: the same symlink (added to `links`), or a hard link, or a copy."""
     if target.is_symlink() or target.exists():
         target.unlink()
     if source.is_symlink():
@@ -78,9 +69,7 @@ def arrange(root: Path, home: Path, lib: str | None = None) -> list[str]:
         elif source.exists() or source.is_symlink():
             (home / relative).parent.mkdir(parents=True, exist_ok=True)
             _place(source, home / relative, links)
-    # Development links to libraries of packages not taken (libcublas.so -> libcublas.so.12 of libcublas12):
-    # dangling, they only mislead. transformer-engine globs $CUDA_HOME/**/libnvrtc.so* at import and fails on one.
-    # Only the links placed just now: anything else in the directory is not this command's to delete.
+    # links to packages not taken mislead transformer-engine's glob for libnvrtc.so*
     for path in links:
         if path.is_symlink() and not path.exists():
             path.unlink()  # guard: toolkit-dangling-links-removed
@@ -94,8 +83,7 @@ def missing(home: Path) -> list[str]:
 
 
 def listing(home: Path, skip: tuple[str, ...]) -> dict[str, str]:
-    """Every path under `home` but the top-level names in `skip`: a file by its size, a link by its target.
-    What the stamp keeps, so a later run sees a deleted or truncated binary with one lstat per path."""
+    """Every path under `home` but the top-level names in `skip`: a file by its size, a link by its target."""
     found = {}
     for dirpath, dirnames, filenames in os.walk(home):
         if Path(dirpath) == home:
@@ -113,8 +101,7 @@ def has_cudnn_header(directory: Path) -> bool:
 
 
 def cudnn_wheel() -> Path | None:
-    """The nvidia-cudnn-cu12 wheel torch brings, in this environment: its headers are there, but the build runs
-    in uv's isolated environment and finds them only through CUDNN_PATH."""
+    """The nvidia-cudnn-cu12 wheel of this environment (the isolated build sees it only through CUDNN_PATH)."""
     for entry in sys.path:
         if entry and has_cudnn_header(Path(entry) / "nvidia" / "cudnn" / "include"):
             return Path(entry) / "nvidia" / "cudnn"

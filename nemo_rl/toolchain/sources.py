@@ -1,6 +1,4 @@
-"""The machine's own apt mirror, read from /etc/apt, as a private sources file for the suite that ships the
-toolkit. No host is written in code: the URIs (and keyring) are those of the entry for the machine's release,
-so a proxy or local mirror the machine is configured for is used as is."""
+"""The machine's own apt mirror, from /etc/apt, as a private sources file for the toolkit's suite."""
 
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ class Source:
 
 
 def parse_deb822(text: str) -> list[Source]:
-    """Stanzas of a `.sources` file with Types: deb (comments and deb-src stanzas skipped)."""
+    """The `Types: deb` stanzas of a `.sources` file."""
     sources = []
     for stanza in re.split(r"\n\s*\n", text):
         fields: dict[str, str] = {}
@@ -30,7 +28,7 @@ def parse_deb822(text: str) -> list[Source]:
         for line in stanza.splitlines():
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            if line[0].isspace() and key:  # a continuation line (a multi-line Signed-By block)
+            if line[0].isspace() and key:  # a multi-line Signed-By block
                 fields[key] += "\n" + line.strip()
                 continue
             key, _, value = line.partition(":")
@@ -65,25 +63,7 @@ def machine_sources(etc: Path = APT_ETC) -> list[Source]:
     return found
 
 
-def release_codename(os_release: Path = Path("/etc/os-release")) -> str | None:
-    try:
-        text = os_release.read_text()
-    except OSError:
-        return None
-    match = re.search(r"^VERSION_CODENAME=\"?([a-z0-9-]+)\"?$", text, re.M)
-    return match.group(1) if match else None
-
-
-UBUNTU_FIX = (
-    "Ubuntu's archive has no Debian suite, and its own nvidia-cuda-toolkit (multiverse: 12.0 in 24.04, 11.5 in "
-    "22.04) is older than transformer-engine 2.3 needs. Either install NVIDIA's CUDA 12 toolkit from NVIDIA's apt "
-    "repository for your release (the `cuda-toolkit-12-6` package, matching torch's CUDA 12.6) and set "
-    "CUDA_HOME=/usr/local/cuda-12.6, or download Debian trixie's .deb files (any Debian mirror, pool/non-free/n/"
-    "nvidia-cuda-toolkit/ and pool/main/c/cccl/; the binaries need glibc 2.34, which Ubuntu 22.04 and newer have) "
-    "into one directory and pass it with --debs")
-
-
-def _os_release_fields(os_release: Path) -> dict[str, str]:
+def os_release_fields(os_release: Path) -> dict[str, str]:
     try:
         text = os_release.read_text()
     except OSError:
@@ -91,77 +71,75 @@ def _os_release_fields(os_release: Path) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r'^([A-Z_]+)="?([^"\n]*)"?$', text, re.M)}
 
 
+def release_codename(os_release: Path = Path("/etc/os-release")) -> str | None:
+    codename = os_release_fields(os_release).get("VERSION_CODENAME", "")
+    return codename if re.fullmatch(r"[a-z0-9-]+", codename) else None
+
+
+DEBS_FIX = ("download Debian trixie's .deb files (pool/non-free/n/nvidia-cuda-toolkit/ and pool/main/c/cccl/) into "
+            "one directory and pass it with --debs")
+UBUNTU_FIX = f"install NVIDIA's `cuda-toolkit-12-6` and set CUDA_HOME=/usr/local/cuda-12.6, or {DEBS_FIX}"
+
+
 def require_debian(os_release: Path = Path("/etc/os-release")) -> None:
-    """The suite's packages come from the machine's mirror: that mirror must be Debian's archive, which holds
-    trixie. Ubuntu (and its derivatives) or another distribution is refused with what to do there."""
-    fields = _os_release_fields(os_release)
+    """The machine's mirror must be Debian's archive, which holds trixie."""
+    fields = os_release_fields(os_release)
     ident, like = fields.get("ID", ""), fields.get("ID_LIKE", "").split()
     if ident == "debian":  # guard: toolkit-only-debian-is-asked-for-trixie
         return
     name = fields.get("PRETTY_NAME") or ident or "this machine's distribution"
     if ident == "ubuntu" or "ubuntu" in like:  # guard: toolkit-ubuntu-s-sources-are-refused
-        raise NemoRLError(f"{name} is not Debian: its apt mirror does not carry Debian's suite trixie", UBUNTU_FIX)
-    raise NemoRLError(f"{name} is not Debian ({os_release} says ID={ident or 'nothing'}): its apt sources, if any, "
-                      "do not carry Debian's suite trixie",
-                      "download Debian trixie's .deb files (any Debian mirror, pool/non-free/n/nvidia-cuda-toolkit/ "
-                      "and pool/main/c/cccl/) into one directory and pass it with --debs (only dpkg-deb is needed), "
-                      "or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")
+        raise NemoRLError(f"{name} is not Debian: its mirror lacks Debian's suite trixie", UBUNTU_FIX)
+    raise NemoRLError(f"{name} is not Debian ({os_release} says ID={ident or 'nothing'})",
+                      DEBS_FIX + ", or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")
 
 
 def archive_source(sources: list[Source], codename: str | None) -> Source:
-    """The entry of the distribution's main archive: the one listing the release itself (`bookworm`, not
-    `bookworm-security` or `bookworm-updates`, which live on other hosts or lack the packages)."""
+    """The entry listing the release itself (`bookworm`, not `bookworm-security`)."""
     for source in sources:
         if codename and codename in source.suites:
             return source
     plain = [s for s in sources if any("-" not in suite and "/" not in suite for suite in s.suites)]  # guard: toolkit-the-archive-entry-not-security-s
     if plain:
         return plain[0]
-    raise NemoRLError(f"no apt source for the distribution's archive in {APT_ETC}/sources.list(.d) "
-                      f"(release {codename or 'unknown'})",
-                      "configure the machine's Debian mirror in /etc/apt/sources.list.d/, or download "
-                      "the .deb files elsewhere and pass their directory with --debs")
+    raise NemoRLError(f"no apt source for the release {codename or 'unknown'} in {APT_ETC}/sources.list(.d)",
+                      "configure a Debian mirror in /etc/apt/sources.list.d/, or pass the .deb files with --debs")
 
 
-# One value of a deb822 list field (a suite, a component): a newline in it would start a field of its own
-# (`Trusted: yes` turns off signature checks), a space another value.
+# a newline in a deb822 value would start a field of its own (`Trusted: yes`), a space another value
 _DEB822_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~_/-]*\Z")
-# A URI of the machine's mirror: anything but whitespace and control characters.
 _DEB822_URI = re.compile(r"[^\s\x00-\x1f\x7f]+\Z")
+_BREAKS = "a newline or another control character would start a line of its own in apt's sources"
 
 
 def deb822_word(value: str, what: str) -> str:
-    """`value` when it is one word apt reads as one suite or component; else a NemoRLError saying what is wrong."""
+    """`value` when apt reads it as one suite or component."""
     if not _DEB822_WORD.match(value):  # guard: toolkit-a-suite-or-component-stays-one-word
-        why = ("a newline or another control character would start a line of its own in apt's sources"
-               if values.breaks_lines(value) else "a suite or component is one word of letters, digits and . + ~ _ / -")
+        why = _BREAKS if values.breaks_lines(value) else f"a {what} is one word of letters, digits and . + ~ _ / -"
         raise NemoRLError(f"{value!r:.80} is not a {what} apt reads as one: {why}",
                           f"give the {what} by its name, such as {'trixie' if what == 'suite' else 'main'}")
     return value
 
 
 def deb822_words(value: str, what: str) -> list[str]:
-    """The space-separated words of `value` (--components); a control character anywhere is refused by name."""
+    """The space-separated words of `value` (--components)."""
     if values.breaks_lines(value.replace(" ", "")) or not value.split():  # guard: toolkit-components-with-a-newline-are
-        raise NemoRLError(f"{what} {value!r:.80} is no list of words: " + (
-            "a newline or another control character would start a line of its own in apt's sources"
-            if value.split() else "it is empty"), "separate the names by spaces, e.g. 'main contrib non-free'")
+        raise NemoRLError(f"{what} {value!r:.80} is no list of words: " + (_BREAKS if value.split() else "it is empty"),
+                          "separate the names by spaces, e.g. 'main contrib non-free'")
     return value.split()
 
 
 def private_sources(source: Source, suite: str, components: tuple[str, ...]) -> str:
-    """A deb822 stanza: the machine's mirror, the toolkit's suite and components, each checked to stay one value
-    of its field (the arguments at the parser too; the mirror's URIs come from /etc/apt)."""
+    """A deb822 stanza of the mirror, suite and components, each checked to stay one value of its field."""
     bad = [uri for uri in source.uris if not _DEB822_URI.match(uri)]
     if bad:  # guard: toolkit-a-mirror-uri-stays-one-value
         raise NemoRLError(f"the mirror URI {bad[0]!r:.120} read from {APT_ETC} holds whitespace or a control "
-                          "character, which would break the private sources stanza",
-                          f"fix that entry of {APT_ETC}/sources.list(.d), or pass the .deb files with --debs")
+                          "character", f"fix that entry of {APT_ETC}/sources.list(.d), or pass .deb files with --debs")
     deb822_word(suite, "suite")
     for component in components:
         deb822_word(component, "component")
     lines = ["Types: deb", f"URIs: {' '.join(source.uris)}", f"Suites: {suite}",
              f"Components: {' '.join(components)}"]
-    if source.signed_by:  # a key embedded in the stanza keeps its continuation lines
+    if source.signed_by:
         lines.append("Signed-By: " + source.signed_by.replace("\n", "\n "))
     return "\n".join(lines) + "\n"

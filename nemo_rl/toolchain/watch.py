@@ -1,10 +1,4 @@
-"""`nemo-rl toolchain watch [--dir DIR] [--once]`: the progress of the transformer-engine build uv is running.
-
-uv builds transformer-engine-torch's sdist in its cache (`sdists-v*/.../transformer-engine-torch/VERSION/REVISION/
-src`); torch's extension build writes a `build.ninja` there listing every object it compiles, and each object
-appears when its compile ends. Objects present of those listed, the time since `build.ninja` was written and
-the rest at the rate so far are what a line says.
-"""
+"""`nemo-rl toolchain watch`: the objects compiled of those the transformer-engine build's build.ninja lists."""
 
 from __future__ import annotations
 
@@ -17,8 +11,8 @@ from pathlib import Path
 from nemo_rl import values, verbose
 
 HELP = "show the progress of the transformer-engine build `uv sync --extra mcore` runs: objects compiled, time"
-DESCRIPTION = (HELP + ". Run it beside the build, in a second terminal, as `uv run --no-sync nemo-rl toolchain "
-               "watch` (a plain `uv run` waits for the build's lock). Exit 0 when the build compiled every object.")
+DESCRIPTION = (HELP + ". Run `uv run --no-sync nemo-rl toolchain watch` beside the build (a plain `uv run` waits "
+               "for it). Exit 0 when every object is compiled.")
 PACKAGE = "transformer-engine-torch"
 _OBJECT = re.compile(r"^build ([^:$|]+\.o):", re.MULTILINE)
 
@@ -32,7 +26,6 @@ class Progress:
 
     @property
     def remaining(self) -> float | None:
-        """Seconds left at the rate so far; None before the first object."""
         if self.done == 0:  # guard: watch-no-estimate-before-the-first-object
             return None
         return self.elapsed / self.done * (self.total - self.done)
@@ -50,15 +43,14 @@ def _minutes(seconds: float) -> str:
 
 
 def progress(ninja: Path, now: float | None = None) -> Progress:
-    """The progress of the build `ninja` describes (object paths are relative to its directory)."""
+    """The progress of the build `ninja` describes."""
     objects = set(_OBJECT.findall(ninja.read_text(errors="replace")))
     done = sum(1 for name in objects if (ninja.parent / name.replace("$ ", " ")).is_file())
     return Progress(ninja, done, len(objects), max(0.0, (now or time.time()) - ninja.stat().st_mtime))
 
 
 def find_build(root: Path) -> Path | None:
-    """The newest build.ninja of a transformer-engine-torch build under `root`: a build tree, its source
-    directory (setuptools builds in build/temp.*) or a uv cache."""
+    """The newest build.ninja of a transformer-engine-torch build under `root` (a build tree or a uv cache)."""
     patterns = ("build.ninja", "build/*/build.ninja", f"sdists-v*/*/{PACKAGE}/**/build.ninja",
                 f"sdists-v*/index/*/{PACKAGE}/**/build.ninja")
     found = [path for pattern in patterns for path in root.glob(pattern)]
@@ -70,7 +62,7 @@ def _seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = 0.0
-    if not seconds > 0:  # guard: watch-every-is-a-positive-number-of-seconds; nan and 0 would spin
+    if not seconds > 0:  # guard: watch-every-is-a-positive-number-of-seconds
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return seconds
 
@@ -92,9 +84,9 @@ def run(project: Path | None, args: argparse.Namespace) -> int:
     ninja = find_build(root) if root else None
     while ninja is None:
         if args.once:  # guard: watch-once-without-a-build-is-an-error
-            raise NemoRLError(f"no {PACKAGE} build in {root or 'uv cache'} (no build.ninja under its sdists)",
-                              "start the build first (`uv sync --locked --extra mcore`); its compile writes "
-                              "build.ninja a minute in, or pass the build tree with --dir")
+            raise NemoRLError(f"no {PACKAGE} build in {root or 'uv cache'}",
+                              "start `uv sync --locked --extra mcore` and wait a minute, or pass the build tree with "
+                              "--dir")
         time.sleep(args.every)
         ninja = find_build(root) if root else None
     while True:

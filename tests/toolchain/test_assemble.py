@@ -1,5 +1,5 @@
-"""`nemo-rl toolchain cuda DIR` (nemo_rl/toolchain/assemble.py): its stamp, its lock, a directory it did not make,
---debs missing a package. The real assembly runs in the cuda_toolkit tier."""
+"""nemo_rl/toolchain/assemble.py: the stamp, the lock, a foreign directory, --debs; the real assembly in the
+cuda_toolkit tier."""
 
 from __future__ import annotations
 
@@ -10,19 +10,16 @@ from pathlib import Path
 import pytest
 from fakes import _never_hangs, fake_package_tree
 
+from nemo_rl import codec
 from nemo_rl.cli import main
 from nemo_rl.errors import NemoRLError
 from nemo_rl.toolchain import apt, assemble, layout, sources
 
 
 def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
-    from nemo_rl.toolchain import assemble
-
     os.mkfifo(tmp_path / assemble.STAMP)
     assert _never_hangs(f"from pathlib import Path; from nemo_rl.toolchain import assemble; "
-                        f"print(assemble._stamp(Path({str(tmp_path)!r})))") == "None"
-
-
+                        f"print(assemble.read_stamp(Path({str(tmp_path)!r})))") == "None"
 
 
 def stamped_toolkit(tmp_path: Path) -> Path:
@@ -30,9 +27,13 @@ def stamped_toolkit(tmp_path: Path) -> Path:
     root, home = tmp_path / "root", tmp_path / "cuda"
     fake_package_tree(root, layout.triplet())
     assert layout.arrange(root, home) == []
-    assemble._write_stamp(home, {"packages": {"nvidia-cuda-toolkit": "12.4.131~12.4.1-3"}, "nvcc": "12.4",
-                                 "suite": "trixie", "files": assemble._listing(home)})
+    write_stamp(home, assemble.Stamp({"nvidia-cuda-toolkit": "12.4.131~12.4.1-3"}, "12.4", "trixie",
+                                     assemble._listing(home)))
     return home
+
+
+def write_stamp(home: Path, stamp: assemble.Stamp) -> None:
+    codec.write(home / assemble.STAMP, stamp, assemble.STAMP_VERSION)
 
 
 class Reassembling(Exception):
@@ -72,10 +73,10 @@ def test_a_binary_deleted_after_assembly_is_not_trusted_on_the_stamp(tmp_path, m
     monkeypatch.setattr(assemble, "verify", lambda *a: verified.append(a) or ("12.4", (90,)))
     assert assemble.assemble(home).reused and verified  # the control: as assembled, verified and reused
     (home / "bin" / "fatbinary").write_text("")  # truncated: the name is there, the size is not
-    assert assemble._damage(home, assemble._stamp(home)) == "1 changed (bin/fatbinary)"
+    assert assemble._damage(home, assemble.read_stamp(home)) == "1 changed (bin/fatbinary)"
     (home / "nvvm" / "bin" / "cicc").unlink()  # gone (a REQUIRED path: caught by the list, not only by REQUIRED)
     (home / "include" / "crt").rename(home / "include" / "crt-moved")
-    assert "missing" in assemble._damage(home, assemble._stamp(home))
+    assert "missing" in assemble._damage(home, assemble.read_stamp(home))
     verified.clear()
 
     def reassemble(os_release):
@@ -143,12 +144,22 @@ def test_a_reassembly_removes_the_stamp_before_it_starts(tmp_path, monkeypatch):
 def test_a_hand_written_stamp_does_not_skip_the_layout_check(tmp_path, monkeypatch):
     home = stamped_toolkit(tmp_path)
     (home / "bin" / "nvcc").unlink()
-    assemble._write_stamp(home, {"packages": {}, "files": {}})
-    assert "bin/nvcc" in assemble._damage(home, assemble._stamp(home))
+    write_stamp(home, assemble.Stamp({}, "12.4", "trixie", {}))
+    assert "bin/nvcc" in assemble._damage(home, assemble.read_stamp(home))
     monkeypatch.setattr(assemble, "verify", lambda *a: pytest.fail("trusted a stamp over a missing nvcc"))
     monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
     with pytest.raises(Reassembling):
         assemble.assemble(home)
+
+
+def test_a_stamp_of_another_version_is_assembled_again(tmp_path, monkeypatch):
+    home = stamped_toolkit(tmp_path)
+    codec.write(home / assemble.STAMP, assemble.read_stamp(home), assemble.STAMP_VERSION + 1)
+    monkeypatch.setattr(assemble, "verify", lambda *a: pytest.fail("trusted a stamp of another version"))
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(home)
+    assert not (home / assemble.STAMP).exists()
 
 
 def test_one_lock_however_the_directory_is_spelled(tmp_path, monkeypatch):

@@ -41,7 +41,7 @@ HOSTILE = [
     (["--suite", "trixie\nTrusted: yes"], "argument --suite: 'trixie\\nTrusted: yes' is not a suite apt reads as one: "
      "a newline or another control character would start a line of its own in apt's sources"),
     (["--suite", "trixie Trusted: yes"], "argument --suite: 'trixie Trusted: yes' is not a suite apt reads as one: "
-     "a suite or component is one word of letters, digits and . + ~ _ / -"),
+     "a suite is one word of letters, digits and . + ~ _ / -"),
     (["--suite", "trixie\x1b"], "is not a suite apt reads as one: a newline or another control character"),
     (["--components", "main\nTrusted: yes"], "argument --components: --components 'main\\nTrusted: yes' is no list "
      "of words: a newline or another control character would start a line of its own in apt's sources"),
