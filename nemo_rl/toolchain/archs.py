@@ -59,13 +59,19 @@ def fatbin_archs(path: Path) -> Archs | None:
                           "run `uv cache clean PACKAGE` for the distribution that ships it, then pack again") from exc
 
 
-def _fatbin_archs(path: Path) -> Archs | None:
+def _read_section(path: Path, name: bytes, limit: int | None = None) -> bytes | None:
     with open(path, "rb") as fh:
-        where = _section(fh, b".nv_fatbin", os.fstat(fh.fileno()).st_size)
+        where = _section(fh, name, os.fstat(fh.fileno()).st_size)
         if where is None:
             return None
         fh.seek(where[0])
-        data = fh.read(where[1])
+        return fh.read(where[1] if limit is None else min(where[1], limit))
+
+
+def _fatbin_archs(path: Path) -> Archs | None:
+    data = _read_section(path, b".nv_fatbin")
+    if data is None:
+        return None
     sm: set[int] = set()
     ptx: set[int] = set()
     pos = 0
@@ -118,12 +124,7 @@ def runs_on(archs: Archs, gpu: int) -> bool:
 def host_compilers(path: Path) -> tuple[str, ...]:
     """The compilers named in `path`'s ELF `.comment` section: what built the extension."""
     try:
-        with open(path, "rb") as fh:
-            where = _section(fh, b".comment", os.fstat(fh.fileno()).st_size)
-            if where is None:
-                return ()
-            fh.seek(where[0])
-            data = fh.read(min(where[1], 1 << 16))
+        data = _read_section(path, b".comment", 1 << 16) or b""
     except (OSError, ValueError, struct.error, OverflowError):
         return ()
     lines = (line.decode("utf-8", "replace").strip() for line in data.split(b"\0"))
