@@ -160,14 +160,14 @@ def test_a_bundle_of_this_user_s_is_linked_and_an_edit_after_is_refused_by_the_n
     old = time.time() - 60  # older than the racy window: the node copy's stamp records them
     for name in files:
         os.utime(cache / name, (old, old))
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     seen = _inodes(monkeypatch, files)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["archive-v0/abc/mine.py"] == os.stat(cache / "archive-v0/abc/mine.py").st_ino
     assert seen[0]["archive-v0/abc/shared.py"] != os.stat(cache / "archive-v0/abc/shared.py").st_ino
     (cache / "archive-v0/abc/mine.py").write_text("Z\n")  # an edit in place: its mtime moves
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert len(seen) == 1  # refused before uv installed anything
 
 
@@ -175,7 +175,7 @@ def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     bundle = fake_bundle(world, tmp_path / "bundle")
     index = bundle / bundles.CACHE / "simple-v1" / "index"
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     planted = tmp_path / "planted"
     planted.write_bytes(index.read_bytes())  # the same bytes, but others may write them after the hash
     planted.chmod(0o666)
@@ -188,5 +188,5 @@ def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world
 
     monkeypatch.setattr(os, "link", swapped)
     seen = _inodes(monkeypatch, ["simple-v1/index"])
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["simple-v1/index"] != os.stat(index).st_ino
