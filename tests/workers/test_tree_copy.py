@@ -160,14 +160,14 @@ def test_a_bundle_of_this_user_s_is_linked_and_an_edit_after_is_refused_by_the_n
     old = time.time() - 60  # older than the racy window: the node copy's stamp records them
     for name in files:
         os.utime(cache / name, (old, old))
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     seen = _inodes(monkeypatch, files)
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["archive-v0/abc/mine.py"] == os.stat(cache / "archive-v0/abc/mine.py").st_ino
     assert seen[0]["archive-v0/abc/shared.py"] != os.stat(cache / "archive-v0/abc/shared.py").st_ino
     (cache / "archive-v0/abc/mine.py").write_text("Z\n")  # an edit in place: its mtime moves
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert len(seen) == 1  # refused before uv installed anything
 
 
@@ -175,7 +175,7 @@ def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     bundle = fake_bundle(world, tmp_path / "bundle")
     index = bundle / bundles.CACHE / "simple-v1" / "index"
-    manifest = bundles.check(bundle, world.project, FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     planted = tmp_path / "planted"
     planted.write_bytes(index.read_bytes())  # the same bytes, but others may write them after the hash
     planted.chmod(0o666)
@@ -188,5 +188,36 @@ def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world
 
     monkeypatch.setattr(os, "link", swapped)
     seen = _inodes(monkeypatch, ["simple-v1/index"])
-    bundles.sync_from(bundle, world.project, FLAGS, tmp_path / "env", manifest)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["simple-v1/index"] != os.stat(index).st_ino
+
+
+@pytest.mark.parametrize("linked", [True, False], ids=["linked", "copied"])
+def test_each_bundle_file_is_read_once_and_the_copy_records_what_it_made(tmp_path, monkeypatch, linked):
+    """One pass over the bytes: a copied file is hashed as it is read from the bundle and written, a linked one
+    as it is read; nothing of the copy is read back. Each file's record is its size, hash and identity as made."""
+    import hashlib
+
+    source, target = tmp_path / "bundle", tmp_path / "copy"
+    files = {"archive-v0/abc/big.so": os.urandom(3 << 20), "archive-v0/abc/a.py": b"X = 1\n", "simple-v1/i": b""}
+    for name, data in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(data)
+    target.mkdir()
+    if not linked:
+        monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # another owner's, or filesystem
+    read: dict[str, int] = {}
+    real_read = os.read
+
+    def counted(fd, n):
+        block = real_read(fd, n)
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        read[name] = read.get(name, 0) + len(block)
+        return block
+
+    monkeypatch.setattr(os, "read", counted)
+    copied = tree_copy.copy_cache(source, target, tmp_path)
+    assert copied == {name: (len(data), hashlib.sha256(data).hexdigest(),
+                             tree_copy.identity(os.lstat(target / name))) for name, data in files.items()}
+    opened = str(target if linked else source)  # a link's bytes are the bundle's inode, read through the copy's name
+    assert read == {f"{opened}/{name}": len(data) for name, data in files.items()}
