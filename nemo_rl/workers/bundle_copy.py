@@ -1,6 +1,6 @@
 """A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
 
-Every file is hard-linked, when only this user or root may write it, or else copied by the kernel, into a directory
+Every file is hard-linked, when only this user or root may write it, or else copied, into a directory
 of this user's (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and
 the copy is what is hashed, each file as it is read: nobody else can change what was hashed. A node builds several
 environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
