@@ -1,6 +1,6 @@
 """A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
 
-Every file is hard-linked, when only this user or root may write it, or else copied by the kernel, into a directory
+Every file is hard-linked, when only this user or root may write it, or else copied, into a directory
 of this user's (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and
 the copy is what is hashed, each file as it is read: nobody else can change what was hashed. A node builds several
 environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
@@ -31,9 +31,8 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache, why_not_ours
-from nemo_rl.workers.tree_copy import copy_cache
+from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity
 
-Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 STAMP_VERSION = 1
@@ -42,10 +41,6 @@ Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bun
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
 Digest = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], Content]
 Sealed = Callable[[Content], None]  # raises when a content is not the bundle's (with its CUDA record and manifest)
-
-
-def identity(info: os.stat_result) -> Identity:
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
 
 
 def node_lock(root: Path) -> Path:
@@ -99,11 +94,13 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
     try:
         cache = copy / CACHE
         progress(f"copying bundle {bundle} into this node's copy {copy}")
+        started = time.time_ns()
         copied = copy_cache(bundle / CACHE, cache, bundle)
         hashes: dict[str, str] = {}
-        content = digest_of(cache, copied, hashes)  # the names and links walked again; each file hashed once
+        # the names and links walked again; each file's hash is the copy's
+        content = digest_of(cache, {relative: (size, sha) for relative, (size, sha, _) in copied.items()}, hashes)
         sealed(content)  # guard: never-the-node-s-copy-is-checked
-        _write_stamp(copy, Stamp(digest, content, {}), hashes)
+        _write_stamp(copy, Stamp(digest, content, {}), hashes, copied, started)
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
@@ -196,12 +193,12 @@ def stamp_digest(copy: Path) -> str | None:
     return stamp.digest if stamp is not None else None
 
 
-def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str]) -> None:
-    now = time.time_ns()
+def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str], copied: dict[str, Copied], started: int) -> None:
+    """`stamp` with each file's identity as the copy made it (`copied`, every identity taken after `started`)."""
     files = {}
     for relative, sha in hashes.items():
-        kept = identity(os.lstat(copy / CACHE / relative))
-        if now - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
+        kept = copied[relative][2] if relative in copied else None  # one the copy did not make: hashed next time
+        if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
             files[relative] = (kept, sha)
     codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
 

@@ -1,10 +1,10 @@
 """Copying a bundle's uv cache file by file, and linking a tree of this user's files: the primitives under a
 node's copy (bundle_copy). Each bundle file is read once: a file only this user or root may write, on the
 destination's filesystem, is hard-linked and hashed as it is read (nobody else can change the bytes hashed; an
-edit of ours moves its mtime, which the node copy's stamp notices); any other is copied by the kernel
-(`copy_file_range`, else `sendfile`) and the copy hashed from the page cache as it is made (threads: the kernel
-writes one file while another is hashed). Never through a link, FIFO or device swapped in; one file that cannot
-be copied ends the copy, and so does a signal, within a file."""
+edit of ours moves its mtime, which the node copy's stamp notices); any other is copied in one pass, each block
+hashed as it is read and then written (threads: one file is read or written while another is hashed). Never
+through a link, FIFO or device swapped in; one file that cannot be copied ends the copy, and so does a signal,
+within a file."""
 
 from __future__ import annotations
 
@@ -18,31 +18,37 @@ from pathlib import Path
 from nemo_rl import interrupt
 from nemo_rl.errors import NemoRLError
 
-KERNEL_FALLBACK = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
+BLOCK = 1 << 20  # hashlib releases the GIL on an update this large
 # a link refused: another filesystem or mount (a read-only bind mount), fs.protected_hardlinks, too many links
 LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP}
+Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
+Copied = tuple[int, str, Identity]  # a file of the copy: size, sha256, its identity once made
 
 
-def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, tuple[int, str]]:
+def identity(info: os.stat_result) -> Identity:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
+
+
+def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
     """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
     checked on the copy), files hard-linked where `linkable`, else copied without group's and others'
-    write bits, setuid or setgid. Returns each file's (size, sha256) by its path relative to `source`, read from
-    the copy as it is made: the kernel writes one file while another is hashed."""
+    write bits, setuid or setgid. Returns each file's (size, sha256, identity) by its path relative to `source`,
+    as the copy made it: its bytes hashed as they were read, its identity taken once it was complete."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
     device = os.stat(target).st_dev
+    skip = len(str(source)) + 1
 
     failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
 
-    def copied(pair: tuple[str, str]) -> tuple[str, tuple[int, str]]:
+    def copied(pair: tuple[str, str]) -> tuple[str, Copied]:
         if failed.is_set():
-            return "", (0, "")
+            return "", (0, "", (0, 0, 0, 0, 0))
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
-            if not _linked(pair[0], pair[1], device):
-                _copy_file(pair[0], pair[1], bundle)
-            return os.path.relpath(pair[0], source), _hashed(pair[1])
+            made = _linked(pair[0], pair[1], device)
+            return pair[0][skip:], made if made is not None else _copy_file(pair[0], pair[1], bundle)
         except BaseException:
             failed.set()
             raise
@@ -61,35 +67,41 @@ def linkable(info: os.stat_result, device: int) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_dev == device
 
 
-def _linked(path: str, target: str, device: int) -> bool:
-    """Hard-link `path` at `target` when linkable; False (nothing at `target`) when it is not, or the link is
-    refused."""
+def _linked(path: str, target: str, device: int) -> Copied | None:
+    """Hard-link `path` at `target` when linkable, and hash it; None (nothing at `target`) when it is not, or the
+    link is refused."""
     if not linkable(os.lstat(path), device):
-        return False
+        return None
     try:
         os.link(path, target, follow_symlinks=False)
     except OSError as exc:
         if exc.errno not in LINK_FALLBACK:
             raise
-        return False
-    if linkable(os.lstat(target), device):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
-        return True
+        return None
+    info = os.lstat(target)
+    if linkable(info, device):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
+        with open(target, "rb") as fh:  # only this user or root writes it: what is hashed is what stays
+            size, sha = _hash_and_write(fh.fileno(), None)
+        return size, sha, identity(info)
     os.unlink(target)
-    return False
+    return None
 
 
-def _hashed(path: str) -> tuple[int, str]:
-    """(size, sha256) of a file of the copy (only this user or root writes it): a linked one read once, a copied one
-    from the page cache just filled."""
+def _hash_and_write(source: int, target: int | None) -> tuple[int, str]:
+    """(size, sha256) of all of `source` from its offset, each block hashed as it is read and written to
+    `target` when given: one pass over the bytes."""
     digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)  # releases the GIL: the other threads copy meanwhile
-            size += len(block)
+    while block := os.read(source, BLOCK):
+        digest.update(block)  # releases the GIL: the other threads read and write meanwhile
+        size += len(block)
+        if target is not None:
+            view = memoryview(block)
+            while view:
+                view = view[os.write(target, view):]
     return size, digest.hexdigest()
 
 
-def _copy_file(path: str, target: str, bundle: Path) -> None:
+def _copy_file(path: str, target: str, bundle: Path) -> Copied:
     if not stat.S_ISREG(os.lstat(path).st_mode):  # guard: a-fifo-in-a-bundle-is-refused-by-the; looked at before it is opened: opening a device acts on it
         raise _not_a_file(path, bundle)
     try:  # never follows a link swapped in, never waits on a FIFO swapped in
@@ -105,8 +117,9 @@ def _copy_file(path: str, target: str, bundle: Path) -> None:
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,  # guard: copies-into-the-working-cache-lose-group
                       info.st_mode & 0o755)  # uv keeps a cached file's mode in the environment
         try:
-            _kernel_copy(fd, out)
+            size, sha = _hash_and_write(fd, out)
             os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+            return size, sha, identity(os.fstat(out))
         finally:
             os.close(out)
     finally:
@@ -117,19 +130,6 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
     return NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a link swapped in, a FIFO, "
                        "socket or device: a bundle holds only regular files and links)",
                        f"copy the bundle again from the builder: {bundle}")
-
-
-def _kernel_copy(source: int, target: int) -> None:
-    """All of `source` from its offset into `target`, with no byte through Python."""
-    try:
-        while os.copy_file_range(source, target, 1 << 30):
-            pass
-        return
-    except OSError as exc:  # another filesystem, or one that does not do it: sendfile does the rest
-        if exc.errno not in KERNEL_FALLBACK:
-            raise
-    while os.sendfile(target, source, None, 1 << 30):
-        pass
 
 
 def link_tree(source: Path, target: Path) -> None:

@@ -520,6 +520,8 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     calls, real = [], tree_copy._hashed  # each file, linked or copied
     manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    calls, real = [], tree_copy._linked  # each file, linked or copied
 
     def signalled_midway(*args):
         calls.append(args[0])
@@ -527,13 +529,15 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
             interrupt.record(signal.SIGTERM)  # what the handler does when the signal comes
         return real(*args)
 
-    monkeypatch.setattr(tree_copy, "_hashed", signalled_midway)
+    monkeypatch.setattr(tree_copy, "_linked", signalled_midway)
     monkeypatch.setattr(interrupt, "_received", [])
     with pytest.raises(interrupt.Interrupted):
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
         bundles.content_digest(bundle / bundles.CACHE)
+
+
 def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path, monkeypatch, capsys):
     """SIGINT while the new environment is verified (after "worker environment ready"): exit 130 and the message
     names the environment as built, never "nothing was changed"; the environment is there for the next build."""

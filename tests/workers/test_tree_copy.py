@@ -190,3 +190,31 @@ def test_a_name_swapped_between_the_look_and_the_link_is_copied_not_linked(world
     seen = _inodes(monkeypatch, ["simple-v1/index"])
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["simple-v1/index"] != os.stat(index).st_ino
+
+
+@pytest.mark.parametrize("linked", [True, False], ids=["linked", "copied"])
+def test_each_bundle_file_is_read_once_and_the_copy_records_what_it_made(tmp_path, monkeypatch, linked):
+    """One pass over the bytes: a copied file is hashed as it is read from the bundle and written, a linked one
+    as it is read; nothing of the copy is read back. Each file's record is its size, hash and identity as made."""
+    import hashlib
+
+    source, target = tmp_path / "bundle", tmp_path / "copy"
+    files = {"archive-v0/abc/big.so": os.urandom(8 << 20), "archive-v0/abc/a.py": b"X = 1\n", "simple-v1/i": b""}
+    for name, data in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(data)
+    target.mkdir()
+    if not linked:
+        monkeypatch.setattr(tree_copy, "linkable", lambda info, device: False)  # another owner's, or filesystem
+
+    def read_so_far() -> int:  # every read(2) of this process, whichever way it was made
+        io = Path("/proc/self/io").read_text()
+        return int(io.split("rchar: ")[1].split()[0])
+
+    before = read_so_far()
+    copied = tree_copy.copy_cache(source, target, tmp_path)
+    read = read_so_far() - before
+    assert copied == {name: (len(data), hashlib.sha256(data).hexdigest(),
+                             tree_copy.identity(os.lstat(target / name))) for name, data in files.items()}
+    total = sum(map(len, files.values()))
+    assert total <= read < 1.5 * total, (read, total)
