@@ -518,8 +518,6 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
-    calls, real = [], tree_copy._hashed  # each file, linked or copied
-    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     calls, real = [], tree_copy._linked  # each file, linked or copied
 
