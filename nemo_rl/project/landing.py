@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import os
 import re
 import shlex
@@ -22,7 +21,7 @@ from pathlib import Path
 from nemo_rl import interrupt, locks, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import journal
-from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root, write_atomic
+from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
 
 DRY_RUN_PREFIX = "nemo-rl-dry-run-"
 
@@ -171,8 +170,7 @@ class Staging:
                               "run the command again")
         moves = [name for name in (*self.files, *self.directories) if (self.path / name).exists()]
         # what each path held when staged goes with the moves: `deps recover` lands nothing over a later edit either
-        record = {"moves": moves, "before": {n: self.copied[n] for n in moves}}  # guard: bump-the-journal-records-what-each-path
-        write_atomic(self.path / journal.JOURNAL, json.dumps(record))
+        journal.write(self.path, moves, {n: self.copied[n] for n in moves})  # guard: bump-the-journal-records-what-each-path
         journal.finish(self.project, self.path)
 
 

@@ -79,7 +79,7 @@ def killed_landing(world, monkeypatch):
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
     before = {"uv.lock": journal.digest(world.project / "uv.lock")}
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["uv.lock"], "before": before}))
 
 
 def applied_nowhere(world, monkeypatch):
