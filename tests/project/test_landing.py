@@ -216,7 +216,7 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
         assert [p.name for p in elsewhere.iterdir()] == []
         patches.unlink()
         moved.rename(patches)
-        # a journal an older nemo-rl left in a .nemo-rl link: refused, and the fix it gives works
+        # a journal in a .nemo-rl link: refused, and the fix it gives works
         shutil.rmtree(world.project / ".nemo-rl", ignore_errors=True)
         (world.project / ".nemo-rl").symlink_to(elsewhere)
         staging = elsewhere / "staging-1-x"
@@ -287,7 +287,7 @@ def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
     with pytest.raises(NemoRLError, match="No space left on device") as refused:
         with staging:
             pytest.fail("staged on a full disk")
-    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
+    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.what
     assert not staging.path.exists() and not (world.project / state_dir.STAGING_ROOT / staging.path.name).exists()
 
 
@@ -336,8 +336,8 @@ def test_a_linked_project_file_is_named_before_a_bump_starts_and_its_fix_works(w
     capsys.readouterr()
     assert deps(world, "bump", "megatron-core", "--rev", new_rev) == 1
     captured = capsys.readouterr()
-    assert captured.err.startswith(f"error: {world.project / name} is a symbolic link (to {outside}): this command "
-                                   f"would land a new {name} over the link"), captured.err
+    assert captured.err.startswith(f"error: {world.project / name} is a symbolic link (to {outside}), which a "
+                                   "landing would replace"), captured.err
     assert "fetching" not in captured.err  # before any work
     assert outside.read_bytes() == before and (world.project / name).is_symlink()
     assert not (world.project / state_dir.STAGING_ROOT).exists() or not any(
