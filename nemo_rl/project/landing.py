@@ -38,8 +38,7 @@ def require_no_links(project: Path, names: Sequence[str]) -> None:
         if path.is_symlink():  # guard: landing-a-linked-project-file-is-named
             target = os.readlink(path)
             copy = "cp -R" if path.is_dir() else "cp"
-            raise NemoRLError(f"{path} is a symbolic link (to {target}), which a landing would replace; nothing was "
-                              "changed",
+            raise NemoRLError(f"{path} is a symbolic link (to {target}), which a landing would replace",
                               f"put the file itself in place of the link (`cd {shlex.quote(str(project))} && rm "
                               f"{shlex.quote(name)} && {copy} {shlex.quote(str(path.parent / target))} "
                               f"{shlex.quote(name)}`), then run again")

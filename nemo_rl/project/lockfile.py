@@ -175,10 +175,8 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     where = f"[tool.nemo-rl.forks.{dist}]"
     values.distribution_name(dist, where)  # guard: trust-fork-key-is-a-distribution-name
     if not isinstance(source, dict) or "git" not in source or "rev" not in source:
-        raise NemoRLError(
-            f"{where} has no matching git source with a rev in [tool.uv.sources]",
-            f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
-        )
+        raise NemoRLError(f"{where} has no matching git source with a rev in [tool.uv.sources]",
+                          f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]')
     rev = string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
     bad_rev = None
     try:

@@ -50,10 +50,8 @@ class Project:
         for candidate in (here, *here.parents):
             if (found := cls._if_project(candidate)) is not None:
                 return found
-        raise ProjectNotFound(
-            f"no pyproject.toml with a [tool.nemo-rl.forks] table at or above {here}",
-            "run inside the nemo-rl checkout, or pass --project DIR",
-        )
+        raise ProjectNotFound(f"no pyproject.toml with a [tool.nemo-rl.forks] table at or above {here}",
+                              "run inside the nemo-rl checkout, or pass --project DIR")
 
     @classmethod
     def _if_project(cls, directory: Path) -> Project | None:
@@ -117,10 +115,8 @@ class Project:
     def fork(self, distribution: str) -> Fork:
         known = {f.distribution: f for f in self.forks}
         if distribution not in known:
-            raise NemoRLError(
-                f"{distribution!r} is not a fork pinned by this project",
-                f"choose one of: {', '.join(sorted(known)) or '(none declared)'}",
-            )
+            raise NemoRLError(f"{distribution!r} is not a fork pinned by this project",
+                              f"choose one of: {', '.join(sorted(known)) or '(none declared)'}")
         return known[distribution]
 
     @cached_property
