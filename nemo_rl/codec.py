@@ -1,6 +1,5 @@
-"""Each on-disk record declared once: a frozen dataclass, written as JSON with a `version` field through one
-writer and read back through one reader. A record of another version or shape is rebuilt (the reader returns
-None), never migrated."""
+"""Each on-disk record is a frozen dataclass, written as JSON with a `version` by one writer and read back by one
+reader; a record of another version or shape is rebuilt (read returns None), never migrated."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ class _Wrong(Exception):
 
 
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
-    """`record` (a dataclass) at `path`, atomically, with `version`; the fields named in `given` are left out (the
-    reader is given them: the record's own path)."""
+    """`record` (a dataclass) at `path`, atomically, with `version`; the fields in `given` are left out."""
     from nemo_rl.project import state_dir
 
     fields = {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
@@ -30,9 +28,8 @@ def write(path: Path, record: Any, version: int, *, mode: int | None = None, giv
 
 def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
              **given: Any) -> T | None:
-    """The record at `file`; None when it is missing, or of another version or shape (rebuild it). With `fix`, a
-    record of this version that does not read is not rebuildable: a NemoRLError naming `fix` (and `name`, what the
-    record is). `given`: fields the file leaves out (codec.write's `given`)."""
+    """The record at `file`; None when missing or of another version or shape. With `fix`, an unreadable record
+    of this version is a NemoRLError naming `fix`. `given`: the fields write left out."""
     try:
         data = json.loads(values.read_plain_file(file))
     except FileNotFoundError:
@@ -65,7 +62,6 @@ def _plain(value: Any) -> Any:
 
 
 def _value(kind: Any, data: Any, given: dict[str, Any] | None = None) -> Any:
-    """`data` (parsed JSON) as `kind`, checked all the way down; _Wrong when it is not one."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         if not isinstance(data, dict):

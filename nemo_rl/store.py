@@ -1,7 +1,5 @@
-"""nemo-rl's store: directories of this user's alone (worker environments, node copies of bundles, fork caches,
-lock-check copies, dry runs), each checked once per process when opened: this user's, mode 0700, not a link, on a
-filesystem that locks. What is inside is the user's and is trusted; bundles, made by others, are checked where
-they are read."""
+"""nemo-rl's store: directories of this user's alone, checked once per process when opened (this user's, mode
+0700, not a link, on a filesystem that locks). What is inside is trusted."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from nemo_rl.errors import NemoRLError
 
 
 def open_store(path: Path, setting: str) -> Path:
-    """`path` (named by the setting `setting`), made mode 0700 when missing, then checked once per process."""
+    """`path` (named by `setting`), made mode 0700 when missing, then checked once per process."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.mkdir(mode=0o700, exist_ok=True)  # guard: settings-a-private-directory-is-made
@@ -30,20 +28,19 @@ def open_store(path: Path, setting: str) -> Path:
 def _checked(path: Path, setting: str) -> Path:
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):  # guard: store-a-link-is-refused
-        raise NemoRLError(f"{path} is a symbolic link: nemo-rl keeps its store only in a directory of yours",
+        raise NemoRLError(f"{path} is a symbolic link, not a directory of yours",
                           f"replace it with a directory: `rm {path} && mkdir -m 700 {path}`")
     if info.st_uid != os.geteuid():  # guard: store-another-owner-is-refused
-        raise NemoRLError(f"{path} belongs to uid {info.st_uid}, not to you: nemo-rl keeps its store only in a "
-                          "directory of yours (share environments as bundles, `nemo-rl envs pack`)",
+        raise NemoRLError(f"{path} belongs to uid {info.st_uid}, not to you (share environments as bundles)",
                           f"point {setting} at a directory of your own")
     if info.st_mode & 0o077:  # guard: store-a-looser-mode-is-refused
-        raise NemoRLError(f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: others may reach into it, and "
-                          "nemo-rl trusts what its store holds", f"`chmod 700 {path}`")
+        raise NemoRLError(f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: others may reach into it",
+                          f"`chmod 700 {path}`")
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        locks._flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a filesystem without locks is named with its fix
+        locks._flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        pass  # held: it locks
+        pass
     finally:
         os.close(fd)
     return path

@@ -1,5 +1,5 @@
-"""Checks for values read from files or typed by users, applied once where they are read: a value that passes
-is safe to hand to git (it cannot be read as an option) and to join to a path (it cannot leave its root)."""
+"""Checks for values read from files or typed by users, applied where they are read: a value that passes cannot
+be read by git as an option, nor leave its root when joined to a path."""
 
 from __future__ import annotations
 
@@ -14,16 +14,12 @@ from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # guard: values-a-sha-ends-at-the-end-not-before; \Z: `$` would also match before a final newline
-# PEP 508 distribution names (PEP 503 normalises them): letters, digits, '.', '_', '-', starting and ending
-# with a letter or digit, so never '..', '/', or a leading '-'.
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # guard: values-a-sha-ends-at-the-end-not-before
+# PEP 508 names: never '..', '/', or a leading '-'; \Z, since `$` matches before a final newline
 DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # guard: values-a-name-ends-at-the-end
-# What git's check-ref-format allows, minus what could be read as an option or escape a ref namespace.
 _BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|(//)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(\.lock\Z)|(/\Z)|(\.\Z)")
-# A control character (a newline above all) in a path written into a .pth file or a script starts a new line,
-# and a .pth line that starts with `import` runs in every Python of the environment.
+# a newline in a .pth file starts a line, and one starting with `import` runs in every Python there
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# no whitespace and no control character (a terminal escape in a URL read from pyproject.toml)
 _URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"  # guard: values-a-url-ends-at-the-end
                   r"|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]*\Z")
 
@@ -50,7 +46,6 @@ def branch_name(value: str, where: str) -> str:
 
 
 def git_url(value: str, where: str) -> str:
-    """A fork or upstream URL: a URL git may fetch by itself, never an option or a transport helper (ext::)."""
     if not _URL.match(value):
         raise NemoRLError(f"{where}: {value!r:.80} is not a git URL nemo-rl will fetch",
                           "use an https://, ssh://, git:// or file:// URL, or user@host:path")
@@ -67,23 +62,20 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
 
 
 def breaks_lines(text: str) -> bool:
-    """Whether `text` holds a newline or another control character, or any character str.splitlines() splits on
-    (U+2028 ...: Python 3.13's site.py reads .pth files so)."""
+    """Whether `text` holds a control character or any line break str.splitlines() splits on (site.py does)."""
     return bool(_CONTROL.search(text)) or len(text.splitlines()) > 1 or not text.isprintable()
 
 
 def plain_path(path: Path | str, where: str) -> Path:
-    """A path safe to write as one line of a .pth file or a script: no newline or other control character."""
+    """A path safe to write as one line of a .pth file or a script."""
     if breaks_lines(str(path)):  # guard: never-line-separators-python-may-split
-        raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character, which "
-                          "would start a new line (run as code) in the files nemo-rl writes",
+        raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character",
                           "rename or move it to a path without control characters, then run again")
     return Path(path)
 
 
 def path_argument(text: str) -> Path:
-    """argparse's type for a path nemo-rl writes into other files (a .pth line, apt's sources, a script) or prints
-    as a command to run: one that would break out of a line is refused by the parser (exit 2), saying why."""
+    """argparse's type for a path nemo-rl writes into other files: one that breaks a line is refused (exit 2)."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no directory")
     try:
@@ -92,42 +84,34 @@ def path_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(exc.what) from exc
 
 
-# What a terminal acts on rather than shows: C0 and C1 controls (ESC starts CSI and OSC sequences, CR returns to
-# the line's start, BEL ends a title), DEL, line and paragraph separators, and format characters (bidirectional
-# overrides reorder what is shown).
+# what a terminal acts on rather than shows: controls, separators, format characters (bidirectional overrides)
 _UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def printable(text: str, *, lines: bool = False) -> str:
-    """`text` (read from a file, or said by another process) made safe to print: every character a terminal would
-    act on is shown escaped as repr shows it (ESC as \\x1b), so a lock file or a record cannot erase a line, fake
-    one or retitle the terminal. `lines`: a newline is kept, for a message of several lines. Printable text comes
-    back unchanged, so applying it twice changes nothing."""
+    """`text` from a file or another process, every character a terminal would act on escaped as repr does;
+    `lines` keeps newlines. Idempotent."""
     return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch  # guard: terminal-a-newline-is-kept-only-in-a
                    for ch in text)
 
 
-# State and record files are a few KiB (a bundle manifest lists every distribution: well under a MiB).
 STATE_FILE_MAX = 16 * 1024 * 1024
 
 
 class NotAPlainFile(OSError):
-    """A state file that is a link, a FIFO, a device or a socket, or larger than its cap: planted, never ours."""
+    """A file that is not a regular file, or larger than its cap."""
 
 
 def file_kind(mode: int) -> str:
-    """What a file of this st_mode is, in words: "a FIFO", "a character device", ..."""
     kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     return next((name for test, name in kinds if test(mode)), "a regular file")
 
 
 def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
-    """The bytes of `path`, read so that nothing planted there can hang or flood the reader: the one reader of
-    every state or record file a co-user could write (a shared NEMO_RL_VENV_DIR, a bundle directory). A FIFO
-    would block open() forever, /dev/zero read() forever, a link lead anywhere; each is refused before it is
-    opened, and the file opened is checked again (it may be swapped between the two looks).
-    FileNotFoundError passes through; every refusal is a NotAPlainFile (an OSError)."""
+    """The bytes of `path` when it is a regular file of at most `limit` bytes (checked before and after open), so
+    a FIFO, a device or a link cannot hang or flood the reader. FileNotFoundError passes through; every refusal
+    is a NotAPlainFile."""
     info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode):  # guard: plain-the-reader-refuses-links-and-fifos
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"not a regular file ({file_kind(info.st_mode)})"
@@ -149,9 +133,7 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
 
 
 def state_json(path: Path, fix: str, name: str = "") -> object:
-    """The JSON of a state file nemo-rl wrote (a manifest, a journal, develop.json, environment metadata): any
-    file that is not plain JSON, however deeply nested or damaged, is a NemoRLError naming it, never a crash.
-    FileNotFoundError passes through (a missing state file means something else to each reader)."""
+    """The JSON of a state file; anything else is a NemoRLError naming it. FileNotFoundError passes through."""
     where = f"{name} {path}" if name else str(path)
     try:
         return json.loads(read_plain_file(path).decode())
@@ -163,34 +145,28 @@ def state_json(path: Path, fix: str, name: str = "") -> object:
         raise NemoRLError(f"cannot read {where}: {exc}", fix) from exc
 
 
-# A deadline is time.monotonic() + timeout and a wait hands it to threading (TIMEOUT_MAX ~9.2e9 s): past 1e9 s
-# (31 years) a timeout means "never", which is None where an API allows it.
+# threading.TIMEOUT_MAX is about 9.2e9 s
 TIMEOUT_MAX_S = 1e9
 
 
 def timeout_seconds(value: object, where: str) -> float:
-    """A timeout given to an API (the one rule: every public timeout and process.run check it): a finite number of
-    seconds above zero and at most TIMEOUT_MAX_S (0, a negative, NaN, inf, a string or a bool would wait forever,
-    never, or fail deep inside)."""
+    """A timeout given to an API: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
     seconds = None
     if not isinstance(value, bool) and isinstance(value, numbers.Real):  # guard: process-a-boolean-timeout-is-refused; numpy's numbers too
         try:
             seconds = float(value)
-        except OverflowError:  # an int beyond any float (10**400)
+        except OverflowError:
             pass
     if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):  # guard: plain-a-decimal-timeout-is-refused-by
         raise NemoRLError(f"{where}: timeout {value!r:.40} is a {type(value).__name__}, not a real number of seconds",
                           "pass an int or a float (float(value)), e.g. timeout=30")
-    if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # guard: never-a-timeout-above-zero; NaN fails both comparisons, inf the second
+    if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # guard: never-a-timeout-above-zero
         raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
                           f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
     return seconds
 
 
-# A bundle digest as `nemo-rl envs pack` prints it. Sites copy them from logs and mail: the hex is taken in either
-# case (and stored in lower case), bare hex is sha256, and a list separates digests by commas, semicolons or
-# whitespace. Anything else (another algorithm, a space inside a digest, a wrong length) is refused by name.
-_BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")  # after strip(): a digest copied with its newline is one
+_BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")
 _DIGEST_SEPARATORS = re.compile(r"[\s,;]+")  # guard: digests-separated-by-semicolons
 DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
                  "pack` prints it")
@@ -201,15 +177,15 @@ def bundle_digest(value: str, where: str) -> str:
     text = value.strip().lower()  # guard: a-digest-in-either-case
     if not _BUNDLE_DIGEST.match(text):
         inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
-        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # guard: plain-a-quoted-digest-says-to-drop-the; quoted twice: once for the shell
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # guard: plain-a-quoted-digest-says-to-drop-the
             inner = " (it is in quotes: drop them, the shell already took its own)"
         raise NemoRLError(f"{where}: {value!r:.90} is not a bundle digest{inner}", f"give {DIGEST_FORMAT}")
     return text if text.startswith("sha256:") else f"sha256:{text}"
 
 
 def bundle_digests(setting: str, where: str) -> set[str]:
-    """A list of digests (NEMO_RL_BUNDLE_DIGESTS): separated by commas, semicolons or whitespace, in any mix."""
-    if re.search(r":\s", setting):  # guard: a-space-after-sha256-is-named; `sha256: abc...` would split into two words that are no digest
+    """NEMO_RL_BUNDLE_DIGESTS: digests separated by commas, semicolons or whitespace."""
+    if re.search(r":\s", setting):  # guard: a-space-after-sha256-is-named
         raise NemoRLError(f"{where}: {setting!r:.90} has a space after a colon: one digest is one word",
                           f"give each digest as {DIGEST_FORMAT}, separated by commas, semicolons or spaces")
     return {bundle_digest(item, where) for item in _DIGEST_SEPARATORS.split(setting) if item}

@@ -57,7 +57,7 @@ def test_an_unusable_venv_setting_names_it(tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "file"))
     with pytest.raises(NemoRLError, match=r"NEMO_RL_VENV_DIR .*file cannot be used") as caught:
         settings.venv_dir()
-    assert "the same path on every node" in caught.value.remedy
+    assert "point NEMO_RL_VENV_DIR at a directory you may write" in caught.value.remedy
 
 
 @pytest.mark.parametrize("name, read", [("NEMO_RL_VENV_DIR", lambda: settings.venv_dir()),

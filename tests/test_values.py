@@ -138,7 +138,7 @@ def test_deeply_nested_state_files_name_the_file(world, tmp_path, capsys):
     staging.mkdir()
     (staging / "LANDING.json").write_text(DEEP)
     assert deps(world, "recover") == 1
-    assert f"landing journal {staging / 'LANDING.json'}: it is nested too deeply" in capsys.readouterr().err
+    assert f"cannot read {staging / 'LANDING.json'}: it is nested too deeply" in capsys.readouterr().err
     env = tmp_path / "venvs" / "k"
     env.mkdir(parents=True)
     (env / environments.META).write_text(DEEP)

@@ -1,10 +1,6 @@
-"""Which forks are being developed from a local checkout instead of the pin (`nemo-rl deps develop`).
-
-Two records exist, and the environment's is the truth: the overlay file in an environment's site-packages
-(what a process there imports) and <project>/.nemo-rl/develop.json (git-ignored: which checkout, whether
-nemo-rl made it, which environments got an overlay). Status and doctor compare the two and say how to mend
-a difference; pyproject.toml and uv.lock are never touched.
-"""
+"""Forks developed from a local checkout (`nemo-rl deps develop`): the overlay file in an environment's
+site-packages (what a process imports, the truth) and <project>/.nemo-rl/develop.json (which checkout, whether
+nemo-rl made it, which environments got an overlay)."""
 
 from __future__ import annotations
 
@@ -22,25 +18,21 @@ from nemo_rl.project import installed, state_dir
 
 STATE = Path(state_dir.STAGING_ROOT) / "develop.json"
 STATE_VERSION = 1
-MANAGED_DIR = Path(state_dir.STAGING_ROOT) / "develop"  # checkouts nemo-rl makes, and the only ones it deletes
+MANAGED_DIR = Path(state_dir.STAGING_ROOT) / "develop"  # the only checkouts nemo-rl deletes
 OVERLAY_PREFIX = "_nemo_rl_develop_"
 CHECKOUT_LINE = "# nemo-rl deps develop checkout: "
-OWNER_LINE = "# nemo-rl deps develop owner: "  # the develop state's token: which checkout's overlay this is
+OWNER_LINE = "# nemo-rl deps develop owner: "
 _TOKEN = re.compile(r"[0-9a-f]{0,64}")  # always fullmatch: `$` would take a final newline
-OVERLAY_MAX = 64 * 1024  # what install_overlay writes is three lines
+OVERLAY_MAX = 64 * 1024
 
 
 @dataclass(frozen=True)
 class Developed:
-    """One develop.json entry, checked when read (read)."""
-
     distribution: str
     checkout: Path  # absolute
-    managed: bool  # nemo-rl made it under .nemo-rl/develop/ (only such a checkout may be removed)
+    managed: bool  # made under .nemo-rl/develop/
     envs: tuple[Path, ...]  # environments that got an overlay besides the project's own
-    # random, made by `develop`: whose overlays these are. Two containers with the same checkout path sharing
-    # NEMO_RL_VENV_DIR repeat paths (and PIDs); the token differs
-    token: str = ""
+    token: str = ""  # whose overlays these are: two containers may share a checkout path and NEMO_RL_VENV_DIR
 
 
 @dataclass(frozen=True)
@@ -50,8 +42,8 @@ class CheckoutFacts:
     ahead: int
     dirty: bool
     missing: bool = False
-    rebasing: bool = False  # stopped in the middle of a rebase (`deps develop --onto`)
-    problem: str | None = None  # why git cannot read the checkout (its files may still be what Python imports)
+    rebasing: bool = False
+    problem: str | None = None  # why git cannot read the checkout
 
 
 @dataclass(frozen=True)
@@ -61,8 +53,7 @@ class _State:
 
 def read(project: Path) -> dict[str, Developed]:
     path = state_dir.state_root(project) / STATE.name
-    fix = (f"delete {path} (overlays already in environments stay until `nemo-rl deps develop --stop DIST`, "
-           "which works without it)")
+    fix = f"delete {path} (`nemo-rl deps develop --stop DIST` removes overlays without it)"
     state = codec.read(path, _State, STATE_VERSION, fix=fix, name="develop state")
     for entry in state.developed if state else ():
         where = f"{path}: entry {entry.distribution!r}"
@@ -84,37 +75,33 @@ def write(project: Path, state: dict[str, Developed]) -> None:
 
 
 def managed_checkout(project: Path, distribution: str) -> Path:
-    state_dir.state_root(project)  # a .nemo-rl link out of the project: said as such, not "points outside"
+    state_dir.state_root(project)
     return values.inside(project, MANAGED_DIR / distribution, "the develop checkout")
 
 
 def checkout_gone(checkout: Path) -> bool:
-    """Whether nothing of the checkout is left for Python to import: no directory, or an empty one (a mount that
-    did not come up). A directory with files but broken or missing git data is not gone: its files are imported."""
+    """Whether nothing of the checkout is left for Python to import: no directory, or an empty one."""
     try:
         with os.scandir(checkout) as entries:
             return next(entries, None) is None  # guard: plain-an-empty-directory-is-no-checkout
-    except OSError:  # not there, not a directory, or not ours to read: nothing Python could import either
+    except OSError:
         return True
 
 
 def unreadable(checkout: Path) -> str | None:
-    """Why git cannot read the checkout, or None when it can: no `.git` at all (moved or deleted), or git's own
-    first line (a worktree whose main repository moved, an empty or damaged `.git` file). Never raises."""
+    """Why git cannot read the checkout, or None when it can. Never raises."""
     if not os.path.lexists(checkout / ".git"):  # guard: rest-a-missing-git-is-said-to-be-missing
-        return "its .git is missing (the files are there, their git history is not)"
+        return "its .git is missing"
     problem = git_checkout.head_problem(checkout)
     return None if problem is None else f"git cannot read it: {problem}"
 
 
-UNREADABLE_FIX = ("mend its git data (a worktree whose main repository moved: `git -C <the moved repository> worktree "
-                  "repair {checkout}`; a moved or emptied .git: put it back), or, to leave it, run `nemo-rl deps "
-                  "develop --stop {dist}` (the files stay; the pin runs)")
+UNREADABLE_FIX = ("mend its git data (a moved main repository: `git -C <the moved repository> worktree repair "
+                  "{checkout}`), or run `nemo-rl deps develop --stop {dist}` (the files stay; the pin runs)")
 
 
 def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
-    """HEAD of the checkout, how many commits it is ahead of the pin, and whether it has local changes; `problem`
-    says why none of that is known when git cannot read the checkout (a report, never git's raw error)."""
+    """HEAD of the checkout, its commits ahead of the pin, and whether it has local changes."""
     if checkout_gone(checkout):
         return CheckoutFacts(checkout, None, 0, False, missing=True)
     problem = unreadable(checkout)
@@ -126,8 +113,8 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
 
 
 def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
-    """The smallest paths that cover what a wheel installs: each regular package at its top (a directory whose
-    `__init__.py` the wheel has, below namespace directories that have none) and each top-level module."""
+    """The smallest paths that cover what a wheel installs: each top regular package (below namespace
+    directories) and each top-level module."""
     files = [f for f in wheel_files if ".data/" not in f.split("/", 1)[0] + "/"]
     packages = {f.rsplit("/", 1)[0] for f in files if f.endswith("/__init__.py")}
     roots = set()
@@ -144,8 +131,7 @@ def shadow_dir(project: Path, distribution: str) -> Path:
 
 
 def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> Path:
-    """A directory holding a link to each of `roots` in `checkout`: on sys.path it exposes exactly what the pinned
-    wheel ships (megatron.core, not megatron.training, tests or tools), live from the checkout."""
+    """A directory of links to `roots` in `checkout`: on sys.path it exposes exactly what the pinned wheel ships."""
     shadow = shadow_dir(project, distribution)
     staging = shadow.with_name(shadow.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
@@ -155,7 +141,7 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
             link.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(checkout / root, link)
         staging.mkdir(parents=True, exist_ok=True)
-    except BaseException:  # a full disk: no half-made shadow stays
+    except BaseException:
         remove_shadow(project, distribution)  # guard: full-disk-a-half-made-shadow-is-removed
         raise
     shutil.rmtree(shadow, ignore_errors=True)
@@ -164,8 +150,7 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
 
 
 def remove_shadow(project: Path, distribution: str) -> None:
-    """Remove `distribution`'s shadow directory (and one half made), and `develop/` and `.nemo-rl` once they hold
-    nothing else."""
+    """Remove `distribution`'s shadow directory, and its parents once empty."""
     shadow = shadow_dir(project, distribution)
     for path in (shadow, shadow.with_name(shadow.name + ".new")):
         shutil.rmtree(path, ignore_errors=True)
@@ -182,9 +167,7 @@ def new_token() -> str:
 
 
 def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, owner: str = "") -> Path:
-    """Put the packages of `checkout` in front of the locked install in `env`: a .pth line (the mechanism editable
-    installs use) that puts `shadow` first, written outside uv's records so `uv sync` neither sees nor removes
-    it and uv.lock never changes."""
+    """A .pth file in `env` that puts `shadow` first on sys.path, outside uv's records: `uv sync` keeps it."""
     site = installed.site_packages_dirs(env)
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
@@ -192,16 +175,14 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
     values.plain_path(checkout, "the develop checkout")  # guard: never-no-control-character-in-a-pth
     values.plain_path(shadow, "the develop overlay directory")
     if not _TOKEN.fullmatch(owner):  # guard: plain-an-overlay-s-owner-token-is-all
-        raise ValueError(f"owner token {owner!r:.40} is not hex")  # made by new_token: a bug, not a user's mistake
+        raise ValueError(f"owner token {owner!r:.40} is not hex")
     state_dir.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"  # guard: develop-the-overlay-exposes-what-the-pin
                          + (f"{OWNER_LINE}{owner}\n" if owner else ""))
     return path
 
 
 def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
-    """Overlay file name -> the checkout it names, for every overlay file in `env`; with `live`, only those that
-    take effect (the directory the file puts first is there: `git clean -fdx` or `rm -rf .nemo-rl` removes it,
-    and a process then runs the pin)."""
+    """Overlay file name -> the checkout it names; with `live`, only those whose directory and checkout exist."""
     found = {}
     for site in installed.site_packages_dirs(env):
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
@@ -210,14 +191,13 @@ def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
                 checkout = Path(lines[0][len(CHECKOUT_LINE):])
                 if live and not _puts_first(lines[1:]):  # guard: never-developing-only-while-the-overlay
                     continue
-                if live and checkout_gone(checkout):  # guard: a-deleted-checkout-is-not-live; deleted: the overlay's links lead nowhere
+                if live and checkout_gone(checkout):  # guard: a-deleted-checkout-is-not-live
                     continue
                 found[path.name] = checkout
     return found
 
 
 def _puts_first(second_line: list[str]) -> bool:
-    """Whether the overlay's import line names an existing directory (what `install_overlay` writes)."""
     prefix, suffix = "import sys; sys.path.insert(0, ", ")"
     line = second_line[0] if second_line else ""
     if not (line.startswith(prefix) and line.endswith(suffix)):
@@ -229,18 +209,15 @@ def _puts_first(second_line: list[str]) -> bool:
 
 
 def active_checkout(env: Path, distribution: str) -> Path | None:
-    """The checkout `env` imports `distribution` from, or None when it runs the installed (pinned) code."""
+    """The checkout `env` imports `distribution` from; None: the pin."""
     return overlays(env, live=True).get(overlay_name(distribution))
 
 
 def has_overlay(env: Path, distribution: str) -> bool:
-    """Whether `env` holds an overlay file for `distribution`, live or not (what `--stop` removes)."""
     return overlay_name(distribution) in overlays(env)
 
 
 def _overlay_lines(path: Path) -> list[str]:
-    """The lines of an overlay file; none for one that is not a plain file we could have written (a FIFO planted
-    in a shared NEMO_RL_VENV_DIR would block a plain read forever, a link lead anywhere)."""
     try:
         return values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()  # guard: plain-overlay-listing-through-the-one
     except OSError:
@@ -248,50 +225,43 @@ def _overlay_lines(path: Path) -> list[str]:
 
 
 def overlay_owner(path: Path) -> str | None:
-    """The token an overlay file was written with; "" for one written before tokens (no owner line); None for one
-    that is not ours to judge: unreadable, not a plain file, or an owner line that holds no token (an empty or
-    damaged one is not "written before tokens")."""
+    """The token an overlay file was written with; None without one, or when it cannot be read."""
     try:
         lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]  # guard: plain-overlay-owners-through-the-one
     except OSError:
         return None
-    owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), None)
-    if owner is None:
-        return ""
+    owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), "")
     return owner if owner and _TOKEN.fullmatch(owner) else None  # guard: plain-an-empty-owner-line-is-nobody-s
 
 
 def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
-    """The overlay file in `env` that this checkout's develop state did not write, if any: a checkout at the same
-    path in another container (sharing NEMO_RL_VENV_DIR) gives its worker environments its own token, and /proc
-    does not show its workers, so such an environment is that checkout's, never this one's to prune."""
+    """An overlay file in `env` that this checkout's develop state did not write (another container's)."""
     tokens = {overlay_name(d.distribution): d.token for d in state.values()}
     for site in installed.site_packages_dirs(env):
         for path in sorted(site.glob(f"{OVERLAY_PREFIX}*.pth")):
             owner = overlay_owner(path)
-            if owner is None or (owner and tokens.get(path.name) != owner):
+            if owner is None or tokens.get(path.name) != owner:
                 return path.name
     return None
 
 
 def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bool:
-    """Remove `distribution`'s overlay from `env`: any (`owner` None: the checkout's own environment), else only
-    one written with `owner`'s token, or one without a token (written before tokens: nothing tells whose)."""
+    """Remove `distribution`'s overlay from `env`: any with `owner` None, else only one of `owner`'s token."""
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)
-        if not os.path.lexists(path) or (owner is not None and overlay_owner(path) not in (owner, "")):  # guard: stop-removes-only-its-own-token-s
+        if not os.path.lexists(path) or (owner is not None and overlay_owner(path) != owner):  # guard: stop-removes-only-its-own-token-s
             continue
         try:
             path.unlink()
         except PermissionError as exc:
             raise NemoRLError(f"cannot remove the overlay {path}: {exc.strerror}",  # guard: plain-an-overlay-that-cannot-be-removed
-                              f"ask the owner of {env} to remove {path.name} (or remove {env}: it is rebuilt)") from exc
+                              f"ask the owner of {env} to remove {path.name} (or remove {env})") from exc
         found = True
     return found
 
 
 def project_environment(project: Path) -> Path:
-    """The environment `uv run` and `uv sync` use for the project: $UV_PROJECT_ENVIRONMENT, else .venv."""
+    """$UV_PROJECT_ENVIRONMENT, else .venv: the environment `uv run` uses."""
     setting = os.environ.get("UV_PROJECT_ENVIRONMENT")
     return Path(setting) if setting else project / ".venv"

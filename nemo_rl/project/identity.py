@@ -1,12 +1,9 @@
-"""Which checkout this is, beyond its path. Two containers can hold different checkouts at one path, share
-NEMO_RL_VENV_DIR and repeat PIDs, and neither sees the other's processes in /proc: a path alone cannot tell
-whose a worker environment is. Each checkout gets a random id in its git-ignored .nemo-rl/ the first time it
-builds an environment; the environment records it, and only the checkout holding that id calls it stale.
-A copy of a checkout that copies .nemo-rl/ keeps the id: it is the same checkout to nemo-rl.
-"""
+"""Which checkout this is, beyond its path: two containers can hold different checkouts at one path and share
+NEMO_RL_VENV_DIR. Each checkout gets a random id in .nemo-rl/, which its environments record."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -22,65 +19,55 @@ ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would take a final newline
 
 
 def checkout_id(project: Path) -> str | None:
-    """This checkout's id; None when it has none yet or the file is not one nemo-rl wrote (then every
-    environment that records an id is another checkout's: kept, never pruned)."""
+    """This checkout's id; None when it has none or the file is not one nemo-rl wrote."""
     try:
-        state_dir.state_root(project)  # a .nemo-rl link: another directory's id is not this checkout's
+        state_dir.state_root(project)
     except NemoRLError:
         return None
     return _look(project)[0]
 
 
 def _look(project: Path) -> tuple[str | None, bool]:
-    """(the id, whether anything is at its place), from one read: a file another build links in, or a command
-    removes, at any moment is seen as it was when read."""
+    """(the id, whether anything is at its place), from one read."""
     try:
         text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
     except FileNotFoundError:
         return None, False
-    except (OSError, UnicodeDecodeError):  # planted (a link, a FIFO), unreadable, or not text
+    except (OSError, UnicodeDecodeError):
         return None, True
     return (text.strip(), True) if ID.fullmatch(text.strip()) else (None, True)
 
 
-ATTEMPTS = 3  # each one lost only to another command removing an empty .nemo-rl meanwhile
+ATTEMPTS = 3
 
 
 def ensure_checkout_id(project: Path) -> str:
-    """This checkout's id, made when it has none; "" where none can be written (a read-only checkout, as in an
-    image: its environments are then this path's, as those built before ids). Two builds at once agree: the id
-    is linked into place, which fails when the other got there first, and then theirs is read."""
+    """This checkout's id, made when it has none; "" in a read-only checkout. Two builds at once agree: the id is
+    linked into place, and the second reads the first's."""
     path = project / ID_FILE
-    state_dir.state_root(project)  # guard: whose-a-nemo-rl-link-is-refused-before; a .nemo-rl link is refused with its remedy, never read through
+    state_dir.state_root(project)  # guard: whose-a-nemo-rl-link-is-refused-before
     for attempt in range(ATTEMPTS + 1):
         found, present = _look(project)  # guard: whose-one-read-of-the-id-s-place-before
         if found is not None:
             return found
         if present:  # guard: whose-a-damaged-checkout-id-is-named
-            raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits in a plain file)",
-                              f"remove {path}: a new id is made (environments built with the old one are then "
-                              "listed as another checkout's: remove them with `rm -rf`)")
+            raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits)",
+                              f"remove {path}: a new id is made")
         if attempt == ATTEMPTS:  # guard: whose-the-last-try-s-id-is-read-back
-            break  # the last look reads what the last try linked
+            break
         token = secrets.token_hex(16)
         tmp = path.with_name(f".{path.name}.{token}.tmp")
         try:
             state_dir.state_root(project, create=True)  # a link or a file there is refused, never followed
             tmp.write_text(token + "\n")
         except FileNotFoundError:
-            continue  # a bump or recover in another terminal removed the empty .nemo-rl meanwhile: again
+            continue  # another command removed the empty .nemo-rl meanwhile
         except OSError as exc:
             if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # guard: whose-a-read-only-checkout-builds
-                return ""  # a checkout this user may not write: no id, and nothing of it is changed
+                return ""
             raise
-        try:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass  # another build linked its id first: read below
-            except FileNotFoundError:
-                pass  # .nemo-rl removed with its files since the write (`rm -rf`): tried again
-        finally:
-            tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileExistsError, FileNotFoundError):  # another build linked first: look again
+            os.link(tmp, path)
+        tmp.unlink(missing_ok=True)
     raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",  # guard: whose-an-id-never-kept-is-a-clear-error
-                      f"run again once nothing else removes {path.parent} (a `rm -rf .nemo-rl` in a loop?)")
+                      f"run again once nothing else removes {path.parent}")

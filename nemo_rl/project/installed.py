@@ -1,5 +1,4 @@
-"""The installed commit of each fork in an environment (PEP 610), read from its site-packages, no import;
-and the installed commit against the lock's (the version and requirements: nemo_rl/forks/installed_fork.py)."""
+"""The installed commit of each fork in an environment (PEP 610), read from its site-packages, no import."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ ENV_STALE = "run `uv sync --locked --extra mcore` (the environment has another c
 
 
 def site_packages_dirs(env: Path) -> list[Path]:
-    """The site-packages directories of the environment at `env` (lib/ and lib64/ layouts alike)."""
     return sorted(env.glob("lib*/python3*/site-packages"))
 
 
@@ -24,7 +22,6 @@ def site_packages(env: Path) -> list[str] | None:
 
 
 def installed(env: Path, distribution: str) -> Installed | None:
-    """`distribution` as installed in the environment at `env` (its version and commit), or None when absent."""
     return find_installed(distribution, site_packages(env))
 
 
@@ -34,9 +31,9 @@ def version(env: Path, distribution: str) -> str | None:
 
 
 def commit_mismatch(installed_commit: str | None, locked_commit: str | None) -> str | None:
-    """The remedy when an installed fork is not the locked commit (None when it is). Full SHAs compared."""
+    """The remedy when an installed fork is not the locked commit; None when it is."""
     if installed_commit == locked_commit:
         return None
     if installed_commit is None:
-        return f"{SYNC_REMEDY} (installed without a git commit record, so not from uv.lock's git source)"
+        return f"{SYNC_REMEDY} (installed without a git commit record)"
     return ENV_STALE

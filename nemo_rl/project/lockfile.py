@@ -1,9 +1,5 @@
-"""The bounded reader of project files and the checks of pyproject.toml's fork pins and uv.lock's packages, which
-model.Project applies to what it read. Read-only and fast: `deps status` runs on every check.
-
-Every way these files can be wrong by hand (bad TOML, bad UTF-8, a value of the wrong type) becomes a
-NemoRLError naming the file and the key, never a traceback.
-"""
+"""The bounded reader of project files, and the checks of pyproject.toml's fork pins and uv.lock's packages: a
+file wrong by hand is a NemoRLError naming the file and the key, never a traceback."""
 
 from __future__ import annotations
 
@@ -24,10 +20,8 @@ MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z", re.ASCII)
 
 @dataclass(frozen=True)
 class Fork:
-    """One fork, checked where pyproject.toml is read: the name is a distribution name, URLs are git URLs,
-    branches are plain branch names, base is a full SHA, modules are dotted module names, and `rev` is a full SHA
-    unless `bad_rev` says why not (only `forks(strict=False)`, for `deps status`, returns such a fork; nothing hands
-    its rev to git)."""
+    """One fork, checked: names, git URLs, branches, SHAs and module names; `rev` is a full SHA unless `bad_rev`
+    says why not (only `deps status` reads such a fork)."""
 
     distribution: str
     url: str
@@ -37,9 +31,8 @@ class Fork:
     upstream_branch: str
     base: str | None
     bad_rev: str | None = None
-    subdirectory: str | None = None  # [tool.uv.sources]' own: where in the repository the distribution is
-    # What nemo-rl imports of the fork, as its table says (extras.of_fork applies the defaults): the module whose
-    # import proves it works, further modules nemo-rl imports, the component's name, the words the fix adds.
+    subdirectory: str | None = None
+    # what nemo-rl imports of the fork, as its table says (extras.of_fork applies the defaults)
     module: str | None = None
     entry_points: tuple[str, ...] = ()
     component: str | None = None
@@ -48,12 +41,10 @@ class Fork:
 
 @dataclass(frozen=True)
 class LockedPackage:
-    """A [[package]] of uv.lock, as read: its name, version and source."""
-
     name: str
     version: str | None
-    git: str | None = None  # a git source, as uv writes it: `<url>?rev=<rev>#<commit>`
-    other: str | None = None  # any other source, as uv.lock writes it: shown in messages, never fetched
+    git: str | None = None  # `<url>?rev=<rev>#<commit>`
+    other: str | None = None  # any other source, shown in messages
 
     @classmethod
     def of(cls, name: str, version: str | None, source: dict) -> LockedPackage:
@@ -62,13 +53,11 @@ class LockedPackage:
 
     @property
     def commit(self) -> str | None:
-        """The commit uv resolved a git source to: `git = "<url>?rev=<rev>#<commit>"`."""
         return urlsplit(self.git).fragment or None if self.git is not None else None
 
     def other_source(self, fork: Fork) -> str | None:
-        """What uv.lock names as the fork's git source when it is not pyproject.toml's `fork` (another URL, or a
-        query beyond `rev`, such as a subdirectory): uv fetches what the lock names, and `uv lock --check` does
-        not compare it with [tool.uv.sources]. None when they agree (the commit is compared on its own)."""
+        """uv.lock's git source of the fork when it is not pyproject.toml's (`uv lock --check` does not compare
+        them); None when they agree."""
         if self.git is None:
             return f"{self.other} (not a git source)"
         parts = urlsplit(self.git)
@@ -80,15 +69,13 @@ class LockedPackage:
 
 
 class ProjectNotFound(NemoRLError):
-    """No nemo-rl project at or above a directory (as opposed to one that is there but broken)."""
+    """No nemo-rl project at or above a directory."""
 
 
-# A uv.lock of a project the size of NeMo's is a few MiB; a file past this is no project file.
 PROJECT_FILE_MAX = 64 << 20
 
 
 def _put_back(path: Path) -> str:
-    """How to put a regular file back in place of `path`, by what the file is."""
     name = shlex.quote(path.name)
     if path.name == "uv.lock":
         return f"put a regular uv.lock in its place: `cd {shlex.quote(str(path.parent))} && rm uv.lock && uv lock`"
@@ -101,9 +88,8 @@ def _put_back(path: Path) -> str:
 
 
 def read_bytes(path: Path) -> bytes:
-    """A project file (pyproject.toml, uv.lock, a record of patches/), read as uv reads it (through a link) but only
-    when it is a regular file of at most PROJECT_FILE_MAX bytes: a device, a FIFO or a larger file is a NemoRLError
-    naming it and what it is, never read without bound nor waited on. FileNotFoundError passes through."""
+    """A project file, read through a link as uv reads it, when it is a regular file of at most PROJECT_FILE_MAX
+    bytes; else a NemoRLError. FileNotFoundError passes through."""
     target = Path(os.path.realpath(path))
     try:
         return values.read_plain_file(target, PROJECT_FILE_MAX)  # guard: project-files-through-the-bounded-reader
@@ -114,14 +100,12 @@ def read_bytes(path: Path) -> bytes:
 
 
 def missing(path: Path) -> NemoRLError:
-    """The error for a project file that is not there (or a link to nothing)."""
     if os.path.islink(path):
         return NemoRLError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist", _put_back(path))
     return NemoRLError(f"{path} does not exist", "run from the project directory or pass --project DIR")
 
 
 def decoded(data: bytes, path: Path) -> str:
-    """A project file's bytes as text; bad UTF-8 is the user's to fix, so it is a NemoRLError with the offset."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -129,8 +113,14 @@ def decoded(data: bytes, path: Path) -> str:
                           f"re-save {path.name} as UTF-8 (TOML files must be UTF-8)") from exc
 
 
+def parsed(data: bytes, path: Path) -> dict:
+    try:
+        return tomllib.loads(decoded(data, path))
+    except tomllib.TOMLDecodeError as exc:
+        raise NemoRLError(f"cannot parse {path}: {exc}", f"fix the TOML syntax in {path.name}") from exc
+
+
 def read_text(path: Path) -> str:
-    """A project file as text (read_bytes, then decoded)."""
     try:
         data = read_bytes(path)
     except FileNotFoundError as exc:
@@ -142,8 +132,7 @@ _PARSED: dict[tuple[str, int, int, int], dict] = {}
 
 
 def load_toml(path: Path) -> dict:
-    """A TOML file of the project's records (patches/), parsed once per content (path, inode, mtime, size; atomic
-    rewrites get a new inode). Callers must not mutate the result."""
+    """A TOML file of patches/, parsed once per (path, inode, mtime, size). Callers must not mutate it."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -152,16 +141,15 @@ def load_toml(path: Path) -> dict:
     if key in _PARSED:
         return _PARSED[key]
     try:
-        data = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise NemoRLError(f"cannot parse {path}: {exc}", f"fix the TOML syntax in {path.name}") from exc
+        data = parsed(read_bytes(path), path)
+    except FileNotFoundError as exc:
+        raise missing(path) from exc
     if key:
         _PARSED[key] = data
     return data
 
 
 def table(value: object, where: str, path: Path) -> dict:
-    """`value` when it is a TOML table; else an error naming the key, so a wrong shape is no KeyError."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -187,17 +175,15 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     where = f"[tool.nemo-rl.forks.{dist}]"
     values.distribution_name(dist, where)  # guard: trust-fork-key-is-a-distribution-name
     if not isinstance(source, dict) or "git" not in source or "rev" not in source:
-        raise NemoRLError(
-            f"{where} has no matching git source with a rev in [tool.uv.sources]",
-            f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]',
-        )
+        raise NemoRLError(f"{where} has no matching git source with a rev in [tool.uv.sources]",
+                          f'add `{dist} = {{ git = "<url>", rev = "<40-hex sha>" }}` to [tool.uv.sources]')
     rev = string(source["rev"], f"[tool.uv.sources] {dist}.rev", path, True)
     bad_rev = None
     try:
         values.full_sha(rev, f"[tool.uv.sources] {dist}.rev")  # guard: trust-rev-is-a-full-sha
     except NemoRLError as exc:
         if strict:
-            raise  # `deps bump` reads the pin strictly too: the full SHA, written by hand, is the fix
+            raise
         bad_rev = exc.what
     branch = string(meta.get("branch") or source.get("branch"), f"{where} branch", path)
     upstream_url = string(meta.get("upstream-url"), f"{where} upstream-url", path)
@@ -233,7 +219,6 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
 
 
 def _module_name(value: str, where: str, path: Path) -> str:
-    """A dotted module name: what nemo-rl hands to importlib, never a path or an option."""
     if not MODULE_NAME.match(value):  # guard: fork-module-is-a-dotted-name
         raise NemoRLError(f"{path.name}: {where}: {value!r:.60} is not a module name",
                           f"write a dotted module name such as megatron.core in {where} of {path}")
@@ -241,19 +226,15 @@ def _module_name(value: str, where: str, path: Path) -> str:
 
 
 def forks_of(path: Path, uv_table: dict, nemo_rl_table: dict, *, strict: bool) -> tuple[Fork, ...]:
-    """Every fork of pyproject.toml's tool tables (at `path`), validated (see Fork). `strict=False` keeps a fork
-    whose rev is not a full SHA, marked."""
+    """Every fork of pyproject.toml's tool tables, checked; `strict=False` keeps a fork whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     return tuple(_fork(dist, sources.get(dist), table(meta, f"[tool.nemo-rl.forks.{dist}]", path), path, strict)
                  for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items())
 
 
 def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
-    """The [[package]]s of a parsed uv.lock, by name."""
     packages = lock.get("package", [])
-    # uv cannot parse such a lock either, so `uv lock` alone cannot mend it
-    remake = ("put the committed one back (`git checkout -- uv.lock`) or make it anew (`rm uv.lock && uv lock`, "
-              "which resolves every version again); never edit uv.lock by hand")
+    remake = "put the committed one back (`git checkout -- uv.lock`) or make it anew (`rm uv.lock && uv lock`)"
     if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
                                                   for p in packages):
         raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)", remake)
@@ -264,7 +245,6 @@ def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
 
 
 def optional_dependencies_of(pyproject: dict, path: Path) -> dict[str, list[str]]:
-    """[project.optional-dependencies] of a parsed pyproject.toml as extra -> canonical distribution names."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 

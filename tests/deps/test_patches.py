@@ -293,7 +293,8 @@ def test_the_offline_check_over_a_landing_cut_short_names_recover(world, capsys)
     (staging / "patches").mkdir(parents=True)
     shutil.copytree(records, staging / "patches" / "megatron-core")
     before = {"patches/megatron-core": journal.digest(records)}
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["patches/megatron-core"], "before": before}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["patches/megatron-core"],
+                                                              "before": before}))
     records.rename(staging / ".old-megatron-core")
     capsys.readouterr()
     assert deps(world, "patches", "--check", "--offline") == 1

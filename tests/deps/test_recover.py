@@ -27,7 +27,7 @@ def cut_short(project, moves, staged, name="staging-2-b"):
         (staging / path).parent.mkdir(parents=True, exist_ok=True)
         (staging / path).write_text(text)
     before = {path: journal.digest(project / path) for path in moves}
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": moves, "before": before}))
     return staging
 
 
@@ -97,6 +97,6 @@ def test_a_journal_without_digests_lands_nothing(tmp_path):
     staging.mkdir(parents=True)
     (staging / "pyproject.toml").write_text("new\n")
     (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml"]}))
-    with pytest.raises(NemoRLError, match="records nothing to compare with"):
+    with pytest.raises(NemoRLError, match="not a landing journal this nemo-rl writes"):
         recover._recover(tmp_path)
     assert (tmp_path / "pyproject.toml").read_text() == "old\n"

@@ -173,7 +173,7 @@ def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world
         (staging / name).write_text((world.project / name).read_text() + "\n")
     shutil.copytree(world.project / moves[2], staging / moves[2])
     before = {name: journal.digest(world.project / name) for name in moves}
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": moves, "before": before}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": moves, "before": before}))
     rows = status_json(world, capsys, env)
     assert rows["megatron-core"]["state"] == "landing interrupted"
     assert "cut short before any of them moved: the project is as before that command" in \

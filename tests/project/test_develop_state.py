@@ -148,7 +148,7 @@ def test_a_token_with_a_newline_is_refused(world, tmp_path, monkeypatch, token):
         develop_state.install_overlay(fake_env(tmp_path / "w"), "megatron-core", tmp_path, tmp_path, token)
 
 
-def test_an_empty_owner_line_is_nobodys_not_tokenless(tmp_path):
+def test_an_overlay_without_a_token_is_nobodys(tmp_path):
     env = fake_env(tmp_path / "env")
     path = develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
     assert develop_state.overlay_owner(path) == "ab" * 16
@@ -156,4 +156,4 @@ def test_an_empty_owner_line_is_nobodys_not_tokenless(tmp_path):
     assert develop_state.overlay_owner(path) is None
     assert not develop_state.remove_overlay(env, "megatron-core", "") and path.exists()
     path.write_text("".join(line for line in path.read_text().splitlines(True) if "owner" not in line))
-    assert develop_state.overlay_owner(path) == ""  # written before tokens
+    assert develop_state.overlay_owner(path) is None

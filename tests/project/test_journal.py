@@ -23,15 +23,16 @@ def test_a_landing_journal_moves_only_project_files(world, tmp_path, capsys):
     staging.mkdir(parents=True)
     (staging / "../../outside.txt").resolve()  # the hostile target
     (staging / "outside.txt").write_text("overwritten")
-    for moves in (["../outside.txt"], ["patches/../../outside.txt"], ["README.md"], "uv.lock"):
-        (staging / "LANDING.json").write_text(json.dumps({"moves": moves}))
+    for moves in (["../outside.txt"], ["patches/../../outside.txt"], ["README.md"]):
+        record = {"version": 1, "moves": moves, "before": dict.fromkeys(moves)}
+        (staging / "LANDING.json").write_text(json.dumps(record))
         assert deps(world, "recover") == 1, moves
         err = capsys.readouterr().err
         assert "names paths a landing never moves" in err and "git status" in err
     assert outside.read_text() == "untouched"
     (staging / "LANDING.json").write_text("{not json")  # a corrupt journal is no dead end
     assert deps(world, "recover") == 1
-    assert "cannot read the landing journal" in capsys.readouterr().err
+    assert "cannot read " + str(staging / "LANDING.json") in capsys.readouterr().err
 
 
 def test_a_landing_journal_never_moves_through_a_link_out_of_the_project(tmp_path):
@@ -46,7 +47,8 @@ def test_a_landing_journal_never_moves_through_a_link_out_of_the_project(tmp_pat
     staging = project / ".nemo-rl" / "staging-1-x"
     (staging / "patches" / "megatron-core").mkdir(parents=True)
     (staging / "patches" / "megatron-core" / "0001-x.patch").write_text("staged")
-    (staging / "LANDING.json").write_text(json.dumps({"moves": ["patches/megatron-core"]}))
+    (staging / "LANDING.json").write_text(json.dumps({"version": 1, "moves": ["patches/megatron-core"],
+                                                          "before": {"patches/megatron-core": None}}))
     try:
         with pytest.raises(NemoRLError, match="points outside"):
             journal.finish(project, staging)
@@ -62,7 +64,7 @@ def test_a_landing_left_by_a_live_pid_is_recovered(world, capsys):
     staging.mkdir(parents=True)
     (staging / "pyproject.toml").write_text(new_pyproject)
     before = {"pyproject.toml": journal.digest(world.project / "pyproject.toml")}
-    (staging / "LANDING.json").write_text(json.dumps({"moves": ["pyproject.toml"], "before": before}))
+    (staging / "LANDING.json").write_text(json.dumps({"version": 1, "moves": ["pyproject.toml"], "before": before}))
     assert deps(world, "status", "--json") == 0
     assert {r["state"] for r in json.loads(capsys.readouterr().out)["forks"]} == {"landing interrupted"}
     assert deps(world, "recover") == 0
@@ -95,7 +97,8 @@ def test_recover_lands_no_staged_link(world, tmp_path, capsys, planted):
         (staging / "patches" / "megatron-core").mkdir(parents=True)
         (staging / "patches" / "megatron-core" / "index.toml").symlink_to(outside / "secret")
         moves = ["patches/megatron-core"]
-    (staging / "LANDING.json").write_text(json.dumps({"moves": moves}))
+    record = {"version": 1, "moves": moves, "before": dict.fromkeys(moves)}
+    (staging / "LANDING.json").write_text(json.dumps(record))
     lock = (world.project / "uv.lock").read_text()
     assert deps(world, "recover") == 1
     assert "is not a file a landing moves" in capsys.readouterr().err
@@ -113,7 +116,8 @@ def test_a_landing_across_filesystems_is_refused_and_the_staged_copy_kept(world,
     (staging / "patches").mkdir(parents=True)
     shutil.copytree(patches / "megatron-core", staging / "patches" / "megatron-core")
     before = {"patches/megatron-core": journal.digest(patches / "megatron-core")}
-    (staging / "LANDING.json").write_text(json.dumps({"moves": ["patches/megatron-core"], "before": before}))
+    record = {"version": 1, "moves": ["patches/megatron-core"], "before": before}
+    (staging / "LANDING.json").write_text(json.dumps(record))
     real = os.replace
 
     def across(source, target):
@@ -135,7 +139,8 @@ def test_a_journal_that_names_a_path_twice_is_refused(tmp_path):
 
     staging = tmp_path / "project" / ".nemo-rl" / "staging-1"
     staging.mkdir(parents=True)
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"] * 200_000}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["uv.lock"] * 200_000,
+                                                             "before": {"uv.lock": None}}))
     with pytest.raises(NemoRLError, match="names paths a landing never moves"):
         journal.read_journal(staging)
 
@@ -147,7 +152,7 @@ def test_recover_onto_a_mount_point_exits_1_and_keeps_the_staged_files(world, ca
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text("# landed\n")
     before = {"uv.lock": journal.digest(world.project / "uv.lock")}
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["uv.lock"], "before": before}))
     real = os.replace
 
     def busy(source, target):
@@ -178,7 +183,7 @@ def test_bump_and_patches_refuse_over_a_landing_cut_short(world, capsys):
     staging = world.project / state_dir.STAGING_ROOT / "staging-1-a"
     staging.mkdir(parents=True)
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
-    (staging / journal.JOURNAL).write_text(json.dumps({"moves": ["pyproject.toml", "uv.lock"], "before": {
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["pyproject.toml", "uv.lock"], "before": {
         name: journal.digest(world.project / name) for name in ("pyproject.toml", "uv.lock")}}))
     for args in (["patches"], ["bump", "megatron-core", "--rev", rev], ["bump", "megatron-core", "--rev", rev,
                                                                           "--dry-run"]):

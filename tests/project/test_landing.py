@@ -28,22 +28,33 @@ def staging(tmp_path):
 
 
 def write_journal(staging, content) -> None:
-    (staging / journal.JOURNAL).write_text(content if isinstance(content, str) else json.dumps(content))
+    content = content if isinstance(content, str) else json.dumps({"version": journal.VERSION, **content})
+    (staging / journal.JOURNAL).write_text(content)
 
 
 def test_a_journal_of_landable_paths_is_read(staging):
-    write_journal(staging, {"moves": ["pyproject.toml", "uv.lock", "patches/megatron-core"]})
+    moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    write_journal(staging, {"moves": moves, "before": dict.fromkeys(moves)})
     assert journal.read_journal(staging) == ["pyproject.toml", "uv.lock", "patches/megatron-core"]
     assert journal.project_of(staging) == staging.parent.parent
 
 
 @pytest.mark.parametrize("moves", [
     [".git/config"], ["../outside"], ["patches/../../x"], ["patches/megatron-core/extra"], ["patches/"],
-    ["/etc/passwd"], [7], "pyproject.toml", {"a": 1},
+    ["/etc/passwd"],
 ])
 def test_a_journal_naming_anything_else_is_refused(staging, moves):
-    write_journal(staging, {"moves": moves})
+    write_journal(staging, {"moves": moves, "before": dict.fromkeys(moves)})
     with pytest.raises(NemoRLError, match="names paths a landing never moves"):
+        journal.read_journal(staging)
+
+
+@pytest.mark.parametrize("content", [{"moves": [7], "before": {}}, {"moves": "uv.lock", "before": {}},
+                                     {"moves": {"a": 1}, "before": {}}, {"moves": ["uv.lock"], "before": []},
+                                     {"moves": ["uv.lock"], "before": {"uv.lock": 7}}])
+def test_a_journal_of_another_shape_is_refused(staging, content):
+    write_journal(staging, content)
+    with pytest.raises(NemoRLError, match="is not a landing journal"):
         journal.read_journal(staging)
 
 
@@ -51,14 +62,13 @@ def test_a_journal_naming_anything_else_is_refused(staging, moves):
 def test_an_unreadable_journal_is_refused_saying_nothing_more_moved(staging, content):
     """Nothing more is moved, and the landing cut short may have moved some files already: `git status` says."""
     write_journal(staging, content)
-    with pytest.raises(NemoRLError, match="cannot read the landing journal") as caught:
+    with pytest.raises(NemoRLError, match="cannot read .*LANDING.json") as caught:
         journal.read_journal(staging)
     assert "nothing more was moved, but the landing may have moved some files" in caught.value.remedy
 
 
-@pytest.mark.parametrize("before", [[], {"pyproject.toml": None}, {"uv.lock": "x" * 64, "pyproject.toml": None},
-                                    {"uv.lock": "0" * 63, "pyproject.toml": None},
-                                    {"uv.lock": 7, "pyproject.toml": None}])
+@pytest.mark.parametrize("before", [{"pyproject.toml": None}, {"uv.lock": "x" * 64, "pyproject.toml": None},
+                                    {"uv.lock": "0" * 63, "pyproject.toml": None}])
 def test_a_journal_whose_digests_are_not_one_per_move_is_refused(staging, before):
     write_journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": before})
     with pytest.raises(NemoRLError, match="records digests that are not one per moved path"):
@@ -69,7 +79,7 @@ def test_a_journal_whose_digests_are_not_one_per_move_is_refused(staging, before
 
 
 def test_a_missing_journal_is_refused(staging):
-    with pytest.raises(NemoRLError, match="cannot read the landing journal"):
+    with pytest.raises(NemoRLError, match="cannot read .*LANDING.json"):
         journal.read_journal(staging)
 
 
@@ -129,7 +139,7 @@ def test_a_journal_that_is_a_dangling_link_is_a_journal_that_cannot_be_read(stag
     project = journal.project_of(staging)
     assert journal.leftovers(project, locked=True) == [journal.Leftover(staging, True)]
     (cut,) = journal.cut_short(project, locked=True)
-    assert cut.unreadable is not None and "cannot read the landing journal" in cut.unreadable
+    assert cut.unreadable is not None and "cannot read " + str(staging / journal.JOURNAL) in cut.unreadable
 
 
 def test_a_killed_dry_run_leaves_nothing_behind_for_long(world, tmp_path, monkeypatch, capsys):
@@ -206,14 +216,14 @@ def test_nemo_rl_dir_on_another_filesystem_is_refused_before_staging(world, caps
         assert [p.name for p in elsewhere.iterdir()] == []
         patches.unlink()
         moved.rename(patches)
-        # a journal an older nemo-rl left in a .nemo-rl link: refused, and the fix it gives works
+        # a journal in a .nemo-rl link: refused, and the fix it gives works
         shutil.rmtree(world.project / ".nemo-rl", ignore_errors=True)
         (world.project / ".nemo-rl").symlink_to(elsewhere)
         staging = elsewhere / "staging-1-x"
         staging.mkdir()
         (staging / "uv.lock").write_text("# landed\n")
         before = {"uv.lock": journal.digest(world.project / "uv.lock")}
-        (staging / "LANDING.json").write_text(json.dumps({"moves": ["uv.lock"], "before": before}))
+        (staging / "LANDING.json").write_text(json.dumps({"version": 1, "moves": ["uv.lock"], "before": before}))
         capsys.readouterr()
         assert deps(world, "recover") == 1
         err = capsys.readouterr().err
@@ -277,7 +287,7 @@ def test_a_full_disk_while_staging_leaves_no_staging_copy(world, monkeypatch):
     with pytest.raises(NemoRLError, match="No space left on device") as refused:
         with staging:
             pytest.fail("staged on a full disk")
-    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.remedy
+    assert "free space on the filesystem of" in refused.value.remedy and "nothing was changed" in refused.value.what
     assert not staging.path.exists() and not (world.project / state_dir.STAGING_ROOT / staging.path.name).exists()
 
 
@@ -326,8 +336,8 @@ def test_a_linked_project_file_is_named_before_a_bump_starts_and_its_fix_works(w
     capsys.readouterr()
     assert deps(world, "bump", "megatron-core", "--rev", new_rev) == 1
     captured = capsys.readouterr()
-    assert captured.err.startswith(f"error: {world.project / name} is a symbolic link (to {outside}): this command "
-                                   f"would land a new {name} over the link"), captured.err
+    assert captured.err.startswith(f"error: {world.project / name} is a symbolic link (to {outside}), which a "
+                                   "landing would replace"), captured.err
     assert "fetching" not in captured.err  # before any work
     assert outside.read_bytes() == before and (world.project / name).is_symlink()
     assert not (world.project / state_dir.STAGING_ROOT).exists() or not any(
