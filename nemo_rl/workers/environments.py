@@ -1,11 +1,5 @@
-"""Worker environments: built once per node from uv.lock, keyed by what defines them, verified before use.
-
-The key hashes the project's path, uv.lock's bytes, the sync flags, the Python version, the platform and any
-fork developed from a local checkout, so a changed lock gives a new environment and never reuses a stale one,
-and two checkouts sharing NEMO_RL_VENV_DIR never share one (each holds an editable install of its own code). Concurrent
-requests for a key build it once (a lock file); a build happens beside its final path and is renamed into
-place (uv's --relocatable venvs survive the move), so a half-built environment is never used.
-"""
+"""Worker environments: built once per node from uv.lock, keyed by what defines them (`key_for`), built beside
+their final path and renamed into place, verified before use."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ import platform
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,39 +29,36 @@ LAST_USED = ".last-used"
 
 @dataclass(frozen=True)
 class WorkerEnv:
-    """One environment's metadata (META in its directory, written by `write`), checked when `read`."""
+    """One environment's metadata (META in its directory)."""
 
     key: str
     path: Path
     flags: tuple[str, ...]
     project: Path
     lock_hash: str
-    checkout: str = ""  # the id of the checkout that built it (project.identity); "" from a read-only checkout
+    checkout: str = ""  # the building checkout's id; "" from a read-only checkout
 
     @property
     def python(self) -> Path:
         return self.path / "bin" / "python"
 
     def write(self, directory: Path) -> None:
-        """Into `directory` (the build, renamed to `path` afterwards)."""
         codec.write(directory / META, self, META_VERSION, given=("path",))
 
     @classmethod
     def read(cls, path: Path) -> WorkerEnv | None:
-        """The environment at `path`; None when it has no metadata of META_VERSION (never built, a build that did
-        not finish, or another version's: rebuilt). Metadata that does not read is a NemoRLError naming the file."""
+        """The environment at `path`; None when it has no metadata of META_VERSION (it is rebuilt)."""
         fix = f"remove {path}: it is rebuilt from uv.lock"
         env = codec.read(path / META, cls, META_VERSION, fix=fix, name="worker-environment metadata", path=path)
         if env is not None and (env.key != path.name or not env.project.is_absolute()  # guard: fast-worker-env-key-is-its-directory-s
                                 or not (env.checkout == "" or identity.ID.fullmatch(env.checkout))):
-            raise NemoRLError(f"{path / META} is not worker-environment metadata (key = directory name, an absolute "
-                              "project, a checkout id or none)", fix)
+            raise NemoRLError(f"{path / META} is not worker-environment metadata", fix)
         return env
 
 
 @dataclass(frozen=True)
 class Slot:
-    """Where the environment of one key lives, and the files beside it: the one place these names are made."""
+    """Where the environment of one key lives, and the files beside it."""
 
     root: Path
     key: str
@@ -77,11 +68,11 @@ class Slot:
         return self.root / self.key
 
     @property
-    def lock_path(self) -> Path:  # held by whoever builds or removes the environment; prune removes it under it
+    def lock_path(self) -> Path:
         return self.root / f".{self.key}.lock"
 
     def building(self) -> list[Path]:
-        """Directories of builds of this key in progress, or left by killed builds."""
+        """Builds of this key in progress, or left by killed builds."""
         return sorted(self.root.glob(f".{self.key}.building-*"))
 
     def staging(self) -> Path:
@@ -89,7 +80,7 @@ class Slot:
 
     @contextlib.contextmanager
     def locked(self, *, wait: bool = True) -> Iterator[bool]:
-        """Hold the key's lock (yields False when busy and not `wait`); a waiter is told who builds since when."""
+        """Hold the key's lock (False when busy and not `wait`); a waiter is told who holds it since when."""
         waited = []
 
         def waiting(fd: int) -> str:
@@ -118,9 +109,13 @@ def slot(key: str, *, create: bool = True) -> Slot:
     return Slot(settings.venv_dir(create=create), key)
 
 
-def key_for(project: Project, flags: list[str] | tuple[str, ...]) -> str:
-    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(develop_state.read(project.root).items())}  # guard: the-develop-token-is-in-the-worker-key
-    facts = {"project": str(project.root.resolve()), "lock": project.lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
+def key_for(project: Project, flags: Sequence[str]) -> str:
+    return _key(project.root.resolve(), project.lock_hash, flags, develop_state.read(project.root))
+
+
+def _key(root: Path, lock_hash: str, flags: Sequence[str], developing: Mapping[str, develop_state.Developed]) -> str:
+    developed = {dist: [str(e.checkout), e.token] for dist, e in sorted(developing.items())}  # guard: the-develop-token-is-in-the-worker-key
+    facts = {"project": str(root), "lock": lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -131,39 +126,37 @@ def describe(path: Path) -> WorkerEnv | None:
 
 
 def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
-    """The verified environment for (project's uv.lock, flags), built first if this node lacks it: from `bundle`
-    (`digest`: the one the site trusts, see bundles.check), else from a bundle under $NEMO_RL_BUNDLE_DIR, else
-    from the network. Verified in full when its record (workers.verified) no longer holds, else in milliseconds."""
-    where = slot(key_for(project, flags))
-    with where.locked():  # others asking for the same key wait here, then reuse the result
-        for leftover in where.building():  # we hold the lock, so whoever made these is gone
+    """The verified environment for (uv.lock, flags), built first if missing: from `bundle` (pinned by `digest`),
+    else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
+    root, lock_hash = project.root.resolve(), project.lock_hash
+    developing = develop_state.read(project.root)
+    where = slot(_key(root, lock_hash, flags, developing))
+    with where.locked():
+        for leftover in where.building():  # we hold the lock: whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
-        found = describe(where.path)
-        # metadata naming another project is no environment of this key (the key hashes the project's path)
-        if found is None or found.project != project.root.resolve():  # guard: whose-metadata-of-another-project-is
-            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
-        else:
-            manifest = None
-        env = describe(where.path)
-        if env is None:  # a build that returned without its metadata is a bug, not a user's mistake
+        found = WorkerEnv.read(where.path)
+        manifest = None
+        if found is None or found.project != root:  # guard: whose-metadata-of-another-project-is
+            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest, developing)
+        env = WorkerEnv.read(where.path)
+        if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        if not verified.still_verified(env.path, project):  # guard: verified-the-record-is-used
+        if not verified.still_verified(env.path, lock_hash, project.forks):  # guard: verified-the-record-is-used
             verify(env, project, proven=manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None = None,
-           digest: str | None = None) -> bundles.Manifest | None:
-    """Build the environment; from a bundle, return its (checked) manifest."""
-    manifest = None
-    if bundle is not None:
-        manifest = bundles.check(bundle, project, flags, digest)  # before anything is installed
+def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None, digest: str | None,
+           developing: Mapping[str, develop_state.Developed]) -> bundles.Manifest | None:
+    """Build the environment; from a bundle, return its checked manifest."""
+    root = project.root.resolve()
+    manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
     checkout = identity.ensure_checkout_id(project.root)  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
-    values.plain_path(project.root.resolve(), "the project directory")  # uv writes it into the environment's .pth
+    values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
-    shutil.rmtree(where.path, ignore_errors=True)  # a directory without metadata is a build that never finished
+    shutil.rmtree(where.path, ignore_errors=True)  # no metadata: a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
              "minutes")
     try:
@@ -172,10 +165,9 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None 
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
-        _overlay_developed(project.root, staging)
+        _overlay_developed(project.root, staging, developing)
         bytecode.install(staging, verified.sites(staging))  # guard: bytecode-every-environment-built-gets
-        WorkerEnv(where.key, where.path, tuple(flags), project.root.resolve(), project.lock_hash,
-                  checkout).write(staging)
+        WorkerEnv(where.key, where.path, tuple(flags), root, project.lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
     except BaseException:
@@ -185,31 +177,26 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None 
     return manifest
 
 
-def _overlay_developed(project: Path, env: Path) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too (see project.develop_state)."""
-    for entry in develop_state.read(project).values():
+def _overlay_developed(root: Path, env: Path, developing: Mapping[str, develop_state.Developed]) -> None:
+    """Forks under `nemo-rl deps develop` run from their checkout in workers too."""
+    for entry in developing.values():
         develop_state.install_overlay(env, entry.distribution, entry.checkout,
-                                      develop_state.shadow_dir(project, entry.distribution), entry.token)
+                                      develop_state.shadow_dir(root, entry.distribution), entry.token)
 
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
-    """The interpreter runs, Ray and each fork's module import, Python and Ray equal the driver's, and every
-    fork the lock pins is installed at the locked commit; what passed is recorded (workers.verified).
-
-    `proven`: what the pack's import check proved, for an environment just installed from that checked bundle
-    (the same bytes): the imports are not run again when they are the modules this environment needs."""
+    """Check that the interpreter runs, Ray and each fork's module import, Python and Ray are the driver's and
+    each fork is uv.lock's; record what passed. `proven`: the imports a checked bundle proved of these bytes."""
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
-    before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state; what `write` compares with after the check
+    before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     if wrong := bytecode.problem(env.path, verified.sites(env.path)):  # guard: bytecode-verification-refuses-an
         raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
     forks = project.forks
     modules = verified.modules_to_import(forks, env.path)
-    # What a worker imports to come up (Ray) and the forks' modules: a deleted or corrupted package fails here,
-    # in seconds, not in Ray's scheduler minutes later.
     try:
         if proven is not None and list(proven.modules) == modules:
             progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
@@ -222,7 +209,7 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     if result.python != platform.python_version():  # guard: workers-python-version-checked
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.version(Path(sys.prefix), "ray")
-    if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named; rebuilding the worker environment would fail the same way: the driver is what lacks
+    if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named
         raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
                           "make the checkout's environment: `uv sync --locked`; on a node without network, "
                           "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
@@ -230,24 +217,20 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     ray_there = installed.version(env.path, "ray")
     if ray_there != driver_ray:  # guard: workers-ray-version
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
-    from nemo_rl.forks import installed_fork  # packaging: not on the node path, which runs on the standard library
+    from nemo_rl.forks import installed_fork  # needs packaging, which the node path does not
 
     for fork in forks:
         package = project.packages.get(fork.distribution)
-        found = installed.installed(env.path, fork.distribution)
-        commit = found.commit if found else None
-        if package and package.commit and (found or project.extras_require(env.flags, fork.distribution)):
-            mismatch = installed.commit_mismatch(commit, package.commit)
-            if mismatch:  # guard: workers-fork-commit-checked
-                problems.append(f"{fork.distribution} is {commit[:12] if commit else 'missing'} there, uv.lock pins "
-                                f"{package.commit[:12]}")
-            elif differs := installed_fork.problems(project, env.path, fork.distribution):  # guard: installed-worker-environments-compare
-                problems += map(str, differs)
+        if not (package and package.commit):
+            continue
+        if installed.installed(env.path, fork.distribution):
+            problems += map(str, installed_fork.problems(project, env.path, fork.distribution))  # guard: installed-worker-environments-compare
+        elif project.extras_require(env.flags, fork.distribution):  # guard: workers-fork-commit-checked
+            problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    # recorded: what the check loaded and the metadata the commit and version checks read (an edit in place
-    # leaves the directory as it was); nothing is recorded when any of it moved while it was checked
-    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the; by the paths the snapshot took: lib64 is lib
+    # recorded too: the metadata the commit and version checks read (an edit in place moves no directory)
+    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the
                 for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-    verified.write(env.path, project, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state
+    verified.write(env.path, project.lock_hash, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state
                    verified.inside(env.path, [*result.files, *metadata]), before)

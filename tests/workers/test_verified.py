@@ -18,6 +18,13 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bytecode, verified
 
+DRIVER = (platform.python_version(), verified.driver_ray(sys.prefix))
+
+
+def still_verified(env: Path, project: Path) -> bool:
+    held = Project.read(project)
+    return verified.still_verified(env, held.lock_hash, held.forks)
+
 
 def verified_env(tmp_path: Path) -> tuple[Path, Path]:
     project = tmp_path / "project"
@@ -34,10 +41,10 @@ def verified_env(tmp_path: Path) -> tuple[Path, Path]:
     os.symlink(sys.executable, env / "bin" / "python")
     dirs = verified.watched_dirs(env)
     files = ["lib/python3.12/site-packages/pkg/__init__.py"]
-    verified.write(env, Project.read(project), platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
+    verified.write(env, Project.read(project).lock_hash, *DRIVER, ["ray"],
                    dirs, files,
                    verified.snapshot(env, dirs))
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
     return env, project
 
 
@@ -47,14 +54,14 @@ def test_a_workers_first_import_writing_bytecode_keeps_the_record(tmp_path):
     cache = env / "lib" / "python3.12" / "site-packages" / "pkg" / "__pycache__"
     cache.mkdir()
     (cache / "__init__.cpython-312.pyc").write_bytes(b"\0")
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
 
 
 def test_a_file_added_beside_the_verified_ones_is_noticed(tmp_path):
     env, project = verified_env(tmp_path)
     site = env / "lib" / "python3.12" / "site-packages"
     (site / "evil.pth").write_text("import os\n")
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_a_hand_made_record_of_any_shape_is_no_record(tmp_path):
@@ -62,16 +69,16 @@ def test_a_hand_made_record_of_any_shape_is_no_record(tmp_path):
     for text in ["[" * 100_000, json.dumps({"dirs": ["bin\u0000"], "files": [], "state": "x", "lock_hash": "y",
                                              "python": "3", "ray": None})]:
         (env / verified.RECORD).write_text(text)
-        assert not verified.still_verified(env, Project.read(project))
+        assert not still_verified(env, project)
     os.remove(env / verified.RECORD)
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def settled(monkeypatch, env: Path, project: Path) -> None:
     """Record as if every path had been written long ago (RACY_NS off), so the fast digest is kept."""
     monkeypatch.setattr(verified, "RACY_NS", -10**18)
     dirs = verified.watched_dirs(env)
-    verified.write(env, Project.read(project), platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
+    verified.write(env, Project.read(project).lock_hash, *DRIVER, ["ray"],
                    dirs,
                    ["lib/python3.12/site-packages/pkg/__init__.py"], verified.snapshot(env, dirs))
     assert verified.read(env).stats is not None
@@ -82,14 +89,14 @@ def test_a_settled_record_is_checked_by_its_times_alone(tmp_path, monkeypatch):
     env, project = verified_env(tmp_path)
     settled(monkeypatch, env, project)
     monkeypatch.setattr(verified, "state", lambda *args: (_ for _ in ()).throw(AssertionError("listed")))
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
 
 
 def test_a_change_is_seen_through_the_times(tmp_path, monkeypatch):
     env, project = verified_env(tmp_path)
     settled(monkeypatch, env, project)
     (env / "lib" / "python3.12" / "site-packages" / "pkg" / "stray.py").write_text("")
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_bytecode_moves_the_times_but_keeps_the_record_and_the_new_times_are_kept(tmp_path, monkeypatch):
@@ -97,7 +104,7 @@ def test_bytecode_moves_the_times_but_keeps_the_record_and_the_new_times_are_kep
     settled(monkeypatch, env, project)
     before = verified.read(env).stats
     (env / "lib" / "python3.12" / "site-packages" / "pkg" / "__pycache__").mkdir()
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
     assert verified.read(env).stats not in (None, before)  # the next call is a fast one again
 
 
@@ -105,7 +112,7 @@ def test_times_taken_as_paths_change_are_not_kept(tmp_path):
     """A change within the clock tick of the record leaves the times as they were: such times decide nothing."""
     env, project = verified_env(tmp_path)
     assert verified.read(env).stats is None
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
 
 
 def test_start_up_files_edited_in_place_are_noticed(tmp_path, monkeypatch):
@@ -117,7 +124,7 @@ def test_start_up_files_edited_in_place_are_noticed(tmp_path, monkeypatch):
         env, project = verified_env(tmp_path)
         settled(monkeypatch, env, project)
         edit(env)
-        assert not verified.still_verified(env, Project.read(project))
+        assert not still_verified(env, project)
         shutil.rmtree(tmp_path)
         tmp_path.mkdir()
 
@@ -131,7 +138,7 @@ def test_the_interpreter_the_link_names_is_covered(tmp_path, monkeypatch):
     os.symlink(base, env / "bin" / "python")
     settled(monkeypatch, env, project)
     base.write_bytes(b"\x7fELF another build")
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_a_record_that_covers_less_than_the_environment_is_no_record(tmp_path):
@@ -144,7 +151,7 @@ def test_a_record_that_covers_less_than_the_environment_is_no_record(tmp_path):
         forged = {**record, "dirs": dirs, "files": files, "modules": modules, "stats": None,
                   "state": verified.state(env, dirs, files)}
         (env / verified.RECORD).write_text(json.dumps(forged))
-        assert not verified.still_verified(env, Project.read(project)), (dirs, files, modules)
+        assert not still_verified(env, project), (dirs, files, modules)
 
 
 def test_uv_linking_a_recorded_file_elsewhere_keeps_the_record_and_its_times(tmp_path, monkeypatch):
@@ -154,7 +161,7 @@ def test_uv_linking_a_recorded_file_elsewhere_keeps_the_record_and_its_times(tmp
     settled(monkeypatch, env, project)
     os.link(env / "lib" / "python3.12" / "site-packages" / "pkg" / "__init__.py", tmp_path / "another-env-file")
     monkeypatch.setattr(verified, "state", lambda *args: (_ for _ in ()).throw(AssertionError("listed")))
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
 
 
 def test_lib64_is_walked_once(tmp_path):
@@ -173,7 +180,7 @@ def test_an_edit_while_it_is_checked_is_not_recorded(tmp_path):
     dirs = verified.watched_dirs(env)
     before = verified.snapshot(env, dirs)
     (env / PKG).write_text("x = 'edited during the check'\n")
-    assert not verified.write(env, Project.read(project), platform.python_version(), verified.driver_ray(sys.prefix),
+    assert not verified.write(env, Project.read(project).lock_hash, *DRIVER,
                               ["ray"],
                               dirs, [PKG], before)
     assert not (env / verified.RECORD).exists()
@@ -184,7 +191,7 @@ def test_a_directory_made_writable_by_others_is_noticed(tmp_path, monkeypatch):
     env, project = verified_env(tmp_path)
     settled(monkeypatch, env, project)
     os.chmod(env / "lib" / "python3.12" / "site-packages", 0o777)
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_a_linked_directory_pointed_elsewhere_is_noticed(tmp_path, monkeypatch):
@@ -197,7 +204,7 @@ def test_a_linked_directory_pointed_elsewhere_is_noticed(tmp_path, monkeypatch):
     settled(monkeypatch, env, project)
     os.remove(site / "ext")
     os.symlink(tmp_path / "B", site / "ext")
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_a_listing_that_does_not_read_does_not_hold(tmp_path, monkeypatch):
@@ -209,11 +216,11 @@ def test_a_listing_that_does_not_read_does_not_hold(tmp_path, monkeypatch):
     monkeypatch.setattr(verified.os, "scandir", lambda p=".": (_ for _ in ()).throw(OSError(5, "EIO"))
                         if isinstance(p, int) else real(p))
     settled_dirs = verified.watched_dirs(env)
-    verified.write(env, Project.read(project), platform.python_version(), verified.driver_ray(sys.prefix), ["ray"],
+    verified.write(env, Project.read(project).lock_hash, *DRIVER, ["ray"],
                    settled_dirs,
                    [PKG], verified.snapshot(env, settled_dirs))
     (env / "lib" / "python3.12" / "site-packages" / "sitecustomize.py").write_text("print('at every start')\n")
-    assert not verified.still_verified(env, Project.read(project))
+    assert not still_verified(env, project)
 
 
 def test_a_temporary_record_a_killed_write_left_is_removed(tmp_path, monkeypatch):
@@ -262,7 +269,7 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
 def test_verification_records_what_it_checked(tmp_path, monkeypatch):
     env, project, verify = _checked_env(tmp_path, monkeypatch)
     verify()
-    assert verified.still_verified(env, Project.read(project))
+    assert still_verified(env, project)
 
 
 def test_a_file_edited_during_verification_is_not_recorded(tmp_path, monkeypatch):
