@@ -44,22 +44,17 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
-            kind = "a symbolic link" if exc.errno == errno.ELOOP else "a directory"
-            raise NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
-                              f"remove {path} (and find out who planted it); it is made again") from exc
+            raise _planted(path, "a symbolic link" if exc.errno == errno.ELOOP else "a directory") from exc
         if exc.errno == errno.EACCES:  # guard: a-lock-file-refused-with-eacces-is-named
             _refuse_planted(path, exc, not_yours)
         raise
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:  # guard: never-lock-files-are-plain-one-link
         os.close(fd)
-        raise NemoRLError(f"lock file {path} is not a plain file nemo-rl made ("
-                          f"{'hard-linked to another file' if stat.S_ISREG(info.st_mode) else 'not a regular file'})",
-                          f"remove {path} (and find out who planted it); it is made again")
+        raise _planted(path, "hard-linked" if stat.S_ISREG(info.st_mode) else "not a regular file")
     if info.st_uid != os.geteuid():  # guard: terminal-another-user-s-lock-file-is
         os.close(fd)
-        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "  # guard: toolchain-another-user-s-lock-names-the
-                          "or writes into another user's lock file", not_yours or _not_yours_fix(path))
+        raise _theirs(path, info.st_uid, not_yours)  # guard: toolchain-another-user-s-lock-names-the
     if stat.S_IMODE(info.st_mode) != 0o600:  # guard: locks-a-lock-file-of-ours-is-made
         os.fchmod(fd, 0o600)  # a umask's 0400
     return fd
@@ -72,19 +67,23 @@ def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> N
     except OSError:
         return
     if stat.S_ISLNK(info.st_mode):
-        raise NemoRLError(f"lock file {path} is a symbolic link owned by {_user(info.st_uid)}, which nemo-rl never "
-                          "makes", f"remove {path} (and find out who planted it); it is made again") from exc
+        raise _planted(path, f"a symbolic link owned by {_user(info.st_uid)}") from exc
     if os.geteuid() != info.st_uid:
-        raise NemoRLError(f"lock file {path} belongs to {_user(info.st_uid)}, not to you: nemo-rl never waits on "
-                          "or writes into another user's lock file", not_yours or _not_yours_fix(path)) from exc
+        raise _theirs(path, info.st_uid, not_yours) from exc
     if stat.S_ISREG(info.st_mode) and not info.st_mode & stat.S_IWUSR:
         raise NemoRLError(f"lock file {path} is yours but not writable (mode {stat.S_IMODE(info.st_mode):04o})",
                           f"`chmod 600 {path}`, then run again") from exc
 
 
-def _not_yours_fix(path: Path) -> str:
-    return (f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, NEMO_RL_CACHE_DIR) "
-            f"at a directory only you can write, or have its owner remove {path}")
+def _planted(path: Path, kind: str) -> NemoRLError:
+    return NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
+                       f"remove {path}; it is made again")
+
+
+def _theirs(path: Path, uid: int, fix: str | None) -> NemoRLError:
+    return NemoRLError(f"lock file {path} belongs to {_user(uid)}, not to you", fix or (
+        f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, NEMO_RL_CACHE_DIR) "
+        f"at a directory only you can write, or have its owner remove {path}"))
 
 
 def _user(uid: int) -> str:
@@ -149,10 +148,10 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
 
 def remove_locked(path: Path, fd: int) -> bool:
     """Remove the lock file `path` whose lock `fd` holds; False when the path names another file now."""
-    if not _names(path, fd):
-        return False
-    path.unlink()
-    return True
+    if _names(path, fd):
+        path.unlink()
+        return True
+    return False
 
 
 def remove_free(path: Path, unused: Callable[[], bool] = lambda: True) -> bool:
@@ -171,12 +170,10 @@ def remove_free(path: Path, unused: Callable[[], bool] = lambda: True) -> bool:
 
 def _names(path: Path, fd: int) -> bool:
     """Whether `path` still names the file `fd` has open."""
-    mine = os.fstat(fd)
     try:
-        now = os.lstat(path)
+        return os.path.samestat(os.lstat(path), os.fstat(fd))
     except FileNotFoundError:
         return False
-    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def hold(directory: Path) -> int:
@@ -198,14 +195,12 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
         return None
     try:
         _flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)  # guard: locks-a-shared-hold-keeps-a-remover-out
-        return fd
-    except (BlockingIOError, NemoRLError):
-        pass
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
+        if isinstance(exc, BlockingIOError | NemoRLError):
+            return None
         raise
-    os.close(fd)
-    return None
+    return fd
 
 
 def share(fd: int) -> None:

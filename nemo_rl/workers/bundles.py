@@ -107,7 +107,7 @@ def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple
     digest = bundle_seal.seal(cache_digest, manifest, record)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):  # guard: bundles-content-against-the-digest
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
-                          f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded",
+                          f"found; {manifest.files}, {manifest.bytes}, {manifest.digest} recorded",
                           f"copy the bundle again from the builder: {bundle}")
 
 
@@ -123,10 +123,9 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
     root = settings.venv_dir()
     work, held = bundle_trust.new_work_cache(root)
     cache = work / CACHE
-    progress(f"using bundle {bundle} through a working uv cache in {cache} (the bundle stays read-only)")
+    progress(f"using bundle {bundle} through a working uv cache in {cache}")
     try:
-        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its "
-                 "digest")
+        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
         copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
                                                 lambda content: check_sealed(bundle, manifest, record, content))
         try:
@@ -134,11 +133,10 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
         finally:
             os.close(copy_held)  # the links keep what they link
         checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
-        progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
-                 "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
+        progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
+                 "warning: no archive record in the bundle to check against uv.lock's hashes")
         if unlisted:
-            progress(f"{len(unlisted)} archive(s) uv.lock does not name (build requirements): "
-                     + ", ".join(unlisted))
+            progress(f"archive(s) uv.lock does not name (build requirements): {', '.join(unlisted)}")
         uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
     finally:
@@ -153,8 +151,7 @@ def driver_path(project: Path) -> Path:
 
 def driver_unfinished(project: Path) -> Path:
     """Beside the checkout's environment while build_driver makes it: a killed build's `.venv` is made again."""
-    venv = driver_path(project)
-    return venv.with_name(f".{venv.name}.nemo-rl-unfinished")
+    return driver_path(project).with_name(f".{driver_path(project).name}.nemo-rl-unfinished")
 
 
 def build_driver(bundle: Path, project: Project, flags: list[str] | tuple[str, ...],

@@ -41,25 +41,21 @@ def users(path: Path) -> tuple[int, ...]:
     prefix = str(path.resolve())
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
-            continue
-        try:
-            if _runs_from(pid, prefix):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if int(pid) != os.getpid() and _runs_from(pid, prefix):
                 found.append(int(pid))
-        except OSError:
-            continue
     return tuple(found)
 
 
 def _runs_from(pid: str, prefix: str) -> bool:
-    inside = (prefix, prefix + "/")
-    if os.readlink(f"/proc/{pid}/exe").startswith(inside[1]):
+    inside = prefix + "/"
+    if os.readlink(f"/proc/{pid}/exe").startswith(inside):
         return True
-    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):  # guard: workers-in-use-through-the-command-line
+    if any(arg == prefix or arg.startswith(inside) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):  # guard: workers-in-use-through-the-command-line
         return True
     if f"\0VIRTUAL_ENV={prefix}\0" in "\0" + _read(f"/proc/{pid}/environ"):  # guard: workers-in-use-through-virtual-env
         return True
-    return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()  # guard: workers-in-use-through-a-mapped-file
+    return any(line.split(maxsplit=5)[-1].startswith(inside) for line in _read(f"/proc/{pid}/maps").splitlines()  # guard: workers-in-use-through-a-mapped-file
                if line.count(" ") >= 5)
 
 
@@ -79,20 +75,15 @@ def _size_mb(path: Path) -> float:
     return round(total / 1e6, 1)
 
 
-def _develop_state(project: Path | None) -> dict[str, develop_state.Developed]:
-    """This checkout's develop state; none when unreadable."""
-    try:
-        return develop_state.read(project) if project is not None else {}
-    except NemoRLError:
-        return {}
-
-
 def listing(project: Project | None) -> list[Row]:
     """Every environment and unfinished build under the venv directory; creates nothing."""
     root = settings.venv_dir(create=False)
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags
-    mine = _develop_state(project.root if project is not None else None)
+    try:
+        mine = develop_state.read(project.root) if project is not None else {}
+    except NemoRLError:
+        mine = {}
     ours = identity.checkout_id(project.root) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):

@@ -111,8 +111,6 @@ def read_manifest(bundle: Path) -> Manifest:
         raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
     except (OSError, ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
         raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
-    if manifest.schema != SCHEMA:
-        raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)
     return manifest
 
 

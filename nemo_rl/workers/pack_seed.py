@@ -4,6 +4,7 @@ every declared CUDA arch are seeded; whatever fails leaves that wheel unseeded."
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -191,14 +192,7 @@ def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[]
         from nemo_rl.toolchain.archs import declared_at_pack
 
         declared = declared_at_pack
-    found: list[tuple[int, ...]] = []
-    asked = declared
-
-    def once() -> tuple[int, ...]:  # nvcc only when a wheel is there to check
-        if not found:
-            found.append(asked())
-        return found[0]
-
+    once = functools.cache(declared)  # nvcc only when a wheel is there to check
     seeded = []
     for name, (version, sha256) in sorted(sdist_builds(lock).items()):
         for version_dir in _version_dirs(user_cache, name, version):
