@@ -287,10 +287,8 @@ def test_another_python_is_another_environment(ray_world, venv_dir, monkeypatch)
 
 
 def test_environment_metadata_of_the_wrong_shape_lists_as_broken(ray_world, venv_dir, capsys):
-    env = environments.ensure(ray_world.project, ["--locked"])
-    (env.path / environments.META).write_text('{"version": 1}')  # hand-edited
     env = environments.ensure(Project.read(ray_world.project), ["--locked"])
-    (env.path / environments.META).write_text("{}")  # hand-edited
+    (env.path / environments.META).write_text('{"version": 1}')  # hand-edited
     assert main(["envs", "list", "--project", str(ray_world.project)]) == 0  # was exit 3 for every listing
     out = capsys.readouterr().out
     assert f"{env.key}  broken" in out and "is not worker-environment metadata" in out
