@@ -1,10 +1,4 @@
-"""Distributed workers: Ray actors started in exact environments built from uv.lock.
-
-- `executables`: how a worker's Python is declared (PY_EXECUTABLES) and turned into an interpreter path.
-- `environments`: the keyed, verified worker environments on disk (build, verify, list, prune).
-- `ray_actors`: what Ray needs from us (actor options, prestarted workers, every-node preparation); Ray is
-  imported lazily.
-"""
+"""Distributed workers: Ray actors started in exact environments built from uv.lock."""
 
 from nemo_rl.workers.executables import PY_EXECUTABLES, create_local_venv
 from nemo_rl.workers.ray_actors import actor_options, prepare_on_every_node, prestart, start_ray, wait_ready

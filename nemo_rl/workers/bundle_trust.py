@@ -1,5 +1,4 @@
-"""What a node trusts in a bundle beyond its manifest: the digests a site pins (whoever can write a bundle can
-write its manifest); and which working caches under $NEMO_RL_VENV_DIR are this user's node builds'."""
+"""The bundle digests a site pins, and a node build's working caches under $NEMO_RL_VENV_DIR."""
 
 from __future__ import annotations
 
@@ -14,44 +13,37 @@ from nemo_rl.errors import NemoRLError
 
 
 def pinned_digests() -> set[str]:
-    """The bundle digests this site trusts ($NEMO_RL_BUNDLE_DIGESTS, in values.bundle_digests' format); empty when
-    unset (any bundle whose content matches its manifest). Set but holding no digest (a variable that did not come
-    up) is refused: it would trust every bundle while the site believes it pins."""
+    """The digests in $NEMO_RL_BUNDLE_DIGESTS; empty when unset (any bundle matching its manifest)."""
     setting = os.environ.get("NEMO_RL_BUNDLE_DIGESTS")
     if setting is None:
         return set()
     found = values.bundle_digests(setting, "NEMO_RL_BUNDLE_DIGESTS")
     if not found:  # guard: nemo-rl-bundle-digests-set-but-empty-is
-        raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS is set but holds no digest ({setting!r:.40}), which would trust "
-                          "every bundle", "set it to the digests `nemo-rl envs pack` printed, or unset it "
-                          "(`unset NEMO_RL_BUNDLE_DIGESTS`) to take any bundle whose content matches its manifest")
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS is set but holds no digest ({setting!r:.40})",
+                          "set it to the digests `nemo-rl envs pack` printed, or `unset NEMO_RL_BUNDLE_DIGESTS`")
     return found
 
 
 def digest_argument(value: str) -> str:
-    """`--digest`: one bundle digest (values.bundle_digest's format)."""
     return values.bundle_digest(value, "--digest")
 
 
-# A node's working cache: `$NEMO_RL_VENV_DIR/.bundle-cache-<random>/` holding MARKER and the uv cache (CACHE).
-# A shared NEMO_RL_VENV_DIR is writable by others, so a name with the prefix proves nothing: ours is a real
-# directory (never a link) this user owns holding a MARKER file this user owns.
-WORK_CACHE_PREFIX = ".bundle-cache-"
-NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache kept for the next build (bundle_copy)
+WORK_CACHE_PREFIX = ".bundle-cache-"  # holding MARKER and the uv cache (CACHE)
+NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache (bundle_copy)
 CACHE = "uv-cache"
 MARKER = "nemo-rl-work-cache"
 
 
 def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, int]:
-    """A working cache of our own under `root`, held (the descriptor: close it when done), marked as ours."""
+    """A working cache under `root`, marked, and held by the returned descriptor."""
     for attempt in range(3):
         work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))  # guard: never-a-working-cache-of-its-own
         held = -1
-        try:  # held, then marked, before anything else: an empty unmarked one is a killed build's to prune
+        try:  # held, then marked: an empty unmarked one is a killed build's
             held = locks.hold(work)
             fd = os.open(work / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             break
-        except FileNotFoundError:  # a prune took it for a killed build's between mkdtemp and the lock: again
+        except FileNotFoundError:  # a prune took it before the lock
             if held >= 0:
                 os.close(held)
             if attempt == 2:
@@ -68,7 +60,7 @@ def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, i
 
 
 def why_not_ours(path: Path) -> str | None:
-    """None for a working cache this user's nemo-rl made; else what it is (it is left alone, never counted)."""
+    """None for a working cache nemo-rl made; else what it is."""
     try:
         info = os.lstat(path)
     except OSError as exc:
@@ -84,7 +76,7 @@ def why_not_ours(path: Path) -> str | None:
         marker = os.lstat(path / MARKER)
     except OSError:
         marker = None
-    if marker is None and _empty(path):  # guard: plain-an-empty-unmarked-working-cache-is; killed between mkdtemp and the marker: nothing in it to be anyone's
+    if marker is None and _empty(path):  # guard: plain-an-empty-unmarked-working-cache-is
         return None
     if marker is None or not stat.S_ISREG(marker.st_mode) or marker.st_uid != euid:  # guard: a-working-cache-is-ours-only-with-our
         return f"no {MARKER} file of this user's in it"

@@ -1,14 +1,5 @@
-"""Bundles: a worker environment made once on a builder and built on nodes with no network and no compiler.
-
-A bundle is a directory holding a uv cache trimmed to what `uv sync --locked --offline` needs for one key's
-inputs (index wheels, and the wheels uv built from the forks and from sdists, compiled parts included; no git
-history, no build scratch) and a manifest: every input of the key, uv's version, the distributions, and a
-digest of the content. A node checks the manifest against its own inputs and the content against the digest
-before it installs anything, so a bundle for another uv.lock, Python, platform or uv, a truncated copy or an
-edited file is refused with its own message.
-
-bundle_pack.py makes bundles; this module checks one and installs from it on a node.
-"""
+"""Bundles: a uv cache made on a builder for one key's inputs, with a manifest; a node checks one and installs
+from it offline (bundle_pack.py makes them)."""
 
 from __future__ import annotations
 
@@ -26,59 +17,54 @@ from nemo_rl.project.model import Project
 from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs, tree_copy
 from nemo_rl.workers.manifests import MANIFEST, Manifest, differences, inputs_for, read_manifest
 
-CACHE = bundle_trust.CACHE  # the bundle's uv cache, and a node's working copy of it
-DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`: what `uv run` syncs (default groups, no extras)
-WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX  # a node's working cache, in $NEMO_RL_VENV_DIR while it builds
+CACHE = bundle_trust.CACHE
+DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`, as `uv run` syncs it
+WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX
 
 
 def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) -> tuple[str, int, str | None]:
-    interrupt.check()  # guard: bundles-a-signal-ends-the-digest-within; gigabytes are hashed here: a signal ends it within a file
+    interrupt.check()  # guard: bundles-a-signal-ends-the-digest-within
     path = os.path.join(root, relative)
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
         target = os.readlink(path)
-        # uv's own links are relative, into archive-v0: one that leaves the bundle would install an outside file
         landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
-        # and as the kernel follows it: `q -> p/../../etc` through `p -> ../..` is inside by its text alone
+        # by its text and as the kernel follows it: `q -> p/../../etc` through `p -> ../..` is inside by its text
         real, inside = os.path.realpath(path), os.path.realpath(root)
         if (os.path.isabs(target) or landing == ".." or landing.startswith("../")  # guard: never-a-link-out-through-another-link
                 or not (real == inside or real.startswith(inside + os.sep))):
             raise NemoRLError(f"{path} links out of the bundle (to {target!r:.120})",
-                              "make the bundle again on the builder (`nemo-rl envs pack`): a bundle links only "
-                              "inside itself")
+                              "make the bundle again on the builder (`nemo-rl envs pack`)")
         return f"L {relative} {target}\n", -1, None
-    if not stat.S_ISREG(info.st_mode):  # guard: the-digest-never-opens-a-fifo; a FIFO would block the open for ever
-        raise NemoRLError(f"{path} in the bundle is not a file or a link (a FIFO, socket or device)",
+    if not stat.S_ISREG(info.st_mode):  # guard: the-digest-never-opens-a-fifo
+        raise NemoRLError(f"{path} in the bundle is not a file or a link",
                           "make the bundle again on the builder (`nemo-rl envs pack`), or copy it again")
-    if known is not None and known[0] == info.st_size:  # this node hashed these bytes already (bundle_copy)
+    if known is not None and known[0] == info.st_size:
         return f"F {relative} {info.st_size} {known[1]}\n", info.st_size, known[1]
     file_hash, size = hashlib.sha256(), 0
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
-            file_hash.update(block)  # releases the GIL: files hash in parallel
+            file_hash.update(block)
             size += len(block)
     return f"F {relative} {size} {file_hash.hexdigest()}\n", size, file_hash.hexdigest()
 
 
 def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = None,
                    hashes: dict[str, str] | None = None) -> tuple[int, int, str]:
-    """(files, bytes, sha256) over every path under `root`: names, sizes, contents and link targets, in a
-    fixed order (files are hashed on all cores; the order of the entries does not depend on it). `known`: the
-    (size, sha256) of files whose bytes are known to be those hashed before, by relative path (not hashed
-    again); `hashes`, when given, receives each file's sha256."""
+    """(files, bytes, sha256) over every path under `root`: names, sizes, contents, link targets. `known`:
+    (size, sha256) by relative path of files hashed before; `hashes` receives each file's sha256."""
     from concurrent.futures import ThreadPoolExecutor
 
     top, relatives = str(root), []
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
-        # a link to a directory (uv's wheel entries point into archive-v0) is listed among dirnames, not walked
         links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]  # guard: bundles-links-to-directories-in-the
         here = os.path.relpath(dirpath, top)
         relatives += [name if here == "." else f"{here}/{name}" for name in sorted([*filenames, *links])]
     known = known or {}
     entries: list[tuple[str, int, str | None] | None] = [None] * len(relatives)
     unknown = []
-    for i, relative in enumerate(relatives):  # where known, a stat: no thread's overhead for it
+    for i, relative in enumerate(relatives):
         if relative in known:
             entries[i] = _file_entry(top, relative, known[relative])
         else:
@@ -99,69 +85,58 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
 
 
 def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
-    """The bundle's manifest, once its inputs are this node's, its digest one this site pins (`digest`, else
-    $NEMO_RL_BUNDLE_DIGESTS when set). Its content is checked against the digest on the node's own copy, in
-    `sync_from`: a file the bundle's writer changes after a check of the bundle itself would be installed
-    unchecked."""
+    """The bundle's manifest, once its inputs are this node's and its digest is pinned (`digest`, else
+    $NEMO_RL_BUNDLE_DIGESTS); `sync_from` checks the content, on the node's copy."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
-                          "make a bundle from this uv.lock with this Python and uv on the builder "
-                          f"(`nemo-rl envs pack ... {bundle}`), or check out the commit the bundle was made from")
+                          f"pack a bundle for this checkout (`nemo-rl envs pack ... {bundle}`), or check out the "
+                          "commit the bundle was made from")
     trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()  # guard: digest-is-normalised-where-checked
     if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digest
         where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
-        raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin (anyone who can "
-                          "write a bundle can write its manifest)",
-                          f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where} "
-                          "if this bundle is the one you trust")
+        raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin",
+                          f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where}")
     return manifest
 
 
 def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple[int, int, str]) -> None:
-    """The node's copy of the bundle's cache (its `content`: content_digest's files, bytes and digest), the CUDA
-    record it read (`record`) and the manifest are what the digest says: what uv installs is what was checked,
-    however the bundle changes meanwhile."""
+    """Refuse unless the node's copy (`content`: content_digest's), `record` and the manifest match the digest."""
     files, total, cache_digest = content
     digest = bundle_seal.seal(cache_digest, manifest, record)
     if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):  # guard: bundles-content-against-the-digest
         raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
-                          f"found; {manifest.files} files, {manifest.bytes} bytes, {manifest.digest} recorded "
-                          "(a truncated copy or an edited file)", f"copy the bundle again from the builder: {bundle}")
+                          f"found; {manifest.files}, {manifest.bytes}, {manifest.digest} recorded",
+                          f"copy the bundle again from the builder: {bundle}")
 
 
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest | None = None, *, inexact: bool = True) -> None:
-    """Install the environment from a checked bundle (`manifest`, what `check` returned): `uv sync --locked
-    --offline` against a working cache linked from this node's checked copy of it (bundle_copy: made, or kept
-    from an earlier build and checked again). uv writes into its cache, so the working cache is a tree of its
-    own, removed after; uv hard-links its files into the environment, which so holds what was checked."""
-    record = cuda_archs.read_record(bundle)  # these bytes, checked against the GPU here and the digest below
-    fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing; refuses before anything is installed
+    """Install the environment offline from a checked bundle, through a working cache linked from the node's
+    checked copy (uv writes into its cache)."""
+    record = cuda_archs.read_record(bundle)
+    fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)
     manifest = manifest or read_manifest(bundle)
     root = settings.venv_dir()
-    # a name of its own (PIDs repeat across containers sharing the directory), held while in use, marked as ours
-    work, held = bundle_trust.new_work_cache(root)  # while held, `envs prune` leaves it; after a SIGKILL, removes it
+    work, held = bundle_trust.new_work_cache(root)
     cache = work / CACHE
-    progress(f"using bundle {bundle} through a working uv cache in {cache} (the bundle stays read-only)")
+    progress(f"using bundle {bundle} through a working uv cache in {cache}")
     try:
-        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB) against its "
-                 "digest, on this node's copy of it")
+        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
         copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
                                                 lambda content: check_sealed(bundle, manifest, record, content))
         try:
             tree_copy.link_tree(copy, cache)  # guard: bundles-uv-writes-into-a-working-cache
         finally:
-            os.close(copy_held)  # the working cache's links keep what it links, whatever happens to the copy now
-        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes; what uv recorded of each
-        progress(f"{checked} index archive(s) of the bundle carry the hashes uv.lock records" if checked else
-                 "warning: no archive record of uv's found in the bundle to check against uv.lock's hashes")
-        if unlisted:  # build requirements of the lock's sdists: never installed into the environment
-            progress(f"{len(unlisted)} archive(s) uv.lock does not name (build requirements): "
-                     + ", ".join(unlisted))
+            os.close(copy_held)  # the links keep what they link
+        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
+        progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
+                 "warning: no archive record in the bundle to check against uv.lock's hashes")
+        if unlisted:
+            progress(f"archive(s) uv.lock does not name (build requirements): {', '.join(unlisted)}")
         uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
     finally:
@@ -170,21 +145,18 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
 
 
 def driver_path(project: Path) -> Path:
-    """The checkout's own environment, where `uv run` looks for it."""
+    """The checkout's own environment."""
     return project / os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")
 
 
 def driver_unfinished(project: Path) -> Path:
-    """Beside the checkout's environment while build_driver makes it, removed last: a `.venv` a killed build left
-    (with Ray in, a dependency not yet) is made again, never taken for made."""
-    venv = driver_path(project)
-    return venv.with_name(f".{venv.name}.nemo-rl-unfinished")
+    """Beside the checkout's environment while build_driver makes it: a killed build's `.venv` is made again."""
+    return driver_path(project).with_name(f".{driver_path(project).name}.nemo-rl-unfinished")
 
 
 def build_driver(bundle: Path, project: Project, flags: list[str] | tuple[str, ...],
                  digest: str | None = None) -> Manifest:
-    """The checkout's `.venv` from a bundle made for (uv.lock, flags): on a node that has only the checkout, what
-    `nemo-rl` itself runs in (exact, as `uv run` syncs it). Complete or marked unfinished (driver_unfinished)."""
+    """Make the checkout's `.venv` from a bundle made for (uv.lock, flags)."""
     manifest = check(bundle, project, flags, digest)
     progress(f"making the checkout's environment {driver_path(project.root)} from bundle {bundle}")
     mark = driver_unfinished(project.root)
@@ -196,25 +168,24 @@ def build_driver(bundle: Path, project: Project, flags: list[str] | tuple[str, .
 
 
 def configured() -> list[Path]:
-    """Bundles under $NEMO_RL_BUNDLE_DIR (each a directory with a manifest), or none when it is not set."""
+    """Bundles under $NEMO_RL_BUNDLE_DIR; none when it is unset."""
     root = settings.bundle_dir()
     if root is None:
         return []
     if not root.is_dir():
-        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory", "point it at the directory holding "
-                          "bundles made by `nemo-rl envs pack`, or unset it")
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {root} is not a directory",
+                          "point it at the directory of the bundles, or unset it")
     return sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p / MANIFEST).is_file())  # guard: bundles-hidden-directories-are-not
 
 
 def find(project: Project, flags: list[str]) -> Path | None:
-    """The configured bundle for these inputs; an error saying why when bundles are configured but none fits
-    (a node that should be offline must not fall back to the network)."""
+    """The configured bundle for these inputs; None without bundles; an error when none fits (never the
+    network)."""
     bundles = configured()
     if not bundles:
-        if settings.bundle_dir():  # guard: never-an-empty-nemo-rl-bundle-dir-is-no; a shared mount that did not come up: never the network
+        if settings.bundle_dir():  # guard: never-an-empty-nemo-rl-bundle-dir-is-no
             raise NemoRLError(f"NEMO_RL_BUNDLE_DIR {settings.bundle_dir()} holds no bundle",
-                              "mount the directory the bundles are in (or pack one into it with `nemo-rl envs "
-                              "pack`), or unset NEMO_RL_BUNDLE_DIR to build from the network")
+                              "mount the bundles' directory, or unset NEMO_RL_BUNDLE_DIR to build from the network")
         return None
     local = inputs_for(project, flags)
     trusted = bundle_trust.pinned_digests()
@@ -222,7 +193,7 @@ def find(project: Project, flags: list[str]) -> Path | None:
     for bundle in bundles:
         try:
             manifest = read_manifest(bundle)
-        except NemoRLError as exc:  # one broken bundle never hides the good ones
+        except NemoRLError as exc:
             progress(f"warning: skipping bundle {bundle}: {exc.what}")
             why[bundle.name] = f"broken ({exc.what})"
             continue
@@ -234,5 +205,4 @@ def find(project: Project, flags: list[str]) -> Path | None:
         why[bundle.name] = "; ".join(different)
     raise NemoRLError(f"no bundle in NEMO_RL_BUNDLE_DIR fits {' '.join(flags)}: "
                       + " | ".join(f"{name}: {reason}" for name, reason in why.items()),
-                      "pack one for this uv.lock on the builder (`nemo-rl envs pack`), or unset NEMO_RL_BUNDLE_DIR "
-                      "to build from the network")
+                      "pack one for this uv.lock (`nemo-rl envs pack`), or unset NEMO_RL_BUNDLE_DIR")

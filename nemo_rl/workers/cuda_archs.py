@@ -1,7 +1,5 @@
-"""A bundle's CUDA record: the GPU architectures compiled into its extensions (read from the binaries uv built
-from source here, transformer-engine's torch extension) and the toolchain on the builder; and a node's refusal of a
-bundle whose extensions cannot run on its GPU. A declared architecture without cubins fails the pack: uv may reuse
-a wheel it built earlier with other settings."""
+"""A bundle's CUDA record (the GPU architectures of the extensions uv built, the builder's toolchain), and a node's
+refusal of a bundle that cannot run on its GPUs."""
 
 from __future__ import annotations
 
@@ -16,18 +14,18 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.toolchain.archs import Archs, fatbin_archs, host_compilers, runs_on, toolchain_record
 
-SIDECAR = "nemo-rl-cuda.json"  # beside the bundle's manifest
-SMI_TIMEOUT = 30  # seconds: an nvidia-smi stuck on a wedged driver is "could not check", never a hang
+SIDECAR = "nemo-rl-cuda.json"
+SMI_TIMEOUT = 30  # seconds: a wedged driver's nvidia-smi is "could not check", never a hang
 
 
 def _source_built(lock: dict) -> set[str]:
-    """Distributions the lock offers no wheel for: uv builds them on the builder (sdists, git sources)."""
+    """Distributions the lock offers no wheel for (sdists, git sources)."""
     return {str(p.get("name")) for p in lock.get("package", []) if isinstance(p, dict) and not p.get("wheels")
             and (p.get("sdist") or "git" in (p.get("source") or {}))}
 
 
 def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Path]]:
-    """{file name: (distribution, archs, path)} for each shared object with device code that uv built here."""
+    """{file name: (distribution, archs, path)} of each shared object with device code that uv built."""
     import importlib.metadata
 
     from packaging.utils import canonicalize_name
@@ -50,8 +48,8 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
 
 
 def record(env: Path, lock: dict, bundle: Path) -> dict:
-    """Write the bundle's CUDA record (every bundle has one, so a node tells "no CUDA extension" from "record
-    lost"); refuse when a declared arch has no cubins."""
+    """Write the bundle's CUDA record (every bundle has one); refuse when a declared arch has no cubins (uv may
+    reuse a wheel built with other settings)."""
     extensions = compiled_extensions(env, lock)
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
@@ -62,8 +60,7 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
                 f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
                 f"{';'.join(map(str, tools['declared_archs_at_pack']))} (NVTE_CUDA_ARCHS): sm "
                 f"{', '.join(map(str, absent))} missing", "set NVTE_CUDA_ARCHS (in this shell and in any "
-                "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again: a seeded wheel without "
-                "them is built again in the pack's own cache, and your uv cache keeps its build (no `uv cache clean`)")
+                "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again")
     data = {"toolchain": tools, "extensions": {  # guard: archs-the-host-compilers-are-read-from
         name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
         for name, (dist, a, path) in sorted(extensions.items())}}
@@ -72,12 +69,11 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
 
 
 def read_record(bundle: Path) -> bytes:
-    """The bundle's CUDA record, as bytes: the node checks these against the digest and the GPU, never a later
-    read of the file. Every bundle has one; a missing record would silently skip the arch check."""
+    """The bundle's CUDA record: the bytes checked against the digest and the GPU."""
     try:
         return values.read_plain_file(bundle / SIDECAR)  # guard: plain-the-cuda-record-through-the-one
     except FileNotFoundError as exc:
-        raise NemoRLError(f"bundle {bundle} has no {SIDECAR} (every bundle records its CUDA extensions, even none)",  # guard: archs-a-bundle-without-its-record-is
+        raise NemoRLError(f"bundle {bundle} has no {SIDECAR}",  # guard: archs-a-bundle-without-its-record-is
                           "copy the bundle again from the builder, or pack it again with this nemo-rl") from exc
     except OSError as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc.strerror or exc}",
@@ -85,11 +81,9 @@ def read_record(bundle: Path) -> bytes:
 
 
 def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
-    """The SM number (90 for compute capability 9.0) of every GPU of this node, whatever CUDA_VISIBLE_DEVICES gives
-    this process: the environment built serves every worker of the node, each given GPUs of its own. How they were
-    found, or why none could be. A probe: never raises (a hung nvidia-smi is a reason, not an error)."""
+    """The SM number of every GPU of the node, whatever CUDA_VISIBLE_DEVICES says, and how they were found (or
+    why not). Never raises."""
     if shutil.which("nvidia-smi"):
-        # nvidia-smi lists every GPU unless told otherwise: nothing of this process's selection reaches it
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
             out = run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"], check=False,
@@ -102,22 +96,21 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
             return tuple(rows), "nvidia-smi"
     if "CUDA_VISIBLE_DEVICES" in environ:  # guard: archs-torch-is-never-taken-for-the-whole-node
         smi = "nvidia-smi listed no GPU" if shutil.which("nvidia-smi") else "nvidia-smi is not on PATH"
-        return (), f"{smi}, and torch sees only the GPUs CUDA_VISIBLE_DEVICES gives this process, not the node's"
+        return (), f"{smi}, and torch sees only this process's CUDA_VISIBLE_DEVICES"
     try:
         import torch
 
-        if torch.cuda.is_available():  # every GPU: CUDA_VISIBLE_DEVICES is unset
+        if torch.cuda.is_available():
             return tuple(major * 10 + minor for major, minor in (torch.cuda.get_device_capability(i)
                                                                  for i in range(torch.cuda.device_count()))), "torch"
-    except Exception:  # a broken CUDA install: the same as no GPU for this check
+    except Exception:  # a broken CUDA install: no GPU
         pass
     return (), "no GPU found (nvidia-smi, torch)"
 
 
 def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | None:
-    """Refuse (before anything is installed) a bundle whose extensions cannot run on one of this node's GPUs
-    (`gpu`: tests only; a node asks node_gpus); a line saying what was checked, or that nothing could be,
-    otherwise (None: the bundle has no CUDA extensions)."""
+    """Refuse a bundle whose extensions cannot run on one of the node's GPUs (`gpu`: for tests); else what was
+    checked, or None without CUDA extensions."""
     try:
         data = json.loads(record)
         extensions = {str(n): Archs(tuple(map(int, e["sm"])), tuple(map(int, e["ptx"])))
@@ -134,6 +127,5 @@ def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | Non
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
             raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
-                              "here", f"pack again on the builder with NVTE_CUDA_ARCHS including {one} (e.g. "
-                              f"NVTE_CUDA_ARCHS=\"{one}\"): a seeded wheel without it is built again for the bundle")
+                              "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
     return f"GPU {', '.join(f'sm_{g}' for g in sorted(set(gpus)))} ({found}) fits the bundle's {held}"

@@ -1,9 +1,4 @@
-"""Python executables for workers, and turning them into keyed, verified environments (workers.environments).
-
-A worker declares how its Python is obtained (one of PY_EXECUTABLES); `create_local_venv` turns a
-`uv run ...` declaration into the environment for this project's uv.lock and returns its interpreter, so
-process launchers (Ray actors, subprocesses) start it directly without uv on their hot path.
-"""
+"""A worker's Python (one of PY_EXECUTABLES), turned into the interpreter of a verified environment."""
 
 from __future__ import annotations
 
@@ -20,9 +15,7 @@ SYNC_OPTIONS = {"--locked", "--frozen", "--extra", "--group", "--all-extras", "-
 
 class PY_EXECUTABLES:
     SYSTEM = sys.executable
-    # --locked: a worker must run exactly what uv.lock says, never a silently re-resolved set.
     BASE = "uv run --locked"
-    # No --reinstall: uv compares the installed fork commit with the lock and reinstalls only on change.
     MCORE = "uv run --locked --extra mcore"
 
 
@@ -31,10 +24,9 @@ def sync_flags(py_executable: str) -> list[str]:
     if words[:2] != ["uv", "run"]:
         raise NemoRLError(
             f"cannot make an environment for py_executable {py_executable!r}",
-            "use one of PY_EXECUTABLES (SYSTEM, or a `uv run ...` command such as BASE or MCORE)",
+            "use one of PY_EXECUTABLES (SYSTEM, BASE, MCORE)",
         )
     flags = words[2:]
-    # `uv run` options that `uv sync` also takes; anything else (a command to run) makes no sense here.
     for word in flags:
         if word.startswith("-") and word.split("=")[0] not in SYNC_OPTIONS:
             raise NemoRLError(f"py_executable {py_executable!r} has {word!r}, which `uv sync` does not take",
@@ -43,11 +35,7 @@ def sync_flags(py_executable: str) -> list[str]:
 
 
 def create_local_venv(py_executable: str, venv_name: str, *, project: Path | None = None) -> str:
-    """The verified worker environment for `py_executable` and the project's uv.lock; return its python.
-
-    `venv_name` names the worker in messages only: environments are keyed by what defines them (uv.lock,
-    flags, Python, platform), so two names with the same definition share one environment.
-    """
+    """The python of the verified environment for `py_executable`; `venv_name` only names it in messages."""
     from nemo_rl.project.model import Project
     from nemo_rl.workers import environments
 
@@ -56,5 +44,5 @@ def create_local_venv(py_executable: str, venv_name: str, *, project: Path | Non
     project = project or CHECKOUT_DIR
     if not (project / "pyproject.toml").exists():
         raise NemoRLError(f"no pyproject.toml in {project} to build {venv_name!r} from",
-                          "pass project= the nemo-rl checkout (workers are built from its uv.lock)")
+                          "pass project= the nemo-rl checkout")
     return str(environments.ensure(Project.read(project), sync_flags(py_executable)).python)

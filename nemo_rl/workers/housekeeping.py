@@ -1,10 +1,4 @@
-"""What is in NEMO_RL_VENV_DIR, who uses it, and removing what is stale: `nemo-rl envs list` and `prune`.
-
-An environment is in use when a live process runs from it. A Ray worker hides that twice over: its command
-line is its process title (`ray::Actor`) and its /proc/PID/exe is the base interpreter (a relocatable venv's
-python is a symlink). So a process also counts when its environment names the venv (VIRTUAL_ENV, which
-actor_options sets) or when it has a file of the venv mapped (every worker maps Ray's compiled modules).
-"""
+"""`nemo-rl envs list` and `prune`: what is in NEMO_RL_VENV_DIR, who uses it, removing what is stale."""
 
 from __future__ import annotations
 
@@ -37,34 +31,31 @@ class Row:
     state: str  # current | stale | other checkout | broken | unfinished build | kept copy | not ours
     size_mb: float
     last_used: float | None
-    users: tuple[int, ...]  # PIDs running from it
+    users: tuple[int, ...]
     detail: str | None = None
 
 
 def users(path: Path) -> tuple[int, ...]:
-    """PIDs of live processes running from the environment at `path` (see the module docstring)."""
+    """PIDs of live processes running from the environment at `path`: a Ray worker shows it only in VIRTUAL_ENV
+    or in its mapped files."""
     prefix = str(path.resolve())
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
-            continue
-        try:
-            if _runs_from(pid, prefix):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if int(pid) != os.getpid() and _runs_from(pid, prefix):
                 found.append(int(pid))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
     return tuple(found)
 
 
 def _runs_from(pid: str, prefix: str) -> bool:
-    inside = (prefix, prefix + "/")
-    if os.readlink(f"/proc/{pid}/exe").startswith(inside[1]):
+    inside = prefix + "/"
+    if os.readlink(f"/proc/{pid}/exe").startswith(inside):
         return True
-    if any(arg == prefix or arg.startswith(inside[1]) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):  # guard: workers-in-use-through-the-command-line
+    if any(arg == prefix or arg.startswith(inside) for arg in _read(f"/proc/{pid}/cmdline").split("\0")):  # guard: workers-in-use-through-the-command-line
         return True
     if f"\0VIRTUAL_ENV={prefix}\0" in "\0" + _read(f"/proc/{pid}/environ"):  # guard: workers-in-use-through-virtual-env
         return True
-    return any(line.split(maxsplit=5)[-1].startswith(inside[1]) for line in _read(f"/proc/{pid}/maps").splitlines()  # guard: workers-in-use-through-a-mapped-file
+    return any(line.split(maxsplit=5)[-1].startswith(inside) for line in _read(f"/proc/{pid}/maps").splitlines()  # guard: workers-in-use-through-a-mapped-file
                if line.count(" ") >= 5)
 
 
@@ -74,7 +65,7 @@ def _read(path: str) -> str:
 
 
 def _size_mb(path: Path) -> float:
-    """The bytes of the files under `path`; a file removed meanwhile (a build cleaning up) counts nothing."""
+    """The megabytes of the files under `path`."""
     total = 0
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
@@ -84,32 +75,27 @@ def _size_mb(path: Path) -> float:
     return round(total / 1e6, 1)
 
 
-def _develop_state(project: Path | None) -> dict[str, develop_state.Developed]:
-    """This checkout's develop state; none when unreadable (then every token-marked overlay is another's: kept)."""
-    try:
-        return develop_state.read(project) if project is not None else {}
-    except NemoRLError:
-        return {}
-
-
 def listing(project: Project | None) -> list[Row]:
-    """Every environment (and unfinished build) under the venv directory; listing creates nothing."""
+    """Every environment and unfinished build under the venv directory; creates nothing."""
     root = settings.venv_dir(create=False)
     rows: list[Row] = []
-    current: dict[tuple[str, ...], str] = {}  # the project's key per flags, computed once (it hashes uv.lock)
-    mine = _develop_state(project.root if project is not None else None)
+    current: dict[tuple[str, ...], str] = {}  # the project's key per flags
+    try:
+        mine = develop_state.read(project.root) if project is not None else {}
+    except NemoRLError:
+        mine = {}
     ours = identity.checkout_id(project.root) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
-        if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):  # a build's working cache, a node copy
+        if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
             copy = path.name.startswith(NODE_COPY_PREFIX)
             foreign = bundle_trust.why_not_ours(path)
-            if foreign:  # planted, or another user's: never counted, sized through a link, or removed
+            if foreign:
                 rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
                                 f"{foreign}: left alone; remove it yourself if it is yours"))
-            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is; kept for the next build
+            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
-            elif copy:  # being made (held), or killed while copying: nothing uses it yet
+            elif copy:
                 made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
                 rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
                                 "a copy of a bundle being made now" if made else
@@ -118,7 +104,7 @@ def listing(project: Project | None) -> list[Row]:
                 rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
         building = path.name.startswith(".") and ".building-" in path.name
-        if path.name.startswith(".") and not building:  # the slots' lock files and record temporaries
+        if path.name.startswith(".") and not building:  # lock files, record temporaries
             continue
         if building and path.is_dir():
             key = path.name[1:].split(".building-")[0]
@@ -128,10 +114,9 @@ def listing(project: Project | None) -> list[Row]:
             continue
         try:
             env = environments.describe(path)
-        except NemoRLError as exc:  # nothing proves whose it is (a user's `cp -a` backup, a planted file): kept
+        except NemoRLError as exc:  # nothing proves whose it is: kept
             rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),  # guard: rest-a-broken-environment-names-its-rm
-                            f"{exc.what}; nothing says whose it is, so prune leaves it: if it is yours and "
-                            f"unused, rm -rf {shlex.quote(str(path))}"))
+                            f"{exc.what}; prune leaves it: if it is yours and unused, rm -rf {shlex.quote(str(path))}"))
             continue
         if env is None:
             continue
@@ -141,13 +126,10 @@ def listing(project: Project | None) -> list[Row]:
         if project is None or env.project != project.root.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
-            # A copy of this checkout (an image's layer: one id in every container) develops with its own token,
-            # so a token this develop.json does not hold is another's as likely as a removed develop.json's:
-            # kept, and the user, who knows which, is given the command.
+            # another container's copy of this checkout, or this one's develop state lost: only the user knows
             state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
-                f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record: "
-                "another container's checkout at this path (left to it), or this checkout's develop state removed "
-                f"or edited; if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
+                f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record; "
+                f"if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:  # guard: whose-another-checkout-s-id-is-left-to
@@ -161,34 +143,29 @@ def listing(project: Project | None) -> list[Row]:
 
 
 def _unclaimed(path: Path, checkout: str) -> str:
-    """Why an environment with another checkout id is left, and the way out when no other checkout holds it: a
-    checkout at this path in another container, or this one before `git clean -fdx` removed its .nemo-rl/, look
-    the same from here (neither's processes show in /proc), so only the user can say."""
-    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id: another "  # guard: fixes-an-unclaimed-environment-names-the
-            "container's checkout at this path (left to it), or this checkout's before its .nemo-rl/ was removed "
-            f"(`git clean -fdx`); if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf "
-            f"{shlex.quote(str(path))}")
+    """Why an environment of another checkout id at this path is left (another container's, or this one's
+    before `git clean -fdx`: only the user knows), and the way out."""
+    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id; "  # guard: fixes-an-unclaimed-environment-names-the
+            f"if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
-    """Remove what is provably this checkout's and unused: its stale environments and killed builds, and the lock
-    files of keys left with no environment. A broken environment (metadata that does not read: nothing says whose
-    it is) and another checkout's are listed, never removed. `rows`: listing(project), when the caller has it
-    (it sizes every environment and reads /proc)."""
+    """Remove what is provably this checkout's and unused: stale environments, killed builds, their lock files.
+    `rows`: listing(project), when the caller has it."""
     removed = []
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
             continue
         if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
-            if locks.remove_unheld(row.path):  # none holds it: a killed build's, or a copy no build uses now
+            if locks.remove_unheld(row.path):
                 removed.append(row.path)
             continue
         where = environments.Slot(row.path.parent, row.key)
-        fd = locks.lock_file(where.lock_path, None)  # a build or a user of the key holds it: leave it
+        fd = locks.lock_file(where.lock_path, None)
         if fd is None:
             continue
         try:
-            if users(row.path):  # guard: workers-prune-s-in-use-check; in use, asked under the lock (the listing's answer may be old)
+            if users(row.path):  # guard: workers-prune-s-in-use-check
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
             removed.append(row.path)
@@ -198,16 +175,13 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
 
 
 def _prune_lock_files() -> list[Path]:
-    """This user's `.<key>.lock` files whose key has no environment and no build (pruned just now or earlier, or
-    removed by hand), each removed under its own lock: a build that opened it meanwhile locks a new file."""
+    """Remove the `.<key>.lock` files of keys with no environment and no build, each under its own lock."""
     root = settings.venv_dir(create=False)
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):
         where = environments.Slot(root, path.name[1:-len(".lock")])
-        # only a key's lock file (environments.key_for), and only an unused key's
         if not KEY.fullmatch(where.key) or not _unused(where):
             continue
-        # asked again under the lock: a build of that key may be starting
         if locks.remove_free(path, functools.partial(_unused, where)):
             removed.append(path)
     return removed
@@ -218,7 +192,7 @@ def _unused(where: environments.Slot) -> bool:
 
 
 def _prune_packs() -> list[Path]:
-    """Packs into $NEMO_RL_BUNDLE_DIR that were killed (their lock is free): GBs that pass for nothing."""
+    """Remove the killed packs into $NEMO_RL_BUNDLE_DIR."""
     from nemo_rl.workers import bundle_pack
 
     root = settings.bundle_dir()
@@ -230,13 +204,13 @@ def _prune_packs() -> list[Path]:
 class BundleRow:
     path: Path
     flags: tuple[str, ...]
-    state: str  # current (fits this checkout's uv.lock, Python, platform and uv) | stale | broken | unfinished pack
+    state: str  # current | stale | broken | unfinished pack
     size_mb: float
     detail: str | None
 
 
 def bundle_rows(project: Project | None) -> list[BundleRow]:
-    """The bundles under $NEMO_RL_BUNDLE_DIR, each against this checkout's inputs for its flags."""
+    """The bundles under $NEMO_RL_BUNDLE_DIR, against this checkout's inputs."""
     from nemo_rl.workers import bundle_pack, bundles
 
     rows = []

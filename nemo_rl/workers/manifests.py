@@ -1,5 +1,4 @@
-"""A bundle's manifest (`nemo-rl-bundle.json`): typed and checked where it is read, and compared with a node's own
-inputs (the key's inputs but the checkout's path, and uv's version), naming what differs."""
+"""A bundle's manifest (`nemo-rl-bundle.json`): checked where it is read, and compared with a node's inputs."""
 
 from __future__ import annotations
 
@@ -17,9 +16,6 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 
 MANIFEST = "nemo-rl-bundle.json"
-# 2: the uv cache also holds what the checkout's own environment (`.venv`, what `uv run` syncs) needs, and the
-# manifest what the builder's import check proved
-# 3: the digest covers the CUDA record (nemo-rl-cuda.json, in every bundle) and the manifest's own fields too
 SCHEMA = 3
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _DIST_VALUE = re.compile(r"^[^\s]+( git [0-9a-f]{40})?$")
@@ -28,7 +24,7 @@ _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 @dataclass(frozen=True)
 class Inputs:
-    """What must be equal on the builder and the node, apart from the checkout's path (each node's own)."""
+    """What must be equal on the builder and the node."""
 
     lock_hash: str
     flags: tuple[str, ...]
@@ -39,8 +35,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Proven:
-    """What the builder's import check proved on the environment it packed: these modules import, loading these
-    files (relative to the environment). A node that installed the same bytes need not import them again."""
+    """The modules the builder's import check imported, and the files (relative to the environment) it loaded."""
 
     modules: tuple[str, ...]
     files: tuple[str, ...]
@@ -64,7 +59,6 @@ def inputs_for(project: Project, flags: list[str] | tuple[str, ...]) -> Inputs:
 
 
 def _distributions_field(value: object) -> dict[str, str]:
-    """name -> "version" or "version git <full sha>", each name a distribution name."""
     if not isinstance(value, dict) or not all(
             isinstance(k, str) and _DISTRIBUTION.match(k) and isinstance(v, str) and _DIST_VALUE.match(v)
             for k, v in value.items()):
@@ -98,13 +92,12 @@ def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
     fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
     if ".packing-" in bundle.name:  # guard: bundles-an-unfinished-pack-is-no-bundle
-        # packing into this name again would make one more unfinished pack
-        raise NemoRLError(f"{bundle} is an unfinished pack (killed before it was complete)",
-                          f"remove it (`rm -rf {shlex.quote(str(bundle))}`) and make the bundle again on the builder, "
-                          "into a new directory: `nemo-rl envs pack PY_EXECUTABLE DIR`")
+        raise NemoRLError(f"{bundle} is an unfinished pack",
+                          f"remove it (`rm -rf {shlex.quote(str(bundle))}`) and pack into a new directory: "
+                          "`nemo-rl envs pack PY_EXECUTABLE DIR`")
     try:
         data = values.state_json(path, fix, "the bundle manifest")
-        if isinstance(data, dict) and data.get("schema") != SCHEMA:  # an older bundle's fields differ: say so first
+        if isinstance(data, dict) and data.get("schema") != SCHEMA:
             raise NemoRLError(f"{path} has schema {data.get('schema')!r:.20}, this nemo-rl reads {SCHEMA}", fix)
         assert isinstance(data, dict)
         inputs = data["inputs"]
@@ -118,13 +111,11 @@ def read_manifest(bundle: Path) -> Manifest:
         raise NemoRLError(f"{bundle} is not a bundle (no {MANIFEST})", fix) from exc
     except (OSError, ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
         raise NemoRLError(f"cannot read the bundle manifest {path}: {exc}", fix) from exc
-    if manifest.schema != SCHEMA:
-        raise NemoRLError(f"{path} has schema {manifest.schema}, this nemo-rl reads {SCHEMA}", fix)
     return manifest
 
 
 def differences(manifest: Manifest, local: Inputs, project: Project | None = None) -> list[str]:
-    """What differs, one phrase per input; with `project`, a changed uv.lock names the packages that moved."""
+    """What differs, a phrase per input; with `project`, a changed uv.lock names the packages that moved."""
     names = {"lock_hash": "uv.lock changed", "flags": "other sync flags", "python": "another Python",
              "platform": "another platform", "uv_version": "another uv"}
     found = []
@@ -142,7 +133,7 @@ def _canonical(name: str) -> str:
 
 
 def moved_packages(manifest: Manifest, project: Project) -> str | None:
-    """The bundle's packages whose version or commit this checkout's uv.lock no longer has, as one phrase."""
+    """The bundle's packages whose version or commit uv.lock no longer has, as one phrase."""
     try:
         locked = {_canonical(name): package for name, package in project.packages.items()}
     except NemoRLError:

@@ -1,25 +1,10 @@
-"""A pack's fresh uv cache seeded with the wheels uv already built here, by this user, from the lock's sdists.
-
-A pack builds its environment into a fresh cache, so that the bundle holds exactly what one environment needs.
-For an sdist that is a 20-minute compile (transformer-engine-torch's CUDA extension) that would be a second
-build of a wheel the builder's own cache already holds. uv keeps a built wheel under the sdist's revision
-(`sdists-v*/pypi/NAME/VERSION/revision.http` names the revision and the sdist's hash; the wheels are in
-`VERSION/REVISION/SETTINGS/`, linked to their unpacked copies in `archive-v*`). uv checks the sdist's hash,
-never the built wheel, so what is seeded is trusted as built: the seed extends to the bundle the trust this
-user's own `uv sync` already gives the cache, and no further.
-
-- The cache is the one $UV_CACHE_DIR or uv's defaults name (`uv --no-config cache dir`): a checkout's
-  `[tool.uv] cache-dir` or uv.toml (a pull request) never chooses it.
-- Only the revision whose hash is the lock's sdist hash; only what this user owns and nobody else may write;
-  a link only when it is uv's own, to exactly one `archive-v*/ENTRY`; no FIFO, device or link is ever followed
-  or copied; never the unpacked sources (`src/`, build scratch).
-- NVTE_CUDA_ARCHS is not in uv's cache key: a wheel whose extensions lack a declared arch is not seeded (the
-  pack builds it for the declared archs, and the user's cache keeps its own build).
-- Seeding is an optimisation: whatever fails (a `uv cache clean` meanwhile) leaves that wheel unseeded.
-"""
+"""A pack's fresh uv cache seeded with the wheels uv built here, by this user, from the lock's sdists (no second
+20-minute compile). Only the revision of the lock's sdist hash, files only this user may write, and wheels holding
+every declared CUDA arch are seeded; whatever fails leaves that wheel unseeded."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -33,7 +18,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, ours, plan_copy, read_own, real_dir
 
-SCRATCH = "src"  # a revision's unpacked sdist: what the build ran in, not what it made
+SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
@@ -44,12 +29,12 @@ OFF = "`nemo-rl envs pack --no-seed` builds it again"
 class Seeded:
     name: str
     version: str
-    entry: str  # its directory in the user's cache, relative to it
-    sm: tuple[int, ...]  # the cubins its extensions hold (none without device code)
+    entry: str  # relative to the user's cache
+    sm: tuple[int, ...]
 
 
 def user_cache() -> tuple[Path | None, str]:
-    """(the builder's own uv cache, resolved; or None) and what was found, in a phrase."""
+    """(this user's uv cache, resolved, or None) and what was found; a checkout's settings never choose it."""
     named = uv.cache_dir()
     if named is None:
         return None, "uv named no cache"
@@ -66,8 +51,7 @@ def user_cache() -> tuple[Path | None, str]:
 
 
 def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
-    """{name: (version, sdist sha256)} of the packages uv.lock takes from an index as an sdist only (no wheel):
-    uv builds them on the builder."""
+    """{name: (version, sdist sha256)} of the index packages uv.lock has no wheel for."""
     found = {}
     for p in lock.get("package", []):
         if not (isinstance(p, dict) and isinstance(p.get("sdist"), dict) and not p.get("wheels")
@@ -76,7 +60,7 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
         name, version, digest = p.get("name"), p.get("version"), p["sdist"].get("hash")
         if not (isinstance(name, str) and isinstance(version, str) and isinstance(digest, str)):
             continue
-        # names and versions become directory names: never `..` or a `/` (the lock is a pull request's to edit)
+        # names and versions become directory names (the lock is a pull request's to edit)
         if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)  # guard: seed-a-lock-s-name-or-version-is-never
                 and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
             continue
@@ -85,8 +69,7 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
 
 
 def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
-    """The user's cache directories of `name` `version`'s sdist (the default index and named ones), every
-    directory on the way a real one of this user's: a linked bucket or index is not followed."""
+    """The user's cache directories of `name` `version`'s sdist, never through a link."""
     found = []
     for bucket in sorted(user_cache.glob("sdists-v*")):
         if not real_dir(bucket):  # guard: seed-a-linked-bucket-is-not-followed
@@ -103,8 +86,7 @@ def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
 
 
 def revision_of(data: bytes, sha256: str) -> str | None:
-    """The revision `revision.http` names when its hashes include `sha256`: uv writes it as msgpack,
-    [revision id, [{"Sha256": hex}, ...], ...], then the HTTP cache policy."""
+    """The revision a `revision.http` (msgpack: [id, [{"Sha256": hex}, ...], ...]) names when it has `sha256`."""
     if len(data) < 3 or data[0] & 0xF0 != 0x90:
         return None
     size, start = (data[1] - 0xA0, 2) if 0xA0 <= data[1] <= 0xBF else (data[2], 3) if data[1] == 0xD9 else (0, 0)
@@ -115,7 +97,7 @@ def revision_of(data: bytes, sha256: str) -> str | None:
 
 
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
-    """The cubins of the shared objects about to be seeded; Refused when one lacks a declared arch."""
+    """The cubins of the shared objects to seed; Refused when one lacks a declared arch."""
     from nemo_rl.toolchain.archs import fatbin_archs
 
     held: set[int] = set()
@@ -128,15 +110,15 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
         absent = [a for a in declared if a not in archs.sm]
         if absent:  # guard: seed-a-wheel-lacking-a-declared-arch-is
             raise Refused(f"{path.name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the pack "
-                          f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): it is built again for them")
+                          f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS)")
         held.update(archs.sm)
     return tuple(sorted(held))
 
 
 def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
                    made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
-    """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the unpacked
-    copies it links to; (its cubins, what was left out), or None when there is no wheel."""
+    """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the archives it
+    links to; (its cubins, what was left out), or None without a wheel."""
     plan = plan_copy(settings, user_cache, in_archive=False, flat=flat)
     if not plan.files and not plan.links:
         return None
@@ -157,15 +139,14 @@ def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Call
 
 def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
                   declared: Callable[[], tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
-    """Seed the revision of `version_dir` built from the lock's sdist; [(settings entry, cubins)] seeded."""
+    """Seed the revision of `version_dir` built from the lock's sdist; [(entry, cubins)] seeded."""
     revision = revision_of(read_own(version_dir / REVISION_FILE), sha256)
     if revision is None:
         raise Refused(f"its {REVISION_FILE} names another sdist than the lock's (sha256 {sha256[:12]}...)")
     if not real_dir(version_dir / revision):
         raise Refused(f"its revision {revision} is not a directory only this user may write")
     seeded = []
-    # uv keeps a wheel built with default settings in the revision itself, others in SETTINGS/ below it: the
-    # revision's own first, so that removing what a failed one made never removes another's
+    # the revision's own wheel first: removing what a failed one made never removes another's
     units = [(version_dir / revision, True)] + [(d, False) for d in sorted((version_dir / revision).iterdir())  # guard: seed-a-wheel-built-with-default-settings
                                                 if d.name != SCRATCH and real_dir(d)]  # guard: seed-the-build-s-sources-stay-behind
     for settings, flat in units:
@@ -188,7 +169,7 @@ def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
         target = cache / (version_dir / REVISION_FILE).relative_to(user_cache)
         try:
             copy_file(version_dir / REVISION_FILE, target)
-        except BaseException:  # without it uv never finds the wheels: they would only weigh on the bundle
+        except BaseException:  # without it uv never finds the wheels
             shutil.rmtree(cache / (version_dir / revision).relative_to(user_cache), ignore_errors=True)
             raise
     return seeded
@@ -204,22 +185,14 @@ def _reason(exc: BaseException) -> str:
 
 def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] | None = None
          ) -> list[Seeded]:
-    """Copy this user's built wheels of the lock's sdists into the fresh `cache` (`user_cache`: from
-    user_cache(), resolved); what was seeded. `declared`: the archs the pack declares (toolchain.archs')."""
+    """Copy this user's built wheels of the lock's sdists into the fresh `cache`; what was seeded."""
     if user_cache is None or not user_cache.is_dir() or os.path.realpath(user_cache) == os.path.realpath(cache):
         return []
     if declared is None:
         from nemo_rl.toolchain.archs import declared_at_pack
 
         declared = declared_at_pack
-    found: list[tuple[int, ...]] = []
-    asked = declared
-
-    def once() -> tuple[int, ...]:  # nvcc --version only when a wheel is there to check
-        if not found:
-            found.append(asked())
-        return found[0]
-
+    once = functools.cache(declared)  # nvcc only when a wheel is there to check
     seeded = []
     for name, (version, sha256) in sorted(sdist_builds(lock).items()):
         for version_dir in _version_dirs(user_cache, name, version):
@@ -237,9 +210,9 @@ def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[]
 
 
 def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
-    """The pack's seeding, said as it happens: from where, or why not."""
+    """The pack's seeding, said as it happens."""
     if not enabled:  # guard: seed-no-seed-reads-nothing
-        progress("not seeding the fresh cache (--no-seed): uv builds every sdist of the lock in it")
+        progress("not seeding the fresh cache (--no-seed)")
         return []
     user, found = user_cache()
     if user is None:
@@ -247,5 +220,5 @@ def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
         return []
     seeded = seed(user, cache, lock)
     if not seeded:
-        progress(f"nothing seeded from {found}: no built wheel there of the lock's sdists that passes the checks")
+        progress(f"nothing seeded from {found}")
     return seeded

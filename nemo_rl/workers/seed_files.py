@@ -1,6 +1,5 @@
-"""A user's uv cache entry read without trusting more than its owner: every path checked with lstat, never a
-link followed (uv's own links into `archive-v*` excepted, to exactly one entry), nothing this user does not own
-or others may write, never a FIFO or device opened (pack_seed copies what these allow)."""
+"""A uv cache entry read trusting only its owner: never a link followed but uv's into `archive-v*`, nothing others
+may write, never a FIFO opened."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ ARCHIVE = re.compile(r"archive-v\d+")
 
 
 class Refused(Exception):
-    """Why one built wheel is not seeded (a phrase)."""
+    """Why one built wheel is not seeded."""
 
 
 def ours(info: os.stat_result) -> bool:
@@ -40,8 +39,7 @@ def read_own(path: Path) -> bytes:
 
 
 def open_own(path: Path) -> int:
-    """A descriptor of `path` when it is a file of this user's that nobody else may write (never a link
-    followed, never a FIFO waited on)."""
+    """A descriptor of `path`, a file only this user may write."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or not ours(info):
@@ -51,7 +49,7 @@ def open_own(path: Path) -> int:
 
 
 def archive_target(link: Path, user_cache: Path) -> Path | None:
-    """The `archive-v*/ENTRY` directory uv's link points to, or None for any other link."""
+    """The `archive-v*/ENTRY` uv's link points to; None for any other link."""
     lexical = Path(os.path.normpath(os.path.join(link.parent, os.readlink(link))))
     try:
         parts = lexical.relative_to(user_cache).parts
@@ -68,13 +66,12 @@ def archive_target(link: Path, user_cache: Path) -> Path | None:
 class Plan:
     dirs: list[Path]
     files: list[Path]
-    links: dict[Path, Path]  # link in the entry -> the archive entry it names
+    links: dict[Path, Path]  # link -> archive entry
     dropped: list[str]
 
 
 def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False) -> Plan:
-    """What copying `top` takes, every path checked without following a link; Refused when it holds a path
-    this user does not own or others may write."""
+    """What copying `top` takes; Refused when it holds a path others may write."""
     plan = Plan([top], [], {}, [])
     if not real_dir(top):
         raise Refused(f"{top} is not a directory only this user may write")
@@ -82,14 +79,14 @@ def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False)
     def fail(exc: OSError) -> None:
         raise exc
 
-    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):  # os.walk never descends into a link
-        if flat:  # guard: seed-the-revision-s-own-wheel-without; a revision's own wheel (built without settings): its directories are other builds, sources
+    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):
+        if flat:  # guard: seed-the-revision-s-own-wheel-without
             dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
             info = os.lstat(path)
             if name.endswith(".lock") and stat.S_ISREG(info.st_mode):
-                continue  # uv's lock files (0666): made again by uv where it needs one
+                continue  # uv's lock files (0666)
             if stat.S_ISLNK(info.st_mode):
                 target = None if in_archive else archive_target(path, user_cache)
                 if target is None:

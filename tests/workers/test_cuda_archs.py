@@ -201,8 +201,7 @@ def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_s
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no nvidia-smi
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     gpus, why = cuda_archs.node_gpus()
-    assert gpus == () and why == ("nvidia-smi is not on PATH, and torch sees only the GPUs CUDA_VISIBLE_DEVICES gives "
-                                  "this process, not the node's")
+    assert gpus == () and why == "nvidia-smi is not on PATH, and torch sees only this process's CUDA_VISIBLE_DEVICES"
     record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
     assert cuda_archs.check_node(record, tmp_path).startswith(f"{why}: could not check")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")

@@ -108,7 +108,7 @@ def test_a_checkout_at_the_same_path_in_another_container_keeps_its_environments
                                                        develop_state.new_token()) for d, e in state.items()})
     rows = {r.path: r for r in housekeeping.listing(Project.read(world.project))}
     assert rows[env_a].state == "other checkout"
-    assert "another container's checkout at this path" in (rows[env_a].detail or "")
+    assert "develop.json does not record" in (rows[env_a].detail or "")
     assert env_a not in housekeeping.prune(Project.read(world.project)) and env_a.exists()
     develop_state.write(world.project, state)  # A itself: its own environment, stale, is pruned
     assert housekeeping.listing(Project.read(world.project))[0].state == "stale"

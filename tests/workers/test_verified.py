@@ -7,14 +7,11 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from fakes import _never_hangs
 
-from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bytecode, verified
 
@@ -277,40 +274,6 @@ def test_a_file_edited_during_verification_is_not_recorded(tmp_path, monkeypatch
                                         lambda site: (site / "ray" / "__init__.py").write_text("ok = 2\n"))
     verify()
     assert not (env / verified.RECORD).exists()
-
-
-def test_bytecode_goes_where_only_the_owner_may_open_it(tmp_path):
-    """Under umask 002 a first import's `__pycache__` is group-writable: a group member's .pyc would run."""
-    env = tmp_path / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
-    sites = verified.sites(env)
-    bytecode.install(env, sites)
-    (sites[0] / "pk").mkdir()
-    (sites[0] / "pk" / "__init__.py").write_text("X = 1\n")
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    subprocess.run(["sh", "-c", 'umask 002 && exec "$0" -c "import pk"', str(env / "bin" / "python")], env=clean,
-                   check=True)
-    assert not (sites[0] / "pk" / "__pycache__").exists()
-    assert [p.name for p in (env / bytecode.DIR).rglob("*.pyc")] == ["__init__.cpython-312.pyc"]
-    assert (env / bytecode.DIR).stat().st_mode & 0o777 == 0o700 and bytecode.problem(env, sites) is None
-    shutil.move(env / bytecode.DIR, tmp_path / "moved")
-    (env / bytecode.DIR).write_text("")
-    assert "not a directory" in bytecode.problem(env, sites)
-    (env / bytecode.DIR).unlink()
-    shutil.move(tmp_path / "moved", env / bytecode.DIR)
-    (sites[0] / bytecode.PTH).write_text("import os\n")
-    assert "not the line" in bytecode.problem(env, sites)
-    (sites[0] / bytecode.PTH).write_bytes(b"\xff\xfe not text\n")  # read on every use: never a crash
-    assert "not the line" in bytecode.problem(env, sites)
-    (sites[0] / bytecode.PTH).unlink()
-    assert "missing" in bytecode.problem(env, sites)
-
-
-def test_an_environment_without_private_bytecode_is_refused(tmp_path, monkeypatch):
-    env, project, verify = _checked_env(tmp_path, monkeypatch)
-    shutil.rmtree(env / bytecode.DIR)
-    with pytest.raises(NemoRLError, match="cannot keep its bytecode private"):
-        verify()
 
 
 def test_a_fifo_verification_record_is_no_record(tmp_path):
