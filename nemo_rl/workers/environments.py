@@ -20,7 +20,7 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundles, bytecode, manifests, verified
+from nemo_rl.workers import bundles, manifests, verified
 
 META = "nemo-rl-env.json"
 META_VERSION = 1
@@ -166,7 +166,6 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
         _overlay_developed(project.root, staging, developing)
-        bytecode.install(staging, verified.sites(staging))  # guard: bytecode-every-environment-built-gets
         WorkerEnv(where.key, where.path, tuple(flags), root, project.lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
@@ -193,8 +192,6 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
-    if wrong := bytecode.problem(env.path, verified.sites(env.path)):  # guard: bytecode-verification-refuses-an
-        raise NemoRLError(f"worker environment {env.path} cannot keep its bytecode private: {wrong}", rebuild)
     forks = project.forks
     modules = verified.modules_to_import(forks, env.path)
     try:

@@ -69,10 +69,8 @@ checkout = Project.read(project)
 manifest = bundles.check(bundle, checkout, flags)
 checked = time.monotonic()
 from nemo_rl import uv
-from nemo_rl.workers import bytecode, verified
 uv.venv(env, python=sys.executable)
 bundles.sync_from(bundle, checkout, flags, env)
-bytecode.install(env, verified.sites(env))  # as environments._build finishes every environment
 installed = time.monotonic()
 proof = imports = -1.0
 if "ray" in manifest.distributions:  # the verification a node runs next (the fixture has no Ray to compare)

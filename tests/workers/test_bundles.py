@@ -31,7 +31,6 @@ from nemo_rl.workers import (
     archive_hashes,
     bundle_pack,
     bundles,
-    bytecode,
     environments,
     executables,
     manifests,
@@ -490,7 +489,6 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     env = tmp_path / "env"
     (env / "bin").mkdir(parents=True)
     os.symlink(sys.executable, env / "bin" / "python")
-    bytecode.install(env, verified.sites(env))
     (tmp_path / "driver").mkdir()
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "driver"))
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])

@@ -15,7 +15,7 @@ from fakes import FLAGS, _cli, env_row, fake_env, planted_env
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bytecode, environments, executables, verified
+from nemo_rl.workers import environments, executables
 from nemo_rl.workers.environments import META, WorkerEnv
 
 
@@ -84,7 +84,6 @@ def test_a_metadata_checkout_id_that_is_not_hex_is_broken(world, tmp_path, monke
 def _planted(path, project) -> None:
     """A complete-looking environment of `project`'s key at `path` (metadata and a site-packages)."""
     fake_env(path)
-    bytecode.install(path, verified.sites(path))
     meta = {"version": 1, "key": path.name, "flags": FLAGS, "lock_hash": "x", "project": str(project.resolve())}
     (path / environments.META).write_text(json.dumps(meta))
 

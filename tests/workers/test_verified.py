@@ -13,7 +13,7 @@ from pathlib import Path
 from fakes import _never_hangs
 
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bytecode, verified
+from nemo_rl.workers import verified
 
 DRIVER = (platform.python_version(), verified.driver_ray(sys.prefix))
 
@@ -251,7 +251,6 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (env / "bin").mkdir()
     os.symlink(sys.executable, env / "bin" / "python")
-    bytecode.install(env, [site])
     monkeypatch.setattr(installed, "site_packages", lambda e: [str(p) for p in installed.site_packages_dirs(e)])
 
     def check(python, modules):
