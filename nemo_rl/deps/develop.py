@@ -1,11 +1,5 @@
-"""`nemo-rl deps develop DIST [PATH]` and `nemo-rl deps develop --stop DIST [--remove]`: run a fork from an
-editable checkout in front of the pin, without touching pyproject.toml or uv.lock.
-
-The checkout goes in front of the locked install through a .pth file (the mechanism editable installs use)
-in the project's environment; worker environments get it too, under keys of their own. The locked install
-stays, so `--stop` only removes the .pth and the next process runs the pin again. `--onto REF` is in
-develop_onto.
-"""
+"""`nemo-rl deps develop DIST [PATH]` and `nemo-rl deps develop --stop DIST [--remove]`: run a fork from an editable
+checkout in front of the pin, without touching pyproject.toml or uv.lock."""
 
 from __future__ import annotations
 
@@ -109,22 +103,22 @@ def start(project: Project, args: argparse.Namespace) -> int:
     entry = state.get(fork.distribution)
     if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
             and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
-        return _apply(root, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync; developed while the environment did not exist
+        return _apply(root, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync
     if entry is not None or active:
         where = entry.checkout if entry is not None else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
-    if args.path:  # refused before anything is written, whether or not the environment exists yet
+    if args.path:
         checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)  # guard: fixes-a-develop-path-is-checked-before
     else:
-        settings.cache_dir()  # the same checks on the setting as a fetch
+        settings.cache_dir()
         values.plain_path(develop_state.managed_checkout(root, fork.distribution), "the checkout path")
         checkout = make_checkout(root, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(root, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     installed = False
-    try:  # no checkpoint inside: only a failed write (a full disk) ends it early, and then nothing of it stays
+    try:
         if env.exists():
             develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
             installed = True
@@ -154,9 +148,8 @@ def start(project: Project, args: argparse.Namespace) -> int:
 
 def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed],
            entry: develop_state.Developed, env: Path) -> int:
-    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
-    printed then says to run."""
-    if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a; the overlay would lead nowhere and the pin would run
+    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started."""
+    if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a
         raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone, so there is nothing "
                           f"to put in front in {env}",
                           f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
@@ -171,8 +164,7 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
 
 
 def _check_removable(project: Path, entry: develop_state.Developed) -> None:
-    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere
-    else: no changes, no untracked files, no stash, no commit that no remote branch has."""
+    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere else."""
     checkout = entry.checkout
     if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):  # guard: trust-remove-only-under-nemo-rl-develop
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
@@ -191,8 +183,8 @@ def _check_removable(project: Path, entry: develop_state.Developed) -> None:
 
 
 def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -> list[str]:
-    """What --remove would lose: git's unsaved work, submodules (not looked into), and ignored files, which are
-    work too (data/, local settings), except the bytecode Python leaves by running the checkout."""
+    """What --remove would lose: git's unsaved work, submodules (not looked into), and ignored files, which are work too
+    (data/, local settings), except the bytecode Python leaves by running the checkout."""
     blockers = list(unsaved)
     if submodules:
         blockers.append("submodules (their commits and stashes are not looked at)")
@@ -203,8 +195,7 @@ def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -
 
 
 def _own_worker_envs(project: Path) -> list[Path]:
-    """This checkout's worker environments: a shared NEMO_RL_VENV_DIR also holds other checkouts' (their overlays
-    are theirs), and environments whose metadata cannot be read are left alone."""
+    """This checkout's worker environments."""
     from nemo_rl.workers import environments
 
     venvs = settings.venv_dir(create=False)
@@ -232,10 +223,10 @@ def stop(project: Path, args: argparse.Namespace) -> int:
             raise NemoRLError(f"no develop state for {args.distribution}, so nemo-rl cannot tell whether it made the "
                               "checkout", "stop without --remove, then remove the checkout yourself")
         _check_removable(project, entry)
-    workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker; before anything changes: a refused venv directory stops here
+    workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
-    for worker_env in workers:  # this checkout's path, and of those only this develop's overlays
+    for worker_env in workers:
         develop_state.remove_overlay(worker_env, args.distribution, entry.token if entry else "")
     state.pop(args.distribution, None)
     develop_state.write(project, state)
@@ -260,7 +251,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         with state_dir.project_lock(root, wait=not args.no_wait):
             held = Project.read(root)
             if held.fork(args.distribution).distribution not in develop_state.read(root):
-                start(held, args)  # a checkout at the pin first
+                start(held, args)
             return develop_onto.onto(held, args)
     if args.stop:
         if args.path or args.branch:
