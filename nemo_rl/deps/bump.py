@@ -12,13 +12,12 @@ from nemo_rl.project import journal, landing, state_dir, uv_inputs
 from nemo_rl.project.model import Project
 
 LANDED = ["pyproject.toml", "uv.lock"]
-# With a derived [[tool.uv.dependency-metadata]] entry, uv locks offline first (bump_steps.lock_result).
+# uv locks offline first where the lock can differ only by the SHA
 OFFLINE_FIRST = True
 
 HELP = "move a fork to a new commit: pyproject, uv.lock and patches/ at once"
-DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock --upgrade-package DIST` (offline "
-               "from uv's cache when the result can only differ by the SHA, else online), regenerate patches/DIST. "
-               "All or nothing.")
+DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock --upgrade-package DIST`, regenerate "
+               "patches/DIST. All or nothing.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
     quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout
     if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
-                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
-                          "made at the pin)")
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again")
     problem = develop_state.unreadable(checkout)
     if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
@@ -42,7 +41,6 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} has unmerged paths{what}",
                           f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
-    # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
     unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]  # guard: onto-is-not-blocked-by-stashes
     if unsaved:  # guard: develop-onto-refuses-unsaved-work
         where = shlex.quote(str(checkout))
@@ -50,7 +48,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
                           f"--onto again, then bring them back on the rebased branch with `git -C {where} stash pop`")
     if not fork.upstream_url:
-        raise NemoRLError(f"no upstream is recorded for {fork.distribution}, so there is nothing to rebase onto",
+        raise NemoRLError(f"no upstream-url is recorded for {fork.distribution}",
                           f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
                           "pyproject.toml, then --onto again")
     remote, _, branch = args.onto.partition("/")
@@ -71,7 +69,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
     if git.ref_exists(checkout, f"refs/heads/{work}"):  # guard: develop-onto-over-its-own-branch-says
-        # git deletes no branch HEAD is on: the finished --onto left the checkout there
+        # git deletes no branch HEAD is on
         leave = ""
         if git.git(["branch", "--show-current"], repo=checkout).stdout.strip() == work:  # guard: fixes-onto-deletes-its-branch-from-off-it
             leave = f"`git -C {quoted} switch --detach`, then "
@@ -94,8 +92,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
               f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
         return 1
-    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
-          "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
+    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto}; test it, push it, then "
+          "`nemo-rl deps bump`")
     return 0
 
 
@@ -108,7 +106,7 @@ def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str
 
 
 def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
-    """A rebase needs a commit: a tree or blob SHA is refused before any branch is made."""
+    """Refuse a tree or blob SHA before any branch is made."""
     try:
         kind = git.object_type(checkout, sha)
     except NemoRLError:

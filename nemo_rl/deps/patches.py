@@ -13,13 +13,9 @@ from nemo_rl.project.model import Project
 
 HELP = "generate or check patches/<dist>/ records; export a fork's patch series"
 USAGE = "nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR"
-DESCRIPTION = ("Without --check: regenerate the records of DIST (default: every fork) from the fork and its upstream. "
-               "--check: recompute and fail on drift. --check --offline: validate the records against pyproject.toml "
-               "and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch series (git "
-               "format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: 0 ok, 1 "
-               "drift or an expected failure, 2 bad arguments.")
-EXPORT = ("Write the fork's full applicable patch series (git format-patch) into DIR; `git am` of it onto the "
-          "upstream base reproduces the pinned tree.")
+EXPORT = "Write the fork's patch series (git format-patch) into DIR: `git am` onto the upstream base gives the pin."
+DESCRIPTION = ("Regenerate the records of DIST (default: every fork) from the fork and its upstream; --check: fail on "
+               "drift instead; --check --offline: check them against pyproject.toml and uv.lock. export: " + EXPORT)
 
 
 class _Refused(Exception):
