@@ -45,8 +45,7 @@ def has_commit(repo: Path, sha: str) -> bool:
 
 
 def head_problem(repo: Path) -> str | None:
-    """git's first line of complaint when it cannot read `repo`'s HEAD (a worktree whose main repository moved, an empty
-    `.git` file), or None when it can."""
+    """git's first line of complaint when it cannot read `repo`'s HEAD, or None when it can."""
     result = git(["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"], repo=repo, check=False)
     if result.returncode == 0:
         return None
@@ -133,8 +132,7 @@ def rebasing(repo: Path) -> bool:
 
 
 def operation_in_progress(repo: Path) -> str | None:
-    """The git command `repo` stopped in the middle of, other than a rebase ("merge", "cherry-pick", "revert"), or
-    "unmerged" for unmerged paths left without one (a conflicted `stash pop`)."""
+    """The git operation `repo` stopped in the middle of, other than a rebase, or "unmerged"; None when none."""
     git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
     for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
         if (git_dir / head).exists():

@@ -45,8 +45,7 @@ class Before:
                 and (branch or self.fork.branch) == self.fork.branch)
 
     def recorded_at_pin(self) -> declared.Declares | None:
-        """What the fork declares at the pin, as index.toml's [declares] records it, when the index is the record of the
-        pin (pinned and locked there, its digest intact)."""
+        """index.toml's [declares] when the index is the intact record of the pin, else None."""
         index, fork = self.index, self.fork
         locked = self.locked.get(fork.distribution)
         if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev  # guard: bump-declares-read-only-when-the-index
@@ -71,8 +70,7 @@ def read_before(project: Project, distribution: str) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit, from its own build backend, for the index ([declares], recorded for
-    every fork: uv.lock is checked against it offline), the derived entry and the drift."""
+    """What the fork declares at the new commit: for the index, the derived entry and the drift."""
     progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)
@@ -122,8 +120,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
 
 def lock_result(running: Running, staged: Path, before: Before, new_rev: str, change: EntryChange | None,
                 offline: bool) -> str:
-    """Collect `uv lock --upgrade-package DIST`, started in the staging copy once the staged pyproject.toml was
-    final."""
+    """Collect `uv lock --upgrade-package DIST`, started in the staging copy."""
     dist = before.fork.distribution
     mode = "online"
     if offline:

@@ -192,8 +192,7 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
 
 
 def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
-    """The entry uv must lock: the fork's version and Requires-Python as they are, its requirements without the dropped
-    names."""
+    """The entry uv must lock: the fork's own, less the drops, plus the adds."""
     dropped = {d.name for d in deltas.drop}
     # an add always carries its requirement (deltas_from_table); only a drop's is None
     adds = [(Requirement(a.requirement), a.requirement) for a in deltas.add if a.requirement is not None]
@@ -244,8 +243,7 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
 
 
 def write_entry(doc, derived: Entry) -> bool:
-    """Make the tomlkit document's [[tool.uv.dependency-metadata]] entry for the fork the derived one (comments around
-    it stay)."""
+    """Make the document's entry for the fork the derived one (comments around it stay)."""
     import tomlkit
 
     entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
@@ -276,8 +274,7 @@ def derives(entry: Entry | None, deltas: Deltas) -> bool:
 
 
 def write_derived(doc, distribution: str, declares: Declares, deltas: Deltas) -> tuple[Entry, bool, list[str]]:
-    """Make the tomlkit document's entry the one derived from `declares`, and remove the drops the fork no longer needs
-    (they change nothing)."""
+    """Write the entry derived from `declares` and remove the drops the fork no longer needs."""
     derived = derive(distribution, declares, deltas)
     unneeded = unnecessary_drops(declares, deltas)
     changed = write_entry(doc, derived)

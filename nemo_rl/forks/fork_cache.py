@@ -28,8 +28,7 @@ def _path(fork: Fork) -> Path:
 
 @contextlib.contextmanager
 def holding(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock file lets two
-    processes lock two different files)."""
+    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed)."""
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:

@@ -185,8 +185,7 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Make `dest` a worktree of the cache at `tree.rev`, clean to `git status` as uv's checkout is, so a backend that
-    reads its version from git sees the commit."""
+    """Make `dest` a clean worktree of the cache at `tree.rev`, as uv's checkout is."""
     git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
     git.git(["read-tree", "--end-of-options", tree.rev], repo=dest,
             remedy="the fork's tree holds a path git will not check out (such as .git): pick another commit")

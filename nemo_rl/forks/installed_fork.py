@@ -33,8 +33,7 @@ class Problem:
 
 
 def problems(project: Project, env: Path, distribution: str, left_out: Iterable[str] = ()) -> list[Problem]:
-    """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`left_out`: packages
-    the environment leaves out on purpose, never missing)."""
+    """How `distribution` installed in `env` differs from uv.lock (`left_out`: left out on purpose)."""
     path = installed.site_packages(env)
     dist = find_installed(distribution, path)
     if dist is None:
@@ -114,8 +113,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
 
 def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str],
                       distribution: str) -> list[Problem]:
-    """Each installed requirement of the fork at a version its specifier refuses (an override in pyproject.toml, a
-    [[package]] pasted into uv.lock)."""
+    """Each installed requirement of the fork at a version its specifier refuses."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -141,8 +139,7 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
 
 def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str], path: list[str] | None,
                         skipped: Container[str], distribution: str) -> list[Problem]:
-    """Each package the fork pulls in (uv.lock's dependencies from it, extras followed) whose installed Requires-Dist
-    refuses the installed version of a requirement."""
+    """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 

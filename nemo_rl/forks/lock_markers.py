@@ -150,8 +150,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[Environment], *,
          extra: str | None = None, beside: object = ()) -> tuple[list[str], list[str]]:
-    """(required but not locked, locked but not required) over `envs`, with `extra` active when given (and the locked
-    list `beside` it, which uv installs with it: the base list)."""
+    """(required but not locked, locked but not required) over `envs`, `extra` active when given."""
     missing: dict[str, list[str]] = {}
     unexpected: dict[str, list[str]] = {}
     applies: dict[str, int] = {}
@@ -173,8 +172,7 @@ def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[E
 
 
 def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
-    """(name, marker) of each entry in a uv.lock `dependencies` list whose marker cannot be read, or cannot be evaluated
-    in one of `envs` (`platform_release >= '99'` against a release that is no version)."""
+    """(name, marker) of each uv.lock dependency whose marker cannot be read or evaluated in `envs`."""
     found: list[Pair] = []
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
@@ -207,8 +205,7 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
 
 
 def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
-    """Whether packaging's parsed marker (nested lists of (Variable, Op, Value) tuples and "and"/"or") names one of the
-    variables `names` on either side."""
+    """Whether packaging's parsed marker names one of the variables `names` on either side."""
     if isinstance(markers, list):
         return any(_names_extra(m, names) for m in markers)
     if isinstance(markers, tuple):
@@ -223,8 +220,7 @@ def names_extra(text: object) -> bool:
 
 
 def conflict_extra(text: object) -> bool:
-    """Whether a uv.lock marker names one of uv's encoded conflict extras (`extra ==
-    'extra-15-fixture-project-olds'`)."""
+    """Whether a uv.lock marker names one of uv's encoded conflict extras."""
     return bool(re.search(r"""\bextra\s*[=!]=\s*['"](extra|group|project)-\d+-""", str(text or "")))
 
 

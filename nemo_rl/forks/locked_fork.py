@@ -123,9 +123,7 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    """Each locked dependency whose locked version the requirement does not allow. uv checks neither a git package's
-    locked metadata nor what an override does to it, so `override-dependencies = ["six<1.16"]` or a pasted [[package]]
-    block installs a version the fork's metadata refuses."""
+    """Each locked dependency at a version the requirement refuses (uv checks neither overrides nor pasted blocks)."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version

@@ -85,8 +85,7 @@ def lock_follows(project: Project, fork: lockfile.Fork, declares: declared.Decla
 
 def rewrite_pyproject(project: Project, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
-    """Write the entry derived from `declares` into pyproject.toml (read the project again to see it) and remove the
-    drops the fork no longer needs."""
+    """Write the entry derived from `declares` into pyproject.toml; drop the drops no longer needed."""
     import tomlkit
 
     from nemo_rl.project.state_dir import write_atomic

@@ -237,8 +237,7 @@ def read_index(directory: Path) -> Index | None:
 
 
 def _listed(entry: dict) -> tuple[Listed, str | None]:
-    """A [[commit]] table as typed values (a value of the wrong type becomes its repr, a number -1), and what is wrong
-    with its shape, or None when it is as nemo-rl writes it."""
+    """A [[commit]] table as typed values, and what is wrong with its shape (None when nothing)."""
     said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
         if set(entry) - set(LISTED_KEYS) else []
     values: list = []

@@ -70,8 +70,7 @@ def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
 
 def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
                ) -> tuple[str, list[str]]:
-    """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already fetched
-    into `repo`."""
+    """(base, the downstream commits oldest first) of `pinned`, fetched into `repo`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
     git_history.fetch_for_diffs(repo, "fork", shas, trees)
@@ -92,8 +91,7 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
 
 
 def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> declared.Declares:
-    """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the project's
-    drops (fork_metadata.declares)."""
+    """What the fork declares at `rev`, checked against the project's drops."""
     dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
     return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,
                                   extras=not metadata_check.derives(project, fork.distribution))
@@ -101,8 +99,7 @@ def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> 
 
 def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: str, base: str,
           records: list[Record], declares: declared.Declares | None = None) -> tuple[Index, list]:
-    """The index and records for `pinned`, keeping our why-note (from `old_index`, previous's index.toml as read before)
-    and notes from the records in `previous`."""
+    """The index and records for `pinned`, keeping the why-note of `old_index` and the notes in `previous`."""
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
     # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.

@@ -37,8 +37,7 @@ def _named(dependencies: object, name: str) -> list[dict]:
 
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
-    """(field, expected, found) for each of the project's locked edges to `distribution` that is not what its
-    [package.metadata] asks, or carries a marker uv never writes."""
+    """(field, expected, found) for each locked edge to `distribution` its [package.metadata] does not ask for."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)
