@@ -47,9 +47,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
     sync = f"run `uv sync --locked --extra {extra}`"
-    does = ("derives the entry from what the fork declares at the pin and relocks" if deltas is not None else
-            "relocks the fork, checked against what it declares at the pin")
-    relock = f"run `nemo-rl deps patches {distribution}` (it {does}), then `uv sync --locked --extra {extra}`"
+    relock = f"run `nemo-rl deps patches {distribution}`, then `uv sync --locked --extra {extra}`"
     name = canonicalize_name(distribution)
     package = _one(lock.get("package"), name)
     if package is None:
@@ -176,10 +174,8 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
             name = canonicalize_name(requirement.name)
             result.append(Problem("version refused", f"{name} {needed.version} is installed but {dep} "
                                   f"{dist.version} (which {distribution} pulls in) requires {name}"
-                                  f"{requirement.specifier}", f"uv.lock locks a version its dependent refuses (a "
-                                  f"[[package]] edited or pasted by hand, or an override): remove any [tool.uv] "
-                                  f"override-dependencies entry for {name}, run `uv lock --upgrade-package {name}`, "
-                                  "then sync"))
+                                  f"{requirement.specifier}", f"remove any [tool.uv] override-dependencies entry for "
+                                  f"{name}, run `uv lock --upgrade-package {name}`, then sync"))
     return result
 
 
