@@ -1,6 +1,5 @@
-"""git on a work tree someone edits (a `deps develop` checkout, the project's own checkout): what it tracks and
-ignores, its state, what deleting it would lose, and a rebase left in git's hands at a conflict. The fork cache's
-commands and the runner are in git.py."""
+"""git on a work tree someone edits (a `deps develop` checkout, the project's own checkout): what it tracks and ignores,
+its state, what deleting it would lose, and a rebase left in git's hands at a conflict."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from nemo_rl.git import git, reach_failure
 
 
 def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
-    """Fetch from `url` into the refs `refspecs` name, touching no configuration: no remote is added and no filter
-    is asked for (a filter makes git turn the repository into a partial clone). For the user's own clones."""
+    """Fetch from `url` into the refs `refspecs` name, touching no configuration."""
     result = git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, check=False)
     if result.returncode != 0:  # guard: checkout-a-failed-fetch-is-an-error-with-git-s-words
         raise reach_failure("cannot fetch from", url, result, repo=repo)
@@ -26,17 +24,14 @@ def ignored_files(repo: Path) -> list[str]:
 
 
 def tracked(repo: Path, path: str) -> list[str] | None:
-    """The files under `path` (relative to `repo`) that git's index tracks; None when git cannot be run (a node
-    without git), or `repo` is in no work tree. A work tree git refuses to read (another owner's:
-    "dubious ownership") is an error naming the fix: nemo-rl never overrides safe.directory itself, which would
-    run that owner's git configuration."""
+    """The files under `path` (relative to `repo`) that git's index tracks."""
     try:
         result = git(["ls-files", "-z", "--", path], repo=repo, check=False)
     except NemoRLError:
         return None
     if result.returncode == 0:
         return [entry for entry in result.stdout.split("\0") if entry]
-    if "not a git repository" in result.stderr:  # guard: state-a-checkout-git-will-not-read-is; LC_ALL=C: git's own words
+    if "not a git repository" in result.stderr:  # guard: state-a-checkout-git-will-not-read-is
         return None
     said = (result.stderr.strip().splitlines() or ["no message"])[0]
     raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
@@ -50,8 +45,7 @@ def has_commit(repo: Path, sha: str) -> bool:
 
 
 def head_problem(repo: Path) -> str | None:
-    """git's first line of complaint when it cannot read `repo`'s HEAD (a worktree whose main repository moved, an
-    empty `.git` file), or None when it can. Never raises: callers report it as a state."""
+    """git's first line of complaint when it cannot read `repo`'s HEAD, or None when it can."""
     result = git(["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"], repo=repo, check=False)
     if result.returncode == 0:
         return None
@@ -65,8 +59,7 @@ def is_dirty(repo: Path) -> bool:
 
 
 def unsaved_work(repo: Path) -> list[str]:
-    """What deleting `repo` would lose, in words: local changes, untracked files, stashes, and commits that no
-    remote-tracking branch holds (a pushed branch is safe; a local-only commit is not)."""
+    """What deleting `repo` would lose, in words."""
     found = []
     status = git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.splitlines()
     if any(not line.startswith("??") for line in status):
@@ -111,9 +104,7 @@ def identity_problem(repo: Path) -> str | None:
 
 
 def rebase(repo: Path, onto: str) -> bool:
-    """`git rebase ONTO` of the current branch; True when it stopped at a conflict, left in git's normal state for
-    the user. Commits whose patch-id ONTO already has are dropped (a plain rebase compares against ONTO itself;
-    `--onto X BASE` would compare against BASE and replay them)."""
+    """`git rebase ONTO` of the current branch."""
     result = git(["-c", "core.editor=true", "rebase", "--end-of-options", onto], repo=repo, check=False)
     if result.returncode == 0:
         return False
@@ -141,8 +132,7 @@ def rebasing(repo: Path) -> bool:
 
 
 def operation_in_progress(repo: Path) -> str | None:
-    """The git command `repo` stopped in the middle of, other than a rebase ("merge", "cherry-pick", "revert"),
-    or "unmerged" for unmerged paths left without one (a conflicted `stash pop`); None when none."""
+    """The git operation `repo` stopped in the middle of, other than a rebase, or "unmerged"; None when none."""
     git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
     for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
         if (git_dir / head).exists():

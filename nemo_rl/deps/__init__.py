@@ -1,5 +1,5 @@
-"""`nemo-rl deps`: fork pins, lock and environment status, fork bumps and patch records. One module per verb;
-here, what they share: the group's help, common options and the fixes more than one verb prints."""
+"""`nemo-rl deps`: fork pins, lock and environment status, fork bumps and patch records. One module per verb; here, what
+they share: the group's help, common options and the fixes more than one verb prints."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def fix(distribution: str, derives: bool) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    verbose.add(parser)  # guard: fast-v-between-deps-and-its-verb; `nemo-rl deps -v VERB` as `nemo-rl deps VERB -v`
+    verbose.add(parser)  # guard: fast-v-between-deps-and-its-verb
 
 
 def common(parser: argparse.ArgumentParser) -> None:

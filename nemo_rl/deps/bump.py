@@ -1,8 +1,4 @@
-"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step.
-
-Everything is prepared in a private staging copy (pyproject.toml, `uv lock`, patches/DIST) and lands by
-renames at the very end, so no signal, SIGKILL included, leaves the project half-bumped.
-"""
+"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step."""
 
 from __future__ import annotations
 
@@ -16,14 +12,12 @@ from nemo_rl.project import journal, landing, state_dir, uv_inputs
 from nemo_rl.project.model import Project
 
 LANDED = ["pyproject.toml", "uv.lock"]
-# With a derived [[tool.uv.dependency-metadata]] entry, uv locks offline first (bump_steps.lock_result); the
-# benchmark turns it off to show the bump with uv's network round trips.
+# uv locks offline first where the lock can differ only by the SHA
 OFFLINE_FIRST = True
 
 HELP = "move a fork to a new commit: pyproject, uv.lock and patches/ at once"
-DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock --upgrade-package DIST` (offline "
-               "from uv's cache when the result can only differ by the SHA, else online), regenerate patches/DIST. "
-               "All or nothing.")
+DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock --upgrade-package DIST`, regenerate "
+               "patches/DIST. All or nothing.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,17 +37,17 @@ def run(project: Project, args: argparse.Namespace) -> int:
             values.branch_name(args.branch, "--branch")
         except NemoRLError as exc:
             raise UsageError(exc.what, exc.remedy) from exc
-    if args.dry_run:  # writes nothing, so it needs no lock (and works in a read-only checkout)
+    if args.dry_run:
         return bump(project, args)
     # Taken before anything is read: a second bump waits, then starts from what the first one landed.
     with state_dir.project_lock(project.root, wait=not args.no_wait):
-        return bump(Project.read(project.root), args)  # as a bump that held the lock before left it
+        return bump(Project.read(project.root), args)
 
 
 def bump(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
 
-    journal.refuse_cut_short(project.root, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short; the pins read below may be half moved
+    journal.refuse_cut_short(project.root, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short
     before = bump_steps.read_before(project, args.distribution)
     fork = before.fork
     new_rev = fork_cache.resolve_branch(fork, args.branch) if args.branch else git.require_full_sha(args.rev)
@@ -78,14 +72,13 @@ def bump(project: Project, args: argparse.Namespace) -> int:
         entry_lines, changed = bump_steps.write_pyproject(staging.path, before, new_rev, args.branch, base, declares)
         progress(f"uv lock --upgrade-package {fork.distribution}")
         offline = OFFLINE_FIRST and before.lock_text is not None and before.entry is not None  # guard: bump-an-offline-lock-tried-when-the
-        # uv locks the final staged pyproject.toml while the records are computed: a child started now, collected
-        # after them; a failure meanwhile ends it (and the build it runs)
+        # uv locks the final staged pyproject.toml while the records are computed
         with uv.lock_started(staging.path, upgrade_package=fork.distribution, offline=offline) as locking:
             recs = records.describe(repo, shas)
             drift_lines = bump_steps.requirement_drift(before, repo, new_rev, declares)
             lock_mode = bump_steps.lock_result(locking, staging.path, before, new_rev, changed, offline)
         progress(f"writing {relative_patches}/")
-        staged = Project.read(staging.path)  # pyproject.toml and uv.lock as written above
+        staged = Project.read(staging.path)
         new_fork = staged.fork(fork.distribution)
         index, noted = records.build(staging.path / relative_patches, before.index, new_fork, new_rev, base, recs,
                                      declares)
@@ -94,7 +87,7 @@ def bump(project: Project, args: argparse.Namespace) -> int:
         locked_after = bump_steps.validate(staged, new_fork, new_rev)
         changes = bump_report.lock_changes(bump_report.lock_versions(before.locked),
                                            bump_report.lock_versions(locked_after))
-        changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]  # shown as the commit
+        changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]
         if not args.dry_run:
             staging.land()
     # commit subjects and requirements come from the fork: shown, never acted on

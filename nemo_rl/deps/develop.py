@@ -1,11 +1,5 @@
-"""`nemo-rl deps develop DIST [PATH]` and `nemo-rl deps develop --stop DIST [--remove]`: run a fork from an
-editable checkout in front of the pin, without touching pyproject.toml or uv.lock.
-
-The checkout goes in front of the locked install through a .pth file (the mechanism editable installs use)
-in the project's environment; worker environments get it too, under keys of their own. The locked install
-stays, so `--stop` only removes the .pth and the next process runs the pin again. `--onto REF` is in
-develop_onto.
-"""
+"""`nemo-rl deps develop DIST [PATH]` and `nemo-rl deps develop --stop DIST [--remove]`: run a fork from an editable
+checkout in front of the pin, without touching pyproject.toml or uv.lock."""
 
 from __future__ import annotations
 
@@ -23,11 +17,9 @@ from nemo_rl.project import develop_state, lockfile, state_dir
 from nemo_rl.project.model import Project
 
 HELP = "run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)"
-DESCRIPTION = ("Without PATH: make a checkout of the fork at the pinned commit in .nemo-rl/develop/DIST (fork and "
-               "upstream remotes, a work branch); with PATH: use that checkout. From then on the project's "
-               "environment and every worker environment import DIST from the checkout: an edit is live at the next "
-               "process start. `deps status --check` fails while developing. --stop returns to the pin and leaves "
-               "the checkout on disk (--remove deletes it when it is clean and nemo-rl made it).")
+DESCRIPTION = ("Without PATH: check the fork out at the pin in .nemo-rl/develop/DIST; with PATH: use that checkout. "
+               "The project's and every worker environment then import DIST from it. --stop returns to the pin "
+               "(--remove deletes a clean checkout nemo-rl made).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     parser.add_argument("--remove", action="store_true",
                         help="with --stop: delete the checkout nemo-rl made, if clean")
-    parser.add_argument("--onto", metavar="REF", help="rebase the develop checkout's work onto REF (upstream/BRANCH "
-                        "or a SHA) on a new branch: upstreamed commits are dropped, a conflict stops in git's normal "
-                        "state")
+    parser.add_argument("--onto", metavar="REF",
+                        help="rebase the checkout's work onto REF (upstream/BRANCH or a SHA) on a new branch")
     deps.writes(parser)
 
 
@@ -75,8 +66,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
     if top is None:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
     if not git_checkout.has_commit(top, fork.rev):
-        raise NemoRLError(f"{top} is not a checkout of {fork.distribution}'s fork: it lacks the pinned commit "
-                          f"{fork.rev[:12]}",
+        raise NemoRLError(f"{top} lacks the pinned commit {fork.rev[:12]} of {fork.distribution}'s fork",
                           f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
@@ -88,11 +78,10 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 
 def shipped_roots(fork: lockfile.Fork) -> list[str]:
+    """The package roots the pinned wheel installs: the overlay exposes exactly these."""
     from nemo_rl.forks import fork_cache, fork_metadata
 
-    """What the pinned wheel installs, as package roots: the overlay exposes exactly these (the wheel is built
-    once per commit by the fork's own backend and cached)."""
-    progress(f"reading what {fork.distribution} ships at {fork.rev[:12]} (its wheel; cached per commit)")
+    progress(f"reading what {fork.distribution} ships at {fork.rev[:12]}")
     roots = develop_state.package_roots(fork_metadata.shipped_files(fork_cache.fetched(fork, fork.rev), fork.rev))
     if not roots:
         raise NemoRLError(f"the wheel of {fork.distribution} at {fork.rev[:12]} installs no package",
@@ -109,22 +98,22 @@ def start(project: Project, args: argparse.Namespace) -> int:
     entry = state.get(fork.distribution)
     if entry is not None and env.exists() and not develop_state.has_overlay(env, fork.distribution) \
             and (Path(args.path).resolve() if args.path else entry.checkout) == entry.checkout:
-        return _apply(root, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync; developed while the environment did not exist
+        return _apply(root, fork, state, entry, env)  # guard: fixes-develop-again-after-uv-sync
     if entry is not None or active:
         where = entry.checkout if entry is not None else active
         gone = ", which is gone (the pin runs)" if where is not None and not where.is_dir() else ""
         raise NemoRLError(f"{fork.distribution} is already developed from {where}{gone}",
                           f"run `nemo-rl deps develop --stop {fork.distribution}` first")
-    if args.path:  # refused before anything is written, whether or not the environment exists yet
+    if args.path:
         checkout = check_checkout(values.plain_path(Path(args.path).resolve(), "the checkout path"), fork)  # guard: fixes-a-develop-path-is-checked-before
     else:
-        settings.cache_dir()  # the same checks on the setting as a fetch
+        settings.cache_dir()
         values.plain_path(develop_state.managed_checkout(root, fork.distribution), "the checkout path")
         checkout = make_checkout(root, fork, args.branch or f"develop/{fork.distribution}")
     shadow = develop_state.make_shadow(root, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     installed = False
-    try:  # no checkpoint inside: only a failed write (a full disk) ends it early, and then nothing of it stays
+    try:
         if env.exists():
             develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
             installed = True
@@ -142,11 +131,10 @@ def start(project: Project, args: argparse.Namespace) -> int:
     facts = develop_state.checkout_facts(checkout, fork.rev)
     print(f"{fork.distribution}: developing from {checkout} at {(facts.head or 'no commit')[:12]}")
     if env.exists():
-        print(f"  the next process in {env} imports {fork.distribution} from there; pyproject.toml and uv.lock are "
-              "unchanged; worker environments get it under their own keys")
+        print(f"  the next process in {env} imports {fork.distribution} from there")
     else:
         print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again to "
-              f"put {checkout} in front (worker environments get it under their own keys already)")
+              f"put {checkout} in front")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
     return 0
@@ -154,11 +142,9 @@ def start(project: Project, args: argparse.Namespace) -> int:
 
 def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed],
            entry: develop_state.Developed, env: Path) -> int:
-    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started: what the advice
-    printed then says to run."""
-    if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a; the overlay would lead nowhere and the pin would run
-        raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone, so there is nothing "
-                          f"to put in front in {env}",
+    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started."""
+    if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a
+        raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone",
                           f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
     shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
     develop_state.install_overlay(env, fork.distribution, entry.checkout, shadow, entry.token)
@@ -171,28 +157,25 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
 
 
 def _check_removable(project: Path, entry: develop_state.Developed) -> None:
-    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere
-    else: no changes, no untracked files, no stash, no commit that no remote branch has."""
+    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere else."""
     checkout = entry.checkout
     if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):  # guard: trust-remove-only-under-nemo-rl-develop
         raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
                           f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
     if checkout.exists():
         if git_checkout.toplevel(checkout) != checkout.resolve():  # guard: never-remove-needs-the-checkout-s-own
-            raise NemoRLError(f"{checkout} is no longer a git checkout of its own, so nemo-rl cannot tell whether it "
-                              "holds work", f"stop without --remove, then look at {checkout} and remove it yourself")
+            raise NemoRLError(f"{checkout} is no longer a git checkout of its own",
+                              f"stop without --remove, then look at {checkout} and remove it yourself")
         submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()  # guard: never-remove-refuses-submodules
         unsaved = removal_blockers(git_checkout.unsaved_work(checkout), submodules,
                                    git_checkout.ignored_files(checkout))
         if unsaved:
             raise NemoRLError(f"{checkout} has {', '.join(unsaved)}: --remove would lose them",
-                              "commit and push them (or stash-pop and commit), or stop without --remove: the "
-                              "checkout stays")
+                              "commit and push them, or stop without --remove")
 
 
 def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -> list[str]:
-    """What --remove would lose: git's unsaved work, submodules (not looked into), and ignored files, which are
-    work too (data/, local settings), except the bytecode Python leaves by running the checkout."""
+    """What --remove would lose: unsaved work, submodules and ignored files other than bytecode."""
     blockers = list(unsaved)
     if submodules:
         blockers.append("submodules (their commits and stashes are not looked at)")
@@ -203,8 +186,7 @@ def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -
 
 
 def _own_worker_envs(project: Path) -> list[Path]:
-    """This checkout's worker environments: a shared NEMO_RL_VENV_DIR also holds other checkouts' (their overlays
-    are theirs), and environments whose metadata cannot be read are left alone."""
+    """This checkout's worker environments."""
     from nemo_rl.workers import environments
 
     venvs = settings.venv_dir(create=False)
@@ -229,13 +211,13 @@ def stop(project: Path, args: argparse.Namespace) -> int:
                           "`nemo-rl deps status` shows what is; nothing to stop")
     if args.remove:
         if entry is None:
-            raise NemoRLError(f"no develop state for {args.distribution}, so nemo-rl cannot tell whether it made the "
-                              "checkout", "stop without --remove, then remove the checkout yourself")
+            raise NemoRLError(f"no develop state for {args.distribution}",
+                              "stop without --remove, then remove the checkout yourself")
         _check_removable(project, entry)
-    workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker; before anything changes: a refused venv directory stops here
+    workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):
         develop_state.remove_overlay(touched, args.distribution)
-    for worker_env in workers:  # this checkout's path, and of those only this develop's overlays
+    for worker_env in workers:
         develop_state.remove_overlay(worker_env, args.distribution, entry.token if entry else "")
     state.pop(args.distribution, None)
     develop_state.write(project, state)
@@ -247,12 +229,11 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     if entry and not args.remove:
         stays = (f" (the checkout stays at {entry.checkout})" if entry.checkout.exists()  # guard: plain-stop-says-a-deleted-checkout-is
                  else f" (the checkout {entry.checkout} is already gone)")
-    print(f"{args.distribution}: back to the pinned commit; the next process runs the locked code{stays}")
+    print(f"{args.distribution}: back to the pinned commit{stays}")
     return 0
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    """Each way reads the project again once it holds the project lock: a bump that landed meanwhile moved pins."""
     root = project.root
     if args.onto:
         if args.stop or args.path or args.remove:
@@ -260,7 +241,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         with state_dir.project_lock(root, wait=not args.no_wait):
             held = Project.read(root)
             if held.fork(args.distribution).distribution not in develop_state.read(root):
-                start(held, args)  # a checkout at the pin first
+                start(held, args)
             return develop_onto.onto(held, args)
     if args.stop:
         if args.path or args.branch:

@@ -1,7 +1,5 @@
-"""`nemo-rl deps develop DIST --onto REF`: the develop checkout's work rebased onto an upstream branch or commit,
-on a new branch, in git's normal state (a conflict is resolved with git itself). `deps develop` makes the checkout
-first when there is none.
-"""
+"""`nemo-rl deps develop DIST --onto REF`: the develop checkout's work rebased onto an upstream branch or commit, on a
+new branch, in git's normal state (a conflict is resolved with git itself)."""
 
 from __future__ import annotations
 
@@ -21,21 +19,20 @@ def onto(project: Project, args: argparse.Namespace) -> int:
     fork = project.fork(args.distribution)
     entry = develop_state.read(project.root)[fork.distribution]
     checkout = entry.checkout
-    quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout; advice is pasted into a shell: a path with spaces stays one word
+    quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout
     if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
-                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again (a checkout is "
-                          "made at the pin)")
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again")
     problem = develop_state.unreadable(checkout)
-    if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot; its files are there and imported: git's raw error would say nothing of what to do
+    if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
                           develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
-    if git_checkout.rebasing(checkout):  # guard: never-onto-during-a-rebase; "commit or stash" would not help: the last --onto is still under way
+    if git_checkout.rebasing(checkout):  # guard: never-onto-during-a-rebase
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
                           f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
                           f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
     under_way = git_checkout.operation_in_progress(checkout)  # guard: plain-onto-during-a-merge-says-to-finish
-    if under_way:  # a stash cannot save unmerged paths (`needs merge`): the advice below would loop
+    if under_way:
         if under_way == "unmerged":
             what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
         else:
@@ -44,7 +41,6 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{checkout} has unmerged paths{what}",
                           f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
                           f"{finish}, then --onto again")
-    # what a rebase would carry along or refuse over: local commits are the work it moves, and stashes stay put
     unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]  # guard: onto-is-not-blocked-by-stashes
     if unsaved:  # guard: develop-onto-refuses-unsaved-work
         where = shlex.quote(str(checkout))
@@ -52,7 +48,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
                           f"--onto again, then bring them back on the rebased branch with `git -C {where} stash pop`")
     if not fork.upstream_url:
-        raise NemoRLError(f"no upstream is recorded for {fork.distribution}, so there is nothing to rebase onto",
+        raise NemoRLError(f"no upstream-url is recorded for {fork.distribution}",
                           f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
                           "pyproject.toml, then --onto again")
     remote, _, branch = args.onto.partition("/")
@@ -72,8 +68,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
             _fetch_upstream(entry, fork.upstream_url, [f"+{target}:refs/nemo-rl/onto/{target}"])
         _refuse_non_commit(checkout, target, args.onto)
     work = f"rebase/{fork.distribution}-onto-{target[:12]}"
-    if git.ref_exists(checkout, f"refs/heads/{work}"):  # guard: develop-onto-over-its-own-branch-says; an earlier --onto (perhaps interrupted) made it
-        # git deletes no branch HEAD is on: the finished --onto left the checkout there
+    if git.ref_exists(checkout, f"refs/heads/{work}"):  # guard: develop-onto-over-its-own-branch-says
+        # git deletes no branch HEAD is on
         leave = ""
         if git.git(["branch", "--show-current"], repo=checkout).stdout.strip() == work:  # guard: fixes-onto-deletes-its-branch-from-off-it
             leave = f"`git -C {quoted} switch --detach`, then "
@@ -82,7 +78,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"{target[:12]}`), or delete it ({leave}`git -C {quoted} branch -D {work}`) and run --onto "
                           "again")
     unknown = git_checkout.identity_problem(checkout)
-    if unknown is not None:  # guard: onto-checks-the-committer-identity-first; the rebase would stop after its branch was made
+    if unknown is not None:  # guard: onto-checks-the-committer-identity-first
         raise NemoRLError(f"git cannot name a committer for the rebased commits in {checkout}: {unknown}",
                           f"tell git who you are, with your own name and email: `git -C {quoted} config user.name "
                           f"\"Your Name\"` and `git -C {quoted} config user.email you@example.com` (or both with "
@@ -96,25 +92,24 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
               f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
         return 1
-    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto} (commits upstream already "
-          "has were dropped); run it, push it, then `nemo-rl deps bump` as usual")
+    print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto}; test it, push it, then "
+          "`nemo-rl deps bump`")
     return 0
 
 
 def _fetch_upstream(entry: develop_state.Developed, url: str, refspecs: list[str]) -> None:
-    """Into a checkout nemo-rl made, blob-less through its upstream remote; into the user's own clone by URL,
-    leaving its configuration as it is (no remote added, never made a partial clone)."""
-    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # guard: never-onto-fetches-into-a-user-s-clone; made when the fork had an upstream-url
+    """Into a checkout nemo-rl made, blob-less through its upstream remote."""
+    if entry.managed and git.remote_url(entry.checkout, "upstream"):  # guard: never-onto-fetches-into-a-user-s-clone
         git.fetch(entry.checkout, "upstream", url, refspecs)
     else:
         git_checkout.fetch_url(entry.checkout, url, refspecs)
 
 
 def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
-    """A rebase needs a commit: a tree or blob SHA is refused before any branch is made."""
+    """Refuse a tree or blob SHA before any branch is made."""
     try:
         kind = git.object_type(checkout, sha)
-    except NemoRLError:  # not here (yet): the fetch brings it, or says it cannot
+    except NemoRLError:
         return
     if kind != "commit":  # guard: never-onto-refuses-a-tree-or-blob
         raise NemoRLError(f"--onto {onto} is a {kind}, not a commit", "pass an upstream commit SHA "

@@ -13,13 +13,9 @@ from nemo_rl.project.model import Project
 
 HELP = "generate or check patches/<dist>/ records; export a fork's patch series"
 USAGE = "nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR"
-DESCRIPTION = ("Without --check: regenerate the records of DIST (default: every fork) from the fork and its upstream. "
-               "--check: recompute and fail on drift. --check --offline: validate the records against pyproject.toml "
-               "and uv.lock with no network. `export DIST DIR`: write the fork's full applicable patch series (git "
-               "format-patch); `git am` of it onto the upstream base reproduces the pinned tree. Exit codes: 0 ok, 1 "
-               "drift or an expected failure, 2 bad arguments.")
-EXPORT = ("Write the fork's full applicable patch series (git format-patch) into DIR; `git am` of it onto the "
-          "upstream base reproduces the pinned tree.")
+EXPORT = "Write the fork's patch series (git format-patch) into DIR: `git am` onto the upstream base gives the pin."
+DESCRIPTION = ("Regenerate the records of DIST (default: every fork) from the fork and its upstream; --check: fail on "
+               "drift instead; --check --offline: check them against pyproject.toml and uv.lock. export: " + EXPORT)
 
 
 class _Refused(Exception):
@@ -38,16 +34,14 @@ class _Form(argparse.ArgumentParser):
 
 
 class _Words(argparse.Action):
-    """The words after `deps patches`, options among them: `export DIST DIR` goes to the export form's parser, any
-    other words to the records' form (argparse's sub-parsers would refuse a DIST that names none of them)."""
+    """The words after `deps patches`, options among them."""
 
     def __init__(self, option_strings, dest, records: _Form, export: _Form, **kwargs) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.records, self.export = records, export
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        # every word after `--` is a word, `-x` too; argparse hands the words over with that `--` (newer releases
-        # without it), so a first word that starts with `-` came after one
+        # every word after `--` is a word, `-x` too
         dashes = bool(values) and values[0].startswith("-")
         words = values[1:] if values[:1] == ["--"] else list(values)
         form = self.export if words[:1] == ["export"] else self.records
@@ -59,8 +53,7 @@ class _Words(argparse.Action):
 
 
 def _options(parser: argparse.ArgumentParser, shown: bool = True) -> None:
-    """The options of both forms, anywhere among the words. The export form takes the records' ones unshown: `run`
-    refuses --check and --offline there, and --no-wait has nothing to wait for."""
+    """The options of both forms, anywhere among the words."""
     deps.common(parser)
     for option, text in (("--check", "fail on drift instead of writing"),
                          ("--offline", "with --check: no fetch, validate the records only")):
@@ -84,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the patch files go (made when missing)")
     words = parser.add_argument("words", nargs=argparse.PARSER, action=_Words, records=records, export=export,
                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    words.required = False  # no words: the records of every fork
+    words.required = False
     parser.set_defaults(distribution=None, export=None, export_dir=None)
 
 
@@ -127,12 +120,12 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
 
     left = []
     for fork in forks:
-        project = Project.read(root)  # as the fork before this one landed it
-        records.records_dir(root, fork.distribution)  # guard: deps-patches-refuses-linked-records; a linked records directory is refused before any work
+        project = Project.read(root)
+        records.records_dir(root, fork.distribution)  # guard: deps-patches-refuses-linked-records
         repo = fork_cache.fetched(fork, fork.rev)
         base, recs = records.compute(repo, fork, fork.rev)
-        # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock
-        # with it), and a derived entry is derived from it
+        # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock with
+        # it), and a derived entry is derived from it
         declares = records.declares_at(project, repo, fork, fork.rev)
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
@@ -167,7 +160,7 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
             print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
                   f"{fork.rev[:12]}, and uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
-        elif relocked and not was_locked:  # a fork just added
+        elif relocked and not was_locked:
             print(f"  {fork.distribution} was not in uv.lock: locked")
         elif relocked:
             said = ("its [[tool.uv.dependency-metadata]] entry locks" if derives else
@@ -179,7 +172,7 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
         remaining = metadata_check.problems(Project.read(root), fork, records.read_index(root / relative))
         for problem in remaining:
             print(f"  - {records.Difference(*problem)}")
-        if remaining:  # the relock is all this command does to uv.lock: what it leaves needs a hand
+        if remaining:
             left.append(fork.distribution)
     for dist in left:
         print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
@@ -191,7 +184,7 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
 def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import metadata_check, records
 
-    if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check; anywhere on the line: argparse takes flags in any order
+    if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check
         raise UsageError("`deps patches export DIST DIR` writes a patch series; it takes no --check or --offline",
                          "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
     if args.export:
@@ -202,7 +195,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     forks = [project.fork(args.distribution)] if args.distribution else all_forks
     if not args.check:
         with state_dir.project_lock(project.root, wait=not args.no_wait):
-            journal.refuse_cut_short(project.root, locked=True)  # guard: patches-refuses-over-a-landing-cut-short; the pins read below may be half moved
+            journal.refuse_cut_short(project.root, locked=True)  # guard: patches-refuses-over-a-landing-cut-short
             # read again under the lock: a bump that landed while we waited changed the pins
             held = Project.read(project.root)
             return _generate(project.root, [held.fork(f.distribution) for f in forks])
@@ -213,7 +206,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     cuts = journal.cut_short(project.root)
     for fork in forks:
         cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
-        if cut is not None:  # guard: the-offline-check-over-a-landing-cut; its records may be half moved: regenerating refuses, finishing the landing fixes it
+        if cut is not None:  # guard: the-offline-check-over-a-landing-cut
             print(f"{fork.distribution}: landing interrupted")
             print(f"  - {cut.unreadable}" if cut.unreadable is not None else
                   f"  - a landing of {', '.join(cut.moves)} was cut short ({cut.staging} is left; moved: "

@@ -33,14 +33,14 @@ def _recover(project: Path) -> int:
         return 0
     for left in found:
         path = left.staging
-        if left.has_journal:  # guard: fast-recover-finishes-a-landing-cut; killed while landing: every staged file is complete, so landing the rest is correct
+        if left.has_journal:  # guard: fast-recover-finishes-a-landing-cut
             moves = journal.read_journal(path)
-            moved = journal.finish(project, path)  # refuses a path changed since it was staged
+            moved = journal.finish(project, path)
             before = [name for name in moves if name not in moved]  # guard: fast-recover-says-what-had-moved-before
             print(f"finished an interrupted landing: moved {', '.join(moved) or 'nothing more'} ("
                   + (f"{', '.join(before)} had moved before the interruption)" if before else
                      "nothing had moved before the interruption: the project was as before the command)"))
-        else:  # killed before landing: the project was never touched
+        else:
             shutil.rmtree(path, ignore_errors=True)
             print(f"removed {path} (left by a bump or `deps patches` killed before it changed anything)")
     state_dir.remove_empty(project / state_dir.STAGING_ROOT)

@@ -99,7 +99,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
     problem = developed.problem if developed else None
     cut = next((c for c in cuts if touches(c, fork.distribution)), None)
-    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # guard: status-lock-stale; uv fetches the lock's
+    lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # guard: status-lock-stale
     state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,  # guard: status-bad-pin
                         records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
                         checkout_gone=gone, checkout_unreadable=problem is not None,
@@ -110,12 +110,12 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
         if state is None:
             state = "env stale" if mismatch else "installed differs" if differs else "ok"
             mismatch = mismatch or "; ".join(differs) or None
-        else:  # a wrong lock hides no second problem
+        else:
             environment = (f"env stale: {mismatch}",) if mismatch else tuple(f"installed differs: {d}" for d in differs)
     remedy = mismatch if state in ("env stale", "installed differs") else \
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
-        remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it; a relock keeps what an override forces
+        remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it
     elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where
         remedy = deps.fix("{dist}", metadata_check.derives(project, fork.distribution))
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
@@ -217,7 +217,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
-    forks = project.forks_as_pinned  # a bad pin is a row of the report
+    forks = project.forks_as_pinned
     rows = collect(project, env, forks)
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project, forks)

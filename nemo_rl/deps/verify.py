@@ -48,8 +48,7 @@ def skipped_here(locked: dict) -> dict[str, str]:
 
 
 def suggestion(fork: lockfile.Fork, module: str) -> str:
-    """The requirement that most likely provides `module`: one the fork declares under that name, else the
-    module's top-level name."""
+    """The requirement that most likely provides `module`."""
     from packaging.utils import canonicalize_name
 
     from nemo_rl.forks import fork_cache, fork_metadata
@@ -57,7 +56,7 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
     top = module.split(".")[0]
     try:
         declared = fork_metadata.read(fork_cache.fetched(fork, fork.rev), fork.rev).requires
-    except NemoRLError:  # offline or unreadable
+    except NemoRLError:
         declared = {}
     return declared.get(canonicalize_name(top), top.replace("_", "-"))
 

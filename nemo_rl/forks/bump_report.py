@@ -8,13 +8,12 @@ from collections.abc import Mapping, Sequence
 from nemo_rl.forks.record_files import Index, Listed, Record
 from nemo_rl.project.lockfile import Fork, LockedPackage
 
-ZERO = "0" * 40  # the patch-id of every empty diff: never "carried twice"
+ZERO = "0" * 40
 
 
 def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
                    ) -> tuple[list[Record], list[Listed], dict[str, list[str]]]:
-    """(commits added, commits removed, patch-id -> the new commits sharing it); a commit is kept when its SHA or
-    its patch-id was there."""
+    """(commits added, commits removed, patch-id -> the new commits sharing it)."""
     old_shas, new_shas = {e.commit for e in old_entries}, {r.commit for r in recs}
     added = _unmatched(recs, old_shas, Counter(e.patch_id for e in old_entries if e.commit not in new_shas))
     removed = _unmatched(old_entries, new_shas, Counter(r.patch_id for r in recs if r.commit not in old_shas))

@@ -1,6 +1,4 @@
-"""The steps of `deps bump` (deps/bump.py calls each in turn): what the bump reads from the project once, what the
-fork declares at the new commit, the staged pyproject.toml written once before uv locks it, how uv's lock is
-kept or redone, the requirement drift, and the staged result validated before it lands."""
+"""The steps of `deps bump` (deps/bump.py calls each in turn)."""
 
 from __future__ import annotations
 
@@ -25,12 +23,12 @@ class Before:
 
     fork: lockfile.Fork
     locked: Mapping[str, lockfile.LockedPackage]
-    lock_text: str | None  # uv.lock as committed (None: the project has none yet)
-    entry: declared.Entry | None  # the fork's [[tool.uv.dependency-metadata]] entry
-    deltas: declared.Deltas  # the fork table's drop and add lists
-    index: Index | None  # patches/<dist>/index.toml
-    patch_dir: Path  # patches/<dist>, proven no link (records.records_dir)
-    uv_settings: Mapping[str, object]  # pyproject.toml's [tool.uv], shape-checked
+    lock_text: str | None
+    entry: declared.Entry | None
+    deltas: declared.Deltas
+    index: Index | None
+    patch_dir: Path
+    uv_settings: Mapping[str, object]
 
     @property
     def derives(self) -> bool:
@@ -47,9 +45,7 @@ class Before:
                 and (branch or self.fork.branch) == self.fork.branch)
 
     def recorded_at_pin(self) -> declared.Declares | None:
-        """What the fork declares at the pin, as index.toml's [declares] records it, when the index is the record of
-        the pin (pinned and locked there, its digest intact): the old side of the requirement drift, read instead of
-        building the old commit's metadata. None otherwise: that metadata is built."""
+        """index.toml's [declares] when the index is the intact record of the pin, else None."""
         index, fork = self.index, self.fork
         locked = self.locked.get(fork.distribution)
         if (index is None or index.pinned != fork.rev or locked is None or locked.commit != fork.rev  # guard: bump-declares-read-only-when-the-index
@@ -58,14 +54,13 @@ class Before:
         try:
             return metadata_check.recorded(index, fork.distribution)
         except NemoRLError:
-            return None  # a [declares] nemo-rl does not read: the old commit's metadata says it instead
+            return None
 
 
 def read_before(project: Project, distribution: str) -> Before:
-    """The project as the bump finds it; refused before any work: a fork the project does not pin, or a linked
-    records directory."""
+    """The project as the bump finds it."""
     patch_dir = records.records_dir(project.root, distribution)
-    fork = project.fork(distribution)  # [tool.uv.sources] and the fork's table: checked tables
+    fork = project.fork(distribution)
     uv_table, nemo_rl_table = project.tool_tables
     lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
     return Before(fork, project.packages, lock_text,
@@ -75,9 +70,7 @@ def read_before(project: Project, distribution: str) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit, from its own build backend, for the index ([declares], recorded
-    for every fork: uv.lock is checked against it offline), the derived entry and the drift. Without the fork's
-    metadata neither can be made, so the bump stops."""
+    """What the fork declares at the new commit: for the index, the derived entry and the drift."""
     progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)
@@ -93,14 +86,12 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
     return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)  # guard: bump-the-fork-s-declarations-are-checked
 
 
-EntryChange = tuple[declared.Entry | None, declared.Entry]  # (the entry before, the entry written)
+EntryChange = tuple[declared.Entry | None, declared.Entry]
 
 
 def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, base: str | None,
                     declares: declared.Declares | None) -> tuple[list[str], EntryChange | None]:
-    """Write the staged pyproject.toml once, before uv locks it (comments and layout stay): the source's rev, the
-    fork table's base (when known; uv never reads it) and branch (when given), and the derived entry; (the
-    report's lines, the change when the entry changed: a refusal of uv's then names what the change added)."""
+    """Write the staged pyproject.toml once, before uv locks it (comments and layout stay)."""
     import tomlkit
 
     dist = before.fork.distribution
@@ -112,7 +103,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
         table["branch"] = branch
     if base is not None and table.get("base") != base:
         table["base"] = base
-    if declares is None or not before.derives:  # guard: derived-bump-locks-the-entry-it-derived; uv locks the fork's own metadata: nothing to derive
+    if declares is None or not before.derives:  # guard: derived-bump-locks-the-entry-it-derived
         write_atomic(path, tomlkit.dumps(doc))
         return [], None
     derived, changed, unneeded = declared.write_derived(doc, dist, declares, before.deltas)
@@ -129,13 +120,7 @@ def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, 
 
 def lock_result(running: Running, staged: Path, before: Before, new_rev: str, change: EntryChange | None,
                 offline: bool) -> str:
-    """Collect `uv lock --upgrade-package DIST`, started in the staging copy once the staged pyproject.toml was
-    final; how it locked: "offline", "online", or "online: <why not offline>".
-
-    An offline run (uv's cache, no index requests: a fraction of a second instead of seconds) is kept exactly
-    when it moves the fork and nothing else (offline_lock: every other package the committed one); anything else
-    (a package missing from the cache, one added or moved) is thrown away, with its reason, and uv runs online
-    from the committed lock. A refusal of uv's names what the derived entry added (`change`)."""
+    """Collect `uv lock --upgrade-package DIST`, started in the staging copy."""
     dist = before.fork.distribution
     mode = "online"
     if offline:
@@ -149,7 +134,7 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         if why is None:  # guard: bump-offline-lock-kept-only-when-offline
             return "offline"
         mode = f"online: the offline lock was thrown away: {why}"
-        write_atomic(staged / "uv.lock", before.lock_text)  # online starts from the committed lock
+        write_atomic(staged / "uv.lock", before.lock_text)
         running = uv.lock_started(staged, upgrade_package=dist)
     try:
         with running:
@@ -169,21 +154,17 @@ def _last_line(text: str) -> str:
 
 
 def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new. With a derived
-    entry, as [declares] records it (`new`: at the new commit; the old side is index.toml's record of the pin when
-    it is one, or else built from the old commit); without one, the fork's own metadata at both commits, built. A
-    fork whose history was rewritten may have lost the old commit: the bump goes on without it, and the drift says
-    it could not compare."""
+    """The bump report's requirement lines: what the fork itself declares, old commit against new."""
     fork = before.fork
     old, built = before.recorded_at_pin(), []  # guard: bump-the-drift-s-old-side-from-the
     try:
         if old is None or new is None:
             progress("reading the fork's own metadata at the old commit (its build backend)")
-            fork_cache.fetched(fork, fork.rev)  # the fork's history may have been rewritten since
+            fork_cache.fetched(fork, fork.rev)
             built = fork_metadata.read_all(repo, [fork.rev] if new else [fork.rev, new_rev])
         if new is None:
             old_lines, new_lines = (tuple(m.requires.values()) for m in built)
-        else:  # both as [declares] records them
+        else:
             old_lines = (old or fork_metadata.declares(built[0], fork.rev, fork.distribution, before.dropped)
                          ).requires_dist
             new_lines = new.requires_dist
@@ -191,14 +172,12 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
         return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
                 f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
                 f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
-    # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata: nothing
-    # the fork adds is left uncovered
+    # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata
     return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """The staged state (read after its writes) must be exactly what we meant before anything lands; returns its
-    locked packages."""
+    """The staged state (read after its writes) must be exactly what we meant before anything lands."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:

@@ -1,10 +1,4 @@
-"""The [[tool.uv.dependency-metadata]] entry of a fork, derived: what the fork itself declares at the pin
-(recorded in patches/<dist>/index.toml as `[declares]`), minus the requirements pyproject.toml drops and plus
-the ones it adds ([tool.nemo-rl.forks.<dist>] `drop` and `add`, each with its reason). uv locks that entry
-instead of the fork's own metadata, so it is never written by hand: a hand-kept one goes stale when a pin moves.
-
-Pure functions (no git, no uv): the checks below run offline on every `deps status` and `.ci/run`.
-"""
+"""The [[tool.uv.dependency-metadata]] entry of a fork, derived."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from nemo_rl.errors import NemoRLError
 class Delta:
     """One deliberate difference from the fork's own requirements: `requirement` is None for a drop."""
 
-    name: str  # canonical
+    name: str
     requirement: str | None
     why: str
 
@@ -34,16 +28,13 @@ class Deltas:
 
 @dataclass(frozen=True)
 class Declares:
-    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out).
-    `commit` is the commit it was read at: the offline check holds it against the pin, so a pin moved without
-    reading the fork again is caught, and the move shows as a change to [declares] (.ci/declares-changes)."""
+    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out)."""
 
     version: str
     requires_python: str | None
     requires_dist: tuple[str, ...]
     commit: str = ""
-    # each extra (canonical) and the requirements only it brings: recorded for a fork without a derived entry,
-    # whose extras uv locks from the fork's own metadata (a derived entry declares none)
+    # each extra (canonical) and the requirements only it brings
     extras: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def as_table(self) -> dict:
@@ -67,21 +58,20 @@ class Entry:
 
 
 def entry_from_tables(entries: object, distribution: str) -> Entry | None:
-    """pyproject.toml's [[tool.uv.dependency-metadata]] entry for `distribution` (`entries`: that array), checked;
-    None when it has none. uv locks its version and requirements instead of the fork's own."""
+    """pyproject.toml's [[tool.uv.dependency-metadata]] entry for `distribution` (`entries`: that array), checked."""
     where = f"[[tool.uv.dependency-metadata]] {distribution}"
     if not isinstance(entries, list):
         raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
                           "write each entry as a [[tool.uv.dependency-metadata]] table")
     same = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
             and canonicalize_name(e["name"]) == canonicalize_name(distribution)]
-    if len(same) > 1:  # guard: derived-one-entry-per-fork; uv then ignores ours and locks the fork's own metadata, silently
+    if len(same) > 1:  # guard: derived-one-entry-per-fork
         raise NemoRLError(f"pyproject.toml has {len(same)} [[tool.uv.dependency-metadata]] entries for {distribution} "
                           f"({', '.join(repr(e['name']) for e in same)})",
                           f"keep one, named {distribution}, then run `nemo-rl deps patches {distribution}`")
     if not same:
         return None
-    entry = same[0]  # `Megatron_Core` is megatron-core to uv: its name as spelled is kept, for a check to name
+    entry = same[0]
     requires, version, python = entry.get("requires-dist", []), entry.get("version"), entry.get("requires-python")
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise NemoRLError(f"pyproject.toml: {where} requires-dist must be a list of strings",
@@ -98,18 +88,14 @@ def _name(requirement: str) -> str:
 
 
 def key(requirement: Requirement) -> tuple[str, str, str]:
-    """What tells two requirements of one name apart: its marker and extras (`foo>=1; python_version<"3.12"` and
-    `foo>=2; python_version>="3.12"` are two requirements, both locked)."""
+    """What tells two requirements of one name apart."""
     return canonicalize_name(requirement.name), str(requirement.marker or ""), ",".join(sorted(requirement.extras))
 
 
 def declares_from(version: str, requires_python: str | None, requires: Mapping[str, str] | list[str],
                   rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset(),
                   extras: Mapping[str, Sequence[str]] | None = None) -> Declares:
-    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement). A direct
-    reference (`pkg @ <URL>`) is refused before any lock: uv would build it, and run its code, when it locks the
-    entry. One the project drops (`dropped`: canonical names) is never locked: it is kept by its name alone, so
-    no URL reaches index.toml."""
+    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement)."""
     def checked(lines: Iterable[str]) -> tuple[str, ...]:
         values = []
         for line in lines:
@@ -147,7 +133,7 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
                                      for k, v in extras.items()):
         raise NemoRLError(problem.replace(" and an optional", ", optional extras (a table of lists) and an optional"),
                           regenerate)
-    for line in [*requires, *(line for lines in extras.values() for line in lines)]:  # parsed here, once
+    for line in [*requires, *(line for lines in extras.values() for line in lines)]:
         try:
             if Requirement(line).url:  # guard: derived-declares-parsed-where-read
                 raise InvalidRequirement("a direct reference")
@@ -159,8 +145,7 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
 
 
 def deltas_from_table(table: dict, distribution: str) -> Deltas:
-    """[tool.nemo-rl.forks.<dist>] `drop = [{ name, why }]` and `add = [{ requirement, why }]`, checked: every
-    entry has its reason, a name is in one list only, and a name added twice is added for distinct markers."""
+    """[tool.nemo-rl.forks.<dist>] `drop = [{ name, why }]` and `add = [{ requirement, why }]`, checked."""
     where = f"pyproject.toml [tool.nemo-rl.forks.{distribution}]"
     seen: dict[str, str] = {}
     added: dict[str, list[Requirement]] = {}
@@ -187,7 +172,7 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
                                    or requirement.extras):
                 raise NemoRLError(f"{where} drop: {value!r} is more than a name: a drop names a distribution",
                                   "drop it by name; to change its bound, add the requirement instead")
-            if requirement.url:  # guard: derived-a-direct-reference-add-refused; `pkg @ file:///...` would be built, and run, by every lock and sync
+            if requirement.url:  # guard: derived-a-direct-reference-add-refused
                 raise NemoRLError(f"{where} add: {value!r} is a direct reference, which nemo-rl never adds",
                                   "add a requirement from the index (a name and a version bound)")
             if seen.get(name, key_) != key_ or (key_ == "drop" and name in seen):  # guard: derived-a-name-listed-once
@@ -207,10 +192,7 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
 
 
 def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
-    """The entry uv must lock: the fork's version and Requires-Python as they are, its requirements without the
-    dropped names; an added requirement replaces the fork's own of its name and marker (one without a marker,
-    every one of its name); sorted by name, a name's requirements in the fork's order (its order carries no
-    meaning, and a stable one keeps the lock's manifest still). One pass over each list: dicts, no rescans."""
+    """The entry uv must lock: the fork's own, less the drops, plus the adds."""
     dropped = {d.name for d in deltas.drop}
     # an add always carries its requirement (deltas_from_table); only a drop's is None
     adds = [(Requirement(a.requirement), a.requirement) for a in deltas.add if a.requirement is not None]
@@ -245,7 +227,7 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
     if entry is None:
         return [("entry", f"[[tool.uv.dependency-metadata]] name = {derived.name!r}", "missing")]
     result = []
-    if entry.name != derived.name:  # guard: derived-an-entry-spelled-differently-2; uv takes it, but a search by the name finds nothing
+    if entry.name != derived.name:  # guard: derived-an-entry-spelled-differently-2
         result.append(("name", repr(derived.name), f"{entry.name!r} (the same distribution spelled differently)"))
     for field, expected, found in (("version", derived.version, entry.version),
                                    ("requires-python", derived.requires_python, entry.requires_python)):
@@ -261,8 +243,7 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
 
 
 def write_entry(doc, derived: Entry) -> bool:
-    """Make the tomlkit document's [[tool.uv.dependency-metadata]] entry for the fork the derived one (comments
-    around it stay); whether anything changed."""
+    """Make the document's entry for the fork the derived one (comments around it stay)."""
     import tomlkit
 
     entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
@@ -273,7 +254,7 @@ def write_entry(doc, derived: Entry) -> bool:
         entry["name"] = derived.name
         entries.append(entry)
     before = tomlkit.dumps(entry)
-    entry["name"] = derived.name  # `Megatron_Core` rewritten in place, never a second entry
+    entry["name"] = derived.name
     entry["version"] = derived.version
     if derived.requires_python is None:
         entry.pop("requires-python", None)
@@ -288,14 +269,12 @@ def write_entry(doc, derived: Entry) -> bool:
 
 
 def derives(entry: Entry | None, deltas: Deltas) -> bool:
-    """Whether the fork's entry is derived: it has one, or deltas that need one. Without either uv locks the
-    fork's own metadata, which is true by construction."""
+    """Whether the fork's entry is derived: it has one, or deltas that need one."""
     return entry is not None or bool(deltas.drop or deltas.add)
 
 
 def write_derived(doc, distribution: str, declares: Declares, deltas: Deltas) -> tuple[Entry, bool, list[str]]:
-    """Make the tomlkit document's entry the one derived from `declares`, and remove the drops the fork no longer
-    needs (they change nothing); (the derived entry, whether the entry changed, the drops removed)."""
+    """Write the entry derived from `declares` and remove the drops the fork no longer needs."""
     derived = derive(distribution, declares, deltas)
     unneeded = unnecessary_drops(declares, deltas)
     changed = write_entry(doc, derived)

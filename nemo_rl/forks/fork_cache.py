@@ -1,9 +1,5 @@
-"""A local bare cache per fork holding the fork's and its upstream's commits, so that merge-base,
-patch-ids and format-patch run locally. Fetches go through git, so insteadOf mirrors apply.
-
-The cache is shared by every checkout of the user's; a lock beside each repository serialises the commands
-that change it (two bumps at once would otherwise race on its config and refs).
-"""
+"""A local bare cache per fork holding the fork's and its upstream's commits, so that merge-base, patch-ids and
+format-patch run locally. Fetches go through git, so insteadOf mirrors apply."""
 
 from __future__ import annotations
 
@@ -20,34 +16,31 @@ from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
-# A commit fetched from the fork itself gets a ref here: the cache also holds upstream's objects, so only
-# this ref proves a commit exists in the fork (and keeps it from being garbage-collected).
+# A commit fetched from the fork itself gets a ref here.
 FORK_COMMIT_REF = "refs/nemo-rl/fork-commits/{sha}"
 FORK_BRANCH_REF = "refs/nemo-rl/fork/{branch}"
 
 
 def _path(fork: Fork) -> Path:
     key = hashlib.sha256(f"{fork.url}\n{fork.upstream_url}".encode()).hexdigest()[:16]
-    return settings.private_dir("git") / f"{fork.distribution}-{key}"  # distribution: validated, no '/'
+    return settings.private_dir("git") / f"{fork.distribution}-{key}"
 
 
 @contextlib.contextmanager
 def holding(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed: removing a lock
-    file lets two processes lock two different files)."""
+    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed)."""
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
         locks.acquire(fd, lambda: f"waiting for another nemo-rl command using the fork cache {repo}")  # guard: fork-cache-the-file-lock-is-taken
-        git.remove_stale_locks(repo)  # guard: fork-cache-a-killed-git-s-lock-files-are; with the cache's lock held, no other git runs here
+        git.remove_stale_locks(repo)  # guard: fork-cache-a-killed-git-s-lock-files-are
         yield
     finally:
         os.close(fd)
 
 
 def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
-    """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch; with
-    `on_branch`, `sha` must also be on fork.branch (the branch pyproject.toml records)."""
+    """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch."""
     if not fork.upstream_url:
         raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
                           "add upstream-url and upstream-branch to the fork table")
@@ -63,16 +56,14 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
         git.set_remote(repo, "upstream", fork.upstream_url)
         if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
                 and git.is_ancestor(repo, sha, upstream_ref)):
-            # An upstream commit is already in the cache, and git never asks a server for an object it has: the
-            # fork's branch is the proof that the fork has it too.
+            # An upstream commit is already in the cache, and git never asks a server for an object it has.
             if not on_fork_branch():  # guard: trust-upstream-commit-is-not-a-fork
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                                   "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
                                   "with --branch NAME")
             git.update_ref(repo, pin_ref, sha)
         elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
-            # A proof cached earlier (a dry run) of a commit about to be pinned: asked again, since a force-push
-            # can take it away and every later `uv sync` would then fail. Offline, the proof stands.
+            # A proof cached earlier (a dry run) of a commit about to be pinned.
             if git.served(fork.url, sha) is False and not (  # guard: never-a-cached-proof-of-a-new-pin-is
                     fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
@@ -81,14 +72,13 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                                   "or push the commit to a branch of the fork again")
         if not git.ref_exists(repo, pin_ref):
             progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
-            git.ls_remote(fork.url, "HEAD")  # fails with the reachability remedy before a confusing fetch error
+            git.ls_remote(fork.url, "HEAD")
             try:
                 git.fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
             except NemoRLError as exc:
-                # "not our ref" means either no such commit or a server that refuses fetches by SHA: fetching
-                # the branch tells the two apart.
+                # "not our ref" means either no such commit or a server that refuses fetches by SHA.
                 if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
-                    if on_fork_branch():  # False as well when the branch lacks the commit
+                    if on_fork_branch():
                         raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
                                           f"{git.MIRROR_SETTINGS}\n  git said:\n{exc.what}") from exc
                 git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])

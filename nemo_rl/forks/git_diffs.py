@@ -1,8 +1,4 @@
-"""Patch-ids and diffstats of many commits, from one diff of each, computed on several cores.
-
-The diffs go through files, never through Python: a long branch's are tens of MB. Their blobs must be in the cache
-already (`git_history.fetch_for_diffs`).
-"""
+"""Patch-ids and diffstats of many commits, from one diff of each, computed on several cores."""
 
 from __future__ import annotations
 
@@ -18,8 +14,8 @@ from nemo_rl.git import git_start
 
 @dataclass(frozen=True)
 class Diff:
-    patch_id: str  # `git patch-id --stable` of the first-parent diff (an empty diff: forty zeros)
-    diffstat: str  # its `--stat=100` block ("" when not asked for, or empty)
+    patch_id: str
+    diffstat: str
 
 
 def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
@@ -75,7 +71,7 @@ def _stat_blocks(text: bytes) -> dict[str, str]:
     for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
         header_end = text.find(b"\n", start, end)
         if header_end < 0 or text[header_end + 1:header_end + 5] != b"---\n":
-            continue  # an empty diff: no stat block
+            continue
         stat_end = text.find(b"\n\n", header_end + 5, end)
         sha = text[start + len(b"commit "):header_end].decode()
         result[sha] = text[header_end + 5:end if stat_end < 0 else stat_end].decode(errors="replace").strip("\n")

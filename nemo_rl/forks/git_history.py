@@ -1,9 +1,4 @@
-"""History questions for the blob-less fork cache, answered with as few round trips as possible.
-
-A blob-less clone fetches each blob the first time it is read, one request per object: these functions list the
-blobs an answer needs from trees alone and fetch them in one request. Commits are validated full SHAs or go after
-`--end-of-options`.
-"""
+"""History questions for the blob-less fork cache, answered with as few round trips as possible."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ from nemo_rl import git
 from nemo_rl.errors import NemoRLError
 
 ZERO = "0" * 40
-REFUSALS_MAX = 64  # each refusal costs a request
+REFUSALS_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -26,7 +21,7 @@ class Change:
     path: str
     old_blob: str
     new_blob: str
-    status: str  # A, M, D, T: a rename is a D and an A
+    status: str
 
 
 def changes(repo: Path, sha: str) -> list[Change]:
@@ -81,8 +76,7 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """Fetch in one request the blobs the diffs of `shas` read and the files of `trees` that the cache lacks.
-    Only the diffs' blobs are required: fetched_tree asks upstream for the trees' files a mirror refuses."""
+    """Fetch in one request the blobs the diffs of `shas` read and the files of `trees` that the cache lacks."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
     try:
@@ -128,8 +122,8 @@ def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dic
 
 @dataclass(frozen=True)
 class CommitFacts:
-    author: str  # "Name <email>"
-    date: str  # the author date, ISO 8601
+    author: str
+    date: str
     subject: str
 
 
@@ -148,10 +142,10 @@ class Tree:
     """A commit's files, their blobs in the cache but `lacking` (no remote serves them)."""
 
     rev: str
-    blobs: Mapping[str, str]  # path -> blob id
+    blobs: Mapping[str, str]
     lacking: frozenset[str]
     size: int
-    gitlinks: tuple[str, ...] = ()  # submodules: empty directories in a checkout, as git clone leaves them
+    gitlinks: tuple[str, ...] = ()
 
     @property
     def placeholders(self) -> list[str]:
@@ -160,8 +154,7 @@ class Tree:
 
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
-    """The tree of `rev` with its blobs in the cache, asked of each remote in turn; a blob every remote refuses
-    stays lacking. A remote that cannot be asked is an error."""
+    """The tree of `rev` with its blobs in the cache, asked of each remote in turn."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs, gitlinks = {}, []
     for entry in filter(None, out.split("\0")):
@@ -192,8 +185,7 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Make `dest` a worktree of the cache at `tree.rev`, clean to `git status` as uv's checkout is, so a backend
-    that reads its version from git sees the commit. The caller holds the cache's lock and prunes the worktree."""
+    """Make `dest` a clean worktree of the cache at `tree.rev`, as uv's checkout is."""
     git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
     git.git(["read-tree", "--end-of-options", tree.rev], repo=dest,
             remedy="the fork's tree holds a path git will not check out (such as .git): pick another commit")

@@ -1,9 +1,4 @@
-"""The installed fork against uv.lock: the one comparison `deps status`, `deps verify`, `doctor` and the worker
-environments make. uv installs a fork's own build and locks its [[tool.uv.dependency-metadata]] entry, so nothing
-but this says when the two differ: the installed dist-info's Version and Requires-Dist (its base requirements:
-the fork's own extras left out), with the project's drop/add lists applied, against the lock's [[package]] and
-[[manifest.dependency-metadata]] entry. Reads files only (no import, no uv); never raises on what it reads.
-"""
+"""The installed fork against uv.lock."""
 
 from __future__ import annotations
 
@@ -26,8 +21,7 @@ from nemo_rl.project.model import Project
 
 @dataclass(frozen=True)
 class Problem:
-    """One way the installed fork is not what uv.lock says: `kind` names it, `what` says what differs, `fix` is
-    the command that makes them agree."""
+    """One way the installed fork is not what uv.lock says."""
 
     # "another commit", "another version", "requirements differ", "not locked", "requirement missing", "unreadable"
     kind: str
@@ -39,9 +33,7 @@ class Problem:
 
 
 def problems(project: Project, env: Path, distribution: str, left_out: Iterable[str] = ()) -> list[Problem]:
-    """Where `distribution` installed in the environment at `env` differs from `project`'s uv.lock (`left_out`:
-    packages the environment leaves out on purpose, never missing). Nothing when it is not installed: that is
-    the caller's own state."""
+    """How `distribution` installed in `env` differs from uv.lock (`left_out`: left out on purpose)."""
     path = installed.site_packages(env)
     dist = find_installed(distribution, path)
     if dist is None:
@@ -51,13 +43,11 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         deltas = metadata_check.deltas(project, distribution) if metadata_check.derives(project, distribution) else None
         extra = next((e for e, names in project.optional_dependencies.items()
                       if canonicalize_name(distribution) in names), "mcore")
-    except NemoRLError as exc:  # pyproject.toml or uv.lock unreadable: said, not raised
+    except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
     sync = f"run `uv sync --locked --extra {extra}`"
-    does = ("derives the entry from what the fork declares at the pin and relocks" if deltas is not None else
-            "relocks the fork, checked against what it declares at the pin")
-    relock = f"run `nemo-rl deps patches {distribution}` (it {does}), then `uv sync --locked --extra {extra}`"
+    relock = f"run `nemo-rl deps patches {distribution}`, then `uv sync --locked --extra {extra}`"
     name = canonicalize_name(distribution)
     package = _one(lock.get("package"), name)
     if package is None:
@@ -100,7 +90,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         result.append(Problem("not locked", f"the installed {distribution} requires {shown}, which uv.lock does "
                               f"not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
                               f"`uv sync --locked --extra {extra}`"))
-    elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry; that one's relock fixes both
+    elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry
         # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
     skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
@@ -121,8 +111,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
 
 def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str],
                       distribution: str) -> list[Problem]:
-    """Each installed requirement of the fork at a version its specifier refuses (an override in pyproject.toml,
-    a [[package]] pasted into uv.lock): uv installs what the lock says without checking it."""
+    """Each installed requirement of the fork at a version its specifier refuses."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -131,7 +120,7 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
         name = canonicalize_name(requirement.name)
         dist = find_installed(name, path) if name not in skipped else None
         if dist is None:
-            continue  # missing is said above
+            continue
         try:
             version = Version(dist.version)
         except InvalidVersion:
@@ -148,10 +137,7 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
 
 def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str], path: list[str] | None,
                         skipped: Container[str], distribution: str) -> list[Problem]:
-    """Each package the fork pulls in (uv.lock's dependencies from it, extras followed) whose installed Requires-Dist
-    refuses the installed version of a requirement: uv.lock records no specifier for a registry package's
-    requirements, so a [[package]] pasted at a version its dependent refuses passes `uv lock --check` and
-    `uv sync --locked` installs it. Another fork's own requirements are its own check (its drop list applies)."""
+    """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -173,7 +159,7 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
     for dep, wanted in sorted(options.items()):
         dist = find_installed(dep, path)
         if dist is None:
-            continue  # missing is said above
+            continue
         for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
             if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
@@ -184,14 +170,12 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
                 version = None
             if needed is None or version is not None and SpecifierSet(
                     str(requirement.specifier), prereleases=version.is_prerelease).contains(version):
-                continue  # missing is its own problem, said by uv sync
+                continue
             name = canonicalize_name(requirement.name)
             result.append(Problem("version refused", f"{name} {needed.version} is installed but {dep} "
                                   f"{dist.version} (which {distribution} pulls in) requires {name}"
-                                  f"{requirement.specifier}", f"uv.lock locks a version its dependent refuses (a "
-                                  f"[[package]] edited or pasted by hand, or an override): remove any [tool.uv] "
-                                  f"override-dependencies entry for {name}, run `uv lock --upgrade-package {name}`, "
-                                  "then sync"))
+                                  f"{requirement.specifier}", f"remove any [tool.uv] override-dependencies entry for "
+                                  f"{name}, run `uv lock --upgrade-package {name}`, then sync"))
     return result
 
 
@@ -222,8 +206,7 @@ def _spelled(line: object) -> str:
 
 
 def _markers(env: Path) -> dict[str, str]:
-    """The marker environment of `env`: this machine's, with the Python that pyvenv.cfg names (uv writes
-    version_info, venv writes version)."""
+    """The marker environment of `env`."""
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
         text = values.read_plain_file(env / "pyvenv.cfg").decode()  # guard: reader-pyvenv-cfg
@@ -245,5 +228,5 @@ def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
     """A marker packaging cannot evaluate here (a version it cannot compare) counts as met: shown, not hidden."""
     try:
         return marker is None or marker.evaluate(markers)
-    except ValueError:  # UndefinedComparison, UndefinedEnvironmentName, InvalidVersion
+    except ValueError:
         return True

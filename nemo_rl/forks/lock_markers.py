@@ -1,10 +1,4 @@
-"""Which requirements apply where, decided the same way on every machine: over each platform and Python the
-lock supports (uv.lock's `supported-markers`, from [tool.uv] environments, times the Pythons its
-`requires-python` allows), never by evaluating on the machine running the check. uv rewrites markers when it locks
-(python_version as python_full_version, a clause every supported environment meets left out), so a locked
-dependency and the requirement it comes from are equivalent when they apply in the same environments, which is
-what is compared here.
-"""
+"""Which requirements apply where, decided the same way on every machine."""
 
 from __future__ import annotations
 
@@ -18,14 +12,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 Environment = dict[str, str]
-Pair = tuple[str, str]  # (canonical name, extra or ""): what a dependency makes uv install
+Pair = tuple[str, str]
 
 _PLATFORMS = (("linux", "Linux", "posix", "x86_64"), ("linux", "Linux", "posix", "aarch64"),
               ("darwin", "Darwin", "posix", "arm64"), ("darwin", "Darwin", "posix", "x86_64"),
               ("win32", "Windows", "nt", "AMD64"))
-# platform_release and platform_version name the machine, not the platform: a kernel's release as each platform
-# writes it, and the empty string some report. Sampling only "" (which no usual machine reports) would decide
-# `platform_release != ''` false everywhere, and a requirement under it would never be counted.
+# platform_release and platform_version name the machine, not the platform.
 _MACHINES = {"linux": (("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)"), ("", "")),
              "darwin": (("23.1.0", "Darwin Kernel Version 23.1.0"), ("", "")),
              "win32": (("10", "10.0.19045"), ("", ""))}
@@ -33,11 +25,7 @@ _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
 
 
 def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment]:
-    """The marker environments uv.lock covers: a sample per supported platform, machine and Python minor version,
-    and one at each version literal in `markers` (the markers being compared), in the lock's supported-markers and
-    in its requires-python, and at its next micro release, so a bound inside a minor version
-    (`python_full_version < '3.12.3'`) is seen on both sides. Empty when no sample meets supported-markers: the
-    caller cannot compare anything there and must say so."""
+    """The marker environments uv.lock covers."""
     supported = lock.get("supported-markers")
     parsed = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
     try:
@@ -66,9 +54,7 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
 
 
 def _literal_points(markers: Iterable[object]) -> list[str]:
-    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it: every
-    version-like word of every quoted literal (each item of an `in` list too) and of requires-python, in each
-    spelling packaging reads as a version (`v3.11.7`, `03.11.7`)."""
+    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it."""
     found: set[tuple[int, int, int]] = set()
     for text in markers:
         for word in re.findall(r"(?<![\w.])[vV]?\d+(?:\.\d+)+", str(text or "")):
@@ -76,26 +62,24 @@ def _literal_points(markers: Iterable[object]) -> list[str]:
                 release = Version(word).release
             except InvalidVersion:
                 continue
-            if release[0] == 3:  # a kernel's release (`6.1.0-18-amd64`) is no Python
+            if release[0] == 3:
                 major, minor, micro = (list(release) + [0, 0])[:3]
                 found |= {(major, minor, micro), (major, minor, micro + 1)}
     return [f"{a}.{b}.{c}" for a, b, c in sorted(found)]
 
 
-# uv writes a Python version clause as `<variable> <comparison> '<release>'`, the release spelled canonically
-# (no `v`, no leading zero), `.*` only after == and !=; `in` and `not in` it rewrites as ranges
+# uv writes a Python version clause as `<variable> <comparison> '<release>'`, the release spelled canonically (no `v`,
+# no leading zero), `.*` only after == and !=
 _VERSION_NAMES = ("python_version", "python_full_version", "implementation_version")
 _RELEASE = re.compile(r"(0|[1-9]\d*)(\.(0|[1-9]\d*))*")
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=", "~=")
 
 
 def unwritten(text: object) -> str | None:
-    """Why uv never wrote this uv.lock marker (None when it may have): a Python version clause spelled otherwise
-    than uv spells it. Such a marker was edited by hand, whatever the samples say of it: it may be false exactly
-    on a Python no sample names."""
+    """Why uv never wrote this uv.lock marker (None when it may have)."""
     marker = _marker(text)
     if marker is None:
-        return None  # unevaluable(): reported there
+        return None
     for clause in _clauses(getattr(marker, "_markers", [])):
         left, op, right = (str(getattr(side, "value", side)) for side in clause)
         kinds = [type(side).__name__ for side in clause]
@@ -110,8 +94,7 @@ def unwritten(text: object) -> str | None:
 
 
 def hand_markers(field: str, dependencies: object) -> list[tuple[str, str, str]]:
-    """The locked dependencies whose marker uv never writes (unwritten): each a hand edit, named
-    whatever the samples say of it, since one false only on a Python no sample names passes every sample."""
+    """The locked dependencies whose marker uv never writes (unwritten)."""
     found = [f"{d.get('name')} ({why})" for d in (dependencies if isinstance(dependencies, list) else [])
              if isinstance(d, dict) and d.get("marker") and (why := unwritten(d["marker"]))]
     return [(field, "markers as uv writes them (a relock rewrites them)", f"{'; '.join(found)}: edited by hand")
@@ -125,9 +108,7 @@ def _clauses(markers: object) -> list[tuple]:
 
 
 def base_requirement(requirement: Requirement) -> bool:
-    """Whether a requirement is the distribution's own, not one of its extras': its marker can be true with no
-    extra (`extra` = "", as pip and uv evaluate it) on some platform and Python. `idna; python_version >= "3" or
-    extra == "x"` and `six; extra != "x"` are installed without any extra, so they are base requirements."""
+    """Whether a requirement is the distribution's own, not one of its extras'."""
     return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
 
 
@@ -159,7 +140,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
         marker = item.get("marker")
         parsed = _marker(marker) if marker else None
         if marker and (parsed is None or not _evaluate(parsed, env)):  # guard: lock-a-locked-dependency-s-marker
-            continue  # a marker nothing can read installs nothing: uv would refuse it, this says it is missing
+            continue
         name = canonicalize_name(str(item.get("name")))
         extras = item.get("extra")  # guard: lock-a-locked-dependency-s-extras
         result |= {(name, ""), *((name, canonicalize_name(str(e))) for e in
@@ -169,9 +150,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[Environment], *,
          extra: str | None = None, beside: object = ()) -> tuple[list[str], list[str]]:
-    """(required but not locked, locked but not required) over `envs`, with `extra` active when given (and the
-    locked list `beside` it, which uv installs with it: the base list): each `name[extra]`, with the first
-    environment it differs in when it differs in only some of those where it applies."""
+    """(required but not locked, locked but not required) over `envs`, `extra` active when given."""
     missing: dict[str, list[str]] = {}
     unexpected: dict[str, list[str]] = {}
     applies: dict[str, int] = {}
@@ -193,9 +172,7 @@ def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[E
 
 
 def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
-    """(name, marker) of each entry in a uv.lock `dependencies` list whose marker cannot be read, or cannot be
-    evaluated in one of `envs` (`platform_release >= '99'` against a release that is no version): locked()
-    cannot tell whether uv installs it."""
+    """(name, marker) of each uv.lock dependency whose marker cannot be read or evaluated in `envs`."""
     found: list[Pair] = []
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
@@ -210,15 +187,13 @@ def decides(requirement: Requirement, envs: list[Environment]) -> bool:
     return requirement.marker is None or _decides(requirement.marker, envs)
 
 
-# The machine's kernel: no sample decides a marker on them, since one fitted to the samples
-# (`platform_release in '<the sampled releases>'`) holds on no other machine.
+# The machine's kernel: no sample decides a marker on them, since one fitted to the samples (`platform_release in '<the
+# sampled releases>'`) holds on no other machine.
 MACHINE = ("platform_release", "platform_version")
 
 
 def _decides(marker: Marker, envs: list[Environment]) -> bool:
-    """Whether packaging's verdict on `marker` in each of `envs` is uv's, on every machine. A marker that names
-    `extra` is not: uv keeps an extra's requirements under optional-dependencies and installs none of them with no
-    extra active, while packaging reads `extra == ''` as true there. Nor is one on the kernel (MACHINE)."""
+    """Whether packaging's verdict on `marker` in each of `envs` is uv's, on every machine."""
     if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):  # guard: locked-marker-one-naming-extra-is-not
         return False
     try:
@@ -230,8 +205,7 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
 
 
 def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
-    """Whether packaging's parsed marker (nested lists of (Variable, Op, Value) tuples and "and"/"or") names
-    one of the variables `names` on either side."""
+    """Whether packaging's parsed marker names one of the variables `names` on either side."""
     if isinstance(markers, list):
         return any(_names_extra(m, names) for m in markers)
     if isinstance(markers, tuple):
@@ -240,17 +214,13 @@ def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
 
 
 def names_extra(text: object) -> bool:
-    """Whether a uv.lock marker names `extra`: uv writes one into a [[package]]'s dependencies only for the
-    project's conflicting extras ([tool.uv] conflicts, see conflict_extra); a fork's own extras go under
-    optional-dependencies, so any other was written by hand, whatever the fork requires."""
+    """Whether a uv.lock marker names `extra`."""
     marker = _marker(text)
     return marker is None or _names_extra(getattr(marker, "_markers", []))
 
 
 def conflict_extra(text: object) -> bool:
-    """Whether a uv.lock marker names one of uv's encoded conflict extras (`extra == 'extra-15-fixture-project-olds'`):
-    uv writes those for [tool.uv] conflicts, one branch of the lock per extra, which this offline check does not
-    compare branch by branch."""
+    """Whether a uv.lock marker names one of uv's encoded conflict extras."""
     return bool(re.search(r"""\bextra\s*[=!]=\s*['"](extra|group|project)-\d+-""", str(text or "")))
 
 
@@ -259,8 +229,7 @@ def spelled(pair: Pair) -> str:
 
 
 def signature(requirement: Requirement, envs: list[Environment]) -> str:
-    """Where a requirement applies, as one string: two markers uv spells differently that apply in the same
-    environments have the same one, and one met in every environment is no marker ("")."""
+    """Where a requirement applies, as one string."""
     if requirement.marker is None:
         return ""
     found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
@@ -278,8 +247,8 @@ def _evaluate(marker: Marker, env: Environment) -> bool:
     """A marker packaging cannot evaluate (a version it cannot compare) counts as met: shown, not hidden."""
     try:
         return marker.evaluate(env)
-    except ValueError:  # UndefinedComparison, UndefinedEnvironmentName, InvalidVersion
+    except ValueError:
         return True
 
 
-_ANY = environments({})  # every platform and Python sampled: no lock narrows them
+_ANY = environments({})

@@ -1,7 +1,4 @@
-"""uv.lock's [[package]] of a fork held against what it should lock: the derived entry, or, for a fork without
-one, what the fork declares at the pin ([declares]). uv checks neither against a git package's metadata, so a hand
-edit of uv.lock would stand. Decided over lock_markers.environments(lock): the same on every machine. Pure
-functions of the parsed lock."""
+"""uv.lock's [[package]] of a fork held against what it should lock."""
 
 from __future__ import annotations
 
@@ -10,13 +7,7 @@ from nemo_rl.forks import declared, lock_markers, root_edges
 
 def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool = True,
                        declared_extras: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> list[tuple[str, str, str]]:
-    """The fork in uv.lock against the derived entry: its [[package]] (version; the dependencies it installs,
-    with their extras, in each environment the lock supports) and the entry uv recorded in
-    [[manifest.dependency-metadata]]. uv does not check a git package's locked metadata against the entry, so a
-    hand edit of uv.lock would stand. Decided over lock_markers.environments(lock): the same on every machine.
-    Without a derived entry (`derived_entry` False, `derived` being what the fork declares) the [[package]] alone:
-    uv built the fork's metadata itself, records no manifest entry and locks the fork's own extras, each held
-    against what the fork declares for it (`declared_extras`, [declares] extras)."""
+    """The fork in uv.lock against the derived entry."""
     from collections import Counter
 
     from packaging.requirements import Requirement
@@ -38,16 +29,14 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
         line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
-    if not envs:  # guard: samples-none-meeting-the-lock-is-a; every comparison below would run over nothing and pass
+    if not envs:  # guard: samples-none-meeting-the-lock-is-a
         result.append(("supported environments", "at least one platform and Python the check can sample",
                        f"none meets uv.lock's supported-markers {lock.get('supported-markers')!r:.160} "
                        "(pyproject.toml [tool.uv] environments): nothing could be compared"))
     what = "the entry" if derived_entry else "[declares]"
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
-    # locked() cannot tell whether uv installs a dependency whose marker does not evaluate (or names the kernel):
-    # unless the fork's own requirement carries such a marker, uv never wrote it, and relocking replaces it; one
-    # naming extra uv writes there only for the project's [tool.uv] conflicts
+    # locked() cannot tell whether uv installs a dependency whose marker does not evaluate (or names the kernel)
     undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
     found = lock_markers.unevaluable(dependencies, envs)
     conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]  # guard: locked-marker-uv-s-conflict-extras-named
@@ -86,7 +75,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     lines = entry.get("requires-dist", [])
     try:
         parsed = [Requirement(str(line)) for line in lines] if isinstance(lines, list) else None
-    except ValueError:  # packaging's InvalidRequirement
+    except ValueError:
         parsed = None
     if parsed is None:
         result.append(("[[manifest.dependency-metadata]] requires-dist", "a list of requirements", repr(lines)[:80]))
@@ -105,10 +94,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
                 envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
-    """A fork's locked [package.optional-dependencies] against the extras it declares: an extra it does not
-    declare (pasted, and asked for as `fork[evil]`), and for each one it does, the requirements that extra brings,
-    in each environment with the extra active. An extra nothing asks for is not locked, and no difference; one
-    something asks for (`asked`, root_edges.asked_extras) is, and missing altogether it is held as an empty list."""
+    """A fork's locked [package.optional-dependencies] against the extras it declares."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
@@ -137,16 +123,14 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    """Each locked dependency whose locked version the requirement does not allow. uv checks neither a git
-    package's locked metadata nor what an override does to it, so `override-dependencies = ["six<1.16"]` or a
-    pasted [[package]] block installs a version the fork's metadata refuses."""
+    """Each locked dependency at a version the requirement refuses (uv checks neither overrides nor pasted blocks)."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
     packages: dict[str, list[str]] = {}
     for p in lock.get("package", []):
-        if isinstance(p, dict) and p.get("version") is not None:  # a source tree's dynamic version: not locked
+        if isinstance(p, dict) and p.get("version") is not None:
             packages.setdefault(canonicalize_name(str(p.get("name"))), []).append(str(p.get("version")))
     # every locked entry of a name (one per version the lock forks into), never the last one listed alone
     named: dict[str, list[dict]] = {}
@@ -162,7 +146,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         applies = any((requirement.marker is None or lock_markers._evaluate(requirement.marker, e))
                       and (marker is None or lock_markers._evaluate(marker, e)) for e in envs)
         if not requirement.specifier or not applies or not packages.get(name):
-            continue  # a requirement not locked at all is lock_markers.gaps' to report
+            continue
         versions = packages[name]
         version = str(item["version"]) if item.get("version") is not None and len(versions) > 1 else versions[0]  # guard: locked-version-the-one-the-fork-s
         if (name, str(requirement.specifier), version) in checked:
@@ -195,8 +179,7 @@ def _overrides(lock: dict) -> dict[str, str]:
 
 def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
            ) -> tuple[str, str]:
-    """A requirement as compared with uv's manifest: its spelling (spelled) and where its marker applies (uv
-    rewrites markers: python_version as python_full_version); `shown` gets the line a report names."""
+    """A requirement as compared with uv's manifest."""
     written = spelled(str(requirement))
     key = (written, lock_markers.signature(requirement, envs))  # guard: lock-the-manifest-s-markers-compared
     shown.setdefault(key, f"{written}; {requirement.marker}" if requirement.marker is not None else written)
@@ -204,8 +187,7 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def spelled(line: str) -> str:
-    """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order. Its marker
-    is left out: uv rewrites markers (python_version as python_full_version); _keyed compares where it applies."""
+    """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

@@ -1,5 +1,5 @@
-"""Where pyproject.toml's derived [[tool.uv.dependency-metadata]] entry, uv.lock and the recorded declarations
-of patches/<dist>/index.toml disagree. Offline."""
+"""Where pyproject.toml's derived [[tool.uv.dependency-metadata]] entry, uv.lock and the recorded declarations of
+patches/<dist>/index.toml disagree. Offline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from nemo_rl.forks.record_files import Index, index_name
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
 
-Problem = tuple[str, str, str, str]  # (file, field, expected, found)
+Problem = tuple[str, str, str, str]
 
 
 def deltas(project: Project, distribution: str) -> declared.Deltas:
@@ -85,8 +85,7 @@ def lock_follows(project: Project, fork: lockfile.Fork, declares: declared.Decla
 
 def rewrite_pyproject(project: Project, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
-    """Write the entry derived from `declares` into pyproject.toml (read the project again to see it) and remove
-    the drops the fork no longer needs; (the entry before, the entry written or None, the drops removed)."""
+    """Write the entry derived from `declares` into pyproject.toml; drop the drops no longer needed."""
     import tomlkit
 
     from nemo_rl.project.state_dir import write_atomic
@@ -116,7 +115,7 @@ def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
     """What to do when uv cannot lock a derived entry: the exact lines that drop what the fork added."""
     old = {declared._name(r) for r in (before.requires_dist if before else ())}
     new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))  # guard: fast-a-refused-lock-s-remedy-names-only
-    if not new:  # a bound the fork tightened, or one of ours, that no version meets
+    if not new:
         return (f"uv's message above names the requirement it cannot meet: give it a bound that fits in `add = [...]` "
                 f"of [tool.nemo-rl.forks.{after.name}] in pyproject.toml (or drop it there), then run the command "
                 f"again")

@@ -1,9 +1,4 @@
-"""When a bump may keep uv's offline lock: when it moves the fork and nothing else.
-
-uv keeps every locked version that still fits, so an offline lock whose other packages are all the committed ones
-is the committed lock with the fork moved. Anything else (a package added or moved, another header) needs the
-index, and the offline lock is thrown away.
-"""
+"""When a bump may keep uv's offline lock: when it moves the fork and nothing else."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The PEP 517 front end behind a fork's metadata: pyproject_hooks runs each hook in a `uv run --with`
-environment of the fork's build requirements, under a time limit. What the fork declares and what a hook answers
-are checked before use."""
+"""The PEP 517 front end behind a fork's metadata: pyproject_hooks runs each hook in a `uv run --with` environment of
+the fork's build requirements, under a time limit."""
 
 from __future__ import annotations
 
@@ -18,16 +17,15 @@ from nemo_rl.errors import NemoRLError
 
 # a large fork's metadata takes seconds, a wheel with a compiled extension minutes
 METADATA_TIMEOUT_S, WHEEL_TIMEOUT_S = 600.0, 3600.0
-OUTPUT_LIMIT = 1 << 20  # a hook's output.json
+OUTPUT_LIMIT = 1 << 20
 PYPROJECT_LIMIT = 4 << 20
 # keep the `uv run --with` command line far below the kernel's limit on arguments
 REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
-OUTPUT_KEPT = 64 << 10  # the end of a backend's stdout and stderr, for the error message
+OUTPUT_KEPT = 64 << 10
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
-    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; the name of what the hook wrote into
-    `out`. A requirement set in `resolved` is installed offline: the index is asked once per set."""
+    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; the name of what the hook wrote into `out`."""
     requires, backend, backend_path = _build_system(source, rev)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
@@ -36,7 +34,7 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
                     extra_env=extra_environ or {}, offline=key in resolved,
                     timeout=WHEEL_TIMEOUT_S if wheel else METADATA_TIMEOUT_S, keep=OUTPUT_KEPT)
         resolved.add(key)
-        _output(Path(cmd[3]))  # guard: fast-a-hook-s-output-json-is-an-object; cmd[3]: the control directory
+        _output(Path(cmd[3]))  # guard: fast-a-hook-s-output-json-is-an-object
 
     try:
         hooks = pyproject_hooks.BuildBackendHookCaller(str(source), backend, backend_path, runner=runner)
@@ -92,7 +90,7 @@ def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | N
         build = tomllib.loads(text).get("build-system", {})
     except FileNotFoundError:
         build = {}
-    except OSError as exc:  # a link or a huge file: never followed
+    except OSError as exc:
         raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} is not a plain file nemo-rl reads: {exc}",
                           "pick another commit, or fix the fork") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -115,7 +113,7 @@ def _checked(requirements: object, rev: str) -> list[str]:
         if long := next((r for r in requirements if isinstance(r, str) and len(r) > REQUIREMENT_LIMIT), None):  # guard: fast-build-requirements-are-bounded-in-2
             raise InvalidRequirement(f"{long[:80]!r}... is longer than {REQUIREMENT_LIMIT} characters")
         parsed = [Requirement(r) for r in requirements]  # guard: fast-build-requirements-are-pep
-        if direct := [str(r) for r in parsed if r.url]:  # guard: never-direct-reference-build; `pkg @ <a file URL>` builds code outside the fork
+        if direct := [str(r) for r in parsed if r.url]:  # guard: never-direct-reference-build
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
         return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:

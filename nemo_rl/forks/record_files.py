@@ -1,8 +1,4 @@
-"""patches/<dist>/: an index.toml and one record per downstream commit. Facts and our words, no fork code.
-
-The index carries a digest of every fact it and its records hold (notes and the why-note excluded), so
-`deps patches --check --offline` can tell a hand edit from a generated file without git.
-"""
+"""patches/<dist>/: an index.toml and one record per downstream commit. Facts and our words, no fork code."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ RECORD_HEADER = (
     "# `nemo-rl deps patches export DIST DIR` writes the applicable patch from the fork itself.\n"
 )
 NOTE_MARKER = "note:"
-INDEX = "index.toml"  # patches/<dist>/INDEX lists the records
+INDEX = "index.toml"
 RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
@@ -73,8 +69,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Listed:
-    """One [[commit]] of index.toml, checked where it is read (a number and five strings, no other key); whether
-    it agrees with its record and its position is records.check_offline's question."""
+    """One [[commit]] of index.toml, checked where it is read (a number and five strings, no other key)."""
 
     number: int
     commit: str
@@ -102,11 +97,11 @@ class Index:
     base: str
     why: str
     commits: tuple[Listed, ...] = ()
-    digest: str | None = None  # as read from the file; `expected_digest()` is what the facts give
+    digest: str | None = None
     # what the fork's own metadata says at the pin (declared.Declares.as_table)
     declares: Mapping[str, object] | None = None
-    problems: tuple[str, ...] = ()  # what of the file is not of the shape nemo-rl writes (read_index)
-    parsed: bool = True  # False: the file is not TOML, and nothing but its why-note was read
+    problems: tuple[str, ...] = ()
+    parsed: bool = True
 
     def facts(self) -> dict[str, str]:
         return {"distribution": self.distribution, "fork-url": self.fork_url, "branch": self.branch or "",
@@ -138,7 +133,7 @@ _TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 def slug(subject: str) -> str:
     """git's format_sanitized_subject: runs of other characters become one '-', '.' runs one '.'."""
     out: list[str] = []
-    space = 2  # 2: nothing written yet (no leading '-'); 1: a separator is pending
+    space = 2
     previous = ""
     for char in subject:
         if char in _TITLE_CHARS:
@@ -191,26 +186,22 @@ def read_record(path: Path) -> Record:
     text = read_text(path)
     try:
         record = parse_record(text, str(path))
-    except NemoRLError as exc:  # regenerating reads the old records for their notes: a broken one goes first
+    except NemoRLError as exc:
         raise NemoRLError(exc.what, f"remove it (`rm {shlex.quote(str(path))}`; a note in it goes too), then "
                           f"regenerate: `nemo-rl deps patches {shlex.quote(path.parent.name)}`") from exc
     return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
 
 
 def read_index(directory: Path) -> Index | None:
-    """patches/<dist>/index.toml as typed values (None when there is none). What is not of the shape nemo-rl
-    writes (a hand edit: TOML that does not parse, such as merge-conflict markers, a fact that is no string, a
-    [[commit]] with a key missing, mistyped or of its own, a [declares] nemo-rl does not read) is kept as best it
-    can be and named in `problems`, which the records' checks report: status still shows every fork, and `deps
-    patches` regenerates the index past it, its why-note kept."""
+    """patches/<dist>/index.toml as typed values (None when there is none)."""
     path = directory / INDEX
     if not path.exists():
         return None
     try:
-        data = load_toml(path)  # parsed once per process: status and the records check both read it
+        data = load_toml(path)
     except NemoRLError as exc:
         if not isinstance(exc.__cause__, tomllib.TOMLDecodeError):
-            raise  # not UTF-8, or gone: the file itself is unreadable
+            raise
         why = re.search(r'^why = """\n?(.*?)"""', read_text(path), re.M | re.S)
         return Index(directory.name, "", None, "", None, "main", "", why.group(1) if why else "",
                      problems=(f"does not parse as TOML ({exc.__cause__})",), parsed=False)
@@ -229,10 +220,10 @@ def read_index(directory: Path) -> Index | None:
                  if value is not None and not isinstance(value, str)]  # guard: records-a-fact-that-is-no-string-is
     text = {key: value if isinstance(value, str) else None for key, value in text.items()}
     if text["why"] is None and commits and isinstance(commits[-1].get("why"), str):
-        text["why"] = commits[-1]["why"]  # written below the last [[commit]], TOML puts it in that table
+        text["why"] = commits[-1]["why"]
     declares = data.get("declares")
     try:
-        declared.declares_from_table(declares, INDEX, directory.name)  # read again where it is used
+        declared.declares_from_table(declares, INDEX, directory.name)
     except NemoRLError as exc:
         problems.append(exc.what)
         declares = None
@@ -246,8 +237,7 @@ def read_index(directory: Path) -> Index | None:
 
 
 def _listed(entry: dict) -> tuple[Listed, str | None]:
-    """A [[commit]] table as typed values (a value of the wrong type becomes its repr, a number -1), and what is
-    wrong with its shape, or None when it is as nemo-rl writes it: a number and five strings, no other key."""
+    """A [[commit]] table as typed values, and what is wrong with its shape (None when nothing)."""
     said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
         if set(entry) - set(LISTED_KEYS) else []
     values: list = []
@@ -296,7 +286,7 @@ def render_index(index: Index) -> str:
         declares.add(tomlkit.comment("what the fork's own build backend declares at the pin (extras left out);"))
         declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
         for key, field in index.declares.items():
-            if isinstance(field, dict):  # extras: for a fork without a derived entry, whose extras uv locks
+            if isinstance(field, dict):
                 extras = tomlkit.table()
                 for extra, lines in field.items():
                     extras[extra] = _multiline(lines)

@@ -42,13 +42,12 @@ class Difference:
     expected: str
     found: str
 
-    def __str__(self) -> str:  # the fields are a record's or git's text (a pull request writes them): shown only
+    def __str__(self) -> str:
         return values.printable(f"{self.file}: {self.field}: expected {self.expected}, found {self.found}")  # guard: terminal-record-differences-show-escapes
 
 
 def records_dir(project: Path, distribution: str) -> Path:
-    """patches/<dist> in `project`, refused when it, patches/ or an entry of it is a symbolic link: records are
-    the project's own files, and a link (committed in a pull request) would be read, staged and landed through."""
+    """patches/<dist> in `project`, refused when it, patches/ or an entry of it is a symbolic link."""
     directory = project / relative_dir(distribution)
     for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
@@ -71,9 +70,7 @@ def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
 
 def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
                ) -> tuple[str, list[str]]:
-    """(base, the downstream commits oldest first) of `pinned` against the fork's upstream branch, both already
-    fetched into `repo`; every blob their diffs read is fetched too, with the files of `trees` (commits that will
-    be checked out), in one request (not one per object)."""
+    """(base, the downstream commits oldest first) of `pinned`, fetched into `repo`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
     git_history.fetch_for_diffs(repo, "fork", shas, trees)
@@ -81,8 +78,7 @@ def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str
 
 
 def describe(repo: Path, shas: list[str]) -> list[Record]:
-    """The records of `shas` (numbered in that order; listed by `downstream`, which fetched their diffs' blobs):
-    facts, then patch-ids and diffstats from one diff pass."""
+    """The records of `shas` (numbered in that order; listed by `downstream`, which fetched their diffs' blobs)."""
     facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, shas)
     return [Record(number, sha, facts[sha].author, facts[sha].date, facts[sha].subject, diffs[sha].patch_id,
                    diffs[sha].diffstat) for number, sha in enumerate(shas, start=1)]
@@ -95,8 +91,7 @@ def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Rec
 
 
 def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> declared.Declares:
-    """What the fork declares at `rev`, from its own build backend (cached per commit), checked against the
-    project's drops (fork_metadata.declares)."""
+    """What the fork declares at `rev`, checked against the project's drops."""
     dropped = frozenset(d.name for d in metadata_check.deltas(project, fork.distribution).drop)
     return fork_metadata.declares(fork_metadata.read(repo, rev), rev, fork.distribution, dropped,
                                   extras=not metadata_check.derives(project, fork.distribution))
@@ -104,8 +99,7 @@ def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> 
 
 def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: str, base: str,
           records: list[Record], declares: declared.Declares | None = None) -> tuple[Index, list]:
-    """The index and records for `pinned`, keeping our why-note (from `old_index`, previous's index.toml as read
-    before) and notes from the records in `previous`."""
+    """The index and records for `pinned`, keeping the why-note of `old_index` and the notes in `previous`."""
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
     # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.
@@ -178,8 +172,7 @@ def declared_differences(project: Project, fork: lockfile.Fork) -> list[Differen
 
 def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_why: bool = True,
                   compare_lock: bool = True, metadata: bool = True) -> list[Difference]:
-    """What can be proved without git: files = index entries, pins agree, no fact edited since generation, and
-    (`metadata`) the declared entry is the one derived from the recorded fork metadata."""
+    """What can be proved without git."""
     directory = records_dir(project.root, fork.distribution)
     rel = index_name(fork.distribution)
     index = read_index(directory)
@@ -190,7 +183,7 @@ def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_w
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
     other = package.other_source(fork) if package and compare_lock else None
     diffs = [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]  # guard: records-what-is-out-of-shape-is-drift
-    if not index.parsed:  # no fact was read: comparing them would only say so again
+    if not index.parsed:
         return diffs
     diffs += _pin_differences(rel, index, fork, locked_commit, other)
     if index.distribution != fork.distribution:
@@ -217,8 +210,7 @@ def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_w
 
 
 def orphans(project: Project, forks: Sequence[lockfile.Fork]) -> list[Difference]:
-    """Records directories without a fork in pyproject.toml, and git sources without one: a deleted
-    fork table must not vanish silently (with it goes every check of the fork, while uv still installs the pin)."""
+    """Records directories without a fork in pyproject.toml, and git sources without one."""
     known = {f.distribution for f in forks}
     root = project.root / "patches"
     sources = project.uv_table.get("sources")

@@ -1,7 +1,4 @@
-"""The project's locked edges to a fork in uv.lock, held against what its [package.metadata] asks of the fork.
-
-`uv lock --check` never compares the two, so a hand edit dropping a fork from the mcore list would stand.
-"""
+"""The project's locked edges to a fork in uv.lock, held against what its [package.metadata] asks of the fork."""
 
 from __future__ import annotations
 
@@ -27,7 +24,7 @@ def _requirements(entries: object, name: str) -> list:
         line = f"{name}[{','.join(map(str, extras))}]" if extras else name
         try:
             found.append(Requirement(line + (f"; {item['marker']}" if item.get("marker") else "")))
-        except InvalidRequirement:  # unreadable: asks nothing
+        except InvalidRequirement:
             continue
     return found
 
@@ -40,8 +37,7 @@ def _named(dependencies: object, name: str) -> list[dict]:
 
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
-    """(field, expected, found) for each of the project's locked edges to `distribution` that is not what its
-    [package.metadata] asks, or carries a marker uv never writes."""
+    """(field, expected, found) for each locked edge to `distribution` its [package.metadata] does not ask for."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)

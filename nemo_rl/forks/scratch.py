@@ -1,6 +1,5 @@
-"""Throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room (a few thousand
-files cost seconds on some disks). Each is locked while in use; the next command removes those a killed one left.
-"""
+"""Throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room (a few thousand files cost
+seconds on some disks). Each is locked while in use; the next command removes those a killed one left."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from nemo_rl import locks
 
 PREFIX = "nemo-rl-scratch-"
 MEMORY = Path("/dev/shm")
-ABANDONED_AFTER_S = 60  # a directory is locked microseconds after it is made: older and unlocked is abandoned
+ABANDONED_AFTER_S = 60
 MARGIN = 256 * 2**20
 
 

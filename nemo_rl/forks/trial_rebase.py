@@ -1,9 +1,4 @@
-"""A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies".
-
-Each commit is merged as `git cherry-pick` merges it (`git merge-tree`, renames followed), touching no checkout or
-index. A merge that needs a blob no remote serves is tried by the commit's own diff instead (`git apply --3way`)
-and listed in `by_diff`.
-"""
+"""A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies"."""
 
 from __future__ import annotations
 
@@ -19,7 +14,7 @@ from nemo_rl.forks.git_history import changes
 from nemo_rl.git import UNSERVED, git
 from nemo_rl.process import Result, describe_failure
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's own, in every repository
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _unquoted(path: str) -> str:
@@ -33,8 +28,7 @@ def _unquoted(path: str) -> str:
 
 @dataclass(frozen=True)
 class Merge:
-    """What `git merge-tree --write-tree` said: its tree, whether it was clean, each conflicting path's stage-3
-    entry (None when the commit's side has none), and the conflicts to report."""
+    """What `git merge-tree --write-tree` said."""
 
     tree: str
     clean: bool
@@ -70,15 +64,14 @@ class TrialIndex:
         self.index = self._dir / "index"
         self.tree = git(["rev-parse", "--verify", "--end-of-options", f"{start}^{{tree}}"], repo=repo).stdout.strip()
         self.by_diff: list[str] = []
-        self.merges: set[str] = set()  # left out, as git rebase leaves them out
+        self.merges: set[str] = set()
         self._promisors: int | None = None
 
     def _git(self, args: list[str], *, input_text: str | None = None, check: bool = True) -> Result:
         return git(args, repo=self.repo, input_text=input_text, check=check, index_file=self.index)
 
     def apply(self, sha: str, resolve: bool = False) -> list[str]:
-        """Apply `sha` on top; [] when it applies, else the conflicting paths. On a conflict the tree stays, or with
-        `resolve` takes the commit's side, so a later commit is tried on top of it."""
+        """Apply `sha` on top; [] when it applies, else the conflicting paths."""
         parents = git(["rev-list", "--no-walk", "--parents", "--end-of-options", sha], repo=self.repo).stdout.split()
         if len(parents) > 2:  # guard: upstream-a-merge-commit-is-dropped-as
             self.merges.add(sha)
@@ -104,7 +97,7 @@ class TrialIndex:
         result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,  # guard: upstream-conflicting-paths-kept-as-git
                      check=False)
         if result.returncode not in (0, 1) and result.stderr.count(UNSERVED) >= self._promisor_count():  # guard: upstream-a-blob-no-server-has-sends-the
-            return None  # every server git asked lacks the blob
+            return None
         if result.returncode not in (0, 1):  # guard: upstream-a-failed-merge-is-an-error-not
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",

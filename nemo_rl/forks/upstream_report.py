@@ -1,7 +1,4 @@
-"""What each downstream commit of a fork still does against its upstream (`nemo-rl deps upstream`).
-
-Read-only: works in the blob-less fork cache and a temporary index, never in the project or a checkout.
-"""
+"""What each downstream commit of a fork still does against its upstream (`nemo-rl deps upstream`)."""
 
 from __future__ import annotations
 
@@ -27,16 +24,16 @@ class CommitReport:
     commit: str
     subject: str
     touched: tuple[str, ...]
-    shipped: tuple[str, ...] | None  # the touched files the installed distribution contains; None: unknown
-    upstreamed: str  # "yes" (same patch-id) | "probably" (trailer, or subject and author) | "no"
+    shipped: tuple[str, ...] | None
+    upstreamed: str
     upstream_commit: str | None
     upstream_evidence: str | None
-    applies: bool | None  # on upstream's head, in a rebase in order; None when upstreamed
-    conflicts: tuple[str, ...]  # the paths git names
-    gone_upstream: tuple[str, ...]  # touched files upstream deleted or moved, with the commit that did it
-    fails_without_earlier: bool = False  # applies, but not when the earlier conflicting commits are left out
+    applies: bool | None
+    conflicts: tuple[str, ...]
+    gone_upstream: tuple[str, ...]
+    fails_without_earlier: bool = False
     conflicts_without_earlier: tuple[str, ...] = ()
-    merge: bool = False  # git rebase drops a merge commit (applies is None)
+    merge: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,18 +48,17 @@ class ForkReport:
     upstream_head_date: str
     behind_commits: int
     behind_days: int
-    upstream_distribution: str | None  # what upstream's head builds
+    upstream_distribution: str | None
     upstream_version: str | None
     upstream_builds_ours: bool | None
-    problems: tuple[str, ...]  # facts that could not be established
+    problems: tuple[str, ...]
     commits: tuple[CommitReport, ...]
-    identical_to_base: bool | None  # every shipped file has the base's blob at the pin
+    identical_to_base: bool | None
     summary: str
 
 
 def _shipped(touched: list[str], wheel: frozenset[str]) -> list[str]:
-    """Touched source files the wheel ships, also below a source root (src/pkg/x); a compiled source ships when
-    its directory does."""
+    """Touched source files the wheel ships, also below a source root (src/pkg/x)."""
     directories = {f.rsplit("/", 1)[0] for f in wheel if "/" in f}
     shipped = []
     for path in touched:
@@ -80,8 +76,7 @@ def _days(start: str, end: str) -> int:
 
 def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[str]], base: str, head: str,
                 subjects: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str | None, str | None]]:
-    """sha -> (yes | probably | no, upstream commit, evidence). Patch-ids are computed only for upstream commits
-    that change the same paths."""
+    """sha -> (yes | probably | no, upstream commit, evidence)."""
     upstream = git_history.paths_by_commit(repo, f"{base}..{head}")
     wanted = {paths for sha, paths in touched.items() if sha in downstream}
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]

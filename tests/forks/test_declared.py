@@ -104,7 +104,7 @@ def test_a_direct_reference_the_fork_declares_is_refused_unless_dropped():
     assert declared.declares_from_table(found.as_table(), "index.toml") == found
 
 
-FIX = "run `nemo-rl deps patches megatron-core` (it derives the entry from what the fork declares at the pin"
+FIX = "run `nemo-rl deps patches megatron-core`, then"
 
 
 
@@ -390,8 +390,7 @@ def test_a_version_refused_deep_in_the_forks_closure_is_named_and_another_forks_
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Dist: {requires}\n")
     found = kinds(project, env)
     assert found == {"version refused": "leaf 1.0 is installed but helper 1.0 (which megatron-core pulls in) requires "
-                     "leaf>=2: uv.lock locks a version its dependent refuses (a [[package]] edited or pasted by hand, "
-                     "or an override): remove any [tool.uv] override-dependencies entry for leaf, run `uv lock "
+                     "leaf>=2: remove any [tool.uv] override-dependencies entry for leaf, run `uv lock "
                      "--upgrade-package leaf`, then sync"}, found
 
 

@@ -13,6 +13,7 @@ import pytest
 from fakes import _backend_commit, _state, bump, deps
 from gitfixtures import commit
 
+from nemo_rl import codec
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared, fork_cache, fork_metadata
 from nemo_rl.forks.fork_metadata import Metadata
@@ -59,7 +60,7 @@ def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):
         fork_metadata._bounded(tmp_path / "METADATA")
     with pytest.raises(NemoRLError, match="no METADATA file under"):
         fork_metadata._bounded(tmp_path)  # a directory where the file should be
-    assert fork_metadata._metadata("Name: f\nVersion: 1\nRequires-Dist: a\n", [])["requires"] == {"a": "a"}
+    assert fork_metadata._metadata("Name: f\nVersion: 1\nRequires-Dist: a\n", []).requires == {"a": "a"}
 
 
 def test_a_version_that_is_not_pep_440_blames_the_fork():
@@ -75,21 +76,24 @@ def test_metadata_naming_another_distribution_is_refused():
         fork_metadata.declares(Metadata("megatron-tron", "0.2.0", {}), "a" * 40, "megatron-core", frozenset())
 
 
-@pytest.mark.parametrize("damage", [b'{"name": "megatron-core", "vers', b"[]", b'{"name": "megatron-core"}',
-                                    b'{"name": "m", "version": "1", "requires": {"\xff": "x"}}',
-                                    b'{"name": "m", "version": "0.2 garbage", "requires": {}, "extras": {}}',
-                                    b'{"name": "m", "version": "1", "requires": {"a": "not a req ==="}, "extras": {}}'])
-def test_a_damaged_cached_answer_is_treated_as_absent(tmp_path, damage):
-    path = tmp_path / "nemo-rl-metadata" / f"{'a' * 40}.{fork_metadata.METADATA}"
+@pytest.mark.parametrize("damage", [b'{"metadata": {"name": "megatron-core", "vers', b"[]",
+                                    b'{"version": 5, "metadata": {"name": "m", "version": "1", "requires": {}}}',
+                                    b'{"version": 6, "metadata": {"name": "m", "version": "1", "requires": {"a": 7}}}',
+                                    b'{"version": 6, "metadata": {"name": "m", "version": "1", "requires": {}, '
+                                    b'"extras": {"x": "b"}}}'])
+def test_a_cached_answer_is_reused_and_one_of_another_version_or_shape_is_rebuilt(tmp_path, monkeypatch, damage):
+    rev, built = "a" * 40, []
+    answer = fork_metadata._Record(Metadata("m", "1", {"a": "a>=1"}, None, {"x": ("b; extra == 'x'",)}, ("big",)))
+    monkeypatch.setattr(fork_metadata, "_build",
+                        lambda repo, revs, wheel: built.extend(revs) or iter([(r, answer) for r in revs]))
+    path = fork_metadata._cache_path(tmp_path, rev)
     path.parent.mkdir()
+    codec.write(path, answer, fork_metadata.VERSION)
+    assert (fork_metadata.read(tmp_path, rev), built) == (answer.metadata, [])
+    assert fork_metadata.placeholders(tmp_path, rev, "metadata") == ["big"]
     path.write_bytes(damage)
-    assert fork_metadata._load(path, fork_metadata.METADATA) is None
-    path.write_text('{"name": "m", "version": "1", "requires": {"a": "a>=1"}, "requires_python": null, '
-                    '"extras": {"x": ["b; extra == \'x\'"]}}')
-    assert fork_metadata._load(path, fork_metadata.METADATA) is not None
-    for extras in ('{"x": "b"}', '{"x": ["not a req ==="]}', '[]'):  # damaged extras: rebuilt too
-        path.write_text(f'{{"name": "m", "version": "1", "requires": {{}}, "extras": {extras}}}')
-        assert fork_metadata._load(path, fork_metadata.METADATA) is None, extras
+    assert (fork_metadata.read(tmp_path, rev), built) == (answer.metadata, [rev])
+    assert codec.read(path, fork_metadata._Record, fork_metadata.VERSION) == answer
 
 
 def test_each_extra_keeps_the_requirements_only_it_brings():
@@ -101,8 +105,8 @@ def test_each_extra_keeps_the_requirements_only_it_brings():
             "Requires-Dist: pytest; extra == 'dev-tools'\n"
             "Requires-Dist: numpy; python_version >= '3' or extra == 'tron'\n\n")
     found = _metadata(text, [])
-    assert found["extras"] == {"dev-tools": ["pytest; extra == 'dev-tools'"], "tron": ["idna; extra == 'tron'"]}
-    assert sorted(found["requires"]) == ["numpy", "six"]
+    assert found.extras == {"dev-tools": ("pytest; extra == 'dev-tools'",), "tron": ("idna; extra == 'tron'",)}
+    assert sorted(found.requires) == ["numpy", "six"]
 
 
 def test_a_marker_that_merely_names_extra_is_a_base_requirement():

@@ -15,7 +15,7 @@ def test_patch_ids_are_kept_and_reused(history, monkeypatch):
     repo, shas, _ = history
     first = patch_ids.cached(repo, "origin", shas)  # a complete repository: no blob to fetch, no remote asked
     assert first == git_diffs.patch_ids(repo, shas)
-    assert json.loads((repo / patch_ids.CACHE).read_text()) == first
+    assert json.loads((repo / patch_ids.CACHE).read_text())["ids"] == first
 
     def computing(*_):
         raise AssertionError("recomputed a cached patch-id")
@@ -24,7 +24,8 @@ def test_patch_ids_are_kept_and_reused(history, monkeypatch):
     assert patch_ids.cached(repo, "origin", [shas[1], shas[0], shas[1]]) == {s: first[s] for s in shas[:2]}
 
 
-@pytest.mark.parametrize("damage", ["not json", '["a list"]', '{"%s": 7}'])
+@pytest.mark.parametrize("damage", ["not json", '["a list"]', '{"version": 1, "ids": {"%s": 7}}',
+                                    '{"version": 0, "ids": {"%s": "0000"}}'])
 def test_a_damaged_cache_costs_a_recomputation(history, damage):
     repo, shas, _ = history
     (repo / patch_ids.CACHE).write_text(damage.replace("%s", shas[0]))
@@ -35,7 +36,8 @@ def test_diffstats_add_their_patch_ids_to_the_cache(history):
     repo, shas, _ = history
     found = patch_ids.with_diffstats(repo, shas)
     assert found == git_diffs.patch_ids_and_diffstats(repo, shas)
-    assert json.loads((repo / patch_ids.CACHE).read_text()) == {sha: diff.patch_id for sha, diff in found.items()}
+    cache = json.loads((repo / patch_ids.CACHE).read_text())
+    assert cache["ids"] == {sha: diff.patch_id for sha, diff in found.items()}
 
 
 def test_a_fifo_patch_id_cache_is_an_empty_cache(tmp_path):

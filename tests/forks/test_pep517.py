@@ -148,7 +148,7 @@ def test_metadata_and_a_wheel_come_from_the_backends_own_hooks_after_get_require
     wheel_out = tmp_path / "wheel"
     wheel_out.mkdir()
     name = pep517.call_backend(source, wheel_out, "0" * 40, True, set())
-    assert fork_metadata._read_wheel(wheel_out / name, [])[fork_metadata.FILES]["files"] == ["fixture/__init__.py"]
+    assert fork_metadata._read_wheel(wheel_out / name, []).files == fork_metadata.Files(("fixture/__init__.py",))
     seen = [line.split()[0] for line in (source / "pids").read_text().splitlines()]
     assert seen == ["get_requires", "prepare_metadata", "get_requires", "build_wheel"]
 
