@@ -69,8 +69,8 @@ def require_relock(again: str) -> None:
 
 
 # uv settings that change what `uv lock` resolves (uv's "Environment variables" reference): the project's uv.lock is
-# what plain `uv lock` makes of the project's own settings, as CI's `uv lock --check` does, and a fork's metadata is
-# what its build backend says: they never reach either
+# what plain `uv lock` makes of the project's own settings, as CI's `uv lock --check` does, a sync follows it, and a
+# fork's metadata is what its build backend says: they never reach any of these
 RESOLUTION_SETTINGS = ("UV_RESOLUTION", "UV_PRERELEASE", "UV_FORK_STRATEGY", "UV_EXCLUDE_NEWER",
                        "UV_EXCLUDE_NEWER_PACKAGE", "UV_NO_SOURCES", "UV_NO_SOURCES_PACKAGE", "UV_INDEX_STRATEGY",
                        "UV_CONSTRAINT", "UV_OVERRIDE", "UV_BUILD_CONSTRAINT", "UV_UPGRADE", "UV_UPGRADE_PACKAGE")
@@ -165,7 +165,7 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
          extra_env: Mapping[str, str] | None = None) -> Result:
     # uv writes the project's path into a .pth: one line each
     values.plain_path(project.resolve(), "the project directory")
-    env = {**os.environ, **(extra_env or {})}
+    env = resolving_env(extra_env)  # `--locked` follows the lock only as the project's own settings resolve it
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)
         env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import codec, locks
+from nemo_rl import codec, locks, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
@@ -23,6 +24,7 @@ from nemo_rl.toolchain import apt, archs, layout, sources
 STAMP = ".nemo-rl-cuda.json"
 STAMP_VERSION = 1
 WORK = ".nemo-rl-cuda"
+TAKEN = "taken"  # in WORK: the token the user's record names, so a new directory at a reused inode is not taken
 TAKEN_VERSION = 1
 SUITE = "trixie"  # Debian 13: nvidia-cuda-toolkit 12.4, binaries needing only glibc >= 2.34
 COMPONENTS = ("main", "contrib", "non-free")
@@ -38,10 +40,12 @@ class Stamp:
 
 @dataclass(frozen=True)
 class Taken:
-    """A DIR a run took, as the filesystem knows it: a copy or a new directory at its path is another."""
+    """A DIR a run took, as the filesystem knows it (a copy, or a new directory at its path, is another), and the
+    token it wrote in DIR/.nemo-rl-cuda/."""
     path: str
     device: int
     inode: int
+    token: str
 
 
 @dataclass(frozen=True)
@@ -120,15 +124,36 @@ def _taken_record(home: Path) -> Path:
 
 
 def _take(home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    info = os.lstat(home)
-    codec.write(_taken_record(home), Taken(str(home), info.st_dev, info.st_ino), TAKEN_VERSION)
+    from nemo_rl.project import state_dir
+
+    (home / WORK).mkdir(parents=True, exist_ok=True)
+    info, token = os.lstat(home), secrets.token_hex(16)
+    codec.write(_taken_record(home), Taken(str(home), info.st_dev, info.st_ino, token), TAKEN_VERSION)
+    # replaces a link a copy brought, never writes through it
+    state_dir.write_atomic(home / WORK / TAKEN, token)  # guard: toolkit-the-token-replaces-a-link-never-follows-it
+
+
+def _clear_work(home: Path) -> None:
+    """The work directory emptied of all but the token (about 1 GB of packages when a run was killed)."""
+    work = home / WORK
+    for name in os.listdir(work) if work.is_dir() and not work.is_symlink() else []:
+        path = work / name
+        if name == TAKEN:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
 
 
 def _taken(home: Path) -> bool:
     record = codec.read(_taken_record(home), Taken, TAKEN_VERSION)
     info = os.lstat(home)
-    return record == Taken(str(home), info.st_dev, info.st_ino)  # guard: toolkit-an-unmarked-work-directory-is-not
+    try:
+        token = values.read_plain_file(home / WORK / TAKEN, 64).decode(errors="replace")
+    except OSError:
+        return False
+    return record == Taken(str(home), info.st_dev, info.st_ino, token)  # guard: toolkit-an-unmarked-work-directory-is-not
 
 
 def _foreign(home: Path, stamp: Stamp | None) -> list[str]:
@@ -139,7 +164,10 @@ def _foreign(home: Path, stamp: Stamp | None) -> list[str]:
         return []
     # not taken: a stamp vouches for the files it lists, and nothing vouches for a work directory or another stamp
     listed = stamp.files if stamp is not None else {}
-    marks = [f"{WORK}/"] * (home / WORK).exists() + [STAMP] * (stamp is None and (home / STAMP).exists())
+    work = home / WORK
+    marks = [STAMP] if stamp is None and (home / STAMP).exists() else []
+    if work.is_symlink() or work.exists() and (not work.is_dir() or set(os.listdir(work)) - {TAKEN}):  # guard: toolkit-a-work-directory-holding-files-is-foreign
+        marks.insert(0, f"{WORK}/")
     return marks + [path for path in _listing(home) if path not in listed]  # guard: toolkit-a-stamp-vouches-only-for-its-files
 
 
@@ -156,7 +184,7 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     damage = _damage(home, stamp) if stamp is not None else "not assembled"  # guard: toolkit-the-stamp-s-file-list-is-checked
     if stamp is not None and damage is None:
         release, listed = verify(home, arch, cuda_major)
-        shutil.rmtree(home / WORK, ignore_errors=True)  # guard: toolkit-a-verified-toolkit-loses-a
+        _clear_work(home)  # guard: toolkit-a-verified-toolkit-loses-a
         return Toolkit(home, release, arch, listed, stamp.packages, True)
     if stamp is not None:
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
@@ -175,7 +203,6 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         apt.require_tools()
         archive = sources.archive_source(sources.machine_sources(etc), sources.release_codename())
     _take(home)
-    work.mkdir(exist_ok=True)
     # taken first, then no stamp: a killed run never leaves a half-made tree that looks assembled
     (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re
     if debs is None:
@@ -195,5 +222,5 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     release, listed = verify(home, arch, cuda_major)
     packages = apt.versions(deb_files)
     codec.write(home / STAMP, Stamp(packages, release, suite, _listing(home)), STAMP_VERSION)
-    shutil.rmtree(work, ignore_errors=True)
+    _clear_work(home)
     return Toolkit(home, release, arch, listed, packages, False)

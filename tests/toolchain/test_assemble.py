@@ -130,7 +130,7 @@ def test_a_verified_toolkit_loses_a_killed_runs_work_directory(tmp_path, monkeyp
     (home / assemble.WORK / "debs" / "nvidia-cuda-toolkit_12.4_amd64.deb").write_bytes(b"x" * 1024)
     monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
     assert assemble.assemble(home).reused
-    assert not (home / assemble.WORK).exists()
+    assert os.listdir(home / assemble.WORK) == [assemble.TAKEN]
 
 
 def test_a_reassembly_removes_the_stamp_before_it_starts(tmp_path, monkeypatch):
@@ -223,8 +223,7 @@ def test_a_users_directory_with_an_empty_work_directory_is_not_taken_for_a_kille
     assert main(["toolchain", "cuda", str(mine)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {mine} exists and was not made by `nemo-rl toolchain cuda`: it holds "
-                          f"{assemble.WORK}, notes.txt (no run of yours took it, and no stamp lists "
-                          f"{assemble.WORK}/, notes.txt)"), err
+                          f"{assemble.WORK}, notes.txt (no run of yours took it, and no stamp lists notes.txt)"), err
     assert sorted(p.name for p in mine.iterdir()) == [assemble.WORK, "notes.txt"]
     assert not any((mine / assemble.WORK).iterdir())
 
@@ -276,7 +275,6 @@ def test_what_a_killed_run_left_is_finished(tmp_path, monkeypatch):
     home = tmp_path / "cuda"
     home.mkdir()
     assemble._take(home)
-    (home / assemble.WORK).mkdir()
     fake_package_tree(tmp_path / "root", layout.triplet())
     layout.arrange(tmp_path / "root", home)
     allow_apt(monkeypatch)
@@ -290,11 +288,13 @@ def test_a_toolkit_copied_with_its_stamp_is_verified_not_assembled_again(tmp_pat
     shutil.copytree(stamped_toolkit(tmp_path), tmp_path / "copy", symlinks=True)
     monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
     assert assemble.assemble(tmp_path / "copy").reused
+    (tmp_path / "copy" / assemble.WORK / "mine.txt").write_text("a file the stamp does not list")
+    assert assemble._foreign(tmp_path / "copy", assemble.read_stamp(tmp_path / "copy")) == [f"{assemble.WORK}/"]
 
 
 def test_a_copy_of_a_taken_directory_is_not_taken(tmp_path):
-    """The record names the directory the filesystem holds at that path: one moved away and another put in its
-    place is not the one the run took."""
+    """The record names the directory the filesystem holds at that path and the token the run wrote in it: a copy
+    put in its place, or the directory without the token, is not the one the run took."""
     home = tmp_path / "cuda"
     home.mkdir()
     assemble._take(home)
@@ -302,7 +302,25 @@ def test_a_copy_of_a_taken_directory_is_not_taken(tmp_path):
     assert assemble._foreign(home, None) == []
     home.rename(tmp_path / "old")
     shutil.copytree(tmp_path / "old", home)
+    assert assemble._foreign(home, None) == ["notes.txt"]  # the copy's token proves nothing
+    shutil.rmtree(home)
+    (tmp_path / "old").rename(home)
+    (home / assemble.WORK / assemble.TAKEN).unlink()  # as a new directory at a reused inode would lack it
     assert assemble._foreign(home, None) == ["notes.txt"]
+
+
+def test_a_token_link_a_copy_brought_is_replaced_never_written_through(tmp_path, monkeypatch):
+    copy, victim = tmp_path / "copy", tmp_path / "victim"
+    shutil.copytree(stamped_toolkit(tmp_path), copy, symlinks=True)
+    victim.write_text("keep")
+    (copy / assemble.WORK / assemble.TAKEN).unlink()
+    os.symlink(victim, copy / assemble.WORK / assemble.TAKEN)
+    (copy / "bin" / "nvcc").unlink()  # damaged: assembled again
+    allow_apt(monkeypatch)
+    monkeypatch.setattr(apt, "update", lambda *a: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(copy)
+    assert victim.read_text() == "keep" and not (copy / assemble.WORK / assemble.TAKEN).is_symlink()
 
 
 def allow_apt(monkeypatch) -> None:
