@@ -68,6 +68,36 @@ def require_relock(again: str) -> None:
                           f"{again}`")
 
 
+# uv settings that change what `uv lock` resolves (uv's "Environment variables" reference): the project's uv.lock is
+# what plain `uv lock` makes of the project's own settings, as CI's `uv lock --check` does, a sync follows it, and a
+# fork's metadata is what its build backend says: they never reach any of these
+RESOLUTION_SETTINGS = ("UV_RESOLUTION", "UV_PRERELEASE", "UV_FORK_STRATEGY", "UV_EXCLUDE_NEWER",
+                       "UV_EXCLUDE_NEWER_PACKAGE", "UV_NO_SOURCES", "UV_NO_SOURCES_PACKAGE", "UV_INDEX_STRATEGY",
+                       "UV_CONSTRAINT", "UV_OVERRIDE", "UV_BUILD_CONSTRAINT", "UV_UPGRADE", "UV_UPGRADE_PACKAGE")
+
+
+def resolving_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment, with `extra`, for a uv command that resolves: none of RESOLUTION_SETTINGS."""
+    env = {**os.environ, **(extra or {})}
+    for name in RESOLUTION_SETTINGS:
+        env.pop(name, None)  # guard: uv-a-resolution-setting-never-reaches-the
+    return env
+
+
+def require_same_options(before: Mapping, after: Mapping, what: str) -> None:
+    """Refuse a staged uv.lock whose [options] (resolution mode, prereleases, exclude-newer...) differ from the
+    committed one's: a uv setting from outside the project reached the relock. `what`: the command's words."""
+    old, new = before.get("options", {}), after.get("options", {})
+    if old != new:  # guard: uv-a-changed-lock-options-table-is-refused
+        changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+        shown = ", ".join(f"{k} = {values.printable(repr(new.get(k, '(none)')))}" for k in changed)
+        keys = ", ".join(k.removesuffix("-mode") for k in changed)  # uv.toml's names: resolution, not resolution-mode
+        raise NemoRLError(f"uv lock wrote [options] {shown} into the staged uv.lock, which the project's uv.lock "
+                          "does not have: a uv setting outside the project reached it; nothing was changed",
+                          f"remove {keys} from the uv configuration this shell reads (uv.toml, $UV_CONFIG_FILE), "
+                          f"then run {what} again")
+
+
 LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "
                "`git config --global url.<mirror>.insteadOf <url>`")
 
@@ -78,12 +108,12 @@ def _lock_args(project: Path, upgrade_package: str | None, offline: bool) -> lis
 
 
 def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
-    return run(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
+    return run(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
 
 
 def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
     """`uv lock` started, to be collected later."""
-    return start(_lock_args(project, upgrade_package, offline), cwd=project, remedy=LOCK_REMEDY)
+    return start(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
@@ -105,7 +135,7 @@ def lock_mismatch(project: Path) -> str | None:
 
     cache = cache_dir()
     # uv allows only file:// on its own fetches, not on the submodules git updates
-    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}  # guard: trust-git-in-the-lock-check-reaches-no
+    env = resolving_env({"GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"})  # guard: trust-git-in-the-lock-check-reaches-no
     try:
         result = run([find_uv_bin(), "lock", "--check", "--offline", "--no-build", "--color", "never",  # guard: trust-the-lock-check-builds-nothing
                       *(["--cache-dir", str(cache)] if cache else []), "--python", sys.executable,
@@ -135,7 +165,7 @@ def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None =
          extra_env: Mapping[str, str] | None = None) -> Result:
     # uv writes the project's path into a .pth: one line each
     values.plain_path(project.resolve(), "the project directory")
-    env = {**os.environ, **(extra_env or {})}
+    env = resolving_env(extra_env)  # `--locked` follows the lock only as the project's own settings resolve it
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)
         env.pop("VIRTUAL_ENV", None)  # an activated venv would make uv warn and could mislead it
@@ -150,7 +180,7 @@ def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, pyt
     # project configuration from `/`, not the fork's checkout in `cwd`; the user's own uv configuration still applies
     return run([find_uv_bin(), "run", "--project", os.path.abspath(os.sep), "--no-project", "--isolated", "--quiet",  # guard: fast-the-user-s-uv-configuration-is-read
                 *(["--offline"] if offline else []), "--python", python, *with_args, *args],
-               cwd=cwd, env={**os.environ, **extra_env}, timeout=timeout, keep=keep)
+               cwd=cwd, env=resolving_env(extra_env), timeout=timeout, keep=keep)
 
 
 def venv(path: Path, *, python: str) -> Result:

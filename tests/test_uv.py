@@ -142,3 +142,21 @@ def test_uv_run_waits_on_a_held_environment_lock_and_no_sync_does_not(tmp_path):
     assert ran.returncode == 0 and ran.stdout == "ran\n"
     released = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=60)
     assert released.returncode == 0 and released.stdout == "ran\n"  # it was the lock that it waited on
+
+
+@pytest.mark.parametrize("setting", ["UV_RESOLUTION=lowest", "UV_PRERELEASE=allow", "UV_NO_SOURCES=1"])
+def test_a_uv_setting_that_changes_resolution_never_reaches_the_lock_check(world, capsys, monkeypatch, setting):
+    """uv.lock matches pyproject.toml as the project's own settings resolve it, whatever this shell sets."""
+    monkeypatch.setenv(*setting.split("=", 1))
+    assert deps(world, "status", "--check") == 0, capsys.readouterr()
+
+
+def test_a_sync_follows_the_lock_whatever_resolution_setting_this_shell_has(tmp_path, monkeypatch):
+    from nemo_rl import uv
+
+    seen = {}
+    monkeypatch.setattr(uv, "run", lambda args, **kwargs: seen.update(kwargs["env"]))
+    monkeypatch.setenv("UV_EXCLUDE_NEWER", "2020-01-01T00:00:00Z")
+    uv.sync(tmp_path, flags=["--locked"], environment=tmp_path / "env", extra_env={"UV_RESOLUTION": "lowest"})
+    assert seen["UV_PROJECT_ENVIRONMENT"] == str(tmp_path / "env")
+    assert "UV_EXCLUDE_NEWER" not in seen and "UV_RESOLUTION" not in seen

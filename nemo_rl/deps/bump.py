@@ -79,6 +79,8 @@ def bump(project: Project, args: argparse.Namespace) -> int:
             lock_mode = bump_steps.lock_result(locking, staging.path, before, new_rev, changed, offline)
         progress(f"writing {relative_patches}/")
         staged = Project.read(staging.path)
+        if project.lock_bytes is not None:  # guard: bump-checks-the-relock-s-lock-options
+            uv.require_same_options(project.lock, staged.lock, "the bump")
         new_fork = staged.fork(fork.distribution)
         index, noted = records.build(staging.path / relative_patches, before.index, new_fork, new_rev, base, recs,
                                      declares)

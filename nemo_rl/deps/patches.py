@@ -153,6 +153,8 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
                 _relock(staging.path, fork, before, written or metadata_check.entry(rewritten, fork.distribution)
                         or declared.derive(fork.distribution, declares, metadata_check.deltas(rewritten,
                                                                                               fork.distribution)))
+                if rewritten.lock_bytes is not None:  # guard: deps-patches-checks-the-relock-s-lock-options
+                    uv.require_same_options(rewritten.lock, Project.read(staging.path).lock, "`deps patches`")
                 staging.keep_mode("uv.lock")
             staging.land()
         print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {root / relative}")

@@ -1,17 +1,21 @@
 """Assemble a CUDA toolkit into a directory from the distribution's packages, and prove it compiles.
 
-A stamp names the packages; a second run only verifies. The work lives in DIR/.nemo-rl-cuda/ until verified."""
+A stamp names the packages; a second run only verifies. The work lives in DIR/.nemo-rl-cuda/ until verified. DIR is
+written only when it is ours: new or empty, taken by a run of this user's (recorded in the user's store, where no
+copy of DIR can forge it), or holding nothing but the files its stamp lists."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import codec, locks
+from nemo_rl import codec, locks, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.progress import progress
@@ -20,7 +24,8 @@ from nemo_rl.toolchain import apt, archs, layout, sources
 STAMP = ".nemo-rl-cuda.json"
 STAMP_VERSION = 1
 WORK = ".nemo-rl-cuda"
-STARTED = "started"  # in WORK: marks DIR as a run's own to finish
+TAKEN = "taken"  # in WORK: the token the user's record names, so a new directory at a reused inode is not taken
+TAKEN_VERSION = 1
 SUITE = "trixie"  # Debian 13: nvidia-cuda-toolkit 12.4, binaries needing only glibc >= 2.34
 COMPONENTS = ("main", "contrib", "non-free")
 
@@ -31,6 +36,16 @@ class Stamp:
     nvcc: str
     suite: str
     files: dict[str, str]  # path -> size or link target, to see a binary deleted or truncated later
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A DIR a run took, as the filesystem knows it (a copy, or a new directory at its path, is another), and the
+    token it wrote in DIR/.nemo-rl-cuda/."""
+    path: str
+    device: int
+    inode: int
+    token: str
 
 
 @dataclass(frozen=True)
@@ -102,40 +117,80 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
         os.close(fd)
 
 
-def _left_by_a_run(home: Path) -> bool:
-    """Whether `home` is what a killed run left: its marked work directory, or that directory alone and empty."""
+def _taken_record(home: Path) -> Path:
+    from nemo_rl import settings
+
+    return settings.private_dir("toolchain") / f"{hashlib.sha256(str(home).encode()).hexdigest()[:32]}.json"
+
+
+def _take(home: Path) -> None:
+    from nemo_rl.project import state_dir
+
+    (home / WORK).mkdir(parents=True, exist_ok=True)
+    info, token = os.lstat(home), secrets.token_hex(16)
+    codec.write(_taken_record(home), Taken(str(home), info.st_dev, info.st_ino, token), TAKEN_VERSION)
+    # replaces a link a copy brought, never writes through it
+    state_dir.write_atomic(home / WORK / TAKEN, token)  # guard: toolkit-the-token-replaces-a-link-never-follows-it
+
+
+def _clear_work(home: Path) -> None:
+    """The work directory emptied of all but the token (about 1 GB of packages when a run was killed)."""
     work = home / WORK
-    if not work.is_dir() or work.is_symlink():
+    for name in os.listdir(work) if work.is_dir() and not work.is_symlink() else []:
+        path = work / name
+        if name == TAKEN:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
+
+
+def _taken(home: Path) -> bool:
+    record = codec.read(_taken_record(home), Taken, TAKEN_VERSION)
+    info = os.lstat(home)
+    try:
+        token = values.read_plain_file(home / WORK / TAKEN, 64).decode(errors="replace")
+    except OSError:
         return False
-    if (work / STARTED).is_file():  # guard: toolkit-an-unmarked-work-directory-is-not
-        return True
-    return os.listdir(home) == [WORK] and not os.listdir(work)  # guard: toolkit-a-user-s-empty-work-directory-is-not
+    return record == Taken(str(home), info.st_dev, info.st_ino, token)  # guard: toolkit-an-unmarked-work-directory-is-not
+
+
+def _foreign(home: Path, stamp: Stamp | None) -> list[str]:
+    """What in `home` makes it not ours to write ([] when it is ours)."""
+    if not home.exists() or not os.listdir(home):  # guard: toolkit-a-user-s-empty-work-directory-is-not
+        return []
+    if _taken(home):  # guard: toolkit-a-stamp-of-another-version-is-rebuilt
+        return []
+    # not taken: a stamp vouches for the files it lists, and nothing vouches for a work directory or another stamp
+    listed = stamp.files if stamp is not None else {}
+    work = home / WORK
+    marks = [STAMP] if stamp is None and (home / STAMP).exists() else []
+    if work.is_symlink() or work.exists() and (not work.is_dir() or set(os.listdir(work)) - {TAKEN}):  # guard: toolkit-a-work-directory-holding-files-is-foreign
+        marks.insert(0, f"{WORK}/")
+    return marks + [path for path in _listing(home) if path not in listed]  # guard: toolkit-a-stamp-vouches-only-for-its-files
 
 
 def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tuple[str, ...], debs: Path | None,
               etc: Path, os_release: Path) -> Toolkit:
     stamp = read_stamp(home)
-    # a stamp of another version is rebuilt
-    ours = (home / STAMP).is_file() or _left_by_a_run(home)  # guard: toolkit-a-stamp-of-another-version-is-rebuilt
-    if stamp is None and home.exists() and any(home.iterdir()) and not ours:  # guard: toolkit-a-foreign-directory-is-refused
+    foreign = _foreign(home, stamp)
+    if foreign:  # guard: toolkit-a-foreign-directory-is-refused
         held = sorted(os.listdir(home))
         raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`: it holds "
-                          f"{', '.join(held[:5])}{', ...' if len(held) > 5 else ''}"
-                          + (f" (its {WORK}/ is not one a run of it left)" if WORK in held else ""),
+                          f"{', '.join(held[:5])}{', ...' if len(held) > 5 else ''} (no run of yours took it, and "
+                          f"no stamp lists {', '.join(foreign[:3])})",
                           "name a new or empty directory; nothing in this one is changed")
     damage = _damage(home, stamp) if stamp is not None else "not assembled"  # guard: toolkit-the-stamp-s-file-list-is-checked
     if stamp is not None and damage is None:
         release, listed = verify(home, arch, cuda_major)
-        shutil.rmtree(home / WORK, ignore_errors=True)  # guard: toolkit-a-verified-toolkit-loses-a
+        _clear_work(home)  # guard: toolkit-a-verified-toolkit-loses-a
         return Toolkit(home, release, arch, listed, stamp.packages, True)
     if stamp is not None:
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
     work = home / WORK
-    work.mkdir(parents=True, exist_ok=True)
-    (work / STARTED).write_text("a `nemo-rl toolchain cuda` run started here\n")
-    # marked first, then no stamp: a killed run never leaves a half-made tree that looks assembled
-    (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re
     deb_dir = debs.absolute() if debs else work / "debs"
+    # the inputs first: DIR is neither taken nor written for a run that cannot start
     if debs is not None:
         absent = [name for name in apt.PACKAGES if not list(deb_dir.glob(f"{name}_*.deb"))]
         if absent:  # guard: toolkit-debs-lacking-a-package-never
@@ -147,6 +202,10 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         sources.require_debian(os_release)
         apt.require_tools()
         archive = sources.archive_source(sources.machine_sources(etc), sources.release_codename())
+    _take(home)
+    # taken first, then no stamp: a killed run never leaves a half-made tree that looks assembled
+    (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re
+    if debs is None:
         progress(f"reading the package lists of {suite} from {' '.join(archive.uris)} (private state in {work})")
         apt.update(work / "apt", sources.private_sources(archive, suite, components))
         progress(f"downloading {', '.join(apt.PACKAGES)}")
@@ -163,5 +222,5 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     release, listed = verify(home, arch, cuda_major)
     packages = apt.versions(deb_files)
     codec.write(home / STAMP, Stamp(packages, release, suite, _listing(home)), STAMP_VERSION)
-    shutil.rmtree(work, ignore_errors=True)
+    _clear_work(home)
     return Toolkit(home, release, arch, listed, packages, False)

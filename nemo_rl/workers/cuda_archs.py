@@ -80,9 +80,9 @@ def read_record(bundle: Path) -> bytes:
                           "copy the bundle again from the builder") from exc
 
 
-def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
-    """The SM number of every GPU of the node, whatever CUDA_VISIBLE_DEVICES says, and how they were found (or
-    why not). Never raises."""
+def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
+    """The SM number of every GPU of the node (None: one nvidia-smi cannot read), whatever CUDA_VISIBLE_DEVICES
+    says, and how they were found (or why not). Never raises."""
     if shutil.which("nvidia-smi"):
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
@@ -90,10 +90,13 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int, ...], str]:
                       timeout=SMI_TIMEOUT, env=every)
         except (OSError, NemoRLError) as exc:
             return (), f"nvidia-smi did not answer ({str(exc).splitlines()[0][:120]})"
-        rows = [int(m.group(1)) * 10 + int(m.group(2)) for m in
-                re.finditer(r"^\s*\d+,\s*\S+,\s*(\d+)\.(\d+)\s*$", out.stdout, re.M)] if out.returncode == 0 else []
+        lines = [line for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+        rows = [re.fullmatch(r"\s*\d+,\s*\S+,\s*(\d+)\.(\d+)\s*", line) for line in lines]
+        unread = [values.printable(line.strip()[:80]) for line, m in zip(lines, rows, strict=True) if m is None]
         if rows:  # guard: archs-the-node-s-gpu-from-nvidia-smi
-            return tuple(rows), "nvidia-smi"
+            return (tuple(int(m.group(1)) * 10 + int(m.group(2)) if m else None for m in rows),
+                    "nvidia-smi" + (f"; it could not say the compute capability of {'; '.join(unread)}"
+                                    if unread else ""))
     if "CUDA_VISIBLE_DEVICES" in environ:  # guard: archs-torch-is-never-taken-for-the-whole-node
         smi = "nvidia-smi listed no GPU" if shutil.which("nvidia-smi") else "nvidia-smi is not on PATH"
         return (), f"{smi}, and torch sees only this process's CUDA_VISIBLE_DEVICES"
@@ -121,11 +124,15 @@ def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | Non
         return None
     gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
-    if not gpus:
+    readable = sorted({g for g in gpus if g is not None})
+    if not readable:
         return f"{found}: could not check the bundle's CUDA architectures ({held})"
-    for one in sorted(set(gpus)):
+    for one in readable:
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
             raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
                               "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
-    return f"GPU {', '.join(f'sm_{g}' for g in sorted(set(gpus)))} ({found}) fits the bundle's {held}"
+    fits = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
+    if None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
+        return f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
+    return fits

@@ -443,3 +443,33 @@ def test_a_setting_that_stops_uv_relocking_is_named_and_the_command_it_prints_bu
     done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
     assert done.returncode == 0, done.stderr
     assert Project.read(world.project).packages["megatron-core"].commit == new_rev
+
+
+@pytest.mark.parametrize("setting", ["UV_RESOLUTION=lowest", "UV_PRERELEASE=allow", "UV_NO_SOURCES=1",
+                                     "UV_EXCLUDE_NEWER=2020-01-01T00:00:00Z", "UV_INDEX_STRATEGY=unsafe-best-match"])
+def test_a_uv_setting_that_changes_resolution_never_reaches_the_relock(world, capsys, monkeypatch, setting):
+    """The bumped uv.lock is what plain `uv lock` makes: the one CI's `uv lock --check` compares."""
+    name, value = setting.split("=", 1)
+    new_rev = world.forks["megatron-core"].downstream[0]
+    monkeypatch.setenv(name, value)
+    assert bump(world, "megatron-core", "--rev", new_rev) == 0, capsys.readouterr().err
+    monkeypatch.delenv(name)
+    assert "options" not in tomllib.loads((world.project / "uv.lock").read_text())
+    forkworld.uv_run(world, "lock", "--check")
+    assert Project.read(world.project).packages["megatron-core"].commit == new_rev
+
+
+def test_a_uv_configuration_that_changes_the_lock_s_options_is_refused_before_landing(world, capsys, monkeypatch,
+                                                                                      tmp_path):
+    """A uv.toml of the user's, which nemo-rl does not drop (it may name their index mirror), writes [options]:
+    the staged lock is refused, naming the setting, and nothing lands."""
+    config = tmp_path / "uv.toml"
+    config.write_text('prerelease = "allow"\n')
+    monkeypatch.setenv("UV_CONFIG_FILE", str(config))
+    before = world.files()
+    capsys.readouterr()
+    assert bump(world, "megatron-core", "--rev", world.forks["megatron-core"].downstream[0]) == 1
+    err = capsys.readouterr().err
+    assert "error: uv lock wrote [options] prerelease-mode = 'allow' into the staged uv.lock" in err, err
+    assert "what to do: remove prerelease from the uv configuration" in err
+    assert world.files() == before

@@ -337,3 +337,19 @@ def test_a_relock_under_uv_frozen_is_refused_by_name_and_the_command_it_prints_r
     done = subprocess.run(fix, shell=True, capture_output=True, text=True, env={**os.environ, "PATH": path})
     assert done.returncode == 0 and "relocked" in done.stdout, done.stdout + done.stderr
     assert lock.read_text() == good
+
+
+def test_a_relock_that_gains_lock_options_from_the_users_uv_configuration_is_refused(world, capsys, monkeypatch,
+                                                                                     tmp_path):
+    """A hand-edited uv.lock makes `deps patches` relock; a uv.toml of the user's that writes [options] into it is
+    named, and nothing lands."""
+    edit(world.project / "uv.lock", 'name = "megatron-core"\nversion = "0.1.0"',
+         'name = "megatron-core"\nversion = "0.0.9"')
+    before = world.files()
+    (tmp_path / "uv.toml").write_text('prerelease = "allow"\n')
+    monkeypatch.setenv("UV_CONFIG_FILE", str(tmp_path / "uv.toml"))
+    capsys.readouterr()
+    assert patches(world, "megatron-core") == 1
+    err = capsys.readouterr().err
+    assert "error: uv lock wrote [options] prerelease-mode = 'allow' into the staged uv.lock" in err, err
+    assert world.files() == before

@@ -23,9 +23,11 @@ def test_a_fifo_toolkit_stamp_is_no_stamp(tmp_path):
 
 
 def stamped_toolkit(tmp_path: Path) -> Path:
-    """A toolkit as a finished run leaves it: the layout and a stamp with its file list."""
+    """A toolkit as a finished run leaves it: taken, the layout and a stamp with its file list."""
     root, home = tmp_path / "root", tmp_path / "cuda"
     fake_package_tree(root, layout.triplet())
+    home.mkdir()
+    assemble._take(home)
     assert layout.arrange(root, home) == []
     write_stamp(home, assemble.Stamp({"nvidia-cuda-toolkit": "12.4.131~12.4.1-3"}, "12.4", "trixie",
                                      assemble._listing(home)))
@@ -128,17 +130,19 @@ def test_a_verified_toolkit_loses_a_killed_runs_work_directory(tmp_path, monkeyp
     (home / assemble.WORK / "debs" / "nvidia-cuda-toolkit_12.4_amd64.deb").write_bytes(b"x" * 1024)
     monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
     assert assemble.assemble(home).reused
-    assert not (home / assemble.WORK).exists()
+    assert os.listdir(home / assemble.WORK) == [assemble.TAKEN]
 
 
 def test_a_reassembly_removes_the_stamp_before_it_starts(tmp_path, monkeypatch):
     """Killed half-way, a re-assembly must not leave the old stamp over a half-made tree."""
     home = stamped_toolkit(tmp_path)
     (home / "bin" / "ptxas").unlink()
-    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    allow_apt(monkeypatch)
+    monkeypatch.setattr(apt, "update", lambda *a: (_ for _ in ()).throw(Reassembling()))
     with pytest.raises(Reassembling):
         assemble.assemble(home)
-    assert not (home / assemble.STAMP).exists() and (home / assemble.WORK).is_dir()  # still ours to finish
+    assert not (home / assemble.STAMP).exists() and (home / assemble.WORK).is_dir()
+    assert not assemble._foreign(home, None)  # still ours to finish
 
 
 def test_a_hand_written_stamp_does_not_skip_the_layout_check(tmp_path, monkeypatch):
@@ -156,7 +160,8 @@ def test_a_stamp_of_another_version_is_assembled_again(tmp_path, monkeypatch):
     home = stamped_toolkit(tmp_path)
     codec.write(home / assemble.STAMP, assemble.read_stamp(home), assemble.STAMP_VERSION + 1)
     monkeypatch.setattr(assemble, "verify", lambda *a: pytest.fail("trusted a stamp of another version"))
-    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    allow_apt(monkeypatch)
+    monkeypatch.setattr(apt, "update", lambda *a: (_ for _ in ()).throw(Reassembling()))
     with pytest.raises(Reassembling):
         assemble.assemble(home)
     assert not (home / assemble.STAMP).exists()
@@ -209,8 +214,8 @@ def test_a_toolkit_another_user_locked_first_says_what_to_do(tmp_path, monkeypat
 
 
 def test_a_users_directory_with_an_empty_work_directory_is_not_taken_for_a_killed_run(tmp_path, monkeypatch, capsys):
-    """Their files beside an empty .nemo-rl-cuda/: no run of this command left it (a run marks the one it makes),
-    so nothing is written there, and the refusal names what the directory holds."""
+    """Their files beside an empty .nemo-rl-cuda/: no run of this user's took it, so nothing is written there, and
+    the refusal names what the directory holds."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # were the check gone, no apt: never a 1 GB download
     mine = tmp_path / "mine"
     (mine / assemble.WORK).mkdir(parents=True)
@@ -218,20 +223,111 @@ def test_a_users_directory_with_an_empty_work_directory_is_not_taken_for_a_kille
     assert main(["toolchain", "cuda", str(mine)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {mine} exists and was not made by `nemo-rl toolchain cuda`: it holds "
-                          f"{assemble.WORK}, notes.txt (its {assemble.WORK}/ is not one a run of it left"), err
+                          f"{assemble.WORK}, notes.txt (no run of yours took it, and no stamp lists notes.txt)"), err
     assert sorted(p.name for p in mine.iterdir()) == [assemble.WORK, "notes.txt"]
     assert not any((mine / assemble.WORK).iterdir())
 
 
-@pytest.mark.parametrize("left", ["its marked work directory and files", "an empty work directory alone"])
-def test_what_a_killed_run_left_is_finished(tmp_path, monkeypatch, left):
+def users_directory(tmp_path: Path) -> Path:
+    mine = tmp_path / "ud"
+    (mine / "bin").mkdir(parents=True)
+    (mine / "bin" / "mytool").write_text("#!/bin/sh\n")
+    (mine / "notes.txt").write_text("keep")
+    return mine
+
+
+@pytest.mark.parametrize("marks", ["a stray stamp of another shape", "a stamp of a toolkit copied beside them",
+                                   "a work directory with its marker"])
+def test_a_users_directory_is_never_taken_on_what_a_copy_could_bring(tmp_path, monkeypatch, capsys, marks):
+    """A stamp or a work directory copied in with the user's files proves nothing: the user's files stay as they
+    were, stamp included, whatever the debs given."""
+    mine = users_directory(tmp_path)
+    if marks == "a stray stamp of another shape":
+        (mine / assemble.STAMP).write_text('{"packages": {}}')
+    elif marks == "a stamp of a toolkit copied beside them":
+        shutil.copy(stamped_toolkit(tmp_path) / assemble.STAMP, mine / assemble.STAMP)
+    else:
+        (mine / assemble.WORK).mkdir()
+        (mine / assemble.WORK / "started").write_text("")
+    before = {p: p.read_bytes() for p in mine.rglob("*") if p.is_file()}
+    (tmp_path / "empty").mkdir()
+    assert main(["toolchain", "cuda", str(mine), "--debs", str(tmp_path / "empty")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {mine} exists and was not made by `nemo-rl toolchain cuda`" in err, err
+    assert "bin/mytool" in err or "notes.txt" in err
+    assert {p: p.read_bytes() for p in mine.rglob("*") if p.is_file()} == before
+
+
+def test_a_run_whose_inputs_do_not_check_neither_takes_nor_writes_the_directory(tmp_path, monkeypatch, capsys):
     home = tmp_path / "cuda"
-    (home / assemble.WORK).mkdir(parents=True)
-    if left == "its marked work directory and files":
-        (home / assemble.WORK / assemble.STARTED).write_text("")
-        fake_package_tree(tmp_path / "root", layout.triplet())
-        layout.arrange(tmp_path / "root", home)
-    monkeypatch.setattr(sources, "require_debian", lambda os_release: (_ for _ in ()).throw(Reassembling()))
+    (tmp_path / "empty").mkdir()
+    assert main(["toolchain", "cuda", str(home), "--debs", str(tmp_path / "empty")]) == 1
+    assert "has no .deb of" in capsys.readouterr().err
+    assert not home.exists()
+    home.mkdir()
+    (home / "notes.txt").write_text("mine now")
+    assert assemble._foreign(home, None) == ["notes.txt"]
+
+
+def test_what_a_killed_run_left_is_finished(tmp_path, monkeypatch):
+    """A run killed after it took DIR left its work directory and files: the user's store says the run took this
+    very directory, so the next run goes on."""
+    home = tmp_path / "cuda"
+    home.mkdir()
+    assemble._take(home)
+    fake_package_tree(tmp_path / "root", layout.triplet())
+    layout.arrange(tmp_path / "root", home)
+    allow_apt(monkeypatch)
+    monkeypatch.setattr(apt, "update", lambda *a: (_ for _ in ()).throw(Reassembling()))
     with pytest.raises(Reassembling):  # past the refusal: assembling
         assemble.assemble(home)
-    assert (home / assemble.WORK / assemble.STARTED).is_file()
+
+
+def test_a_toolkit_copied_with_its_stamp_is_verified_not_assembled_again(tmp_path, monkeypatch):
+    """No run of this user's took the copy: its stamp lists every file it holds, and vouches for them."""
+    shutil.copytree(stamped_toolkit(tmp_path), tmp_path / "copy", symlinks=True)
+    monkeypatch.setattr(assemble, "verify", lambda *a: ("12.4", (90,)))
+    assert assemble.assemble(tmp_path / "copy").reused
+    (tmp_path / "copy" / assemble.WORK / "mine.txt").write_text("a file the stamp does not list")
+    assert assemble._foreign(tmp_path / "copy", assemble.read_stamp(tmp_path / "copy")) == [f"{assemble.WORK}/"]
+
+
+def test_a_copy_of_a_taken_directory_is_not_taken(tmp_path):
+    """The record names the directory the filesystem holds at that path and the token the run wrote in it: a copy
+    put in its place, or the directory without the token, is not the one the run took."""
+    home = tmp_path / "cuda"
+    home.mkdir()
+    assemble._take(home)
+    (home / "notes.txt").write_text("x")
+    assert assemble._foreign(home, None) == []
+    home.rename(tmp_path / "old")
+    shutil.copytree(tmp_path / "old", home)
+    assert assemble._foreign(home, None) == ["notes.txt"]  # the copy's token proves nothing
+    shutil.rmtree(home)
+    (tmp_path / "old").rename(home)
+    (home / assemble.WORK / assemble.TAKEN).unlink()  # as a new directory at a reused inode would lack it
+    assert assemble._foreign(home, None) == ["notes.txt"]
+
+
+def test_a_token_link_a_copy_brought_is_replaced_never_written_through(tmp_path, monkeypatch):
+    copy, victim = tmp_path / "copy", tmp_path / "victim"
+    shutil.copytree(stamped_toolkit(tmp_path), copy, symlinks=True)
+    victim.write_text("keep")
+    (copy / assemble.WORK / assemble.TAKEN).unlink()
+    os.symlink(victim, copy / assemble.WORK / assemble.TAKEN)
+    (copy / "bin" / "nvcc").unlink()  # damaged: assembled again
+    allow_apt(monkeypatch)
+    monkeypatch.setattr(apt, "update", lambda *a: (_ for _ in ()).throw(Reassembling()))
+    with pytest.raises(Reassembling):
+        assemble.assemble(copy)
+    assert victim.read_text() == "keep" and not (copy / assemble.WORK / assemble.TAKEN).is_symlink()
+
+
+def allow_apt(monkeypatch) -> None:
+    """Past the checks of the machine's apt: a Debian with its tools and sources."""
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: None)
+    monkeypatch.setattr(apt, "require_tools", lambda: None)
+    monkeypatch.setattr(sources, "machine_sources", lambda etc: None)
+    monkeypatch.setattr(sources, "release_codename", lambda: "trixie")
+    mirror = sources.Source(("http://m",), ("trixie",), None)
+    monkeypatch.setattr(sources, "archive_source", lambda machine, codename: mirror)

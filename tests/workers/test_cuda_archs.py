@@ -174,6 +174,27 @@ def test_every_gpu_of_the_node_is_checked_whatever_cuda_visible_devices_says(tmp
         cuda_archs.check_node(record, tmp_path)
 
 
+@pytest.mark.parametrize("other", ["[N/A]", "", "9.O"])
+def test_a_gpu_nvidia_smi_cannot_say_is_could_not_check_never_skipped(tmp_path, monkeypatch, other):
+    """One row nvidia-smi cannot say the capability of: the GPUs it can say are checked, and the line says the
+    others could not be."""
+    bin_dir = tmp_path / "smi"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho '0, GPU-a, 8.0'\necho '1, GPU-b, {other}'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    gpus, found = cuda_archs.node_gpus()
+    assert gpus == (80, None) and found == ("nvidia-smi; it could not say the compute capability of "
+                                        f"{f'1, GPU-b, {other}'.strip()}")
+    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [80], "ptx": []}}}).encode()
+    assert cuda_archs.check_node(record, tmp_path) == (
+        f"GPU sm_80 ({found}) fits the bundle's te.so: sm 80; could not check the bundle's CUDA architectures on "
+        "the GPUs it could not read")
+    with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):  # a readable GPU that does not fit refuses
+        cuda_archs.check_node(json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode(),
+                              tmp_path)
+
+
 def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process_is_given(tmp_path, monkeypatch):
     """`CUDA_VISIBLE_DEVICES=7 nemo-rl envs build BASE --from <bundle for sm_80>` on an sm_90 node: refused before
     anything is installed, never "could not check"."""
