@@ -46,9 +46,11 @@ def version() -> str:
     return uv(["--version"]).stdout.strip()
 
 
-def cache_dir() -> Path | None:
-    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose."""
-    result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
+def cache_dir(honour_config: bool = False) -> Path | None:
+    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose, unless
+    `honour_config`: then the one `uv sync` here uses (the user's and this directory's uv configuration)."""
+    flags, cwd = ([], None) if honour_config else (["--no-config"], "/")
+    result = run([find_uv_bin(), *flags, "cache", "dir"], cwd=cwd, check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
@@ -66,6 +68,11 @@ def require_relock(again: str) -> None:
                           "the relock this command needs; nothing was changed",
                           f"run it without {' and '.join(stoppers)}: `env {' '.join(f'-u {n}' for n in stoppers)} "
                           f"{again}`")
+
+
+def sync_command(extra: str = "mcore") -> str:
+    """The command that installs `extra`: the mcore build runs only once the pre-flight says go (exit 0)."""
+    return f"uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra {extra}"
 
 
 LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "

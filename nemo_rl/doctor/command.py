@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extra", choices=["mcore"],
                         help="require this extra (exit 1 unless all of it works); not installed, its pre-flight runs")
     parser.add_argument("--preflight", action="store_true",
-                        help="with --extra mcore: only whether `uv sync --extra mcore` can build here (exit 0 go)")
+                        help="with --extra mcore: only whether the mcore build can run here (exit 0 go)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (its schema: docs/mcore.md)")
     parser.add_argument("--smoke", action="store_true", help="also run small forward/backward checks")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
@@ -73,7 +73,7 @@ def render(data, preflight_only: bool = False) -> str:
 def _preflight_lines(data) -> list[str]:
     if not data.preflight:
         return []
-    lines = ["", "pre-flight for `uv sync --extra mcore` (transformer-engine compiles against torch)"]
+    lines = ["", "pre-flight for the mcore build (transformer-engine compiles against torch)"]
     for item in data.preflight:
         lines.append(f"  {'pass' if item.ok else 'FAIL':<5} {item.name:<20} {item.detail}")
         if item.fix:
@@ -84,9 +84,9 @@ def _preflight_lines(data) -> list[str]:
 def _verdict(data) -> str:
     failed = [item.name for item in data.preflight if not item.ok]
     if failed:
-        return (f"pre-flight: NO-GO: `uv sync --extra mcore` would fail here; fix {', '.join(failed)} (each FAIL "
-                "above has its fix)")
-    return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
+        return (f"pre-flight: NO-GO: the mcore build would fail here; fix {', '.join(failed)} (each FAIL above "
+                "has its fix), then run the pre-flight again")
+    return f"pre-flight: go: the mcore build can run here ({len(data.preflight)} checks passed)"
 
 
 def run(project: Project | None, args: argparse.Namespace) -> int:

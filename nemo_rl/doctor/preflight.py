@@ -1,4 +1,4 @@
-"""Can `uv sync --extra mcore` build here? In seconds, what would stop transformer-engine's build minutes in."""
+"""Can the mcore build run here? In seconds, what would stop transformer-engine's build minutes in."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def check_python(python) -> Item:
     if python.satisfied:
         return Item("python", True, f"{python.version} satisfies {python.requires_python or 'any'}", None)
     return Item("python", False, f"{python.version} does not satisfy {python.requires_python}",
-                "run `uv sync --python 3.12 --extra mcore`")
+                "run `uv sync --python 3.12`, then this pre-flight again")
 
 
 def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:

@@ -44,12 +44,12 @@ def test_doctor_text_and_requested_extra(capsys):
     out = capsys.readouterr().out
     assert "result: healthy (the default environment)" in out
     if "megatron-core        not installed" in out:
-        assert "fix: run `uv sync --extra mcore`" in out
+        assert "fix: run `uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra mcore`" in out
         assert main(["doctor", "--extra", "mcore"]) == 1
         out = capsys.readouterr().out
         assert "result: NOT healthy (the mcore environment)" in out
         # the pre-flight answers before the long build, each item with pass/FAIL and a fix on failure
-        assert "pre-flight for `uv sync --extra mcore`" in out
+        assert "pre-flight for the mcore build" in out
         assert "nvcc" in out and "cudnn headers" in out and "python" in out
 
 
@@ -253,7 +253,7 @@ def test_a_preflight_that_passes_exits_0_though_the_extra_is_not_installed(tmp_p
     project = build_world(tmp_path, monkeypatch)
     assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 0
     out = capsys.readouterr().out
-    assert "FAIL" not in out and "pre-flight: go: `uv sync --extra mcore` can build here" in out
+    assert "FAIL" not in out and "pre-flight: go: the mcore build can run here" in out
     assert main(["doctor", "--extra", "mcore", "--preflight", "--json", "--project", str(project)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["preflight_ok"] is True and [item["name"] for item in data["preflight"] if not item["ok"]] == []
