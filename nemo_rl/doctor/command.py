@@ -105,19 +105,27 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
     return 0 if data.healthy else 1
 
 
+ENV_FIX = "pass a directory that `uv run nemo-rl envs list` names (its last column), or .venv"
+
+
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
-    """This doctor run by the python of `args.env`."""
-    from nemo_rl.errors import NemoRLError
+    """This doctor run by the python of `args.env`; exit 2 when that environment cannot run it."""
+    from nemo_rl import values
+    from nemo_rl.errors import UsageError
     from nemo_rl.process import run as run_process
 
-    python = args.env / "bin" / "python"
+    python = args.env.absolute() / "bin" / "python"
     if not python.is_file():  # guard: doctor-env-needs-a-python
-        raise NemoRLError(f"{args.env} is not an environment: it has no bin/python",
-                          "pass a directory that `uv run nemo-rl envs list` names (its last column), or .venv")
+        raise UsageError(f"{args.env} is not an environment: it has no bin/python", ENV_FIX)
+    # -P and cwd /: the current directory (a checkout) must not lend its nemo_rl to an environment without one
+    probe = run_process([python, "-P", "-c", "import nemo_rl.doctor.report"], cwd="/", check=False)
+    if probe.returncode != 0:  # guard: doctor-env-needs-nemo-rl-there
+        said = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
+        raise UsageError(f"{args.env} cannot run nemo-rl's doctor: {values.printable(said)}", ENV_FIX)
     argv = ["doctor", *(["--extra", args.extra] if args.extra else []),
             *(["--project", str(project)] if project else []),
             *[f"--{flag}" for flag in ("preflight", "json", "smoke", "verbose") if getattr(args, flag, False)]]
-    result = run_process([python, "-m", "nemo_rl", *argv], check=False)
+    result = run_process([python, "-P", "-m", "nemo_rl", *argv], cwd="/", check=False)
     print(result.stdout, end="")
     print(result.stderr, end="", file=sys.stderr)
     return result.returncode

@@ -307,14 +307,26 @@ def test_doctor_names_the_process_holding_the_environments_uv_lock(tmp_path, mon
 def test_doctor_env_runs_doctor_with_that_environment_s_python(tmp_path, capsys):
     env = tmp_path / "worker-env"
     (env / "bin").mkdir(parents=True)
-    (env / "bin" / "python").write_text('#!/bin/sh\necho "$@"\nexit 3\n')
+    (env / "bin" / "python").write_text('#!/bin/sh\n[ "$1 $2" = "-P -c" ] && exit 0\necho "$@"\nexit 3\n')
     (env / "bin" / "python").chmod(0o755)
     assert main(["doctor", "--env", str(env), "--extra", "mcore", "--json", "--project", str(ROOT)]) == 3
-    assert capsys.readouterr().out == f"-m nemo_rl doctor --extra mcore --project {ROOT} --json\n"
+    assert capsys.readouterr().out == f"-P -m nemo_rl doctor --extra mcore --project {ROOT} --json\n"
+
+
+def test_doctor_env_without_nemo_rl_is_refused_though_run_from_the_checkout(tmp_path, capsys, monkeypatch):
+    env = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    monkeypatch.chdir(ROOT)  # where `python -m` would find the checkout's nemo_rl
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert main(["doctor", "--env", str(env), "--extra", "mcore", "--preflight", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"error: {env} cannot run nemo-rl's doctor: ModuleNotFoundError: No module named " \
+        "'nemo_rl'" in err
+    assert "`uv run nemo-rl envs list`" in err
 
 
 def test_doctor_env_without_a_python_is_refused_and_the_fix_works(tmp_path, capsys):
-    assert main(["doctor", "--env", str(tmp_path)]) == 1
+    assert main(["doctor", "--env", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"error: {tmp_path} is not an environment: it has no bin/python" in err
     assert "or .venv" in err
