@@ -55,14 +55,14 @@ def cache_dir(honour_config: bool = False) -> Path | None:
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
 
-# settings that tell uv to leave uv.lock as it is; _FALSE: uv's words for false
+# settings that tell uv to leave uv.lock as it is; FALSE: uv's words for false
 RELOCK_STOPPERS = ("UV_FROZEN", "UV_LOCKED")
-_FALSE = ("", "0", "false", "no", "off", "f", "n")
+FALSE = ("", "0", "false", "no", "off", "f", "n")
 
 
 def require_relock(again: str) -> None:
     """Refuse a command that must relock uv.lock while the environment tells uv not to; `again` is its command."""
-    stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in _FALSE]
+    stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in FALSE]
     if stoppers:  # guard: uv-frozen-or-locked-is-named-before-a
         raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment stops "
                           "the relock this command needs; nothing was changed",

@@ -208,10 +208,10 @@ def test_doctor_renders_planted_broken_extra_without_traceback(tmp_path):
     assert "Traceback (most recent call last)" in out and "CalledProcessError" in out
 
 
-def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, served: bool = True) -> Path:
+def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, served: bool | str = "locked") -> Path:
     """A copy of this project whose pre-flight items can all pass: an nvcc of torch's CUDA release (or
     `nvcc_release`), cuDNN headers at CUDNN_PATH, and each fork URL rewritten by insteadOf to a local repository
-    (one that does not exist unless `served`)."""
+    (one that does not exist unless `served`; that serves the locked commit when `served` is "locked")."""
     from gitfixtures import git
 
     from nemo_rl import toolchain
@@ -227,7 +227,10 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     nvcc.write_text("#!/bin/sh\n"
                     f'[ "$1" = --version ] && {{ echo "Cuda compilation tools, release {nvcc_release or torch_cuda}"; '
                     "exit 0; }\n"
-                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+                    # as nvcc 12.4: sm_100 is unknown, and -ccbin's compiler must run
+                    'case "$*" in *sm_100*) echo "nvcc fatal   : Value \'sm_100\' is not defined" >&2; exit 1;; esac\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -ccbin ] && { "$2" --version >/dev/null 2>&1 || exit 1; }\n'
+                    '[ "$1" = -o ] && : > "$2"; shift; done\n')
     nvcc.chmod(0o755)
     cudnn = tmp_path / "cudnn"
     (cudnn / "include").mkdir(parents=True)
@@ -235,9 +238,18 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     forks = Project.read(project).forks
     for i, fork in enumerate(forks):
         mirror = tmp_path / "mirrors" / f"{fork.distribution}.git"
-        if served:
+        if served:  # a mirror holding one commit, which the copy's pin and lock then name
+            work = tmp_path / "work" / fork.distribution
+            work.mkdir(parents=True)
+            git(work, "init", "-q")
+            git(work, "commit", "-q", "--allow-empty", "-m", "pin")
             mirror.mkdir(parents=True)
             git(mirror, "init", "-q", "--bare")
+            git(work, "push", "-q", str(mirror), "HEAD:refs/heads/main")
+            if served == "locked":
+                for name in ("pyproject.toml", "uv.lock"):
+                    text = (project / name).read_text()
+                    (project / name).write_text(text.replace(fork.rev, git(work, "rev-parse", "HEAD")))
         monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", f"url.{mirror}.insteadOf")
         monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", fork.url)
     monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(forks)))
@@ -246,6 +258,9 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     monkeypatch.setenv("CUDA_HOME", str(cuda))
     monkeypatch.setenv("CUDNN_PATH", str(cudnn))
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")
+    monkeypatch.setenv("UV_NO_GITHUB_FAST_PATH", "1")
+    for name in ("CC", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
     return project
 
 
@@ -332,3 +347,40 @@ def test_doctor_env_without_a_python_is_refused_and_the_fix_works(tmp_path, caps
     assert "or .venv" in err
     assert main(["doctor", "--env", sys.prefix]) == 0  # the fix: the checkout's environment, which runs the tests
     assert f"env      {sys.prefix}\n" in capsys.readouterr().out
+
+
+# (what differs from a world that says go, the FAIL it gives, the text naming why, how the fix is followed)
+NO_GO = {
+    # the mirrors answer, but hold another commit than the lock's
+    "mirror-without-the-locked-commit": (lambda t, m: None, "reach megatron-core", "does not serve the locked commit",
+                                         None),
+    "cuda-home-without-nvcc": (lambda t, m: (m.setenv("CUDA_HOME", str(t / "nonexistent")),
+                                             m.setenv("PATH", f"{t / 'cuda' / 'bin'}:{os.environ['PATH']}")), "nvcc",
+                               "has no bin/nvcc, and torch's build uses it as set",
+                               lambda t, m: m.setenv("CUDA_HOME", str(t / "cuda"))),
+    "cc-that-cannot-compile": (lambda t, m: m.setenv("CC", "/bin/false"), "host compiler",
+                               "with CC=/bin/false", lambda t, m: m.setenv("CC", shutil.which("true"))),
+    "relative-cudnn-path": (lambda t, m: m.setenv("CUDNN_PATH", "cudnn"), "absolute paths",
+                            "CUDNN_PATH=cudnn: relative", lambda t, m: m.setenv("CUDNN_PATH", str(t / "cudnn"))),
+    "mirror-without-no-github-fast-path": (lambda t, m: m.delenv("UV_NO_GITHUB_FAST_PATH"), "github fast path",
+                                           "uv asks GitHub's API",
+                                           lambda t, m: m.setenv("UV_NO_GITHUB_FAST_PATH", "1")),
+    "an-arch-nvcc-does-not-know": (lambda t, m: m.setenv("NVTE_CUDA_ARCHS", "90;100"), "gpu architectures",
+                                   "cannot compile for sm_100", lambda t, m: m.setenv("NVTE_CUDA_ARCHS", "90")),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_GO))
+def test_the_preflight_says_no_go_where_the_build_uv_runs_would_fail(case, tmp_path, monkeypatch, capsys):
+    change, item, why, fix = NO_GO[case]
+    unserved = case == "mirror-without-the-locked-commit"
+    project = build_world(tmp_path, monkeypatch, served=True if unserved else "locked")
+    change(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)  # a relative path is read from here, the build reads it elsewhere
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    failed = [line for line in out.splitlines() if line.strip().startswith(f"FAIL  {item}")]
+    assert len(failed) == 1 and why in failed[0], out
+    if fix is not None:
+        fix(tmp_path, monkeypatch)
+        assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 0

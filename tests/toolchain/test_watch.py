@@ -181,6 +181,9 @@ def test_the_build_is_found_in_the_cache_the_users_uv_config_names(tmp_path, cap
 def test_a_signal_ends_the_watch_without_pointing_at_a_repair(tmp_path, capsys, monkeypatch):
     build_tree(tmp_path, compiled=1, started=60)
     monkeypatch.setattr(watch.time, "sleep", lambda seconds: interrupt.record(signal.SIGTERM))
-    assert main(["toolchain", "watch", "--dir", str(tmp_path)]) == 128 + signal.SIGTERM
+    try:
+        assert main(["toolchain", "watch", "--dir", str(tmp_path)]) == 128 + signal.SIGTERM
+    finally:
+        interrupt.reset()
     err = capsys.readouterr().err
     assert "interrupted" in err and "deps status" not in err
