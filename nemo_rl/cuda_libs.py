@@ -96,6 +96,8 @@ def for_transformer_engine() -> Iterator[None]:
 
 def missing_library(reason: str | None) -> tuple[str, str] | None:
     """(library, fix) when an import failed because the loader could not find a CUDA library."""
+    from nemo_rl import uv
+
     match = re.search(r"(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file", reason or "")
     if match:
         library = match.group(1)
@@ -108,4 +110,4 @@ def missing_library(reason: str | None) -> tuple[str, str] | None:
     wheel = next((w for prefix, w in WHEELS.items() if library.startswith(prefix)), None)
     if wheel is None:
         return library, f"install the package that ships {library} or add its directory to LD_LIBRARY_PATH"
-    return library, f"{library} comes with the {wheel} wheel: run `uv sync --locked --extra mcore`"
+    return library, f"{library} comes with the {wheel} wheel: run `{uv.sync_command()}`"

@@ -9,12 +9,12 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nemo_rl import settings, values
+from nemo_rl import settings, uv, values
 from nemo_rl.errors import MissingExtraError, NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
 
-SYNC_REMEDY = "run `uv sync --extra mcore`, or prefix your command with `uv run --extra mcore`"
+SYNC_REMEDY = f"run `{uv.sync_command()}` (the build starts only once the pre-flight says go)"
 TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
 
 
@@ -30,8 +30,7 @@ class Component:
 # transformer_engine alone imports without its torch extension
 NOT_FORKS = (
     Component("transformer_engine", "transformer-engine", "transformer_engine.pytorch",
-              SYNC_REMEDY + "; its build needs a CUDA 12 nvcc and cuDNN headers (`uv run nemo-rl doctor --extra "
-              "mcore --preflight`)"),
+              SYNC_REMEDY + "; its build needs a CUDA 12 nvcc and cuDNN headers"),
 )
 
 
@@ -165,6 +164,6 @@ def require(*keys: str, purpose: str) -> None:
     raise MissingExtraError(
         f"{purpose} needs the mcore extra, but {', '.join(missing)} "
         f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{'; '.join(remedies)}; `uv run nemo-rl doctor --extra mcore` shows why",
+        f"{'; '.join(remedies)}",
         missing,
     )

@@ -183,14 +183,17 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
     return refused
 
 
-def served(url: str, sha: str) -> bool | None:
+def served(url: str, sha: str, timeout: float | None = None) -> bool | None:
     """Whether the server at `url` serves commit `sha` by SHA, as uv asks: None when unreachable."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
         git(["init", "--quiet", "--bare", probe])  # git never asks a server for an object it has
-        result = git(["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "--end-of-options", url, sha],
-                     repo=Path(probe), check=False)
+        try:
+            result = git(["fetch", "--quiet", "--no-tags", "--depth=1", "--filter=tree:0", "--end-of-options", url,
+                          sha], repo=Path(probe), check=False, timeout=timeout)
+        except NemoRLError:  # past the timeout
+            return None
     if result.returncode == 0:
         return True
     said = result.stderr.lower()

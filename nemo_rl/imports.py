@@ -12,9 +12,14 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
 SCRIPT = """
-import importlib, json, sys
+import importlib, importlib.util, json, sys, types
+modules = sys.argv[2:]
+if sys.argv[1] and importlib.util.find_spec("nemo_rl") is None:  # the hook of the nemo_rl package at argv[1]
+    sys.modules["nemo_rl"] = types.ModuleType("nemo_rl")
+    sys.modules["nemo_rl"].__path__ = [sys.argv[1]]
+    importlib.import_module("nemo_rl._compat.nemo_rl_transformer_engine").install()
 failed = {}
-for module in sys.argv[1:]:
+for module in modules:
     try:  # plainly: the environment's nemo-rl brings the hook that loads the CUDA libraries (docs/mcore.md)
         importlib.import_module(module)
     except BaseException as exc:
@@ -47,10 +52,15 @@ class Result:
     files: tuple[str, ...] = ()  # the modules and shared libraries the imports loaded
 
 
-def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120) -> Result:
-    """Import each of `modules` with `python` in a fresh process."""
+def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120,
+          hook: bool = False) -> Result:
+    """Import each of `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine
+    import hook when the environment has no nemo_rl of its own (as one nemo-rl installs into gets it)."""
+    import nemo_rl
+
     timeout = values.timeout_seconds(timeout, "imports.check")
-    out = run([python, "-c", SCRIPT, *modules], cwd=cwd, timeout=timeout).stdout
+    package = nemo_rl.__path__[0] if hook else ""
+    out = run([python, "-c", SCRIPT, package, *modules], cwd=cwd, timeout=timeout).stdout
     try:
         data = json.loads(out.strip().splitlines()[-1])
         return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()},

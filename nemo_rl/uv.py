@@ -46,21 +46,23 @@ def version() -> str:
     return uv(["--version"]).stdout.strip()
 
 
-def cache_dir() -> Path | None:
-    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose."""
-    result = run([find_uv_bin(), "--no-config", "cache", "dir"], cwd="/", check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
+def cache_dir(honour_config: bool = False) -> Path | None:
+    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose, unless
+    `honour_config`: then the one `uv sync` here uses (the user's and this directory's uv configuration)."""
+    flags, cwd = ([], None) if honour_config else (["--no-config"], "/")
+    result = run([find_uv_bin(), *flags, "cache", "dir"], cwd=cwd, check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
     return Path(text) if result.returncode == 0 and text and "\n" not in text else None
 
 
-# settings that tell uv to leave uv.lock as it is; _FALSE: uv's words for false
+# settings that tell uv to leave uv.lock as it is; FALSE: uv's words for false
 RELOCK_STOPPERS = ("UV_FROZEN", "UV_LOCKED")
-_FALSE = ("", "0", "false", "no", "off", "f", "n")
+FALSE = ("", "0", "false", "no", "off", "f", "n")
 
 
 def require_relock(again: str) -> None:
     """Refuse a command that must relock uv.lock while the environment tells uv not to; `again` is its command."""
-    stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in _FALSE]
+    stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in FALSE]
     if stoppers:  # guard: uv-frozen-or-locked-is-named-before-a
         raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment stops "
                           "the relock this command needs; nothing was changed",
@@ -96,6 +98,9 @@ def require_same_options(before: Mapping, after: Mapping, what: str) -> None:
                           "does not have: a uv setting outside the project reached it; nothing was changed",
                           f"remove {keys} from the uv configuration this shell reads (uv.toml, $UV_CONFIG_FILE), "
                           f"then run {what} again")
+def sync_command(extra: str = "mcore") -> str:
+    """The command that installs `extra`: the mcore build runs only once the pre-flight says go (exit 0)."""
+    return f"uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra {extra}"
 
 
 LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "

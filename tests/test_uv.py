@@ -3,14 +3,19 @@ checkout names, and uv's words read with its colours off."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fakes import deps
 
+import nemo_rl
+from nemo_rl import uv
 from nemo_rl.cli import main
 
 
@@ -160,3 +165,23 @@ def test_a_sync_follows_the_lock_whatever_resolution_setting_this_shell_has(tmp_
     uv.sync(tmp_path, flags=["--locked"], environment=tmp_path / "env", extra_env={"UV_RESOLUTION": "lowest"})
     assert seen["UV_PROJECT_ENVIRONMENT"] == str(tmp_path / "env")
     assert "UV_EXCLUDE_NEWER" not in seen and "UV_RESOLUTION" not in seen
+_SYNC_EXTRA = re.compile(r"`([^`]*\buv sync\b[^`]*--extra[^`]*)`")
+
+
+def test_every_printed_sync_of_an_extra_runs_the_preflight_first():
+    commands = {text for path in sorted((Path(nemo_rl.__file__).parent).rglob("*.py"))
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                for text in _SYNC_EXTRA.findall(node.value)}
+    commands.add(uv.sync_command())
+    assert [c for c in commands if not c.startswith("uv run nemo-rl doctor --extra mcore --preflight && ")] == []
+
+
+def test_the_printed_sync_never_starts_the_build_on_a_no_go(tmp_path):
+    stub = tmp_path / "uv"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\ncase "$*" in *--preflight*) exit 1;; esac\n')
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-c", uv.sync_command()], env=env, check=False)
+    assert done.returncode == 1
+    assert (tmp_path / "calls").read_text() == "run nemo-rl doctor --extra mcore --preflight\n"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nemo_rl import deps, values
+from nemo_rl import deps, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
@@ -47,7 +47,7 @@ REMEDIES = {
     "checkout unreadable": "{imported} {checkout}, but {problem}, so nobody can tell which commit it holds: "
                            + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
-    "not installed": "run `uv sync --locked --extra mcore` if you need it",
+    "not installed": f"run `{uv.sync_command()}` if you need it",
     "ok": None,
 }
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "

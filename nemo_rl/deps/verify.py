@@ -125,7 +125,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                 failed = True
                 print(f"{fork.distribution}: installed {problem.kind}: {problem.what}\n  fix: {problem.fix}")
             modules = modules_for(fork)
-            result = imports.check(env / "bin" / "python", modules, cwd=Path(tmp))
+            result = imports.check(env / "bin" / "python", modules, cwd=Path(tmp), hook=True)
             for module in modules:
                 error = result.failed.get(module)
                 if error is None:

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extra", choices=["mcore"],
                         help="require this extra (exit 1 unless all of it works); not installed, its pre-flight runs")
     parser.add_argument("--preflight", action="store_true",
-                        help="with --extra mcore: only whether `uv sync --extra mcore` can build here (exit 0 go)")
+                        help="with --extra mcore: only whether the mcore build can run here (exit 0 go)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (its schema: docs/mcore.md)")
     parser.add_argument("--smoke", action="store_true", help="also run small forward/backward checks")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
@@ -73,7 +73,7 @@ def render(data, preflight_only: bool = False) -> str:
 def _preflight_lines(data) -> list[str]:
     if not data.preflight:
         return []
-    lines = ["", "pre-flight for `uv sync --extra mcore` (transformer-engine compiles against torch)"]
+    lines = ["", "pre-flight for the mcore build (transformer-engine compiles against torch)"]
     for item in data.preflight:
         lines.append(f"  {'pass' if item.ok else 'FAIL':<5} {item.name:<20} {item.detail}")
         if item.fix:
@@ -84,9 +84,9 @@ def _preflight_lines(data) -> list[str]:
 def _verdict(data) -> str:
     failed = [item.name for item in data.preflight if not item.ok]
     if failed:
-        return (f"pre-flight: NO-GO: `uv sync --extra mcore` would fail here; fix {', '.join(failed)} (each FAIL "
-                "above has its fix)")
-    return f"pre-flight: go: `uv sync --extra mcore` can build here ({len(data.preflight)} checks passed)"
+        return (f"pre-flight: NO-GO: the mcore build would fail here; fix {', '.join(failed)} (each FAIL above "
+                "has its fix), then run the pre-flight again")
+    return f"pre-flight: go: the mcore build can run here ({len(data.preflight)} checks passed)"
 
 
 def run(project: Project | None, args: argparse.Namespace) -> int:
@@ -105,19 +105,27 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
     return 0 if data.healthy else 1
 
 
+ENV_FIX = "pass a directory that `uv run nemo-rl envs list` names (its last column), or .venv"
+
+
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
-    """This doctor run by the python of `args.env`."""
-    from nemo_rl.errors import NemoRLError
+    """This doctor run by the python of `args.env`; exit 2 when that environment cannot run it."""
+    from nemo_rl import values
+    from nemo_rl.errors import UsageError
     from nemo_rl.process import run as run_process
 
-    python = args.env / "bin" / "python"
+    python = args.env.absolute() / "bin" / "python"
     if not python.is_file():  # guard: doctor-env-needs-a-python
-        raise NemoRLError(f"{args.env} is not an environment: it has no bin/python",
-                          "pass a directory that `uv run nemo-rl envs list` names (its last column), or .venv")
+        raise UsageError(f"{args.env} is not an environment: it has no bin/python", ENV_FIX)
+    # -P and cwd /: the current directory (a checkout) must not lend its nemo_rl to an environment without one
+    probe = run_process([python, "-P", "-c", "import nemo_rl.doctor.report"], cwd="/", check=False)
+    if probe.returncode != 0:  # guard: doctor-env-needs-nemo-rl-there
+        said = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
+        raise UsageError(f"{args.env} cannot run nemo-rl's doctor: {values.printable(said)}", ENV_FIX)
     argv = ["doctor", *(["--extra", args.extra] if args.extra else []),
             *(["--project", str(project)] if project else []),
             *[f"--{flag}" for flag in ("preflight", "json", "smoke", "verbose") if getattr(args, flag, False)]]
-    result = run_process([python, "-m", "nemo_rl", *argv], check=False)
+    result = run_process([python, "-P", "-m", "nemo_rl", *argv], cwd="/", check=False)
     print(result.stdout, end="")
     print(result.stderr, end="", file=sys.stderr)
     return result.returncode

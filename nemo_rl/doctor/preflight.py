@@ -1,14 +1,16 @@
-"""Can `uv sync --extra mcore` build here? In seconds, what would stop transformer-engine's build minutes in."""
+"""Can the mcore build run here? In seconds, what would stop transformer-engine's build minutes in."""
 
 from __future__ import annotations
 
 import os
 import platform
+import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from nemo_rl import git, toolchain
+from nemo_rl import git, toolchain, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project.model import Project
@@ -27,7 +29,20 @@ def check_python(python) -> Item:
     if python.satisfied:
         return Item("python", True, f"{python.version} satisfies {python.requires_python or 'any'}", None)
     return Item("python", False, f"{python.version} does not satisfy {python.requires_python}",
-                "run `uv sync --python 3.12 --extra mcore`")
+                "run `uv sync --python 3.12`, then this pre-flight again")
+
+
+PATH_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDNN_PATH", "CUDNN_HOME")
+
+
+def check_paths() -> Item | None:
+    """The build runs in uv's copy of the sdist: a relative path there names another directory."""
+    relative = [n for n in PATH_VARIABLES if os.environ.get(n) and not os.path.isabs(os.environ[n])]
+    if relative:  # guard: pre-flight-relative-toolkit-paths-fail
+        return Item("absolute paths", False, f"{', '.join(f'{n}={os.environ[n]}' for n in relative)}: relative, "
+                    "and the build runs in another directory",
+                    "`export " + " ".join(f'{n}="$(realpath {shlex.quote(os.environ[n])})"' for n in relative) + "`")
+    return None
 
 
 def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
@@ -37,18 +52,30 @@ def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
     return Item("nvcc", toolkit.ok, toolkit.detail, fix), toolkit.nvcc
 
 
-def check_host_compiler(nvcc: Path | None) -> Item:
-    if nvcc is None:
-        return Item("host compiler", False, "not checked: no nvcc", "fix nvcc first")
+def _compile(nvcc: Path, flags: list[str]) -> str | None:
+    """None when `nvcc` compiles a kernel with `flags` as torch's build calls it (`-ccbin $CC`), else its first line."""
+    ccbin = []
+    if os.environ.get("CC"):  # guard: pre-flight-probes-with-the-cc-torch-passes
+        ccbin = ["-ccbin", os.environ["CC"]]
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "probe.cu"
         source.write_text("__global__ void probe() {}\n")
-        result = run([nvcc, "-c", source, "-o", Path(tmp) / "probe.o"], check=False, timeout=120)
+        result = run([nvcc, *ccbin, *flags, "-c", source, "-o", Path(tmp) / "probe.o"], check=False, timeout=120)
     if result.returncode == 0:
-        return Item("host compiler", True, f"{nvcc} compiled a kernel with the host compiler", None)
+        return None
     first = (result.stderr.strip() or result.stdout.strip()).splitlines()[:1]
-    return Item("host compiler", False, f"nvcc could not compile a kernel: {first[0] if first else 'no output'}",
-                "install a host compiler this nvcc supports and set NVCC_CCBIN to it")
+    return values.printable(first[0]) if first else f"exit {result.returncode}, no output"
+
+
+def check_host_compiler(nvcc: Path | None) -> Item:
+    if nvcc is None:
+        return Item("host compiler", False, "not checked: no nvcc", "fix nvcc first")
+    compiler = f"CC={os.environ['CC']}" if os.environ.get("CC") else "the default host compiler"
+    said = _compile(nvcc, [])
+    if said is None:
+        return Item("host compiler", True, f"{nvcc} compiled a kernel with {compiler}", None)
+    return Item("host compiler", False, f"nvcc could not compile a kernel with {compiler}: {said}",
+                "install a host compiler this nvcc supports and `export CC=<it> CXX=<its C++ compiler>`")
 
 
 def cudnn_header_dirs() -> list[Path]:
@@ -75,32 +102,63 @@ def check_cudnn() -> Item:
                 "run `uv sync` (torch brings nvidia-cudnn-cu12), then `export CUDNN_PATH=` its nvidia/cudnn directory")
 
 
-def check_archs(nvcc: Path | None) -> Item:
-    """Never a failure: which GPUs the build compiles for decides its length."""
+def check_archs(nvcc: Path | None, compiles: bool) -> Item:
+    """Which GPUs the build compiles for decides its length; one nvcc cannot compile for is a failure."""
     from nemo_rl.toolchain.archs import declared_archs
 
     version = toolchain.nvcc_version(nvcc) if nvcc else None
-    archs = ";".join(map(str, declared_archs(nvcc_version=version)))
+    declared = list(declared_archs(nvcc_version=version))
+    archs = ";".join(map(str, declared))
+    if nvcc is not None and compiles:
+        failed = [(arch, said) for arch in declared
+                  if (said := _compile(nvcc, [f"-gencode=arch=compute_{arch},code=sm_{arch}"])) is not None]
+        if failed:  # guard: pre-flight-each-declared-arch-compiles
+            return Item("gpu architectures", False, f"{nvcc} cannot compile for sm_{failed[0][0]}: {failed[0][1]}",
+                        f"`export NVTE_CUDA_ARCHS=` the architectures this nvcc knows (`{nvcc} --list-gpu-arch`), "
+                        "or use a newer CUDA 12 toolkit")
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
     return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: builds for {archs} "
                 "(`export NVTE_CUDA_ARCHS=90` for H100/H200 only)", None)
 
 
+FETCH_TIMEOUT_S = 60
+
+
 def check_hosts(project: Project | None) -> list[Item]:
     items = []
+    mirrored = []
     for fork in project.forks_as_pinned if project else []:
+        name = f"reach {fork.distribution}"
+        locked = project.packages.get(fork.distribution) if project else None
+        sha = (locked.commit if locked else None) or fork.rev
+        tried = git.tried_url(fork.url)
+        if urlsplit(fork.url).hostname == "github.com" and tried and tried != fork.url:
+            mirrored.append(fork.url)
         try:
             git.ls_remote(fork.url, "HEAD", timeout=20)
-            items.append(Item(f"reach {fork.distribution}", True, f"{fork.url} answers", None))
         except NemoRLError as exc:
-            items.append(Item(f"reach {fork.distribution}", False, exc.what.splitlines()[0],
+            items.append(Item(name, False, exc.what.splitlines()[0],
                               f"check the network, or `git config --global url.<mirror>.insteadOf {fork.url}` "
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
+            continue
+        served = git.served(fork.url, sha, timeout=FETCH_TIMEOUT_S)
+        where = f"{fork.url}" + (f" (git tried {tried})" if tried and tried != fork.url else "")
+        if served is not True:  # guard: pre-flight-reach-fetches-the-locked-commit
+            said = "does not serve" if served is False else f"did not give within {FETCH_TIMEOUT_S} s"
+            items.append(Item(name, False, f"{where} {said} the locked commit {sha[:12]}",
+                              f"update the mirror so it holds {sha}, or point insteadOf at one that does"))
+            continue
+        items.append(Item(name, True, f"{where} serves the locked commit {sha[:12]}", None))
+    if mirrored and os.environ.get("UV_NO_GITHUB_FAST_PATH", "").strip().lower() in uv.FALSE:  # guard: pre-flight-a-github-mirror-needs-no-fast-path
+        items.append(Item("github fast path", False, f"uv asks GitHub's API about {', '.join(mirrored)} before git, "
+                          "so the insteadOf mirror is not used for it", "`export UV_NO_GITHUB_FAST_PATH=1`"))
     return items
 
 
 def run_all(project: Project | None, python, torch) -> list[Item]:
     nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
-    return [check_python(python), nvcc_item, check_host_compiler(nvcc), check_cudnn(), check_archs(nvcc),
-            *check_hosts(project)]
+    host = check_host_compiler(nvcc)
+    paths = check_paths()
+    return [check_python(python), *([paths] if paths else []), nvcc_item, host, check_cudnn(),
+            check_archs(nvcc, host.ok), *check_hosts(project)]

@@ -11,7 +11,7 @@ from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl import values
+from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import find_installed
 from nemo_rl.forks import declared, lock_markers, locked_fork, metadata_check
@@ -46,13 +46,13 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
-    sync = f"run `uv sync --locked --extra {extra}`"
-    relock = f"run `nemo-rl deps patches {distribution}`, then `uv sync --locked --extra {extra}`"
+    sync = f"run `{uv.sync_command(extra)}`"
+    relock = f"run `nemo-rl deps patches {distribution}`, then `{uv.sync_command(extra)}`"
     name = canonicalize_name(distribution)
     package = _one(lock.get("package"), name)
     if package is None:
         return [Problem("not locked", f"{distribution} is installed but uv.lock locks no {distribution}",
-                        f"run `uv lock`, then `uv sync --locked --extra {extra}`")]
+                        f"run `uv lock`, then `{uv.sync_command(extra)}`")]
     source = package.get("source")
     locked_commit = lockfile.LockedPackage.of(name, None, source if isinstance(source, dict) else {}).commit
     if dist.commit != locked_commit:  # guard: installed-the-locked-commit
@@ -89,7 +89,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     if unlocked and entry is None:  # guard: installed-the-fork-s-own-requirements
         result.append(Problem("not locked", f"the installed {distribution} requires {shown}, which uv.lock does "
                               f"not lock for it", f"run `uv lock --upgrade-package {distribution}`, then "
-                              f"`uv sync --locked --extra {extra}`"))
+                              f"`{uv.sync_command(extra)}`"))
     elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry
         # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))

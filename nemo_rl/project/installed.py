@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from nemo_rl import uv
 from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed  # noqa: F401 (bundles lists every one)
 
-ENV_STALE = "run `uv sync --locked --extra mcore` (the environment has another commit than uv.lock)"
+ENV_STALE = f"run `{uv.sync_command()}` (the environment has another commit than uv.lock)"
 
 
 def site_packages_dirs(env: Path) -> list[Path]:

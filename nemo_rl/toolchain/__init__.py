@@ -33,11 +33,20 @@ def torch_info() -> TorchInfo:
     return TorchInfo(True, torch.__version__, cuda, torch.version.cuda, None)
 
 
+def cuda_home_setting() -> tuple[str, str] | None:
+    """(name, value) of the variable torch's extension build takes the toolkit from, when one is set."""
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(name):
+            return name, os.environ[name]
+    return None
+
+
 def find_nvcc() -> Path | None:
-    """nvcc as transformer-engine's build finds it."""
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if home and (Path(home) / "bin" / "nvcc").is_file():
-            return Path(home) / "bin" / "nvcc"
+    """nvcc as torch's extension build (transformer-engine's) finds it: a set CUDA_HOME (or CUDA_PATH) alone."""
+    setting = cuda_home_setting()
+    if setting:  # guard: toolchain-a-set-cuda-home-is-the-only-toolkit
+        nvcc = Path(setting[1]) / "bin" / "nvcc"
+        return nvcc if nvcc.is_file() else None
     on_path = shutil.which("nvcc")
     if on_path:
         return Path(on_path)
@@ -65,6 +74,10 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
     major = torch_cuda.split(".")[0]
     nvcc = find_nvcc()
     if nvcc is None:
+        setting = cuda_home_setting()
+        if setting:
+            return CudaToolkit(False, f"{setting[0]}={setting[1]} has no bin/nvcc, and torch's build uses it as set; "
+                               f"torch needs CUDA {major}", None)
         return CudaToolkit(False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}", None)
     version = nvcc_version(nvcc)
     if version is None or version.split(".")[0] != major:

@@ -6,7 +6,7 @@ import argparse
 import os
 import re
 
-from nemo_rl import values, verbose
+from nemo_rl import uv, values, verbose
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
@@ -69,8 +69,7 @@ def run(project: Project | None, args: argparse.Namespace) -> int:
           f"MAX_JOBS={len(os.sched_getaffinity(0)) or 1}")  # unset, ninja runs more jobs than cores
     if cudnn:
         print(f"    export CUDNN_PATH={cudnn}")
-    print("    uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
-    print("    uv sync --locked --extra mcore")
+    print(f"    {uv.sync_command()}   # the build starts only on go")
     print("  and, in a second terminal while it compiles:")
     print("    uv run --no-sync nemo-rl toolchain watch   # objects compiled, time elapsed and left")
     return 0

@@ -8,13 +8,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import values, verbose
+from nemo_rl import interrupt, values, verbose
 
-HELP = "show the progress of the transformer-engine build `uv sync --extra mcore` runs: objects compiled, time"
+HELP = "show the progress of the mcore extra's transformer-engine build: objects compiled, time"
 DESCRIPTION = (HELP + ". Run `uv run --no-sync nemo-rl toolchain watch` beside the build (a plain `uv run` waits "
-               "for it). Exit 0 when every object is compiled.")
+               "for it). Exit 0 when every object is compiled, 1 when the build stopped before.")
 PACKAGE = "transformer-engine-torch"
-_OBJECT = re.compile(r"^build ([^:$|]+\.o):", re.MULTILINE)
+STALL_S = 30 * 60  # the longest single compile seen (all archs of one .cu on 2 cores) is well under this
+_BUILD = re.compile(r"^build ((?:[^\n:$]|\$.)+):", re.MULTILINE)  # outputs up to the first unescaped ':'
+_PATH = re.compile(r"(?:[^ $]|\$.)+")  # one output: unescaped spaces separate them
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\$(.)", r"\1", path)  # ninja's `$ `, `$:` and `$$`
 
 
 @dataclass(frozen=True)
@@ -23,12 +29,17 @@ class Progress:
     done: int
     total: int
     elapsed: float  # seconds since build.ninja was written
+    idle: float  # seconds since build.ninja or an object was last written
 
     @property
     def remaining(self) -> float | None:
         if self.done == 0:  # guard: watch-no-estimate-before-the-first-object
             return None
         return self.elapsed / self.done * (self.total - self.done)
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
 
     def line(self) -> str:
         left = self.remaining
@@ -42,11 +53,30 @@ def _minutes(seconds: float) -> str:
     return f"{whole // 60} min {whole % 60:02d} s"
 
 
+def objects(text: str) -> set[str]:
+    """The object files a build.ninja's `build` lines write, ninja's escapes undone."""
+    return {_unescape(out) for outputs in _BUILD.findall(text) for out in _PATH.findall(outputs)
+            if out.endswith(".o")}
+
+
 def progress(ninja: Path, now: float | None = None) -> Progress:
     """The progress of the build `ninja` describes."""
-    objects = set(_OBJECT.findall(ninja.read_text(errors="replace")))
-    done = sum(1 for name in objects if (ninja.parent / name.replace("$ ", " ")).is_file())
-    return Progress(ninja, done, len(objects), max(0.0, (now or time.time()) - ninja.stat().st_mtime))
+    from nemo_rl.errors import NemoRLError
+
+    listed = objects(ninja.read_text(errors="replace"))
+    if not listed:  # guard: watch-a-build-ninja-without-objects-is-an-error
+        raise NemoRLError(f"{ninja} lists no object to compile, so its progress cannot be counted",
+                          "pass the build tree of the running build with --dir")
+    now = now or time.time()
+    started = ninja.stat().st_mtime
+    written = [started]
+    for name in listed:
+        path = ninja.parent / name
+        try:
+            written.append(path.stat().st_mtime)
+        except OSError:
+            continue
+    return Progress(ninja, len(written) - 1, len(listed), max(0.0, now - started), max(0.0, now - max(written)))
 
 
 def find_build(root: Path) -> Path | None:
@@ -70,28 +100,48 @@ def _seconds(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=values.path_argument,
                         help="the build tree, or the uv cache holding it (default: uv's cache, `uv cache dir`)")
+    parser.add_argument("--env", type=values.path_argument,
+                        help="the environment the build installs into, whose uv lock says it runs (default: "
+                             "$UV_PROJECT_ENVIRONMENT, else .venv here)")
     parser.add_argument("--once", action="store_true", help="print one line and exit")
     parser.add_argument("--every", type=_seconds, default=30, help="seconds between lines (default 30)")
     verbose.add(parser)
     parser.set_defaults(project_required=False, project=None)
 
 
+def _sleep(seconds: float) -> None:
+    """Sleep, stopping at a signal: this command changes nothing, so it ends at once."""
+    end = time.monotonic() + seconds
+    while True:
+        interrupt.check()
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.5))
+
+
 def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl import uv
     from nemo_rl.errors import NemoRLError
+    from nemo_rl.project.develop_state import project_environment
 
-    root = args.dir or uv.cache_dir()
-    ninja = find_build(root) if root else None
-    while ninja is None:
-        if args.once:  # guard: watch-once-without-a-build-is-an-error
-            raise NemoRLError(f"no {PACKAGE} build in {root or 'uv cache'}",
-                              "start `uv sync --locked --extra mcore` and wait a minute, or pass the build tree with "
-                              "--dir")
-        time.sleep(args.every)
-        ninja = find_build(root) if root else None
+    root = args.dir or uv.cache_dir(honour_config=True)
+    env = args.env or project_environment(Path.cwd())
     while True:
-        state = progress(ninja)
-        print(state.line(), flush=True)
-        if state.done >= state.total or args.once:
-            return 0 if state.done >= state.total else 1
-        time.sleep(args.every)
+        ninja = find_build(root) if root else None  # again each line: a newer build replaces the one seen
+        state = progress(ninja) if ninja else None
+        holder = uv.environment_lock_holder(env)
+        if state and state.finished and holder and state.idle > STALL_S:  # guard: watch-an-old-finished-build-is-not-the-running-one
+            state = None  # the running build has not written its build.ninja yet
+        if state is None and args.once:  # guard: watch-once-without-a-build-is-an-error
+            raise NemoRLError(f"no running {PACKAGE} build in {root or 'uv cache'}",
+                              f"start `{uv.sync_command()}` and wait a minute, or pass the build tree with --dir")
+        if state and not state.finished and state.idle > STALL_S and not holder:  # guard: watch-a-stalled-build-without-uv-is-not-running
+            raise NemoRLError(f"the build in {state.ninja.parent} is not running: {state.done}/{state.total} objects, "
+                              f"nothing written for {_minutes(state.idle)} and no uv holds {env}/.lock",
+                              f"start it again: `{uv.sync_command()}` (uv's cache keeps the objects compiled)")
+        if state:
+            print(state.line(), flush=True)
+            if state.finished or args.once:
+                return 0 if state.finished else 1
+        _sleep(args.every)

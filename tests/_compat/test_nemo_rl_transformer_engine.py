@@ -23,11 +23,10 @@ FAKE_TE = {
 
 @pytest.fixture
 def site(tmp_path):
-    """A site directory as nemo-rl's wheel fills it: the hook module and its .pth, and a stand-in
+    """A site directory as nemo-rl's wheel fills it: the hook's .pth (nemo_rl comes from PYTHONPATH), and a stand-in
     transformer_engine beside the nvidia-cuda-nvrtc-cu12 wheel's layout."""
     site = tmp_path / "site"
     (site / "nvidia" / "cuda_nvrtc" / "lib").mkdir(parents=True)
-    shutil.copy(COMPAT / "nemo_rl_transformer_engine.py", site / "_nemo_rl_transformer_engine.py")
     shutil.copy(COMPAT / "nemo_rl_transformer_engine.pth", site / "nemo_rl_transformer_engine.pth")
     for name, text in FAKE_TE.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
@@ -59,8 +58,10 @@ def test_the_hook_leaves_other_imports_to_the_path_finder(site, tmp_path):
     assert seen == ["SourceFileLoader", "_Loader"]
 
 
-def test_the_checkout_environment_has_the_hook():
-    """`uv sync` installs nemo-rl editable: the .pth comes with it (pyproject.toml's force-include)."""
-    out = subprocess.run([sys.executable, "-c", "import sys; print(*[getattr(f, '__module__', '') "
-                          "for f in sys.meta_path])"], capture_output=True, text=True, check=True).stdout.split()
-    assert "_nemo_rl_transformer_engine" in out
+def test_the_checkout_environment_runs_the_checkouts_own_hook():
+    """`uv sync` installs nemo-rl editable: the .pth comes with it (pyproject.toml's force-include) and imports
+    the hook from the checkout's source, so an edit to it takes effect without a reinstall."""
+    out = subprocess.run([sys.executable, "-c", "import sys; print(*[sys.modules[f.__module__].__file__ "
+                          "for f in sys.meta_path if f.__module__.startswith('nemo_rl')])"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(COMPAT / "nemo_rl_transformer_engine.py")]

@@ -13,6 +13,7 @@ import pytest
 from fakes import _clone, deps, fake_env, fork_state
 from gitfixtures import git
 
+from nemo_rl import uv
 from nemo_rl.cli import main
 from nemo_rl.deps import status
 from nemo_rl.project import develop_state
@@ -156,7 +157,7 @@ def test_a_wrong_lock_and_an_environment_that_differs_are_both_said(world, tmp_p
     assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
     out = capsys.readouterr().out
     assert "  fix        run `uv lock --upgrade-package megatron-core`" in out
-    assert "  then       env stale: run `uv sync --locked --extra mcore`" in out, out
+    assert f"  then       env stale: run `{uv.sync_command()}`" in out, out
 
 
 def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world, tmp_path, capsys):

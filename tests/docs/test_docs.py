@@ -75,7 +75,7 @@ def runnable(command: str) -> list[str]:
 @pytest.mark.parametrize("info, lines", list(blocks()))
 def test_doc_block(info, lines):
     assert info == "" or NOT_RUN.match(info), f"a block is ```sh or ```sh {{not-run: why}}, found {info!r}"
-    for command in lines:
+    for command in (part for line in lines for part in line.split(" && ")):
         words = nemo_rl_words(command)
         if words is not None:
             try:
@@ -90,6 +90,31 @@ def test_doc_block(info, lines):
     for command in lines:
         result = subprocess.run(runnable(command), cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, f"`{command}` exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+
+
+def builds_an_extra(body: str) -> bool:
+    return re.search(r"^[^#\n]*\buv sync\b[^#\n]*--extra", body, re.M) is not None
+
+
+@pytest.mark.parametrize("body", [m.group("body") for path in DOCS for m in BLOCK.finditer(path.read_text())
+                                  if builds_an_extra(m.group("body"))])
+def test_a_doc_block_that_builds_an_extra_stops_on_a_preflight_no_go(body, tmp_path):
+    calls = tmp_path / "calls"
+    for name in ("uv", "git"):  # the pre-flight says no-go; everything else succeeds and is recorded
+        stub = tmp_path / "bin" / name
+        stub.parent.mkdir(exist_ok=True)
+        stub.write_text(f'#!/bin/sh\necho "{name} $*" >> {calls}\ncase "$*" in *--preflight*) exit 1;; esac\n')
+        stub.chmod(0o755)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    subprocess.run(["sh", "-c", body], cwd=tmp_path, env=env, check=False, capture_output=True, timeout=60)
+    ran = calls.read_text().splitlines()
+    assert any("--preflight" in line for line in ran)
+    assert [line for line in ran if line.startswith("uv sync")] == []
+
+
+def test_builds_an_extra_finds_the_sync_of_an_extra_only():
+    assert builds_an_extra("uv run x\nUV_NO_GITHUB_FAST_PATH=1 uv sync --extra mcore   # build\n")
+    assert not builds_an_extra("uv sync --locked\nuv run x   # then uv sync --extra mcore\n")
 
 
 def test_every_doc_page_is_linked_from_the_readme():

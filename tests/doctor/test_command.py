@@ -44,12 +44,12 @@ def test_doctor_text_and_requested_extra(capsys):
     out = capsys.readouterr().out
     assert "result: healthy (the default environment)" in out
     if "megatron-core        not installed" in out:
-        assert "fix: run `uv sync --extra mcore`" in out
+        assert "fix: run `uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra mcore`" in out
         assert main(["doctor", "--extra", "mcore"]) == 1
         out = capsys.readouterr().out
         assert "result: NOT healthy (the mcore environment)" in out
         # the pre-flight answers before the long build, each item with pass/FAIL and a fix on failure
-        assert "pre-flight for `uv sync --extra mcore`" in out
+        assert "pre-flight for the mcore build" in out
         assert "nvcc" in out and "cudnn headers" in out and "python" in out
 
 
@@ -208,10 +208,10 @@ def test_doctor_renders_planted_broken_extra_without_traceback(tmp_path):
     assert "Traceback (most recent call last)" in out and "CalledProcessError" in out
 
 
-def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, served: bool = True) -> Path:
+def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, served: bool | str = "locked") -> Path:
     """A copy of this project whose pre-flight items can all pass: an nvcc of torch's CUDA release (or
     `nvcc_release`), cuDNN headers at CUDNN_PATH, and each fork URL rewritten by insteadOf to a local repository
-    (one that does not exist unless `served`)."""
+    (one that does not exist unless `served`; that serves the locked commit when `served` is "locked")."""
     from gitfixtures import git
 
     from nemo_rl import toolchain
@@ -227,7 +227,10 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     nvcc.write_text("#!/bin/sh\n"
                     f'[ "$1" = --version ] && {{ echo "Cuda compilation tools, release {nvcc_release or torch_cuda}"; '
                     "exit 0; }\n"
-                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+                    # as nvcc 12.4: sm_100 is unknown, and -ccbin's compiler must run
+                    'case "$*" in *sm_100*) echo "nvcc fatal   : Value \'sm_100\' is not defined" >&2; exit 1;; esac\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -ccbin ] && { "$2" --version >/dev/null 2>&1 || exit 1; }\n'
+                    '[ "$1" = -o ] && : > "$2"; shift; done\n')
     nvcc.chmod(0o755)
     cudnn = tmp_path / "cudnn"
     (cudnn / "include").mkdir(parents=True)
@@ -235,9 +238,18 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     forks = Project.read(project).forks
     for i, fork in enumerate(forks):
         mirror = tmp_path / "mirrors" / f"{fork.distribution}.git"
-        if served:
+        if served:  # a mirror holding one commit, which the copy's pin and lock then name
+            work = tmp_path / "work" / fork.distribution
+            work.mkdir(parents=True)
+            git(work, "init", "-q")
+            git(work, "commit", "-q", "--allow-empty", "-m", "pin")
             mirror.mkdir(parents=True)
             git(mirror, "init", "-q", "--bare")
+            git(work, "push", "-q", str(mirror), "HEAD:refs/heads/main")
+            if served == "locked":
+                for name in ("pyproject.toml", "uv.lock"):
+                    text = (project / name).read_text()
+                    (project / name).write_text(text.replace(fork.rev, git(work, "rev-parse", "HEAD")))
         monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", f"url.{mirror}.insteadOf")
         monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", fork.url)
     monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(forks)))
@@ -246,6 +258,9 @@ def build_world(tmp_path, monkeypatch, *, nvcc_release: str | None = None, serve
     monkeypatch.setenv("CUDA_HOME", str(cuda))
     monkeypatch.setenv("CUDNN_PATH", str(cudnn))
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")
+    monkeypatch.setenv("UV_NO_GITHUB_FAST_PATH", "1")
+    for name in ("CC", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
     return project
 
 
@@ -253,7 +268,7 @@ def test_a_preflight_that_passes_exits_0_though_the_extra_is_not_installed(tmp_p
     project = build_world(tmp_path, monkeypatch)
     assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 0
     out = capsys.readouterr().out
-    assert "FAIL" not in out and "pre-flight: go: `uv sync --extra mcore` can build here" in out
+    assert "FAIL" not in out and "pre-flight: go: the mcore build can run here" in out
     assert main(["doctor", "--extra", "mcore", "--preflight", "--json", "--project", str(project)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["preflight_ok"] is True and [item["name"] for item in data["preflight"] if not item["ok"]] == []
@@ -307,16 +322,65 @@ def test_doctor_names_the_process_holding_the_environments_uv_lock(tmp_path, mon
 def test_doctor_env_runs_doctor_with_that_environment_s_python(tmp_path, capsys):
     env = tmp_path / "worker-env"
     (env / "bin").mkdir(parents=True)
-    (env / "bin" / "python").write_text('#!/bin/sh\necho "$@"\nexit 3\n')
+    (env / "bin" / "python").write_text('#!/bin/sh\n[ "$1 $2" = "-P -c" ] && exit 0\necho "$@"\nexit 3\n')
     (env / "bin" / "python").chmod(0o755)
     assert main(["doctor", "--env", str(env), "--extra", "mcore", "--json", "--project", str(ROOT)]) == 3
-    assert capsys.readouterr().out == f"-m nemo_rl doctor --extra mcore --project {ROOT} --json\n"
+    assert capsys.readouterr().out == f"-P -m nemo_rl doctor --extra mcore --project {ROOT} --json\n"
+
+
+def test_doctor_env_without_nemo_rl_is_refused_though_run_from_the_checkout(tmp_path, capsys, monkeypatch):
+    env = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    monkeypatch.chdir(ROOT)  # where `python -m` would find the checkout's nemo_rl
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert main(["doctor", "--env", str(env), "--extra", "mcore", "--preflight", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"error: {env} cannot run nemo-rl's doctor: ModuleNotFoundError: No module named " \
+        "'nemo_rl'" in err
+    assert "`uv run nemo-rl envs list`" in err
 
 
 def test_doctor_env_without_a_python_is_refused_and_the_fix_works(tmp_path, capsys):
-    assert main(["doctor", "--env", str(tmp_path)]) == 1
+    assert main(["doctor", "--env", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"error: {tmp_path} is not an environment: it has no bin/python" in err
     assert "or .venv" in err
     assert main(["doctor", "--env", sys.prefix]) == 0  # the fix: the checkout's environment, which runs the tests
     assert f"env      {sys.prefix}\n" in capsys.readouterr().out
+
+
+# (what differs from a world that says go, the FAIL it gives, the text naming why, how the fix is followed)
+NO_GO = {
+    # the mirrors answer, but hold another commit than the lock's
+    "mirror-without-the-locked-commit": (lambda t, m: None, "reach megatron-core", "does not serve the locked commit",
+                                         None),
+    "cuda-home-without-nvcc": (lambda t, m: (m.setenv("CUDA_HOME", str(t / "nonexistent")),
+                                             m.setenv("PATH", f"{t / 'cuda' / 'bin'}:{os.environ['PATH']}")), "nvcc",
+                               "has no bin/nvcc, and torch's build uses it as set",
+                               lambda t, m: m.setenv("CUDA_HOME", str(t / "cuda"))),
+    "cc-that-cannot-compile": (lambda t, m: m.setenv("CC", "/bin/false"), "host compiler",
+                               "with CC=/bin/false", lambda t, m: m.setenv("CC", shutil.which("true"))),
+    "relative-cudnn-path": (lambda t, m: m.setenv("CUDNN_PATH", "cudnn"), "absolute paths",
+                            "CUDNN_PATH=cudnn: relative", lambda t, m: m.setenv("CUDNN_PATH", str(t / "cudnn"))),
+    "mirror-without-no-github-fast-path": (lambda t, m: m.delenv("UV_NO_GITHUB_FAST_PATH"), "github fast path",
+                                           "uv asks GitHub's API",
+                                           lambda t, m: m.setenv("UV_NO_GITHUB_FAST_PATH", "1")),
+    "an-arch-nvcc-does-not-know": (lambda t, m: m.setenv("NVTE_CUDA_ARCHS", "90;100"), "gpu architectures",
+                                   "cannot compile for sm_100", lambda t, m: m.setenv("NVTE_CUDA_ARCHS", "90")),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_GO))
+def test_the_preflight_says_no_go_where_the_build_uv_runs_would_fail(case, tmp_path, monkeypatch, capsys):
+    change, item, why, fix = NO_GO[case]
+    unserved = case == "mirror-without-the-locked-commit"
+    project = build_world(tmp_path, monkeypatch, served=True if unserved else "locked")
+    change(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)  # a relative path is read from here, the build reads it elsewhere
+    assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    failed = [line for line in out.splitlines() if line.strip().startswith(f"FAIL  {item}")]
+    assert len(failed) == 1 and why in failed[0], out
+    if fix is not None:
+        fix(tmp_path, monkeypatch)
+        assert main(["doctor", "--extra", "mcore", "--preflight", "--project", str(project)]) == 0

@@ -40,3 +40,20 @@ def test_cudnn_headers_only_in_the_wheel_fail_with_the_export_line(tmp_path, mon
     assert not item.ok and f"`export CUDNN_PATH={wheel}`" in item.fix
     monkeypatch.setenv("CUDNN_PATH", str(wheel))
     assert preflight.check_cudnn().ok
+
+
+def test_a_real_nvcc_is_asked_to_compile_for_each_declared_arch(monkeypatch):
+    from nemo_rl import toolchain
+    from nemo_rl.doctor import preflight
+
+    nvcc = toolchain.find_nvcc()
+    version = toolchain.nvcc_version(nvcc) if nvcc else None
+    if version is None or not version.startswith("12.") or int(version.split(".")[1]) >= 8:
+        pytest.skip("needs a CUDA 12 nvcc older than 12.8, which knows no sm_100 (set CUDA_HOME; "
+                    "`nemo-rl toolchain cuda DIR` makes one)")
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "90;100")
+    item = preflight.check_archs(nvcc, compiles=True)
+    assert not item.ok and "cannot compile for sm_100" in item.detail and "--list-gpu-arch" in (item.fix or "")
+    monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")  # the fix: architectures it knows
+    assert preflight.check_archs(nvcc, compiles=True).ok

@@ -28,6 +28,6 @@ def test_failure_shows_type_message_our_frame_and_remedy():
     result = smoke.run_check(smoke.Check("demo", "megatron", broken), verbose=False)
     assert result.status == "fail" and result.detail == "RuntimeError: kernel exploded"
     assert result.failure_lines[0].startswith("at ") and "test_smoke.py" not in result.failure_lines[0]
-    assert result.failure_lines[-1].startswith("fix: run `uv sync --extra mcore`")
+    assert result.failure_lines[-1].startswith("fix: run `uv run nemo-rl doctor --extra mcore --preflight && uv sync")
     verbose = smoke.run_check(smoke.Check("demo", "megatron", broken), verbose=True)
     assert any("Traceback (most recent call last)" in line for line in verbose.failure_lines)

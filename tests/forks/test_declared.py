@@ -23,6 +23,7 @@ from fakes import (
 )
 from gitfixtures import commit
 
+from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.forks import declared
 from nemo_rl.project.model import Project
@@ -134,7 +135,7 @@ def test_an_installed_version_uv_lock_does_not_say_is_named_with_its_fix(tmp_pat
     found = kinds(fake_project(tmp_path, version="0.1.0"), env)
     assert list(found) == ["another version"]
     assert "megatron-core 0.2.0 is installed but uv.lock says 0.1.0" in found["another version"]
-    assert FIX in found["another version"] and "`uv sync --locked --extra mcore`" in found["another version"]
+    assert FIX in found["another version"] and f"`{uv.sync_command()}`" in found["another version"]
 
 
 @pytest.mark.parametrize("installed_requires, expected", [
@@ -152,7 +153,7 @@ def test_installed_requirements_uv_lock_does_not_have_are_named(tmp_path, instal
 def test_a_locked_requirement_not_installed_is_named(tmp_path):
     found = kinds(fake_project(tmp_path), fake_installed_fork(tmp_path, "0.2.0", ["six>=1.16"], others=()))
     assert found == {"requirement missing": "six, which megatron-core requires, is not installed: run "
-                                            "`uv sync --locked --extra mcore`"}
+                                            f"`{uv.sync_command()}`"}
 
 
 def test_another_commit_installed_says_sync(tmp_path):

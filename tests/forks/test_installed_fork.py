@@ -8,6 +8,7 @@ import sys
 import forkworld
 from fakes import FIX, _never_hangs, derived_world, fixed, fork_with_extras, offline, status, synced_status
 
+from nemo_rl import uv
 from nemo_rl.cli import main
 from nemo_rl.forks import installed_fork
 from nemo_rl.project.model import Project
@@ -71,7 +72,7 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     rc, out = status(world, env, capsys)
     assert rc == 1 and "megatron-core: installed differs" in out
     assert "megatron-core 0.1.0 is installed but uv.lock says 0.0.9" in out and "+nemo-toolkit" in out
-    assert FIX in out and "then `uv sync --locked --extra mcore`" in out
+    assert FIX in out and f"then `{uv.sync_command()}`" in out
     capsys.readouterr()
     assert main(["deps", "verify", "megatron-core", "--project", str(world.project)]) == 1
     out = capsys.readouterr().out

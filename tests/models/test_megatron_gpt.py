@@ -14,4 +14,4 @@ def test_megatron_backend_without_the_extra_raises_the_guard():
     with pytest.raises(MissingExtraError) as info:
         build_model(ModelConfig(), "megatron")
     assert "the Megatron GPT backend needs the mcore extra" in str(info.value)
-    assert "uv sync --extra mcore" in str(info.value)
+    assert extras.uv.sync_command() in str(info.value)

@@ -30,8 +30,8 @@ def test_the_printed_exports_hold_max_jobs_and_the_preflight_comes_before_the_bu
     exports = next(line for line in lines if line.startswith("export CUDA_HOME="))
     assert exports == (f"export CUDA_HOME={home} PATH={home}/bin:$PATH NVTE_CUDA_ARCHS=80 "
                        f"MAX_JOBS={len(os.sched_getaffinity(0))}")
-    preflight = lines.index("uv run nemo-rl doctor --extra mcore --preflight   # go (exit 0) before the long build")
-    assert preflight < lines.index("uv sync --locked --extra mcore")
+    assert "uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra mcore   # the build starts " \
+        "only on go" in lines
     assert lines[-1].startswith("uv run --no-sync nemo-rl toolchain watch")  # a plain `uv run` waits for the build
 
 
