@@ -83,6 +83,13 @@ def killed_landing(world, monkeypatch):
     (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["uv.lock"], "before": before}))
 
 
+def killed_landing_then_edited(world, monkeypatch):
+    """A killed landing, and uv.lock edited by hand after it: recovering would overwrite the edit."""
+    killed_landing(world, monkeypatch)
+    with (world.project / "uv.lock").open("a") as lock:
+        lock.write("# edited after the landing was cut short\n")
+
+
 def applied_nowhere(world, monkeypatch):
     """Developed before the project's environment existed, then the environment made without the overlay."""
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(world.root / "env"))
@@ -291,6 +298,8 @@ ROWS = [
     Row("a-pin-moved-without-a-relock", moved_pin, lambda w: STATUS, "megatron-core: lock stale"),
     Row("a-wrong-base", wrong_base, lambda w: ["deps", "patches", "--check", "--offline"], "base: expected", take=(0,)),
     Row("a-landing-killed", killed_landing, bump_argv, "was cut short"),
+    Row("a-landing-killed-then-edited", killed_landing_then_edited, lambda w: ["deps", "recover"],
+        "changed in the project since", take=(0,)),
     Row("a-landing-killed-seen-by-status", killed_landing, lambda w: STATUS, "landing interrupted"),
     Row("develop-not-applied", applied_nowhere, lambda w: [*STATUS, "--env", str(w.root / "env")],
         "megatron-core: develop not applied", fill={"<checkout>": ".nemo-rl/develop/megatron-core"}),
