@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import shlex
 import signal
 import sys
 import traceback
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nemo_rl import __version__, interrupt, values, verbose
-from nemo_rl.errors import Interrupted, NemoRLError
+from nemo_rl.errors import Interrupted, NemoRLError, command
 
 if TYPE_CHECKING:
     from nemo_rl.project.model import Project
@@ -100,7 +99,7 @@ def _full_message(exc: OSError) -> str:
         return f"cannot write {name}: {exc.strerror}\n  what to do: free space where it goes {todo}"
     directory = next((p for p in Path(name).parents if p.is_dir()), Path("/"))  # guard: full-disk-the-cli-names-a-directory-that
     return (f"cannot write {name}: {exc.strerror}\n  what to do: free space on the filesystem of {directory} "
-            f"(`df -h {shlex.quote(str(directory))}` shows it; or raise the quota), then run again")
+            f"({command('df -h {d}', d=directory)} shows it; or raise the quota), then run again")
 
 
 def _project(args: argparse.Namespace) -> Project | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 
 class NemoRLError(Exception):
     """An expected failure: what failed, then what to do. The CLI exits 1 on it."""
@@ -34,3 +36,10 @@ class MissingExtraError(NemoRLError, ImportError):
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing
         NemoRLError.__init__(self, what, remedy)
+
+
+def command(template: str, **values: object) -> str:
+    """`template` as a backticked shell command, each `{name}` in it filled with its value shell-quoted: a path with a
+    space or a `$` pasted from a printed fix is one word, never code. Text written in the template stays as it is
+    (placeholders such as `<commit>`, `&&`, a `*` the shell expands)."""
+    return "`" + template.format(**{key: shlex.quote(str(value)) for key, value in values.items()}) + "`"  # guard: printed-commands-quote-each-value

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from nemo_rl import values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.process import Result, Running, run, start
 from nemo_rl.progress import progress
 
@@ -53,8 +53,8 @@ def git_start(args: list[str], *, repo: Path, input_text: str | None = None, std
 
 def unreachable(url: str) -> str:
     return (
-        f"check the network, or point git at a mirror: "
-        f"`git config --global url.<mirror>.insteadOf {url}`"
+        "check the network, or point git at a mirror: "
+        + command("git config --global url.<mirror>.insteadOf {url}", url=url)
     )
 
 

@@ -3,10 +3,9 @@ its state, what deleting it would lose, and a rebase left in git's hands at a co
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.git import git, reach_failure
 
 
@@ -36,7 +35,8 @@ def tracked(repo: Path, path: str) -> list[str] | None:
     said = (result.stderr.strip().splitlines() or ["no message"])[0]
     raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
                       f"state in {repo / path} from files a commit put there",
-                      f"if you trust the checkout, `git config --global --add safe.directory {repo}` (or run as "
+                      f"if you trust the checkout, "
+                      f"{command('git config --global --add safe.directory {repo}', repo=repo)} (or run as "
                       "the checkout's owner), then run again")
 
 
@@ -112,17 +112,18 @@ def rebase(repo: Path, onto: str) -> bool:
     if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():  # guard: upstream-a-stop-without-a-conflict-is
         return True
     # stopped or failed for another reason than a conflict: git's words, and the fix for where it stands
-    quoted = shlex.quote(str(repo))
     if rebasing(repo):  # guard: fixes-a-rebase-stopped-midway-continues
         raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
-                          f"fix what git says, then `git -C {quoted} rebase --continue` (or drop the rebase: "
-                          f"`git -C {quoted} rebase --abort`)")
+                          f"fix what git says, then {command('git -C {repo} rebase --continue', repo=repo)} (or "
+                          f"drop the rebase: {command('git -C {repo} rebase --abort', repo=repo)})")
     if "pre-rebase hook" in said:  # guard: fixes-a-refusing-pre-rebase-hook-is-named
         raise NemoRLError(f"the pre-rebase hook of {repo} refused the rebase, so it did not start: {said[-400:]}",
-                          f"rebase past the hook with `git -C {quoted} rebase --no-verify {onto}`, or change the "
+                          "rebase past the hook with "
+                          f"{command('git -C {repo} rebase --no-verify {onto}', repo=repo, onto=onto)}, or change the "
                           "hook and run again")
     raise NemoRLError(f"git rebase did not start in {repo}: {said[-400:]}",
-                      f"fix what git says, then rebase with `git -C {quoted} rebase {onto}`")
+                      "fix what git says, then rebase with "
+                      + command("git -C {repo} rebase {onto}", repo=repo, onto=onto))
 
 
 def rebasing(repo: Path) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nemo_rl import interrupt
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 
 _POLL_S = 0.1  # a blocking flock is resumed after a signal's handler (PEP 475)
@@ -72,7 +72,7 @@ def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> N
         raise _theirs(path, info.st_uid, not_yours) from exc
     if stat.S_ISREG(info.st_mode) and not info.st_mode & stat.S_IWUSR:
         raise NemoRLError(f"lock file {path} is yours but not writable (mode {stat.S_IMODE(info.st_mode):04o})",
-                          f"`chmod 600 {path}`, then run again") from exc
+                          f"{command('chmod 600 {path}', path=path)}, then run again") from exc
 
 
 def _planted(path: Path, kind: str) -> NemoRLError:

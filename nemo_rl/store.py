@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 from nemo_rl import locks
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 
 
 def open_store(path: Path, setting: str) -> Path:
@@ -29,13 +29,13 @@ def _checked(path: Path, setting: str) -> Path:
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):  # guard: store-a-link-is-refused
         raise NemoRLError(f"{path} is a symbolic link, not a directory of yours",
-                          f"replace it with a directory: `rm {path} && mkdir -m 700 {path}`")
+                          f"replace it with a directory: {command('rm {path} && mkdir -m 700 {path}', path=path)}")
     if info.st_uid != os.geteuid():  # guard: store-another-owner-is-refused
         raise NemoRLError(f"{path} belongs to uid {info.st_uid}, not to you (share environments as bundles)",
                           f"point {setting} at a directory of your own")
     if info.st_mode & 0o077:  # guard: store-a-looser-mode-is-refused
         raise NemoRLError(f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: others may reach into it",
-                          f"`chmod 700 {path}`")
+                          command("chmod 700 {path}", path=path))
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         locks._flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

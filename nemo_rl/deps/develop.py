@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 import shutil
 from pathlib import Path
 
 from nemo_rl import deps, git, git_checkout, interrupt, settings, values
 from nemo_rl.deps import develop_onto
-from nemo_rl.errors import NemoRLError, UsageError
+from nemo_rl.errors import NemoRLError, UsageError, command
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, lockfile, state_dir
 from nemo_rl.project.model import Project
@@ -67,7 +66,8 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
         raise NemoRLError(f"{path} is not a git checkout", f"clone {fork.url} there, or leave PATH out")
     if not git_checkout.has_commit(top, fork.rev):
         raise NemoRLError(f"{top} lacks the pinned commit {fork.rev[:12]} of {fork.distribution}'s fork",
-                          f"`git -C {shlex.quote(str(top))} fetch {fork.url}`, or pass a checkout of {fork.url}")
+                          f"{command('git -C {top} fetch {url}', top=top, url=fork.url)}"
+                          f", or pass a checkout of {fork.url}")
     pyproject = top / "pyproject.toml"
     try:
         text = lockfile.read_bytes(pyproject).decode() if pyproject.exists() else None

@@ -4,11 +4,10 @@ new branch, in git's normal state (a conflict is resolved with git itself)."""
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 from nemo_rl import git, git_checkout, interrupt, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state
 from nemo_rl.project.model import Project
@@ -19,34 +18,35 @@ def onto(project: Project, args: argparse.Namespace) -> int:
     fork = project.fork(args.distribution)
     entry = develop_state.read(project.root)[fork.distribution]
     checkout = entry.checkout
-    quoted = shlex.quote(str(checkout))  # guard: fixes-onto-advice-quotes-the-checkout
+    def git_c(words: str) -> str:
+        return command("git -C {repo} " + words, repo=checkout)  # guard: fixes-onto-advice-quotes-the-checkout
+
     if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
                           f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again")
     problem = develop_state.unreadable(checkout)
     if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
-                          develop_state.UNREADABLE_FIX.format(dist=fork.distribution, checkout=quoted))
+                          develop_state.unreadable_fix(fork.distribution, checkout))
     if git_checkout.rebasing(checkout):  # guard: never-onto-during-a-rebase
         raise NemoRLError(f"{checkout} is in the middle of a rebase",
-                          f"finish it (`git -C {quoted} status`, then `git -C {quoted} rebase --continue`) or "
-                          f"drop it (`git -C {quoted} rebase --abort`), then --onto again")
+                          f"finish it ({git_c('status')}, then {git_c('rebase --continue')}) or "
+                          f"drop it ({git_c('rebase --abort')}), then --onto again")
     under_way = git_checkout.operation_in_progress(checkout)  # guard: plain-onto-during-a-merge-says-to-finish
     if under_way:
         if under_way == "unmerged":
-            what, finish = "", f"commit) or drop them (`git -C {quoted} reset --merge`)"
+            what, finish = "", f"commit) or drop them ({git_c('reset --merge')})"
         else:
             what = f" (a {under_way} is under way)"
-            finish = f"`git -C {quoted} {under_way} --continue`) or drop it (`git -C {quoted} {under_way} --abort`)"
+            finish = f"{git_c(under_way + ' --continue')}) or drop it ({git_c(under_way + ' --abort')})"
         raise NemoRLError(f"{checkout} has unmerged paths{what}",
-                          f"finish it (`git -C {quoted} status`, resolve, `git -C {quoted} add ...`, then "
+                          f"finish it ({git_c('status')}, resolve, {git_c('add ...')}, then "
                           f"{finish}, then --onto again")
     unsaved = [u for u in git_checkout.unsaved_work(checkout) if u in ("uncommitted changes", "untracked files")]  # guard: onto-is-not-blocked-by-stashes
     if unsaved:  # guard: develop-onto-refuses-unsaved-work
-        where = shlex.quote(str(checkout))
         raise NemoRLError(f"{checkout} has {' and '.join(unsaved)}, which a rebase would not carry",
-                          f"commit them, or set them aside with `git -C {where} stash push --include-untracked`, run "
-                          f"--onto again, then bring them back on the rebased branch with `git -C {where} stash pop`")
+                          f"commit them, or set them aside with {git_c('stash push --include-untracked')}, run "
+                          f"--onto again, then bring them back on the rebased branch with {git_c('stash pop')}")
     if not fork.upstream_url:
         raise NemoRLError(f"no upstream-url is recorded for {fork.distribution}",
                           f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
@@ -56,7 +56,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         values.branch_name(branch, "--onto")
         if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:  # guard: never-onto-a-missing-upstream-branch
             raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
-                              f"`git ls-remote --heads {fork.upstream_url}` lists its branches; pass one as "
+                              f"{command('git ls-remote --heads {url}', url=fork.upstream_url)}"
+                              f" lists its branches; pass one as "
                               "--onto upstream/BRANCH")
         ref = f"refs/remotes/upstream/{branch}" if entry.managed else f"refs/nemo-rl/upstream/{branch}"
         _fetch_upstream(entry, fork.upstream_url, [f"+refs/heads/{branch}:{ref}"])
@@ -72,16 +73,18 @@ def onto(project: Project, args: argparse.Namespace) -> int:
         # git deletes no branch HEAD is on
         leave = ""
         if git.git(["branch", "--show-current"], repo=checkout).stdout.strip() == work:  # guard: fixes-onto-deletes-its-branch-from-off-it
-            leave = f"`git -C {quoted} switch --detach`, then "
+            leave = f"{git_c('switch --detach')}, then "
         raise NemoRLError(f"{checkout} already has the branch {work} from an earlier --onto",
-                          f"go on with it (`git -C {quoted} switch {work}`, then `git -C {quoted} rebase "
-                          f"{target[:12]}`), or delete it ({leave}`git -C {quoted} branch -D {work}`) and run --onto "
+                          f"go on with it ({git_c('switch ' + work)}, then {git_c('rebase ' + target[:12])}), or "
+                          f"delete it "
+                          f"({leave}{git_c('branch -D ' + work)}) and run --onto "
                           "again")
     unknown = git_checkout.identity_problem(checkout)
     if unknown is not None:  # guard: onto-checks-the-committer-identity-first
         raise NemoRLError(f"git cannot name a committer for the rebased commits in {checkout}: {unknown}",
-                          f"tell git who you are, with your own name and email: `git -C {quoted} config user.name "
-                          f"\"Your Name\"` and `git -C {quoted} config user.email you@example.com` (or both with "
+                          "tell git who you are, with your own name and email: "
+                          f"{git_c('config user.name \"Your Name\"')} "
+                          f"and {git_c('config user.email you@example.com')} (or both with "
                           "--global), then --onto again")
     git_checkout.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
@@ -89,8 +92,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
     stopped = git_checkout.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")
-        print(f"  resolve it with git: `git -C {quoted} status`, edit, `git -C {quoted} add ...`, "
-              f"`git -C {quoted} rebase --continue` (or `--abort`); `nemo-rl deps status` shows where it stands")
+        print(f"  resolve it with git: {git_c('status')}, edit, {git_c('add ...')}, "
+              f"{git_c('rebase --continue')} (or `--abort`); `nemo-rl deps status` shows where it stands")
         return 1
     print(f"{fork.distribution}: {work} in {checkout} is the work rebased onto {args.onto}; test it, push it, then "
           "`nemo-rl deps bump`")

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from nemo_rl import deps, git, uv
-from nemo_rl.errors import NemoRLError, UsageError
+from nemo_rl.errors import NemoRLError, UsageError, command
 from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 from nemo_rl.project.model import Project
 
@@ -91,7 +91,8 @@ def _export(project: Project, distribution: str, directory: Path) -> int:
     written = git.format_patch(repo, f"{base}..{fork.rev}", directory.resolve())
     for path in written:
         print(path)
-    print(f"wrote {len(written)} patch(es) to {directory}; apply onto {base} with `git am {directory}/*.patch`")
+    print(f"wrote {len(written)} patch(es) to {directory}; apply onto {base} with "
+          f"{command('git am {d}/*.patch', d=directory)}")
     return 0
 
 
@@ -203,6 +204,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
             return _generate(project.root, [held.fork(f.distribution) for f in forks])
     locked = project.packages
     failed: list[str] = []
+    not_regular: list[tuple[str, str]] = []  # (dist, record): `deps patches` refuses to write over one
+    unexplained: list[str] = []
     overridden: list[str] = []
     interrupted: list[str] = []
     cuts = journal.cut_short(project.root)
@@ -218,7 +221,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
-        if problems:
+        not_regular += [(fork.distribution, p.expected.split()[0]) for p in problems  # "<record> to exist"
+                        if p.field == "record" and p.found.endswith(records.NOT_REGULAR)]
+        if any(p.field == "why" for p in problems):  # guard: drift-the-why-note-is-a-hand-edit
+            unexplained.append(fork.distribution)  # regenerating keeps the note: only a hand edit writes it
+        if any(p.field != "why" for p in problems):
             failed.append(fork.distribution)
             # relocking keeps what an override forces: regenerating cannot fix it, editing the override does
             overridden += [fork.distribution] if any("override-dependencies" in str(p) for p in problems) else []
@@ -231,16 +238,23 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for dist in overridden:
         print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
               f"or let it allow what the fork requires), then run `uv lock`")
+    for dist, name in not_regular:
+        again = command("rm {record} && nemo-rl deps patches {dist}", record=f"{records.relative_dir(dist)}/{name}",
+                        dist=dist)
+        print(f"fix: {dist}: {again} writes it again")
     for dist in failed:
         also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")
         print(f"fix: {deps.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
+    for dist in unexplained:
+        print(f"fix: {dist}: replace the placeholder `why` of {records.index_name(dist)} by hand with what the fork "
+              f"adds and why nemo-rl needs it: {command('$EDITOR {index}', index=records.index_name(dist))}")
     for orphan in orphans:
         print(f"fix: {records.orphan_fix(orphan)}")
     if interrupted:
         print(f"fix: {', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
               "short), then `nemo-rl deps patches --check` again")
-    if failed or orphans or interrupted:
+    if failed or unexplained or orphans or interrupted:
         return 1
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo_rl import deps, uv, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
 from nemo_rl.project.model import Project
@@ -121,7 +121,8 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
                       fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
                       developed, state,
-                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem, imported=(
+                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem,
+                                    repair=develop_state.repair(checkout), imported=(
                           f"{fork.distribution} is imported from the files of" if active else
                           f"{fork.distribution} runs the pin (the environment has no overlay for it); the develop "
                           "checkout is")) if remedy else None,
@@ -140,7 +141,8 @@ def cut_remedy(cut: journal.CutShort) -> str:
         return cut.unreadable.replace("{", "{{").replace("}", "}}")
     left = [name for name in cut.moves if name not in cut.moved]
     what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "  # guard: fast-a-landing-cut-short-before-any-move
-            f"that command; `nemo-rl deps recover` lands them, `rm -rf {cut.staging}` drops them" if not cut.moved else
+            f"that command; `nemo-rl deps recover` lands them, "
+            f"{command('rm -rf {s}', s=cut.staging)} drops them" if not cut.moved else
             f"a landing of {', '.join(cut.moved)} was cut short after every file moved (only removing its staging "
             f"copy was lost; the project is whole): run `nemo-rl deps recover` (it removes {cut.staging})"
             if not left else

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nemo_rl import git, toolchain, uv, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.process import run
 from nemo_rl.project.model import Project
 from nemo_rl.toolchain import layout
@@ -97,7 +97,7 @@ def check_cudnn() -> Item:
     wheel = layout.cudnn_wheel()
     if wheel is not None:
         return Item("cudnn headers", False, f"only in the wheel {wheel}, which the isolated build does not see",
-                    f"`export CUDNN_PATH={wheel}`")
+                    command("export CUDNN_PATH={wheel}", wheel=wheel))
     return Item("cudnn headers", False, "no cudnn.h / cudnn_version.h found",
                 "run `uv sync` (torch brings nvidia-cudnn-cu12), then `export CUDNN_PATH=` its nvidia/cudnn directory")
 
@@ -139,7 +139,8 @@ def check_hosts(project: Project | None) -> list[Item]:
             git.ls_remote(fork.url, "HEAD", timeout=20)
         except NemoRLError as exc:
             items.append(Item(name, False, exc.what.splitlines()[0],
-                              f"check the network, or `git config --global url.<mirror>.insteadOf {fork.url}` "
+                              f"check the network, or "
+                              f"{command('git config --global url.<mirror>.insteadOf {url}', url=fork.url)} "
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
             continue
         served = git.served(fork.url, sha, timeout=FETCH_TIMEOUT_S)

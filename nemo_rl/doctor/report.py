@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from nemo_rl import extras, settings, toolchain, uv
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
 from nemo_rl.project.model import Project
@@ -134,7 +134,7 @@ def components(project: Project | None, declared: dict[str, extras.Component], l
         if checkout and state in ("ok", "env stale", "installed differs"):  # guard: guard-doctor-s-developing
             state = "developing"
             remedy = (f"running {comp.distribution} from {checkout}; "
-                      f"`uv run nemo-rl deps develop --stop {comp.distribution}` returns to the pin")
+                      f"{command('uv run nemo-rl deps develop --stop {d}', d=comp.distribution)} returns to the pin")
         result.append(ComponentReport(key, comp.distribution, comp.module, state, probe.installed, probe.version,
                                       probe.commit, package.commit if package else None,
                                       package.version if package else None, probe.reason, remedy))
@@ -164,7 +164,7 @@ def worker_env_notes(project: Project) -> list[str]:
     except (NemoRLError, OSError):  # `envs list` says why
         return []
     return [f"the workers run {row.path} ({' '.join(row.flags)}): "
-            f"`uv run nemo-rl doctor --extra mcore --env {row.path}` checks it" for row in rows
+            f"{command('uv run nemo-rl doctor --extra mcore --env {env}', env=row.path)} checks it" for row in rows
             if row.state == "current" and any("mcore" in flag for flag in row.flags)]  # guard: doctor-names-the-workers-mcore-environment
 
 

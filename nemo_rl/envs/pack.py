@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from nemo_rl import envs, values
+from nemo_rl.errors import command
 from nemo_rl.project.model import Project
 
 HELP = "make a bundle: what a node with no network and no compiler needs to build the environment"
@@ -29,7 +29,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                                 import_timeout=bundle_pack.IMPORT_TIMEOUT_S if args.import_timeout is None
                                 else values.timeout_seconds(args.import_timeout, "--import-timeout"))
     print(f"bundle {args.bundle}: {manifest.files} files, {manifest.bytes / 1e6:.1f} MB, {manifest.digest}")
-    print("  on a node, in the checkout: `uv run --no-project --offline python -m nemo_rl envs build "
-          f"{shlex.quote(args.py_executable)} --from {shlex.quote(str(args.bundle.absolute()))} --digest "
-          f"{manifest.digest}`, or set NEMO_RL_BUNDLE_DIR and NEMO_RL_BUNDLE_DIGESTS")
+    build = command("uv run --no-project --offline python -m nemo_rl envs build {py} --from {bundle} --digest {digest}",
+                    py=args.py_executable, bundle=args.bundle.absolute(), digest=manifest.digest)
+    print(f"  on a node, in the checkout: {build}, or set NEMO_RL_BUNDLE_DIR and NEMO_RL_BUNDLE_DIGESTS")
     return 0

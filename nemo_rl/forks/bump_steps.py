@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import uv
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, offline_lock, records
 from nemo_rl.forks.record_files import Index, index_name, read_index
 from nemo_rl.process import Running
@@ -80,8 +80,9 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
                 f"what it declares cannot be recorded in {index_name(dist)} [declares]")
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so {made}: "
                           f"{exc.what.splitlines()[0]}",
-                          f"fix what stops the fork's build backend, then run `nemo-rl deps bump {dist} "
-                          f"--rev {new_rev}` again\n{exc.remedy or ''}".rstrip()) from exc
+                          f"fix what stops the fork's build backend, then run "
+                          f"{command('nemo-rl deps bump {dist} --rev {rev}', dist=dist, rev=new_rev)}"
+                          f" again\n{exc.remedy or ''}".rstrip()) from exc
     # before anything is locked; a fork without a derived entry locks its own extras: they are recorded too
     return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)  # guard: bump-the-fork-s-declarations-are-checked
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
     """index.toml's `[declares]` (in the file `where`, of the fork `distribution`), checked; None when absent."""
     if table is None:
         return None
-    regenerate = f"regenerate it with `nemo-rl deps patches{f' {distribution}' if distribution else ''}`"
+    regenerate = "regenerate it with " + command("nemo-rl deps patches" + (" {d}" if distribution else ""),
+                                                 d=distribution)
     problem = f"{where} [declares] must hold commit and version (strings), requires-dist (a list of requirements) " \
               "and an optional requires-python (a string)"
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nemo_rl import git, locks, settings
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
@@ -108,7 +108,7 @@ def resolve_branch(fork: Fork, branch: str) -> str:
     sha = git.ls_remote(fork.url, f"refs/heads/{branch}")
     if sha is None:
         raise NemoRLError(f"branch {branch!r} does not exist in {fork.url}",
-                          f"check the name with `git ls-remote --heads {fork.url}`")
+                          f"check the name with {command('git ls-remote --heads {url}', url=fork.url)}")
     return sha
 
 

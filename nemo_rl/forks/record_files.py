@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared
 from nemo_rl.project.lockfile import load_toml, read_text
 
@@ -187,8 +186,8 @@ def read_record(path: Path) -> Record:
     try:
         record = parse_record(text, str(path))
     except NemoRLError as exc:
-        raise NemoRLError(exc.what, f"remove it (`rm {shlex.quote(str(path))}`; a note in it goes too), then "
-                          f"regenerate: `nemo-rl deps patches {shlex.quote(path.parent.name)}`") from exc
+        raise NemoRLError(exc.what, f"remove it ({command('rm {path}', path=path)}; a note in it goes too), then "
+                          f"regenerate: {command('nemo-rl deps patches {d}', d=path.parent.name)}") from exc
     return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
 
 

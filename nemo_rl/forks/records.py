@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nemo_rl import git, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX,
@@ -30,6 +30,7 @@ from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
 from nemo_rl.project.state_dir import write_atomic
 
+NOT_REGULAR = "not a regular file"
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
 
 
@@ -63,8 +64,9 @@ def _real_dir(path: Path) -> bool:
 
 def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
     name = link.relative_to(project)
-    return (f"replace the link by the real files: `rm {link}`, then `git checkout <a commit that has them> -- "
-            f"{name}`, or `nemo-rl deps patches {distribution}` to write the records again (its why-note starts as "
+    return (f"replace the link by the real files: {command('rm {link}', link=link)}, then "
+            f"{command('git checkout <a commit that has them> -- {name}', name=name)}"
+            f", or `nemo-rl deps patches {distribution}` to write the records again (its why-note starts as "
             "a placeholder: copy the old one in by hand), and commit the result")
 
 
@@ -153,7 +155,7 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
                                    repr(entry.record))]
     path = directory / entry.record
     if not path.is_file():  # guard: offline-record-file-exists
-        return [*diffs, Difference(name, "record", f"{entry.record} to exist", "missing")]
+        return [*diffs, Difference(name, "record", f"{entry.record} to exist", _found(path))]
     record = read_record(path)
     compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),  # guard: offline-record-digest
                 ("patch-id", entry.patch_id, record.patch_id), ("digest", entry.digest, record.digest()))
@@ -162,6 +164,14 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
             what = "the facts' digest (a fact was edited by hand)" if key == "digest" else key
             diffs.append(Difference(entry.record, what, listed, value))
     return diffs
+
+
+def _found(path: Path) -> str:
+    """What stands where a regular file should: "missing", or its kind (a FIFO is there, not missing)."""
+    try:
+        return f"{values.file_kind(os.lstat(path).st_mode)}, {NOT_REGULAR}"  # guard: records-a-non-regular-record-is-named
+    except FileNotFoundError:
+        return "missing"
 
 
 def declared_differences(project: Project, fork: lockfile.Fork) -> list[Difference]:
@@ -257,7 +267,8 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
             diffs.append(Difference(rel, f"[[commit]] #{position} record", record.filename, name))
         path = directory / name
         if entry is None or Path(name).name != name or not path.is_file():
-            diffs.append(Difference(record.filename, "file", f"record of {record.commit}", "missing"))
+            diffs.append(Difference(record.filename, "file", f"record of {record.commit}",
+                                    _found(path) if entry else "missing"))
             continue
         found = read_record(path).facts()
         diffs += [Difference(name, key, record.facts()[key], found[key])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import codec, git, git_checkout, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import installed, state_dir
 
 STATE = Path(state_dir.STAGING_ROOT) / "develop.json"
@@ -96,8 +96,17 @@ def unreadable(checkout: Path) -> str | None:
     return None if problem is None else f"git cannot read it: {problem}"
 
 
-UNREADABLE_FIX = ("mend its git data (a moved main repository: `git -C <the moved repository> worktree repair "
-                  "{checkout}`), or run `nemo-rl deps develop --stop {dist}` (the files stay; the pin runs)")
+UNREADABLE_FIX = ("mend its git data (a moved main repository: {repair}), or run `nemo-rl deps develop --stop {dist}` "
+                  "(the files stay; the pin runs)")
+
+
+def repair(checkout: Path | None) -> str:
+    """The command that mends a worktree whose main repository moved; a filler for UNREADABLE_FIX's `{repair}`."""
+    return command("git -C <the moved repository> worktree repair {checkout}", checkout=checkout)
+
+
+def unreadable_fix(dist: str, checkout: Path) -> str:
+    return UNREADABLE_FIX.format(dist=dist, repair=repair(checkout))
 
 
 def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:

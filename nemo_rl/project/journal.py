@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import codec, interrupt, locks, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import lockfile
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
 
@@ -95,8 +95,10 @@ def _require_unchanged(project: Path, staging: Path, record: Journal) -> None:
     raise NemoRLError(f"cannot finish the landing in {staging}: {', '.join(changed)} changed in the project since "
                       "they were staged; nothing more was moved"
                       + (f" ({', '.join(landed)} had landed before the interruption)" if landed else ""),
-                      f"to keep the project's files, `rm -rf {staging}`, then `nemo-rl deps status` names what to fix "
-                      f"(compare first: `diff -r {project}/<path> {staging}/<path>`)")
+                      f"to keep the project's files, "
+                      f"{command('rm -rf {staging}', staging=staging)}, then `nemo-rl deps status` "
+                      f"names what to fix (compare first: "
+                      f"{command('diff -r {project}/<path> {staging}/<path>', project=project, staging=staging)})")
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ def _move(source: Path, target: Path) -> None:
     except OSError as exc:
         if exc.errno == errno.EBUSY:  # guard: a-landing-onto-a-mount-point-says-so-and
             raise NemoRLError(f"cannot move {source} to {target}: {target} is a mount point; the staged files are "
-                              "kept", f"`umount {target}`, then run `nemo-rl deps recover`") from exc
+                              "kept",
+                              f"{command('umount {target}', target=target)}, then run `nemo-rl deps recover`") from exc
         if exc.errno != errno.EXDEV:  # guard: never-a-landing-across-filesystems-is
             raise
         raise NemoRLError(f"cannot move {source} to {target}: they are on different filesystems (a mount inside the "

@@ -7,14 +7,13 @@ import errno
 import functools
 import os
 import re
-import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from nemo_rl import interrupt, locks, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import journal
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
 
@@ -25,9 +24,11 @@ def require_writable(paths: list[Path]) -> None:
     """Refuse before any work a path to replace that is not writable, or read-only by its mode (even for root)."""
     for path in paths:
         if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):  # guard: bump-read-only-refusal
-            fix = (f"`lsattr -d {path}`: if it is immutable (i), `chattr -i {path}` (as root); on a read-only mount, "
+            fix = (f"{command('lsattr -d {path}', path=path)}: if it is immutable (i), "
+                   f"{command('chattr -i {path}', path=path)} (as root); on a read-only mount, "
                    "run where you may write" if path.stat().st_mode & 0o200 else
-                   f"make it writable (`chmod u+w {path}`) or run where you may write, then try again")
+                   f"make it writable ("
+                   f"{command('chmod u+w {path}', path=path)}) or run where you may write, then try again")
             raise NemoRLError(f"{path} is not writable, so it cannot be changed", fix)
 
 
@@ -39,9 +40,10 @@ def require_no_links(project: Path, names: Sequence[str]) -> None:
             target = os.readlink(path)
             copy = "cp -R" if path.is_dir() else "cp"
             raise NemoRLError(f"{path} is a symbolic link (to {target}), which a landing would replace",
-                              f"put the file itself in place of the link (`cd {shlex.quote(str(project))} && rm "
-                              f"{shlex.quote(name)} && {copy} {shlex.quote(str(path.parent / target))} "
-                              f"{shlex.quote(name)}`), then run again")
+                              "put the file itself in place of the link ("
+                              + command("cd {project} && rm {name} && " + copy + " {target} {name}", project=project,
+                                        name=name, target=path.parent / target)
+                              + "), then run again")
 
 
 class _CopyFailed(Exception):
@@ -184,7 +186,8 @@ def require_replaceable(project: Path, targets: Sequence[str]) -> None:
         where = Path(os.path.realpath(target.parent)) / target.name
         if os.path.lexists(target) and (str(where) in mounted or os.path.ismount(target)):  # guard: a-landing-target-that-is-a-mount-point
             raise NemoRLError(f"{target} is a mount point, which a landing cannot replace; nothing was changed",
-                              f"mount the project's directory instead of {name} alone (or `umount {target}`), then "
+                              f"mount the project's directory instead of {name} alone (or "
+                              f"{command('umount {target}', target=target)}), then "
                               "run again")
 
 
@@ -207,7 +210,9 @@ def require_renames(project: Path, targets: Sequence[str] = ()) -> None:
                 if exc.errno != errno.EXDEV:
                     raise
                 raise NemoRLError(f"{root} is on another filesystem than {directory}, so a landing cannot rename into "
-                                  "the project", f"make {root} a plain directory inside the project (`rm -rf {root}` "
+                                  "the project",
+                                  f"make {root} a plain directory inside the project "
+                                  f"({command('rm -rf {root}', root=root)} "
                                   "when no nemo-rl command runs), then run again") from exc
             os.rename(target, here)
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Literal, overload
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from nemo_rl import values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 
 MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z", re.ASCII)
 
@@ -76,15 +75,16 @@ PROJECT_FILE_MAX = 64 << 20
 
 
 def _put_back(path: Path) -> str:
-    name = shlex.quote(path.name)
     if path.name == "uv.lock":
-        return f"put a regular uv.lock in its place: `cd {shlex.quote(str(path.parent))} && rm uv.lock && uv lock`"
+        return (f"put a regular uv.lock in its place: "
+                f"{command('cd {project} && rm uv.lock && uv lock', project=path.parent)}")
     if path.parent.parent.name == "patches":
-        records = f"patches/{shlex.quote(path.parent.name)}/{name}"
-        return (f"put the records back as regular files: `cd {shlex.quote(str(path.parent.parent.parent))} && rm "
-                f"{records} && nemo-rl deps patches {shlex.quote(path.parent.name)}` writes them again")
-    return (f"put the project's own {path.name} back as a regular file: `cd {shlex.quote(str(path.parent))} && rm "
-            f"{name} && git checkout COMMIT -- {name}`, COMMIT naming a commit that holds it as one")
+        fix = command("cd {project} && rm {records} && nemo-rl deps patches {dist}", project=path.parent.parent.parent,
+                      records=f"patches/{path.parent.name}/{path.name}", dist=path.parent.name)
+        return f"put the records back as regular files: {fix} writes them again (the why-note as a placeholder)"
+    fix = command("cd {project} && rm {name} && git checkout COMMIT -- {name}", project=path.parent, name=path.name)
+    return (f"put the project's own {path.name} back as a regular file: {fix}, COMMIT naming a commit that holds it "
+            "as one")
 
 
 def read_bytes(path: Path) -> bytes:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from nemo_rl import git_checkout, locks
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 
 STAGING_ROOT = ".nemo-rl"
 
@@ -38,14 +37,13 @@ def state_root(project: Path, *, create: bool = False) -> Path:
         _refuse_tracked(project, root)
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):  # guard: rest-a-nemo-rl-link-or-file-is-refused
         link = os.readlink(root) if stat.S_ISLNK(mode) else None
-        here = shlex.quote(str(root))
-        keep = (f"; to keep what it names, copy it in: `rm {here} && cp -a "
-                f"{shlex.quote(str(root.parent / link) + '/.')} {here}`"
+        keep = (f"; to keep what it names, copy it in: "
+                f"{command('rm {here} && cp -a {there} {here}', here=root, there=str(root.parent / link) + '/.')}"
                 if link is not None and (root.parent / link).is_dir() else "")
         what = f"a symbolic link (to {link!r:.120})" if link is not None else "not a directory"
         raise NemoRLError(f"{root} is {what}: nemo-rl keeps its state there and never follows it out",
-                          f"remove it (`rm {here}`; if a commit added it, also `git rm --cached "
-                          f"{STAGING_ROOT}`){keep}")
+                          f"remove it ({command('rm {here}', here=root)}; if a commit added it, also "
+                          f"{command('git rm --cached {state}', state=STAGING_ROOT)}){keep}")
     return root
 
 
@@ -62,8 +60,9 @@ def _refuse_tracked(project: Path, root: Path) -> None:
     found = git_checkout.tracked(project, STAGING_ROOT)
     if found:  # guard: state-files-git-tracks-under-nemo-rl-are
         raise NemoRLError(f"{root} holds {len(found)} file(s) git tracks ({', '.join(found[:3])})",
-                          f"untrack and remove them: `git -C {shlex.quote(str(project))} rm -r --cached "
-                          f"{STAGING_ROOT} && rm -rf {shlex.quote(str(root))}`")
+                          "untrack and remove them: "
+                          + command("git -C {project} rm -r --cached {state} && rm -rf {root}", project=project,
+                                    state=STAGING_ROOT, root=root))
     _UNTRACKED.add(seen)
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from nemo_rl import locks, process, toolchain, uv
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, installed
 from nemo_rl.project.model import Project
@@ -98,7 +98,8 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
     """Make the bundle for (uv.lock, flags) at the new `dest`; `seed`: from this user's uv cache (pack_seed)."""
     if developing := sorted(develop_state.read(project.root)):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds pinned commits only",
-                          f"run {' and '.join(f'`nemo-rl deps develop --stop {d}`' for d in developing)} first")
+                          "run " + " and ".join(command("nemo-rl deps develop --stop {d}", d=d) for d in developing)
+                          + " first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory")
     if project.extras_require(flags, "transformer-engine"):

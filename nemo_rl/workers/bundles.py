@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nemo_rl import interrupt, settings, uv
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project.model import Project
 from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs, tree_copy
@@ -91,7 +91,8 @@ def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], di
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
-                          f"pack a bundle for this checkout (`nemo-rl envs pack ... {bundle}`), or check out the "
+                          f"pack a bundle for this checkout ("
+                          f"{command('nemo-rl envs pack ... {bundle}', bundle=bundle)}), or check out the "
                           "commit the bundle was made from")
     trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()  # guard: digest-is-normalised-where-checked
     if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digest

@@ -6,14 +6,13 @@ import contextlib
 import functools
 import os
 import re
-import shlex
 import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import locks, settings
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_trust, environments
@@ -116,7 +115,8 @@ def listing(project: Project | None) -> list[Row]:
             env = environments.describe(path)
         except NemoRLError as exc:  # nothing proves whose it is: kept
             rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),  # guard: rest-a-broken-environment-names-its-rm
-                            f"{exc.what}; prune leaves it: if it is yours and unused, rm -rf {shlex.quote(str(path))}"))
+                            f"{exc.what}; prune leaves it: if it is yours and unused, "
+                            f"{command('rm -rf {path}', path=path)}"))
             continue
         if env is None:
             continue
@@ -129,7 +129,7 @@ def listing(project: Project | None) -> list[Row]:
             # another container's copy of this checkout, or this one's develop state lost: only the user knows
             state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
                 f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record; "
-                f"if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
+                f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:  # guard: whose-another-checkout-s-id-is-left-to
@@ -146,7 +146,7 @@ def _unclaimed(path: Path, checkout: str) -> str:
     """Why an environment of another checkout id at this path is left (another container's, or this one's
     before `git clean -fdx`: only the user knows), and the way out."""
     return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id; "  # guard: fixes-an-unclaimed-environment-names-the
-            f"if no other container shares NEMO_RL_VENV_DIR, remove it: rm -rf {shlex.quote(str(path))}")
+            f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:

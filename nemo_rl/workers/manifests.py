@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import platform
 import re
-import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import uv, values
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project.model import Project
 
 MANIFEST = "nemo-rl-bundle.json"
@@ -90,10 +89,10 @@ def _created_field(value: object) -> float:
 
 def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
-    fix = f"make the bundle again on the builder: `nemo-rl envs pack PY_EXECUTABLE {bundle}`"
+    fix = f"make the bundle again on the builder: {command('nemo-rl envs pack PY_EXECUTABLE {bundle}', bundle=bundle)}"
     if ".packing-" in bundle.name:  # guard: bundles-an-unfinished-pack-is-no-bundle
         raise NemoRLError(f"{bundle} is an unfinished pack",
-                          f"remove it (`rm -rf {shlex.quote(str(bundle))}`) and pack into a new directory: "
+                          f"remove it ({command('rm -rf {bundle}', bundle=bundle)}) and pack into a new directory: "
                           "`nemo-rl envs pack PY_EXECUTABLE DIR`")
     try:
         data = values.state_json(path, fix, "the bundle manifest")

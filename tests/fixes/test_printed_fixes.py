@@ -19,6 +19,7 @@ from fakes import fake_env
 from gitfixtures import commit
 
 from nemo_rl.cli import main
+from nemo_rl.forks.records import WHY_PLACEHOLDER
 from nemo_rl.project import develop_state, journal, state_dir
 
 
@@ -80,6 +81,13 @@ def killed_landing(world, monkeypatch):
     (staging / "uv.lock").write_text((world.project / "uv.lock").read_text())
     before = {"uv.lock": journal.digest(world.project / "uv.lock")}
     (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": ["uv.lock"], "before": before}))
+
+
+def killed_landing_then_edited(world, monkeypatch):
+    """A killed landing, and uv.lock edited by hand after it: recovering would overwrite the edit."""
+    killed_landing(world, monkeypatch)
+    with (world.project / "uv.lock").open("a") as lock:
+        lock.write("# edited after the landing was cut short\n")
 
 
 def applied_nowhere(world, monkeypatch):
@@ -261,6 +269,25 @@ def wrong_base(world, monkeypatch):
     path.write_text(path.read_text().replace(f'base = "{fork.base}"', f'base = "{fork.head}"', 1))
 
 
+def why_note_a_placeholder(world, monkeypatch):
+    """Records written again (`deps patches` after a lost index): the why-note is the placeholder."""
+    path = world.project / "patches" / "megatron-core" / "index.toml"
+    path.write_text(path.read_text().replace(forkworld.WHY, WHY_PLACEHOLDER))
+
+
+def a_record_a_fifo(world, monkeypatch):
+    record = next((world.project / "patches" / "megatron-core").glob("0001-*.patch"))
+    record.unlink()
+    os.mkfifo(record)
+
+
+def venv_dir_open(world, monkeypatch):
+    """NEMO_RL_VENV_DIR made by hand, readable by others."""
+    (world.root / "venvs").mkdir(mode=0o755)
+    (world.root / "venvs").chmod(0o755)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(world.root / "venvs"))
+
+
 ONTO = ["deps", "develop", "megatron-core", "--onto", "upstream/main"]
 
 ROWS = [
@@ -271,6 +298,8 @@ ROWS = [
     Row("a-pin-moved-without-a-relock", moved_pin, lambda w: STATUS, "megatron-core: lock stale"),
     Row("a-wrong-base", wrong_base, lambda w: ["deps", "patches", "--check", "--offline"], "base: expected", take=(0,)),
     Row("a-landing-killed", killed_landing, bump_argv, "was cut short"),
+    Row("a-landing-killed-then-edited", killed_landing_then_edited, lambda w: ["deps", "recover"],
+        "changed in the project since", take=(0,)),
     Row("a-landing-killed-seen-by-status", killed_landing, lambda w: STATUS, "landing interrupted"),
     Row("develop-not-applied", applied_nowhere, lambda w: [*STATUS, "--env", str(w.root / "env")],
         "megatron-core: develop not applied", fill={"<checkout>": ".nemo-rl/develop/megatron-core"}),
@@ -309,13 +338,24 @@ ROWS = [
         "megatron-core: checkout gone", take=(0,)),
     Row("uv-lock-a-fifo", a_fifo("uv.lock"), lambda w: ["deps", "status"], "is not a regular file (a FIFO)"),
     Row("nemo-rl-dir-a-link", state_dir_linked, bump_argv, "is a symbolic link", take=(0,)),
+    Row("the-why-note-a-placeholder", why_note_a_placeholder, lambda w: ["deps", "patches", "--check", "--offline"],
+        "found the placeholder", take=(1,),
+        fill={"$EDITOR": "sed -i 's/TODO: say what.*needs it\\./It adds tokens./'"}),
+    Row("a-record-a-fifo", a_record_a_fifo, lambda w: ["deps", "patches", "--check", "--offline"],
+        "found a FIFO"),
+    Row("venv-dir-open-to-others", venv_dir_open, lambda w: ["envs", "list"], "others may reach into it"),
 ]
+
+
+HOSTILE_DIR = "victim $(touch PWNED)"  # an unquoted path in a fix splits at the space onto `victim`, or runs touch
 
 
 @pytest.fixture
 def fixture_world(world_template, tmp_path, monkeypatch):
-    """A copy of the session's fixture world (built once, about 3 s), with the project as the working directory."""
-    w = forkworld.copy_world(world_template, tmp_path / "world")
+    """A copy of the session's fixture world (built once, about 3 s) under HOSTILE_DIR, with the project as the
+    working directory."""
+    (tmp_path / "victim").write_text("not the project's\n")
+    w = forkworld.copy_world(world_template, tmp_path / HOSTILE_DIR / "world")
     forkworld.apply_env(w, monkeypatch)
     monkeypatch.chdir(w.project)
     return w
@@ -337,6 +377,8 @@ def test_the_printed_fix_makes_its_failure_go(fixture_world, capsys, monkeypatch
         line = line.replace(placeholder, value)
     done = shell(line, world.project)
     assert done.returncode == 0 and row.failure not in done.stdout + done.stderr, (line, done.stdout + done.stderr)
+    victim = world.root.parent.parent / "victim"
+    assert victim.read_text() == "not the project's\n" and not list(world.root.parent.parent.rglob("PWNED")), line
     if row.retry:
         code, again = run_here(world, capsys, (row.again or row.command)(world))
         assert row.failure not in again, f"the fix `{line}` left the same failure:\n{again}"
