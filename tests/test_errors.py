@@ -14,9 +14,10 @@ from nemo_rl.errors import command
 PACKAGE = Path(__file__).resolve().parents[1] / "nemo_rl"
 
 # Values that are not paths and are checked before they reach a message: distribution and extra names (PEP 503),
-# a verb's name, numbers, hex SHAs, the branch --onto makes from them. lock_markers' spans are markers, not commands.
+# a verb's name, numbers, hex SHAs, the branch --onto makes from them, uv.sync_command (an extra's name in a fixed
+# command). lock_markers' spans are markers, not commands.
 NOT_PATHS = {"dist", "distribution", "fork.distribution", "extra", "command", "major", "longer", "target[:12]",
-             "under_way", "work"}
+             "under_way", "work", "uv.sync_command()", "uv.sync_command(extra)"}
 NOT_PATHS_IN = {"forks/installed_fork.py": {"name"}, "forks/locked_fork.py": {"name"},
                 "forks/lock_markers.py": {"left", "op", "right"},
                 # `again` is a command line its callers quote; the stoppers are names from RELOCK_STOPPERS

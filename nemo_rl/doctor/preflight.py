@@ -114,7 +114,8 @@ def check_archs(nvcc: Path | None, compiles: bool) -> Item:
                   if (said := _compile(nvcc, [f"-gencode=arch=compute_{arch},code=sm_{arch}"])) is not None]
         if failed:  # guard: pre-flight-each-declared-arch-compiles
             return Item("gpu architectures", False, f"{nvcc} cannot compile for sm_{failed[0][0]}: {failed[0][1]}",
-                        f"`export NVTE_CUDA_ARCHS=` the architectures this nvcc knows (`{nvcc} --list-gpu-arch`), "
+                        "`export NVTE_CUDA_ARCHS=` the architectures this nvcc knows "
+                        f"({command('{nvcc} --list-gpu-arch', nvcc=str(nvcc))}), "
                         "or use a newer CUDA 12 toolkit")
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
