@@ -202,9 +202,9 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     def report():
         from megatron.core import _helpers
 
-        from nemo_rl.extras import installed_commit
+        from nemo_rl.extras import find_installed
 
-        return _helpers.answer(), installed_commit("megatron-core")
+        return _helpers.answer(), find_installed("megatron-core").commit
 
     assert ray.get(report.options(**workers.actor_options(MCORE, project)).remote(), timeout=120) == (42, head)
 
