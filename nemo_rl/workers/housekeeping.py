@@ -16,7 +16,7 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, bundle_trust, environments
+from nemo_rl.workers import bundle_copy, environments
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
@@ -28,7 +28,7 @@ class Row:
     path: Path
     flags: tuple[str, ...]
     project: Path | None
-    state: str  # current | stale | other version | other checkout | broken | unfinished build | kept copy | not ours
+    state: str  # current | stale | other version | other checkout | broken | unfinished build | kept copy
     size_mb: float
     last_used: float | None
     users: tuple[int, ...]
@@ -88,11 +88,7 @@ def listing(project: Project | None) -> list[Row]:
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
             copy = path.name.startswith(NODE_COPY_PREFIX)
-            foreign = bundle_trust.why_not_ours(path)
-            if foreign:
-                rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
-                                f"{foreign}: left alone; remove it yourself if it is yours"))
-            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
+            if copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
             elif copy:
