@@ -59,7 +59,12 @@ def _checked(path: Path, setting: str) -> Path:
 
 
 def _parents_checked(path: Path, setting: str) -> None:
-    """Refuse a store in a directory others may write (unless sticky, as /tmp): they could swap the store."""
+    """Refuse a store in a directory others may write (unless sticky, as /tmp), or reached through a link another
+    user owns: they could swap the store."""
+    for link in (p for p in path.absolute().parents if p.is_symlink()):
+        if (owner := os.lstat(link).st_uid) not in (0, os.geteuid()):  # guard: store-another-user-s-link-above-is-refused
+            raise NemoRLError(f"{path} is reached through {link}, a symbolic link of uid {owner}, who may point it "
+                              "elsewhere", f"point {setting} at a directory only you may write in")
     parent = Path(os.path.realpath(path.parent))
     for directory in (parent, *parent.parents):
         info = os.stat(directory)

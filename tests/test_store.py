@@ -103,6 +103,18 @@ def test_a_store_inside_a_directory_others_may_write_is_refused_until_the_settin
     assert settings.venv_dir() == tmp_path / "mine" / "venvs"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a link of another user needs root (chown)")
+def test_a_store_reached_through_another_users_link_is_refused_until_the_setting_moves(tmp_path, monkeypatch):
+    (tmp_path / "mine").mkdir(mode=0o700)
+    (tmp_path / "up").symlink_to(tmp_path / "mine")
+    os.chown(tmp_path / "up", 4242, 4242, follow_symlinks=False)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "up" / "venvs"))
+    with pytest.raises(NemoRLError, match=f"is reached through {tmp_path / 'up'}, a symbolic link of uid 4242"):
+        settings.venv_dir()
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "mine" / "venvs"))
+    assert settings.venv_dir() == tmp_path / "mine" / "venvs"
+
+
 def test_a_store_inside_a_sticky_directory_others_may_write_is_opened(tmp_path, monkeypatch):
     (tmp_path / "shared").mkdir()
     os.chmod(tmp_path / "shared", 0o1777)
