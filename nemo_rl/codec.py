@@ -1,5 +1,6 @@
 """Each on-disk record is a frozen dataclass, written as JSON with a `version` by one writer and read back by one
-reader; a record of another version or shape is rebuilt (read returns None), never migrated."""
+reader; a record of another version or shape is rebuilt (read returns None) or, where it cannot be rebuilt,
+refused (AnotherVersion, or a NemoRLError for another shape); never migrated."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ class _Wrong(Exception):
     pass
 
 
+class AnotherVersion(NemoRLError):
+    """A record another nemo-rl wrote: its caller may list it or remove it as such, never read it as absent."""
+
+
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
     """`record` (a dataclass) at `path`, atomically, with `version`; the fields in `given` are left out."""
     from nemo_rl.project import state_dir
@@ -28,8 +33,9 @@ def write(path: Path, record: Any, version: int, *, mode: int | None = None, giv
 
 def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
              **given: Any) -> T | None:
-    """The record at `file`; None when missing or of another version or shape. With `fix`, an unreadable record
-    of this version is a NemoRLError naming `fix`. `given`: the fields write left out."""
+    """The record at `file`; None when missing. Without `fix`, None too when unreadable or of another version or
+    shape; with `fix`, a NemoRLError naming `file` and `fix` (AnotherVersion for another version). `given`: the
+    fields write left out."""
     try:
         data = json.loads(values.read_plain_file(file))
     except FileNotFoundError:
@@ -39,10 +45,15 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
             return None
         why = "it is nested too deeply to be a file nemo-rl wrote" if isinstance(exc, RecursionError) else exc
         raise NemoRLError(f"cannot read {file}: {why}", fix) from exc
-    if not isinstance(data, dict) or data.get("version") != version:  # guard: codec-another-version-is-rebuilt
-        return None
+    if isinstance(data, dict) and data.get("version") != version:  # guard: codec-another-version-is-rebuilt
+        if fix is None:
+            return None
+        found = f"version {data['version']!r:.20}" if "version" in data else "no version"
+        raise AnotherVersion(f"{file} is {name} of another nemo-rl ({found}; this one reads version {version})",  # guard: codec-another-version-is-refused-with-the-fix
+                             fix)
+    fields = {k: v for k, v in data.items() if k != "version"} if isinstance(data, dict) else data
     try:
-        return _value(kind, {k: v for k, v in data.items() if k != "version"}, given)
+        return _value(kind, fields, given)
     except _Wrong as exc:
         if fix is None:
             return None

@@ -52,6 +52,7 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:  # guard: never-lock-files-are-plain-one-link
         os.close(fd)
         raise _planted(path, "hard-linked" if stat.S_ISREG(info.st_mode) else "not a regular file")
+    # lock files live in shared bundle directories too, where another user may have made this one
     if info.st_uid != os.geteuid():  # guard: terminal-another-user-s-lock-file-is
         os.close(fd)
         raise _theirs(path, info.st_uid, not_yours)  # guard: toolchain-another-user-s-lock-names-the

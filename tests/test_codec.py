@@ -1,4 +1,4 @@
-"""The record codec (nemo_rl/codec.py): one writer, one reader; another version or shape is rebuilt."""
+"""The record codec (nemo_rl/codec.py): one writer, one reader; another version or shape is rebuilt or refused."""
 
 from __future__ import annotations
 
@@ -46,7 +46,15 @@ def test_a_missing_record_is_none(tmp_path):
 def test_a_record_of_another_version_is_rebuilt(tmp_path):
     codec.write(tmp_path / "r.json", REC, 1)
     assert codec.read(tmp_path / "r.json", Rec, 2) is None
-    assert codec.read(tmp_path / "r.json", Rec, 2, fix="remove it") is None  # another version: rebuilt, never refused
+
+
+def test_a_record_of_another_version_that_cannot_be_rebuilt_is_refused_with_its_fix(tmp_path):
+    codec.write(tmp_path / "r.json", REC, 1)
+    with pytest.raises(codec.AnotherVersion) as refused:
+        codec.read(tmp_path / "r.json", Rec, 2, fix="remove it", name="a test record")
+    assert refused.value.what == (f"{tmp_path / 'r.json'} is a test record of another nemo-rl (version 1; this one "
+                                  "reads version 2)")
+    assert refused.value.remedy == "remove it"
 
 
 @pytest.mark.parametrize("edit", [

@@ -1,4 +1,5 @@
-"""`nemo-rl envs prune`: remove this checkout's stale environments and killed builds that no process uses."""
+"""`nemo-rl envs prune`: remove stale environments (this checkout's, or another nemo-rl version's) and killed builds
+that no process uses."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 from nemo_rl import envs
 from nemo_rl.project.model import Project
 
-HELP = "remove this checkout's stale environments and killed builds that no process uses"
+HELP = "remove stale environments (this checkout's, or another nemo-rl's) and killed builds that no process uses"
 DESCRIPTION = HELP
 
 

@@ -39,6 +39,7 @@ def remove_abandoned(where: Path) -> None:
             info = entry.lstat()
         except OSError:
             continue
+        # the scratch directory is /tmp, shared: only this user's abandoned scratch is removed
         if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()  # guard: scratch-a-live-one-is-kept
                 and now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry)):
             shutil.rmtree(entry, ignore_errors=True)

@@ -157,7 +157,7 @@ def project_of(staging: Path) -> Path:
 
 
 def _check_staged(staging: Path, name: str) -> None:
-    """Refuse a staged path that is not a regular file (or a tree of them) of this user's."""
+    """Refuse a staged path that is not a regular file (or a tree of them)."""
     fix = (f"nothing more was moved; delete {staging} and check `git status` (`git checkout -- <file>` restores "
            "one), then run the command again")
     top = staging / name
@@ -169,9 +169,8 @@ def _check_staged(staging: Path, name: str) -> None:
         info = path.lstat()
         regular, directory = stat.S_ISREG(info.st_mode), stat.S_ISDIR(info.st_mode)
         kind_ok = (directory if path == top else regular or directory) if name.startswith("patches/") else regular
-        if not kind_ok or info.st_uid != os.geteuid() or (regular and info.st_nlink != 1):
-            raise NemoRLError(f"{path} is not a file a landing moves (a link, a device, a hard link or another "
-                              "user's file)", fix)
+        if not kind_ok or (regular and info.st_nlink != 1):
+            raise NemoRLError(f"{path} is not a file a landing moves (a link, a device or a hard link)", fix)
 
 
 def _move(source: Path, target: Path) -> None:

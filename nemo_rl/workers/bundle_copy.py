@@ -30,7 +30,7 @@ from pathlib import Path
 from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache, why_not_ours
+from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache
 from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity
 
 RACY_NS = 2_000_000_000
@@ -70,8 +70,6 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         digests: dict[Path, str] = {}  # this user's checked copies, each stamp read once
         found = None
         for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
-            if why_not_ours(candidate) is not None:  # guard: a-planted-node-copy-is-never-taken-as
-                continue
             if not os.path.lexists(candidate / STAMP):  # never checked: under the node lock, a killed build's
                 locks.remove_unheld(candidate)  # guard: node-copy-a-copy-a-killed-build-left-is
             elif found is None:

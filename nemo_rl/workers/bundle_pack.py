@@ -88,6 +88,7 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
             info = path.lstat()
         except OSError:
             continue
+        # the bundle directory is shared: another user's pack lock is theirs to remove
         if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and locks.remove_free(path):
             removed.append(path)
     return removed
@@ -139,6 +140,7 @@ def _resume(dest: Path, work: Path, inputs: str) -> bool:
         info = os.lstat(kept)
     except OSError:
         return False
+    # a kept pack lies in the shared bundle directory: start only from one no one else may have written
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:  # guard: pack-a-kept-pack-not-this-user-s-alone
         progress(f"not starting from {kept}: not a directory only this user may write")
         return False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -57,34 +56,3 @@ def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, i
         shutil.rmtree(work, ignore_errors=True)
         raise
     return work, held
-
-
-def why_not_ours(path: Path) -> str | None:
-    """None for a working cache nemo-rl made; else what it is."""
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    euid = os.geteuid()
-    if stat.S_ISLNK(info.st_mode):  # guard: a-linked-working-cache-is-never-ours
-        return "a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "not a directory"
-    if info.st_uid != euid:  # guard: another-user-s-working-cache-is-not-ours
-        return f"owned by uid {info.st_uid}"
-    try:
-        marker = os.lstat(path / MARKER)
-    except OSError:
-        marker = None
-    if marker is None and _empty(path):  # guard: plain-an-empty-unmarked-working-cache-is
-        return None
-    if marker is None or not stat.S_ISREG(marker.st_mode) or marker.st_uid != euid:  # guard: a-working-cache-is-ours-only-with-our
-        return f"no {MARKER} file of this user's in it"
-    return None
-
-
-def _empty(path: Path) -> bool:
-    try:
-        return not os.listdir(path)
-    except OSError:
-        return False

@@ -47,7 +47,7 @@ class WorkerEnv:
 
     @classmethod
     def read(cls, path: Path) -> WorkerEnv | None:
-        """The environment at `path`; None when it has no metadata of META_VERSION (it is rebuilt)."""
+        """The environment at `path`; None when it has no metadata; codec.AnotherVersion when another nemo-rl's."""
         fix = f"remove {path}: it is rebuilt from uv.lock"
         env = codec.read(path / META, cls, META_VERSION, fix=fix, name="worker-environment metadata", path=path)
         if env is not None and (env.key != path.name or not env.project.is_absolute()  # guard: fast-worker-env-key-is-its-directory-s
@@ -118,6 +118,8 @@ def _key(root: Path, lock_hash: str, flags: Sequence[str], developing: Mapping[s
     facts = {"project": str(root), "lock": lock_hash, "flags": sorted(flags),  # guard: workers-python-version-in-the-key
              "python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
              "developing": developed}
+    # another nemo-rl's environment gets a key of its own: never rebuilt in place while its jobs run
+    facts["metadata"] = str(META_VERSION)  # guard: workers-the-metadata-version-is-in-the-key
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -134,7 +136,10 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
     with where.locked():
         for leftover in where.building():  # we hold the lock: whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
-        found = WorkerEnv.read(where.path)
+        try:
+            found = WorkerEnv.read(where.path)
+        except codec.AnotherVersion:  # only by hand at this key: the version is in it
+            found = None
         manifest = None
         if found is None or found.project != root:  # guard: whose-metadata-of-another-project-is
             manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest, developing)
@@ -156,6 +161,11 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     staging = where.staging()
     values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
+    from nemo_rl.workers import housekeeping  # it lists what this module builds
+
+    if os.path.lexists(where.path) and (pids := housekeeping.users(where.path)):  # guard: workers-a-build-never-removes-an-environment-in-use
+        raise NemoRLError(f"worker environment {where.path} has no metadata this nemo-rl reads, and processes "
+                          f"{', '.join(map(str, pids))} run from it", "stop those processes and ask again")
     shutil.rmtree(where.path, ignore_errors=True)  # no metadata: a build that never finished
     progress(f"building worker environment {where.key} (uv sync {' '.join(flags)}); a cold mcore build takes "
              "minutes")

@@ -11,11 +11,11 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import locks, settings
+from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, bundle_trust, environments
+from nemo_rl.workers import bundle_copy, environments
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
@@ -27,7 +27,7 @@ class Row:
     path: Path
     flags: tuple[str, ...]
     project: Path | None
-    state: str  # current | stale | other checkout | broken | unfinished build | kept copy | not ours
+    state: str  # current | stale | other version | other checkout | broken | unfinished build | kept copy
     size_mb: float
     last_used: float | None
     users: tuple[int, ...]
@@ -87,11 +87,7 @@ def listing(project: Project | None) -> list[Row]:
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
             copy = path.name.startswith(NODE_COPY_PREFIX)
-            foreign = bundle_trust.why_not_ours(path)
-            if foreign:
-                rows.append(Row("bundle-copy" if copy else "bundle-cache", path, (), None, "not ours", 0.0, None, (),
-                                f"{foreign}: left alone; remove it yourself if it is yours"))
-            elif copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
+            if copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
             elif copy:
@@ -111,8 +107,14 @@ def listing(project: Project | None) -> list[Row]:
             continue
         if building or not path.is_dir():
             continue
+        used = path / environments.LAST_USED
         try:
             env = environments.describe(path)
+        except codec.AnotherVersion as exc:
+            rows.append(Row(path.name, path, (), None, "other version", _size_mb(path),  # guard: housekeeping-another-version-s-environment-is-listed
+                            used.stat().st_mtime if used.exists() else None, users(path),
+                            f"{exc.what}: prune removes it once unused"))
+            continue
         except NemoRLError as exc:  # nothing proves whose it is: kept
             rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),  # guard: rest-a-broken-environment-names-its-rm
                             f"{exc.what}; prune leaves it: if it is yours and unused, "
@@ -136,7 +138,6 @@ def listing(project: Project | None) -> list[Row]:
             state, note = "other checkout", _unclaimed(path, env.checkout)
         else:
             state = "stale"
-        used = path / environments.LAST_USED
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
                         used.stat().st_mtime if used.exists() else None, users(path), note or None))
     return rows
@@ -150,11 +151,12 @@ def _unclaimed(path: Path, checkout: str) -> str:
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
-    """Remove what is provably this checkout's and unused: stale environments, killed builds, their lock files.
+    """Remove what is provably this checkout's or another nemo-rl's, and unused: stale environments, those of
+    another metadata version, killed builds, their lock files.
     `rows`: listing(project), when the caller has it."""
     removed = []
     for row in listing(project) if rows is None else rows:
-        if row.state not in ("stale", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
+        if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
             continue
         if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
             if locks.remove_unheld(row.path):

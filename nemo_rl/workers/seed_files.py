@@ -18,6 +18,7 @@ class Refused(Exception):
 
 
 def ours(info: os.stat_result) -> bool:
+    # UV_CACHE_DIR may be shared: a wheel another user may write is never seeded
     return info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 

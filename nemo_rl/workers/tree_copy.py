@@ -60,6 +60,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
 def linkable(info: os.stat_result, device: int) -> bool:
     """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
     user or root may write, neither setuid nor setgid."""
+    # a bundle is made by others: a file its owner could rewrite later is copied, not linked
     if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
         return False
     if info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022):  # guard: node-copy-links-no-file-others-may-write

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import forkworld
@@ -157,3 +159,26 @@ def test_an_overlay_without_a_token_is_nobodys(tmp_path):
     assert not develop_state.remove_overlay(env, "megatron-core", "") and path.exists()
     path.write_text("".join(line for line in path.read_text().splitlines(True) if "owner" not in line))
     assert develop_state.overlay_owner(path) is None
+
+
+@pytest.mark.parametrize("version", [2, 0, None])
+def test_develop_state_of_another_version_is_refused_until_its_printed_fix(tmp_path, version):
+    state = tmp_path / ".nemo-rl" / "develop.json"
+    state.parent.mkdir()
+    entry = {"distribution": "megatron-core", "checkout": str(tmp_path / "mc"), "managed": False, "envs": []}
+    state.write_text(json.dumps({"version": version, "developed": [entry]}))
+    with pytest.raises(NemoRLError) as refused:
+        develop_state.read(tmp_path)
+    assert refused.value.what.startswith(f"{state} is develop state of another nemo-rl (version {version!r}")
+    command = re.match(r"`([^`]+)`", refused.value.remedy or "")
+    assert command, refused.value.remedy
+    subprocess.run(["sh", "-c", command.group(1)], check=True)
+    assert develop_state.read(tmp_path) == {}
+
+
+def test_develop_state_of_another_shape_is_refused(tmp_path):
+    state = tmp_path / ".nemo-rl" / "develop.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"version": develop_state.STATE_VERSION, "developed": [{"distribution": 1}]}))
+    with pytest.raises(NemoRLError, match=f"{state} is not develop state"):
+        develop_state.read(tmp_path)

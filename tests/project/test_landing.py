@@ -58,11 +58,15 @@ def test_a_journal_of_another_shape_is_refused(staging, content):
         journal.read_journal(staging)
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"other": []}', "[]", ""])
-def test_an_unreadable_journal_is_refused_saying_nothing_more_moved(staging, content):
+@pytest.mark.parametrize(("content", "words"), [
+    ("{not json", "cannot read .*LANDING.json"), ("", "cannot read .*LANDING.json"),
+    ('{"other": []}', r"LANDING.json is a landing journal of another nemo-rl \(no version"),
+    ("[]", r"LANDING.json is not a landing journal \(Journal: not an object\)"),
+], ids=["not json", "empty", "no version", "a list"])
+def test_an_unreadable_journal_is_refused_saying_nothing_more_moved(staging, content, words):
     """Nothing more is moved, and the landing cut short may have moved some files already: `git status` says."""
     write_journal(staging, content)
-    with pytest.raises(NemoRLError, match="cannot read .*LANDING.json") as caught:
+    with pytest.raises(NemoRLError, match=words) as caught:
         journal.read_journal(staging)
     assert "nothing more was moved, but the landing may have moved some files" in caught.value.remedy
 

@@ -3,7 +3,6 @@ of the bundle, used by all of them, never removed under one of them; each build 
 bundle_copy.node_copy, held at the points the test names by lines on its stdin. What a build installs is the node's
 checked copy of the bytes, and a copy is taken only when it is ours, checked and old enough."""
 
-import hashlib
 import itertools
 import json
 import os
@@ -335,7 +334,7 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
-def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
+def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     bundle = fake_bundle(world, tmp_path / "bundle")
@@ -346,21 +345,13 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
     stamp = json.loads((copy / bundle_copy.STAMP).read_text())
     assert stamp["digest"] == manifest.digest and stamp["files"] == {}  # each file is hashed again next time
-    # a copy without this user's marker is never taken as checked
-    planted = venvs / f"{bundle_trust.NODE_COPY_PREFIX}planted"
-    shutil.copytree(copy, planted)
-    (planted / bundle_trust.MARKER).unlink()
-    (planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py").write_text("EVIL = 1\n")
-    stamp["files"] = {"archive-v0/abc/pkg/__init__.py": [*bundle_copy.identity(os.lstat(
-        planted / bundles.CACHE / "archive-v0/abc/pkg/__init__.py")), hashlib.sha256(b"X = 1\n").hexdigest()]}
-    (planted / bundle_copy.STAMP).write_text(json.dumps(stamp))
     shutil.rmtree(copy)
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
-    assert (tmp_path / "seen-2" / "archive-v0/abc/pkg/__init__.py").read_text() == "X = 1\n" and len(seen) == 2
-    # `envs prune` removes a kept copy nobody holds, and never the planted one
+    assert len(seen) == 2
+    # `envs prune` removes a kept copy nobody holds
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
-    assert len(kept) == 1 and rows[planted].state == "not ours" and manifest.digest in rows[kept[0]].detail
+    assert len(kept) == 1 and manifest.digest in rows[kept[0]].detail
     killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
@@ -373,7 +364,7 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     held = locks.try_hold(kept[0])
     assert housekeeping.prune(Project.read(world.project)) == [] and kept[0].exists()  # held: a build links from it
     os.close(held)
-    assert housekeeping.prune(Project.read(world.project)) == kept and not kept[0].exists() and planted.exists()
+    assert housekeeping.prune(Project.read(world.project)) == kept and not kept[0].exists()
     # a node building from two bundles keeps a copy of each: neither is taken for the other, nor removed by it
     other = fake_bundle(world, tmp_path / "other", {"archive-v0/xyz/m.py": "Y = 2\n", "simple-v1/index": "j\n"})
     for age, each in ((100, bundle), (50, other), (None, bundle)):
@@ -382,12 +373,12 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
         for path in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
             if age is not None and bundle_copy.stamp_digest(path) == bundles.read_manifest(each).digest:
                 os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
-    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")}
     assert len(ours) == 2
     assert "does not hold bundle" not in capsys.readouterr().err  # the other's copy is passed over by its digest
     # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
     third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
     project = Project.read(world.project)
     bundles.sync_from(third, project, FLAGS, tmp_path / "env", bundles.check(third, project, FLAGS))
-    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
+    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")}
     assert left == {manifest.digest, bundles.read_manifest(third).digest}

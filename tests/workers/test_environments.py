@@ -13,6 +13,7 @@ import sys
 import pytest
 from fakes import FLAGS, _cli, env_row, fake_env, planted_env
 
+from nemo_rl import codec
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.workers import environments, executables
@@ -55,6 +56,48 @@ def test_unreadable_metadata_is_refused(tmp_path):
     (tmp_path / META).write_text("{not json")
     with pytest.raises(NemoRLError, match="cannot read"):
         WorkerEnv.read(tmp_path)
+
+
+def test_metadata_of_another_version_is_told_apart_from_none(tmp_path):
+    env = record(tmp_path)
+    env.path.mkdir()
+    env.write(env.path)
+    meta = json.loads((env.path / META).read_text())
+    (env.path / META).write_text(json.dumps({**meta, "version": 0}))
+    with pytest.raises(codec.AnotherVersion, match="worker-environment metadata of another nemo-rl"):
+        WorkerEnv.read(env.path)
+
+
+def test_another_metadata_version_gets_another_key(tmp_path, monkeypatch):
+    key = environments._key(tmp_path, "f" * 64, FLAGS, {})
+    monkeypatch.setattr(environments, "META_VERSION", environments.META_VERSION + 1)
+    assert environments._key(tmp_path, "f" * 64, FLAGS, {}) != key
+
+
+def test_a_build_never_removes_an_environment_a_process_runs_from(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
+    _planted(env, world.project)
+    meta = json.loads((env / environments.META).read_text())
+    (env / environments.META).write_text(json.dumps({**meta, "version": 0}))
+    job = subprocess.Popen(["sleep", "60"], env={**os.environ, "VIRTUAL_ENV": str(env)})
+    try:
+        with pytest.raises(NemoRLError, match=f"processes {job.pid} run from it") as refused:
+            environments.ensure(Project.read(world.project), FLAGS)
+        assert refused.value.remedy == "stop those processes and ask again"
+        assert (env / "pyvenv.cfg").is_file()
+    finally:
+        job.kill()
+        job.wait()
+
+    def venv(*args, **kwargs):
+        raise RuntimeError("rebuilt")
+
+    monkeypatch.setattr(environments.uv, "venv", venv)
+    with pytest.raises(RuntimeError, match="rebuilt"):  # the fix followed: nothing runs from it, so it is rebuilt
+        environments.ensure(Project.read(world.project), FLAGS)
+    assert not env.exists()
 
 
 def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):

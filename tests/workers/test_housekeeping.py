@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fakes import FLAGS, deps, env_row, fake_env, planted_env
 
+from nemo_rl import settings
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
 from nemo_rl.workers import environments, housekeeping
@@ -234,3 +235,23 @@ def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, t
     assert row.state == "other checkout" and "checkout id cccccccc" in (row.detail or "")
     assert f"rm -rf {shlex.quote(str(plain))}" in (row.detail or ""), row
     assert plain not in housekeeping.prune(Project.read(world.project)) and plain.exists()
+
+
+def test_an_environment_of_another_metadata_version_is_listed_and_pruned_once_unused(tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    env = planted_env(venvs, "a" * 24, tmp_path / "project", None)
+    meta = json.loads((env / environments.META).read_text())
+    (env / environments.META).write_text(json.dumps({**meta, "version": 0}))
+    assert settings.venv_dir() == venvs
+    job = started(sys.executable, "-c", WAIT, env={**os.environ, "VIRTUAL_ENV": str(env)})
+    try:
+        [row] = housekeeping.listing(None)
+        assert (row.path, row.state, row.users) == (env, "other version", (job.pid,))
+        assert housekeeping.prune(None) == []
+        assert env.is_dir()
+    finally:
+        job.kill()
+        job.wait()
+    assert housekeeping.prune(None) == [env, venvs / f".{env.name}.lock"]
+    assert not env.exists()
