@@ -8,7 +8,6 @@ import ast
 import os
 import re
 import secrets
-import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +53,7 @@ class _State:
 
 def read(project: Path) -> dict[str, Developed]:
     path = state_dir.state_root(project) / STATE.name
-    fix = f"`rm {shlex.quote(str(path))}` (then `nemo-rl deps develop --stop DIST` removes overlays without it)"
+    fix = command("rm {path}", path=path) + " (then `nemo-rl deps develop --stop DIST` removes overlays without it)"
     state = codec.read(path, _State, STATE_VERSION, fix=fix, name="develop state")
     for entry in state.developed if state else ():
         where = f"{path}: entry {entry.distribution!r}"
