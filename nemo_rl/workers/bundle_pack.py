@@ -101,10 +101,20 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
 
 def remove_kept(kept: Path) -> None:
     """Remove a kept pack: its record of inputs first, so a removal cut short leaves nothing a pack resumes from."""
+    if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
+        os.unlink(kept)
+        return
     try:
-        os.unlink(kept / KEPT_INPUTS)  # guard: pack-a-kept-pack-loses-its-record-first
-    except (FileNotFoundError, NotADirectoryError):
-        pass
+        directory = os.open(kept, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # nor one swapped in since
+    except OSError:
+        directory = None
+    if directory is not None:
+        try:
+            os.unlink(KEPT_INPUTS, dir_fd=directory)  # guard: pack-a-kept-pack-loses-its-record-first
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(directory)
     shutil.rmtree(kept, ignore_errors=True)
 
 

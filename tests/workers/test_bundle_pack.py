@@ -118,3 +118,13 @@ def test_prune_leaves_a_kept_pack_while_a_pack_into_its_destination_runs(tmp_pat
     finally:
         os.close(claim)
     assert bundle_pack.remove_dead_packs(tmp_path) == [kept] and not kept.exists()
+
+
+def test_a_link_in_a_kept_pack_s_place_is_removed_and_never_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / bundle_pack.KEPT_INPUTS).write_text("same")
+    kept = bundle_pack.kept_pack(tmp_path / "b")
+    kept.symlink_to(elsewhere)
+    bundle_pack.remove_kept(kept)
+    assert not os.path.lexists(kept) and (elsewhere / bundle_pack.KEPT_INPUTS).read_text() == "same"

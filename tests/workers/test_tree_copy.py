@@ -261,6 +261,13 @@ def test_a_bundle_file_linked_outside_the_bundle_is_copied_and_an_edit_outside_i
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert seen[0]["archive-v0/abc/lib.py"] != os.stat(shared).st_ino
     assert seen[0]["simple-v1/index"] == os.stat(bundle / bundles.CACHE / "simple-v1/index").st_ino  # one name: linked
+    before = outside.stat()
+    outside.write_text("X = 2\n")  # `cp -p` over the other name: same size, mtime put back
+    os.utime(outside, ns=(before.st_atime_ns, before.st_mtime_ns))
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert len(seen) == 2 and seen[1]["archive-v0/abc/lib.py"] == seen[0]["archive-v0/abc/lib.py"]  # the kept copy
+    copy = next((tmp_path / "venvs").glob(".bundle-copy-*"))
+    assert (copy / bundles.CACHE / "archive-v0/abc/lib.py").read_text() == "X = 1\n"
 
 
 def test_a_signal_ends_the_copy_of_a_large_file_within_it(tmp_path, monkeypatch):
