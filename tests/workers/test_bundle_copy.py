@@ -388,3 +388,32 @@ def test_a_node_copy_is_taken_only_when_it_is_ours_checked_and_old_enough(world,
     bundles.sync_from(third, project, FLAGS, tmp_path / "env", bundles.check(third, project, FLAGS))
     left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*") if p != planted}
     assert left == {manifest.digest, bundles.read_manifest(third).digest}
+
+
+def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_path):
+    bundle = tmp_path / "bundle"
+    files = {"archive-v0/abc/a.py": b"A\n", "simple-v1/index": b"i\n"}
+    old = time.time() - 60  # older than the racy window: the stamp records them
+    for name, data in files.items():
+        path = bundle / bundles.CACHE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (old, old))
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    known: list[int] = []
+
+    def digest_of(cache, already, hashes):
+        known.append(len(already))
+        return bundles.content_digest(cache, already, hashes)
+
+    def sealed(content):
+        assert content == expected
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    copies = []
+    for _ in range(2):  # nothing links the copy's files in between, as a build's working cache would
+        cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, digest_of, sealed)
+        os.close(held)
+        copies.append(cache)
+    assert copies[0] == copies[1] and known == [len(files), len(files)]
