@@ -28,7 +28,7 @@ Copied = tuple[int, str, Identity]  # a file of the copy: size, sha256, its iden
 def identity(info: os.stat_result) -> Identity:
     """What a kept file is checked by. ctime, which no tool of the user's can set back, catches an edit in place
     whose mtime was put back (`cp -p`, `rsync -t --inplace`); it also moves with every link to the file."""
-    changed = 0  # an identity without ctime: what the guard's mutation leaves
+    changed = 0  # no ctime compared: an edit whose mtime was put back would pass
     changed = info.st_ctime_ns  # guard: node-copy-identity-holds-the-ctime
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, changed
 
