@@ -5,16 +5,15 @@ of this user's (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache:
 the copy is what is hashed, each file as it is read: nobody else can change what was hashed. A node builds several
 environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
 proved (STAMP: the digest and, per file, its identity and hash). A later build links its working cache from the
-copy and hashes only the files whose identity (device, inode, size, mtime, mode) moved. Only this user (and root)
-can write the copy's files: the identity catches an edit in place (it moves the mtime) or a `chmod`, not a hand
-that sets the mtime back, which could as well change the environments directly. ctime is left out: every hard
-link to a file moves it, and each build links them. An identity whose mtime was within RACY_NS of the clock when
-it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
-hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a copy: a build started
-while another copies the same bundle waits for it, then uses that copy. A build holds the copy it links from
-shared, so builds use one copy together; removing a copy needs it exclusively and leaves one in use. A node keeps
-the last used copy of each of the KEEP bundles it last built from (a build removes the others nobody holds);
-`envs prune` removes every copy no build holds.
+copy and hashes only the files whose identity (device, inode, size, mtime, mode, ctime) moved. ctime catches an
+edit in place whose mtime was put back; every hard link to a file moves it too, and each build links the copy's
+files, so a later build mostly hashes the copy again (one read, no copy). An identity whose mtime was within
+RACY_NS of the clock when it was recorded is left out of the stamp (a write in the same clock tick would leave it
+as it was): that file is hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a
+copy: a build started while another copies the same bundle waits for it, then uses that copy. A build holds
+the copy it links from shared, so builds use one copy together; removing a copy needs it exclusively and leaves
+one in use. A node keeps the last used copy of each of the KEEP bundles it last built from (a build removes the
+others nobody holds); `envs prune` removes every copy no build holds.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity
 
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
-STAMP_VERSION = 1
+STAMP_VERSION = 2
 KEEP = 2  # checked copies kept per node and user: the last used
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content

@@ -69,15 +69,53 @@ def pack_lock(dest: Path) -> Path:
 
 
 def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]:
-    """Remove the killed packs into `root`; `keep_timed_out`: but the kept ones."""
+    """Remove the killed packs into `root`; `keep_timed_out`: but the kept ones. A kept pack is removed under
+    its destination's pack lock, and left while a pack holds that lock (it may be taking it)."""
     removed = []
     for leftover in unfinished_packs(root):
-        if keep_timed_out and leftover.name.endswith(KEPT_SUFFIX):  # guard: pack-another-pack-leaves-a-kept-pack
-            continue
-        if not locks.held(leftover):
+        if leftover.name.endswith(KEPT_SUFFIX):
+            if keep_timed_out:  # guard: pack-another-pack-leaves-a-kept-pack
+                continue
+            if _remove_kept_unless_packing(leftover):
+                removed.append(leftover)
+        elif not locks.held(leftover):
             shutil.rmtree(leftover, ignore_errors=True)  # guard: bundles-dead-packs-removed
             removed.append(leftover)
     return removed
+
+
+def _remove_kept_unless_packing(kept: Path) -> bool:
+    try:
+        claim = locks.lock_file(pack_lock(kept.parent / kept.name[1:-len(KEPT_SUFFIX)]), None)
+    except (OSError, NemoRLError):
+        return False
+    try:
+        if claim is None:  # guard: pack-prune-leaves-a-kept-pack-a-pack-is-taking
+            return False
+        remove_kept(kept)
+        return True
+    finally:
+        if claim is not None:
+            os.close(claim)
+
+
+def remove_kept(kept: Path) -> None:
+    """Remove a kept pack: its record of inputs first, so a removal cut short leaves nothing a pack resumes from."""
+    if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
+        os.unlink(kept)
+        return
+    try:
+        directory = os.open(kept, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # nor one swapped in since
+    except OSError:
+        directory = None
+    if directory is not None:
+        try:
+            os.unlink(KEPT_INPUTS, dir_fd=directory)  # guard: pack-a-kept-pack-loses-its-record-first
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(directory)
+    shutil.rmtree(kept, ignore_errors=True)
 
 
 def remove_free_pack_locks(root: Path) -> list[Path]:
@@ -150,7 +188,7 @@ def _resume(dest: Path, work: Path, inputs: str) -> bool:
         same = False
     if not same:  # guard: pack-a-kept-pack-of-other-inputs-is-not-taken
         progress(f"removing {kept}: kept by a pack of other inputs")
-        shutil.rmtree(kept, ignore_errors=True)
+        remove_kept(kept)
         return False
     os.rename(kept, work)
     (work / KEPT_INPUTS).unlink()
@@ -162,9 +200,9 @@ def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
     """Keep a timed-out pack's cache for the next pack."""
     kept = kept_pack(dest)
     shutil.rmtree(env, ignore_errors=True)
-    (work / KEPT_INPUTS).write_text(inputs)
     if os.path.lexists(kept):
-        shutil.rmtree(kept)
+        remove_kept(kept)
+    (work / KEPT_INPUTS).write_text(inputs)  # last: the record makes the work resumable
     os.rename(work, kept)
     return kept
 

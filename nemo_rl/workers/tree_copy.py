@@ -1,10 +1,10 @@
 """Copying a bundle's uv cache file by file, and linking a tree of this user's files: the primitives under a
 node's copy (bundle_copy). Each bundle file is read once: a file only this user or root may write, on the
-destination's filesystem, is hard-linked and hashed as it is read (nobody else can change the bytes hashed; an
-edit of ours moves its mtime, which the node copy's stamp notices); any other is copied in one pass, each block
-hashed as it is read and then written (threads: one file is read or written while another is hashed). Never
-through a link, FIFO or device swapped in; one file that cannot be copied ends the copy, and so does a signal,
-within a file."""
+destination's filesystem and linked nowhere else, is hard-linked and hashed as it is read (nobody else can change
+the bytes hashed; an edit of ours moves its ctime, which the node copy's stamp notices); any other is copied in one
+pass, each block hashed as it is read and then written (threads: one file is read or written while another is
+hashed). Never through a link, FIFO or device swapped in; one file that cannot be copied ends the copy, and so does
+a signal, within a file and within a block of a large one."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ from nemo_rl.errors import NemoRLError
 BLOCK = 1 << 20  # hashlib releases the GIL on an update this large
 # a link refused: another filesystem or mount (a read-only bind mount), fs.protected_hardlinks, too many links
 LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP}
-Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode
+Identity = tuple[int, int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode, st_ctime_ns
 Copied = tuple[int, str, Identity]  # a file of the copy: size, sha256, its identity once made
 
 
 def identity(info: os.stat_result) -> Identity:
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
+    """What a kept file is checked by. ctime, which no tool of the user's can set back, catches an edit in place
+    whose mtime was put back (`cp -p`, `rsync -t --inplace`); it also moves with every link to the file."""
+    changed = 0  # no ctime compared: an edit whose mtime was put back would pass
+    changed = info.st_ctime_ns  # guard: node-copy-identity-holds-the-ctime
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, changed
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
@@ -44,7 +48,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
 
     def copied(pair: tuple[str, str]) -> tuple[str, Copied]:
         if failed.is_set():
-            return "", (0, "", (0, 0, 0, 0, 0))
+            return "", (0, "", (0, 0, 0, 0, 0, 0))
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
             made = _linked(pair[0], pair[1], device)
@@ -57,10 +61,12 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
         return dict(pool.map(copied, files))
 
 
-def linkable(info: os.stat_result, device: int) -> bool:
+def linkable(info: os.stat_result, device: int, names: int = 1) -> bool:
     """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
-    user or root may write, neither setuid nor setgid."""
-    # a bundle is made by others: a file its owner could rewrite later is copied, not linked
+    user or root may write, neither setuid nor setgid, with `names` names (one before the link: a file that
+    something outside the bundle shares is copied)."""
+    if info.st_nlink != names:  # guard: node-copy-links-no-file-linked-elsewhere
+        return False
     if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
         return False
     if info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022):  # guard: node-copy-links-no-file-others-may-write
@@ -80,7 +86,7 @@ def _linked(path: str, target: str, device: int) -> Copied | None:
             raise
         return None
     info = os.lstat(target)
-    if linkable(info, device):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
+    if linkable(info, device, names=2):  # guard: node-copy-a-name-swapped-before-the-link-is; the name may have been swapped since the look
         with open(target, "rb") as fh:  # only this user or root writes it: what is hashed is what stays
             size, sha = _hash_and_write(fh.fileno(), None)
         return size, sha, identity(info)
@@ -93,6 +99,7 @@ def _hash_and_write(source: int, target: int | None) -> tuple[int, str]:
     `target` when given: one pass over the bytes."""
     digest, size = hashlib.sha256(), 0
     while block := os.read(source, BLOCK):
+        interrupt.check()  # guard: node-copy-a-signal-ends-a-large-file-s-copy; a file of gigabytes outlasts the forced exit
         digest.update(block)  # releases the GIL: the other threads read and write meanwhile
         size += len(block)
         if target is not None:

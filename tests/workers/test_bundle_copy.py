@@ -308,14 +308,11 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     for name in ("mine.py", "shared.py"):  # the environment shares no inode with the bundle
         assert inodes[f"archive-v0/abc/{name}"] != os.stat(bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
-    # the node's checked copy is what a second build installs, and nothing of it is hashed again
-    hashed: list[int] = []
-    real = bundles.content_digest
-    monkeypatch.setattr(bundles, "content_digest", lambda root, known=None, hashes=None: (
-        hashed.append(len(known or {})), real(root, known, hashes))[1])
-    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
-    assert hashed == [len(files)] and (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
+    # the node's checked copy is what a second build installs: checked again, not copied again
     copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
+    assert list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")) == [copy]
     # the bundle's CUDA record edited: the copy is as checked, so the refusal is the bundle's and the copy stays
     sidecar = bundle / bundles.cuda_archs.SIDECAR
     good = sidecar.read_bytes()
@@ -382,3 +379,32 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     bundles.sync_from(third, project, FLAGS, tmp_path / "env", bundles.check(third, project, FLAGS))
     left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")}
     assert left == {manifest.digest, bundles.read_manifest(third).digest}
+
+
+def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_path):
+    bundle = tmp_path / "bundle"
+    files = {"archive-v0/abc/a.py": b"A\n", "simple-v1/index": b"i\n"}
+    old = time.time() - 60  # older than the racy window: the stamp records them
+    for name, data in files.items():
+        path = bundle / bundles.CACHE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (old, old))
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    known: list[int] = []
+
+    def digest_of(cache, already, hashes):
+        known.append(len(already))
+        return bundles.content_digest(cache, already, hashes)
+
+    def sealed(content):
+        assert content == expected
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    copies = []
+    for _ in range(2):  # nothing links the copy's files in between, as a build's working cache would
+        cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, digest_of, sealed)
+        os.close(held)
+        copies.append(cache)
+    assert copies[0] == copies[1] and known == [len(files), len(files)]

@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+import pytest
+
 from nemo_rl import locks
 from nemo_rl.cli import main
 from nemo_rl.workers import bundle_pack, bundles
@@ -85,3 +87,44 @@ def test_a_kept_pack_outlives_other_packs_and_envs_prune_removes_it(tmp_path):
     _, kept = _kept(tmp_path, "same")
     assert bundle_pack.remove_dead_packs(tmp_path, keep_timed_out=True) == [] and kept.exists()
     assert bundle_pack.remove_dead_packs(tmp_path) == [kept] and not kept.exists()
+
+
+def test_a_kept_pack_whose_removal_was_cut_short_is_never_resumed(tmp_path, monkeypatch):
+    """A prune killed midway leaves part of a kept pack: without its record of inputs, which goes first."""
+    dest, kept = _kept(tmp_path, "same")
+    (kept / bundles.CACHE / "m1.whl").write_text("wheel")
+
+    class Killed(BaseException):
+        pass
+
+    def killed_midway(path, ignore_errors=False):
+        (path / bundles.CACHE / "m1.whl").unlink()
+        raise Killed
+
+    monkeypatch.setattr(bundle_pack.shutil, "rmtree", killed_midway)
+    with pytest.raises(Killed):
+        bundle_pack.remove_dead_packs(tmp_path)
+    monkeypatch.undo()
+    assert kept.is_dir() and not bundle_pack._resume(dest, tmp_path / "work", "same")
+    assert not (tmp_path / "work").exists() and not kept.exists()
+
+
+def test_prune_leaves_a_kept_pack_while_a_pack_into_its_destination_runs(tmp_path):
+    dest, kept = _kept(tmp_path, "same")
+    claim = locks.lock_file(bundle_pack.pack_lock(dest), None)  # the pack that may be taking it
+    assert claim is not None
+    try:
+        assert bundle_pack.remove_dead_packs(tmp_path) == [] and (kept / bundle_pack.KEPT_INPUTS).exists()
+    finally:
+        os.close(claim)
+    assert bundle_pack.remove_dead_packs(tmp_path) == [kept] and not kept.exists()
+
+
+def test_a_link_in_a_kept_pack_s_place_is_removed_and_never_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / bundle_pack.KEPT_INPUTS).write_text("same")
+    kept = bundle_pack.kept_pack(tmp_path / "b")
+    kept.symlink_to(elsewhere)
+    bundle_pack.remove_kept(kept)
+    assert not os.path.lexists(kept) and (elsewhere / bundle_pack.KEPT_INPUTS).read_text() == "same"

@@ -124,8 +124,8 @@ def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # only the node's lock
 
 
-def _stat(uid: int, mode: int, device: int = 7) -> os.stat_result:
-    return os.stat_result((mode, 1, device, 1, uid, 0, 10, 0, 0, 0))
+def _stat(uid: int, mode: int, device: int = 7, names: int = 1) -> os.stat_result:
+    return os.stat_result((mode, 1, device, names, uid, 0, 10, 0, 0, 0))
 
 
 @pytest.mark.parametrize(("info", "linked"), [
@@ -138,6 +138,7 @@ def _stat(uid: int, mode: int, device: int = 7) -> os.stat_result:
     pytest.param(_stat(os.geteuid(), stat.S_IFREG | stat.S_ISUID | 0o755), False, id="setuid"),  # a copy drops it
     pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o644, device=8), False, id="another-filesystem"),
     pytest.param(_stat(os.geteuid(), stat.S_IFIFO | 0o644), False, id="fifo"),
+    pytest.param(_stat(os.geteuid(), stat.S_IFREG | 0o644, names=2), False, id="linked-elsewhere-too"),
 ])
 def test_only_files_this_user_or_root_alone_may_write_on_the_same_filesystem_are_linked(info, linked):
     assert tree_copy.linkable(info, 7) is linked
@@ -218,3 +219,78 @@ def test_each_bundle_file_is_read_once_and_the_copy_records_what_it_made(tmp_pat
                              tree_copy.identity(os.lstat(target / name))) for name, data in files.items()}
     total = sum(map(len, files.values()))
     assert total <= read < 1.5 * total, (read, total)
+
+
+def _old_bundle(world, tmp_path, files):
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    old = time.time() - 60  # older than the racy window: the node copy's stamp records them
+    for name in files:
+        os.utime(bundle / bundles.CACHE / name, (old, old))
+    return bundle, bundles.check(bundle, Project.read(world.project), FLAGS)
+
+
+def test_an_edit_in_place_whose_mtime_is_put_back_is_refused_by_the_next_build(world, tmp_path, monkeypatch):
+    """`cp -p` / `rsync -t --inplace` over a linked bundle file: same inode, size and mtime; its ctime moved."""
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    files = {"archive-v0/abc/m1.py": "print('ok 1')\n", "simple-v1/index": "i\n"}
+    bundle, manifest = _old_bundle(world, tmp_path, files)
+    seen = _inodes(monkeypatch, files)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    edited = bundle / bundles.CACHE / "archive-v0/abc/m1.py"
+    assert seen[0]["archive-v0/abc/m1.py"] == os.stat(edited).st_ino  # linked
+    before = os.stat(edited)
+    with open(edited, "r+") as fh:  # in place, the same size
+        fh.write("print('EVIL')\n")
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert tree_copy.identity(os.stat(edited))[:5] == tree_copy.identity(before)[:5]
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert len(seen) == 1  # refused before uv installed anything
+
+
+def test_a_bundle_file_linked_outside_the_bundle_is_copied_and_an_edit_outside_is_never_installed(world, tmp_path,
+                                                                                                  monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    files = {"archive-v0/abc/lib.py": "X = 1\n", "simple-v1/index": "i\n"}
+    bundle, _ = _old_bundle(world, tmp_path, files)
+    shared = bundle / bundles.CACHE / "archive-v0/abc/lib.py"
+    outside = tmp_path / "outside.py"
+    os.link(shared, outside)
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    seen = _inodes(monkeypatch, files)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert seen[0]["archive-v0/abc/lib.py"] != os.stat(shared).st_ino
+    assert seen[0]["simple-v1/index"] == os.stat(bundle / bundles.CACHE / "simple-v1/index").st_ino  # one name: linked
+    before = outside.stat()
+    outside.write_text("X = 2\n")  # `cp -p` over the other name: same size, mtime put back
+    os.utime(outside, ns=(before.st_atime_ns, before.st_mtime_ns))
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert len(seen) == 2 and seen[1]["archive-v0/abc/lib.py"] == seen[0]["archive-v0/abc/lib.py"]  # the kept copy
+    copy = next((tmp_path / "venvs").glob(".bundle-copy-*"))
+    assert (copy / bundles.CACHE / "archive-v0/abc/lib.py").read_text() == "X = 1\n"
+
+
+def test_a_signal_ends_the_copy_of_a_large_file_within_it(tmp_path, monkeypatch):
+    import signal
+    import types
+
+    from nemo_rl import interrupt
+    from nemo_rl.errors import Interrupted
+
+    source, target = tmp_path / "big.whl", tmp_path / "copy.whl"
+    source.write_bytes(b"x" * 64)
+    monkeypatch.setattr(tree_copy, "BLOCK", 4)
+    reads: list[int] = []
+
+    def read(fd: int, size: int) -> bytes:  # a signal arrives while the first block is read
+        reads.append(size)
+        interrupt.record(signal.SIGTERM)
+        return os.read(fd, size)
+
+    monkeypatch.setattr(tree_copy, "os", types.SimpleNamespace(read=read, write=os.write))
+    try:
+        with open(source, "rb") as src, open(target, "wb") as out, pytest.raises(Interrupted):
+            tree_copy._hash_and_write(src.fileno(), out.fileno())
+    finally:
+        interrupt.reset()
+    assert len(reads) == 1 and target.stat().st_size < 64
