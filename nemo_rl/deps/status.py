@@ -112,8 +112,10 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
             mismatch = mismatch or "; ".join(differs) or None
         else:
             environment = (f"env stale: {mismatch}",) if mismatch else tuple(f"installed differs: {d}" for d in differs)
-    remedy = mismatch if state in ("env stale", "installed differs") else \
-        cut_remedy(cut) if cut is not None and state == "landing interrupted" else REMEDIES[state]
+    # data (an environment's metadata, a journal's paths) is never a format template: only REMEDIES and deps.fix are
+    literal = mismatch if state in ("env stale", "installed differs") else \
+        cut_remedy(cut) if cut is not None and state == "landing interrupted" else None
+    remedy = literal or REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it
     elif state == "metadata stale":  # guard: fix-status-names-the-entry-only-where
@@ -121,7 +123,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     return ForkStatus(fork.distribution, fork.url, fork.branch, fork.rev, locked_commit, installed_commit, version,  # guard: rest-an-unreadable-checkout-s-fix-says
                       fork.upstream_url, fork.base, len(index.commits) if index else None, tuple(problems + metadata),
                       developed, state,
-                      remedy.format(dist=fork.distribution, checkout=checkout, problem=problem,
+                      literal or remedy.format(dist=fork.distribution, checkout=checkout, problem=problem,
                                     repair=develop_state.repair(checkout), imported=(
                           f"{fork.distribution} is imported from the files of" if active else
                           f"{fork.distribution} runs the pin (the environment has no overlay for it); the develop "
@@ -138,7 +140,7 @@ def touches(cut: journal.CutShort, distribution: str) -> bool:
 def cut_remedy(cut: journal.CutShort) -> str:
     """What the cut-short landing left, as its files say, and the fix."""
     if cut.unreadable is not None:
-        return cut.unreadable.replace("{", "{{").replace("}", "}}")
+        return cut.unreadable
     left = [name for name in cut.moves if name not in cut.moved]
     what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "  # guard: fast-a-landing-cut-short-before-any-move
             f"that command; `nemo-rl deps recover` lands them, "
@@ -148,7 +150,7 @@ def cut_remedy(cut: journal.CutShort) -> str:
             if not left else
             f"a landing was cut short with {', '.join(cut.moved)} moved and {', '.join(left)} not (the project mixes "
             f"old and new files): run `nemo-rl deps recover` (it moves the rest)")
-    return what.replace("{", "{{").replace("}", "}}")
+    return what
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,

@@ -173,6 +173,7 @@ def string(value: object, where: str, path: Path, required: bool = False) -> str
 
 def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fork:
     where = f"[tool.nemo-rl.forks.{dist}]"
+    where = values.printable(where)  # guard: a-fork-key-is-printed-escaped
     values.distribution_name(dist, where)  # guard: trust-fork-key-is-a-distribution-name
     if not isinstance(source, dict) or "git" not in source or "rev" not in source:
         raise NemoRLError(f"{where} has no matching git source with a rev in [tool.uv.sources]",

@@ -195,7 +195,9 @@ def _relative_location(table: dict) -> str | None:
 def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str | None:
     """A source given as a relative path or a workspace member; with `git`, also a git source on this machine."""
     sources = uv_table.get("sources")
-    for name, source in (sources.items() if isinstance(sources, dict) else ()):
+    for key, source in (sources.items() if isinstance(sources, dict) else ()):
+        name = f"{key:.100}"
+        name = values.printable(name)  # guard: a-source-key-is-printed-escaped
         for entry in source if isinstance(source, list) else [source]:
             if not isinstance(entry, dict):
                 continue

@@ -107,15 +107,16 @@ def archive_source(sources: list[Source], codename: str | None) -> Source:
 
 
 # a newline in a deb822 value would start a field of its own (`Trusted: yes`), a space another value
-_DEB822_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~_/-]*\Z")
+_DEB822_WORD = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9.+~_/-]*(?<!/)\Z")  # no `..`, no absolute suite
 _DEB822_URI = re.compile(r"[^\s\x00-\x1f\x7f]+\Z")
 _BREAKS = "a newline or another control character would start a line of its own in apt's sources"
 
 
 def deb822_word(value: str, what: str) -> str:
     """`value` when apt reads it as one suite or component."""
-    if not _DEB822_WORD.match(value):  # guard: toolkit-a-suite-or-component-stays-one-word
-        why = _BREAKS if values.breaks_lines(value) else f"a {what} is one word of letters, digits and . + ~ _ / -"
+    if not _DEB822_WORD.match(value) or (what == "component" and "/" in value):  # guard: toolkit-a-suite-or-component-stays-one-word
+        why = _BREAKS if values.breaks_lines(value) else (f"a {what} is one word of letters, digits and . + ~ _ - "
+                                                          "(a suite may hold an inner /), without ..")
         raise NemoRLError(f"{value!r:.80} is not a {what} apt reads as one: {why}",
                           f"give the {what} by its name, such as {'trixie' if what == 'suite' else 'main'}")
     return value

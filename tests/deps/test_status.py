@@ -402,3 +402,17 @@ def test_a_checkout_git_cannot_read_is_a_state_with_a_fix(world, tmp_path, monke
     assert row["state"] == "checkout unreadable" and "megatron-core runs the pin" in row["remedy"], row
     assert deps(world, "develop", "--stop", "megatron-core") == 0  # the fix it gives works
     assert develop_state.active_checkout(env, "megatron-core") is None and worktree.is_dir()
+
+
+def test_a_remedy_made_of_data_is_never_a_format_template(world, tmp_path, capsys):
+    """A path or metadata with braces in a remedy built from data is printed as it is, never a crash (exit 3)."""
+    from nemo_rl.project import journal, state_dir
+
+    moves = ["uv.lock"]
+    staging = world.project / state_dir.STAGING_ROOT / "staging-1-{x}"
+    staging.mkdir(parents=True)
+    (staging / "uv.lock").write_text((world.project / "uv.lock").read_text() + "\n")
+    before = {"uv.lock": journal.digest(world.project / "uv.lock")}
+    (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": moves, "before": before}))
+    assert main(["deps", "status", "--project", str(world.project)]) == 0
+    assert "staging-1-{x}" in capsys.readouterr().out

@@ -281,12 +281,6 @@ def a_record_a_fifo(world, monkeypatch):
     os.mkfifo(record)
 
 
-def venv_dir_open(world, monkeypatch):
-    """NEMO_RL_VENV_DIR made by hand, readable by others."""
-    (world.root / "venvs").mkdir(mode=0o755)
-    (world.root / "venvs").chmod(0o755)
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(world.root / "venvs"))
-
 
 ONTO = ["deps", "develop", "megatron-core", "--onto", "upstream/main"]
 
@@ -343,7 +337,6 @@ ROWS = [
         fill={"$EDITOR": "sed -i 's/TODO: say what.*needs it\\./It adds tokens./'"}),
     Row("a-record-a-fifo", a_record_a_fifo, lambda w: ["deps", "patches", "--check", "--offline"],
         "found a FIFO"),
-    Row("venv-dir-open-to-others", venv_dir_open, lambda w: ["envs", "list"], "others may reach into it"),
 ]
 
 

