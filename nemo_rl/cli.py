@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nemo_rl import __version__, interrupt, values, verbose
-from nemo_rl.errors import Interrupted, NemoRLError, command
+from nemo_rl.errors import Interrupted, NemoRLError, command, from_elsewhere
 
 if TYPE_CHECKING:
     from nemo_rl.project.model import Project
@@ -129,12 +129,14 @@ def after_late_signal(code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; 0 ok, 1 expected failure, 2 bad arguments, 3 unexpected error, 128+N on signal N."""
-    args = None
+    args = root = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         interrupt.check()  # guard: interrupt-a-signal-before-the-verb-stops
-        code = args.handler(_project(args), args)
+        project = _project(args)
+        root = project.root if project else None
+        code = args.handler(project, args)
         interrupt.check()  # guard: interrupt-a-signal-after-the-last
         return code
     except BrokenPipeError:
@@ -144,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     except NemoRLError as exc:
         if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal
             return _interrupted(signum)
-        print(f"error: {values.printable(str(exc), lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
+        remedy = from_elsewhere(exc.remedy, root)
+        said = f"{exc.what}\n  what to do: {remedy}" if remedy else exc.what
+        print(f"error: {values.printable(said, lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
         return exc.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 
 class NemoRLError(Exception):
@@ -36,6 +37,14 @@ class MissingExtraError(NemoRLError, ImportError):
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing
         NemoRLError.__init__(self, what, remedy)
+
+
+def from_elsewhere(remedy: str | None, root: Path | None) -> str | None:
+    """`remedy` as it works when pasted here: commands it names run in the project, so away from `root` they are
+    preceded by the `cd` there."""
+    if not remedy or root is None or "`" not in remedy or Path.cwd().resolve() == root.resolve():  # guard: a-fix-printed-away-from-the-project-says-cd
+        return remedy
+    return command("cd {root}", root=root) + ", then " + remedy
 
 
 def command(template: str, **values: object) -> str:

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from nemo_rl import deps, git, uv
-from nemo_rl.errors import NemoRLError, UsageError, command
+from nemo_rl.errors import NemoRLError, UsageError, command, from_elsewhere
 from nemo_rl.project import journal, landing, lockfile, state_dir, uv_inputs
 from nemo_rl.project.model import Project
 
@@ -235,25 +235,29 @@ def run(project: Project, args: argparse.Namespace) -> int:
     orphans = records.orphans(project, all_forks) if not args.distribution else []
     for orphan in orphans:
         print(f"  - {orphan}")
+
+    def fix(text: str) -> None:
+        print(f"fix: {from_elsewhere(text, project.root)}")
+
     for dist in overridden:
-        print(f"fix: {dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
+        fix(f"{dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
               f"or let it allow what the fork requires), then run `uv lock`")
     for dist, name in not_regular:
         again = command("rm {record} && nemo-rl deps patches {dist}", record=f"{records.relative_dir(dist)}/{name}",
                         dist=dist)
-        print(f"fix: {dist}: {again} writes it again")
+        fix(f"{dist}: {again} writes it again")
     for dist in failed:
         also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")
-        print(f"fix: {deps.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
+        fix(f"{deps.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
               f"`nemo-rl deps bump {dist} --branch <branch>`")
     for dist in unexplained:
-        print(f"fix: {dist}: replace the placeholder `why` of {records.index_name(dist)} by hand with what the fork "
+        fix(f"{dist}: replace the placeholder `why` of {records.index_name(dist)} by hand with what the fork "
               f"adds and why nemo-rl needs it: {command('$EDITOR {index}', index=records.index_name(dist))}")
     for orphan in orphans:
-        print(f"fix: {records.orphan_fix(orphan)}")
+        fix(f"{records.orphan_fix(orphan)}")
     if interrupted:
-        print(f"fix: {', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
+        fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
               "short), then `nemo-rl deps patches --check` again")
     if failed or unexplained or orphans or interrupted:
         return 1

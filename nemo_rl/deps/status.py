@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo_rl import deps, uv, values
-from nemo_rl.errors import NemoRLError, command
+from nemo_rl.errors import NemoRLError, command, from_elsewhere
 from nemo_rl.jsonout import dumps
 from nemo_rl.project import develop_state, installed, journal, lockfile, uv_inputs
 from nemo_rl.project.model import Project
@@ -222,7 +222,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")
     forks = project.forks_as_pinned
-    rows = collect(project, env, forks)
+    rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root)) for row in collect(project, env, forks)]
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project, forks)
     if args.json:

@@ -327,6 +327,7 @@ def test_a_relock_under_uv_frozen_is_refused_by_name_and_the_command_it_prints_r
     edit(lock, 'name = "megatron-core"\nversion = "0.1.0"', 'name = "megatron-core"\nversion = "0.0.9"')
     before = world.files()
     monkeypatch.setenv("UV_FROZEN", "true")
+    monkeypatch.chdir(world.project)  # where its fix runs as printed
     capsys.readouterr()
     assert patches(world, "megatron-core") == 1
     err = capsys.readouterr().err

@@ -97,8 +97,9 @@ def status_check(world, env) -> int:
     return main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)])
 
 
-def test_status_knows_about_records(world, tmp_path, capsys):
+def test_status_knows_about_records(world, tmp_path, capsys, monkeypatch):
     """The README's manual recipe (edit rev, relock) without the records step: status says so and how to fix."""
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     env = tmp_path / "env"
     forkworld.uv_run(world, "venv", "--quiet", str(env))
     assert status_check(world, env) == 0
@@ -140,8 +141,9 @@ def test_status_fails_when_a_fork_table_is_deleted_but_its_records_remain(world,
     assert "patches/nemo-toolkit/: fork: expected [tool.nemo-rl.forks.nemo-toolkit]" in capsys.readouterr().out
 
 
-def test_a_wrong_lock_and_an_environment_that_differs_are_both_said(world, tmp_path, capsys):
+def test_a_wrong_lock_and_an_environment_that_differs_are_both_said(world, tmp_path, capsys, monkeypatch):
     """The lock's problem does not hide the environment's: each is named with its own fix, and --check fails."""
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     env = tmp_path / "env"
     megatron = world.forks["megatron-core"]
     forkworld.uv_run(world, "sync", "--quiet", "--extra", "mcore", env_dir=env)

@@ -375,3 +375,24 @@ def test_the_printed_fix_makes_its_failure_go(fixture_world, capsys, monkeypatch
     if row.retry:
         code, again = run_here(world, capsys, (row.again or row.command)(world))
         assert row.failure not in again, f"the fix `{line}` left the same failure:\n{again}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_a_fix_printed_away_from_the_project_works_from_there(fixture_world, capsys, monkeypatch, row):
+    """Run with --project from another directory, the printed fix goes there first, and works pasted here."""
+    world = fixture_world
+    row.setup(world, monkeypatch)
+    monkeypatch.chdir(world.root)
+    argv = row.command(world)
+    argv = argv if "--project" in argv else [*argv, "--project", str(world.project)]
+    code, out = run_here(world, capsys, argv)
+    assert code != 0 and row.failure in out, out
+    commands = re.findall(r"`([^`]+)`", printed_fix(out))
+    assert commands and commands[0].startswith("cd "), out
+    if row.take is not None:
+        commands = [commands[0], *(commands[i + 1 if i >= 0 else i] for i in row.take)]
+    line = " && ".join(commands)
+    for placeholder, value in row.fill.items():
+        line = line.replace(placeholder, value)
+    done = shell(line, world.root)
+    assert done.returncode == 0 and row.failure not in done.stdout + done.stderr, (line, done.stdout + done.stderr)
