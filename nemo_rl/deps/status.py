@@ -88,8 +88,10 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     found = installed.installed(env, fork.distribution)
     version, installed_commit = (found.version, found.commit) if found else (None, None)
     index = record_files.read_index(records.records_dir(project.root, fork.distribution))
-    problems = [str(d) for d in records.check_offline(project, fork, locked, require_why=False, compare_lock=False,
-                                                      metadata=False)]
+    differences = records.check_offline(project, fork, locked, require_why=False, compare_lock=False, metadata=False)
+    problems = [str(d) for d in differences]
+    not_regular = [d.expected.split()[0] for d in differences  # "<record> to exist"
+                   if d.field == "record" and d.found.endswith(records.NOT_REGULAR)]
     metadata = [str(d) for d in records.declared_differences(project, fork)] if not fork.bad_rev else []
     # a bad pin never reaches git: it could be read as an option
     active = develop_state.active_checkout(env, fork.distribution)
@@ -115,6 +117,9 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     # data (an environment's metadata, a journal's paths) is never a format template: only REMEDIES and deps.fix are
     literal = mismatch if state in ("env stale", "installed differs") else \
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else None
+    if state == "records stale" and not_regular:  # guard: status-a-non-regular-record-s-fix-removes-it-first
+        literal = command("rm {record} && nemo-rl deps patches {dist}", dist=fork.distribution,
+                          record=f"{records.relative_dir(fork.distribution)}/{not_regular[0]}") + " writes it again"
     remedy = literal or REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it

@@ -337,6 +337,7 @@ ROWS = [
         fill={"$EDITOR": "sed -i 's/TODO: say what.*needs it\\./It adds tokens./'"}),
     Row("a-record-a-fifo", a_record_a_fifo, lambda w: ["deps", "patches", "--check", "--offline"],
         "found a FIFO"),
+    Row("a-record-a-fifo-seen-by-status", a_record_a_fifo, lambda w: STATUS, "megatron-core: records stale"),
 ]
 
 
