@@ -25,7 +25,8 @@ DESCRIPTION = (f"The {HELP}, the state of its patches/ records and of `deps deve
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("--env", help="environment to inspect (default: the running one)")
+    parser.add_argument("--env", help="environment to inspect (default: the project's, as `uv run` and "
+                        "`deps develop` use it, when it exists; else the running one)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
                         "developing checkout, a landing cut short all fail)")
@@ -222,7 +223,8 @@ def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
 def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import records
 
-    env = Path(args.env) if args.env else Path(sys.prefix)
+    own = develop_state.project_environment(project.root)
+    env = Path(args.env) if args.env else own if (own / "pyvenv.cfg").is_file() else Path(sys.prefix)  # guard: status-checks-the-environment-develop-writes
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass the directory of a virtual environment, e.g. --env .venv")

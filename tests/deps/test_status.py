@@ -418,3 +418,13 @@ def test_a_remedy_made_of_data_is_never_a_format_template(world, tmp_path, capsy
     (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": moves, "before": before}))
     assert main(["deps", "status", "--project", str(world.project)]) == 0
     assert "staging-1-{x}" in capsys.readouterr().out
+
+
+def test_status_checks_the_environment_deps_develop_writes(world, capsys, monkeypatch):
+    """Run from another environment (a nemo-rl installed elsewhere), status reads the project's own .venv, where
+    `uv run` and `deps develop` act; never a loop of fixes that change one environment while it checks another."""
+    monkeypatch.delenv("UV_PROJECT_ENVIRONMENT", raising=False)
+    forkworld.uv_run(world, "venv", "--quiet", str(world.project / ".venv"))
+    capsys.readouterr()
+    assert main(["deps", "status", "--json", "--project", str(world.project)]) == 0
+    assert json.loads(capsys.readouterr().out)["environment"] == str(world.project / ".venv")
