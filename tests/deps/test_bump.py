@@ -430,6 +430,7 @@ def test_a_setting_that_stops_uv_relocking_is_named_and_the_command_it_prints_bu
                                                                                        setting):
     """UV_FROZEN keeps the old lock and UV_LOCKED fails `uv lock`: either is named before any work, never a
     validation failure to report as a bug; the command printed runs the bump without it, as printed."""
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     new_rev, before = world.forks["megatron-core"].downstream[0], world.files()
     monkeypatch.setenv(setting, "1")
     capsys.readouterr()

@@ -13,7 +13,8 @@ from nemo_rl.forks import installed_fork
 from nemo_rl.project.model import Project
 
 
-def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, capsys, tmp_path):
+def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     fork_with_extras(world)
     lock = world.project / "uv.lock"
     good = lock.read_text()
@@ -42,9 +43,10 @@ def test_a_hand_edited_fork_dependency_fails_ci_and_deps_patches_relocks(world, 
                for line in out.split("nemo-toolkit:")[0].splitlines()), out
 
 
-def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys, tmp_path):
+def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys, tmp_path, monkeypatch):
     """uv checks neither a git package's locked metadata nor what an override does to it: six 1.15.0 locked for
     a fork requiring six>=1.16 passes `uv lock --check`, and `uv sync --locked` installs it."""
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     fork_with_extras(world)
     lock, path = world.project / "uv.lock", world.project / "pyproject.toml"
     good, pyproject = lock.read_text(), path.read_text()

@@ -465,9 +465,10 @@ def test_a_pin_moved_with_the_old_declares_fails_the_offline_check(world, capsys
     assert offline(world, capsys)[0] == 0
 
 
-def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, capsys, tmp_path):
+def test_a_fork_without_a_derived_entry_is_checked_against_its_declares(world, capsys, tmp_path, monkeypatch):
     """nemo-toolkit has no [[tool.uv.dependency-metadata]] entry: uv locks the metadata it builds itself, and a hand
     edit of its locked version or dependencies is caught against [declares] and relocked by `deps patches`."""
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     import tomllib
 
     fork = world.forks["nemo-toolkit"].fork
@@ -534,7 +535,8 @@ def locked(world):
 # differs from what the fork builds; after each, `deps status` and the offline CI check (`nemo-rl deps
 # patches --check --offline`, what .ci/run runs) both say so and name the command that fixes it; that
 # command is run and both are green again, with the environment synced from the lock.
-def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world, capsys, tmp_path):
+def test_no_sequence_of_commands_and_edits_leaves_a_lying_lock_unreported(world, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(world.project)  # where its fixes run as printed
     env = tmp_path / "env"
     derived_world(world)
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
