@@ -102,7 +102,7 @@ def test_every_must_be_a_positive_number_of_seconds(every, tmp_path, capsys, mon
     def waited(seconds):
         raise AssertionError(f"the watcher ran with --every {every}")
 
-    monkeypatch.setattr(watch.time, "sleep", waited)
+    monkeypatch.setattr(watch, "_sleep", waited)
     with pytest.raises(SystemExit) as exited:
         main(["toolchain", "watch", "--dir", str(tmp_path), "--every", every])
     assert exited.value.code == 2
