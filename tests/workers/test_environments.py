@@ -75,12 +75,7 @@ def test_another_metadata_version_gets_another_key(tmp_path, monkeypatch):
 
 
 def test_a_build_never_removes_an_environment_a_process_runs_from(world, tmp_path, monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    env = venvs / environments.key_for(Project.read(world.project), FLAGS)
-    _planted(env, world.project)
-    meta = json.loads((env / environments.META).read_text())
-    (env / environments.META).write_text(json.dumps({**meta, "version": 0}))
+    env = _planted_at_key(world, tmp_path, monkeypatch, version=0)
     job = subprocess.Popen(["sleep", "60"], env={**os.environ, "VIRTUAL_ENV": str(env)})
     try:
         with pytest.raises(NemoRLError, match=f"processes {job.pid} run from it") as refused:
@@ -130,14 +125,19 @@ def _planted(path, project) -> None:
     meta = {"version": 1, "key": path.name, "flags": FLAGS, "lock_hash": "x", "project": str(project.resolve())}
     (path / environments.META).write_text(json.dumps(meta))
 
-
-def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tmp_path, monkeypatch):
+def _planted_at_key(world, tmp_path, monkeypatch, **meta):
+    """_planted at this project's key in a fresh NEMO_RL_VENV_DIR, its metadata changed by `meta`."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     env = venvs / environments.key_for(Project.read(world.project), FLAGS)
     _planted(env, world.project)
-    meta = json.loads((env / environments.META).read_text())
-    (env / environments.META).write_text(json.dumps({**meta, "project": "relative/p"}))
+    written = json.loads((env / environments.META).read_text())
+    (env / environments.META).write_text(json.dumps({**written, **meta}))
+    return env
+
+
+def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tmp_path, monkeypatch):
+    env = _planted_at_key(world, tmp_path, monkeypatch, project="relative/p")
     with pytest.raises(NemoRLError, match="is not worker-environment metadata"):
         environments.WorkerEnv.read(env)
 
@@ -145,6 +145,7 @@ def test_metadata_naming_another_project_is_no_environment_of_this_key(world, tm
         raise RuntimeError("rebuilt")
 
     monkeypatch.setattr(environments, "_build", build)
+    meta = json.loads((env / environments.META).read_text())
     (env / environments.META).write_text(json.dumps({**meta, "project": str(tmp_path / "elsewhere")}))
     with pytest.raises(RuntimeError, match="rebuilt"):  # not used as this checkout's
         environments.ensure(Project.read(world.project), FLAGS)
