@@ -221,8 +221,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
-        not_regular += [(fork.distribution, p.expected.split()[0]) for p in problems  # "<record> to exist"
-                        if p.field == "record" and p.found.endswith(records.NOT_REGULAR)]
+        not_regular += [(fork.distribution, name) for name in records.not_regular(problems)]
         if any(p.field == "why" for p in problems):  # guard: drift-the-why-note-is-a-hand-edit
             unexplained.append(fork.distribution)  # regenerating keeps the note: only a hand edit writes it
         if any(p.field != "why" for p in problems):
@@ -243,9 +242,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         fix(f"{dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
               f"or let it allow what the fork requires), then run `uv lock`")
     for dist, name in not_regular:
-        again = command("rm {record} && nemo-rl deps patches {dist}", record=f"{records.relative_dir(dist)}/{name}",
-                        dist=dist)
-        fix(f"{dist}: {again} writes it again")
+        fix(f"{dist}: {records.not_regular_fix(dist, name)}")
     for dist in failed:
         also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")

@@ -91,8 +91,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     index = record_files.read_index(records.records_dir(project.root, fork.distribution))
     differences = records.check_offline(project, fork, locked, require_why=False, compare_lock=False, metadata=False)
     problems = [str(d) for d in differences]
-    not_regular = [d.expected.split()[0] for d in differences  # "<record> to exist"
-                   if d.field == "record" and d.found.endswith(records.NOT_REGULAR)]
+    not_regular = records.not_regular(differences)
     metadata = [str(d) for d in records.declared_differences(project, fork)] if not fork.bad_rev else []
     # a bad pin never reaches git: it could be read as an option
     active = develop_state.active_checkout(env, fork.distribution)
@@ -119,8 +118,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     literal = mismatch if state in ("env stale", "installed differs") else \
         cut_remedy(cut) if cut is not None and state == "landing interrupted" else None
     if state == "records stale" and not_regular:  # guard: status-a-non-regular-record-s-fix-removes-it-first
-        literal = command("rm {record} && nemo-rl deps patches {dist}", dist=fork.distribution,
-                          record=f"{records.relative_dir(fork.distribution)}/{not_regular[0]}") + " writes it again"
+        literal = records.not_regular_fix(fork.distribution, not_regular[0])
     remedy = literal or REMEDIES[state]
     if state == "metadata stale" and any("override-dependencies" in m for m in metadata):
         remedy = OVERRIDDEN  # guard: status-an-override-s-fix-is-to-edit-it

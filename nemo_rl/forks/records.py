@@ -31,6 +31,19 @@ from nemo_rl.project.model import Project
 from nemo_rl.project.state_dir import write_atomic
 
 NOT_REGULAR = "not a regular file"
+
+
+def not_regular(differences: Sequence[Difference]) -> list[str]:
+    """The records `differences` found as something other than a regular file (`deps patches` will not write over
+    one)."""
+    return [d.expected.split()[0] for d in differences  # "<record> to exist"
+            if d.field == "record" and d.found.endswith(NOT_REGULAR)]
+
+
+def not_regular_fix(distribution: str, name: str) -> str:
+    """The fix for such a record: remove it, then write the records again."""
+    return command("rm {record} && nemo-rl deps patches {dist}", record=f"{relative_dir(distribution)}/{name}",
+                   dist=distribution) + " writes it again"
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
 
 
