@@ -35,22 +35,39 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
     }}
 
 
-def prestart(py_executable: str, count: int = 1, project: Path | None = None) -> list[tuple[int, str]]:
-    """Leave `count` idle Ray workers in the environment, so the next actors start without importing Ray;
-    each worker's (pid, sys.prefix)."""
+def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: int = 600) -> int:
+    """Ask every alive node's raylet to start `count` workers in the environment (at most its CPUs: Ray starts no
+    more at once) and keep them idle up to `keep_alive_s` seconds, for actors given `actor_options(py_executable)`
+    unchanged; returns the number asked for. The workers start in the background: call it as early as the actors
+    are known."""
     import ray
+    from google.protobuf import json_format
+    from grpc import RpcError
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray._private.utils import get_runtime_env_info, parse_runtime_env_for_task_or_actor
+    from ray.core.generated import common_pb2, node_manager_pb2, node_manager_pb2_grpc, runtime_environment_pb2
 
     options = actor_options(py_executable, project)
     if not options:
-        return []
-
-    @ray.remote(num_cpus=0)
-    def ready() -> tuple[int, str]:
-        import sys
-
-        return os.getpid(), sys.prefix
-
-    return ray.get([ready.options(**options).remote() for _ in range(count)])  # guard: workers-prestart-starts-workers-in-the
+        return 0
+    # the runtime env serialized as Ray serializes an actor's: Ray pairs workers with actors by its hash
+    info = get_runtime_env_info(parse_runtime_env_for_task_or_actor(options["runtime_env"]), serialize=True)
+    job, asked = bytes.fromhex(ray.get_runtime_context().get_job_id()), 0
+    for node in (n for n in ray.nodes() if n["Alive"]):
+        address = f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}"
+        workers = count
+        workers = min(count, max(1, int(node["Resources"].get("CPU", 1))))  # guard: workers-prestart-at-most-a-node-s-cpus
+        request = node_manager_pb2.PrestartWorkersRequest(
+            language=common_pb2.PYTHON, job_id=job, keep_alive_duration_secs=keep_alive_s, num_workers=workers,
+            runtime_env_info=json_format.Parse(info, runtime_environment_pb2.RuntimeEnvInfo()))
+        try:
+            raylet = node_manager_pb2_grpc.NodeManagerServiceStub(init_grpc_channel(address))
+            raylet.PrestartWorkers(request, timeout=30)  # guard: workers-prestart-asks-every-raylet
+        except RpcError as exc:
+            raise NemoRLError(f"the raylet at {address} did not prestart workers: {exc.details()}",
+                              "start the actors without prestart: each starts its own worker") from exc
+        asked += workers
+    return asked
 
 
 def prepare_on_every_node(py_executable: str, project: Path | None = None,

@@ -94,18 +94,22 @@ def _linked(path: str, target: str, device: int) -> Copied | None:
     return None
 
 
+_buffers = threading.local()  # one block per thread, read into again and again: no allocation per read
+
+
 def _hash_and_write(source: int, target: int | None) -> tuple[int, str]:
     """(size, sha256) of all of `source` from its offset, each block hashed as it is read and written to
     `target` when given: one pass over the bytes."""
+    if len(buffer := getattr(_buffers, "block", b"")) != BLOCK:
+        buffer = _buffers.block = memoryview(bytearray(BLOCK))
     digest, size = hashlib.sha256(), 0
-    while block := os.read(source, BLOCK):
+    while count := os.readv(source, [buffer]):
         interrupt.check()  # guard: node-copy-a-signal-ends-a-large-file-s-copy; a file of gigabytes outlasts the forced exit
+        block = buffer[:count]
         digest.update(block)  # releases the GIL: the other threads read and write meanwhile
-        size += len(block)
-        if target is not None:
-            view = memoryview(block)
-            while view:
-                view = view[os.write(target, view):]
+        size += count
+        while target is not None and block:
+            block = block[os.write(target, block):]
     return size, digest.hexdigest()
 
 

@@ -1,6 +1,7 @@
 """Benchmark: Ray actors started in worker environments, three ways, and the environments themselves.
 
-    uv run python tests/benchmarks/bench_workers.py [--actors 1 4 8] [--repeats 2] [--no-actors] [--checkout-env]
+    uv run python tests/benchmarks/bench_workers.py [--actors 1 4 8] [--repeats 2] [--no-actors] [--no-uv-run]
+        [--checkout-env]
 
 In one temporary directory: the hermetic fixture forks (tests/forkworld.py) in a project that also locks the
 driver's Ray, a private uv cache, a local Ray cluster under the temporary directory. Measures
@@ -13,8 +14,8 @@ driver's Ray, a private uv cache, a local Ray cluster under the temporary direct
   - actor start-to-first-call for N actors at once with py_executable =
     (0) none (a default actor, the driver's Python), (a) the verified environment's python (nemo-rl),
     (b) `uv run --locked --extra mcore`, (c) `uv run --reinstall --extra mcore` (the upstream project's), and
-    (a) again right after `workers.prestart(MCORE, N)` (N idle workers in the environment, as Ray prestarts
-    workers in the driver's Python at ray.init).
+    (a) again once Ray registered the workers `workers.prestart(MCORE, N)` asked for (idle in the environment, as
+    Ray prestarts workers in the driver's Python at ray.init), and how long that took.
 Prints a markdown table; writes JSON to benchmark-results/workers.json. Not a test: pytest does not collect it.
 """
 
@@ -86,6 +87,36 @@ def start_actors(count: int, options: dict) -> float | str:
     return result
 
 
+def prestart_then_start(mcore: str, count: int, project: Path, options: dict) -> tuple[float, float | str]:
+    """Seconds from `workers.prestart` until the raylet has registered its workers, then `start_actors`."""
+    env = options["runtime_env"]["env_vars"]["VIRTUAL_ENV"]
+    start = time.perf_counter()
+    asked = workers.prestart(mcore, count, project)
+    while len(registered_in(env)) < asked and time.perf_counter() - start < 120:
+        time.sleep(0.05)
+    return time.perf_counter() - start, start_actors(count, options)
+
+
+def registered_in(env: str) -> set[int]:
+    """Pids of the local raylet's registered workers that run `env` (by their VIRTUAL_ENV)."""
+    import ray
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
+
+    node = ray._private.worker.global_worker.node
+    raylet = node_manager_pb2_grpc.NodeManagerServiceStub(init_grpc_channel(
+        f"{node.node_ip_address}:{node.node_manager_port}"))
+    stats = raylet.GetNodeStats(node_manager_pb2.GetNodeStatsRequest(include_memory_info=False), timeout=30)
+    found = set()
+    for pid in {s.pid for s in stats.core_workers_stats}:
+        try:
+            if f"VIRTUAL_ENV={env}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
 def summary(values: list) -> str:
     failed = [v for v in values if isinstance(v, str)]
     if failed:
@@ -100,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=20, help="actor_options calls timed on a verified environment")
     parser.add_argument("--json-out", type=Path, default=Path("benchmark-results") / "workers.json")
     parser.add_argument("--no-actors", action="store_true", help="no Ray cluster: environments and actor_options only")
+    parser.add_argument("--no-uv-run", action="store_true", help="actors: leave out the two `uv run` ways")
     parser.add_argument("--checkout-env", action="store_true",
                         help="also time actor_options(BASE) on this checkout's environment (torch and Ray)")
     args = parser.parse_args(argv)
@@ -153,13 +185,18 @@ def main(argv: list[str] | None = None) -> int:
                 "py_executable": f"{find_uv_bin()} run --project {project} --reinstall --extra mcore",
                 "env_vars": uv_env}},
         }
-        start_actors(1, ways["`uv run --locked --extra mcore`"])  # make the uv-run environment once
+        if args.no_uv_run:
+            ways = dict(list(ways.items())[:2])
+        else:
+            start_actors(1, ways["`uv run --locked --extra mcore`"])  # make the uv-run environment once
         results["actors"] = {way: {n: [start_actors(n, options) for _ in range(args.repeats)] for n in args.actors}
                              for way, options in ways.items()}
         prestarted = ways["verified environment's python (nemo-rl)"]
         results["actors"]["verified environment's python, after `workers.prestart(MCORE, N)`"] = {
-            n: [(workers.prestart(mcore, n, project), start_actors(n, prestarted))[1] for _ in range(args.repeats)]
+            n: [prestart_then_start(mcore, n, project, prestarted)[1] for _ in range(args.repeats)]
             for n in args.actors}
+        results["prestart"] = {n: [prestart_then_start(mcore, n, project, prestarted)[0] for _ in range(args.repeats)]
+                               for n in args.actors}
     finally:
         try:
             import ray
@@ -219,6 +256,8 @@ def report(args: argparse.Namespace, argv: list[str] | None, root: Path, results
     print("|---|" + "---|" * len(args.actors))
     for way, by_n in results["actors"].items():
         print(f"| {way} | " + " | ".join(summary(by_n[n]) for n in args.actors) + " |")
+    print("| (`workers.prestart(MCORE, N)` until Ray registered its workers) | "
+          + " | ".join(summary(results["prestart"][n]) for n in args.actors) + " |")
     return 0
 
 

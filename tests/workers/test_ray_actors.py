@@ -373,12 +373,43 @@ def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ra
     assert "nemo-rl deps patches megatron-core" in str(caught.value)
 
 
-def test_prestart_leaves_workers_running_the_environment(ray_world, venv_dir, cluster):
-    """What `workers.prestart` promises: the workers it started run the environment's interpreter and are left
-    running (idle, for the next actors) when it returns."""
+def idle_workers_in(env: Path, count: int, timeout: float = 60) -> set[int]:
+    """Pids of Ray workers running `env` (their VIRTUAL_ENV) that a raylet has registered, once there are
+    `count` of them."""
+    import ray
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
+
+    raylets = [node_manager_pb2_grpc.NodeManagerServiceStub(init_grpc_channel(
+        f"{n['NodeManagerAddress']}:{n['NodeManagerPort']}")) for n in ray.nodes() if n["Alive"]]
+    marker = f"VIRTUAL_ENV={env}".encode()
+    deadline = time.monotonic() + timeout
+    while True:
+        running = set()
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if marker in (proc / "environ").read_bytes().split(b"\0"):
+                    running.add(int(proc.name))
+            except OSError:
+                continue
+        registered = {stats.pid for raylet in raylets for stats in raylet.GetNodeStats(
+            node_manager_pb2.GetNodeStatsRequest(include_memory_info=False), timeout=30).core_workers_stats}
+        if len(running & registered) >= count or time.monotonic() > deadline:
+            return running & registered
+        time.sleep(0.2)
+
+
+def test_prestarted_workers_wait_in_the_environment_for_the_next_actors(ray_world, venv_dir, cluster):
+    import ray
+
     env = environments.ensure(Project.read(ray_world.project), ["--locked"])
-    started = workers.prestart(BASE, 2, ray_world.project)
-    assert len(started) == 2 and {prefix for _, prefix in started} == {str(env.path)}
-    for pid, _ in started:
-        os.kill(pid, 0)  # alive: raises ProcessLookupError otherwise
-    assert workers.prestart(workers.PY_EXECUTABLES.SYSTEM) == []
+    assert workers.prestart(BASE, 5, ray_world.project) == 3  # at most each node's CPUs: 2 and 1
+    waiting = idle_workers_in(env.path, 3)
+    assert len(waiting) == 3
+    time.sleep(3)  # past Ray's reaping of idle workers above its soft limit: these are kept
+    actor = reporter().options(**workers.actor_options(BASE, ray_world.project)).remote()
+    try:
+        assert ray.get(actor.__ray_call__.remote(lambda self: os.getpid()), timeout=60) in waiting
+    finally:
+        ray.kill(actor)
+    assert workers.prestart(workers.PY_EXECUTABLES.SYSTEM) == 0

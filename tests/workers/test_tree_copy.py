@@ -282,12 +282,12 @@ def test_a_signal_ends_the_copy_of_a_large_file_within_it(tmp_path, monkeypatch)
     monkeypatch.setattr(tree_copy, "BLOCK", 4)
     reads: list[int] = []
 
-    def read(fd: int, size: int) -> bytes:  # a signal arrives while the first block is read
-        reads.append(size)
+    def readv(fd: int, buffers: list) -> int:  # a signal arrives while the first block is read
+        reads.append(len(buffers[0]))
         interrupt.record(signal.SIGTERM)
-        return os.read(fd, size)
+        return os.readv(fd, buffers)
 
-    monkeypatch.setattr(tree_copy, "os", types.SimpleNamespace(read=read, write=os.write))
+    monkeypatch.setattr(tree_copy, "os", types.SimpleNamespace(readv=readv, write=os.write))
     try:
         with open(source, "rb") as src, open(target, "wb") as out, pytest.raises(Interrupted):
             tree_copy._hash_and_write(src.fileno(), out.fileno())
