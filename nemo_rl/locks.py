@@ -18,7 +18,7 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 
 _POLL_S = 0.1  # a blocking flock is resumed after a signal's handler (PEP 475)
-LOCK_FILE_TRIES = 50  # a path swapped this often (a co-user in a shared bundle directory) is an error
+LOCK_FILE_TRIES = 50  # a path swapped this often (a co-user in a bundle directory) is an error
 
 
 def _flock(fd: int, operation: int) -> None:
@@ -38,8 +38,9 @@ def _flock(fd: int, operation: int) -> None:
 
 
 def open_lock_file(path: Path, not_yours: str | None = None) -> int:
-    """Open (creating) the lock file `path`; NemoRLError for a link, a hard link or another user's file, which a
-    shared directory may hold (`not_yours`: the fix for another user's)."""
+    """Open (creating) the lock file `path`; NemoRLError for a link, a directory or a hard link, never followed or
+    written through. A directory others may write (a bundle directory, a toolkit's parent) may hold another user's
+    file: there the caller gives `not_yours`, the fix, and such a file is refused. A store's files are the user's."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:
@@ -52,8 +53,7 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:  # guard: never-lock-files-are-plain-one-link
         os.close(fd)
         raise _planted(path, "hard-linked" if stat.S_ISREG(info.st_mode) else "not a regular file")
-    # lock files live in shared bundle directories too, where another user may have made this one
-    if info.st_uid != os.geteuid():  # guard: terminal-another-user-s-lock-file-is
+    if not_yours is not None and info.st_uid != os.geteuid():  # guard: locks-another-user-s-file-is-refused-where-shared
         os.close(fd)
         raise _theirs(path, info.st_uid, not_yours)  # guard: toolchain-another-user-s-lock-names-the
     if stat.S_IMODE(info.st_mode) != 0o600:  # guard: locks-a-lock-file-of-ours-is-made
@@ -82,9 +82,7 @@ def _planted(path: Path, kind: str) -> NemoRLError:
 
 
 def _theirs(path: Path, uid: int, fix: str | None) -> NemoRLError:
-    return NemoRLError(f"lock file {path} belongs to {_user(uid)}, not to you", fix or (
-        f"point the setting that names {path.parent} (NEMO_RL_VENV_DIR, NEMO_RL_BUNDLE_DIR, NEMO_RL_CACHE_DIR) "
-        f"at a directory only you can write, or have its owner remove {path}"))
+    return NemoRLError(f"lock file {path} belongs to {_user(uid)}, not to you", fix or f"have its owner remove {path}")
 
 
 def _user(uid: int) -> str:
@@ -128,11 +126,12 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
             time.sleep(_POLL_S)
 
 
-def lock_file(path: Path, waiting: Callable[[int], str] | None) -> int | None:
-    """Open and lock the lock file `path`: the descriptor, or None when busy and not `waiting`. A file removed
-    by its holder (`remove_locked`) meanwhile is opened again: two processes never hold one path's lock."""
+def lock_file(path: Path, waiting: Callable[[int], str] | None, not_yours: str | None = None) -> int | None:
+    """Open (`open_lock_file`) and lock the lock file `path`: the descriptor, or None when busy and not `waiting`. A
+    file removed by its holder (`remove_locked`) meanwhile is opened again: two processes never hold one path's
+    lock."""
     for _ in range(LOCK_FILE_TRIES):
-        fd = open_lock_file(path)
+        fd = open_lock_file(path, not_yours)
         try:
             if not acquire(fd, functools.partial(waiting, fd) if waiting else None):
                 os.close(fd)
@@ -155,10 +154,11 @@ def remove_locked(path: Path, fd: int) -> bool:
     return False
 
 
-def remove_free(path: Path, unused: Callable[[], bool] = lambda: True) -> bool:
-    """Remove the lock file `path` when no process holds it and `unused()`, asked under its lock, agrees."""
+def remove_free(path: Path, unused: Callable[[], bool] = lambda: True, not_yours: str | None = None) -> bool:
+    """Remove the lock file `path` when no process holds it and `unused()`, asked under its lock, agrees; one that
+    `lock_file` refuses is left."""
     try:
-        fd = lock_file(path, None)
+        fd = lock_file(path, None, not_yours)
     except (OSError, NemoRLError):
         return False
     if fd is None:

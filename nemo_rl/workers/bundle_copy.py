@@ -45,7 +45,7 @@ Sealed = Callable[[Content], None]  # raises when a content is not the bundle's 
 def node_lock(root: Path) -> Path:
     """This user's lock on choosing, checking and making node copies under `root`: one build at a time does, so
     builds started together from one bundle make one copy. Not a NODE_COPY_PREFIX name, nor a key's lock file."""
-    return root / f".node-copy-{os.geteuid()}.lock"
+    return root / ".node-copy.lock"
 
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:

@@ -68,6 +68,10 @@ def pack_lock(dest: Path) -> Path:
     return dest.parent / f".{dest.name}.pack-lock"
 
 
+# the bundle directory may be shared: another user's pack lock is refused, never locked or removed
+NOT_YOURS = "pack into a directory only you can write, or have the file's owner remove it"
+
+
 def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]:
     """Remove the killed packs into `root`; `keep_timed_out`: but the kept ones. A kept pack is removed under
     its destination's pack lock, and left while a pack holds that lock (it may be taking it)."""
@@ -86,7 +90,7 @@ def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]
 
 def _remove_kept_unless_packing(kept: Path) -> bool:
     try:
-        claim = locks.lock_file(pack_lock(kept.parent / kept.name[1:-len(KEPT_SUFFIX)]), None)
+        claim = locks.lock_file(pack_lock(kept.parent / kept.name[1:-len(KEPT_SUFFIX)]), None, NOT_YOURS)
     except (OSError, NemoRLError):
         return False
     try:
@@ -120,16 +124,7 @@ def remove_kept(kept: Path) -> None:
 
 def remove_free_pack_locks(root: Path) -> list[Path]:
     """Remove this user's `.<name>.pack-lock` files in `root` that no pack holds (planted ones are left)."""
-    removed = []
-    for path in sorted(root.glob(".*.pack-lock")):
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        # the bundle directory is shared: another user's pack lock is theirs to remove
-        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and locks.remove_free(path):
-            removed.append(path)
-    return removed
+    return [path for path in sorted(root.glob(".*.pack-lock")) if locks.remove_free(path, not_yours=NOT_YOURS)]
 
 
 def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
@@ -151,7 +146,7 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
     dest = dest.absolute()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        claim = locks.lock_file(pack_lock(dest), None)
+        claim = locks.lock_file(pack_lock(dest), None, NOT_YOURS)
     except OSError as exc:
         raise NemoRLError(f"cannot pack into {dest.parent}: {exc.strerror or exc}",
                           "pack into a directory you may write") from exc

@@ -1,6 +1,6 @@
 """A pack's fresh uv cache seeded with the wheels uv built here, by this user, from the lock's sdists (no second
-20-minute compile). Only the revision of the lock's sdist hash, files only this user may write, and wheels holding
-every declared CUDA arch are seeded; whatever fails leaves that wheel unseeded."""
+20-minute compile). Only the revision of the lock's sdist hash, files only this user (or root) may write, and wheels
+holding every declared CUDA arch are seeded; whatever fails leaves that wheel unseeded."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from pathlib import Path
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, ours, plan_copy, read_own, real_dir
+from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, plan_copy, read_own, real_dir
+from nemo_rl.workers.tree_copy import others_may_write
 
 SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
@@ -45,7 +46,7 @@ def user_cache() -> tuple[Path | None, str]:
         info = os.lstat(real)
     except OSError:
         return None, f"no uv cache at {real}"
-    if not stat.S_ISDIR(info.st_mode) or not ours(info):
+    if not stat.S_ISDIR(info.st_mode) or others_may_write(info):
         return None, f"the uv cache {real} is not a directory only this user may write"
     return real, f"the uv cache {real}"
 

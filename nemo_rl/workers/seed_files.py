@@ -1,5 +1,5 @@
-"""A uv cache entry read trusting only its owner: never a link followed but uv's into `archive-v*`, nothing others
-may write, never a FIFO opened."""
+"""A uv cache entry read for a bundle, trusting only this user and root: never a link followed but uv's into
+`archive-v*`, nothing others may write (UV_CACHE_DIR may be shared), never a FIFO opened."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_rl.workers.tree_copy import others_may_write
+
 ARCHIVE = re.compile(r"archive-v\d+")
 
 
@@ -17,17 +19,13 @@ class Refused(Exception):
     """Why one built wheel is not seeded."""
 
 
-def ours(info: os.stat_result) -> bool:
-    # UV_CACHE_DIR may be shared: a wheel another user may write is never seeded
-    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
-
 
 def real_dir(path: Path) -> bool:
     try:
         info = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISDIR(info.st_mode) and ours(info)
+    return stat.S_ISDIR(info.st_mode) and not others_may_write(info)
 
 
 def read_own(path: Path) -> bytes:
@@ -43,7 +41,7 @@ def open_own(path: Path) -> int:
     """A descriptor of `path`, a file only this user may write."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or not ours(info):
+    if not stat.S_ISREG(info.st_mode) or others_may_write(info):
         os.close(fd)
         raise Refused(f"{path} is not a file only this user may write")
     return fd
@@ -94,7 +92,7 @@ def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False)
                     plan.dropped.append(f"{path.name} (a link not to one archive-v* entry)")
                 else:
                     plan.links[path] = target
-            elif not ours(info):
+            elif others_may_write(info):
                 raise Refused(f"{path} is not this user's, or others may write it")
             elif stat.S_ISDIR(info.st_mode):
                 plan.dirs.append(path)

@@ -61,15 +61,21 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
         return dict(pool.map(copied, files))
 
 
+def others_may_write(info: os.stat_result) -> bool:
+    """Whether a user but this one and root may write what `info` describes: never hashed and then trusted, never
+    packed into a bundle."""
+    if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
+        return True
+    return bool(info.st_mode & 0o022)  # guard: node-copy-links-no-file-others-may-write
+
+
 def linkable(info: os.stat_result, device: int, names: int = 1) -> bool:
     """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
     user or root may write, neither setuid nor setgid, with `names` names (one before the link: a file that
     something outside the bundle shares is copied)."""
     if info.st_nlink != names:  # guard: node-copy-links-no-file-linked-elsewhere
         return False
-    if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
-        return False
-    if info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022):  # guard: node-copy-links-no-file-others-may-write
+    if others_may_write(info) or info.st_mode & (stat.S_ISUID | stat.S_ISGID):  # guard: node-copy-links-no-setuid-file
         return False
     return stat.S_ISREG(info.st_mode) and info.st_dev == device
 

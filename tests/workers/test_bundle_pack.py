@@ -35,6 +35,24 @@ def test_killed_packs_are_listed_and_pruned_and_one_pack_per_destination(world, 
         os.close(claim)
 
 
+def test_another_user_s_pack_lock_is_refused_never_written_nor_pruned(world, tmp_path, monkeypatch, capsys):
+    """A co-user made the destination's pack lock first in a shared bundle directory (mode 1777)."""
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    root = tmp_path / "bundles"
+    root.mkdir()
+    lock = bundle_pack.pack_lock(root / "b")
+    lock.write_text("pid 1 of theirs\n")
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)  # the file is now another user's
+    assert main(["envs", "pack", "BASE", str(root / "b"), "--project", str(world.project)]) == 1
+    err = capsys.readouterr().err
+    assert f"lock file {lock} belongs to uid {uid}" in err and bundle_pack.NOT_YOURS in err, err
+    assert bundle_pack.remove_free_pack_locks(root) == [] and bundle_pack.remove_dead_packs(root) == []
+    assert lock.read_text() == "pid 1 of theirs\n"  # nothing written into it
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    assert bundle_pack.remove_free_pack_locks(root) == [lock]  # the owner's own file is taken
+
+
 def test_pack_into_a_place_it_cannot_write_is_exit_1(world, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
