@@ -8,10 +8,14 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound
+
+if TYPE_CHECKING:
+    from nemo_rl.project.develop_state import Developed
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,13 @@ class Project:
             raise NemoRLError(f"{distribution!r} is not a fork pinned by this project",
                               f"choose one of: {', '.join(sorted(known)) or '(none declared)'}")
         return known[distribution]
+
+    @cached_property
+    def developing(self) -> dict[str, Developed]:
+        """The forks under `nemo-rl deps develop` (.nemo-rl/develop.json), by distribution."""
+        from nemo_rl.project import develop_state  # it reaches extras, which reads nemo-rl's own Project
+
+        return develop_state.read(self.root)
 
     @cached_property
     def requires_python(self) -> str | None:

@@ -110,7 +110,7 @@ def slot(key: str, *, create: bool = True) -> Slot:
 
 
 def key_for(project: Project, flags: Sequence[str]) -> str:
-    return _key(project.root.resolve(), project.lock_hash, flags, develop_state.read(project.root))
+    return _key(project.root.resolve(), project.lock_hash, flags, project.developing)
 
 
 def _key(root: Path, lock_hash: str, flags: Sequence[str], developing: Mapping[str, develop_state.Developed]) -> str:
@@ -131,7 +131,7 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
     """The verified environment for (uv.lock, flags), built first if missing: from `bundle` (pinned by `digest`),
     else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
     root, lock_hash = project.root.resolve(), project.lock_hash
-    developing = develop_state.read(project.root)
+    developing = project.developing
     where = slot(_key(root, lock_hash, flags, developing))
     with where.locked():
         for leftover in where.building():  # we hold the lock: whoever made these is gone
