@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project import identity, lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound
 
 if TYPE_CHECKING:
@@ -129,6 +129,11 @@ class Project:
         from nemo_rl.project import develop_state  # it reaches extras, which reads nemo-rl's own Project
 
         return develop_state.read(self.root)
+
+    @cached_property
+    def checkout_id(self) -> str:
+        """This checkout's id (.nemo-rl/checkout-id), made on first use; "" in a read-only checkout."""
+        return identity.ensure_checkout_id(self.root)
 
     @cached_property
     def requires_python(self) -> str | None:

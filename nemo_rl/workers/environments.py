@@ -157,7 +157,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     """Build the environment; from a bundle, return its checked manifest."""
     root = project.root.resolve()
     manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
-    checkout = identity.ensure_checkout_id(project.root)  # guard: whose-a-build-records-its-checkout-s-id
+    checkout = project.checkout_id  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
     values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
