@@ -175,7 +175,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
-        _overlay_developed(project.root, staging, developing)
+        develop_state.install_overlays(staging, project.root, developing)  # developed forks run from their checkout
         WorkerEnv(where.key, where.path, tuple(flags), root, project.lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
@@ -184,13 +184,6 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
         raise
     progress(f"worker environment ready: {where.path}")
     return manifest
-
-
-def _overlay_developed(root: Path, env: Path, developing: Mapping[str, develop_state.Developed]) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too."""
-    for entry in developing.values():
-        develop_state.install_overlay(env, entry.distribution, entry.checkout,
-                                      develop_state.shadow_dir(root, entry.distribution), entry.token)
 
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
