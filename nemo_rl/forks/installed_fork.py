@@ -40,7 +40,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         return []
     try:
         lock = project.lock
-        deltas = metadata_check.deltas(project, distribution) if metadata_check.derives(project, distribution) else None
+        deltas = metadata_check.derived(project, distribution)
         extra = next((e for e, names in project.optional_dependencies.items()
                       if canonicalize_name(distribution) in names), "mcore")
     except NemoRLError as exc:

@@ -32,6 +32,12 @@ def derives(project: Project, distribution: str) -> bool:
     return declared.derives(entry(project, distribution), deltas(project, distribution))
 
 
+def derived(project: Project, distribution: str) -> declared.Deltas | None:
+    """The drop/add lists when the fork's entry is derived; None when uv locks the fork's own metadata."""
+    found = deltas(project, distribution)
+    return found if declared.derives(entry(project, distribution), found) else None
+
+
 def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
     """Where pyproject's entry or uv.lock's fork is not what the recorded declarations at the pin say."""
     if index is None or index.pinned != fork.rev:
