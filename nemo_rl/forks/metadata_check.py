@@ -12,10 +12,7 @@ Problem = tuple[str, str, str, str]
 
 
 def deltas(project: Project, distribution: str) -> declared.Deltas:
-    path = project.pyproject_path
-    forks = lockfile.table(project.nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path)
-    table = lockfile.table(forks.get(distribution), f"[tool.nemo-rl.forks.{distribution}]", path)
-    return declared.deltas_from_table(table, distribution)
+    return declared.deltas_from_table(project.fork_tables.get(distribution, {}), distribution)
 
 
 def entry(project: Project, distribution: str) -> declared.Entry | None:

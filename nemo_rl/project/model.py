@@ -108,13 +108,18 @@ class Project:
         return self.tool_tables[1]
 
     @cached_property
+    def fork_tables(self) -> dict[str, dict]:
+        """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
+        return lockfile.fork_tables(self.pyproject_path, self.nemo_rl_table)
+
+    @cached_property
     def forks(self) -> tuple[Fork, ...]:
-        return lockfile.forks_of(self.pyproject_path, *self.tool_tables, strict=True)
+        return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=True)
 
     @cached_property
     def forks_as_pinned(self) -> tuple[Fork, ...]:
         """The forks, keeping one whose rev is not a full SHA, marked (for `deps status`)."""
-        return lockfile.forks_of(self.pyproject_path, *self.tool_tables, strict=False)
+        return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=False)
 
     def fork(self, distribution: str) -> Fork:
         known = {f.distribution: f for f in self.forks}
