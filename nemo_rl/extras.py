@@ -6,6 +6,7 @@ import functools
 import importlib
 import importlib.metadata
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -100,8 +101,20 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
     dist = next(iter(found), None)
-    if dist is None:
-        return None
+    return _installed(dist) if dist is not None else None
+
+
+def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
+    """Every distribution on `path` (None: sys.path) by PEP 503 name, each read once; the first of a name wins."""
+    found: dict[str, Installed] = {}
+    for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
+        name = dist.metadata.get("Name")
+        if name and (key := re.sub(r"[-_.]+", "-", name).lower()) not in found:
+            found[key] = _installed(dist)
+    return found
+
+
+def _installed(dist: importlib.metadata.Distribution) -> Installed:
     return Installed(dist.version, commit_from_direct_url(dist.read_text("direct_url.json")),
                      tuple(dist.requires or ()))
 

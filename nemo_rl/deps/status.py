@@ -180,7 +180,7 @@ def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list)
 def collect(project: Project, env: Path, forks: Sequence[lockfile.Fork]) -> list[ForkStatus]:
     locked = project.packages
     cuts = journal.cut_short(project.root)
-    developed = develop_state.read(project.root)
+    developed = project.developing
     return [fork_status(project, env, fork, locked, cuts, developed.get(fork.distribution)) for fork in forks]
 
 

@@ -61,11 +61,11 @@ def read_before(project: Project, distribution: str) -> Before:
     """The project as the bump finds it."""
     patch_dir = records.records_dir(project.root, distribution)
     fork = project.fork(distribution)
-    uv_table, nemo_rl_table = project.tool_tables
+    uv_table = project.uv_table
     lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
     return Before(fork, project.packages, lock_text,
                   declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
-                  declared.deltas_from_table(nemo_rl_table["forks"][distribution], distribution),
+                  declared.deltas_from_table(project.fork_tables[distribution], distribution),
                   read_index(patch_dir), patch_dir, uv_table)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.extras import find_installed
+from nemo_rl.extras import Installed
 from nemo_rl.forks import declared, lock_markers, locked_fork, metadata_check
 from nemo_rl.project import installed, lockfile
 from nemo_rl.project.model import Project
@@ -34,13 +34,13 @@ class Problem:
 
 def problems(project: Project, env: Path, distribution: str, left_out: Iterable[str] = ()) -> list[Problem]:
     """How `distribution` installed in `env` differs from uv.lock (`left_out`: left out on purpose)."""
-    path = installed.site_packages(env)
-    dist = find_installed(distribution, path)
+    dists = installed.distributions(env)
+    dist = dists.get(canonicalize_name(distribution))
     if dist is None:
         return []
     try:
         lock = project.lock
-        deltas = metadata_check.deltas(project, distribution) if metadata_check.derives(project, distribution) else None
+        deltas = metadata_check.derived(project, distribution)
         extra = next((e for e, names in project.optional_dependencies.items()
                       if canonicalize_name(distribution) in names), "mcore")
     except NemoRLError as exc:
@@ -95,21 +95,21 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
     skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     required = {n for n, _ in depends | wanted_pairs if (n, "") not in unlocked} - skipped
-    for missing in sorted(n for n in required if find_installed(n, path) is None):  # guard: installed-a-locked-requirement-missing
+    for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
-    result += _refused_versions(want_here, path, skipped, distribution)
-    result += _refused_in_closure(lock, depends, markers, path, skipped | {name}, distribution)
+    result += _refused_versions(want_here, dists, skipped, distribution)
+    result += _refused_in_closure(lock, depends, markers, dists, skipped | {name}, distribution)
     for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
         needs = lock_markers.locked(_optional(lock, dep, option), markers)
         for missing in sorted({n for n, _ in needs} - skipped):
-            if find_installed(missing, path) is None:  # guard: installed-an-extra-s-requirements
+            if missing not in dists:  # guard: installed-an-extra-s-requirements
                 result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
                                       f"{distribution}) requires, is not installed", sync))
     return result
 
 
-def _refused_versions(want: list[str], path: list[str] | None, skipped: Container[str],
+def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: Container[str],
                       distribution: str) -> list[Problem]:
     """Each installed requirement of the fork at a version its specifier refuses."""
     from packaging.specifiers import SpecifierSet
@@ -118,7 +118,7 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
     result = []
     for requirement in (q for q in map(_parsed, want) if q is not None and q.specifier):
         name = canonicalize_name(requirement.name)
-        dist = find_installed(name, path) if name not in skipped else None
+        dist = dists.get(name) if name not in skipped else None
         if dist is None:
             continue
         try:
@@ -135,8 +135,8 @@ def _refused_versions(want: list[str], path: list[str] | None, skipped: Containe
     return result
 
 
-def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str], path: list[str] | None,
-                        skipped: Container[str], distribution: str) -> list[Problem]:
+def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str],
+                        dists: Mapping[str, Installed], skipped: Container[str], distribution: str) -> list[Problem]:
     """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
@@ -157,13 +157,13 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
         todo += sorted(lock_markers.locked(needs, markers))
     result = []
     for dep, wanted in sorted(options.items()):
-        dist = find_installed(dep, path)
+        dist = dists.get(dep)
         if dist is None:
             continue
         for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
             if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
-            needed = find_installed(requirement.name, path)
+            needed = dists.get(canonicalize_name(requirement.name))
             try:
                 version = Version(needed.version) if needed else None
             except InvalidVersion:

@@ -12,10 +12,7 @@ Problem = tuple[str, str, str, str]
 
 
 def deltas(project: Project, distribution: str) -> declared.Deltas:
-    path = project.pyproject_path
-    forks = lockfile.table(project.nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path)
-    table = lockfile.table(forks.get(distribution), f"[tool.nemo-rl.forks.{distribution}]", path)
-    return declared.deltas_from_table(table, distribution)
+    return declared.deltas_from_table(project.fork_tables.get(distribution, {}), distribution)
 
 
 def entry(project: Project, distribution: str) -> declared.Entry | None:
@@ -30,6 +27,12 @@ def recorded(index: Index | None, distribution: str) -> declared.Declares | None
 def derives(project: Project, distribution: str) -> bool:
     """declared.derives, of the entry and the deltas `project`'s pyproject.toml holds."""
     return declared.derives(entry(project, distribution), deltas(project, distribution))
+
+
+def derived(project: Project, distribution: str) -> declared.Deltas | None:
+    """The drop/add lists when the fork's entry is derived; None when uv locks the fork's own metadata."""
+    found = deltas(project, distribution)
+    return found if declared.derives(entry(project, distribution), found) else None
 
 
 def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:

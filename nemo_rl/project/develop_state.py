@@ -9,6 +9,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +137,10 @@ def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
 
 def shadow_dir(project: Path, distribution: str) -> Path:
     state_dir.state_root(project)
+    return _shadow(project, distribution)
+
+
+def _shadow(project: Path, distribution: str) -> Path:
     return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
 
 
@@ -188,6 +193,12 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
     state_dir.write_atomic(path, f"{CHECKOUT_LINE}{checkout}\nimport sys; sys.path.insert(0, {str(shadow)!r})\n"  # guard: develop-the-overlay-exposes-what-the-pin
                          + (f"{OWNER_LINE}{owner}\n" if owner else ""))
     return path
+
+
+def install_overlays(env: Path, project: Path, developing: Mapping[str, Developed]) -> None:
+    """An overlay in `env` for each fork `project` develops (`developing`: `read(project)`, which proved .nemo-rl)."""
+    for entry in developing.values():
+        install_overlay(env, entry.distribution, entry.checkout, _shadow(project, entry.distribution), entry.token)
 
 
 def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:

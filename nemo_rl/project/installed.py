@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from nemo_rl import uv
-from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed  # noqa: F401 (bundles lists every one)
+from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed, installed_on  # noqa: F401 (bundles lists every one)
 
 ENV_STALE = f"run `{uv.sync_command()}` (the environment has another commit than uv.lock)"
 
@@ -24,6 +24,11 @@ def site_packages(env: Path) -> list[str] | None:
 
 def installed(env: Path, distribution: str) -> Installed | None:
     return find_installed(distribution, site_packages(env))
+
+
+def distributions(env: Path) -> dict[str, Installed]:
+    """Each distribution in `env` by PEP 503 name, read once."""
+    return installed_on(site_packages(env))
 
 
 def version(env: Path, distribution: str) -> str | None:

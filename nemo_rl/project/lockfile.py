@@ -226,11 +226,16 @@ def _module_name(value: str, where: str, path: Path) -> str:
     return value
 
 
-def forks_of(path: Path, uv_table: dict, nemo_rl_table: dict, *, strict: bool) -> tuple[Fork, ...]:
-    """Every fork of pyproject.toml's tool tables, checked; `strict=False` keeps a fork whose rev is bad, marked."""
+def fork_tables(path: Path, nemo_rl_table: dict) -> dict[str, dict]:
+    """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
+    return {dist: table(meta, f"[tool.nemo-rl.forks.{dist}]", path)
+            for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items()}
+
+
+def forks_of(path: Path, uv_table: dict, tables: dict[str, dict], *, strict: bool) -> tuple[Fork, ...]:
+    """Every fork of `tables` (fork_tables'), checked; `strict=False` keeps a fork whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
-    return tuple(_fork(dist, sources.get(dist), table(meta, f"[tool.nemo-rl.forks.{dist}]", path), path, strict)
-                 for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items())
+    return tuple(_fork(dist, sources.get(dist), meta, path, strict) for dist, meta in tables.items())
 
 
 def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:

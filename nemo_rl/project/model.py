@@ -8,10 +8,14 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project import identity, lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound
+
+if TYPE_CHECKING:
+    from nemo_rl.project.develop_state import Developed
 
 
 @dataclass(frozen=True)
@@ -104,13 +108,18 @@ class Project:
         return self.tool_tables[1]
 
     @cached_property
+    def fork_tables(self) -> dict[str, dict]:
+        """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
+        return lockfile.fork_tables(self.pyproject_path, self.nemo_rl_table)
+
+    @cached_property
     def forks(self) -> tuple[Fork, ...]:
-        return lockfile.forks_of(self.pyproject_path, *self.tool_tables, strict=True)
+        return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=True)
 
     @cached_property
     def forks_as_pinned(self) -> tuple[Fork, ...]:
         """The forks, keeping one whose rev is not a full SHA, marked (for `deps status`)."""
-        return lockfile.forks_of(self.pyproject_path, *self.tool_tables, strict=False)
+        return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=False)
 
     def fork(self, distribution: str) -> Fork:
         known = {f.distribution: f for f in self.forks}
@@ -118,6 +127,18 @@ class Project:
             raise NemoRLError(f"{distribution!r} is not a fork pinned by this project",
                               f"choose one of: {', '.join(sorted(known)) or '(none declared)'}")
         return known[distribution]
+
+    @cached_property
+    def developing(self) -> dict[str, Developed]:
+        """The forks under `nemo-rl deps develop` (.nemo-rl/develop.json), by distribution."""
+        from nemo_rl.project import develop_state  # it reaches extras, which reads nemo-rl's own Project
+
+        return develop_state.read(self.root)
+
+    @cached_property
+    def checkout_id(self) -> str:
+        """This checkout's id (.nemo-rl/checkout-id), made on first use; "" in a read-only checkout."""
+        return identity.ensure_checkout_id(self.root)
 
     @cached_property
     def requires_python(self) -> str | None:

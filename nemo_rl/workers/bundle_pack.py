@@ -15,7 +15,7 @@ from pathlib import Path
 from nemo_rl import locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
-from nemo_rl.project import develop_state, installed
+from nemo_rl.project import installed
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs_for
@@ -130,7 +130,7 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
 def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
          import_timeout: float = IMPORT_TIMEOUT_S) -> Manifest:
     """Make the bundle for (uv.lock, flags) at the new `dest`; `seed`: from this user's uv cache (pack_seed)."""
-    if developing := sorted(develop_state.read(project.root)):  # guard: bundles-no-pack-while-developing
+    if developing := sorted(project.developing):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds pinned commits only",
                           "run " + " and ".join(command("nemo-rl deps develop --stop {d}", d=d) for d in developing)
                           + " first")

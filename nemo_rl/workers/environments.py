@@ -110,7 +110,7 @@ def slot(key: str, *, create: bool = True) -> Slot:
 
 
 def key_for(project: Project, flags: Sequence[str]) -> str:
-    return _key(project.root.resolve(), project.lock_hash, flags, develop_state.read(project.root))
+    return _key(project.root.resolve(), project.lock_hash, flags, project.developing)
 
 
 def _key(root: Path, lock_hash: str, flags: Sequence[str], developing: Mapping[str, develop_state.Developed]) -> str:
@@ -131,7 +131,7 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
     """The verified environment for (uv.lock, flags), built first if missing: from `bundle` (pinned by `digest`),
     else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
     root, lock_hash = project.root.resolve(), project.lock_hash
-    developing = develop_state.read(project.root)
+    developing = project.developing
     where = slot(_key(root, lock_hash, flags, developing))
     with where.locked():
         for leftover in where.building():  # we hold the lock: whoever made these is gone
@@ -157,7 +157,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     """Build the environment; from a bundle, return its checked manifest."""
     root = project.root.resolve()
     manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
-    checkout = identity.ensure_checkout_id(project.root)  # guard: whose-a-build-records-its-checkout-s-id
+    checkout = project.checkout_id  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
     values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
@@ -175,7 +175,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
-        _overlay_developed(project.root, staging, developing)
+        develop_state.install_overlays(staging, project.root, developing)  # developed forks run from their checkout
         WorkerEnv(where.key, where.path, tuple(flags), root, project.lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
@@ -184,13 +184,6 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
         raise
     progress(f"worker environment ready: {where.path}")
     return manifest
-
-
-def _overlay_developed(root: Path, env: Path, developing: Mapping[str, develop_state.Developed]) -> None:
-    """Forks under `nemo-rl deps develop` run from their checkout in workers too."""
-    for entry in developing.values():
-        develop_state.install_overlay(env, entry.distribution, entry.checkout,
-                                      develop_state.shadow_dir(root, entry.distribution), entry.token)
 
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:

@@ -80,7 +80,7 @@ def listing(project: Project | None) -> list[Row]:
     rows: list[Row] = []
     current: dict[tuple[str, ...], str] = {}  # the project's key per flags
     try:
-        mine = develop_state.read(project.root) if project is not None else {}
+        mine = project.developing if project is not None else {}
     except NemoRLError:
         mine = {}
     ours = identity.checkout_id(project.root) if project is not None else None

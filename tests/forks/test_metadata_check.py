@@ -40,6 +40,9 @@ def test_a_fork_derives_its_entry_when_it_has_one_or_deltas_that_need_one(tmp_pa
     dropping = project(tmp_path / "drop", 'drop = [{ name = "wandb", why = "logging only" }]\n')
     assert metadata_check.derives(Project.read(dropping), "megatron-core")
     assert [d.name for d in metadata_check.deltas(Project.read(dropping), "megatron-core").drop] == ["wandb"]
+    assert metadata_check.derived(Project.read(dropping), "megatron-core") == metadata_check.deltas(
+        Project.read(dropping), "megatron-core")
+    assert metadata_check.derived(Project.read(tmp_path / "bare"), "megatron-core") is None
     assert metadata_check.entry(Project.read(project(tmp_path / "e2", entry=True)), "megatron-core") == Entry(
         "megatron-core", "0.1.0", None, ("numpy",))
 

@@ -74,7 +74,7 @@ def test_two_containers_with_one_checkout_path_keep_their_own_overlays(world, tm
         env = fake_env(venvs / name)
         (env / environments.META).write_text(json.dumps({"key": name, "flags": FLAGS, "project": str(world.project),
                                                          "version": 1, "lock_hash": "x"}))
-        environments._overlay_developed(world.project, env, develop_state.read(world.project))  # as a build does
+        develop_state.install_overlays(env, world.project, develop_state.read(world.project))  # as a build does
         return env
 
     env_a = worker_env("a")

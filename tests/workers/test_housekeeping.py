@@ -103,7 +103,7 @@ def test_a_checkout_at_the_same_path_in_another_container_keeps_its_environments
     env_a = fake_env(venvs / key_a)
     (env_a / environments.META).write_text(json.dumps({"version": 1, "key": key_a, "flags": FLAGS, "lock_hash": "x",
                                                        "project": str(world.project)}))
-    environments._overlay_developed(world.project, env_a, develop_state.read(world.project))  # A's token
+    develop_state.install_overlays(env_a, world.project, develop_state.read(world.project))  # A's token
     state = develop_state.read(world.project)  # B: the same path, its own .nemo-rl
     develop_state.write(world.project, {d: e.__class__(e.distribution, e.checkout, e.managed, e.envs,
                                                        develop_state.new_token()) for d, e in state.items()})
