@@ -1,19 +1,19 @@
 """A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
 
-Every file is hard-linked, when only this user or root may write it, or else copied, into a directory
-of this user's (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and
-the copy is what is hashed, each file as it is read: nobody else can change what was hashed. A node builds several
-environments from one bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check
-proved (STAMP: the digest and, per file, its identity and hash). A later build links its working cache from the
-copy and hashes only the files whose identity (device, inode, size, mtime, mode, ctime) moved. ctime catches an
-edit in place whose mtime was put back; every hard link to a file moves it too, and each build links the copy's
-files, so a later build mostly hashes the copy again (one read, no copy). An identity whose mtime was within
-RACY_NS of the clock when it was recorded is left out of the stamp (a write in the same clock tick would leave it
-as it was): that file is hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a
-copy: a build started while another copies the same bundle waits for it, then uses that copy. A build holds
-the copy it links from shared, so builds use one copy together; removing a copy needs it exclusively and leaves
-one in use. A node keeps the last used copy of each of the KEEP bundles it last built from (a build removes the
-others nobody holds); `envs prune` removes every copy no build holds.
+Every file is hard-linked, when only this user or root may write it, or else copied, into a directory of this user's
+(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and the copy is what is
+hashed, each file as it is read: nobody else can change what was hashed. A node builds several environments from one
+bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check proved (STAMP: the
+digest and, per file, its identity and hash). A later build links its working cache from the copy and hashes only
+the files whose identity (device, inode, size, mtime, mode, ctime) moved. ctime catches an edit in place whose mtime
+was put back; every hard link to a file moves it too, so once uv has linked the environment, the build takes the
+ctimes its own links moved into the stamp (`restamp`). An identity whose mtime was within RACY_NS of the clock when
+it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
+hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a copy: a build started while
+another copies the same bundle waits for it, then uses that copy. A build holds the copy it links from shared, so
+builds use one copy together; removing a copy needs it exclusively and leaves one in use. A node keeps the last used
+copy of each of the KEEP bundles it last built from (a build removes the others nobody holds); `envs prune` removes
+every copy no build holds.
 """
 
 from __future__ import annotations
@@ -157,6 +157,32 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
     except BaseException:
         os.close(held)
         raise
+
+
+def restamp(copy: Path) -> None:
+    """Take into the stamp of the node copy `copy` the ctimes that this build's own links and unlinks moved (its
+    working cache's, uv's into the environment), so that the next build hashes only files changed otherwise. Called
+    once the working cache is gone; a file whose identity moved in any other way leaves the stamp (hashed next
+    time)."""
+    held = locks.try_hold(copy, shared=True)
+    if held is None:  # being removed
+        return
+    try:
+        stamp = _read_stamp(copy)
+        if stamp is None:
+            return
+        files = {}
+        for relative, (kept, sha) in stamp.files.items():
+            try:
+                now = identity(os.lstat(copy / CACHE / relative))
+            except OSError:
+                continue
+            if now[:5] == kept[:5]:  # guard: node-copy-restamp-takes-only-a-moved-ctime
+                files[relative] = (now, sha)
+        if files != stamp.files:
+            codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
+    finally:
+        os.close(held)
 
 
 def _keep_newest(digests: dict[Path, str]) -> None:

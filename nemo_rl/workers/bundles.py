@@ -143,6 +143,7 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
     finally:
         shutil.rmtree(work, ignore_errors=True)
         os.close(held)
+    bundle_copy.restamp(copy.parent)  # guard: node-a-build-restamps-its-own-links; after the working cache's unlinks, which move ctimes too
 
 
 def driver_path(project: Path) -> Path:

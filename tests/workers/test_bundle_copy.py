@@ -408,3 +408,35 @@ def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_p
         os.close(held)
         copies.append(cache)
     assert copies[0] == copies[1] and known == [len(files), len(files)]
+
+
+def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_path, monkeypatch):
+    """Each build links the copy's files (its working cache, uv's environment), which moves their ctime; the stamp
+    takes those ctimes once uv is done, so the next build from the copy hashes nothing, and an edit after it still
+    shows."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    files = {"archive-v0/abc/mine.py": "A\n", "simple-v1/index": "i\n"}
+    bundle = fake_bundle(world, tmp_path / "bundle", files)
+    old = time.time() - 60  # older than the racy window: the stamp records them
+    for name in files:
+        os.utime(bundle / bundles.CACHE / name, (old, old))
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    _working_caches(monkeypatch, tmp_path)
+    hashed: list[set[str]] = []
+    real = bundles.content_digest
+
+    def counted(cache, known=None, hashes=None):
+        hashed.append({str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file()} - set(known or {}))
+        return real(cache, known, hashes)
+
+    monkeypatch.setattr(bundles, "content_digest", counted)
+    for _ in range(2):
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert hashed[1] == set()
+    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
+    os.utime(copy / bundles.CACHE / "archive-v0/abc/mine.py", (old, old))  # the mtime put back: the ctime shows it
+    with pytest.raises(NemoRLError, match="does not match its manifest"):
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert "archive-v0/abc/mine.py" in hashed[2]

@@ -185,6 +185,10 @@ def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(bu
     module = path / "lib/python3.12/site-packages/megatron/core/__init__.py"
     assert (module.stat().st_dev, module.stat().st_ino) in inodes
     assert any((p.stat().st_dev, p.stat().st_ino) in inodes for p in (project / ".venv").rglob("*.py"))
+    # the driver's `.venv` and the worker environment share Ray's files rather than holding two copies
+    site = "lib/python3.12/site-packages/ray"
+    shared = [p.relative_to(path / site) for p in (path / site).rglob("*.py")]
+    assert shared and all(os.path.samefile(path / site / p, project / ".venv" / site / p) for p in shared)
     assert "imported by the pack from these bytes" in result.stderr  # the node did not import torch again
     assert "lib/python3.12/site-packages/megatron/core/__init__.py" in bundles.read_manifest(bundle).proven.files
     # the checkout's own environment runs nemo-rl offline: what `uv run` gives afterwards
