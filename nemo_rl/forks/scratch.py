@@ -1,6 +1,5 @@
-"""Throwaway directories for a fork's tree, in this user's store in /dev/shm when TMPDIR is unset and it has room (a
-few thousand files cost seconds on some disks), else in the temp directory. Each is locked while in use; the next
-command removes those a killed one left."""
+"""Throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room (a few thousand files cost
+seconds on some disks). Each is locked while in use; the next command removes those a killed one left."""
 
 from __future__ import annotations
 
@@ -12,36 +11,37 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from nemo_rl import locks, store
-from nemo_rl.errors import NemoRLError
+from nemo_rl import locks
 
+PREFIX = "nemo-rl-scratch-"
 MEMORY = Path("/dev/shm")
 ABANDONED_AFTER_S = 60
 MARGIN = 256 * 2**20
 
 
 def parent(size_hint: int) -> Path:
-    """This user's scratch store for a tree of about `size_hint` bytes."""
-    name = f"nemo-rl-{os.geteuid()}"
+    """Where a tree of about `size_hint` bytes goes."""
     if not os.environ.get("TMPDIR"):  # guard: scratch-tmpdir-wins
         try:
             free = os.statvfs(MEMORY)
             if os.access(MEMORY, os.W_OK | os.X_OK) and free.f_bavail * free.f_frsize >= size_hint + MARGIN:  # guard: scratch-memory-only-with-room
-                return store.open_store(MEMORY / name, str(MEMORY))
-        except (OSError, NemoRLError):
-            pass  # memory is only faster: a /dev/shm that refuses falls back to the temp directory
-    return store.open_store(Path(tempfile.gettempdir()) / name, "TMPDIR")
+                return MEMORY
+        except OSError:
+            pass
+    return Path(tempfile.gettempdir())
 
 
 def remove_abandoned(where: Path) -> None:
-    """Remove the scratch directories in the store `where` that no live command holds."""
+    """Remove this user's scratch directories in `where` that no live command holds."""
     now = time.time()
-    for entry in where.iterdir():
+    for entry in where.glob(f"{PREFIX}*"):
         try:
             info = entry.lstat()
         except OSError:
             continue
-        if now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry):  # guard: scratch-a-live-one-is-kept
+        # the scratch directory is /tmp, shared: only this user's abandoned scratch is removed
+        if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()  # guard: scratch-a-live-one-is-kept
+                and now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry)):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -49,7 +49,7 @@ def remove_abandoned(where: Path) -> None:
 def directory(size_hint: int) -> Iterator[Path]:
     where = parent(size_hint)
     remove_abandoned(where)
-    path = Path(tempfile.mkdtemp(dir=where))
+    path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=where))
     fd = locks.hold(path)
     try:
         yield path
