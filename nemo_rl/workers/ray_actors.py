@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 from nemo_rl import settings, values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.progress import progress
 from nemo_rl.project.model import Project
 from nemo_rl.settings import CHECKOUT_DIR
 from nemo_rl.workers import environments, executables
@@ -35,30 +37,46 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
     }}
 
 
-def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: int = 600) -> int:
+def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
     """Ask every alive node's raylet to start `count` workers in the environment (at most its CPUs: Ray starts no
     more at once) and keep them idle up to `keep_alive_s` seconds, for actors given `actor_options(py_executable)`
     unchanged; returns the number asked for. The workers start in the background: call it as early as the actors
-    are known."""
-    import ray
-    from google.protobuf import json_format
-    from grpc import RpcError
-    from ray._private.grpc_utils import init_grpc_channel
-    from ray._private.utils import get_runtime_env_info, parse_runtime_env_for_task_or_actor
-    from ray.core.generated import common_pb2, node_manager_pb2, node_manager_pb2_grpc, runtime_environment_pb2
-
+    are known, after `prepare_on_every_node` on a cluster. In a job with a runtime_env of its own it asks for none:
+    Ray merges that into each actor's, and its workers would match no actor."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:  # guard: workers-prestart-count-is-a-positive
+        raise NemoRLError(f"prestart: count {count!r:.40} is not a positive number of workers", "pass e.g. count=4")
+    keep_alive = math.ceil(values.timeout_seconds(keep_alive_s, "prestart"))
     options = actor_options(py_executable, project)
     if not options:
         return 0
+    import ray
+
+    if ray.get_runtime_context().runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
+        progress("warning: prestart asked for no workers: this job has a runtime_env of its own, which Ray merges "
+                 "into each actor's; start Ray without one (env_vars in actor_options instead) to prestart")
+        return 0
+    try:
+        from google.protobuf import json_format
+        from grpc import RpcError
+        from ray._private.grpc_utils import init_grpc_channel
+        from ray._private.utils import get_runtime_env_info, parse_runtime_env_for_task_or_actor
+        from ray.core.generated import common_pb2, node_manager_pb2, node_manager_pb2_grpc, runtime_environment_pb2
+
+        node_manager_pb2.PrestartWorkersRequest  # noqa: B018  # the raylet's call, in the Ray that runs here
+    except (ImportError, AttributeError) as exc:
+        raise NemoRLError(f"prestart needs Ray's PrestartWorkers call, which Ray {ray.__version__} does not offer "
+                          f"as nemo-rl uses it ({exc})", "start the actors without prestart: each starts its own "
+                          "worker") from exc
     # the runtime env serialized as Ray serializes an actor's: Ray pairs workers with actors by its hash
     info = get_runtime_env_info(parse_runtime_env_for_task_or_actor(options["runtime_env"]), serialize=True)
     job, asked = bytes.fromhex(ray.get_runtime_context().get_job_id()), 0
     for node in (n for n in ray.nodes() if n["Alive"]):
+        workers = min(count, int(node["Resources"].get("CPU", 0)))  # guard: workers-prestart-at-most-a-node-s-cpus
+        if workers < 1:
+            continue
         address = f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}"
-        workers = count
-        workers = min(count, max(1, int(node["Resources"].get("CPU", 1))))  # guard: workers-prestart-at-most-a-node-s-cpus
         request = node_manager_pb2.PrestartWorkersRequest(
-            language=common_pb2.PYTHON, job_id=job, keep_alive_duration_secs=keep_alive_s, num_workers=workers,
+            language=common_pb2.PYTHON, job_id=job, keep_alive_duration_secs=keep_alive, num_workers=workers,
             runtime_env_info=json_format.Parse(info, runtime_environment_pb2.RuntimeEnvInfo()))
         try:
             raylet = node_manager_pb2_grpc.NodeManagerServiceStub(init_grpc_channel(address))

@@ -413,3 +413,20 @@ def test_prestarted_workers_wait_in_the_environment_for_the_next_actors(ray_worl
     finally:
         ray.kill(actor)
     assert workers.prestart(workers.PY_EXECUTABLES.SYSTEM) == 0
+
+
+def test_prestart_in_a_job_with_its_own_runtime_env_asks_for_nothing(ray_world, venv_dir, cluster, monkeypatch,
+                                                                    capsys):
+    """Ray merges a job's runtime_env into each actor's: workers prestarted without it would match no actor."""
+    import ray
+
+    context = ray.get_runtime_context()
+    monkeypatch.setattr(type(context), "runtime_env", property(lambda self: {"env_vars": {"JOB": "1"}}))
+    assert workers.prestart(BASE, 1, ray_world.project) == 0
+    assert "runtime_env of its own" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("count", "keep_alive_s"), [(0, 600), (True, 600), (1.5, 600), (1, 0), (1, float("nan"))])
+def test_prestart_refuses_what_is_no_number_of_workers_or_seconds(count, keep_alive_s):
+    with pytest.raises(NemoRLError, match="prestart: .* (positive number of workers|seconds above zero)"):
+        workers.prestart(BASE, count, keep_alive_s=keep_alive_s)
