@@ -39,7 +39,7 @@ def _checked(path: Path, setting: str) -> Path:
                           "run the command again: a new process checks the directory it finds")
     if info.st_uid != os.geteuid():  # guard: store-another-owner-is-refused
         raise NemoRLError(f"{path} belongs to uid {info.st_uid}, not to you (share environments as bundles)",
-                          "make it yours: " + command("sudo chown -R {user} {path}", user=getpass.getuser(), path=path)
+                          "make it yours: " + command("sudo chown -R {user} {path}", user=_user(), path=path)
                           + f", or point {setting} at a directory of your own")
     if info.st_mode & 0o077:  # guard: store-a-looser-mode-is-refused
         # yours already: a looser mode is a leftover of an earlier layout, not someone else's doing
@@ -56,6 +56,14 @@ def _checked(path: Path, setting: str) -> Path:
             os.close(fd)
         _pinned[path] = (info.st_dev, info.st_ino)
     return path
+
+
+def _user() -> str:
+    """This user's name, or uid where the system has none (a container's user without a passwd entry)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.geteuid())  # guard: store-a-user-without-a-name-is-named-by-uid
 
 
 def _parents_checked(path: Path, setting: str) -> None:

@@ -69,6 +69,27 @@ def test_another_users_store_is_refused_until_it_is_made_yours(tmp_path, monkeyp
     assert settings.venv_dir() == theirs
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root (chown)")
+def test_a_user_without_a_name_gets_a_fix_by_uid(tmp_path, monkeypatch):
+    """A container's user may have no passwd entry: the refusal still comes, with a fix that works."""
+    import getpass
+
+    def nameless() -> str:
+        raise KeyError(f"getpwuid(): uid not found: {os.geteuid()}")
+
+    monkeypatch.setattr(getpass, "getuser", nameless)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 4242, 4242)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(theirs))
+    with pytest.raises(NemoRLError, match="belongs to uid 4242") as refused:
+        settings.venv_dir()
+    command = re.fullmatch(r".*`([^`]+)`.*", refused.value.remedy or "")
+    assert command and command.group(1).startswith(f"sudo chown -R {os.geteuid()} ")
+    _follow(f"`{command.group(1).removeprefix('sudo ')}`")
+    assert settings.venv_dir() == theirs
+
+
 def test_a_store_replaced_after_it_was_opened_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     assert settings.venv_dir() == tmp_path / "venvs"
