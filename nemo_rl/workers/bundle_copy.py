@@ -139,6 +139,8 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             # no build takes it meanwhile (they wait on the node lock); one that took it earlier keeps it
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
+            if left:  # its stamp goes: no restamp of the build using it vouches for it again
+                (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
@@ -162,8 +164,8 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
 def restamp(copy: Path) -> None:
     """Take into the stamp of the node copy `copy` the ctimes that this build's own links and unlinks moved (its
     working cache's, uv's into the environment), so that the next build hashes only files changed otherwise. Called
-    once the working cache is gone; a file whose identity moved in any other way leaves the stamp (hashed next
-    time)."""
+    once the working cache is gone. A ctime is taken only when older than the filesystem's clock now (a later edit
+    in the same tick would leave it as it is); a file whose identity moved in any other way leaves the stamp."""
     held = locks.try_hold(copy, shared=True)
     if held is None:  # being removed
         return
@@ -171,18 +173,30 @@ def restamp(copy: Path) -> None:
         stamp = _read_stamp(copy)
         if stamp is None:
             return
+        time.sleep(0.01)  # a clock tick after the build's last unlink: its ctimes are older than the fence
+        fence = _clock(copy)
         files = {}
         for relative, (kept, sha) in stamp.files.items():
-            try:
-                now = identity(os.lstat(copy / CACHE / relative))
-            except OSError:
-                continue
-            if now[:5] == kept[:5]:  # guard: node-copy-restamp-takes-only-a-moved-ctime
+            now = identity(os.lstat(copy / CACHE / relative))
+            if now == kept or (now[:5] == kept[:5] and now[5] < fence):  # guard: node-copy-restamp-takes-only-a-moved-ctime
                 files[relative] = (now, sha)
         if files != stamp.files:
             codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
+    except OSError:  # the stamp only saves hashing: the next build hashes what it does not vouch for
+        pass
     finally:
         os.close(held)
+
+
+def _clock(directory: Path) -> int:
+    """The filesystem's time now, in its own granularity: the mtime of a file made in `directory`."""
+    probe = directory / f".clock-{os.getpid()}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        return os.fstat(fd).st_mtime_ns
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
 
 
 def _keep_newest(digests: dict[Path, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from pathlib import Path
 
@@ -43,8 +44,10 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
     unchanged; returns the number asked for. The workers start in the background: call it as early as the actors
     are known, after `prepare_on_every_node` on a cluster. In a job with a runtime_env of its own it asks for none:
     Ray merges that into each actor's, and its workers would match no actor."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:  # guard: workers-prestart-count-is-a-positive
-        raise NemoRLError(f"prestart: count {count!r:.40} is not a positive number of workers", "pass e.g. count=4")
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
+        raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
+                          "workers", "pass a positive int, e.g. count=4")
+    count = int(count)
     keep_alive = math.ceil(values.timeout_seconds(keep_alive_s, "prestart"))
     options = actor_options(py_executable, project)
     if not options:
@@ -52,8 +55,9 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
     import ray
 
     if ray.get_runtime_context().runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
-        progress("warning: prestart asked for no workers: this job has a runtime_env of its own, which Ray merges "
-                 "into each actor's; start Ray without one (env_vars in actor_options instead) to prestart")
+        progress("warning: prestart asked for no workers: this job has a runtime_env of its own (given to ray.init, "
+                 "or Ray's own under `uv run`), which Ray merges into each actor's; start Ray with workers.start_ray "
+                 "and no runtime_env to prestart")
         return 0
     try:
         from google.protobuf import json_format

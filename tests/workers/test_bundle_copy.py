@@ -440,3 +440,60 @@ def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_pat
     with pytest.raises(NemoRLError, match="does not match its manifest"):
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert "archive-v0/abc/mine.py" in hashed[2]
+
+
+def _kept_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes]]:
+    """A bundle of two old files and the node's kept, stamped copy of it: (bundle, copy, files)."""
+    bundle = tmp_path / "bundle"
+    files = {"archive-v0/abc/a.py": b"A\n", "simple-v1/index": b"i\n"}
+    old = time.time() - 60  # older than the racy window: the stamp records them
+    for name, data in files.items():
+        path = bundle / bundles.CACHE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (old, old))
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+                                        lambda content: None if content == expected else pytest.fail("not sealed"))
+    os.close(held)
+    return bundle, cache.parent, files
+
+
+def test_a_ctime_not_older_than_the_filesystem_s_clock_is_not_taken(tmp_path, monkeypatch):
+    """On a filesystem of coarse times an edit in the tick after restamp would keep the ctime it took: such a
+    ctime is left out, and the file is hashed next time."""
+    _, copy, files = _kept_copy(tmp_path)
+    target = copy / bundles.CACHE / "archive-v0/abc/a.py"
+    os.link(target, tmp_path / "a-link")  # as a build's links do: the ctime moves
+    monkeypatch.setattr(bundle_copy, "_clock", lambda directory: os.lstat(target).st_ctime_ns)  # the same tick
+    bundle_copy.restamp(copy)
+    assert set(bundle_copy._read_stamp(copy).files) == set(files) - {"archive-v0/abc/a.py"}
+
+
+def test_a_stamp_that_cannot_be_written_leaves_the_install_done(tmp_path, monkeypatch):
+    _, copy, _ = _kept_copy(tmp_path)
+    os.link(copy / bundles.CACHE / "simple-v1/index", tmp_path / "a-link")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bundle_copy.codec, "write", full)
+    bundle_copy.restamp(copy)  # no error: the next build hashes what the stamp does not vouch for
+
+
+def test_a_copy_found_changed_while_a_build_holds_it_loses_its_stamp(tmp_path, capsys):
+    """The build holding it restamps it once done; without its stamp, nothing vouches for it again."""
+    bundle, copy, _ = _kept_copy(tmp_path)
+    held = locks.try_hold(copy, shared=True)  # a build using it
+    (copy / bundles.CACHE / "archive-v0/abc/a.py").write_bytes(b"Z\n")
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    cache, other = bundle_copy.node_copy(copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+                                         lambda content: None if content == expected else pytest.fail("not sealed"))
+    os.close(other)
+    assert cache.parent != copy and "left to the build using it" in capsys.readouterr().err
+    assert not (copy / bundle_copy.STAMP).exists()
+    os.close(held)
+    bundle_copy.restamp(copy)
+    assert bundle_copy._read_stamp(copy) is None

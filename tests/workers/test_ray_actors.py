@@ -424,6 +424,10 @@ def test_prestart_in_a_job_with_its_own_runtime_env_asks_for_nothing(ray_world, 
     monkeypatch.setattr(type(context), "runtime_env", property(lambda self: {"env_vars": {"JOB": "1"}}))
     assert workers.prestart(BASE, 1, ray_world.project) == 0
     assert "runtime_env of its own" in capsys.readouterr().err
+    import numpy
+
+    monkeypatch.undo()
+    assert workers.prestart(BASE, numpy.int64(1), ray_world.project) == 2  # a count numpy gave is a count
 
 
 @pytest.mark.parametrize(("count", "keep_alive_s"), [(0, 600), (True, 600), (1.5, 600), (1, 0), (1, float("nan"))])
