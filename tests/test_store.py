@@ -55,7 +55,16 @@ def test_a_link_in_place_of_a_store_is_refused_until_the_fix(tmp_path, monkeypat
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root (chown)")
-def test_another_users_store_is_refused_until_it_is_made_yours(tmp_path, monkeypatch):
+@pytest.mark.parametrize("named", [True, False], ids=["named", "a-container-user-without-a-name"])
+def test_another_users_store_is_refused_until_it_is_made_yours(tmp_path, monkeypatch, named):
+    """A container's user may have no passwd entry: the fix names the uid, and works as well."""
+    if not named:
+        import getpass
+
+        def nameless() -> str:
+            raise KeyError(f"getpwuid(): uid not found: {os.geteuid()}")
+
+        monkeypatch.setattr(getpass, "getuser", nameless)
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o700)
     os.chown(theirs, 4242, 4242)
@@ -64,29 +73,8 @@ def test_another_users_store_is_refused_until_it_is_made_yours(tmp_path, monkeyp
         settings.venv_dir()
     assert refused.value.remedy.endswith("or point NEMO_RL_VENV_DIR at a directory of your own")
     command = re.fullmatch(r".*`([^`]+)`.*", refused.value.remedy or "")
-    assert command and command.group(1).startswith("sudo ")
+    assert command and command.group(1).startswith("sudo " if named else f"sudo chown -R {os.geteuid()} ")
     _follow(f"`{command.group(1).removeprefix('sudo ')}`")  # root here, and no sudo in the test image
-    assert settings.venv_dir() == theirs
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root (chown)")
-def test_a_user_without_a_name_gets_a_fix_by_uid(tmp_path, monkeypatch):
-    """A container's user may have no passwd entry: the refusal still comes, with a fix that works."""
-    import getpass
-
-    def nameless() -> str:
-        raise KeyError(f"getpwuid(): uid not found: {os.geteuid()}")
-
-    monkeypatch.setattr(getpass, "getuser", nameless)
-    theirs = tmp_path / "theirs"
-    theirs.mkdir(mode=0o700)
-    os.chown(theirs, 4242, 4242)
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(theirs))
-    with pytest.raises(NemoRLError, match="belongs to uid 4242") as refused:
-        settings.venv_dir()
-    command = re.fullmatch(r".*`([^`]+)`.*", refused.value.remedy or "")
-    assert command and command.group(1).startswith(f"sudo chown -R {os.geteuid()} ")
-    _follow(f"`{command.group(1).removeprefix('sudo ')}`")
     assert settings.venv_dir() == theirs
 
 

@@ -381,15 +381,21 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     assert left == {manifest.digest, bundles.read_manifest(third).digest}
 
 
-def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_path):
+def _old_bundle(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A bundle of two files older than the racy window (a stamp records them): (bundle, files)."""
     bundle = tmp_path / "bundle"
     files = {"archive-v0/abc/a.py": b"A\n", "simple-v1/index": b"i\n"}
-    old = time.time() - 60  # older than the racy window: the stamp records them
+    old = time.time() - 60
     for name, data in files.items():
         path = bundle / bundles.CACHE / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.utime(path, (old, old))
+    return bundle, files
+
+
+def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_path):
+    bundle, files = _old_bundle(tmp_path)
     expected = bundles.content_digest(bundle / bundles.CACHE)
     known: list[int] = []
 
@@ -444,14 +450,7 @@ def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_pat
 
 def _kept_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes]]:
     """A bundle of two old files and the node's kept, stamped copy of it: (bundle, copy, files)."""
-    bundle = tmp_path / "bundle"
-    files = {"archive-v0/abc/a.py": b"A\n", "simple-v1/index": b"i\n"}
-    old = time.time() - 60  # older than the racy window: the stamp records them
-    for name, data in files.items():
-        path = bundle / bundles.CACHE / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        os.utime(path, (old, old))
+    bundle, files = _old_bundle(tmp_path)
     venvs = tmp_path / "venvs"
     venvs.mkdir()
     expected = bundles.content_digest(bundle / bundles.CACHE)
