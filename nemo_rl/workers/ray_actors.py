@@ -68,9 +68,9 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
 
         node_manager_pb2.PrestartWorkersRequest  # noqa: B018  # the raylet's call, in the Ray that runs here
     except (ImportError, AttributeError) as exc:
-        raise NemoRLError(f"prestart needs Ray's PrestartWorkers call, which Ray {ray.__version__} does not offer "
-                          f"as nemo-rl uses it ({exc})", "start the actors without prestart: each starts its own "
-                          "worker") from exc
+        raise NemoRLError(  # guard: workers-prestart-names-a-ray-without-the-call
+            f"prestart needs Ray's PrestartWorkers call, which Ray {ray.__version__} does not offer as nemo-rl uses "
+            f"it ({exc})", "start the actors without prestart: each starts its own worker") from exc
     # the runtime env serialized as Ray serializes an actor's: Ray pairs workers with actors by its hash
     info = get_runtime_env_info(parse_runtime_env_for_task_or_actor(options["runtime_env"]), serialize=True)
     job, asked = bytes.fromhex(ray.get_runtime_context().get_job_id()), 0

@@ -430,6 +430,15 @@ def test_prestart_in_a_job_with_its_own_runtime_env_asks_for_nothing(ray_world, 
     assert workers.prestart(BASE, numpy.int64(1), ray_world.project) == 2  # a count numpy gave is a count
 
 
+def test_prestart_on_a_ray_without_the_raylet_call_names_it(ray_world, venv_dir, cluster, monkeypatch):
+    from ray.core.generated import node_manager_pb2
+
+    monkeypatch.delattr(node_manager_pb2, "PrestartWorkersRequest")  # as in a Ray before the call
+    with pytest.raises(NemoRLError, match="prestart needs Ray's PrestartWorkers call") as refused:
+        workers.prestart(BASE, 1, ray_world.project)
+    assert "start the actors without prestart" in refused.value.remedy
+
+
 @pytest.mark.parametrize(("count", "keep_alive_s"), [(0, 600), (True, 600), (1.5, 600), (1, 0), (1, float("nan"))])
 def test_prestart_refuses_what_is_no_number_of_workers_or_seconds(count, keep_alive_s):
     with pytest.raises(NemoRLError, match="prestart: .* (positive number of workers|seconds above zero)"):
