@@ -39,11 +39,12 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
 
 
 def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
-    """Ask every alive node's raylet to start `count` workers in the environment (at most its CPUs: Ray starts no
-    more at once, and fewer while other workers start) and keep them idle up to `keep_alive_s` seconds, for actors given `actor_options(py_executable)`
-    unchanged; returns the number asked for. The workers start in the background: call it as early as the actors
-    are known, after `prepare_on_every_node` on a cluster. In a job with a runtime_env of its own it asks for none:
-    Ray merges that into each actor's, and its workers would match no actor."""
+    """Ask every alive node's raylet to start `count` workers in the environment (at most its CPUs: Ray starts
+    no more at once, and fewer while other workers start) and keep them idle up to `keep_alive_s` seconds, for
+    actors given `actor_options(py_executable)` unchanged; returns the number asked for. The workers start in
+    the background: call it as early as the actors are known, after `prepare_on_every_node` on a cluster. In a
+    job with a runtime_env of its own it asks for none: Ray merges that into each actor's, and its workers would
+    match no actor."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
         raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
                           "workers", "pass a positive int, e.g. count=4")
