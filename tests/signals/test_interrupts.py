@@ -510,13 +510,14 @@ def test_stress_signals_at_random_moments(world_template, tmp_path, monkeypatch)
 
 
 def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_path, monkeypatch):
-    """A cancelled job sends SIGTERM while gigabytes are copied: it ends within a file, and the copy is removed."""
+    """A cancelled job sends SIGTERM while thousands of files are copied: it ends before the next file (empty
+    files: no block read to end within, as test_tree_copy's large file does), and the copy is removed."""
     from nemo_rl import interrupt
     from nemo_rl.workers import tree_copy
 
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    files = {f"archive-v0/abc/m{i:03}.py": f"X = {i}\n" for i in range(100)}
+    files = {f"archive-v0/abc/m{i:03}.py": "" for i in range(100)}
     bundle = fake_bundle(world, tmp_path / "bundle", files)
     manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     calls, real = [], tree_copy._linked  # each file, linked or copied

@@ -165,7 +165,10 @@ def test_a_real_archive_pointer_with_another_hash_is_refused(builder, tmp_path):
 
 def test_a_node_with_only_the_checkout_builds_offline_from_a_read_only_bundle(builder, cluster, tmp_path,
                                                                               monkeypatch):
-    world, bundle, head, command = builder
+    world, built, head, command = builder
+    bundle = tmp_path / "bundle"  # files of one link each, whatever other tests linked from the builder's
+    shutil.copytree(built, bundle, symlinks=True)
+    command = for_bundle(command, bundle)
     project, env = offline_node(tmp_path, world)
     assert not (project / ".venv").exists()
     before = snapshot(bundle)
