@@ -55,7 +55,8 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
         return 0
     import ray
 
-    if ray.get_runtime_context().runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
+    context = ray.get_runtime_context()
+    if context.runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
         progress("warning: prestart asked for no workers: this job has a runtime_env of its own (given to ray.init, "
                  "or Ray's own under `uv run`), which Ray merges into each actor's; start Ray with workers.start_ray "
                  "and no runtime_env to prestart")
@@ -74,7 +75,8 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
             f"it ({exc})", "start the actors without prestart: each starts its own worker") from exc
     # the runtime env serialized as Ray serializes an actor's: Ray pairs workers with actors by its hash
     info = get_runtime_env_info(parse_runtime_env_for_task_or_actor(options["runtime_env"]), serialize=True)
-    job, asked = bytes.fromhex(ray.get_runtime_context().get_job_id()), 0
+    env_info = json_format.Parse(info, runtime_environment_pb2.RuntimeEnvInfo())
+    job, asked = bytes.fromhex(context.get_job_id()), 0
     for node in (n for n in ray.nodes() if n["Alive"]):
         workers = min(count, int(node["Resources"].get("CPU", 0)))  # guard: workers-prestart-at-most-a-node-s-cpus
         if workers < 1:
@@ -82,7 +84,7 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
         address = f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}"
         request = node_manager_pb2.PrestartWorkersRequest(
             language=common_pb2.PYTHON, job_id=job, keep_alive_duration_secs=keep_alive, num_workers=workers,
-            runtime_env_info=json_format.Parse(info, runtime_environment_pb2.RuntimeEnvInfo()))
+            runtime_env_info=env_info)
         try:
             raylet = node_manager_pb2_grpc.NodeManagerServiceStub(init_grpc_channel(address))
             raylet.PrestartWorkers(request, timeout=30)  # guard: workers-prestart-asks-every-raylet
