@@ -1,27 +1,29 @@
 """A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
 
 Every file is hard-linked, when only this user or root may write it, or else copied, into a directory of this user's
-(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`, like a working cache: bundle_trust; tree_copy), and the copy is what is
-hashed, each file as it is read: nobody else can change what was hashed. A node builds several environments from one
-bundle (the checkout's `.venv`, then the worker's), so the copy is kept with what its check proved (STAMP: the
-digest and, per file, its identity and hash). A later build links its working cache from the copy and hashes only
-the files whose identity (device, inode, size, mtime, mode, ctime) moved. ctime catches an edit in place whose mtime
-was put back; every hard link to a file moves it too, so once uv has linked the environment, the build takes the
-ctimes its own links moved into the stamp (`restamp`). An identity whose mtime was within RACY_NS of the clock when
-it was recorded is left out of the stamp (a write in the same clock tick would leave it as it was): that file is
-hashed. One build at a time (per node and user: `node_lock`) chooses, checks or makes a copy: a build started while
-another copies the same bundle waits for it, then uses that copy. A build holds the copy it links from shared, so
-builds use one copy together; removing a copy needs it exclusively and leaves one in use. A node keeps the last used
-copy of each of the KEEP bundles it last built from (a build removes the others nobody holds); `envs prune` removes
-every copy no build holds.
+(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`: bundle_trust; tree_copy), and the copy is what is hashed, each file as
+it is read: nobody else can change what was hashed. A node builds several environments from one bundle (the
+checkout's `.venv`, then the worker's), so the copy is kept with what its check proved (STAMP: the digest and, per
+file, its identity and hash), and with uv's cache for its builds (`working_cache`: linked from the copy once; uv
+writes into its cache). A later build hashes only the files whose identity (device, inode, size, mtime, mode, ctime)
+moved. ctime catches an edit in place whose mtime was put back; every hard link to a file moves it too, so once uv
+has linked the environment, the build takes the ctimes its own links moved into the stamp (`restamp`). An identity
+whose mtime was within RACY_NS of the clock when it was recorded is left out of the stamp (a write in the same clock
+tick would leave it as it was): that file is hashed. One build at a time (per node and user: `node_lock`) chooses,
+checks or makes a copy: a build started while another copies the same bundle waits for it, then uses that copy. A
+build holds the copy it links from shared, so builds use one copy and its working cache together; removing a copy
+needs it exclusively and leaves one in use. A node keeps the last used copy of each of the KEEP bundles it last
+built from (a build removes the others nobody holds); `envs prune` removes every copy no build holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import platform
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,12 +31,13 @@ from pathlib import Path
 from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_work_cache
-from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity
+from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_copy_dir
+from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity, link_tree
 
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 STAMP_VERSION = 2
+WORKING = "working-cache"
 KEEP = 2  # checked copies kept per node and user: the last used
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -50,7 +53,7 @@ def node_lock(root: Path) -> Path:
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
     """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
-    shared (close it once the working cache is linked from it): a kept one whose files still hash to what its
+    shared (close it once uv is done): a kept one whose files still hash to what its
     check found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`.
     A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
 
@@ -87,7 +90,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
 def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
     """A new checked copy of `bundle`: held exclusively while made (`envs prune` and the next build see a copy
     being made), shared once stamped."""
-    copy, held = new_work_cache(root, NODE_COPY_PREFIX)
+    copy, held = new_copy_dir(root)
     try:
         cache = copy / CACHE
         progress(f"copying bundle {bundle} into this node's copy {copy}")
@@ -161,10 +164,27 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         raise
 
 
+def working_cache(cache: Path) -> Path:
+    """uv's cache for builds from the node copy whose uv cache is `cache` (held by the caller): a link to each of its
+    files, made once and kept with the copy, so whatever uv writes lands beside the checked files, never in them."""
+    work = cache.parent / WORKING
+    if not work.is_dir():
+        made = Path(tempfile.mkdtemp(prefix=".working-", dir=cache.parent))
+        try:
+            link_tree(cache, made)  # guard: bundles-uv-writes-into-a-working-cache
+            os.rename(made, work)  # whole or not at all; a build making it too at the same time keeps its own
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # guard: node-copy-a-working-cache-made-meanwhile-is
+                raise
+        finally:
+            shutil.rmtree(made, ignore_errors=True)
+    return work
+
+
 def restamp(copy: Path) -> None:
-    """Take into the stamp of the node copy `copy` the ctimes that this build's own links and unlinks moved (its
-    working cache's, uv's into the environment), so that the next build hashes only files changed otherwise. Called
-    once the working cache is gone. A ctime is taken only when older than the filesystem's clock now (a later edit
+    """Take into the stamp of the node copy `copy` the ctimes that this build's own links moved (its working cache's,
+    uv's into the environment), so that the next build hashes only files changed otherwise. Called once uv is done.
+    A ctime is taken only when older than the filesystem's clock now (a later edit
     in the same tick would leave it as it is); a file whose identity moved in any other way leaves the stamp."""
     held = locks.try_hold(copy, shared=True)
     if held is None:  # being removed
@@ -173,7 +193,7 @@ def restamp(copy: Path) -> None:
         stamp = _read_stamp(copy)
         if stamp is None:
             return
-        time.sleep(0.01)  # a clock tick after the build's last unlink: its ctimes are older than the fence
+        time.sleep(0.01)  # a clock tick after the build's last link: its ctimes are older than the fence
         fence = _clock(copy)
         files = {}
         for relative, (kept, sha) in stamp.files.items():

@@ -1,4 +1,4 @@
-"""The bundle digests a site pins, and a node build's working caches under $NEMO_RL_VENV_DIR."""
+"""The bundle digests a site pins, and the directories of a node's copies of bundles under $NEMO_RL_VENV_DIR."""
 
 from __future__ import annotations
 
@@ -27,16 +27,15 @@ def digest_argument(value: str) -> str:
     return values.bundle_digest(value, "--digest")
 
 
-WORK_CACHE_PREFIX = ".bundle-cache-"  # holding MARKER and the uv cache (CACHE)
-NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache (bundle_copy)
+NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache (bundle_copy), holding MARKER and CACHE
 CACHE = "uv-cache"
 MARKER = "nemo-rl-work-cache"
 
 
-def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, int]:
-    """A working cache under `root`, marked, and held by the returned descriptor."""
+def new_copy_dir(root: Path) -> tuple[Path, int]:
+    """A new node copy's directory under `root`, marked, and held by the returned descriptor."""
     for attempt in range(3):
-        work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))  # guard: never-a-working-cache-of-its-own
+        work = Path(tempfile.mkdtemp(prefix=NODE_COPY_PREFIX, dir=root))  # guard: never-a-working-cache-of-its-own
         held = -1
         try:  # held, then marked: an empty unmarked one is a killed build's
             held = locks.hold(work)
@@ -48,7 +47,7 @@ def new_work_cache(root: Path, prefix: str = WORK_CACHE_PREFIX) -> tuple[Path, i
             if attempt == 2:
                 raise
     try:
-        os.write(fd, f"a working uv cache of a node build from a bundle (pid {os.getpid()})\n".encode())
+        os.write(fd, f"a node's copy of a bundle (pid {os.getpid()})\n".encode())
         os.close(fd)
         (work / CACHE).mkdir()
     except BaseException:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,12 +13,11 @@ from nemo_rl import interrupt, settings, uv
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project.model import Project
-from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs, tree_copy
+from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs
 from nemo_rl.workers.manifests import MANIFEST, Manifest, differences, inputs_for, read_manifest
 
 CACHE = bundle_trust.CACHE
 DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`, as `uv run` syncs it
-WORK_CACHE_PREFIX = bundle_trust.WORK_CACHE_PREFIX
 
 
 def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) -> tuple[str, int, str | None]:
@@ -114,25 +112,19 @@ def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple
 
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest | None = None, *, inexact: bool = True) -> None:
-    """Install the environment offline from a checked bundle, through a working cache linked from the node's
+    """Install the environment offline from a checked bundle, through the working cache kept beside the node's
     checked copy (uv writes into its cache)."""
     record = cuda_archs.read_record(bundle)
     fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)
     manifest = manifest or read_manifest(bundle)
-    root = settings.venv_dir()
-    work, held = bundle_trust.new_work_cache(root)
-    cache = work / CACHE
-    progress(f"using bundle {bundle} through a working uv cache in {cache}")
+    progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
+    copy, held = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
+                                       lambda content: check_sealed(bundle, manifest, record, content))
     try:
-        progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
-        copy, copy_held = bundle_copy.node_copy(root, bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
-                                                lambda content: check_sealed(bundle, manifest, record, content))
-        try:
-            tree_copy.link_tree(copy, cache)  # guard: bundles-uv-writes-into-a-working-cache
-        finally:
-            os.close(copy_held)  # the links keep what they link
+        cache = bundle_copy.working_cache(copy)
+        progress(f"using bundle {bundle} through the working uv cache {cache}")
         checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
         progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
                  "warning: no archive record in the bundle to check against uv.lock's hashes")
@@ -140,10 +132,9 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
             progress(f"archive(s) uv.lock does not name (build requirements): {', '.join(unlisted)}")
         uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
                 stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
+        bundle_copy.restamp(copy.parent)  # guard: node-a-build-restamps-its-own-links
     finally:
-        shutil.rmtree(work, ignore_errors=True)
         os.close(held)
-    bundle_copy.restamp(copy.parent)  # guard: node-a-build-restamps-its-own-links; after the working cache's unlinks, which move ctimes too
 
 
 def driver_path(project: Path) -> Path:

@@ -16,7 +16,7 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, environments
-from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX, WORK_CACHE_PREFIX
+from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
@@ -64,14 +64,15 @@ def _read(path: str) -> str:
 
 
 def _size_mb(path: Path) -> float:
-    """The megabytes of the files under `path`."""
-    total = 0
+    """The megabytes of the files under `path`, each counted once however many names it has there (a node copy
+    and its working cache)."""
+    seen: dict[tuple[int, int], int] = {}
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
             with contextlib.suppress(OSError):
                 info = os.lstat(os.path.join(dirpath, name))
-                total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    return round(total / 1e6, 1)
+                seen[info.st_dev, info.st_ino] = info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return round(sum(seen.values()) / 1e6, 1)
 
 
 def listing(project: Project | None) -> list[Row]:
@@ -85,18 +86,15 @@ def listing(project: Project | None) -> list[Row]:
         mine = {}
     ours = identity.checkout_id(project.root) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
-        if path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
-            copy = path.name.startswith(NODE_COPY_PREFIX)
-            if copy and (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
+        if path.name.startswith(NODE_COPY_PREFIX):
+            if (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
                 rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
                                 f"this node's checked copy of the bundle with digest {digest}"))
-            elif copy:
+            else:
                 made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
                 rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
                                 "a copy of a bundle being made now" if made else
                                 "a copy of a bundle killed before its check"))
-            else:
-                rows.append(Row("bundle-cache", path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
         building = path.name.startswith(".") and ".building-" in path.name
         if path.name.startswith(".") and not building:  # lock files, record temporaries
@@ -158,7 +156,7 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
             continue
-        if row.path.name.startswith((WORK_CACHE_PREFIX, NODE_COPY_PREFIX)):
+        if row.path.name.startswith(NODE_COPY_PREFIX):
             if locks.remove_unheld(row.path):
                 removed.append(row.path)
             continue

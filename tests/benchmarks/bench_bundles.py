@@ -51,7 +51,7 @@ from gitfixtures import commit
 from nemo_rl.process import run
 from nemo_rl.project.model import Project
 from nemo_rl.uv import find_uv_bin
-from nemo_rl.workers import bundle_copy, bundle_pack, bundles, tree_copy
+from nemo_rl.workers import bundle_copy, bundle_pack, bundles
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "nvcc", "ld")
@@ -248,7 +248,7 @@ def install_step(bundle: Path, venvs: Path, expected: tuple[int, int, str]) -> t
     started = time.monotonic()
     cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest, sealed)
     copied = time.monotonic() - started
-    tree_copy.link_tree(cache, venvs / "work")
+    bundle_copy.working_cache(cache)
     total = time.monotonic() - started
     os.close(held)
     first = next(p for p in (bundle / bundles.CACHE).rglob("*.py"))

@@ -331,6 +331,41 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
+def test_builds_from_one_copy_share_one_working_cache_made_once(world, tmp_path, monkeypatch):
+    """uv's cache for builds from a node copy is linked from it once and kept beside it: what uv writes stays
+    there, out of the checked copy."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    seen = _working_caches(monkeypatch, tmp_path)
+    linked, real = [], bundle_copy.link_tree
+    monkeypatch.setattr(bundle_copy, "link_tree", lambda source, target: (linked.append(target), real(source, target)))
+    for _ in range(2):
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    copy = next(venvs.glob(f"{NODE_COPY_PREFIX}*"))
+    assert seen == [copy / bundle_copy.WORKING] * 2 and len(linked) == 1
+    assert (copy / bundle_copy.WORKING / "written-by-uv").exists()
+    assert not (copy / bundles.CACHE / "written-by-uv").exists()
+
+
+def test_a_working_cache_another_build_made_meanwhile_is_the_one_used(tmp_path, monkeypatch):
+    cache = tmp_path / "copy" / bundles.CACHE
+    (cache / "archive-v0").mkdir(parents=True)
+    (cache / "archive-v0" / "f").write_text("x")
+    real = bundle_copy.link_tree
+
+    def racing(source, target):
+        real(source, target)
+        (cache.parent / bundle_copy.WORKING).mkdir()
+        (cache.parent / bundle_copy.WORKING / "theirs").write_text("")
+
+    monkeypatch.setattr(bundle_copy, "link_tree", racing)
+    work = bundle_copy.working_cache(cache)
+    assert work == cache.parent / bundle_copy.WORKING and [p.name for p in work.iterdir()] == ["theirs"]
+    assert sorted(p.name for p in cache.parent.iterdir()) == sorted([bundle_copy.WORKING, bundles.CACHE])  # own: gone
+
+
 def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
@@ -349,7 +384,7 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
     assert len(kept) == 1 and manifest.digest in rows[kept[0]].detail
-    killed, held_killed = bundle_trust.new_work_cache(venvs, bundle_trust.NODE_COPY_PREFIX)  # no stamp yet
+    killed, held_killed = bundle_trust.new_copy_dir(venvs)  # no stamp yet
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
     os.close(held_killed)  # its build was killed

@@ -16,10 +16,10 @@ from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_trust, bundles, housekeeping
 
 
-def test_a_live_working_cache_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
+def test_a_live_node_copy_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    theirs = venvs / f"{bundles.WORK_CACHE_PREFIX}{os.getpid()}"  # another container's build, same PID
+    theirs = venvs / f"{bundle_trust.NODE_COPY_PREFIX}{os.getpid()}"  # another container's build, same PID
     venvs.mkdir(mode=0o700)
     theirs.mkdir()
     (theirs / "in-use").write_text("")
@@ -51,12 +51,12 @@ def test_an_empty_digest_is_refused_never_taken_for_no_pin(world, tmp_path, monk
     assert bundles.find(Project.read(world.project), FLAGS) == bundle
 
 
-def test_an_empty_unmarked_working_cache_is_a_killed_builds(world, tmp_path, monkeypatch):
+def test_an_empty_unmarked_node_copy_is_a_killed_builds(world, tmp_path, monkeypatch):
     import tempfile
 
 
     venvs = tmp_path / "venvs"
     venvs.mkdir(mode=0o700)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    killed = Path(tempfile.mkdtemp(prefix=bundle_trust.WORK_CACHE_PREFIX, dir=venvs))  # SIGKILL before the marker
+    killed = Path(tempfile.mkdtemp(prefix=bundle_trust.NODE_COPY_PREFIX, dir=venvs))  # SIGKILL before the marker
     assert killed in housekeeping.prune(Project.read(world.project)) and not killed.exists()

@@ -74,18 +74,21 @@ def test_an_unrelated_process_is_not_a_user(env, tmp_path):
         proc.kill()
 
 
-def test_a_killed_bundle_build_leaves_a_working_cache_that_prune_removes(tmp_path, monkeypatch):
+def test_a_killed_bundle_build_leaves_a_copy_that_prune_removes(tmp_path, monkeypatch):
     from nemo_rl.workers import bundle_trust
 
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     (tmp_path / "venvs").mkdir(mode=0o700)
-    dead, killed = bundle_trust.new_work_cache(tmp_path / "venvs")
+    dead, killed = bundle_trust.new_copy_dir(tmp_path / "venvs")
     os.close(killed)  # its build was killed
-    live, held = bundle_trust.new_work_cache(tmp_path / "venvs")  # a node build still running
+    live, held = bundle_trust.new_copy_dir(tmp_path / "venvs")  # a node build still running
     for path in (dead, live):
         (path / bundle_trust.CACHE / "wheels-v8").mkdir(parents=True)
+    (dead / bundle_trust.CACHE / "wheels-v8" / "w").write_bytes(b"\0" * 2_000_000)
+    os.link(dead / bundle_trust.CACHE / "wheels-v8" / "w", dead / "w")  # as its working cache links it
     try:
-        assert {row.path for row in housekeeping.listing(None) if row.state == "unfinished build"} == {dead, live}
+        rows = {row.path: row for row in housekeeping.listing(None) if row.state == "unfinished build"}
+        assert set(rows) == {dead, live} and rows[dead].size_mb == 2.0  # a file of two names counted once
         assert housekeeping.prune(None) == [dead]
         assert not dead.exists() and live.exists()
     finally:
