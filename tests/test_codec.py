@@ -98,3 +98,23 @@ def test_an_int_reads_as_a_float_field(tmp_path):
     assert codec.read(tmp_path / "r.json", Inner, 1) == Inner("n", 1)
     (tmp_path / "r.json").write_text(json.dumps({"version": 1, **codec._plain(REC), "ratio": 1}))
     assert codec.read(tmp_path / "r.json", Rec, 1) == dataclasses.replace(REC, ratio=1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatFirst:
+    x: float | int
+    by: dict[str, float | int]
+
+
+@dataclasses.dataclass(frozen=True)
+class IntFirst:
+    x: int | float
+    by: dict[str, int | float]
+
+
+def test_a_union_is_tried_in_its_own_order_whatever_was_read_before(tmp_path):
+    """`float | int` and `int | float` are equal types: neither may take the other's order."""
+    for kind, value in ((FloatFirst, 1.0), (IntFirst, 1), (FloatFirst, 1.0)):
+        codec.write(tmp_path / "r.json", kind(1, {"k": 1}), 1)
+        read = codec.read(tmp_path / "r.json", kind, 1)
+        assert (type(read.x), type(read.by["k"])) == (type(value), type(value))
