@@ -4,26 +4,25 @@ Every file is hard-linked, when only this user or root may write it, or else cop
 (`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`: bundle_trust; tree_copy), and the copy is what is hashed, each file as
 it is read: nobody else can change what was hashed. A node builds several environments from one bundle (the
 checkout's `.venv`, then the worker's), so the copy is kept with what its check proved (STAMP: the digest and, per
-file, its identity and hash), and with uv's cache for its builds (`working_cache`: linked from the copy once; uv
-writes into its cache). A later build hashes only the files whose identity (device, inode, size, mtime, mode, ctime)
-moved. ctime catches an edit in place whose mtime was put back; every hard link to a file moves it too, so once uv
-has linked the environment, the build takes the ctimes its own links moved into the stamp (`restamp`). An identity
-whose mtime was within RACY_NS of the clock when it was recorded is left out of the stamp (a write in the same clock
-tick would leave it as it was): that file is hashed. One build at a time (per node and user: `node_lock`) chooses,
-checks or makes a copy: a build started while another copies the same bundle waits for it, then uses that copy. A
-build holds the copy it links from shared, so builds use one copy and its working cache together; removing a copy
-needs it exclusively and leaves one in use. A node keeps the last used copy of each of the KEEP bundles it last
-built from (a build removes the others nobody holds); `envs prune` removes every copy no build holds.
+file, its identity and hash), and with uv's cache for its builds (`working_cache`: the copy's very files, made again
+where they are not; uv writes into its cache). A later build hashes only the files whose identity (device, inode,
+size, mtime, mode, ctime) moved. ctime catches an edit in place whose mtime was put back; every hard link to a file
+moves it too, so once uv has linked the environment, the build takes the ctimes its own links moved into the stamp
+(`restamp`). An identity whose mtime was within RACY_NS of the clock when it was recorded is left out of the stamp
+(a write in the same clock tick would leave it as it was): that file is hashed. One build at a time (per node and
+user: `node_lock`) chooses, checks or makes a copy: a build started while another copies the same bundle waits for
+it, then uses that copy. A build holds the copy it links from shared, so builds use one copy and its working cache
+together; removing a copy needs it exclusively and leaves one in use. A node keeps the last used copy of each of the
+KEEP bundles it last built from (a build removes the others nobody holds); `envs prune` removes every copy no build
+holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
 import platform
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -165,19 +164,11 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
 
 
 def working_cache(cache: Path) -> Path:
-    """uv's cache for builds from the node copy whose uv cache is `cache` (held by the caller): a link to each of its
-    files, made once and kept with the copy, so whatever uv writes lands beside the checked files, never in them."""
+    """uv's cache for builds from the node copy whose checked uv cache is `cache` (held by the caller), kept beside
+    it: at each of the copy's names that very file, made again where it is not, so uv installs what was checked and
+    whatever uv writes lands beside the checked files, never in them."""
     work = cache.parent / WORKING
-    if not work.is_dir():
-        made = Path(tempfile.mkdtemp(prefix=".working-", dir=cache.parent))
-        try:
-            link_tree(cache, made)  # guard: bundles-uv-writes-into-a-working-cache
-            os.rename(made, work)  # whole or not at all; a build making it too at the same time keeps its own
-        except OSError as exc:
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # guard: node-copy-a-working-cache-made-meanwhile-is
-                raise
-        finally:
-            shutil.rmtree(made, ignore_errors=True)
+    link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
     return work
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import stat
 import threading
 from pathlib import Path
@@ -151,10 +152,53 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
 
 
 def link_tree(source: Path, target: Path) -> None:
-    """`target` with `source`'s directories and a hard link to each of its files (all this user's: a node copy),
-    so whatever uv writes into its cache lands in `target`, never in the copy."""
-    for path, here in _tree(source, target):
-        os.link(path, here)
+    """Make `target` hold at each of `source`'s names that very file (a hard link: same device and inode) or link
+    (same text), under real directories; a name found otherwise is made again, and what else `target` holds stays.
+    `source` is this user's (a node copy); builds may run this on one `target` at once."""
+    top, skip = str(source), len(str(source)) + 1
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = os.path.join(target, dirpath[skip:]) if dirpath != top else str(target)
+        _directory(here)
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            path, there = os.path.join(dirpath, name), os.path.join(here, name)
+            want = os.lstat(path)
+            for _ in range(2):  # a build linking the same name meanwhile makes what this one would
+                try:
+                    have = os.lstat(there)
+                    if _same(want, have, path, there):  # guard: working-cache-names-are-the-copy-s-files
+                        break
+                    if stat.S_ISDIR(have.st_mode):
+                        shutil.rmtree(there)
+                    else:
+                        os.unlink(there)
+                except FileNotFoundError:
+                    pass
+                try:
+                    if stat.S_ISLNK(want.st_mode):
+                        os.symlink(os.readlink(path), there)
+                    else:
+                        os.link(path, there)
+                    break
+                except FileExistsError:
+                    continue
+
+
+def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> bool:
+    if stat.S_ISLNK(want.st_mode):
+        return stat.S_ISLNK(have.st_mode) and os.readlink(path) == os.readlink(there)
+    return (have.st_dev, have.st_ino) == (want.st_dev, want.st_ino)
+
+
+def _directory(path: str) -> None:
+    """A real directory at `path`: whatever else is there (a file, a link) is removed first."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        return
+    if not stat.S_ISDIR(info.st_mode):  # guard: working-cache-directories-are-real
+        os.unlink(path)
+        os.makedirs(path, mode=0o755, exist_ok=True)
 
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:

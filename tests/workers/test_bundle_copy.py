@@ -331,39 +331,66 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
-def test_builds_from_one_copy_share_one_working_cache_made_once(world, tmp_path, monkeypatch):
-    """uv's cache for builds from a node copy is linked from it once and kept beside it: what uv writes stays
-    there, out of the checked copy."""
+def test_builds_from_one_copy_share_its_working_cache_and_uv_s_writes_stay_out_of_the_copy(world, tmp_path,
+                                                                                           monkeypatch):
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     bundle = fake_bundle(world, tmp_path / "bundle")
     manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
     seen = _working_caches(monkeypatch, tmp_path)
-    linked, real = [], bundle_copy.link_tree
-    monkeypatch.setattr(bundle_copy, "link_tree", lambda source, target: (linked.append(target), real(source, target)))
     for _ in range(2):
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     copy = next(venvs.glob(f"{NODE_COPY_PREFIX}*"))
-    assert seen == [copy / bundle_copy.WORKING] * 2 and len(linked) == 1
+    assert seen == [copy / bundle_copy.WORKING] * 2
     assert (copy / bundle_copy.WORKING / "written-by-uv").exists()
     assert not (copy / bundles.CACHE / "written-by-uv").exists()
 
 
-def test_a_working_cache_another_build_made_meanwhile_is_the_one_used(tmp_path, monkeypatch):
-    cache = tmp_path / "copy" / bundles.CACHE
-    (cache / "archive-v0").mkdir(parents=True)
-    (cache / "archive-v0" / "f").write_text("x")
-    real = bundle_copy.link_tree
+def _tampered(tmp_path: Path, copy: Path) -> Path:
+    """Outside the store: a tree a link in the working cache could be pointed at."""
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(copy / bundles.CACHE / "archive-v0", elsewhere)
+    (elsewhere / "abc" / "pkg" / "__init__.py").write_text("EVIL = 1\n")
+    return elsewhere
 
-    def racing(source, target):
-        real(source, target)
-        (cache.parent / bundle_copy.WORKING).mkdir()
-        (cache.parent / bundle_copy.WORKING / "theirs").write_text("")
 
-    monkeypatch.setattr(bundle_copy, "link_tree", racing)
-    work = bundle_copy.working_cache(cache)
-    assert work == cache.parent / bundle_copy.WORKING and [p.name for p in work.iterdir()] == ["theirs"]
-    assert sorted(p.name for p in cache.parent.iterdir()) == sorted([bundle_copy.WORKING, bundles.CACHE])  # own: gone
+@pytest.mark.parametrize("tamper", ["file-replaced", "file-removed", "copy-file-replaced", "directory-linked-out",
+                                    "working-cache-a-link", "working-cache-a-file"])
+def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_files(world, tmp_path, monkeypatch,
+                                                                                  tamper):
+    """Whatever happened to the kept working cache, or to a name of the copy, since the last build."""
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    bundle = fake_bundle(world, tmp_path / "bundle")
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    seen = _working_caches(monkeypatch, tmp_path)
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    copy = next(venvs.glob(f"{NODE_COPY_PREFIX}*"))
+    work, name = copy / bundle_copy.WORKING, "archive-v0/abc/pkg/__init__.py"
+    elsewhere = _tampered(tmp_path, copy)
+    if tamper == "file-replaced":  # an editor that saves by rename
+        (work / name).unlink()
+        (work / name).write_text("EVIL = 1\n")
+    elif tamper == "file-removed":  # `uv cache clean` pointed at it
+        (work / name).unlink()
+    elif tamper == "copy-file-replaced":  # the same bytes, a new file: the old one lives on in the working cache
+        data = (copy / bundles.CACHE / name).read_bytes()
+        (copy / bundles.CACHE / name).unlink()
+        (copy / bundles.CACHE / name).write_bytes(data)
+    elif tamper == "directory-linked-out":
+        shutil.rmtree(work / "archive-v0")
+        (work / "archive-v0").symlink_to(elsewhere)
+    else:
+        shutil.rmtree(work)
+        if tamper == "working-cache-a-link":
+            work.symlink_to(elsewhere.parent)
+        else:
+            work.write_text("")
+    bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    inodes = json.loads((tmp_path / "seen-2" / "inodes.json").read_text())
+    assert inodes[name] == os.lstat(copy / bundles.CACHE / name).st_ino and len(seen) == 2
+    assert (elsewhere / "abc" / "pkg" / "__init__.py").read_text() == "EVIL = 1\n"  # nothing written outside
+    assert work.is_dir() and not work.is_symlink() and not (work / "archive-v0").is_symlink()
 
 
 def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
