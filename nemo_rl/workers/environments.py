@@ -159,7 +159,6 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
     checkout = project.checkout_id  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
-    values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
     from nemo_rl.workers import housekeeping  # it lists what this module builds
 
@@ -171,7 +170,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
              "minutes")
     try:
         uv.venv(staging, python=sys.executable)
-        if bundle is not None:
+        if bundle is not None and manifest is not None:
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)

@@ -19,6 +19,9 @@ from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
 ROOT = Path(__file__).resolve().parents[2]
+# a bundle's manifest where the arch check refuses first: never compared
+UNREAD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, (), "3.12.1", "linux-x86_64", "uv 0.13.9"), {},
+                            0, 0, "sha256:" + "0" * 64, 1.7e9, manifests.Proven((), ()))
 
 
 def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-engine-torch") -> Path:
@@ -88,7 +91,7 @@ def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env", UNREAD)
     assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())
 
 
@@ -129,7 +132,8 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90, but the bundle's .*sm 80"):
-        bundles.sync_from(tmp_path / "bundle", Project.read(tmp_path), [], tmp_path / "node-env")
+        bundles.sync_from(tmp_path / "bundle", Project.read(tmp_path), [], tmp_path / "node-env",
+                          bundles.read_manifest(tmp_path / "bundle"))
     sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
     held = sidecar["extensions"][sm80_extension.name]
     assert {k: held[k] for k in ("distribution", "sm", "ptx")} == {"distribution": "transformer-engine-torch",
@@ -208,7 +212,7 @@ def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env", UNREAD)
 
 
 def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_set(tmp_path, monkeypatch):
