@@ -196,18 +196,18 @@ def read(env: Path) -> Record | None:
     return record
 
 
-def covers(record: Record, env: Path, forks: Sequence[Fork]) -> bool:
-    """Whether the record covers the top directories, the start-up files and the modules to import."""
+def covers(record: Record, env: Path, needed: Sequence[str]) -> bool:
+    """Whether the record covers the top directories, the start-up files and the modules to import (`needed`)."""
     tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
-    needed = modules_to_import(forks, env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)  # guard: verified-a-record-covers-the-top
             and set(needed) <= set(record.modules))
 
 
-def still_verified(env: Path, lock_hash: str, forks: Sequence[Fork]) -> bool:
-    """Whether the last verification holds: same uv.lock, driver's Python and Ray, and files as they were."""
+def still_verified(env: Path, lock_hash: str, modules: Sequence[str]) -> bool:
+    """Whether the last verification holds: same uv.lock, driver's Python and Ray, files as they were, and
+    `modules` (modules_to_import's) among those it imported."""
     record = read(env)
-    if record is None or not covers(record, env, forks):  # guard: verified-a-record-s-coverage-checked
+    if record is None or not covers(record, env, modules):  # guard: verified-a-record-s-coverage-checked
         return False
     if record.lock_hash != lock_hash:  # guard: verified-uv-lock-compared
         return False

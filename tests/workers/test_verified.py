@@ -20,7 +20,7 @@ DRIVER = (platform.python_version(), verified.driver_ray(sys.prefix))
 
 def still_verified(env: Path, project: Path) -> bool:
     held = Project.read(project)
-    return verified.still_verified(env, held.lock_hash, held.forks)
+    return verified.still_verified(env, held.lock_hash, verified.modules_to_import(held.forks, env))
 
 
 def verified_env(tmp_path: Path) -> tuple[Path, Path]:
