@@ -146,7 +146,7 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        modules = verified.modules_to_import(project.forks, env.path)
+        modules = installed.modules_to_import(project.forks, env.path)
         if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
             _verify(env, project, modules, manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
@@ -189,7 +189,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
     """Check that the interpreter runs, Ray and each fork's module import, Python and Ray are the driver's and
     each fork is uv.lock's; record what passed. `proven`: the imports a checked bundle proved of these bytes."""
-    _verify(env, project, verified.modules_to_import(project.forks, env.path), proven)
+    _verify(env, project, installed.modules_to_import(project.forks, env.path), proven)
 
 
 def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manifests.Proven | None) -> None:

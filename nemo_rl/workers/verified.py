@@ -17,9 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from nemo_rl import codec, extras
+from nemo_rl import codec
 from nemo_rl.project import installed
-from nemo_rl.project.lockfile import Fork
 
 RECORD = "nemo-rl-verified.json"
 RECORD_VERSION = 1
@@ -228,10 +227,3 @@ def forget(env: Path) -> None:
     with contextlib.suppress(OSError):
         (env / RECORD).unlink(missing_ok=True)
 
-
-def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
-    """Ray, and the module of each fork the environment has, and of transformer-engine when there."""
-    present = {f.distribution for f in forks if installed.installed(env, f.distribution)}
-    present |= {c.distribution for c in extras.NOT_FORKS
-                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}  # guard: proof-transformer-engine-imported-by-the
-    return ["ray", *(c.module for c in extras.components(forks).values() if c.distribution in present)]

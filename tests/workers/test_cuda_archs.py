@@ -14,7 +14,7 @@ import pytest
 from fakes import _python, fake_bundle, revision_http
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project import installed, lockfile
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
@@ -250,12 +250,10 @@ def test_a_hung_nvidia_smi_is_could_not_check(tmp_path, monkeypatch):
 
 def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
     """The compiled extension is what a bundle most needs proven: the pack's import check includes it."""
-    from nemo_rl.workers import verified
-
     (tmp_path / "ext.so").write_bytes(b"")
     env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
-    assert verified.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
-    assert verified.modules_to_import([], tmp_path / "empty") == ["ray"]
+    assert installed.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
+    assert installed.modules_to_import([], tmp_path / "empty") == ["ray"]
 
 
 def test_a_fifo_cuda_record_is_refused_not_a_hang(world, tmp_path):
