@@ -107,8 +107,7 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
               manifest: Manifest, *, inexact: bool = True) -> None:
     """Install the environment offline from a checked bundle, through a working cache linked from the node's
     checked copy (uv writes into its cache)."""
-    record = cuda_archs.read_record(bundle)
-    fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing
+    record, fits = cuda_archs.node_record(bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)
     root = settings.venv_dir()

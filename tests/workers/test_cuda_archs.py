@@ -37,6 +37,12 @@ def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-e
     return env
 
 
+def needs_sm90(bundle: Path) -> None:
+    """A CUDA record in `bundle` whose one extension holds sm_90 cubins only."""
+    (bundle / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "te.so": {"sm": [90], "ptx": []}}}))
+
+
 SDIST_LOCK = {"package": [{"name": "transformer-engine-torch", "sdist": {"url": "x"}},
                           {"name": "torch", "wheels": [{"url": "y"}]}]}
 
@@ -55,7 +61,7 @@ def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path,
     # says no extension, and a node checks nothing
     wheel_lock = {"package": [{"name": "transformer-engine-torch", "wheels": [{}]}]}
     assert cuda_archs.record(env, wheel_lock, tmp_path) == {"toolchain": {}, "extensions": {}}
-    assert cuda_archs.check_node(cuda_archs.read_record(tmp_path), tmp_path, gpu=90) is None
+    assert cuda_archs.node_record(tmp_path, gpu=90)[1] is None
 
 
 @pytest.mark.nvcc
@@ -72,14 +78,13 @@ def test_a_node_whose_gpu_is_not_among_the_archs_refuses_naming_both(sm80_extens
     assert on_disk["toolchain"]["host_compiler_at_pack"]
     # what built it, read from the binary: nvcc compiled the host side with the machine's g++
     assert any(line.startswith("GCC:") for line in on_disk["extensions"][sm80_extension.name]["host_compilers"])
-    record = cuda_archs.read_record(bundle)
     with pytest.raises(NemoRLError) as refused:
-        cuda_archs.check_node(record, bundle, gpu=90)
+        cuda_archs.node_record(bundle, gpu=90)
     assert "sm_90" in refused.value.what and "sm 80" in refused.value.what
     assert "NVTE_CUDA_ARCHS" in refused.value.remedy
-    assert "fits" in cuda_archs.check_node(record, bundle, gpu=86)
+    assert "fits" in cuda_archs.node_record(bundle, gpu=86)[1]
     monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
-    assert "could not check" in cuda_archs.check_node(record, bundle)
+    assert "could not check" in cuda_archs.node_record(bundle)[1]
 
 
 def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch):
@@ -173,9 +178,9 @@ def test_every_gpu_of_the_node_is_checked_whatever_cuda_visible_devices_says(tmp
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert cuda_archs.node_gpus() == ((90, 80), "nvidia-smi")
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
+    needs_sm90(tmp_path)
     with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):
-        cuda_archs.check_node(record, tmp_path)
+        cuda_archs.node_record(tmp_path)
 
 
 @pytest.mark.parametrize("other", ["[N/A]", "", "9.O"])
@@ -190,13 +195,14 @@ def test_a_gpu_nvidia_smi_cannot_say_is_could_not_check_never_skipped(tmp_path, 
     gpus, found = cuda_archs.node_gpus()
     assert gpus == (80, None) and found == ("nvidia-smi; it could not say the compute capability of "
                                         f"{f'1, GPU-b, {other}'.strip()}")
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [80], "ptx": []}}}).encode()
-    assert cuda_archs.check_node(record, tmp_path) == (
+    (tmp_path / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "te.so": {"sm": [80], "ptx": []}}}))
+    assert cuda_archs.node_record(tmp_path)[1] == (
         f"GPU sm_80 ({found}) fits the bundle's te.so: sm 80; could not check the bundle's CUDA architectures on "
         "the GPUs it could not read")
+    needs_sm90(tmp_path)
     with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):  # a readable GPU that does not fit refuses
-        cuda_archs.check_node(json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode(),
-                              tmp_path)
+        cuda_archs.node_record(tmp_path)
 
 
 def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process_is_given(tmp_path, monkeypatch):
@@ -227,8 +233,8 @@ def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_s
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     gpus, why = cuda_archs.node_gpus()
     assert gpus == () and why == "nvidia-smi is not on PATH, and torch sees only this process's CUDA_VISIBLE_DEVICES"
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
-    assert cuda_archs.check_node(record, tmp_path).startswith(f"{why}: could not check")
+    needs_sm90(tmp_path)
+    assert cuda_archs.node_record(tmp_path)[1].startswith(f"{why}: could not check")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert cuda_archs.node_gpus() == ((90,), "torch")
 
