@@ -168,8 +168,6 @@ def lock_mismatch(project: Path) -> str | None:
 
 def sync(project: Path, *, flags: Sequence[str] = (), environment: Path | None = None, stream: bool = False,
          extra_env: Mapping[str, str] | None = None) -> Result:
-    # uv writes the project's path into a .pth: one line each
-    values.plain_path(project.resolve(), "the project directory")
     env = resolving_env(extra_env)  # `--locked` follows the lock only as the project's own settings resolve it
     if environment is not None:
         env["UV_PROJECT_ENVIRONMENT"] = str(environment)

@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import identity, lockfile
 from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound
@@ -28,6 +29,8 @@ class Project:
 
     @classmethod
     def read(cls, root: Path) -> Project:
+        # uv writes the project's path into a .pth: one line
+        values.plain_path(root.resolve(), "the project directory")  # guard: project-a-root-that-breaks-a-line
         try:
             pyproject = lockfile.read_bytes(root / "pyproject.toml")
         except FileNotFoundError as exc:

@@ -42,7 +42,7 @@ def _prove(project: Project, env: Path, timeout: float) -> Proven:
     from nemo_rl import imports
     from nemo_rl.workers import verified
 
-    modules = verified.modules_to_import(project.forks, env)
+    modules = installed.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")

@@ -3,6 +3,7 @@ from it offline (bundle_pack.py makes them)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -100,28 +101,16 @@ def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], di
     return manifest
 
 
-def check_sealed(bundle: Path, manifest: Manifest, record: bytes, content: tuple[int, int, str]) -> None:
-    """Refuse unless the node's copy (`content`: content_digest's), `record` and the manifest match the digest."""
-    files, total, cache_digest = content
-    digest = bundle_seal.seal(cache_digest, manifest, record)
-    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):  # guard: bundles-content-against-the-digest
-        raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
-                          f"found; {manifest.files}, {manifest.bytes}, {manifest.digest} recorded",
-                          f"copy the bundle again from the builder: {bundle}")
-
-
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
-              manifest: Manifest | None = None, *, inexact: bool = True) -> None:
+              manifest: Manifest, *, inexact: bool = True) -> None:
     """Install the environment offline from a checked bundle, through the working cache kept beside the node's
     checked copy (uv writes into its cache)."""
-    record = cuda_archs.read_record(bundle)
-    fits = cuda_archs.check_node(record, bundle)  # guard: archs-the-node-checks-before-installing
+    record, fits = cuda_archs.node_record(bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)
-    manifest = manifest or read_manifest(bundle)
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
     copy, held = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
-                                       lambda content: check_sealed(bundle, manifest, record, content))
+                                       functools.partial(bundle_seal.check_copy, bundle, manifest, record))
     try:
         cache = bundle_copy.working_cache(copy)
         progress(f"using bundle {bundle} through the working uv cache {cache}")

@@ -111,15 +111,20 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
     return (), "no GPU found (nvidia-smi, torch)"
 
 
-def check_node(record: bytes, bundle: Path, gpu: int | None = None) -> str | None:
-    """Refuse a bundle whose extensions cannot run on one of the node's GPUs (`gpu`: for tests); else what was
-    checked, or None without CUDA extensions."""
+def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None]:
+    """The bundle's CUDA record, refused when its extensions cannot run on one of the node's GPUs (`gpu`: for
+    tests); and what was checked, None without CUDA extensions."""
+    record = read_record(bundle)
     try:
         data = json.loads(record)
         extensions = {str(n): Archs(tuple(map(int, e["sm"])), tuple(map(int, e["ptx"])))
                       for n, e in data["extensions"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
+    return record, _fits(extensions, gpu)
+
+
+def _fits(extensions: dict[str, Archs], gpu: int | None) -> str | None:
     if not extensions:
         return None
     gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()

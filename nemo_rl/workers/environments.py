@@ -146,8 +146,9 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        if not verified.still_verified(env.path, lock_hash, project.forks):  # guard: verified-the-record-is-used
-            verify(env, project, proven=manifest.proven if manifest else None)
+        modules = installed.modules_to_import(project.forks, env.path)
+        if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
+            _verify(env, project, modules, manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
     return env
 
@@ -159,7 +160,6 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
     checkout = project.checkout_id  # guard: whose-a-build-records-its-checkout-s-id
     staging = where.staging()
-    values.plain_path(root, "the project directory")  # uv writes it into the environment's .pth
     values.plain_path(staging, "the worker environment directory")  # guard: never-no-control-character-in-a-worker
     from nemo_rl.workers import housekeeping  # it lists what this module builds
 
@@ -171,7 +171,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
              "minutes")
     try:
         uv.venv(staging, python=sys.executable)
-        if bundle is not None:
+        if bundle is not None and manifest is not None:
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
@@ -189,14 +189,16 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
     """Check that the interpreter runs, Ray and each fork's module import, Python and Ray are the driver's and
     each fork is uv.lock's; record what passed. `proven`: the imports a checked bundle proved of these bytes."""
+    _verify(env, project, installed.modules_to_import(project.forks, env.path), proven)
+
+
+def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manifests.Proven | None) -> None:
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
     before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
-    forks = project.forks
-    modules = verified.modules_to_import(forks, env.path)
     try:
         if proven is not None and list(proven.modules) == modules:
             progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
@@ -219,7 +221,7 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
     from nemo_rl.forks import installed_fork  # needs packaging, which the node path does not
 
-    for fork in forks:
+    for fork in project.forks:
         package = project.packages.get(fork.distribution)
         if not (package and package.commit):
             continue

@@ -17,9 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from nemo_rl import codec, extras
+from nemo_rl import codec
 from nemo_rl.project import installed
-from nemo_rl.project.lockfile import Fork
 
 RECORD = "nemo-rl-verified.json"
 RECORD_VERSION = 1
@@ -196,18 +195,18 @@ def read(env: Path) -> Record | None:
     return record
 
 
-def covers(record: Record, env: Path, forks: Sequence[Fork]) -> bool:
-    """Whether the record covers the top directories, the start-up files and the modules to import."""
+def covers(record: Record, env: Path, needed: Sequence[str]) -> bool:
+    """Whether the record covers the top directories, the start-up files and the modules to import (`needed`)."""
     tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
-    needed = modules_to_import(forks, env)
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)  # guard: verified-a-record-covers-the-top
             and set(needed) <= set(record.modules))
 
 
-def still_verified(env: Path, lock_hash: str, forks: Sequence[Fork]) -> bool:
-    """Whether the last verification holds: same uv.lock, driver's Python and Ray, and files as they were."""
+def still_verified(env: Path, lock_hash: str, modules: Sequence[str]) -> bool:
+    """Whether the last verification holds: same uv.lock, driver's Python and Ray, files as they were, and
+    `modules` (modules_to_import's) among those it imported."""
     record = read(env)
-    if record is None or not covers(record, env, forks):  # guard: verified-a-record-s-coverage-checked
+    if record is None or not covers(record, env, modules):  # guard: verified-a-record-s-coverage-checked
         return False
     if record.lock_hash != lock_hash:  # guard: verified-uv-lock-compared
         return False
@@ -228,10 +227,3 @@ def forget(env: Path) -> None:
     with contextlib.suppress(OSError):
         (env / RECORD).unlink(missing_ok=True)
 
-
-def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
-    """Ray, and the module of each fork the environment has, and of transformer-engine when there."""
-    present = {f.distribution for f in forks if installed.installed(env, f.distribution)}
-    present |= {c.distribution for c in extras.NOT_FORKS
-                if c.distribution == "transformer-engine" and installed.installed(env, c.distribution)}  # guard: proof-transformer-engine-imported-by-the
-    return ["ray", *(c.module for c in extras.components(forks).values() if c.distribution in present)]

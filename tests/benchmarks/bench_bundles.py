@@ -71,7 +71,7 @@ manifest = bundles.check(bundle, checkout, flags)
 checked = time.monotonic()
 from nemo_rl import uv
 uv.venv(env, python=sys.executable)
-bundles.sync_from(bundle, checkout, flags, env)
+bundles.sync_from(bundle, checkout, flags, env, manifest)
 installed = time.monotonic()
 proof = imports = -1.0
 if "ray" in manifest.distributions:  # the verification a node runs next (the fixture has no Ray to compare)

@@ -85,6 +85,6 @@ def test_a_bundle_installs_transformer_engine_offline_with_no_compiler(build_env
     monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
     bundles.check(bundle, Project.read(ROOT), FLAGS)
     node_env = tmp_path / "node"
-    bundles.sync_from(bundle, Project.read(ROOT), FLAGS, node_env)
+    bundles.sync_from(bundle, Project.read(ROOT), FLAGS, node_env, bundles.read_manifest(bundle))
     result = imports.check(node_env / "bin" / "python", ["transformer_engine.pytorch"], timeout=600)
     assert result.failed == {}, result.failed

@@ -63,19 +63,19 @@ def test_the_digest_reads_back_and_covers_each_part(tmp_path):
 
 def test_a_sealed_bundle_installs(tmp_path, node):
     bundle = make_bundle(tmp_path / "b", {"toolchain": {}, "extensions": {}})
-    bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env")
+    bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env", manifests.read_manifest(bundle))
     assert len(node) == 1  # the control: the refusals below are the seal's, not the fixture's
 
 
 def test_a_record_rewritten_to_claim_the_nodes_arch_is_refused(tmp_path, node):
     bundle = make_bundle(tmp_path / "b", SM80)
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):  # as packed: sm_80 only
-        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env", manifests.read_manifest(bundle))
     claimed = json.loads(json.dumps(SM80))
     claimed["extensions"]["transformer_engine_torch.so"]["sm"] = [90]
     (bundle / cuda_archs.SIDECAR).write_text(json.dumps(claimed))
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env", manifests.read_manifest(bundle))
     assert node == []
 
 
@@ -85,7 +85,7 @@ def test_a_manifest_field_rewritten_is_refused(tmp_path, node):
     data["proven"]["modules"] = ["ray", "megatron.core"]  # a node would take megatron.core as proven
     (bundle / manifests.MANIFEST).write_text(json.dumps(data))
     with pytest.raises(NemoRLError, match="does not match its manifest"):
-        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env", manifests.read_manifest(bundle))
     assert node == []
 
 
@@ -93,7 +93,7 @@ def test_a_bundle_without_its_record_is_refused(tmp_path, node):
     bundle = make_bundle(tmp_path / "b", SM80)
     (bundle / cuda_archs.SIDECAR).unlink()  # which would have skipped the arch check
     with pytest.raises(NemoRLError, match="has no nemo-rl-cuda.json"):
-        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), FLAGS, tmp_path / "env", manifests.read_manifest(bundle))
     assert node == []
 
 
@@ -102,12 +102,12 @@ def test_a_kept_copy_whose_stamp_names_another_bundle_is_not_that_bundle(tmp_pat
     refuses B (which is fine); it copies B afresh."""
     plain = {"toolchain": {}, "extensions": {}}
     first, second = make_bundle(tmp_path / "a", plain), make_bundle(tmp_path / "b", plain, body="X = 2\n")
-    bundles.sync_from(first, Project.read(ROOT), FLAGS, tmp_path / "env-a")
+    bundles.sync_from(first, Project.read(ROOT), FLAGS, tmp_path / "env-a", manifests.read_manifest(first))
     [kept] = (tmp_path / "venvs").glob(".bundle-copy-*")
     stamp = json.loads((kept / "checked.json").read_text())
     stamp["digest"] = manifests.read_manifest(second).digest
     (kept / "checked.json").write_text(json.dumps(stamp))
-    bundles.sync_from(second, Project.read(ROOT), FLAGS, tmp_path / "env-b")
+    bundles.sync_from(second, Project.read(ROOT), FLAGS, tmp_path / "env-b", manifests.read_manifest(second))
     assert len(node) == 2
     [made] = (tmp_path / "venvs").glob(".bundle-copy-*")  # B's own; the edited one, "B's" too, gave way to it
     assert made != kept

@@ -14,11 +14,14 @@ import pytest
 from fakes import _python, fake_bundle, revision_http
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.project import lockfile
+from nemo_rl.project import installed, lockfile
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_pack, bundles, cuda_archs, manifests, pack_seed
 
 ROOT = Path(__file__).resolve().parents[2]
+# a bundle's manifest where the arch check refuses first: never compared
+UNREAD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, (), "3.12.1", "linux-x86_64", "uv 0.13.9"), {},
+                            0, 0, "sha256:" + "0" * 64, 1.7e9, manifests.Proven((), ()))
 
 
 def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-engine-torch") -> Path:
@@ -32,6 +35,12 @@ def fake_env(tmp_path: Path, extension: Path, distribution: str = "transformer-e
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution.replace('-', '_')}\nVersion: 2.3.0\n")
     (info / "RECORD").write_text(f"{extension.name},,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
     return env
+
+
+def needs_sm90(bundle: Path) -> None:
+    """A CUDA record in `bundle` whose one extension holds sm_90 cubins only."""
+    (bundle / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "te.so": {"sm": [90], "ptx": []}}}))
 
 
 SDIST_LOCK = {"package": [{"name": "transformer-engine-torch", "sdist": {"url": "x"}},
@@ -52,7 +61,7 @@ def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path,
     # says no extension, and a node checks nothing
     wheel_lock = {"package": [{"name": "transformer-engine-torch", "wheels": [{}]}]}
     assert cuda_archs.record(env, wheel_lock, tmp_path) == {"toolchain": {}, "extensions": {}}
-    assert cuda_archs.check_node(cuda_archs.read_record(tmp_path), tmp_path, gpu=90) is None
+    assert cuda_archs.node_record(tmp_path, gpu=90)[1] is None
 
 
 @pytest.mark.nvcc
@@ -69,14 +78,13 @@ def test_a_node_whose_gpu_is_not_among_the_archs_refuses_naming_both(sm80_extens
     assert on_disk["toolchain"]["host_compiler_at_pack"]
     # what built it, read from the binary: nvcc compiled the host side with the machine's g++
     assert any(line.startswith("GCC:") for line in on_disk["extensions"][sm80_extension.name]["host_compilers"])
-    record = cuda_archs.read_record(bundle)
     with pytest.raises(NemoRLError) as refused:
-        cuda_archs.check_node(record, bundle, gpu=90)
+        cuda_archs.node_record(bundle, gpu=90)
     assert "sm_90" in refused.value.what and "sm 80" in refused.value.what
     assert "NVTE_CUDA_ARCHS" in refused.value.remedy
-    assert "fits" in cuda_archs.check_node(record, bundle, gpu=86)
+    assert "fits" in cuda_archs.node_record(bundle, gpu=86)[1]
     monkeypatch.setattr(cuda_archs, "node_gpus", lambda: ((), "no GPU found (nvidia-smi, torch)"))
-    assert "could not check" in cuda_archs.check_node(record, bundle)
+    assert "could not check" in cuda_archs.node_record(bundle)[1]
 
 
 def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch):
@@ -88,7 +96,7 @@ def test_building_from_a_bundle_refuses_before_installing(tmp_path, monkeypatch)
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env", UNREAD)
     assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())
 
 
@@ -129,7 +137,8 @@ def test_pack_records_the_extensions_archs(sm80_extension, tmp_path, monkeypatch
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90, but the bundle's .*sm 80"):
-        bundles.sync_from(tmp_path / "bundle", Project.read(tmp_path), [], tmp_path / "node-env")
+        bundles.sync_from(tmp_path / "bundle", Project.read(tmp_path), [], tmp_path / "node-env",
+                          bundles.read_manifest(tmp_path / "bundle"))
     sidecar = json.loads((tmp_path / "bundle" / cuda_archs.SIDECAR).read_text())
     held = sidecar["extensions"][sm80_extension.name]
     assert {k: held[k] for k in ("distribution", "sm", "ptx")} == {"distribution": "transformer-engine-torch",
@@ -169,9 +178,9 @@ def test_every_gpu_of_the_node_is_checked_whatever_cuda_visible_devices_says(tmp
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert cuda_archs.node_gpus() == ((90, 80), "nvidia-smi")
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
+    needs_sm90(tmp_path)
     with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):
-        cuda_archs.check_node(record, tmp_path)
+        cuda_archs.node_record(tmp_path)
 
 
 @pytest.mark.parametrize("other", ["[N/A]", "", "9.O"])
@@ -186,13 +195,14 @@ def test_a_gpu_nvidia_smi_cannot_say_is_could_not_check_never_skipped(tmp_path, 
     gpus, found = cuda_archs.node_gpus()
     assert gpus == (80, None) and found == ("nvidia-smi; it could not say the compute capability of "
                                         f"{f'1, GPU-b, {other}'.strip()}")
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [80], "ptx": []}}}).encode()
-    assert cuda_archs.check_node(record, tmp_path) == (
+    (tmp_path / cuda_archs.SIDECAR).write_text(json.dumps({"toolchain": {}, "extensions": {
+        "te.so": {"sm": [80], "ptx": []}}}))
+    assert cuda_archs.node_record(tmp_path)[1] == (
         f"GPU sm_80 ({found}) fits the bundle's te.so: sm 80; could not check the bundle's CUDA architectures on "
         "the GPUs it could not read")
+    needs_sm90(tmp_path)
     with pytest.raises(NemoRLError, match="this node's GPU is sm_80"):  # a readable GPU that does not fit refuses
-        cuda_archs.check_node(json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode(),
-                              tmp_path)
+        cuda_archs.node_record(tmp_path)
 
 
 def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process_is_given(tmp_path, monkeypatch):
@@ -208,7 +218,7 @@ def test_building_from_a_bundle_for_another_gpu_is_refused_whatever_this_process
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: pytest.fail("installed before the arch check"))
     with pytest.raises(NemoRLError, match="this node's GPU is sm_90"):
-        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(ROOT), [], tmp_path / "env", UNREAD)
 
 
 def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_set(tmp_path, monkeypatch):
@@ -223,8 +233,8 @@ def test_torch_is_never_taken_for_the_whole_node_while_cuda_visible_devices_is_s
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     gpus, why = cuda_archs.node_gpus()
     assert gpus == () and why == "nvidia-smi is not on PATH, and torch sees only this process's CUDA_VISIBLE_DEVICES"
-    record = json.dumps({"toolchain": {}, "extensions": {"te.so": {"sm": [90], "ptx": []}}}).encode()
-    assert cuda_archs.check_node(record, tmp_path).startswith(f"{why}: could not check")
+    needs_sm90(tmp_path)
+    assert cuda_archs.node_record(tmp_path)[1].startswith(f"{why}: could not check")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert cuda_archs.node_gpus() == ((90,), "torch")
 
@@ -246,12 +256,10 @@ def test_a_hung_nvidia_smi_is_could_not_check(tmp_path, monkeypatch):
 
 def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
     """The compiled extension is what a bundle most needs proven: the pack's import check includes it."""
-    from nemo_rl.workers import verified
-
     (tmp_path / "ext.so").write_bytes(b"")
     env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
-    assert verified.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
-    assert verified.modules_to_import([], tmp_path / "empty") == ["ray"]
+    assert installed.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
+    assert installed.modules_to_import([], tmp_path / "empty") == ["ray"]
 
 
 def test_a_fifo_cuda_record_is_refused_not_a_hang(world, tmp_path):

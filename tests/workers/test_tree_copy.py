@@ -119,7 +119,7 @@ def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
     bundles.check(bundle, Project.read(world.project), FLAGS)
     os.mkfifo(bundle / bundles.CACHE / "simple-v1" / "pipe")
     with pytest.raises(NemoRLError, match="cannot copy .*pipe"):
-        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env")
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", bundles.read_manifest(bundle))
     venvs = tmp_path / "venvs"
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # only the node's lock
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fakes import _never_hangs
 
+from nemo_rl.project import installed
 from nemo_rl.project.model import Project
 from nemo_rl.workers import verified
 
@@ -20,7 +21,7 @@ DRIVER = (platform.python_version(), verified.driver_ray(sys.prefix))
 
 def still_verified(env: Path, project: Path) -> bool:
     held = Project.read(project)
-    return verified.still_verified(env, held.lock_hash, held.forks)
+    return verified.still_verified(env, held.lock_hash, installed.modules_to_import(held.forks, env))
 
 
 def verified_env(tmp_path: Path) -> tuple[Path, Path]:
@@ -233,7 +234,6 @@ def _checked_env(tmp_path: Path, monkeypatch, during=lambda site: None):
     """A worker environment with this checkout's uv.lock and the driver's Ray, checked by `environments.verify`
     with the import check faked (`during` runs inside it)."""
     from nemo_rl import imports
-    from nemo_rl.project import installed
     from nemo_rl.workers import environments
 
     root = Path(__file__).resolve().parents[2]
