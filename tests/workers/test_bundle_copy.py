@@ -331,21 +331,6 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
     assert [p.name for p in venvs.iterdir()] == [bundle_copy.node_lock(venvs).name]  # the node's lock
 
 
-def test_builds_from_one_copy_share_its_working_cache_and_uv_s_writes_stay_out_of_the_copy(world, tmp_path,
-                                                                                           monkeypatch):
-    venvs = tmp_path / "venvs"
-    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
-    bundle = fake_bundle(world, tmp_path / "bundle")
-    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
-    seen = _working_caches(monkeypatch, tmp_path)
-    for _ in range(2):
-        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
-    copy = next(venvs.glob(f"{NODE_COPY_PREFIX}*"))
-    assert seen == [copy / bundle_copy.WORKING] * 2
-    assert (copy / bundle_copy.WORKING / "written-by-uv").exists()
-    assert not (copy / bundles.CACHE / "written-by-uv").exists()
-
-
 def _tampered(tmp_path: Path, copy: Path) -> Path:
     """Outside the store: a tree a link in the working cache could be pointed at."""
     elsewhere = tmp_path / "elsewhere"
@@ -358,7 +343,8 @@ def _tampered(tmp_path: Path, copy: Path) -> Path:
                                     "working-cache-a-link", "working-cache-a-file"])
 def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_files(world, tmp_path, monkeypatch,
                                                                                   tamper):
-    """Whatever happened to the kept working cache, or to a name of the copy, since the last build."""
+    """Whatever happened to the kept working cache, or to a name of the copy, since the last build; what uv writes
+    there stays out of the copy."""
     venvs = tmp_path / "venvs"
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
     bundle = fake_bundle(world, tmp_path / "bundle")
@@ -388,7 +374,8 @@ def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_file
             work.write_text("")
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     inodes = json.loads((tmp_path / "seen-2" / "inodes.json").read_text())
-    assert inodes[name] == os.lstat(copy / bundles.CACHE / name).st_ino and len(seen) == 2
+    assert inodes[name] == os.lstat(copy / bundles.CACHE / name).st_ino and seen == [work] * 2
+    assert (work / "written-by-uv").exists() and not (copy / bundles.CACHE / "written-by-uv").exists()
     assert (elsewhere / "abc" / "pkg" / "__init__.py").read_text() == "EVIL = 1\n"  # nothing written outside
     assert work.is_dir() and not work.is_symlink() and not (work / "archive-v0").is_symlink()
 
