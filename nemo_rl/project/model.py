@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from nemo_rl.project.develop_state import Developed
 
 
+def _plain_root(root: Path) -> None:
+    # uv writes the project's path into a .pth: one line
+    values.plain_path(root.resolve(), "the project directory")  # guard: project-a-root-that-breaks-a-line
+
+
 @dataclass(frozen=True)
 class Project:
     """One checkout's pyproject.toml and uv.lock (`lock_bytes` None: none), and what they declare."""
@@ -29,8 +34,12 @@ class Project:
 
     @classmethod
     def read(cls, root: Path) -> Project:
-        # uv writes the project's path into a .pth: one line
-        values.plain_path(root.resolve(), "the project directory")  # guard: project-a-root-that-breaks-a-line
+        project = cls._read(root)
+        _plain_root(root)
+        return project
+
+    @classmethod
+    def _read(cls, root: Path) -> Project:
         try:
             pyproject = lockfile.read_bytes(root / "pyproject.toml")
         except FileNotFoundError as exc:
@@ -64,8 +73,11 @@ class Project:
     def _if_project(cls, directory: Path) -> Project | None:
         if not os.path.lexists(directory / "pyproject.toml"):
             return None
-        project = cls.read(directory)  # guard: project-an-unreadable-pyproject-is-named
-        return project if "forks" in project.nemo_rl_table else None
+        project = cls._read(directory)  # guard: project-an-unreadable-pyproject-is-named
+        if "forks" not in project.nemo_rl_table:  # another project's: passed over whatever its path
+            return None
+        _plain_root(directory)
+        return project
 
     @property
     def pyproject_path(self) -> Path:

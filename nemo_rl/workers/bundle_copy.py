@@ -19,12 +19,13 @@ holds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import platform
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nemo_rl import codec, locks, settings
@@ -37,6 +38,7 @@ RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 STAMP_VERSION = 2
 WORKING = "working-cache"
+WORKING_LOCK = "working-cache.lock"
 KEEP = 2  # checked copies kept per node and user: the last used
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -163,13 +165,20 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         raise
 
 
-def working_cache(cache: Path) -> Path:
-    """uv's cache for builds from the node copy whose checked uv cache is `cache` (held by the caller), kept beside
-    it: at each of the copy's names that very file, made again where it is not, so uv installs what was checked and
-    whatever uv writes lands beside the checked files, never in them."""
-    work = cache.parent / WORKING
-    link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
-    return work
+@contextlib.contextmanager
+def working_cache(cache: Path) -> Iterator[Path]:
+    """uv's cache for a build from the node copy whose checked uv cache is `cache` (held by the caller), kept beside
+    it and used by one build at a time: made again where it is not the copy's very files, so uv installs what was
+    checked and whatever uv writes lands beside the checked files, never in them."""
+    held = locks.lock_file(cache.parent / WORKING_LOCK,  # guard: working-cache-one-build-at-a-time
+                           lambda fd: f"waiting for another build installing from {cache.parent}")
+    assert held is not None  # given a message, lock_file waits
+    try:
+        work = cache.parent / WORKING
+        link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
+        yield work
+    finally:
+        os.close(held)
 
 
 def restamp(copy: Path) -> None:

@@ -112,15 +112,16 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
     copy, held = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
                                        functools.partial(bundle_seal.check_copy, bundle, manifest, record))
     try:
-        cache = bundle_copy.working_cache(copy)
-        progress(f"using bundle {bundle} through the working uv cache {cache}")
-        checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
-        progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
-                 "warning: no archive record in the bundle to check against uv.lock's hashes")
-        if unlisted:
-            progress(f"archive(s) uv.lock does not name (build requirements): {', '.join(unlisted)}")
-        uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])], environment=environment,  # guard: node-uv-links-the-node-s-checked-copy
-                stream=True, extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
+        with bundle_copy.working_cache(copy) as cache:
+            progress(f"using bundle {bundle} through the working uv cache {cache}")
+            checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
+            progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
+                     "warning: no archive record in the bundle to check against uv.lock's hashes")
+            if unlisted:
+                progress(f"archive(s) uv.lock does not name (build requirements): {', '.join(unlisted)}")
+            uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])],  # guard: node-uv-links-the-node-s-checked-copy
+                    environment=environment, stream=True,
+                    extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
         bundle_copy.restamp(copy.parent)  # guard: node-a-build-restamps-its-own-links
     finally:
         os.close(held)

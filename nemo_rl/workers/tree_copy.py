@@ -8,6 +8,7 @@ a signal, within a file and within a block of a large one."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -153,34 +154,33 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
 
 def link_tree(source: Path, target: Path) -> None:
     """Make `target` hold at each of `source`'s names that very file (a hard link: same device and inode) or link
-    (same text), under real directories; a name found otherwise is made again, and what else `target` holds stays.
-    `source` is this user's (a node copy); builds may run this on one `target` at once."""
+    (same text), under real directories, and in each of `source`'s directories but the top nothing else; what is
+    found otherwise is made again. `source` is this user's (a node copy); builds may run this on one `target` at
+    once."""
     top, skip = str(source), len(str(source)) + 1
     for dirpath, dirnames, filenames in os.walk(source):
         here = os.path.join(target, dirpath[skip:]) if dirpath != top else str(target)
         _directory(here)
+        if dirpath != top:  # the top keeps what uv adds beside the bundle's buckets (its lock, interpreter info)
+            for extra in set(os.listdir(here)) - {*dirnames, *filenames}:  # guard: working-cache-holds-nothing-else
+                _remove(os.path.join(here, extra))
         for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
             path, there = os.path.join(dirpath, name), os.path.join(here, name)
             want = os.lstat(path)
-            for _ in range(2):  # a build linking the same name meanwhile makes what this one would
+            for _ in range(3):  # another build may be making the same name
                 try:
-                    have = os.lstat(there)
-                    if _same(want, have, path, there):  # guard: working-cache-names-are-the-copy-s-files
+                    if _same(want, os.lstat(there), path, there):  # guard: working-cache-names-are-the-copy-s-files
                         break
-                    if stat.S_ISDIR(have.st_mode):
-                        shutil.rmtree(there)
-                    else:
-                        os.unlink(there)
+                    _remove(there)
                 except FileNotFoundError:
                     pass
-                try:
+                with contextlib.suppress(FileExistsError):
                     if stat.S_ISLNK(want.st_mode):
                         os.symlink(os.readlink(path), there)
                     else:
                         os.link(path, there)
-                    break
-                except FileExistsError:
-                    continue
+            else:
+                raise NemoRLError(f"cannot make {there} the node copy's {path}", "run the build again")
 
 
 def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> bool:
@@ -189,16 +189,26 @@ def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> 
     return (have.st_dev, have.st_ino) == (want.st_dev, want.st_ino)
 
 
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
 def _directory(path: str) -> None:
-    """A real directory at `path`: whatever else is there (a file, a link) is removed first."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        return
-    if not stat.S_ISDIR(info.st_mode):  # guard: working-cache-directories-are-real
-        os.unlink(path)
-        os.makedirs(path, mode=0o755, exist_ok=True)
+    """A real directory at `path` (its parent is one): whatever else is there (a file, a link) is removed first."""
+    for _ in range(3):  # another build may be making it
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):  # guard: working-cache-directories-are-real
+                return
+            _remove(path)
+        except FileNotFoundError:
+            pass
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o755)
+    raise NemoRLError(f"cannot make {path} a directory", "run the build again")
 
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:

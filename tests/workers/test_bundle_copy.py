@@ -340,7 +340,8 @@ def _tampered(tmp_path: Path, copy: Path) -> Path:
 
 
 @pytest.mark.parametrize("tamper", ["file-replaced", "file-removed", "copy-file-replaced", "directory-linked-out",
-                                    "working-cache-a-link", "working-cache-a-file"])
+                                    "working-cache-a-link", "working-cache-a-file", "a-directory-at-a-file-s-name",
+                                    "names-added"])
 def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_files(world, tmp_path, monkeypatch,
                                                                                   tamper):
     """Whatever happened to the kept working cache, or to a name of the copy, since the last build; what uv writes
@@ -363,6 +364,12 @@ def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_file
         data = (copy / bundles.CACHE / name).read_bytes()
         (copy / bundles.CACHE / name).unlink()
         (copy / bundles.CACHE / name).write_bytes(data)
+    elif tamper == "a-directory-at-a-file-s-name":
+        (work / name).unlink()
+        (work / name).mkdir()
+    elif tamper == "names-added":  # in the bundle's buckets: uv would find them there
+        (work / "archive-v0/abc/pkg/evil.py").write_text("EVIL = 1\n")
+        (work / "archive-v0/zzz").mkdir()
     elif tamper == "directory-linked-out":
         shutil.rmtree(work / "archive-v0")
         (work / "archive-v0").symlink_to(elsewhere)
@@ -378,6 +385,17 @@ def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_file
     assert (work / "written-by-uv").exists() and not (copy / bundles.CACHE / "written-by-uv").exists()
     assert (elsewhere / "abc" / "pkg" / "__init__.py").read_text() == "EVIL = 1\n"  # nothing written outside
     assert work.is_dir() and not work.is_symlink() and not (work / "archive-v0").is_symlink()
+    assert not (work / "archive-v0/abc/pkg/evil.py").exists() and not (work / "archive-v0/zzz").exists()
+
+
+def test_one_build_at_a_time_uses_a_working_cache(tmp_path):
+    """Each build makes the working cache the copy's again, removing what is not: never under another's uv."""
+    cache = tmp_path / "copy" / bundles.CACHE
+    (cache / "archive-v0").mkdir(parents=True)
+    lock = cache.parent / bundle_copy.WORKING_LOCK
+    with bundle_copy.working_cache(cache):
+        assert locks.lock_file(lock, None) is None
+    os.close(locks.lock_file(lock, None))
 
 
 def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_path, monkeypatch, capsys):
