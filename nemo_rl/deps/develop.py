@@ -110,12 +110,12 @@ def start(project: Project, args: argparse.Namespace) -> int:
         settings.cache_dir()
         values.plain_path(develop_state.managed_checkout(root, fork.distribution), "the checkout path")
         checkout = make_checkout(root, fork, args.branch or f"develop/{fork.distribution}")
-    shadow = develop_state.make_shadow(root, fork.distribution, checkout, shipped_roots(fork))
+    develop_state.make_shadow(root, fork.distribution, checkout, shipped_roots(fork))
     token = develop_state.new_token()
     installed = False
     try:
         if env.exists():
-            develop_state.install_overlay(env, fork.distribution, checkout, shadow, token)
+            develop_state.install_overlay(env, root, fork.distribution, checkout, token)
             installed = True
         state[fork.distribution] = develop_state.Developed(fork.distribution, checkout, not args.path,
                                                            (env,) if env.exists() else (), token)
@@ -146,8 +146,8 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
     if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a
         raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone",
                           f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
-    shadow = develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
-    develop_state.install_overlay(env, fork.distribution, entry.checkout, shadow, entry.token)
+    develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
+    develop_state.install_overlay(env, project, fork.distribution, entry.checkout, entry.token)
     interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")
     if env not in entry.envs:
         state[fork.distribution] = dataclasses.replace(entry, envs=(*entry.envs, env))

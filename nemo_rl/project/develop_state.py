@@ -180,12 +180,14 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, owner: str = "") -> Path:
-    """A .pth file in `env` that puts `shadow` first on sys.path, outside uv's records: `uv sync` keeps it."""
+def install_overlay(env: Path, project: Path, distribution: str, checkout: Path, owner: str = "") -> Path:
+    """A .pth file in `env` that puts `project`'s shadow of `distribution` first on sys.path, outside uv's records:
+    `uv sync` keeps it."""
     site = installed.site_packages_dirs(env)
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
     path = site[0] / overlay_name(distribution)
+    shadow = _shadow(project, distribution)
     values.plain_path(checkout, "the develop checkout")  # guard: never-no-control-character-in-a-pth
     values.plain_path(shadow, "the develop overlay directory")
     if not _TOKEN.fullmatch(owner):  # guard: plain-an-overlay-s-owner-token-is-all
@@ -198,7 +200,7 @@ def install_overlay(env: Path, distribution: str, checkout: Path, shadow: Path, 
 def install_overlays(env: Path, project: Path, developing: Mapping[str, Developed]) -> None:
     """An overlay in `env` for each fork `project` develops (`developing`: `read(project)`, which proved .nemo-rl)."""
     for entry in developing.values():
-        install_overlay(env, entry.distribution, entry.checkout, _shadow(project, entry.distribution), entry.token)
+        install_overlay(env, project, entry.distribution, entry.checkout, entry.token)
 
 
 def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:

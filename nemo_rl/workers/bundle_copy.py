@@ -32,7 +32,7 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_copy_dir
-from nemo_rl.workers.tree_copy import Copied, Identity, copy_cache, identity, link_tree
+from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree
 
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
@@ -101,7 +101,12 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         # the names and links walked again; each file's hash is the copy's
         content = digest_of(cache, {relative: (size, sha) for relative, (size, sha, _) in copied.items()}, hashes)
         sealed(content)  # guard: never-the-node-s-copy-is-checked
-        _write_stamp(copy, Stamp(digest, content, {}), hashes, copied, started)
+        files = {}  # each file's identity as the copy made it, every one taken after `started`
+        for relative, sha in hashes.items():
+            kept = copied[relative][2] if relative in copied else None  # one the copy did not make: hashed next time
+            if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
+                files[relative] = (kept, sha)
+        codec.write(copy / STAMP, Stamp(digest, content, files), STAMP_VERSION, mode=0o600)
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
@@ -248,16 +253,6 @@ def stamp_digest(copy: Path) -> str | None:
     """The bundle digest a node copy was checked against; None for one killed before its check, or planted."""
     stamp = _read_stamp(copy)
     return stamp.digest if stamp is not None else None
-
-
-def _write_stamp(copy: Path, stamp: Stamp, hashes: dict[str, str], copied: dict[str, Copied], started: int) -> None:
-    """`stamp` with each file's identity as the copy made it (`copied`, every identity taken after `started`)."""
-    files = {}
-    for relative, sha in hashes.items():
-        kept = copied[relative][2] if relative in copied else None  # one the copy did not make: hashed next time
-        if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
-            files[relative] = (kept, sha)
-    codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
 
 
 def _read_stamp(copy: Path) -> Stamp | None:

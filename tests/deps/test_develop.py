@@ -272,10 +272,9 @@ def test_stop_leaves_other_checkouts_worker_environments_alone(world, tmp_path, 
         (env / environments.META).write_text(json.dumps({"key": env.name, "flags": [], "project": str(project),
                                                           "version": 1, "lock_hash": "x"}))
     assert deps(world, "develop", "megatron-core") == 0
-    shadow = develop_state.shadow_dir(world.project, "megatron-core")
-    develop_state.install_overlay(theirs, "megatron-core", tmp_path / "a-checkout", shadow)
+    develop_state.install_overlay(theirs, world.project, "megatron-core", tmp_path / "a-checkout")
     token = develop_state.read(world.project)["megatron-core"].token
-    develop_state.install_overlay(ours, "megatron-core", tmp_path / "b-checkout", shadow, token)
+    develop_state.install_overlay(ours, world.project, "megatron-core", tmp_path / "b-checkout", token)
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert develop_state.has_overlay(theirs, "megatron-core") and not develop_state.has_overlay(ours, "megatron-core")
 

@@ -48,11 +48,11 @@ NEWLINE_PATH = "co\nimport os; os.system('touch PWNED')\n"
 
 def test_a_path_with_a_newline_never_reaches_a_pth(tmp_path):
     env = fake_env(tmp_path / "env")
-    for checkout, shadow in ((tmp_path / NEWLINE_PATH, tmp_path / "shadow"), (tmp_path / "co", tmp_path / "a\rb")):
+    for checkout, project in ((tmp_path / NEWLINE_PATH, tmp_path), (tmp_path / "co", tmp_path / "a\rb")):
         with pytest.raises(NemoRLError, match="control character"):
-            develop_state.install_overlay(env, "megatron-core", checkout, shadow)
+            develop_state.install_overlay(env, project, "megatron-core", checkout)
     assert not list(env.rglob("*.pth"))
-    develop_state.install_overlay(env, "megatron-core", tmp_path / "plain co", tmp_path / "shadow")
+    develop_state.install_overlay(env, tmp_path, "megatron-core", tmp_path / "plain co")
     assert len(list(env.rglob("*.pth"))) == 1
 
 
@@ -96,8 +96,8 @@ def test_stop_without_state_leaves_other_containers_overlays(world, tmp_path, mo
     env = fake_env(venvs / "w")
     (env / environments.META).write_text(json.dumps({"key": "w", "flags": [], "project": str(world.project),
                                                      "version": 1, "lock_hash": "x"}))
-    develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "cd" * 16)
-    develop_state.install_overlay(fake_env(tmp_path / "own"), "megatron-core", tmp_path / "co", tmp_path / "shadow")
+    develop_state.install_overlay(env, tmp_path, "megatron-core", tmp_path / "co", "cd" * 16)
+    develop_state.install_overlay(fake_env(tmp_path / "own"), tmp_path, "megatron-core", tmp_path / "co")
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(tmp_path / "own"))
     assert deps(world, "develop", "--stop", "megatron-core") == 0
     assert develop_state.has_overlay(env, "megatron-core")
@@ -126,7 +126,7 @@ def test_a_fifo_overlay_never_hangs_stop(world, tmp_path, where):
 
 def test_an_overlay_that_cannot_be_removed_is_the_users_to_fix(tmp_path, monkeypatch):
     env = fake_env(tmp_path / "env")
-    develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow")
+    develop_state.install_overlay(env, tmp_path, "megatron-core", tmp_path / "co")
 
     def refused(self, missing_ok=False):
         raise PermissionError(13, "Permission denied")
@@ -147,12 +147,12 @@ def test_a_token_with_a_newline_is_refused(world, tmp_path, monkeypatch, token):
     with pytest.raises(NemoRLError, match="token must be hex digits"):
         develop_state.read(world.project)
     with pytest.raises(ValueError, match="not hex"):
-        develop_state.install_overlay(fake_env(tmp_path / "w"), "megatron-core", tmp_path, tmp_path, token)
+        develop_state.install_overlay(fake_env(tmp_path / "w"), tmp_path, "megatron-core", tmp_path, token)
 
 
 def test_an_overlay_without_a_token_is_nobodys(tmp_path):
     env = fake_env(tmp_path / "env")
-    path = develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+    path = develop_state.install_overlay(env, tmp_path, "megatron-core", tmp_path / "co", "ab" * 16)
     assert develop_state.overlay_owner(path) == "ab" * 16
     path.write_text(path.read_text().replace("ab" * 16, ""))
     assert develop_state.overlay_owner(path) is None

@@ -228,7 +228,7 @@ def test_an_overlay_this_checkout_no_longer_records_is_kept_with_its_rm(world, t
     ours = identity.ensure_checkout_id(world.project)
     for key, checkout in (("0" * 24, ours), ("1" * 24, "c" * 32)):  # this id; another (before `git clean -fdx`)
         env = planted_env(venvs, key, world.project, checkout)
-        develop_state.install_overlay(env, "megatron-core", tmp_path / "co", tmp_path / "shadow", "ab" * 16)
+        develop_state.install_overlay(env, tmp_path, "megatron-core", tmp_path / "co", "ab" * 16)
         row = env_row(world.project, env)
         assert row.state == "other checkout" and f"rm -rf {shlex.quote(str(env))}" in (row.detail or ""), row
         assert "does not record" in (row.detail or "")
