@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nemo_rl import codec, locks, settings
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_copy_dir
-from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree
+from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree, remove
 
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
@@ -58,18 +58,8 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
     check found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`.
     A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
 
-    def waiting(fd: int) -> str:
-        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-        return f"waiting for another build ({holder}) copying or checking a bundle on this node"
-
+    node = _take_turn(node_lock(root), "copying or checking a bundle on this node")  # guard: node-copy-two-builds-at-once-take-turns
     try:
-        node = locks.lock_file(node_lock(root), waiting)  # guard: node-copy-two-builds-at-once-take-turns
-    except OSError as exc:
-        raise settings.venv_dir_error(root, exc) from exc
-    assert node is not None  # given `waiting`, lock_file waits
-    try:
-        os.ftruncate(node, 0)
-        os.pwrite(node, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)  # guard: node-copy-a-waiting-build-names-the-one
         digests: dict[Path, str] = {}  # this user's checked copies, each stamp read once
         found = None
         for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
@@ -86,6 +76,23 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
         return found
     finally:
         os.close(node)
+
+
+def _take_turn(lock: Path, doing: str) -> int:
+    """The lock file `lock`, held once the build holding it ends, and named after this build for the next one."""
+
+    def waiting(fd: int) -> str:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        return f"waiting for another build ({holder}) {doing}"
+
+    try:
+        held = locks.lock_file(lock, waiting)
+    except OSError as exc:
+        raise settings.venv_dir_error(lock.parent, exc) from exc
+    assert held is not None  # given `waiting`, lock_file waits
+    os.ftruncate(held, 0)
+    os.pwrite(held, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)  # guard: node-copy-a-waiting-build-names-the-one
+    return held
 
 
 def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
@@ -173,14 +180,21 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
 @contextlib.contextmanager
 def working_cache(cache: Path) -> Iterator[Path]:
     """uv's cache for a build from the node copy whose checked uv cache is `cache` (held by the caller), kept beside
-    it and used by one build at a time: made again where it is not the copy's very files, so uv installs what was
-    checked and whatever uv writes lands beside the checked files, never in them."""
-    held = locks.lock_file(cache.parent / WORKING_LOCK,  # guard: working-cache-one-build-at-a-time
-                           lambda fd: f"waiting for another build installing from {cache.parent}")
-    assert held is not None  # given a message, lock_file waits
+    it and used by one build at a time: the copy's very files and nothing else when uv starts, so uv installs what
+    was checked and whatever uv writes lands beside the checked files, never in them."""
+    held = _take_turn(cache.parent / WORKING_LOCK, f"installing from {cache.parent}")  # guard: working-cache-one-build-at-a-time
     try:
         work = cache.parent / WORKING
-        link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
+        try:
+            link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
+        except OSError:  # what could not be set right in place (a directory made read-only): made whole again
+            try:
+                remove(str(work))
+                link_tree(cache, work)
+            except OSError as exc:
+                fix = command("chmod -R u+w {work}; rm -rf {work}", work=work)
+                raise NemoRLError(f"cannot make the working cache {work} this node's copy of the bundle: {exc}",
+                                  f"{fix}, then build again") from exc
         yield work
     finally:
         os.close(held)

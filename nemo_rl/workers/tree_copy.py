@@ -8,13 +8,13 @@ a signal, within a file and within a block of a large one."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
 import shutil
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from nemo_rl import interrupt
@@ -153,34 +153,34 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
 
 
 def link_tree(source: Path, target: Path) -> None:
-    """Make `target` hold at each of `source`'s names that very file (a hard link: same device and inode) or link
-    (same text), under real directories, and in each of `source`'s directories but the top nothing else; what is
-    found otherwise is made again. `source` is this user's (a node copy); builds may run this on one `target` at
-    once."""
+    """Make `target` hold `source`'s names and nothing else: at each, that very file (a hard link: same device and
+    inode) or link (same text), under real directories; what is found otherwise is made again. `source` is this
+    user's (a node copy); one process at a time works on `target`."""
     top, skip = str(source), len(str(source)) + 1
     for dirpath, dirnames, filenames in os.walk(source):
         here = os.path.join(target, dirpath[skip:]) if dirpath != top else str(target)
-        _directory(here)
-        if dirpath != top:  # the top keeps what uv adds beside the bundle's buckets (its lock, interpreter info)
-            for extra in set(os.listdir(here)) - {*dirnames, *filenames}:  # guard: working-cache-holds-nothing-else
-                _remove(os.path.join(here, extra))
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+        try:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):  # guard: working-cache-directories-are-real
+                remove(here)
+                os.mkdir(here, 0o755)
+        except FileNotFoundError:
+            os.mkdir(here, 0o755)
+        names = [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]
+        for extra in set(os.listdir(here)) - {*dirnames, *filenames}:  # guard: working-cache-holds-nothing-else
+            remove(os.path.join(here, extra))
+        for name in names:
             path, there = os.path.join(dirpath, name), os.path.join(here, name)
             want = os.lstat(path)
-            for _ in range(3):  # another build may be making the same name
-                try:
-                    if _same(want, os.lstat(there), path, there):  # guard: working-cache-names-are-the-copy-s-files
-                        break
-                    _remove(there)
-                except FileNotFoundError:
-                    pass
-                with contextlib.suppress(FileExistsError):
-                    if stat.S_ISLNK(want.st_mode):
-                        os.symlink(os.readlink(path), there)
-                    else:
-                        os.link(path, there)
+            try:
+                if _same(want, os.lstat(there), path, there):  # guard: working-cache-names-are-the-copy-s-files
+                    continue
+                remove(there)
+            except FileNotFoundError:
+                pass
+            if stat.S_ISLNK(want.st_mode):
+                os.symlink(os.readlink(path), there)
             else:
-                raise NemoRLError(f"cannot make {there} the node copy's {path}", "run the build again")
+                os.link(path, there)
 
 
 def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> bool:
@@ -189,26 +189,21 @@ def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> 
     return (have.st_dev, have.st_ino) == (want.st_dev, want.st_ino)
 
 
-def _remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
+def remove(path: str) -> None:
+    """Remove the name or tree `path` if there, making this user's read-only directories in it writable as needed."""
 
+    def writable(function: Callable[[str], object], failed: str, exc: BaseException) -> None:
+        if isinstance(exc, FileNotFoundError):
+            return
+        if not isinstance(exc, PermissionError):
+            raise exc
+        os.chmod(os.path.dirname(failed), 0o700)
+        function(failed)
 
-def _directory(path: str) -> None:
-    """A real directory at `path` (its parent is one): whatever else is there (a file, a link) is removed first."""
-    for _ in range(3):  # another build may be making it
-        try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):  # guard: working-cache-directories-are-real
-                return
-            _remove(path)
-        except FileNotFoundError:
-            pass
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o755)
-    raise NemoRLError(f"cannot make {path} a directory", "run the build again")
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, onexc=writable)
+    elif os.path.lexists(path):
+        os.unlink(path)
 
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:

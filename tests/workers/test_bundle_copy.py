@@ -388,6 +388,32 @@ def test_what_a_build_installs_from_the_working_cache_is_the_copy_s_checked_file
     assert not (work / "archive-v0/abc/pkg/evil.py").exists() and not (work / "archive-v0/zzz").exists()
 
 
+def test_a_working_cache_that_cannot_be_set_right_in_place_is_made_whole_else_named_with_its_fix(tmp_path,
+                                                                                                   monkeypatch):
+    cache = tmp_path / "copy" / bundles.CACHE
+    (cache / "archive-v0").mkdir(parents=True)
+    (cache / "archive-v0" / "f").write_text("x")
+    work, real, failures = cache.parent / bundle_copy.WORKING, bundle_copy.link_tree, [1]
+
+    def failing(source, target):  # as a directory this user made read-only refuses its names' removal
+        if failures:
+            failures.pop()
+            raise PermissionError(13, "Permission denied")
+        real(source, target)
+
+    monkeypatch.setattr(bundle_copy, "link_tree", failing)
+    with bundle_copy.working_cache(cache) as made:
+        assert (made / "archive-v0" / "f").stat().st_ino == (cache / "archive-v0" / "f").stat().st_ino
+    failures[:] = [1, 1]
+    with pytest.raises(NemoRLError, match="cannot make the working cache") as refused:
+        with bundle_copy.working_cache(cache):
+            pass
+    assert subprocess.run(refused.value.remedy.split("`")[1], shell=True).returncode == 0  # the fix, followed
+    assert not work.exists()
+    with bundle_copy.working_cache(cache) as made:
+        assert (made / "archive-v0" / "f").read_text() == "x"
+
+
 def test_one_build_at_a_time_uses_a_working_cache(tmp_path):
     """Each build makes the working cache the copy's again, removing what is not: never under another's uv."""
     cache = tmp_path / "copy" / bundles.CACHE
