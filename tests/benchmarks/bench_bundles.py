@@ -249,7 +249,8 @@ def install_step(bundle: Path, venvs: Path, expected: tuple[int, int, str]) -> t
     started = time.monotonic()
     cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest, sealed)
     copied = time.monotonic() - started
-    bundle_copy.working_cache(cache)
+    with bundle_copy.working_cache(cache):  # a first build's: linked whole
+        pass
     total = time.monotonic() - started
     os.close(held)
     first = next(p for p in (bundle / bundles.CACHE).rglob("*.py"))
