@@ -294,3 +294,26 @@ def test_a_signal_ends_the_copy_of_a_large_file_within_it(tmp_path, monkeypatch)
     finally:
         interrupt.reset()
     assert len(reads) == 1 and target.stat().st_size < 64
+
+
+def test_a_tree_linked_again_takes_the_source_s_links_and_clears_a_read_only_directory(tmp_path, monkeypatch):
+    source, target = tmp_path / "copy", tmp_path / "work"
+    (source / "d").mkdir(parents=True)
+    (source / "d" / "f").write_text("x")
+    (source / "d" / "l").symlink_to("f")
+    (target / "d" / "old").mkdir(parents=True)
+    (target / "d" / "old" / "y").write_text("")
+    (target / "d" / "l").symlink_to("elsewhere")
+    real, refused = os.unlink, []
+
+    def unlink(path, *args, **kwargs):  # a directory this user made read-only, as root never sees one
+        if str(path).endswith("y") and not refused:
+            refused.append(path)
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    tree_copy.link_tree(source, target)
+    assert refused and sorted(p.name for p in (target / "d").iterdir()) == ["f", "l"]
+    assert os.readlink(target / "d" / "l") == "f"
+    assert (target / "d" / "f").stat().st_ino == (source / "d" / "f").stat().st_ino
