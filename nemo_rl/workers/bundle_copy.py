@@ -90,8 +90,11 @@ def _take_turn(lock: Path, doing: str) -> int:
     except OSError as exc:
         raise settings.venv_dir_error(lock.parent, exc) from exc
     assert held is not None  # given `waiting`, lock_file waits
-    os.ftruncate(held, 0)
-    os.pwrite(held, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)  # guard: node-copy-a-waiting-build-names-the-one
+    try:
+        os.ftruncate(held, 0)
+        os.pwrite(held, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%H:%M:%S')}".encode(), 0)  # guard: node-copy-a-waiting-build-names-the-one
+    except OSError:  # a full disk: the next build waits without a name
+        pass
     return held
 
 

@@ -589,3 +589,16 @@ def test_a_copy_found_changed_while_a_build_holds_it_loses_its_stamp(tmp_path, c
     os.close(held)
     bundle_copy.restamp(copy)
     assert bundle_copy._read_stamp(copy) is None
+
+
+def test_a_turn_taken_on_a_full_disk_is_taken_and_given_back(tmp_path, monkeypatch):
+    cache = tmp_path / "copy" / bundles.CACHE
+    (cache / "archive-v0").mkdir(parents=True)
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)  # the holder's name cannot be written
+    with bundle_copy.working_cache(cache) as work:
+        assert (work / "archive-v0").is_dir()
+    os.close(locks.lock_file(cache.parent / bundle_copy.WORKING_LOCK, None))
