@@ -190,12 +190,12 @@ def working_cache(cache: Path) -> Iterator[Path]:
         work = cache.parent / WORKING
         try:
             link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
-        except OSError:  # what could not be set right in place (a directory made read-only): made whole again
+        except PermissionError:  # what could not be set right in place (a directory made read-only): made whole again
             try:
                 remove(str(work))
                 link_tree(cache, work)
-            except OSError as exc:
-                fix = command("chmod -R u+w {work}; rm -rf {work}", work=work)
+            except PermissionError as exc:
+                fix = command("chmod -R u+rwx {work}; rm -rf {work}", work=work)
                 raise NemoRLError(f"cannot make the working cache {work} this node's copy of the bundle: {exc}",
                                   f"{fix}, then build again") from exc
         yield work

@@ -157,7 +157,7 @@ def link_tree(source: Path, target: Path) -> None:
     inode) or link (same text), under real directories; what is found otherwise is made again. `source` is this
     user's (a node copy); one process at a time works on `target`."""
     top, skip = str(source), len(str(source)) + 1
-    for dirpath, dirnames, filenames in os.walk(source):
+    for dirpath, dirnames, filenames in os.walk(source, onerror=_raise):
         here = os.path.join(target, dirpath[skip:]) if dirpath != top else str(target)
         try:
             if not stat.S_ISDIR(os.lstat(here).st_mode):  # guard: working-cache-directories-are-real
@@ -183,6 +183,10 @@ def link_tree(source: Path, target: Path) -> None:
                 os.link(path, there)
 
 
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
 def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> bool:
     if stat.S_ISLNK(want.st_mode):
         return stat.S_ISLNK(have.st_mode) and os.readlink(path) == os.readlink(there)
@@ -190,18 +194,27 @@ def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> 
 
 
 def remove(path: str) -> None:
-    """Remove the name or tree `path` if there, making this user's read-only directories in it writable as needed."""
+    """Remove the name or tree `path` if there. A directory of this user's in it that refuses (read-only, unreadable)
+    is opened up once; nothing above `path` is touched."""
+    top, opened = os.path.abspath(path), set()
 
-    def writable(function: Callable[[str], object], failed: str, exc: BaseException) -> None:
+    def open_up(function: Callable[[str], object], failed: str, exc: BaseException) -> None:
         if isinstance(exc, FileNotFoundError):
             return
-        if not isinstance(exc, PermissionError):
+        # the directory itself cannot be read (open, scandir, lstat), or the one holding the name cannot be written
+        directory = failed if function in (os.open, os.scandir, os.lstat) else os.path.dirname(failed)
+        if (not isinstance(exc, PermissionError) or directory in opened  # guard: remove-opens-up-only-what-refuses-inside
+                or not (directory == top or directory.startswith(top + os.sep))):
             raise exc
-        os.chmod(os.path.dirname(failed), 0o700)
-        function(failed)
+        opened.add(directory)
+        os.chmod(directory, 0o700)
+        if directory == failed:
+            shutil.rmtree(failed, onexc=open_up)
+        else:
+            function(failed)
 
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onexc=writable)
+        shutil.rmtree(path, onexc=open_up)
     elif os.path.lexists(path):
         os.unlink(path)
 

@@ -413,6 +413,15 @@ def test_a_working_cache_that_cannot_be_set_right_in_place_is_made_whole_else_na
     with bundle_copy.working_cache(cache) as made:
         assert (made / "archive-v0" / "f").read_text() == "x"
 
+    def full(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bundle_copy, "link_tree", full)
+    with pytest.raises(OSError, match="No space left"):  # the disk's, for the full-disk message: nothing removed
+        with bundle_copy.working_cache(cache):
+            pass
+    assert (work / "archive-v0" / "f").exists()
+
 
 def test_one_build_at_a_time_uses_a_working_cache(tmp_path):
     """Each build makes the working cache the copy's again, removing what is not: never under another's uv."""

@@ -296,7 +296,7 @@ def test_a_signal_ends_the_copy_of_a_large_file_within_it(tmp_path, monkeypatch)
     assert len(reads) == 1 and target.stat().st_size < 64
 
 
-def test_a_tree_linked_again_takes_the_source_s_links_and_clears_a_read_only_directory(tmp_path, monkeypatch):
+def test_a_tree_linked_again_takes_the_source_s_links_and_clears_directories_that_refuse(tmp_path, monkeypatch):
     source, target = tmp_path / "copy", tmp_path / "work"
     (source / "d").mkdir(parents=True)
     (source / "d" / "f").write_text("x")
@@ -304,16 +304,24 @@ def test_a_tree_linked_again_takes_the_source_s_links_and_clears_a_read_only_dir
     (target / "d" / "old").mkdir(parents=True)
     (target / "d" / "old" / "y").write_text("")
     (target / "d" / "l").symlink_to("elsewhere")
-    real, refused = os.unlink, []
+    (target / "d" / "closed" / "z").mkdir(parents=True)
+    real_unlink, real_open, refused = os.unlink, os.open, []
 
     def unlink(path, *args, **kwargs):  # a directory this user made read-only, as root never sees one
-        if str(path).endswith("y") and not refused:
-            refused.append(path)
+        if str(path).endswith("y") and "unlink" not in refused:
+            refused.append("unlink")
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path, *args, **kwargs)
+        return real_unlink(path, *args, **kwargs)
+
+    def open_(path, *args, **kwargs):  # one made unreadable (`chmod 000`)
+        if str(path).endswith("closed") and "open" not in refused:
+            refused.append("open")
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "unlink", unlink)
+    monkeypatch.setattr(os, "open", open_)
     tree_copy.link_tree(source, target)
-    assert refused and sorted(p.name for p in (target / "d").iterdir()) == ["f", "l"]
+    assert sorted(refused) == ["open", "unlink"] and sorted(p.name for p in (target / "d").iterdir()) == ["f", "l"]
     assert os.readlink(target / "d" / "l") == "f"
     assert (target / "d" / "f").stat().st_ino == (source / "d" / "f").stat().st_ino
