@@ -374,8 +374,8 @@ def test_a_worker_environment_whose_fork_is_not_what_the_lock_says_is_refused(ra
 
 
 def idle_workers_in(env: Path, count: int, timeout: float = 60) -> set[int]:
-    """Pids of Ray workers running `env` (their VIRTUAL_ENV) that a raylet has registered, once there are
-    `count` of them."""
+    """Pids of Ray workers running `env` (their VIRTUAL_ENV) that the raylets have registered, once each node has
+    `count` of them: an actor may be placed on either node."""
     import ray
     from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
@@ -392,10 +392,11 @@ def idle_workers_in(env: Path, count: int, timeout: float = 60) -> set[int]:
                     running.add(int(proc.name))
             except OSError:
                 continue
-        registered = {stats.pid for raylet in raylets for stats in raylet.GetNodeStats(
+        per_node = [running & {stats.pid for stats in raylet.GetNodeStats(
             node_manager_pb2.GetNodeStatsRequest(include_memory_info=False), timeout=30).core_workers_stats}
-        if len(running & registered) >= count or time.monotonic() > deadline:
-            return running & registered
+            for raylet in raylets]
+        if all(len(pids) >= count for pids in per_node) or time.monotonic() > deadline:
+            return set().union(*per_node)
         time.sleep(0.2)
 
 
