@@ -29,17 +29,17 @@ def digest_argument(value: str) -> str:
 
 NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache (bundle_copy), holding MARKER and CACHE
 CACHE = "uv-cache"
-MARKER = "nemo-rl-work-cache"
+MARKER = "nemo-rl-node-copy"
 
 
 def new_copy_dir(root: Path) -> tuple[Path, int]:
     """A new node copy's directory under `root`, marked, and held by the returned descriptor."""
     for attempt in range(3):
-        work = Path(tempfile.mkdtemp(prefix=NODE_COPY_PREFIX, dir=root))  # guard: never-a-working-cache-of-its-own
+        copy = Path(tempfile.mkdtemp(prefix=NODE_COPY_PREFIX, dir=root))  # guard: never-a-node-copy-of-its-own
         held = -1
         try:  # held, then marked: an empty unmarked one is a killed build's
-            held = locks.hold(work)
-            fd = os.open(work / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            held = locks.hold(copy)
+            fd = os.open(copy / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             break
         except FileNotFoundError:  # a prune took it before the lock
             if held >= 0:
@@ -49,9 +49,9 @@ def new_copy_dir(root: Path) -> tuple[Path, int]:
     try:
         os.write(fd, f"a node's copy of a bundle (pid {os.getpid()})\n".encode())
         os.close(fd)
-        (work / CACHE).mkdir()
+        (copy / CACHE).mkdir()
     except BaseException:
         os.close(held)
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(copy, ignore_errors=True)
         raise
-    return work, held
+    return copy, held

@@ -226,4 +226,3 @@ def still_verified(env: Path, lock_hash: str, modules: Sequence[str]) -> bool:
 def forget(env: Path) -> None:
     with contextlib.suppress(OSError):
         (env / RECORD).unlink(missing_ok=True)
-
