@@ -52,11 +52,18 @@ def node_lock(root: Path) -> Path:
     return root / ".node-copy.lock"
 
 
-def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
-    """The uv cache of a checked copy of `bundle` (digest `digest`) under `root`, and the descriptor holding it
-    shared (close it once uv is done): a kept one whose files still hash to what its
-    check found, else a new one copied from the bundle. Either is held against the bundle's digest by `sealed`.
-    A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
+@dataclasses.dataclass(frozen=True)
+class NodeCopy:
+    cache: Path  # its checked uv cache
+    held: int  # the descriptor holding the copy shared: closed once uv is done
+    stamp: Stamp  # as read or written by this build
+    stamp_key: Identity | None  # the stamp file's identity then; None: read it again
+
+
+def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
+    """A checked copy of `bundle` (digest `digest`) under `root`, held shared: a kept one whose files still hash to
+    what its check found, else a new one copied from the bundle. Either is held against the bundle's digest by
+    `sealed`. A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
 
     node = _take_turn(node_lock(root), "copying or checking a bundle on this node")  # guard: node-copy-two-builds-at-once-take-turns
     try:
@@ -71,7 +78,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
                 digests[candidate] = other
         if found is None:
             found = _made(root, bundle, digest, digest_of, sealed)
-            digests[found[0].parent] = digest
+            digests[found.cache.parent] = digest
         _keep_newest(digests)  # guard: node-copy-a-node-keeps-its-last-used
         return found
     finally:
@@ -98,7 +105,7 @@ def _take_turn(lock: Path, doing: str) -> int:
     return held
 
 
-def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> tuple[Path, int]:
+def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
     """A new checked copy of `bundle`: held exclusively while made (`envs prune` and the next build see a copy
     being made), shared once stamped."""
     copy, held = new_copy_dir(root)
@@ -116,7 +123,9 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
             kept = copied[relative][2] if relative in copied else None  # one the copy did not make: hashed next time
             if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
                 files[relative] = (kept, sha)
-        codec.write(copy / STAMP, Stamp(digest, content, files), STAMP_VERSION, mode=0o600)
+        stamp = Stamp(digest, content, files)
+        codec.write(copy / STAMP, stamp, STAMP_VERSION, mode=0o600)
+        key = _stamp_key(copy)  # held exclusively: no other build writes it meanwhile
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
@@ -126,11 +135,11 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
         raise
-    return cache, held
+    return NodeCopy(cache, held, stamp, key)
 
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
-             digests: dict[Path, str]) -> tuple[Path, int] | None:
+             digests: dict[Path, str]) -> NodeCopy | None:
     """The uv cache of the kept copy `candidate` and the descriptor holding it shared, when it is the bundle's and
     still holds what its check found; None when it is another bundle's or being removed; removed when it changed
     (left while another build uses it). Its digest goes into `digests`."""
@@ -147,10 +156,10 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             return None
         cache = candidate / CACHE
-        known = {}
+        known, top = {}, f"{cache}/"  # strings: a Path per file costs more than its lstat
         for relative, (kept, sha) in stamp.files.items():
             try:
-                if identity(os.lstat(cache / relative)) == kept:  # guard: node-copy-an-identity-that-moved-is
+                if identity(os.lstat(top + relative)) == kept:  # guard: node-copy-an-identity-that-moved-is
                     known[relative] = (kept[2], sha)
             except OSError:
                 pass
@@ -174,7 +183,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             return None
         progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
         os.utime(candidate / STAMP)  # guard: node-copy-the-last-used-are-kept; last used: what _keep_newest goes by
-        return cache, held
+        return NodeCopy(cache, held, stamp, _stamp_key(candidate))
     except BaseException:
         os.close(held)
         raise
@@ -203,23 +212,25 @@ def working_cache(cache: Path) -> Iterator[Path]:
         os.close(held)
 
 
-def restamp(copy: Path) -> None:
-    """Take into the stamp of the node copy `copy` the ctimes that this build's own links moved (its working cache's,
+def restamp(node: NodeCopy) -> None:
+    """Take into the stamp of the node copy `node` the ctimes that this build's own links moved (its working cache's,
     uv's into the environment), so that the next build hashes only files changed otherwise. Called once uv is done.
     A ctime is taken only when older than the filesystem's clock now (a later edit
     in the same tick would leave it as it is); a file whose identity moved in any other way leaves the stamp."""
+    copy = node.cache.parent
     held = locks.try_hold(copy, shared=True)
     if held is None:  # being removed
         return
     try:
-        stamp = _read_stamp(copy)
+        same = node.stamp_key is not None and _stamp_key(copy) == node.stamp_key  # guard: restamp-reads-a-stamp-changed-since
+        stamp = node.stamp if same else _read_stamp(copy)
         if stamp is None:
             return
         time.sleep(0.01)  # a clock tick after the build's last link: its ctimes are older than the fence
         fence = _clock(copy)
-        files = {}
+        files, top = {}, f"{copy / CACHE}/"
         for relative, (kept, sha) in stamp.files.items():
-            now = identity(os.lstat(copy / CACHE / relative))
+            now = identity(os.lstat(top + relative))
             if now == kept or (now[:5] == kept[:5] and now[5] < fence):  # guard: node-copy-restamp-takes-only-a-moved-ctime
                 files[relative] = (now, sha)
         if files != stamp.files:
@@ -270,6 +281,13 @@ def stamp_digest(copy: Path) -> str | None:
     """The bundle digest a node copy was checked against; None for one killed before its check, or planted."""
     stamp = _read_stamp(copy)
     return stamp.digest if stamp is not None else None
+
+
+def _stamp_key(copy: Path) -> Identity | None:
+    try:
+        return identity(os.lstat(copy / STAMP))
+    except OSError:
+        return None
 
 
 def _read_stamp(copy: Path) -> Stamp | None:

@@ -109,10 +109,10 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
     if fits:
         progress(fits)
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
-    copy, held = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
-                                       functools.partial(bundle_seal.check_copy, bundle, manifest, record))
+    node = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
+                                 functools.partial(bundle_seal.check_copy, bundle, manifest, record))
     try:
-        with bundle_copy.working_cache(copy) as cache:
+        with bundle_copy.working_cache(node.cache) as cache:
             progress(f"using bundle {bundle} through the working uv cache {cache}")
             checked, unlisted = archive_hashes.check(cache, project, f"bundle {bundle}")  # guard: a-node-checks-archive-hashes
             progress(f"{checked} index archive(s) of the bundle carry uv.lock's hashes" if checked else
@@ -122,9 +122,9 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
             uv.sync(project.root, flags=[*flags, "--offline", *(["--inexact"] if inexact else [])],  # guard: node-uv-links-the-node-s-checked-copy
                     environment=environment, stream=True,
                     extra_env={"UV_CACHE_DIR": str(cache), "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"})
-        bundle_copy.restamp(copy.parent)  # guard: node-a-build-restamps-its-own-links
+        bundle_copy.restamp(node)  # guard: node-a-build-restamps-its-own-links
     finally:
-        os.close(held)
+        os.close(node.held)
 
 
 def driver_path(project: Path) -> Path:

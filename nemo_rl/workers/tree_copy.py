@@ -156,41 +156,45 @@ def link_tree(source: Path, target: Path) -> None:
     """Make `target` hold `source`'s names and nothing else: at each, that very file (a hard link: same device and
     inode) or link (same text), under real directories; what is found otherwise is made again. `source` is this
     user's (a node copy); one process at a time works on `target`."""
-    top, skip = str(source), len(str(source)) + 1
-    for dirpath, dirnames, filenames in os.walk(source, onerror=_raise):
-        here = os.path.join(target, dirpath[skip:]) if dirpath != top else str(target)
+    device = os.lstat(source).st_dev
+    todo = [(str(source), str(target))]
+    while todo:  # a list, not recursion: a tree of any depth
+        directory, here = todo.pop()
         try:
-            if not stat.S_ISDIR(os.lstat(here).st_mode):  # guard: working-cache-directories-are-real
+            info = os.lstat(here)
+            if not stat.S_ISDIR(info.st_mode):  # guard: working-cache-directories-are-real
                 remove(here)
                 os.mkdir(here, 0o755)
+                info = os.lstat(here)
         except FileNotFoundError:
             os.mkdir(here, 0o755)
-        names = [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]
-        for extra in set(os.listdir(here)) - {*dirnames, *filenames}:  # guard: working-cache-holds-nothing-else
+            info = os.lstat(here)
+        with os.scandir(directory) as entries:  # names, kinds and inodes without a stat each
+            wanted = {entry.name: entry for entry in entries}
+        with os.scandir(here) as entries:
+            found = {entry.name: entry for entry in entries}
+        for extra in found.keys() - wanted.keys():  # guard: working-cache-holds-nothing-else
             remove(os.path.join(here, extra))
-        for name in names:
-            path, there = os.path.join(dirpath, name), os.path.join(here, name)
-            want = os.lstat(path)
-            try:
-                if _same(want, os.lstat(there), path, there):  # guard: working-cache-names-are-the-copy-s-files
+        for name, want in wanted.items():
+            there = os.path.join(here, name)
+            if want.is_dir(follow_symlinks=False):
+                todo.append((want.path, there))
+                continue
+            have = found.get(name)
+            if have is not None:
+                if info.st_dev == device and _same(want, have):  # guard: working-cache-names-are-the-copy-s-files
                     continue
                 remove(there)
-            except FileNotFoundError:
-                pass
-            if stat.S_ISLNK(want.st_mode):
-                os.symlink(os.readlink(path), there)
+            if want.is_symlink():
+                os.symlink(os.readlink(want.path), there)
             else:
-                os.link(path, there)
+                os.link(want.path, there)
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
-
-
-def _same(want: os.stat_result, have: os.stat_result, path: str, there: str) -> bool:
-    if stat.S_ISLNK(want.st_mode):
-        return stat.S_ISLNK(have.st_mode) and os.readlink(path) == os.readlink(there)
-    return (have.st_dev, have.st_ino) == (want.st_dev, want.st_ino)
+def _same(want: os.DirEntry[str], have: os.DirEntry[str]) -> bool:
+    if want.is_symlink():
+        return have.is_symlink() and os.readlink(want.path) == os.readlink(have.path)
+    return not have.is_symlink() and have.inode() == want.inode()
 
 
 def remove(path: str) -> None:

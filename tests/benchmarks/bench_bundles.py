@@ -247,12 +247,13 @@ def install_step(bundle: Path, venvs: Path, expected: tuple[int, int, str]) -> t
             raise SystemExit(f"the node's copy hashed to {content}, the bundle to {expected}")
 
     started = time.monotonic()
-    cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest, sealed)
+    node = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest, sealed)
     copied = time.monotonic() - started
-    with bundle_copy.working_cache(cache):  # a first build's: linked whole
+    with bundle_copy.working_cache(node.cache):  # a first build's: linked whole
         pass
     total = time.monotonic() - started
-    os.close(held)
+    os.close(node.held)
+    cache = node.cache
     first = next(p for p in (bundle / bundles.CACHE).rglob("*.py"))
     linked = os.stat(cache / first.relative_to(bundle / bundles.CACHE)).st_ino == first.stat().st_ino
     shutil.rmtree(venvs)

@@ -49,13 +49,13 @@ def sealed(content):
         raise SystemExit("not the bundle's content")
 
 try:
-    cache, held = bundle_copy.node_copy(root, bundle, digest, digest_of, sealed)
+    node = bundle_copy.node_copy(root, bundle, digest, digest_of, sealed)
 except Interrupted:
     print("interrupted", flush=True)
     sys.exit(130)
-print("using", cache.parent, flush=True)
+print("using", node.cache.parent, flush=True)
 sys.stdin.readline()
-os.close(held)
+os.close(node.held)
 """
 
 
@@ -226,10 +226,10 @@ def test_a_node_keeps_one_copy_per_bundle(node):
 
     def copy_of(source: Path, digest: str) -> Path:
         expected = bundles.content_digest(source / bundles.CACHE)
-        cache, held = bundle_copy.node_copy(root, source, digest, bundles.content_digest,
-                                            lambda content: None if content == expected else pytest.fail("content"))
-        os.close(held)
-        return cache.parent
+        node = bundle_copy.node_copy(root, source, digest, bundles.content_digest,
+                                     lambda content: None if content == expected else pytest.fail("content"))
+        os.close(node.held)
+        return node.cache.parent
 
     kept = copy_of(first, DIGEST)
     theirs = copy_of(other, "sha256:" + "b" * 64)
@@ -512,9 +512,9 @@ def test_a_kept_copy_whose_files_nothing_touched_since_is_not_hashed_again(tmp_p
     venvs.mkdir()
     copies = []
     for _ in range(2):  # nothing links the copy's files in between, as a build's working cache would
-        cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, digest_of, sealed)
-        os.close(held)
-        copies.append(cache)
+        node = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, digest_of, sealed)
+        os.close(node.held)
+        copies.append(node.cache)
     assert copies[0] == copies[1] and known == [len(files), len(files)]
 
 
@@ -550,53 +550,55 @@ def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_pat
     assert "archive-v0/abc/mine.py" in hashed[2]
 
 
-def _kept_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes]]:
-    """A bundle of two old files and the node's kept, stamped copy of it: (bundle, copy, files)."""
+def _kept_copy(tmp_path: Path) -> tuple[Path, bundle_copy.NodeCopy, dict[str, bytes]]:
+    """A bundle of two old files and the node's kept, stamped copy of it, as its build took it: (bundle, copy,
+    files)."""
     bundle, files = _old_bundle(tmp_path)
     venvs = tmp_path / "venvs"
     venvs.mkdir()
     expected = bundles.content_digest(bundle / bundles.CACHE)
-    cache, held = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-                                        lambda content: None if content == expected else pytest.fail("not sealed"))
-    os.close(held)
-    return bundle, cache.parent, files
+    node = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+                                 lambda content: None if content == expected else pytest.fail("not sealed"))
+    os.close(node.held)
+    return bundle, node, files
 
 
 def test_a_ctime_not_older_than_the_filesystem_s_clock_is_not_taken(tmp_path, monkeypatch):
     """On a filesystem of coarse times an edit in the tick after restamp would keep the ctime it took: such a
     ctime is left out, and the file is hashed next time."""
-    _, copy, files = _kept_copy(tmp_path)
-    target = copy / bundles.CACHE / "archive-v0/abc/a.py"
+    _, node, files = _kept_copy(tmp_path)
+    target = node.cache / "archive-v0/abc/a.py"
     os.link(target, tmp_path / "a-link")  # as a build's links do: the ctime moves
     monkeypatch.setattr(bundle_copy, "_clock", lambda directory: os.lstat(target).st_ctime_ns)  # the same tick
-    bundle_copy.restamp(copy)
-    assert set(bundle_copy._read_stamp(copy).files) == set(files) - {"archive-v0/abc/a.py"}
+    bundle_copy.restamp(node)
+    assert set(bundle_copy._read_stamp(node.cache.parent).files) == set(files) - {"archive-v0/abc/a.py"}
 
 
 def test_a_stamp_that_cannot_be_written_leaves_the_install_done(tmp_path, monkeypatch):
-    _, copy, _ = _kept_copy(tmp_path)
-    os.link(copy / bundles.CACHE / "simple-v1/index", tmp_path / "a-link")
+    _, node, _ = _kept_copy(tmp_path)
+    os.link(node.cache / "simple-v1/index", tmp_path / "a-link")
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(bundle_copy.codec, "write", full)
-    bundle_copy.restamp(copy)  # no error: the next build hashes what the stamp does not vouch for
+    bundle_copy.restamp(node)  # no error: the next build hashes what the stamp does not vouch for
 
 
 def test_a_copy_found_changed_while_a_build_holds_it_loses_its_stamp(tmp_path, capsys):
     """The build holding it restamps it once done; without its stamp, nothing vouches for it again."""
-    bundle, copy, _ = _kept_copy(tmp_path)
+    bundle, node, _ = _kept_copy(tmp_path)
+    copy = node.cache.parent
     held = locks.try_hold(copy, shared=True)  # a build using it
     (copy / bundles.CACHE / "archive-v0/abc/a.py").write_bytes(b"Z\n")
     expected = bundles.content_digest(bundle / bundles.CACHE)
-    cache, other = bundle_copy.node_copy(copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-                                         lambda content: None if content == expected else pytest.fail("not sealed"))
-    os.close(other)
-    assert cache.parent != copy and "left to the build using it" in capsys.readouterr().err
+    other = bundle_copy.node_copy(copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+                                  lambda content: None if content == expected else pytest.fail("not sealed"))
+    os.close(other.held)
+    assert other.cache.parent != copy and "left to the build using it" in capsys.readouterr().err
     assert not (copy / bundle_copy.STAMP).exists()
     os.close(held)
-    bundle_copy.restamp(copy)
+    bundle_copy.restamp(node)
     assert bundle_copy._read_stamp(copy) is None
 
 
