@@ -1,20 +1,10 @@
-"""A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next build.
+"""A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next builds.
 
-Every file is hard-linked, when only this user or root may write it, or else copied, into a directory of this user's
-(`$NEMO_RL_VENV_DIR/.bundle-copy-<random>`: bundle_trust; tree_copy), and the copy is what is hashed, each file as
-it is read: nobody else can change what was hashed. A node builds several environments from one bundle (the
-checkout's `.venv`, then the worker's), so the copy is kept with what its check proved (STAMP: the digest and, per
-file, its identity and hash), and with uv's cache for its builds (`working_cache`: the copy's very files, made again
-where they are not; uv writes into its cache). A later build hashes only the files whose identity (device, inode,
-size, mtime, mode, ctime) moved. ctime catches an edit in place whose mtime was put back; every hard link to a file
-moves it too, so once uv has linked the environment, the build takes the ctimes its own links moved into the stamp
-(`restamp`). An identity whose mtime was within RACY_NS of the clock when it was recorded is left out of the stamp
-(a write in the same clock tick would leave it as it was): that file is hashed. One build at a time (per node and
-user: `node_lock`) chooses, checks or makes a copy: a build started while another copies the same bundle waits for
-it, then uses that copy. A build holds the copy it links from shared, so builds use one copy and its working cache
-together; removing a copy needs it exclusively and leaves one in use. A node keeps the last used copy of each of the
-KEEP bundles it last built from (a build removes the others nobody holds); `envs prune` removes every copy no build
-holds.
+Each file is hard-linked (when only this user or root may write it) or copied into this user's store, and hashed as
+it is read. STAMP keeps the digest and each file's identity (device, inode, size, mtime, mode, ctime) and hash: a
+later build hashes only the files whose identity moved, once `restamp` has taken in the ctimes its own links moved.
+One build at a time chooses or makes a copy (`node_lock`); builds hold a copy shared, removal holds it exclusively.
+The last used copies of KEEP bundles are kept.
 """
 
 from __future__ import annotations

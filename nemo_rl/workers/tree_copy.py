@@ -1,10 +1,6 @@
-"""Copying a bundle's uv cache file by file, and linking a tree of this user's files: the primitives under a
-node's copy (bundle_copy). Each bundle file is read once: a file only this user or root may write, on the
-destination's filesystem and linked nowhere else, is hard-linked and hashed as it is read (nobody else can change
-the bytes hashed; an edit of ours moves its ctime, which the node copy's stamp notices); any other is copied in one
-pass, each block hashed as it is read and then written (threads: one file is read or written while another is
-hashed). Never through a link, FIFO or device swapped in; one file that cannot be copied ends the copy, and so does
-a signal, within a file and within a block of a large one."""
+"""A bundle's uv cache copied file by file, each file read once and hashed as read: hard-linked when `linkable`,
+else copied; never through a link, FIFO or device swapped in. One file that cannot be copied, or a signal, ends
+the copy."""
 
 from __future__ import annotations
 
