@@ -118,14 +118,12 @@ def _key(name: str, rest: str) -> str:
 def pointers(cache: Path) -> list[Pointer]:
     """Every wheel and sdist archive pointer in the uv cache at `cache`."""
     found = []
-    for bucket in sorted(cache.glob("wheels-v*")):
-        for index in ("pypi", "index"):
-            for path in sorted((bucket / index).rglob("*.http")) if (bucket / index).is_dir() else ():
-                found.append(_read(path, None))
-    for bucket in sorted(cache.glob("sdists-v*")):
-        for index in ("pypi", "index"):
-            for path in sorted((bucket / index).rglob("revision.http")) if (bucket / index).is_dir() else ():
-                found.append(_read(path, (path.parent.parent.name, path.parent.name)))
+    for buckets, pattern in (("wheels-v*", "*.http"), ("sdists-v*", "revision.http")):
+        for bucket in sorted(cache.glob(buckets)):
+            for index in ("pypi", "index"):
+                for path in sorted((bucket / index).rglob(pattern)) if (bucket / index).is_dir() else ():
+                    sdist = (path.parent.parent.name, path.parent.name) if pattern == "revision.http" else None
+                    found.append(_read(path, sdist))
     return found
 
 
