@@ -95,14 +95,12 @@ def listing(project: Project | None) -> list[Row]:
                                 "a copy of a bundle being made now" if made else
                                 "a copy of a bundle killed before its check"))
             continue
-        building = path.name.startswith(".") and ".building-" in path.name
-        if path.name.startswith(".") and not building:
+        if path.name.startswith("."):
+            if ".building-" in path.name and path.is_dir():
+                key = path.name[1:].split(".building-")[0]
+                rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
-        if building and path.is_dir():
-            key = path.name[1:].split(".building-")[0]
-            rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
-            continue
-        if building or not path.is_dir():
+        if not path.is_dir():
             continue
         used = path / environments.LAST_USED
         try:
