@@ -22,7 +22,6 @@ SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
-OFF = "`nemo-rl envs pack --no-seed` builds it again"
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[]
     for item in seeded:
         progress(f"seeded the fresh cache with {item.name} {item.version} as built in {user_cache}/{item.entry}"
                  + (f" (cubins for sm {', '.join(map(str, item.sm))})" if item.sm else "")
-                 + f": the builder's own uv cache is trusted for it ({OFF})")
+                 + ": the builder's own uv cache is trusted for it (`nemo-rl envs pack --no-seed` builds it again)")
     return seeded
 
 
