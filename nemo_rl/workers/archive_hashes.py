@@ -1,12 +1,8 @@
 """A bundle's index archives against uv.lock's own hashes.
 
-uv unpacks each wheel it downloads into `archive-v0/<id>` and keeps no archive, but it records the archive's
-sha256, taken while downloading, in a pointer beside the unpacked tree: `wheels-v*/<index>/<name>/<stem>.http`
-(the archive id, its hashes and the wheel's file name, msgpack first, uv's HTTP cache policy after) and, for a
-source distribution, `sdists-v*/<index>/<name>/<version>/revision.http` (the revision id and the sdist's
-hashes). A pointer whose hash is not the one uv.lock records for that file names an archive uv.lock never
-pinned: refused, naming the package. What this cannot prove (uv's layout keeps no archive to hash): that the
-unpacked files are that archive's contents; the digest a site pins covers them (docs/workers.md).
+uv keeps no archive, only a pointer recording its sha256: `wheels-v*/<index>/<name>/<stem>.http` (archive id,
+hashes, wheel file name, in msgpack) and `sdists-v*/<index>/<name>/<version>/revision.http` (revision id,
+hashes). A pointer whose hash is not uv.lock's for that file is refused (docs/workers.md).
 """
 
 from __future__ import annotations
@@ -25,21 +21,21 @@ _MAX_POINTER = 1 << 16  # uv's pointers are a few hundred bytes; a larger file i
 
 
 def canonical(name: str) -> str:
-    """PEP 503, as packaging spells it: a node builds its first environment with the standard library only."""
+    """PEP 503 (no `packaging`: a node builds its first environment with the standard library only)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)
 class Pointer:
     path: Path
-    archive: str  # where uv reads it: "<name> <stem>" of a wheel, or "<name> <version> sdist"
-    hashes: tuple[tuple[str, str], ...]  # every (algorithm (lower case, as uv.lock spells it), hex) it records
-    label: str = ""  # a wheel's file name, as written inside it (checked against where it lies)
-    readable: bool = True  # False: not one of uv's shapes (uv reads it as a cache miss)
+    archive: str  # "<name> <stem>" of a wheel, or "<name> <version> sdist"
+    hashes: tuple[tuple[str, str], ...]  # (algorithm, hex), lower case
+    label: str = ""  # a wheel's file name, as written inside it
+    readable: bool = True
 
 
 class _Reader:
-    """The few msgpack shapes uv's pointers start with (arrays, maps, strings); anything else ends the read."""
+    """The msgpack arrays, maps and strings uv's pointers start with; anything else raises ValueError."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0
@@ -77,10 +73,9 @@ class _Reader:
 
 
 def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
-    """The pointer at `path`; one with no hashes and no label when it is not one of the shapes above."""
+    """The pointer at `path`, not `readable` when it is not one of uv's shapes."""
     try:
-        # a link inside the bundle (links out were refused with the digest) is read where it leads, by the one
-        # reader a FIFO swapped in meanwhile cannot hang
+        # links out of the bundle were refused with the digest; read_plain_file cannot hang on a FIFO
         reader = _Reader(values.read_plain_file(Path(os.path.realpath(path)), _MAX_POINTER))
         fields = reader.array()
         if fields < (2 if sdist else 3):
@@ -94,13 +89,11 @@ def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
         return Pointer(path, "", (), "", readable=False)
     if sdist:
         return Pointer(path, f"{canonical(sdist[0])} {sdist[1]} sdist", hashes, label)
-    # matched to uv.lock by the wheel file name it records; where it lies must agree (below, in check)
     return Pointer(path, wheel_key(label), hashes, label)  # guard: fixes-a-pointer-is-matched-by-the-file
 
 
 def _lies_where_uv_looks(pointer: Pointer) -> bool:
-    """uv looks a wheel's pointer up at `<name>/<file name less name and .whl>.http`, or, for a name with many
-    tags, `<name>/<version>-<16 hex digits of the tags>.http`: a pointer elsewhere stands for another wheel."""
+    """uv looks a wheel's pointer up at `<name>/<stem>.http` or `<name>/<version>-<16 hex of the tags>.http`."""
     name, _, rest = pointer.archive.partition(" ")
     stem = pointer.path.name[:-len(".http")]
     if pointer.path.parent.name != name:
@@ -111,8 +104,7 @@ def _lies_where_uv_looks(pointer: Pointer) -> bool:
 
 
 def wheel_key(filename: str) -> str:
-    """A wheel file name as a key: "<canonical name> <version>[-<build>]-<py>-<abi>-<platform>", each tag set
-    sorted (uv writes a name's tags in its own order; uv.lock keeps the index's)."""
+    """"<canonical name> <version>[-<build>]-<py>-<abi>-<platform>", each tag set sorted (uv and uv.lock differ)."""
     name, _, rest = filename.removesuffix(".whl").partition("-")
     return _key(canonical(name), rest)
 
@@ -124,16 +116,14 @@ def _key(name: str, rest: str) -> str:
 
 
 def pointers(cache: Path) -> list[Pointer]:
-    """Every archive pointer in the uv cache at `cache` (registry wheels and sdists, any index)."""
+    """Every wheel and sdist archive pointer in the uv cache at `cache`."""
     found = []
-    for bucket in sorted(cache.glob("wheels-v*")):
-        for index in ("pypi", "index"):
-            for path in sorted((bucket / index).rglob("*.http")) if (bucket / index).is_dir() else ():
-                found.append(_read(path, None))
-    for bucket in sorted(cache.glob("sdists-v*")):
-        for index in ("pypi", "index"):
-            for path in sorted((bucket / index).rglob("revision.http")) if (bucket / index).is_dir() else ():
-                found.append(_read(path, (path.parent.parent.name, path.parent.name)))
+    for buckets, pattern in (("wheels-v*", "*.http"), ("sdists-v*", "revision.http")):
+        for bucket in sorted(cache.glob(buckets)):
+            for index in ("pypi", "index"):
+                for path in sorted((bucket / index).rglob(pattern)) if (bucket / index).is_dir() else ():
+                    sdist = (path.parent.parent.name, path.parent.name) if pattern == "revision.http" else None
+                    found.append(_read(path, sdist))
     return found
 
 
@@ -153,23 +143,19 @@ def locked_hashes(project: Project) -> dict[str, tuple[str, str]]:
 
 
 def _version(key: str) -> str:
-    """"<name> <version>" of a wheel's key."""
     name, _, rest = key.partition(" ")
     return f"{name} {rest.split('-', 1)[0]}"
 
 
 def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
-    """Refuse an archive pointer in `cache` that cannot be matched to uv.lock by the file it records, or whose
-    hash is not uv.lock's for that file; (the number checked, the archives uv.lock does not name)."""
+    """Refuse a pointer in `cache` not matched to uv.lock or hashed otherwise; (number checked, unlisted archives)."""
     locked = locked_hashes(project)
     versions = {_version(key) for key in locked if not key.endswith(" sdist")}
-    fix = ("pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`): a bundle carries only "
-           "archives whose hashes uv.lock records")
+    fix = "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`)"
     checked, unlisted = 0, []
     for pointer in pointers(cache):
         if not pointer.readable:  # guard: fixes-an-unreadable-pointer-is-refused
-            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} is not one uv writes (a "
-                              "damaged or edited cache: nothing says which archive it stands for)", fix)
+            raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} is not one uv writes", fix)
         key = pointer.archive
         if pointer.label and not _lies_where_uv_looks(pointer):  # guard: plain-an-archive-pointer-is-keyed-by
             raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} lies where another wheel's "
@@ -178,15 +164,15 @@ def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
             stem = pointer.path.name[:-len(".http")]
             hashed_stem = pointer.label and _key(key.partition(" ")[0], stem) != key
             if hashed_stem and _version(key) in versions:  # guard: fixes-a-hashed-stem-of-a-locked-version
-                # uv finds a locked wheel of this name and version by a hash of its tags, which may be this one
+                # uv may find a locked wheel of this version by this hash of its tags
                 raise NemoRLError(f"{where}: the cache's archive pointer {pointer.path} records "
                                   f"{pointer.label!r:.120}, a wheel uv.lock does not name", fix)
-            # a build requirement of an sdist: never looked up for this lock, named in what the build says
+            # an sdist's build requirement: never looked up for this lock
             unlisted.append(pointer.label or key)
             continue
         package, expected = locked[key]
         algorithm, _, digest = expected.partition(":")
-        recorded = {h for a, h in pointer.hashes if a == algorithm.lower()}  # every entry: uv may read any
+        recorded = {h for a, h in pointer.hashes if a == algorithm.lower()}  # all of them: uv may read any
         if recorded != {digest.lower()}:  # guard: an-archive-hash-is-compared
             found = f"records {algorithm} {', '.join(sorted(recorded))}" if recorded else f"records no {algorithm}"
             raise NemoRLError(f"{where}: the cache's archive of {package} ({pointer.label or key}) {found}, but "

@@ -48,7 +48,7 @@ def _prove(project: Project, env: Path, timeout: float) -> Proven:
     progress(f"importing {', '.join(modules)} in the packed environment")
     result = imports.check(env / "bin" / "python", modules, timeout=timeout)
     if result.failed:
-        raise NemoRLError(f"the environment made for the bundle does not import: "
+        raise NemoRLError(f"the bundle's environment does not import: "
                           f"{'; '.join(f'{m}: {e}' for m, e in result.failed.items())}",
                           "fix the dependency in pyproject.toml / uv.lock, then pack again")
     return Proven(tuple(modules), tuple(verified.inside(env, list(result.files))))
@@ -73,8 +73,7 @@ NOT_YOURS = "pack into a directory only you can write, or have the file's owner 
 
 
 def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]:
-    """Remove the killed packs into `root`; `keep_timed_out`: but the kept ones. A kept pack is removed under
-    its destination's pack lock, and left while a pack holds that lock (it may be taking it)."""
+    """Remove the killed packs into `root`, and, unless `keep_timed_out`, the kept ones no pack holds the lock of."""
     removed = []
     for leftover in unfinished_packs(root):
         if leftover.name.endswith(KEPT_SUFFIX):
@@ -161,19 +160,14 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
         os.close(claim)
 
 
-def _inputs(project: Project, flags: list[str], seed: bool) -> str:
-    """What a kept pack's cache was built for."""
-    return json.dumps({"uv.lock": project.lock_hash, "flags": flags, "seed": seed}, sort_keys=True)
-
-
 def _resume(dest: Path, work: Path, inputs: str) -> bool:
-    """Take the work a timed-out pack kept for `dest` as `work` when it was for these inputs; else remove it."""
+    """Take a timed-out pack's kept work for `dest` as `work` when it was for these inputs; else remove it."""
     kept = kept_pack(dest)
     try:
         info = os.lstat(kept)
     except OSError:
         return False
-    # a kept pack lies in the shared bundle directory: start only from one no one else may have written
+    # the bundle directory may be shared
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:  # guard: pack-a-kept-pack-not-this-user-s-alone
         progress(f"not starting from {kept}: not a directory only this user may write")
         return False
@@ -205,7 +199,7 @@ def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
 def _pack(project: Project, flags: list[str], dest: Path, seed: bool, import_timeout: float) -> Manifest:
     work = dest.parent / f".{dest.name}.packing-{os.getpid()}"  # the destination's lock makes the name ours
     shutil.rmtree(work, ignore_errors=True)  # a dead pack's of the same PID
-    inputs = _inputs(project, flags, seed)
+    inputs = json.dumps({"uv.lock": project.lock_hash, "flags": flags, "seed": seed}, sort_keys=True)
     resumed = _resume(dest, work, inputs)
     if not resumed:
         work.mkdir()
@@ -227,11 +221,9 @@ def _pack(project: Project, flags: list[str], dest: Path, seed: bool, import_tim
         except process.TimedOut as exc:
             kept = _keep(work, env, dest, inputs)  # guard: pack-a-timed-out-check-keeps-the-pack
             longer = max(2 * import_timeout, IMPORT_TIMEOUT_S)
-            raise NemoRLError(f"the import check of the packed environment did not finish within {import_timeout:g} "
-                              f"s; what was packed is kept in {kept}",
+            raise NemoRLError(f"the packed environment's import check took over {import_timeout:g} s; kept in {kept}",
                               f"pack again with a longer limit (`--import-timeout {longer:g}`)") from exc
         shutil.rmtree(env)
-        # and the checkout's own `.venv`, for a node that has only the checkout
         progress("adding what the checkout's own environment (`uv run`) needs")
         uv.venv(env, python=sys.executable)
         uv.sync(project.root, flags=list(bundles.DRIVER_FLAGS), environment=env, extra_env={"UV_CACHE_DIR": str(cache)})

@@ -1,5 +1,4 @@
-"""A bundle's digest: one value over its uv cache, its CUDA record and its manifest's fields, so a pin pins all
-three; a node's copy is checked against it."""
+"""A bundle's digest over its uv cache, CUDA record and manifest fields, so a pin pins all three."""
 
 from __future__ import annotations
 

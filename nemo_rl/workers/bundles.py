@@ -1,5 +1,4 @@
-"""Bundles: a uv cache made on a builder for one key's inputs, with a manifest; a node checks one and installs
-from it offline (bundle_pack.py makes them)."""
+"""Bundles: a uv cache with a manifest, made on a builder (bundle_pack.py); a node checks one and installs offline."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
     if stat.S_ISLNK(info.st_mode):
         target = os.readlink(path)
         landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
-        # by its text and as the kernel follows it: `q -> p/../../etc` through `p -> ../..` is inside by its text
+        # `q -> p/../../etc` through `p -> ../..` is inside by its text only
         real, inside = os.path.realpath(path), os.path.realpath(root)
         if (os.path.isabs(target) or landing == ".." or landing.startswith("../")  # guard: never-a-link-out-through-another-link
                 or not (real == inside or real.startswith(inside + os.sep))):
@@ -37,7 +36,7 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
         return f"L {relative} {target}\n", -1, None
     if not stat.S_ISREG(info.st_mode):  # guard: the-digest-never-opens-a-fifo
         raise NemoRLError(f"{path} in the bundle is not a file or a link",
-                          "make the bundle again on the builder (`nemo-rl envs pack`), or copy it again")
+                          "copy the bundle again, or make it again on the builder (`nemo-rl envs pack`)")
     if known is not None and known[0] == info.st_size:
         return f"F {relative} {info.st_size} {known[1]}\n", info.st_size, known[1]
     file_hash, size = hashlib.sha256(), 0
@@ -50,8 +49,8 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
 
 def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = None,
                    hashes: dict[str, str] | None = None) -> tuple[int, int, str]:
-    """(files, bytes, sha256) over every path under `root`: names, sizes, contents, link targets. `known`:
-    (size, sha256) by relative path of files hashed before; `hashes` receives each file's sha256."""
+    """(files, bytes, sha256) over the names, sizes, contents and link targets under `root`; `known` holds
+    (size, sha256) of files hashed before; `hashes` receives each file's sha256."""
     from concurrent.futures import ThreadPoolExecutor
 
     top, relatives = str(root), []
@@ -85,14 +84,13 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
 
 def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
     """The bundle's manifest, once its inputs are this node's and its digest is pinned (`digest`, else
-    $NEMO_RL_BUNDLE_DIGESTS); `sync_from` checks the content, on the node's copy."""
+    $NEMO_RL_BUNDLE_DIGESTS); `sync_from` checks the content."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
-                          f"pack a bundle for this checkout ("
-                          f"{command('nemo-rl envs pack ... {bundle}', bundle=bundle)}), or check out the "
-                          "commit the bundle was made from")
+                          f"pack one for this checkout ({command('nemo-rl envs pack ... {bundle}', bundle=bundle)}), "
+                          "or check out the bundle's commit")
     trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()  # guard: digest-is-normalised-where-checked
     if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digest
         where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
@@ -103,8 +101,7 @@ def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], di
 
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest, *, inexact: bool = True) -> None:
-    """Install the environment offline from a checked bundle, through the working cache kept beside the node's
-    checked copy (uv writes into its cache)."""
+    """Install the environment offline from a checked bundle, through a working cache beside the node's copy."""
     record, fits = cuda_archs.node_record(bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)
@@ -128,12 +125,11 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
 
 
 def driver_path(project: Path) -> Path:
-    """The checkout's own environment."""
     return project / os.environ.get("UV_PROJECT_ENVIRONMENT", ".venv")
 
 
 def driver_unfinished(project: Path) -> Path:
-    """Beside the checkout's environment while build_driver makes it: a killed build's `.venv` is made again."""
+    """Present while build_driver makes the checkout's environment: a killed build's `.venv` is made again."""
     return driver_path(project).with_name(f".{driver_path(project).name}.nemo-rl-unfinished")
 
 
@@ -162,8 +158,7 @@ def configured() -> list[Path]:
 
 
 def find(project: Project, flags: list[str]) -> Path | None:
-    """The configured bundle for these inputs; None without bundles; an error when none fits (never the
-    network)."""
+    """The configured bundle for these inputs; None without bundles; an error when none fits."""
     bundles = configured()
     if not bundles:
         if settings.bundle_dir():  # guard: never-an-empty-nemo-rl-bundle-dir-is-no

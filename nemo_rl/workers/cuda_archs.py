@@ -1,5 +1,4 @@
-"""A bundle's CUDA record (the GPU architectures of the extensions uv built, the builder's toolchain), and a node's
-refusal of a bundle that cannot run on its GPUs."""
+"""A bundle's CUDA record (its built extensions' GPU architectures, the builder's toolchain), checked on a node."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
     built = {canonicalize_name(name) for name in _source_built(lock)}
     found: dict[str, tuple[str, Archs, Path]] = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
-        name = canonicalize_name(dist.metadata["Name"])  # the wheel says transformer_engine_torch
+        name = canonicalize_name(dist.metadata["Name"])
         if name not in built:
             continue
         for file in dist.files or []:
@@ -48,8 +47,7 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
 
 
 def record(env: Path, lock: dict, bundle: Path) -> dict:
-    """Write the bundle's CUDA record (every bundle has one); refuse when a declared arch has no cubins (uv may
-    reuse a wheel built with other settings)."""
+    """Write the bundle's CUDA record; refuse when a declared arch has no cubins (uv may reuse another build)."""
     extensions = compiled_extensions(env, lock)
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
@@ -74,15 +72,15 @@ def read_record(bundle: Path) -> bytes:
         return values.read_plain_file(bundle / SIDECAR)  # guard: plain-the-cuda-record-through-the-one
     except FileNotFoundError as exc:
         raise NemoRLError(f"bundle {bundle} has no {SIDECAR}",  # guard: archs-a-bundle-without-its-record-is
-                          "copy the bundle again from the builder, or pack it again with this nemo-rl") from exc
+                          "copy the bundle again from the builder, or pack it again") from exc
     except OSError as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc.strerror or exc}",
                           "copy the bundle again from the builder") from exc
 
 
 def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
-    """The SM number of every GPU of the node (None: one nvidia-smi cannot read), whatever CUDA_VISIBLE_DEVICES
-    says, and how they were found (or why not). Never raises."""
+    """The SM number of every GPU of the node (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how they
+    were found or why not. Never raises."""
     if shutil.which("nvidia-smi"):
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
@@ -106,14 +104,14 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
         if torch.cuda.is_available():
             return tuple(major * 10 + minor for major, minor in (torch.cuda.get_device_capability(i)
                                                                  for i in range(torch.cuda.device_count()))), "torch"
-    except Exception:  # a broken CUDA install: no GPU
+    except Exception:  # a broken CUDA install
         pass
     return (), "no GPU found (nvidia-smi, torch)"
 
 
 def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None]:
-    """The bundle's CUDA record, refused when its extensions cannot run on one of the node's GPUs (`gpu`: for
-    tests); and what was checked, None without CUDA extensions."""
+    """The bundle's CUDA record, refused when its extensions cannot run on a GPU of the node (or `gpu`); and what
+    was checked, None without CUDA extensions."""
     record = read_record(bundle)
     try:
         data = json.loads(record)

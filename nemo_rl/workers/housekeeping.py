@@ -35,12 +35,12 @@ class Row:
 
 
 def users(path: Path) -> tuple[int, ...]:
-    """PIDs of live processes running from the environment at `path`: a Ray worker shows it only in VIRTUAL_ENV
-    or in its mapped files."""
+    """PIDs of live processes running from the environment at `path` (a Ray worker may show it only in VIRTUAL_ENV
+    or in its mapped files)."""
     prefix = str(path.resolve())
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):  # gone meanwhile
+        with contextlib.suppress(OSError):
             if int(pid) != os.getpid() and _runs_from(pid, prefix):
                 found.append(int(pid))
     return tuple(found)
@@ -64,8 +64,7 @@ def _read(path: str) -> str:
 
 
 def _size_mb(path: Path) -> float:
-    """The megabytes of the files under `path`, each counted once however many names it has there (a node copy
-    and its working cache)."""
+    """The megabytes of the files under `path`, a hard-linked file counted once."""
     seen: dict[tuple[int, int], int] = {}
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
@@ -96,14 +95,12 @@ def listing(project: Project | None) -> list[Row]:
                                 "a copy of a bundle being made now" if made else
                                 "a copy of a bundle killed before its check"))
             continue
-        building = path.name.startswith(".") and ".building-" in path.name
-        if path.name.startswith(".") and not building:  # lock files, record temporaries
+        if path.name.startswith("."):
+            if ".building-" in path.name and path.is_dir():
+                key = path.name[1:].split(".building-")[0]
+                rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
             continue
-        if building and path.is_dir():
-            key = path.name[1:].split(".building-")[0]
-            rows.append(Row(key, path, (), None, "unfinished build", _size_mb(path), None, users(path)))
-            continue
-        if building or not path.is_dir():
+        if not path.is_dir():
             continue
         used = path / environments.LAST_USED
         try:
@@ -113,7 +110,7 @@ def listing(project: Project | None) -> list[Row]:
                             used.stat().st_mtime if used.exists() else None, users(path),
                             f"{exc.what}: prune removes it once unused"))
             continue
-        except NemoRLError as exc:  # nothing proves whose it is: kept
+        except NemoRLError as exc:
             rows.append(Row(path.name, path, (), None, "broken", _size_mb(path), None, users(path),  # guard: rest-a-broken-environment-names-its-rm
                             f"{exc.what}; prune leaves it: if it is yours and unused, "
                             f"{command('rm -rf {path}', path=path)}"))
@@ -126,7 +123,6 @@ def listing(project: Project | None) -> list[Row]:
         if project is None or env.project != project.root.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
-            # another container's copy of this checkout, or this one's develop state lost: only the user knows
             state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
                 f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record; "
                 f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
@@ -142,16 +138,12 @@ def listing(project: Project | None) -> list[Row]:
 
 
 def _unclaimed(path: Path, checkout: str) -> str:
-    """Why an environment of another checkout id at this path is left (another container's, or this one's
-    before `git clean -fdx`: only the user knows), and the way out."""
     return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id; "  # guard: fixes-an-unclaimed-environment-names-the
             f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
-    """Remove what is provably this checkout's or another nemo-rl's, and unused: stale environments, those of
-    another metadata version, killed builds, their lock files.
-    `rows`: listing(project), when the caller has it."""
+    """Remove the unused stale, other-version, killed builds and their lock files; `rows`: listing(project)."""
     removed = []
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken

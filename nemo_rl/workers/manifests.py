@@ -13,6 +13,7 @@ from pathlib import Path
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project.model import Project
+from nemo_rl.workers.archive_hashes import canonical
 
 MANIFEST = "nemo-rl-bundle.json"
 SCHEMA = 3
@@ -127,19 +128,15 @@ def differences(manifest: Manifest, local: Inputs, project: Project | None = Non
     return found
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def moved_packages(manifest: Manifest, project: Project) -> str | None:
     """The bundle's packages whose version or commit uv.lock no longer has, as one phrase."""
     try:
-        locked = {_canonical(name): package for name, package in project.packages.items()}
+        locked = {canonical(name): package for name, package in project.packages.items()}
     except NemoRLError:
         return None
     moved = []
     for name, value in manifest.distributions.items():
-        package = locked.get(_canonical(name))
+        package = locked.get(canonical(name))
         bundle_version, _, bundle_commit = value.partition(" git ")
         if package is None:
             moved.append(f"{name} {value} is not in uv.lock")

@@ -1,6 +1,5 @@
-"""A pack's fresh uv cache seeded with the wheels uv built here, by this user, from the lock's sdists (no second
-20-minute compile). Only the revision of the lock's sdist hash, files only this user (or root) may write, and wheels
-holding every declared CUDA arch are seeded; whatever fails leaves that wheel unseeded."""
+"""A pack's fresh uv cache seeded with the wheels this user's uv built from the lock's sdists (no second compile):
+only the lock's sdist revision, files only this user (or root) may write, and every declared CUDA arch."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
-OFF = "`nemo-rl envs pack --no-seed` builds it again"
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ def sdist_builds(lock: dict) -> dict[str, tuple[str, str]]:
         name, version, digest = p.get("name"), p.get("version"), p["sdist"].get("hash")
         if not (isinstance(name, str) and isinstance(version, str) and isinstance(digest, str)):
             continue
-        # names and versions become directory names (the lock is a pull request's to edit)
+        # they become directory names, and a pull request may edit the lock
         if not (SAFE_NAME.fullmatch(name) and SAFE_NAME.fullmatch(version)  # guard: seed-a-lock-s-name-or-version-is-never
                 and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
             continue
@@ -118,8 +116,8 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
 
 def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
                    made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
-    """Copy one built wheel (a SETTINGS directory, or the revision's own files when `flat`) and the archives it
-    links to; (its cubins, what was left out), or None without a wheel."""
+    """Copy one built wheel (`settings`, or the revision's own files when `flat`) and the archives it links to;
+    (its cubins, what was left out), or None without a wheel."""
     plan = plan_copy(settings, user_cache, in_archive=False, flat=flat)
     if not plan.files and not plan.links:
         return None
@@ -206,12 +204,11 @@ def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[]
     for item in seeded:
         progress(f"seeded the fresh cache with {item.name} {item.version} as built in {user_cache}/{item.entry}"
                  + (f" (cubins for sm {', '.join(map(str, item.sm))})" if item.sm else "")
-                 + f": the builder's own uv cache is trusted for it ({OFF})")
+                 + ": the builder's own uv cache is trusted for it (`nemo-rl envs pack --no-seed` builds it again)")
     return seeded
 
 
 def from_user_cache(cache: Path, lock: dict, enabled: bool) -> list[Seeded]:
-    """The pack's seeding, said as it happens."""
     if not enabled:  # guard: seed-no-seed-reads-nothing
         progress("not seeding the fresh cache (--no-seed)")
         return []

@@ -21,7 +21,7 @@ def start_ray(**init_kwargs):
     import ray
     from ray._private import ray_constants
 
-    # Ray reads the variable once, at import, which may have happened already.
+    # Ray reads the variable at import, which may have happened already
     ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False  # guard: workers-uv-run-detection-off
     return ray.init(**init_kwargs)
 
@@ -39,12 +39,9 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
 
 
 def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
-    """Ask every alive node's raylet to start `count` workers in the environment (at most its CPUs: Ray starts
-    no more at once, and fewer while other workers start) and keep them idle up to `keep_alive_s` seconds, for
-    actors given `actor_options(py_executable)` unchanged; returns the number asked for. The workers start in
-    the background: call it as early as the actors are known, after `prepare_on_every_node` on a cluster. In a
-    job with a runtime_env of its own it asks for none: Ray merges that into each actor's, and its workers would
-    match no actor."""
+    """Ask every alive node's raylet to start `count` workers (at most its CPUs) for actors given
+    `actor_options(py_executable)`, idle up to `keep_alive_s` seconds; the number asked for. None in a job with a
+    runtime_env of its own: Ray merges it into each actor's, so the workers would match no actor."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
         raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
                           "workers", "pass a positive int, e.g. count=4")
@@ -57,9 +54,8 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
 
     context = ray.get_runtime_context()
     if context.runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
-        progress("warning: prestart asked for no workers: this job has a runtime_env of its own (given to ray.init, "
-                 "or Ray's own under `uv run`), which Ray merges into each actor's; start Ray with workers.start_ray "
-                 "and no runtime_env to prestart")
+        progress("warning: prestart asked for no workers: this job has a runtime_env of its own; start Ray with "
+                 "workers.start_ray and no runtime_env to prestart")
         return 0
     try:
         from google.protobuf import json_format
@@ -71,8 +67,8 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
         node_manager_pb2.PrestartWorkersRequest  # noqa: B018  # the raylet's call, in the Ray that runs here
     except (ImportError, AttributeError) as exc:
         raise NemoRLError(  # guard: workers-prestart-names-a-ray-without-the-call
-            f"prestart needs Ray's PrestartWorkers call, which Ray {ray.__version__} does not offer as nemo-rl uses "
-            f"it ({exc})", "start the actors without prestart: each starts its own worker") from exc
+            f"prestart needs Ray's PrestartWorkers call, not in Ray {ray.__version__} ({exc})",
+            "start the actors without prestart") from exc
     # the runtime env serialized as Ray serializes an actor's: Ray pairs workers with actors by its hash
     info = get_runtime_env_info(parse_runtime_env_for_task_or_actor(options["runtime_env"]), serialize=True)
     env_info = json_format.Parse(info, runtime_environment_pb2.RuntimeEnvInfo())
@@ -90,15 +86,14 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
             raylet.PrestartWorkers(request, timeout=30)  # guard: workers-prestart-asks-every-raylet
         except RpcError as exc:
             raise NemoRLError(f"the raylet at {address} did not prestart workers: {exc.details()}",
-                              "start the actors without prestart: each starts its own worker") from exc
+                              "start the actors without prestart") from exc
         asked += workers
     return asked
 
 
 def prepare_on_every_node(py_executable: str, project: Path | None = None,
                           bundle: Path | None = None) -> dict[str, str]:
-    """Build and verify the environment on every alive node (from `bundle`, offline, when given); node id ->
-    interpreter path."""
+    """Build and verify the environment on every alive node (from `bundle` when given); node id -> python path."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -118,7 +113,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None,
 
 
 def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
-    """Wait until `actor` runs; after `timeout` seconds end it and raise with the cause from the raylet's log
+    """Wait until `actor` runs; after `timeout` seconds kill it and raise with the raylet log's cause
     (Ray retries a failing worker for minutes: ray-project/ray#59342)."""
     timeout = values.timeout_seconds(timeout, "wait_ready")
     import ray

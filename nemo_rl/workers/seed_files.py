@@ -1,5 +1,5 @@
-"""A uv cache entry read for a bundle, trusting only this user and root: never a link followed but uv's into
-`archive-v*`, nothing others may write (UV_CACHE_DIR may be shared), never a FIFO opened."""
+"""A uv cache entry read for a bundle: no link followed but uv's into `archive-v*`, nothing others may write
+(UV_CACHE_DIR may be shared), no FIFO opened."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ ARCHIVE = re.compile(r"archive-v\d+")
 
 class Refused(Exception):
     """Why one built wheel is not seeded."""
-
 
 
 def real_dir(path: Path) -> bool:
