@@ -101,8 +101,7 @@ class TrialIndex:
         if result.returncode not in (0, 1):  # guard: upstream-a-failed-merge-is-an-error-not
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
-                              "check that both servers are reachable; if it persists, remove the fork cache named "
-                              "above")
+                              "check that both servers are reachable, or remove the fork cache named above")
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:

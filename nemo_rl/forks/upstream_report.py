@@ -192,7 +192,7 @@ def report(fork: Fork) -> ForkReport:
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
                         f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): "
-                        "tried by their diffs, where a rename may show as a conflict")
+                        "a rename there may show as a conflict")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
