@@ -92,9 +92,8 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
         progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
         git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
         if on_branch and fork.branch and not on_fork_branch():  # guard: trust-rev-on-the-recorded-branch
-            raise NemoRLError(
-                f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
-                f"pin the head of its branch with `--branch NAME`, or push it to {fork.branch} first")
+            raise NemoRLError(f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for "
+                              f"{fork.distribution}", f"use --branch NAME, or push it to {fork.branch} first")
     return repo
 
 

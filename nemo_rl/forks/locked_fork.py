@@ -93,7 +93,6 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
                 envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
-    """A fork's locked [package.optional-dependencies] against the extras it declares."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

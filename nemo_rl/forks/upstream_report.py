@@ -216,7 +216,6 @@ def report(fork: Fork) -> ForkReport:
 
 
 def _identical_shipped(repo: Path, base: str, pinned: str, wheel: frozenset[str]) -> bool:
-    """Whether every source file that ships has the same blob at the pin as at the base."""
     changed = git.git(["diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, pinned],
                       repo=repo).stdout.split("\0")
     return not _shipped([p for p in changed if p], wheel)  # guard: upstream-identical-shipped-trees
