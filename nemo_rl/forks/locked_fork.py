@@ -159,8 +159,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         cause = (f" (pyproject.toml [tool.uv] override-dependencies sets {name}{overrides[name]}: remove it or "  # guard: locked-version-an-override-named-as-the
                  f"widen it to allow {requirement.specifier}, then run `uv lock`)" if name in overrides else
                  f" (run `uv lock --upgrade-package {name}`)")
-        result.append((f"locked {name}", f"{name}{requirement.specifier}",
-                       f"{version}{cause}"))
+        result.append((f"locked {name}", f"{name}{requirement.specifier}", f"{version}{cause}"))
     return result
 
 
@@ -174,8 +173,7 @@ def _overrides(lock: dict) -> dict[str, str]:
             (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
 
-def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
-           ) -> tuple[str, str]:
+def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]) -> tuple[str, str]:
     written = spelled(str(requirement))
     key = (written, lock_markers.signature(requirement, envs))  # guard: lock-the-manifest-s-markers-compared
     shown.setdefault(key, f"{written}; {requirement.marker}" if requirement.marker is not None else written)

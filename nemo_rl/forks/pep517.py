@@ -66,8 +66,7 @@ def _output(control: Path) -> dict:
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not an object")
     except (OSError, ValueError, RecursionError) as exc:
-        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}",
-                          FIX_BACKEND) from exc
+        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}", FIX_BACKEND) from exc
     return data
 
 

@@ -79,8 +79,7 @@ def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
             + f" or `nemo-rl deps patches {distribution}` (then write its why-note), and commit")
 
 
-def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
-               ) -> tuple[str, list[str]]:
+def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()) -> tuple[str, list[str]]:
     """(base, the downstream commits oldest first) of `pinned`, fetched into `repo`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
@@ -159,8 +158,7 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
     if entry.record != patch_filename(position, entry.subject):
         diffs.append(Difference(name, "record", patch_filename(position, entry.subject), entry.record))
     if Path(entry.record).name != entry.record or entry.record in ("", ".", ".."):  # guard: offline-path-inside-patches-dist
-        return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/",
-                                   repr(entry.record))]
+        return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/", repr(entry.record))]
     path = directory / entry.record
     if not path.is_file():  # guard: offline-record-file-exists
         return [*diffs, Difference(name, "record", f"{entry.record} to exist", _found(path))]
