@@ -1,7 +1,6 @@
-"""The handful of git commands nemo-rl needs, as small named functions.
+"""The git commands nemo-rl needs, with the user's git configuration (`insteadOf` mirrors included).
 
-Every call honours the user's git configuration, `insteadOf` mirrors included. Inherited GIT_DIR and its kin
-(set inside a git hook) would point them at the wrong repository, so they are dropped.
+GIT_DIR and its kin, inherited inside a git hook, would point them at another repository, so they are dropped.
 """
 
 from __future__ import annotations
@@ -18,10 +17,8 @@ from nemo_rl.process import Result, Running, run, start
 from nemo_rl.progress import progress
 
 FILTER_IGNORED = "filtering not recognized by server"
-MIRROR_SETTINGS = (
-    "the git server (your mirror) must serve what GitHub serves: on the mirror run "
-    "`git config uploadpack.allowFilter true` and `git config uploadpack.allowAnySHA1InWant true`"
-)
+MIRROR_SETTINGS = ("on the mirror run "
+                   "`git config uploadpack.allowFilter true && git config uploadpack.allowAnySHA1InWant true`")
 _MISLEADING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")  # guard: fast-an-inherited-object-directory-is
 
 
@@ -52,10 +49,8 @@ def git_start(args: list[str], *, repo: Path, input_text: str | None = None, std
 
 
 def unreachable(url: str) -> str:
-    return (
-        "check the network, or point git at a mirror: "
-        + command("git config --global url.<mirror>.insteadOf {url}", url=url)
-    )
+    return "check the network, or point git at a mirror: " + command(
+        "git config --global url.<mirror>.insteadOf {url}", url=url)
 
 
 def git_said(result: Result) -> str:
@@ -76,7 +71,7 @@ def tried_url(where: str, repo: Path | None = None) -> str | None:
 
 def reach_failure(failed: str, url: str, result: Result, *, where: str | None = None,
                   repo: Path | None = None) -> NemoRLError:
-    """The error for a failed ls-remote or fetch of `url`: the URL git tried, and git's own lines."""
+    """A failed ls-remote or fetch of `url`, with the URL git tried and git's own lines."""
     tried = tried_url(where or url, repo)
     via = f" (git tried {tried})" if tried and tried != url else ""
     return NemoRLError(f"{failed} {url}{via}: {git_said(result)}", unreachable(url))
@@ -98,7 +93,7 @@ def init_cache(path: Path) -> Path:
     if not (path / "HEAD").exists():
         path.mkdir(parents=True, exist_ok=True)
         git(["init", "--quiet", "--bare", str(path)])
-        # a partial clone needs format version 1: on a fork the size of NeMo, blobs are most of the history
+        # a partial clone needs format version 1
         git(["config", "core.repositoryformatversion", "1"], repo=path)
     return path
 
@@ -131,17 +126,15 @@ def fetch(repo: Path, remote: str, url: str, refspecs: list[str]) -> None:
     if result.returncode != 0:  # guard: git-a-failed-fetch-is-an-error-with-git-s-words
         failure = reach_failure("cannot fetch from", url, result, where=remote, repo=repo)
         if "corruption on the remote side" in result.stderr and FILTER_IGNORED in result.stderr:
-            raise NemoRLError(failure.what, f"{url} lacks objects and ignored the blob filter; {MIRROR_SETTINGS}, "
-                              "or re-sync the mirror")
+            raise NemoRLError(failure.what, f"re-sync the mirror, or {MIRROR_SETTINGS}")
         raise failure
     if FILTER_IGNORED in result.stderr:
-        progress(f"warning: {url} ignored the blob filter and sent whole history; {MIRROR_SETTINGS}")
+        progress(f"warning: {url} ignored the blob filter; {MIRROR_SETTINGS}")
 
 
 # noop negotiation: the cache's refs say nothing about which blobs it lacks
 _FETCH_OBJECTS = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                   "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--end-of-options"]
-# a server's words for an object it lacks; the object's id tells which
 UNSERVED = "remote error: upload-pack: not our ref"
 _UNSERVED_ID = re.compile(r"not our ref ([0-9a-f]{40})")
 
@@ -161,8 +154,7 @@ def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
 
 
 def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int = 0) -> set[str]:
-    """Fetch `objects` by id into the blob-less cache `repo` in one request; return those the server refused,
-    up to `refusals` of them. Any other failure is an error."""
+    """Fetch `objects` into the blob-less cache `repo`; return those the server refused, at most `refusals`."""
     refused: set[str] = set()
     while wanted := objects - refused:
         result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
@@ -175,16 +167,15 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
                 remedy=unreachable(remote_url(repo, remote) or remote))  # fails again, with git's own words
             break
         if len(refused | named) > refusals:  # guard: fork-cache-a-refusal-is-an-error-unless
-            raise NemoRLError(f"the server of remote {remote!r} ({remote_url(repo, remote)}) does not serve "
+            raise NemoRLError(f"remote {remote!r} ({remote_url(repo, remote)}) does not serve "
                               f"{len(refused | named)} or more of the {len(objects)} object(s) asked",
-                              "re-sync that mirror from its source, or point git at one that has them "
-                              "(url.<base>.insteadOf)")
+                              "re-sync that mirror, or point git at one that has them (url.<base>.insteadOf)")
         refused |= named
     return refused
 
 
 def served(url: str, sha: str, timeout: float | None = None) -> bool | None:
-    """Whether the server at `url` serves commit `sha` by SHA, as uv asks: None when unreachable."""
+    """Whether `url` serves commit `sha` by SHA, as uv asks; None when unreachable."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
@@ -197,8 +188,7 @@ def served(url: str, sha: str, timeout: float | None = None) -> bool | None:
     if result.returncode == 0:
         return True
     said = result.stderr.lower()
-    return False if any(s in said for s in ("not our ref", "no such remote ref", "couldn't find remote ref",
-                                             "upload-pack: not our ref")) else None
+    return False if any(s in said for s in ("not our ref", "no such remote ref", "couldn't find remote ref")) else None
 
 
 def ref_exists(repo: Path, ref: str) -> bool:
@@ -214,7 +204,6 @@ def delete_ref(repo: Path, ref: str) -> None:
 
 
 def object_type(repo: Path, sha: str) -> str:
-    """commit, tree, blob or tag; `sha` is a validated full SHA."""
     return git(["cat-file", "-t", sha], repo=repo).stdout.strip()
 
 
@@ -256,8 +245,6 @@ def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
 def require_full_sha(rev: str) -> str:
     rev = rev.strip().lower()
     if not values.FULL_SHA.match(rev):
-        raise NemoRLError(
-            f"refusing rev {rev!r}: a fork pin must be a full 40-hex commit SHA",
-            "pass the full SHA (`git rev-parse <rev>` in a clone of the fork), or use --branch NAME",
-        )
+        raise NemoRLError(f"rev {rev!r} is not a full 40-hex commit SHA",
+                          "pass the full SHA (`git rev-parse <rev>` in the fork), or use --branch NAME")
     return rev

@@ -1,5 +1,4 @@
-"""git on a work tree someone edits (a `deps develop` checkout, the project's own checkout): what it tracks and ignores,
-its state, what deleting it would lose, and a rebase left in git's hands at a conflict."""
+"""git on a work tree someone edits (a `deps develop` checkout, the project's own): its state and rebases."""
 
 from __future__ import annotations
 
@@ -10,14 +9,12 @@ from nemo_rl.git import git, reach_failure
 
 
 def fetch_url(repo: Path, url: str, refspecs: list[str]) -> None:
-    """Fetch from `url` into the refs `refspecs` name, touching no configuration."""
     result = git(["fetch", "--quiet", "--no-tags", "--end-of-options", url, *refspecs], repo=repo, check=False)
     if result.returncode != 0:  # guard: checkout-a-failed-fetch-is-an-error-with-git-s-words
         raise reach_failure("cannot fetch from", url, result, repo=repo)
 
 
 def ignored_files(repo: Path) -> list[str]:
-    """Files git ignores in `repo`'s work tree (.gitignore, .git/info/exclude, core.excludesFile)."""
     out = git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], repo=repo).stdout
     return [entry for entry in out.split("\0") if entry]
 
@@ -33,11 +30,9 @@ def tracked(repo: Path, path: str) -> list[str] | None:
     if "not a git repository" in result.stderr:  # guard: state-a-checkout-git-will-not-read-is
         return None
     said = (result.stderr.strip().splitlines() or ["no message"])[0]
-    raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said}), so nemo-rl cannot tell its own "
-                      f"state in {repo / path} from files a commit put there",
-                      f"if you trust the checkout, "
-                      f"{command('git config --global --add safe.directory {repo}', repo=repo)} (or run as "
-                      "the checkout's owner), then run again")
+    raise NemoRLError(f"git cannot list the files it tracks in {repo} ({said})",
+                      "if you trust the checkout, "
+                      + command("git config --global --add safe.directory {repo}", repo=repo) + " (or run as owner)")
 
 
 def has_commit(repo: Path, sha: str) -> bool:
@@ -54,7 +49,7 @@ def head_problem(repo: Path) -> str | None:
 
 
 def is_dirty(repo: Path) -> bool:
-    """Changed or untracked files (not ignored ones): what a `git clean`/delete would lose from the work tree."""
+    """Changed or untracked files, ignored ones aside."""
     return bool(git(["status", "--porcelain", "--untracked-files=normal"], repo=repo).stdout.strip())
 
 
@@ -95,7 +90,7 @@ def switch_new_branch(path: Path, branch: str, rev: str) -> None:
 
 
 def identity_problem(repo: Path) -> str | None:
-    """Why git cannot name a committer in `repo` (a rebase commits as one), in git's last line; None when it can."""
+    """git's last line when it cannot name a committer in `repo`; None when it can."""
     result = git(["var", "GIT_COMMITTER_IDENT"], repo=repo, check=False)
     if result.returncode == 0:
         return None
@@ -104,30 +99,26 @@ def identity_problem(repo: Path) -> str | None:
 
 
 def rebase(repo: Path, onto: str) -> bool:
-    """`git rebase ONTO` of the current branch."""
+    """`git rebase ONTO` of the current branch: True when it stopped at a conflict."""
     result = git(["-c", "core.editor=true", "rebase", "--end-of-options", onto], repo=repo, check=False)
     if result.returncode == 0:
         return False
     said = (result.stderr or result.stdout).strip()
     if rebasing(repo) and git(["diff", "--name-only", "--diff-filter=U"], repo=repo).stdout.strip():  # guard: upstream-a-stop-without-a-conflict-is
         return True
-    # stopped or failed for another reason than a conflict: git's words, and the fix for where it stands
     if rebasing(repo):  # guard: fixes-a-rebase-stopped-midway-continues
         raise NemoRLError(f"git rebase stopped in {repo} without a conflict: {said[-400:]}",
-                          f"fix what git says, then {command('git -C {repo} rebase --continue', repo=repo)} (or "
-                          f"drop the rebase: {command('git -C {repo} rebase --abort', repo=repo)})")
+                          f"fix what git says, then {command('git -C {repo} rebase --continue', repo=repo)} "
+                          f"(or {command('git -C {repo} rebase --abort', repo=repo)})")
     if "pre-rebase hook" in said:  # guard: fixes-a-refusing-pre-rebase-hook-is-named
         raise NemoRLError(f"the pre-rebase hook of {repo} refused the rebase, so it did not start: {said[-400:]}",
-                          "rebase past the hook with "
-                          f"{command('git -C {repo} rebase --no-verify {onto}', repo=repo, onto=onto)}, or change the "
-                          "hook and run again")
+                          f"{command('git -C {repo} rebase --no-verify {onto}', repo=repo, onto=onto)}, or change "
+                          "the hook")
     raise NemoRLError(f"git rebase did not start in {repo}: {said[-400:]}",
-                      "fix what git says, then rebase with "
-                      + command("git -C {repo} rebase {onto}", repo=repo, onto=onto))
+                      "fix what git says, then " + command("git -C {repo} rebase {onto}", repo=repo, onto=onto))
 
 
 def rebasing(repo: Path) -> bool:
-    """Whether `repo` is in the middle of a rebase (stopped at a conflict or an edit)."""
     git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
     return (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
 

@@ -25,7 +25,6 @@ def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
 
 
 def _unmatched[T: (Record, Listed)](commits: Sequence[T], other_shas: set[str], other_ids: Counter[str]) -> list[T]:
-    """The commits the other side lacks by SHA and by a patch-id not yet matched."""
     left = []
     for c in commits:
         if c.commit in other_shas:  # guard: bump-report-a-commit-already-there-is
@@ -62,8 +61,8 @@ def report(fork: Fork, new_rev: str, old_index: Index | None, base: str, recs: S
     ]
     lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
     lines += [f"    - {str(e.commit)[:12]} {e.subject}" for e in removed]
-    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)} (the same "
-              "change, carried twice)" for pid, shas in shared.items()]
+    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)}"
+              for pid, shas in shared.items()]
     how = (" (locked offline: every other package as committed)" if lock_mode == "offline" else
            f" (locked online: {lock_mode.removeprefix('online: ')})" if lock_mode.startswith("online: ") else "")
     lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")

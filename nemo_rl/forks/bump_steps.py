@@ -19,7 +19,7 @@ from nemo_rl.project.state_dir import write_atomic
 
 @dataclass(frozen=True)
 class Before:
-    """The project as the bump finds it, read once before anything is staged; every step takes these values."""
+    """The project as the bump finds it, read once before anything is staged."""
 
     fork: lockfile.Fork
     locked: Mapping[str, lockfile.LockedPackage]
@@ -39,7 +39,7 @@ class Before:
         return frozenset(d.name for d in self.deltas.drop)
 
     def at(self, rev: str, branch: str | None) -> bool:
-        """Whether the fork is pinned and locked at `rev`, on `branch` (None: the recorded one) already."""
+        """Whether the fork is already pinned and locked at `rev`, on `branch` (None: the recorded one)."""
         locked = self.locked.get(self.fork.distribution)
         return (rev == self.fork.rev and locked is not None and locked.commit == rev  # guard: bump-nothing-to-do-only-at-the-pinned
                 and (branch or self.fork.branch) == self.fork.branch)
@@ -58,7 +58,6 @@ class Before:
 
 
 def read_before(project: Project, distribution: str) -> Before:
-    """The project as the bump finds it."""
     patch_dir = records.records_dir(project.root, distribution)
     fork = project.fork(distribution)
     uv_table = project.uv_table
@@ -70,7 +69,7 @@ def read_before(project: Project, distribution: str) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit: for the index, the derived entry and the drift."""
+    """What the fork declares at the new commit."""
     progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)
@@ -80,10 +79,10 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
                 f"what it declares cannot be recorded in {index_name(dist)} [declares]")
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so {made}: "
                           f"{exc.what.splitlines()[0]}",
-                          f"fix what stops the fork's build backend, then run "
+                          f"fix the fork's build backend, then "
                           f"{command('nemo-rl deps bump {dist} --rev {rev}', dist=dist, rev=new_rev)}"
-                          f" again\n{exc.remedy or ''}".rstrip()) from exc
-    # before anything is locked; a fork without a derived entry locks its own extras: they are recorded too
+                          f"\n{exc.remedy or ''}".rstrip()) from exc
+    # a fork without a derived entry locks its own extras: they are recorded too
     return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)  # guard: bump-the-fork-s-declarations-are-checked
 
 
@@ -92,7 +91,7 @@ EntryChange = tuple[declared.Entry | None, declared.Entry]
 
 def write_pyproject(staged: Path, before: Before, rev: str, branch: str | None, base: str | None,
                     declares: declared.Declares | None) -> tuple[list[str], EntryChange | None]:
-    """Write the staged pyproject.toml once, before uv locks it (comments and layout stay)."""
+    """Write the staged pyproject.toml once, before uv locks it."""
     import tomlkit
 
     dist = before.fork.distribution
@@ -143,7 +142,6 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
     except NemoRLError as exc:
         if change is None:  # guard: derived-bump-s-refused-lock-names-the
             raise
-        # uv could not lock the entry derived from the fork's metadata: the exact line that drops what it added
         raise NemoRLError(f"uv cannot lock {dist} with the metadata the fork declares at the new commit: "
                           f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change)) from exc
     return mode
@@ -171,14 +169,14 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
             new_lines = new.requires_dist
     except NemoRLError as problem:
         return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
-                f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); check them by "
-                f"hand, then run `nemo-rl deps verify {fork.distribution}`"]
+                f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); then "
+                f"`nemo-rl deps verify {fork.distribution}`"]
     # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata
     return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """The staged state (read after its writes) must be exactly what we meant before anything lands."""
+    """The staged state, read after its writes, is what was meant."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:
@@ -186,5 +184,5 @@ def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lo
     problems += [str(d) for d in records.check_offline(staged, fork, locked, require_why=False)]
     if problems:  # guard: bump-validation-after-writing
         raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
-                          "report this as a bug in nemo-rl; nothing was changed")
+                          "nothing was changed; report this as a bug in nemo-rl")
     return locked

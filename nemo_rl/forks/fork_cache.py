@@ -1,5 +1,4 @@
-"""A local bare cache per fork holding the fork's and its upstream's commits, so that merge-base, patch-ids and
-format-patch run locally. Fetches go through git, so insteadOf mirrors apply."""
+"""A local bare cache per fork of the fork's and its upstream's commits, so history questions run locally."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from nemo_rl.progress import progress
 from nemo_rl.project.lockfile import Fork
 
 UPSTREAM_REF = "refs/nemo-rl/upstream/{branch}"
-# A commit fetched from the fork itself gets a ref here.
 FORK_COMMIT_REF = "refs/nemo-rl/fork-commits/{sha}"
 FORK_BRANCH_REF = "refs/nemo-rl/fork/{branch}"
 
@@ -28,7 +26,7 @@ def _path(fork: Fork) -> Path:
 
 @contextlib.contextmanager
 def holding(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository `repo` (a lock file beside it, never removed)."""
+    """Exclusive use of the cache repository `repo`."""
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
@@ -43,12 +41,12 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
     """The fork's cache repository, holding `sha` (proved to be in the fork) and the upstream branch."""
     if not fork.upstream_url:
         raise NemoRLError(f"[tool.nemo-rl.forks.{fork.distribution}] has no upstream-url",
-                          "add upstream-url and upstream-branch to the fork table")
+                          "add upstream-url and upstream-branch to that table")
     repo = _path(fork)
     pin_ref = FORK_COMMIT_REF.format(sha=sha)
     upstream_ref = UPSTREAM_REF.format(branch=fork.upstream_branch)
     upstream_refspec = f"+refs/heads/{fork.upstream_branch}:{upstream_ref}"
-    # asked at most once a call: each asking fetches the branch from the fork
+    # each asking fetches the branch from the fork
     on_fork_branch = functools.cache(lambda: _on_branch(repo, fork, sha))
     with holding(repo):
         git.init_cache(repo)
@@ -56,27 +54,25 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
         git.set_remote(repo, "upstream", fork.upstream_url)
         if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
                 and git.is_ancestor(repo, sha, upstream_ref)):
-            # An upstream commit is already in the cache, and git never asks a server for an object it has.
+            # an upstream commit is already in the cache, and git never asks a server for an object it has
             if not on_fork_branch():  # guard: trust-upstream-commit-is-not-a-fork
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
-                                  "upstream, not of the fork)", "pin a fork commit, or the head of a fork branch "
-                                  "with --branch NAME")
+                                  "upstream, not of the fork)", "pin a fork commit, or use --branch NAME")
             git.update_ref(repo, pin_ref, sha)
         elif git.ref_exists(repo, pin_ref) and sha != fork.rev:
-            # A proof cached earlier (a dry run) of a commit about to be pinned.
+            # a proof cached earlier (a dry run) of a commit about to be pinned
             if git.served(fork.url, sha) is False and not (  # guard: never-a-cached-proof-of-a-new-pin-is
                     fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
-                raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away since it was "
-                                  "fetched)", "pin a commit the fork has now (`git ls-remote` shows its branches), "
-                                  "or push the commit to a branch of the fork again")
+                raise NemoRLError(f"commit {sha} is no longer on {fork.url}",
+                                  "pin a commit the fork has now, or push this one to a branch of the fork again")
         if not git.ref_exists(repo, pin_ref):
-            progress(f"fetching {sha[:12]} from {fork.url} (can take a minute on a large fork)")
+            progress(f"fetching {sha[:12]} from {fork.url}")
             git.ls_remote(fork.url, "HEAD")
             try:
                 git.fetch(repo, "fork", fork.url, [f"+{sha}:{pin_ref}"])
             except NemoRLError as exc:
-                # "not our ref" means either no such commit or a server that refuses fetches by SHA.
+                # "not our ref": no such commit, or a server that refuses fetches by SHA
                 if fork.branch and git.ls_remote(fork.url, f"refs/heads/{fork.branch}"):
                     if on_fork_branch():
                         raise NemoRLError(f"{fork.url} has {sha[:12]} but refuses to serve it by SHA",
@@ -86,20 +82,18 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                 raise NemoRLError(
                     f"commit {sha} does not exist in {fork.url}"
                     + (" (it is a commit of upstream, not of the fork)" if upstream_only else ""),
-                    f"check the SHA in the fork, or pin its branch with --branch\n  git said:\n{exc.what}",
+                    f"check the SHA, or use --branch NAME\n  git said:\n{exc.what}",
                 ) from exc
         kind = git.object_type(repo, sha)
         if kind != "commit":
             git.delete_ref(repo, pin_ref)
             raise NemoRLError(f"{sha} is a {kind} in {fork.url}, not a commit",
-                              "pass a commit SHA (`git log` in the fork shows them), or use --branch NAME")
+                              "pass a commit SHA, or use --branch NAME")
         progress(f"fetching {fork.upstream_branch} of upstream {fork.upstream_url}")
         git.fetch(repo, "upstream", fork.upstream_url, [upstream_refspec])
         if on_branch and fork.branch and not on_fork_branch():  # guard: trust-rev-on-the-recorded-branch
-            raise NemoRLError(
-                f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for {fork.distribution}",
-                "pin the head of the branch it is on with `--branch NAME` (that records the branch too), or push "
-                f"it to {fork.branch} first")
+            raise NemoRLError(f"{sha[:12]} is not on {fork.branch}, the branch pyproject.toml records for "
+                              f"{fork.distribution}", f"use --branch NAME, or push it to {fork.branch} first")
     return repo
 
 
@@ -113,7 +107,7 @@ def resolve_branch(fork: Fork, branch: str) -> str:
 
 
 def _on_branch(repo: Path, fork: Fork, sha: str) -> bool:
-    """Whether `sha` is on the fork's recorded branch, fetched into the cache now."""
+    """Whether `sha` is on the fork's recorded branch, fetched now."""
     ref = FORK_BRANCH_REF.format(branch=fork.branch)
     git.fetch(repo, "fork", fork.url, [f"+refs/heads/{fork.branch}:{ref}"])
     return git.is_ancestor(repo, sha, ref)

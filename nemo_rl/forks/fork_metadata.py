@@ -1,5 +1,4 @@
-"""What a fork declares at a commit, asked of its own build backend through PEP 517 (pep517.py), cached per commit
-through the record codec. A wheel is built only when its file list is asked for."""
+"""What a fork declares at a commit, asked of its own build backend (PEP 517) and cached per commit."""
 
 from __future__ import annotations
 
@@ -21,11 +20,11 @@ from nemo_rl.forks import declared, fork_cache, git_history, lock_markers, pep51
 
 VERSION = 6
 METADATA_LIMIT = 16 << 20
-FIX_BACKEND = "pick another commit, or fix the fork's build backend"
+FIX_BACKEND = pep517.FIX_BACKEND
 
 
 def project_table(pyproject_text: str | None) -> dict:
-    """The fork's static [project] table ({} when it has none or it does not parse)."""
+    """The fork's static [project] table, {} when it has none or it does not parse."""
     try:
         table = tomllib.loads(pyproject_text).get("project", {}) if pyproject_text else {}
     except tomllib.TOMLDecodeError:
@@ -37,11 +36,8 @@ def require_builds(pyproject_text: str | None, distribution: str, where: str) ->
     """Refuse a commit whose static [project] renames the distribution (NeMo's nemo-tron branches)."""
     name = project_table(pyproject_text).get("name")
     if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):  # guard: bump-renamed-distribution
-        raise NemoRLError(
-            f"{where} builds distribution {name!r}, not {distribution!r} (its pyproject.toml renames it)",
-            f"pick a commit that still builds {distribution}, or rename the dependency, its [tool.uv.sources] "
-            f"entry and [tool.nemo-rl.forks.{distribution}] to {name} first",
-        )
+        raise NemoRLError(f"{where} builds distribution {name!r}, not {distribution!r}",
+                          f"pick a commit that builds {distribution}, or rename it to {name} throughout pyproject.toml")
 
 
 @dataclass(frozen=True)
@@ -93,11 +89,10 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 
 def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str], *,
              extras: bool = False) -> declared.Declares:
-    """What the fork declares at `rev` for the derived entry, refused when its METADATA names another distribution."""
+    """What the fork declares at `rev` for the derived entry."""
     if canonicalize_name(metadata.name) != canonicalize_name(distribution):  # guard: bump-the-metadata-names-the-distribution
-        raise NemoRLError(
-            f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r}",
-            f"pick a commit that still builds {distribution}, or fix the fork's build backend")
+        raise NemoRLError(f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r}",
+                          FIX_BACKEND)
     return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires, rev, distribution,
                                   dropped, metadata.extras if extras else None)
 
@@ -108,12 +103,10 @@ def read(repo: Path, rev: str) -> Metadata:
 
 
 def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
-    """`read` of each of `revs`; those not cached are built, each in a checkout of its own."""
     return [record.metadata for record in _cached(repo, revs, wheel=False)]
 
 
 def shipped_files(repo: Path, rev: str) -> frozenset[str]:
-    """The files the wheel built from `rev` installs."""
     return frozenset(_files(repo, rev).files)
 
 
@@ -148,7 +141,6 @@ def _cached(repo: Path, revs: list[str], wheel: bool) -> list[_Record]:
 
 
 def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, _Record]]:
-    """Each of `revs` built in a checkout of its own: its Metadata, and its Files when `wheel`."""
     resolved: set[tuple[str, ...]] = set()
     for rev in revs:
         tree = git_history.fetched_tree(repo, rev, ["fork", "upstream"])
@@ -171,7 +163,6 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, _Rec
 
 
 def _bounded(path: Path) -> str:
-    """A METADATA file the backend wrote, refused unless it is a regular file under METADATA_LIMIT."""
     try:
         return values.read_plain_file(path, METADATA_LIMIT).decode(errors="replace")  # guard: fast-metadata-is-read-like-a-hook-s
     except (OSError, ValueError) as exc:
@@ -194,7 +185,6 @@ def _metadata(text: str, placeholders: Iterable[str]) -> Metadata:
 
 
 def _read_wheel(wheel: Path, placeholders: Iterable[str]) -> _Record:
-    """Both answers from one wheel: its metadata and its files."""
     try:
         archive = zipfile.ZipFile(wheel)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -227,13 +217,12 @@ class Drift:
         lines += [f"    ~ {old} -> {new}" for old, new in self.changed]
         if self.uncovered:
             lines.append(f"  not covered by [[tool.uv.dependency-metadata]] {distribution}: {', '.join(self.uncovered)}"
-                         f" - if the fork imports them, add them to that entry's requires-dist in pyproject.toml, "
-                         f"relock, then `nemo-rl deps verify {distribution}`")
+                         f" - add those it imports to its requires-dist, relock, `nemo-rl deps verify {distribution}`")
         return lines
 
 
 def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
-    """The fork's requirements at two commits compared (Metadata.requires' values, or [declares] requires-dist)."""
+    """The fork's requirements at two commits compared."""
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
     added_names = sorted(new.keys() - old.keys())

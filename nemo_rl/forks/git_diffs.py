@@ -48,8 +48,7 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
             log.wait()
         for diff in diffs:
             diff.seek(0)
-        ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff))
-               for diff in diffs]
+        ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff)) for diff in diffs]
         for part, diff, patch_id in zip(parts, diffs, ids, strict=True):
             found: dict[str, str] = {}
             for line in patch_id.wait().stdout.splitlines():

@@ -1,4 +1,4 @@
-"""History questions for the blob-less fork cache, answered with as few round trips as possible."""
+"""History questions for the blob-less fork cache, in as few round trips as possible."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """Fetch in one request the blobs the diffs of `shas` read and the files of `trees` that the cache lacks."""
+    """Fetch in one request the blobs the cache lacks of the diffs of `shas` and the files of `trees`."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
     try:
@@ -149,7 +149,7 @@ class Tree:
 
     @property
     def placeholders(self) -> list[str]:
-        """The paths a checkout writes empty: metadata depends on the tree's shape, not on every byte."""
+        """The paths a checkout writes empty."""
         return sorted(path for path, oid in self.blobs.items() if oid in self.lacking)
 
 
@@ -175,7 +175,7 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
                 raise
             raise NemoRLError(f"{remotes[0]}'s server lacks {len(lacking)} blob(s) of {rev[:12]}, and {remote} could "  # guard: fork-cache-a-remote-after-the-first-that
                               f"not be asked for them: {exc.what.splitlines()[0]}",
-                              f"check the network (or the mirror of {remote}), then run again") from exc
+                              f"check the network or the mirror of {remote}") from exc
     present = sorted(set(blobs.values()) - lacking)
     listed = git.git(["cat-file", "--batch-check=%(objectname) %(objectsize)"], repo=repo,
                      input_text="\n".join(present) + "\n").stdout if present else ""
@@ -185,10 +185,10 @@ def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
 
 
 def check_out(repo: Path, tree: Tree, dest: Path) -> None:
-    """Make `dest` a clean worktree of the cache at `tree.rev`, as uv's checkout is."""
+    """Make `dest` a clean worktree of the cache at `tree.rev`."""
     git.git(["worktree", "add", "--quiet", "--detach", "--force", "--no-checkout", str(dest), tree.rev], repo=repo)
     git.git(["read-tree", "--end-of-options", tree.rev], repo=dest,
-            remedy="the fork's tree holds a path git will not check out (such as .git): pick another commit")
+            remedy="the fork's tree holds a path git will not check out: pick another commit")
     present = [path for path, oid in tree.blobs.items() if oid not in tree.lacking]
     if present:
         git.git(["checkout-index", "--force", "-z", "--stdin"], repo=dest, input_text="\0".join(present) + "\0")
@@ -202,7 +202,7 @@ def check_out(repo: Path, tree: Tree, dest: Path) -> None:
 
 
 def _make(dest: Path, path: str, *, directory: bool) -> None:
-    """An empty file or directory at `path` inside `dest`, never through a link the fork's tree holds."""
+    """An empty file or directory at `path` inside `dest`, never through a link."""
     where = dest
     for part in Path(path).parts[:-1]:
         where = where / part

@@ -24,15 +24,15 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         else []
     recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
     dependencies = package.get("dependencies")
-    # sampled at each version the compared markers name: a bound inside a minor version is seen
+    # sampled at each version the compared markers name, so a bound inside a minor version is seen
     envs = lock_markers.environments(lock, [*(r.marker for r in requirements), *(
         d.get("marker") for d in (dependencies if isinstance(dependencies, list) else []) if isinstance(d, dict)), *(
         line for e in recorded for line in (e.get("requires-dist") or []))])
     result = []
     if not envs:  # guard: samples-none-meeting-the-lock-is-a
         result.append(("supported environments", "at least one platform and Python the check can sample",
-                       f"none meets uv.lock's supported-markers {lock.get('supported-markers')!r:.160} "
-                       "(pyproject.toml [tool.uv] environments): nothing could be compared"))
+                       f"none meets uv.lock's supported-markers {lock.get('supported-markers')!r:.160}: "
+                       "nothing could be compared"))
     what = "the entry" if derived_entry else "[declares]"
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
@@ -47,9 +47,8 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
                        f"{', '.join(unreadable)}: not what {what} locks"))
     result += lock_markers.hand_markers("dependencies", dependencies)
     if conflicts:
-        result.append(("dependencies", "no marker of [tool.uv] conflicts (nemo-rl does not compare a fork's "
-                       "dependencies per conflicting extra)", f"{', '.join(conflicts)}: take the fork's "
-                       "dependencies out of the conflict in pyproject.toml, or hold the lock against the fork by hand"))
+        result.append(("dependencies", "no marker of [tool.uv] conflicts", f"{', '.join(conflicts)}: take the "
+                       "fork's dependencies out of the conflict in pyproject.toml"))
     extras = package.get("optional-dependencies")
     # the derived entry declares no extras: uv locks none, so one here is pasted and installs its list
     if extras and derived_entry:  # guard: no-entry-the-fork-s-own-extras-are
@@ -94,7 +93,6 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
                 envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
-    """A fork's locked [package.optional-dependencies] against the extras it declares."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
@@ -123,7 +121,7 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    """Each locked dependency at a version the requirement refuses (uv checks neither overrides nor pasted blocks)."""
+    """Each locked dependency at a version the requirement refuses."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
@@ -132,7 +130,6 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     for p in lock.get("package", []):
         if isinstance(p, dict) and p.get("version") is not None:
             packages.setdefault(canonicalize_name(str(p.get("name"))), []).append(str(p.get("version")))
-    # every locked entry of a name (one per version the lock forks into), never the last one listed alone
     named: dict[str, list[dict]] = {}
     for d in dependencies if isinstance(dependencies, list) else []:
         if isinstance(d, dict):
@@ -162,13 +159,12 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
         cause = (f" (pyproject.toml [tool.uv] override-dependencies sets {name}{overrides[name]}: remove it or "  # guard: locked-version-an-override-named-as-the
                  f"widen it to allow {requirement.specifier}, then run `uv lock`)" if name in overrides else
                  f" (run `uv lock --upgrade-package {name}`)")
-        result.append((f"locked {name}", f"{name}{requirement.specifier}",
-                       f"{version}{cause}"))
+        result.append((f"locked {name}", f"{name}{requirement.specifier}", f"{version}{cause}"))
     return result
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    """[tool.uv] override-dependencies as uv records them in uv.lock's [manifest]: name -> specifier."""
+    """[tool.uv] override-dependencies from uv.lock's [manifest]: name -> specifier."""
     from packaging.utils import canonicalize_name
 
     manifest = lock.get("manifest")
@@ -177,9 +173,7 @@ def _overrides(lock: dict) -> dict[str, str]:
             (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
 
-def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]
-           ) -> tuple[str, str]:
-    """A requirement as compared with uv's manifest."""
+def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]) -> tuple[str, str]:
     written = spelled(str(requirement))
     key = (written, lock_markers.signature(requirement, envs))  # guard: lock-the-manifest-s-markers-compared
     shown.setdefault(key, f"{written}; {requirement.marker}" if requirement.marker is not None else written)

@@ -1,5 +1,4 @@
-"""The PEP 517 front end behind a fork's metadata: pyproject_hooks runs each hook in a `uv run --with` environment of
-the fork's build requirements, under a time limit."""
+"""The PEP 517 front end behind a fork's metadata: each hook runs in a `uv run --with` environment, time-limited."""
 
 from __future__ import annotations
 
@@ -22,10 +21,12 @@ PYPROJECT_LIMIT = 4 << 20
 # keep the `uv run --with` command line far below the kernel's limit on arguments
 REQUIRES_LIMIT, REQUIREMENT_LIMIT = 200, 1000
 OUTPUT_KEPT = 64 << 10
+FIX_FORK = "pick another commit, or fix the fork"
+FIX_BACKEND = "pick another commit, or fix the fork's build backend"
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
-    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; the name of what the hook wrote into `out`."""
+    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; return the name it wrote into `out`."""
     requires, backend, backend_path = _build_system(source, rev)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
@@ -49,7 +50,6 @@ def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[t
 
 
 def _said(exc: Exception) -> str:
-    """What the backend's failure says; for a backend that cannot be imported, its traceback's last line."""
     if isinstance(exc, NemoRLError):
         return exc.what
     if isinstance(exc, pyproject_hooks.BackendUnavailable):  # guard: bump-a-backend-that-cannot-be-imported
@@ -60,42 +60,35 @@ def _said(exc: Exception) -> str:
 
 
 def _output(control: Path) -> dict:
-    """A hook's output.json, checked to be a JSON object of bounded size."""
     path = control / "output.json"
     try:
         data = json.loads(values.read_plain_file(path, OUTPUT_LIMIT))  # guard: fast-a-backend-s-files-are-read-through
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not an object")
     except (OSError, ValueError, RecursionError) as exc:
-        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}",
-                          "pick another commit, or fix the fork's build backend") from exc
+        raise NemoRLError(f"the hook's answer ({path.name}) is unreadable: {str(exc)[:200]}", FIX_BACKEND) from exc
     return data
 
 
 def _produced(out: Path, name: object) -> str:
-    """The hook's return value, checked to name one entry it wrote into `out`."""
     if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name
             or not (out / name).exists()):
-        raise NemoRLError(f"the hook returned {name!r:.100}, not the name of what it wrote",
-                          "pick another commit, or fix the fork's build backend")
+        raise NemoRLError(f"the hook returned {name!r:.100}, not the name of what it wrote", FIX_BACKEND)
     return name
 
 
 def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
-    """The fork's [build-system] (requires, build-backend, backend-path), checked, with PEP 517's defaults."""
-    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]",
-                      "pick another commit, or fix the fork")
+    """The fork's [build-system]: requires, build-backend, backend-path, with PEP 517's defaults."""
+    bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]", FIX_FORK)
     try:
         text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()  # guard: reader-the-fork-s-pyproject-toml
         build = tomllib.loads(text).get("build-system", {})
     except FileNotFoundError:
         build = {}
     except OSError as exc:
-        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} is not a plain file nemo-rl reads: {exc}",
-                          "pick another commit, or fix the fork") from exc
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} is not a plain file: {exc}", FIX_FORK) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}",
-                          "pick another commit, or fix the fork") from exc
+        raise NemoRLError(f"the fork's pyproject.toml at {rev[:12]} does not parse: {exc}", FIX_FORK) from exc
     backend = build.get("build-backend", "setuptools.build_meta:__legacy__") if isinstance(build, dict) else None
     backend_path = build.get("backend-path") if isinstance(build, dict) else None
     if not isinstance(backend, str) or not (backend_path is None or (  # guard: fast-backend-path-is-a-list-of-strings
@@ -118,4 +111,4 @@ def _checked(requirements: object, rev: str) -> list[str]:
         return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:
         raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
-                          "pick another commit, or fix the fork") from exc
+                          FIX_FORK) from exc

@@ -25,12 +25,11 @@ INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "
 
 
 def relative_dir(distribution: str) -> str:
-    """patches/<dist>: the one spelling of where a fork's records live, relative to the project."""
+    """Where a fork's records live, relative to the project."""
     return f"patches/{distribution}"
 
 
 def index_name(distribution: str) -> str:
-    """patches/<dist>/index.toml, relative to the project."""
     return f"{relative_dir(distribution)}/{INDEX}"
 
 
@@ -68,7 +67,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Listed:
-    """One [[commit]] of index.toml, checked where it is read (a number and five strings, no other key)."""
+    """One [[commit]] of index.toml."""
 
     number: int
     commit: str
@@ -124,7 +123,7 @@ def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str,
     return replace(index, digest=index.expected_digest())
 
 
-# git format-patch's default limit on a file name, suffix included (log-tree.c, FORMAT_PATCH_NAME_MAX_DEFAULT).
+# git format-patch's FORMAT_PATCH_NAME_MAX_DEFAULT (log-tree.c)
 PATCH_NAME_MAX = 64
 _TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._")
 
@@ -149,14 +148,14 @@ def slug(subject: str) -> str:
 
 
 def patch_filename(number: int, subject: str) -> str:
-    """The name `git format-patch` gives patch `number`: cut to the limit after sanitizing, not re-trimmed."""
+    """The name `git format-patch` gives patch `number`."""
     suffix = ".patch"
     return f"{number:04d}-{slug(subject)}"[: PATCH_NAME_MAX - len(suffix) - 1] + suffix
 
 
 def parse_record(text: str, where: str = "patch record") -> Record:
     fields: dict[str, str] = {}
-    # split at newlines only: a commit subject may hold a carriage return or a form feed, which splitlines() breaks at
+    # not splitlines(): a subject may hold a carriage return or a form feed
     lines = text.split("\n")  # guard: records-a-subject-s-carriage-return
     i = 0
     while i < len(lines):
@@ -172,7 +171,7 @@ def parse_record(text: str, where: str = "patch record") -> Record:
                 i += 1
             fields[key] = "\n".join(block)
         else:
-            # only the single space render() writes after "key:" is syntax: a subject may start with spaces
+            # only the one space render() writes is syntax: a subject may start with spaces
             fields[key] = value[1:] if value.startswith(" ") else value  # guard: trust-subject-keeps-its-leading-spaces
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
     if missing:  # guard: fast-record-missing-a-fact
@@ -186,13 +185,13 @@ def read_record(path: Path) -> Record:
     try:
         record = parse_record(text, str(path))
     except NemoRLError as exc:
-        raise NemoRLError(exc.what, f"remove it ({command('rm {path}', path=path)}; a note in it goes too), then "
-                          f"regenerate: {command('nemo-rl deps patches {d}', d=path.parent.name)}") from exc
+        raise NemoRLError(exc.what, f"{command('rm {path}', path=path)} (its note goes too), then "
+                          f"{command('nemo-rl deps patches {d}', d=path.parent.name)}") from exc
     return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
 
 
 def read_index(directory: Path) -> Index | None:
-    """patches/<dist>/index.toml as typed values (None when there is none)."""
+    """patches/<dist>/index.toml, or None when there is none."""
     path = directory / INDEX
     if not path.exists():
         return None
@@ -236,7 +235,7 @@ def read_index(directory: Path) -> Index | None:
 
 
 def _listed(entry: dict) -> tuple[Listed, str | None]:
-    """A [[commit]] table as typed values, and what is wrong with its shape (None when nothing)."""
+    """A [[commit]] table, and what is wrong with its shape."""
     said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
         if set(entry) - set(LISTED_KEYS) else []
     values: list = []
@@ -251,7 +250,7 @@ def _listed(entry: dict) -> tuple[Listed, str | None]:
 
 
 def read_records(directory: Path) -> dict[str, Record]:
-    """Existing records by commit SHA (used to carry notes over a regeneration)."""
+    """Existing records by commit SHA."""
     records = {}
     for path in sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch")):
         record = read_record(path)

@@ -34,14 +34,12 @@ NOT_REGULAR = "not a regular file"
 
 
 def not_regular(differences: Sequence[Difference]) -> list[str]:
-    """The records `differences` found as something other than a regular file (`deps patches` will not write over
-    one)."""
+    """The records `differences` found as something other than a regular file."""
     return [d.expected.split()[0] for d in differences  # "<record> to exist"
             if d.field == "record" and d.found.endswith(NOT_REGULAR)]
 
 
 def not_regular_fix(distribution: str, name: str) -> str:
-    """The fix for such a record: remove it, then write the records again."""
     return command("rm {record} && nemo-rl deps patches {dist}", record=f"{relative_dir(distribution)}/{name}",
                    dist=distribution) + " writes it again"
 WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-rl needs it."
@@ -61,13 +59,12 @@ class Difference:
 
 
 def records_dir(project: Path, distribution: str) -> Path:
-    """patches/<dist> in `project`, refused when it, patches/ or an entry of it is a symbolic link."""
+    """patches/<dist> in `project`; refused when it, patches/ or an entry of it is a symbolic link."""
     directory = project / relative_dir(distribution)
     for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
             raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))}): records must be "
-                              "files and directories of the project, never links (a link is read, and a landing "
-                              "writes, through it)", _unlink_fix(project, path, distribution))
+                              "files of the project", _unlink_fix(project, path, distribution))
     return directory
 
 
@@ -77,14 +74,12 @@ def _real_dir(path: Path) -> bool:
 
 def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
     name = link.relative_to(project)
-    return (f"replace the link by the real files: {command('rm {link}', link=link)}, then "
-            f"{command('git checkout <a commit that has them> -- {name}', name=name)}"
-            f", or `nemo-rl deps patches {distribution}` to write the records again (its why-note starts as "
-            "a placeholder: copy the old one in by hand), and commit the result")
+    return (command("rm {link}", link=link) + ", then "
+            + command("git checkout <a commit that has them> -- {name}", name=name)
+            + f" or `nemo-rl deps patches {distribution}` (then write its why-note), and commit")
 
 
-def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()
-               ) -> tuple[str, list[str]]:
+def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()) -> tuple[str, list[str]]:
     """(base, the downstream commits oldest first) of `pinned`, fetched into `repo`."""
     base = git.merge_base(repo, pinned, fork_cache.UPSTREAM_REF.format(branch=fork.upstream_branch))
     shas = git.rev_list(repo, f"{base}..{pinned}")
@@ -93,7 +88,7 @@ def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str
 
 
 def describe(repo: Path, shas: list[str]) -> list[Record]:
-    """The records of `shas` (numbered in that order; listed by `downstream`, which fetched their diffs' blobs)."""
+    """The records of `shas`, numbered in that order; `downstream` fetched their diffs."""
     facts, diffs = git_history.commits(repo, shas), patch_ids.with_diffstats(repo, shas)
     return [Record(number, sha, facts[sha].author, facts[sha].date, facts[sha].subject, diffs[sha].patch_id,
                    diffs[sha].diffstat) for number, sha in enumerate(shas, start=1)]
@@ -117,7 +112,7 @@ def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: 
     """The index and records for `pinned`, keeping the why-note of `old_index` and the notes in `previous`."""
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
-    # A rebased commit keeps its patch-id, so its note follows it even though its SHA changed.
+    # a rebased commit keeps its patch-id, so its note follows it
     noted = [replace(r, note=old_records[r.commit].note if r.commit in old_records  # guard: guard-notes-follow-a-rebased-commit
                      else old_notes_by_patch_id.get(r.patch_id, "")) for r in records]
     why = old_index.why if old_index and old_index.why.strip() else WHY_PLACEHOLDER
@@ -150,9 +145,8 @@ def _pin_differences(name: str, index: Index, fork: lockfile.Fork, locked_commit
         diffs.append(Difference("uv.lock", f"{fork.distribution} commit", f"{fork.rev} (pyproject.toml)",
                                 str(locked_commit)))
     if locked_source is not None:  # guard: source-the-offline-check-names-it
-        diffs.append(Difference("uv.lock", f"{fork.distribution} source (uv fetches it from there; `uv lock "
-                                f"--upgrade-package {fork.distribution}` locks pyproject's)",
-                                f"{fork.url}?rev={fork.rev} (pyproject.toml)", locked_source))
+        diffs.append(Difference("uv.lock", f"{fork.distribution} source (fix: `uv lock --upgrade-package "
+                                f"{fork.distribution}`)", f"{fork.url}?rev={fork.rev} (pyproject.toml)", locked_source))
     return diffs
 
 
@@ -164,8 +158,7 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
     if entry.record != patch_filename(position, entry.subject):
         diffs.append(Difference(name, "record", patch_filename(position, entry.subject), entry.record))
     if Path(entry.record).name != entry.record or entry.record in ("", ".", ".."):  # guard: offline-path-inside-patches-dist
-        return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/",
-                                   repr(entry.record))]
+        return [*diffs, Difference(name, "record", f"a file name inside patches/{directory.name}/", repr(entry.record))]
     path = directory / entry.record
     if not path.is_file():  # guard: offline-record-file-exists
         return [*diffs, Difference(name, "record", f"{entry.record} to exist", _found(path))]
@@ -180,7 +173,7 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
 
 
 def _found(path: Path) -> str:
-    """What stands where a regular file should: "missing", or its kind (a FIFO is there, not missing)."""
+    """What stands where a regular file should: "missing", or its kind."""
     try:
         return f"{values.file_kind(os.lstat(path).st_mode)}, {NOT_REGULAR}"  # guard: records-a-non-regular-record-is-named
     except FileNotFoundError:
@@ -188,7 +181,7 @@ def _found(path: Path) -> str:
 
 
 def declared_differences(project: Project, fork: lockfile.Fork) -> list[Difference]:
-    """Where [[tool.uv.dependency-metadata]] is not derived from what the fork declares at the pin (recorded)."""
+    """Where [[tool.uv.dependency-metadata]] is not derived from what the fork declares at the pin."""
     index = read_index(records_dir(project.root, fork.distribution))
     return [Difference(*problem) for problem in metadata_check.problems(project, fork, index)]
 
@@ -202,7 +195,7 @@ def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_w
     if index is None:
         return [Difference(rel, "file", "to exist", "missing")]
     package = locked.get(fork.distribution)
-    # `deps status` reports pyproject against uv.lock as its own state (lock stale): not twice
+    # `deps status` reports pyproject against uv.lock as its own state (lock stale)
     locked_commit = (package.commit if package else None) if compare_lock else fork.rev
     other = package.other_source(fork) if package and compare_lock else None
     diffs = [Difference(rel, "shape", "as `nemo-rl deps patches` writes it", problem) for problem in index.problems]  # guard: records-what-is-out-of-shape-is-drift
@@ -215,13 +208,11 @@ def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_w
         diffs.append(Difference(rel, "digest (a fact in the index was edited by hand)", index.expected_digest(),
                                 str(index.digest)))
     if require_why and (not index.why.strip() or index.why.strip() == WHY_PLACEHOLDER):  # guard: offline-why-note
-        diffs.append(Difference(rel, "why", "a note saying what the fork adds and why nemo-rl needs it",
-                                "the placeholder"))
-    # the records end at the pin (the last downstream commit), or the pin is the base: a pin moved by hand is not
+        diffs.append(Difference(rel, "why", "a note saying what the fork adds and why", "the placeholder"))
     last = index.commits[-1].commit if index.commits else index.base
     if last != index.pinned:  # guard: offline-the-records-end-at-the-pin
-        diffs.append(Difference(rel, "pinned", f"{last} (the last [[commit]], or the base without one: the records "
-                                "are of another commit)", repr(index.pinned)))
+        diffs.append(Difference(rel, "pinned", f"{last} (the last [[commit]], or the base without one)",
+                                repr(index.pinned)))
     for position, entry in enumerate(index.commits, start=1):
         diffs += _entry_differences(directory, position, entry)
     listed = {entry.record for entry in index.commits} | {INDEX}
@@ -237,7 +228,7 @@ def orphans(project: Project, forks: Sequence[lockfile.Fork]) -> list[Difference
     known = {f.distribution for f in forks}
     root = project.root / "patches"
     sources = project.uv_table.get("sources")
-    # any git source (by rev, branch or tag; one table or a list of them): each is a fork, or nothing checks it
+    # any git source (by rev, branch or tag; one table or a list) is a fork, or nothing checks it
     pinned = sorted(dist for dist, source in (sources.items() if isinstance(sources, dict) else ())  # guard: orphans-a-git-source-pinned-by-branch-or
                     if dist not in known and any(isinstance(s, dict) and "git" in s  # guard: orphans-a-git-source-pinned-by-rev
                                                  for s in (source if isinstance(source, list) else [source])))
@@ -245,16 +236,14 @@ def orphans(project: Project, forks: Sequence[lockfile.Fork]) -> list[Difference
                        "missing")
             for d in sorted(root.iterdir() if root.is_dir() else ()) if d.name not in known] + [  # guard: offline-orphaned-records
         Difference("pyproject.toml", f"[tool.uv.sources] {dist} (a git source)",
-                   f"[tool.nemo-rl.forks.{dist}] (a git source is a fork: nemo-rl checks its pin, lock and records)",
-                   "missing") for dist in pinned]
+                   f"[tool.nemo-rl.forks.{dist}] (a git source is a fork)", "missing") for dist in pinned]
 
 
 def orphan_fix(orphan: Difference) -> str:
-    """The fix of one of orphans()."""
     if orphan.field.startswith("[tool.uv.sources]"):
         dist = orphan.field.split()[1]
-        return (f"declare it: add [tool.nemo-rl.forks.{dist}] to pyproject.toml, pin it by a full commit (`rev`), and "
-                f"run `nemo-rl deps patches {dist}`; or depend on a released {dist} instead of a git source")
+        return (f"add [tool.nemo-rl.forks.{dist}] to pyproject.toml, pin a full `rev`, and run "
+                f"`nemo-rl deps patches {dist}`; or depend on a released {dist}")
     return f"add the fork's table back to pyproject.toml, or remove {orphan.file}"
 
 
@@ -289,7 +278,6 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.commit} {entry.subject}"))
-    # every fork's: a derived entry is derived from it, and uv.lock's fork without one is checked against it
     fork_declares = declares_at(project, repo, fork, fork.rev).as_table()
     recorded = index.declares or {}
     diffs += [Difference(rel, f"declares {key}", repr(fork_declares.get(key)), repr(recorded.get(key)))

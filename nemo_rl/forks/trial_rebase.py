@@ -1,4 +1,4 @@
-"""A trial rebase of downstream commits onto upstream's head, in trees only: what `deps upstream` calls "applies"."""
+"""A trial rebase of downstream commits onto upstream's head, in trees only (`deps upstream`'s "applies")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _unquoted(path: str) -> str:
-    """A path as git quotes it, as the file system names it (bytes that are not UTF-8 shown as U+FFFD)."""
+    """A path git quoted, as the file system names it (bytes that are not UTF-8 shown as U+FFFD)."""
     if not (path.startswith('"') and path.endswith('"')):
         return path
     import codecs
@@ -101,8 +101,7 @@ class TrialIndex:
         if result.returncode not in (0, 1):  # guard: upstream-a-failed-merge-is-an-error-not
             raise NemoRLError(f"git could not merge downstream commit {sha[:12]} onto the trial tree:\n"
                               f"{describe_failure(result)}",
-                              "check that the fork's and upstream's servers are reachable, then run again; if it "
-                              "persists, remove the fork cache (its path is in the command above)")
+                              "check that both servers are reachable, or remove the fork cache named above")
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:
@@ -113,7 +112,6 @@ class TrialIndex:
         return self._promisors
 
     def _commit(self, tree: str, parent: str | None = None) -> str:
-        """A throwaway commit object of `tree` on `parent`, for merge-tree."""
         return git(["-c", "user.name=nemo-rl", "-c", "user.email=trial@nemo-rl.invalid", "commit-tree",
                     *(["-p", parent] if parent else []), "-m", "nemo-rl trial rebase", "--end-of-options", tree],
                    repo=self.repo).stdout.strip()

@@ -138,7 +138,7 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
 
 
 def _or_problem(work):
-    """(result, None), or (None, the first line of what failed) for an expected failure."""
+    """(result, None), or (None, the first line of the NemoRLError)."""
     try:
         return work(), None
     except NemoRLError as exc:
@@ -158,10 +158,9 @@ def report(fork: Fork) -> ForkReport:
              f"{git.count(repo, f'{base}..{head}')} commit(s) past the base")
     upstreamed = _upstreamed(repo, downstream, touched, base, head,
                              {sha: (facts.subject.strip(), facts.author) for sha, facts in commits.items()})
-    progress(f"{fork.distribution}: building the wheel at the pin (what ships) and upstream's metadata, both cached "
-             "per commit")
+    progress(f"{fork.distribution}: building the wheel at the pin and upstream's metadata")
     wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
-    # a downstream commit that deletes a shipped module ships its absence: count what ships at the base too
+    # a downstream commit that deletes a shipped module ships its absence
     base_wheel, base_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, base))
     metadata, metadata_problem = _or_problem(lambda: fork_metadata.read(repo, head))
     if base_problem:
@@ -172,15 +171,14 @@ def report(fork: Fork) -> ForkReport:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.placeholders(repo, fork.rev):
         problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree ({', '.join(missing[:3])}"
-                        f"{', ...' if len(missing) > 3 else ''}): the wheel's file list was built with them empty")
+                        f"{', ...' if len(missing) > 3 else ''}): the wheel was built with them empty")
     if metadata_problem:
         problems.append(f"upstream's head could not be built: {metadata_problem}")
     upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
     if metadata and (stand_ins := fork_metadata.placeholders(repo, head, "metadata")):
-        problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for blobs its server "
-                        "lacks")
+        problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for missing blobs")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
-    # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, to find knock-on failures
+    # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, for knock-on failures
     trial, alone = TrialIndex(repo, head), TrialIndex(repo, head)
     try:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
@@ -193,8 +191,8 @@ def report(fork: Fork) -> ForkReport:
         alone.close()
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
-                        f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): those "
-                        "were tried by their own diffs, where a rename may show as a conflict")
+                        f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): "
+                        "a rename there may show as a conflict")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
@@ -218,7 +216,6 @@ def report(fork: Fork) -> ForkReport:
 
 
 def _identical_shipped(repo: Path, base: str, pinned: str, wheel: frozenset[str]) -> bool:
-    """Whether every source file that ships has the same blob at the pin as at the base."""
     changed = git.git(["diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, pinned],
                       repo=repo).stdout.split("\0")
     return not _shipped([p for p in changed if p], wheel)  # guard: upstream-identical-shipped-trees
