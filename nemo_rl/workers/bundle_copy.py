@@ -1,10 +1,6 @@
-"""A node's copy of a bundle's uv cache, checked once against the bundle's digest and kept for the next builds.
+"""A node's checked copy of a bundle's uv cache, kept for the next builds.
 
-Each file is hard-linked (when only this user or root may write it) or copied into this user's store, and hashed as
-it is read. STAMP keeps the digest and each file's identity (device, inode, size, mtime, mode, ctime) and hash: a
-later build hashes only the files whose identity moved, once `restamp` has taken in the ctimes its own links moved.
-One build at a time chooses or makes a copy (`node_lock`); builds hold a copy shared, removal holds it exclusively.
-The last used copies of KEEP bundles are kept.
+STAMP holds each file's identity and hash: a later build hashes only the files whose identity moved.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ STAMP = "checked.json"
 STAMP_VERSION = 2
 WORKING = "working-cache"
 WORKING_LOCK = "working-cache.lock"
-KEEP = 2  # checked copies kept per node and user: the last used
+KEEP = 2  # bundles whose last used copy a node keeps
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
 Digest = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], Content]
@@ -37,8 +33,7 @@ Sealed = Callable[[Content], None]  # raises when a content is not the bundle's 
 
 
 def node_lock(root: Path) -> Path:
-    """This user's lock on choosing, checking and making node copies under `root`: one build at a time does, so
-    builds started together from one bundle make one copy. Not a NODE_COPY_PREFIX name, nor a key's lock file."""
+    """This user's lock on choosing and making node copies under `root`."""
     return root / ".node-copy.lock"
 
 
@@ -51,16 +46,13 @@ class NodeCopy:
 
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
-    """A checked copy of `bundle` (digest `digest`) under `root`, held shared: a kept one whose files still hash to
-    what its check found, else a new one copied from the bundle. Either is held against the bundle's digest by
-    `sealed`. A build that finds another choosing or making a copy waits for it, then takes the copy it made."""
-
+    """A checked copy of `bundle` under `root`, held shared (close `held` once uv is done): a kept one, else new."""
     node = _take_turn(node_lock(root), "copying or checking a bundle on this node")  # guard: node-copy-two-builds-at-once-take-turns
     try:
-        digests: dict[Path, str] = {}  # this user's checked copies, each stamp read once
+        digests: dict[Path, str] = {}
         found = None
         for candidate in sorted(root.glob(f"{NODE_COPY_PREFIX}*")):
-            if not os.path.lexists(candidate / STAMP):  # never checked: under the node lock, a killed build's
+            if not os.path.lexists(candidate / STAMP):  # under the node lock: a killed build's
                 locks.remove_unheld(candidate)  # guard: node-copy-a-copy-a-killed-build-left-is
             elif found is None:
                 found = _checked(candidate, bundle, digest, digest_of, sealed, digests)
@@ -76,7 +68,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
 
 
 def _take_turn(lock: Path, doing: str) -> int:
-    """The lock file `lock`, held once the build holding it ends, and named after this build for the next one."""
+    """Hold the lock file `lock`, waiting for its holder, and write this build's name into it."""
 
     def waiting(fd: int) -> str:
         holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
@@ -96,8 +88,7 @@ def _take_turn(lock: Path, doing: str) -> int:
 
 
 def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
-    """A new checked copy of `bundle`: held exclusively while made (`envs prune` and the next build see a copy
-    being made), shared once stamped."""
+    """A new checked copy of `bundle`, held exclusively while made, shared once stamped."""
     copy, held = new_copy_dir(root)
     try:
         cache = copy / CACHE
@@ -105,12 +96,11 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         started = time.time_ns()
         copied = copy_cache(bundle / CACHE, cache, bundle)
         hashes: dict[str, str] = {}
-        # the names and links walked again; each file's hash is the copy's
         content = digest_of(cache, {relative: (size, sha) for relative, (size, sha, _) in copied.items()}, hashes)
         sealed(content)  # guard: never-the-node-s-copy-is-checked
-        files = {}  # each file's identity as the copy made it, every one taken after `started`
+        files = {}
         for relative, sha in hashes.items():
-            kept = copied[relative][2] if relative in copied else None  # one the copy did not make: hashed next time
+            kept = copied[relative][2] if relative in copied else None
             if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
                 files[relative] = (kept, sha)
         stamp = Stamp(digest, content, files)
@@ -119,8 +109,8 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
-            raise NemoRLError(f"this node's new copy of bundle {bundle} was taken by `nemo-rl envs prune` while it "
-                              "was handed over", "run the build again") from exc
+            raise NemoRLError(f"`nemo-rl envs prune` removed this node's new copy of bundle {bundle}",
+                              "run the build again") from exc
     except BaseException:
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
@@ -130,9 +120,8 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
              digests: dict[Path, str]) -> NodeCopy | None:
-    """The uv cache of the kept copy `candidate` and the descriptor holding it shared, when it is the bundle's and
-    still holds what its check found; None when it is another bundle's or being removed; removed when it changed
-    (left while another build uses it). Its digest goes into `digests`."""
+    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None; its digest goes into
+    `digests`."""
     held = locks.try_hold(candidate, shared=True)  # guard: node-copy-builds-hold-a-kept-copy-shared; other builds use it too; a remover holds it exclusively
     if held is None:
         return None
@@ -146,7 +135,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             return None
         cache = candidate / CACHE
-        known, top = {}, f"{cache}/"  # strings: a Path per file costs more than its lstat
+        known, top = {}, f"{cache}/"  # a Path per file costs more than its lstat
         for relative, (kept, sha) in stamp.files.items():
             try:
                 if identity(os.lstat(top + relative)) == kept:  # guard: node-copy-an-identity-that-moved-is
@@ -155,7 +144,6 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
                 pass
         if digest_of(cache, known, {}) != stamp.content:  # guard: node-copy-a-kept-copy-is-held-to-what; ours, changed since: copied again, never used
             os.close(held)
-            # no build takes it meanwhile (they wait on the node lock); one that took it earlier keeps it
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             if left:  # its stamp goes: no restamp of the build using it vouches for it again
                 (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
@@ -164,10 +152,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             return None
         try:
             sealed(stamp.content)  # guard: node-copy-a-kept-copy-is-held-against
-        except NemoRLError:
-            # its files are what its stamp found, and that is not this bundle's: the stamp names another bundle
-            # (edited), or the bundle's record or manifest changed. A fresh copy tells which, and is refused in
-            # the second case, naming the bundle
+        except NemoRLError:  # a fresh copy tells whether the stamp or the bundle changed, and names it
             progress(f"this node's copy {candidate} does not hold bundle {bundle} as its manifest says: not used")
             os.close(held)
             return None
@@ -181,15 +166,13 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
 
 @contextlib.contextmanager
 def working_cache(cache: Path) -> Iterator[Path]:
-    """uv's cache for a build from the node copy whose checked uv cache is `cache` (held by the caller), kept beside
-    it and used by one build at a time: the copy's very files and nothing else when uv starts, so uv installs what
-    was checked and whatever uv writes lands beside the checked files, never in them."""
+    """uv's cache for one build at a time: links to the checked `cache`'s files, so uv's writes land beside them."""
     held = _take_turn(cache.parent / WORKING_LOCK, f"installing from {cache.parent}")  # guard: working-cache-one-build-at-a-time
     try:
         work = cache.parent / WORKING
         try:
             link_tree(cache, work)  # guard: bundles-uv-writes-into-a-working-cache
-        except PermissionError:  # what could not be set right in place (a directory made read-only): made whole again
+        except PermissionError:  # a directory made read-only: made whole again
             try:
                 remove(str(work))
                 link_tree(cache, work)
@@ -203,10 +186,8 @@ def working_cache(cache: Path) -> Iterator[Path]:
 
 
 def restamp(node: NodeCopy) -> None:
-    """Take into the stamp of the node copy `node` the ctimes that this build's own links moved (its working cache's,
-    uv's into the environment), so that the next build hashes only files changed otherwise. Called once uv is done.
-    A ctime is taken only when older than the filesystem's clock now (a later edit
-    in the same tick would leave it as it is); a file whose identity moved in any other way leaves the stamp."""
+    """Take into `node`'s stamp the ctimes this build's own links moved, so the next build hashes less. Call once uv
+    is done."""
     copy = node.cache.parent
     held = locks.try_hold(copy, shared=True)
     if held is None:  # being removed
@@ -232,7 +213,7 @@ def restamp(node: NodeCopy) -> None:
 
 
 def _clock(directory: Path) -> int:
-    """The filesystem's time now, in its own granularity: the mtime of a file made in `directory`."""
+    """The filesystem's time now, in its own granularity."""
     probe = directory / f".clock-{os.getpid()}"
     fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
@@ -243,9 +224,8 @@ def _clock(directory: Path) -> int:
 
 
 def _keep_newest(digests: dict[Path, str]) -> None:
-    """Of this user's checked copies (`digests`: their bundles' digests), keep the last used of each of the KEEP
-    bundles last used; remove the rest that no build holds. A node that moves from bundle to bundle keeps the
-    copies it alternates between, and a second copy of one bundle never takes the other's place."""
+    """Keep the last used copy of each of the KEEP last used bundles (`digests`: copy -> bundle); remove the rest
+    that no build holds."""
     used = []
     for copy, digest in digests.items():
         try:
@@ -268,7 +248,7 @@ class Stamp:
 
 
 def stamp_digest(copy: Path) -> str | None:
-    """The bundle digest a node copy was checked against; None for one killed before its check, or planted."""
+    """The bundle digest a node copy was checked against; None when it has no readable stamp."""
     stamp = _read_stamp(copy)
     return stamp.digest if stamp is not None else None
 
@@ -281,5 +261,6 @@ def _stamp_key(copy: Path) -> Identity | None:
 
 
 def _read_stamp(copy: Path) -> Stamp | None:
-    """A node copy's stamp; None when it has none that reads as one (killed while copying)."""
+    """A node copy's stamp; None when it has none that reads as one."""
+
     return codec.read(copy / STAMP, Stamp, STAMP_VERSION)

@@ -1,6 +1,4 @@
-"""A bundle's uv cache copied file by file, each file read once and hashed as read: hard-linked when `linkable`,
-else copied; never through a link, FIFO or device swapped in. One file that cannot be copied, or a signal, ends
-the copy."""
+"""A bundle's uv cache hard-linked or copied file by file, each file hashed as it is read."""
 
 from __future__ import annotations
 
@@ -24,25 +22,22 @@ Copied = tuple[int, str, Identity]  # a file of the copy: size, sha256, its iden
 
 
 def identity(info: os.stat_result) -> Identity:
-    """What a kept file is checked by. ctime, which no tool of the user's can set back, catches an edit in place
-    whose mtime was put back (`cp -p`, `rsync -t --inplace`); it also moves with every link to the file."""
-    changed = 0  # no ctime compared: an edit whose mtime was put back would pass
+    """What a kept file is checked by; the ctime catches an edit whose mtime was put back (`cp -p`)."""
+    changed = 0
     changed = info.st_ctime_ns  # guard: node-copy-identity-holds-the-ctime
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, changed
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
-    """Copy the tree `source` into `target` (which exists): directories, links as links (where they point is
-    checked on the copy), files hard-linked where `linkable`, else copied without group's and others'
-    write bits, setuid or setgid. Returns each file's (size, sha256, identity) by its path relative to `source`,
-    as the copy made it: its bytes hashed as they were read, its identity taken once it was complete."""
+    """Copy the tree `source` into the existing `target`, links as links; returns each file's (size, sha256,
+    identity) by its path relative to `source`. Refuses anything but regular files and links."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
     device = os.stat(target).st_dev
     skip = len(str(source)) + 1
 
-    failed = threading.Event()  # one file that cannot be copied ends the copy: the rest are not copied for nothing
+    failed = threading.Event()
 
     def copied(pair: tuple[str, str]) -> tuple[str, Copied]:
         if failed.is_set():
@@ -60,17 +55,14 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
 
 
 def others_may_write(info: os.stat_result) -> bool:
-    """Whether a user but this one and root may write what `info` describes: never hashed and then trusted, never
-    packed into a bundle."""
+    """Whether a user but this one and root may write what `info` describes."""
     if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
         return True
     return bool(info.st_mode & 0o022)  # guard: node-copy-links-no-file-others-may-write
 
 
 def linkable(info: os.stat_result, device: int, names: int = 1) -> bool:
-    """Whether a bundle file may be hard-linked rather than copied: a regular file on `device` that only this
-    user or root may write, neither setuid nor setgid, with `names` names (one before the link: a file that
-    something outside the bundle shares is copied)."""
+    """Whether a bundle file may be hard-linked rather than copied (`names`: its link count, 1 before the link)."""
     if info.st_nlink != names:  # guard: node-copy-links-no-file-linked-elsewhere
         return False
     if others_may_write(info) or info.st_mode & (stat.S_ISUID | stat.S_ISGID):  # guard: node-copy-links-no-setuid-file
@@ -79,8 +71,7 @@ def linkable(info: os.stat_result, device: int, names: int = 1) -> bool:
 
 
 def _linked(path: str, target: str, device: int) -> Copied | None:
-    """Hard-link `path` at `target` when linkable, and hash it; None (nothing at `target`) when it is not, or the
-    link is refused."""
+    """Hard-link `path` at `target` and hash it; None, with nothing at `target`, when it may not be linked."""
     if not linkable(os.lstat(path), device):
         return None
     try:
@@ -98,12 +89,11 @@ def _linked(path: str, target: str, device: int) -> Copied | None:
     return None
 
 
-_buffers = threading.local()  # one block per thread, read into again and again: no allocation per read
+_buffers = threading.local()  # one block per thread: no allocation per read
 
 
 def _hash_and_write(source: int, target: int | None) -> tuple[int, str]:
-    """(size, sha256) of all of `source` from its offset, each block hashed as it is read and written to
-    `target` when given: one pass over the bytes."""
+    """(size, sha256) of `source` from its offset, each block written to `target` when given."""
     if len(buffer := getattr(_buffers, "block", b"")) != BLOCK:
         buffer = _buffers.block = memoryview(bytearray(BLOCK))
     digest, size = hashlib.sha256(), 0
@@ -143,15 +133,13 @@ def _copy_file(path: str, target: str, bundle: Path) -> Copied:
 
 
 def _not_a_file(path: str, bundle: Path) -> NemoRLError:
-    return NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file (a link swapped in, a FIFO, "
-                       "socket or device: a bundle holds only regular files and links)",
+    return NemoRLError(f"cannot copy {path} of bundle {bundle}: not a regular file",
                        f"copy the bundle again from the builder: {bundle}")
 
 
 def link_tree(source: Path, target: Path) -> None:
-    """Make `target` hold `source`'s names and nothing else: at each, that very file (a hard link: same device and
-    inode) or link (same text), under real directories; what is found otherwise is made again. `source` is this
-    user's (a node copy); one process at a time works on `target`."""
+    """Make `target` hold hard links to `source`'s files, its links and its directories, and nothing else.
+    One process at a time works on `target`."""
     device = os.lstat(source).st_dev
     todo = [(str(source), str(target))]
     while todo:  # a list, not recursion: a tree of any depth
@@ -194,8 +182,7 @@ def _same(want: os.DirEntry[str], have: os.DirEntry[str]) -> bool:
 
 
 def remove(path: str) -> None:
-    """Remove the name or tree `path` if there. A directory of this user's in it that refuses (read-only, unreadable)
-    is opened up once; nothing above `path` is touched."""
+    """Remove the name or tree `path` if there, opening up directories inside it that refuse."""
     top, opened = os.path.abspath(path), set()
 
     def open_up(function: Callable[[str], object], failed: str, exc: BaseException) -> None:
@@ -220,8 +207,8 @@ def remove(path: str) -> None:
 
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
-    """`target` with `source`'s directories (mode 0755) and links (as links: where they point is checked on the
-    copy); returns each file of `source` with the path it gets in `target` (strings: tens of thousands of them)."""
+    """Make `source`'s directories and links in `target`; returns each file's path and the path it gets there."""
+
     files = []
     top = str(target)
     for dirpath, dirnames, filenames in os.walk(source):
