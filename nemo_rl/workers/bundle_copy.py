@@ -262,5 +262,4 @@ def _stamp_key(copy: Path) -> Identity | None:
 
 def _read_stamp(copy: Path) -> Stamp | None:
     """A node copy's stamp; None when it has none that reads as one."""
-
     return codec.read(copy / STAMP, Stamp, STAMP_VERSION)

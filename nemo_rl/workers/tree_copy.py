@@ -208,7 +208,6 @@ def remove(path: str) -> None:
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
     """Make `source`'s directories and links in `target`; returns each file's path and the path it gets there."""
-
     files = []
     top = str(target)
     for dirpath, dirnames, filenames in os.walk(source):
