@@ -1,9 +1,4 @@
-"""A bundle's index archives against uv.lock's own hashes.
-
-uv keeps no archive, only a pointer recording its sha256: `wheels-v*/<index>/<name>/<stem>.http` (archive id,
-hashes, wheel file name, in msgpack) and `sdists-v*/<index>/<name>/<version>/revision.http` (revision id,
-hashes). A pointer whose hash is not uv.lock's for that file is refused (docs/workers.md).
-"""
+"""A bundle's index archives checked against uv.lock's hashes, through the msgpack pointers uv's cache keeps."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ _MAX_POINTER = 1 << 16  # uv's pointers are a few hundred bytes; a larger file i
 
 
 def canonical(name: str) -> str:
-    """PEP 503 (no `packaging`: a node builds its first environment with the standard library only)."""
+    """PEP 503 (without `packaging`: a node's first environment has only the standard library)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -35,7 +30,7 @@ class Pointer:
 
 
 class _Reader:
-    """The msgpack arrays, maps and strings uv's pointers start with; anything else raises ValueError."""
+    """Reads the msgpack arrays, maps and strings uv's pointers start with; raises ValueError on anything else."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0
@@ -93,7 +88,7 @@ def _read(path: Path, sdist: tuple[str, str] | None) -> Pointer:
 
 
 def _lies_where_uv_looks(pointer: Pointer) -> bool:
-    """uv looks a wheel's pointer up at `<name>/<stem>.http` or `<name>/<version>-<16 hex of the tags>.http`."""
+    """Whether uv looks the wheel's pointer up where it lies."""
     name, _, rest = pointer.archive.partition(" ")
     stem = pointer.path.name[:-len(".http")]
     if pointer.path.parent.name != name:
@@ -104,7 +99,7 @@ def _lies_where_uv_looks(pointer: Pointer) -> bool:
 
 
 def wheel_key(filename: str) -> str:
-    """"<canonical name> <version>[-<build>]-<py>-<abi>-<platform>", each tag set sorted (uv and uv.lock differ)."""
+    """"<canonical name> <version>[-<build>]-<py>-<abi>-<platform>", each tag set sorted."""
     name, _, rest = filename.removesuffix(".whl").partition("-")
     return _key(canonical(name), rest)
 
@@ -148,7 +143,7 @@ def _version(key: str) -> str:
 
 
 def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
-    """Refuse a pointer in `cache` not matched to uv.lock or hashed otherwise; (number checked, unlisted archives)."""
+    """(archives checked, archives uv.lock does not name); raises NemoRLError when one's hash is not uv.lock's."""
     locked = locked_hashes(project)
     versions = {_version(key) for key in locked if not key.endswith(" sdist")}
     fix = "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`)"

@@ -1,5 +1,5 @@
-"""`nemo-rl envs pack`: a bundle built in `.<name>.packing-<pid>` and renamed into place last; a pack whose import
-check times out keeps its cache in `.<name>.packing-kept` for the next."""
+"""`nemo-rl envs pack`: a bundle built beside its destination and renamed into place last; a pack whose import check
+times out keeps its cache for the next."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
 
 
 def remove_kept(kept: Path) -> None:
-    """Remove a kept pack: its record of inputs first, so a removal cut short leaves nothing a pack resumes from."""
+    """Remove a kept pack, its record of inputs first (a pack resumes from a kept pack that has one)."""
     if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
         os.unlink(kept)
         return
@@ -128,7 +128,7 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
 
 def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
          import_timeout: float = IMPORT_TIMEOUT_S) -> Manifest:
-    """Make the bundle for (uv.lock, flags) at the new `dest`; `seed`: from this user's uv cache (pack_seed)."""
+    """Make the bundle for (uv.lock, flags) at the new `dest`, seeded from this user's uv cache when `seed`."""
     if developing := sorted(project.developing):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds pinned commits only",
                           "run " + " and ".join(command("nemo-rl deps develop --stop {d}", d=d) for d in developing)

@@ -49,8 +49,8 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
 
 def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = None,
                    hashes: dict[str, str] | None = None) -> tuple[int, int, str]:
-    """(files, bytes, sha256) over the names, sizes, contents and link targets under `root`; `known` holds
-    (size, sha256) of files hashed before; `hashes` receives each file's sha256."""
+    """(files, bytes, sha256) over the names, sizes, contents and link targets under `root`, trusting `known`
+    (size, sha256) by path; `hashes` receives each file's sha256."""
     from concurrent.futures import ThreadPoolExecutor
 
     top, relatives = str(root), []
@@ -83,8 +83,7 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
 
 
 def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
-    """The bundle's manifest, once its inputs are this node's and its digest is pinned (`digest`, else
-    $NEMO_RL_BUNDLE_DIGESTS); `sync_from` checks the content."""
+    """The bundle's manifest, once its inputs are this node's and `digest` (else $NEMO_RL_BUNDLE_DIGESTS) pins it."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before
@@ -129,7 +128,7 @@ def driver_path(project: Path) -> Path:
 
 
 def driver_unfinished(project: Path) -> Path:
-    """Present while build_driver makes the checkout's environment: a killed build's `.venv` is made again."""
+    """Present while build_driver makes the checkout's environment."""
     return driver_path(project).with_name(f".{driver_path(project).name}.nemo-rl-unfinished")
 
 

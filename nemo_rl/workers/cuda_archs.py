@@ -47,7 +47,7 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
 
 
 def record(env: Path, lock: dict, bundle: Path) -> dict:
-    """Write the bundle's CUDA record; refuse when a declared arch has no cubins (uv may reuse another build)."""
+    """Write the bundle's CUDA record; raises NemoRLError when a declared arch has no cubins."""
     extensions = compiled_extensions(env, lock)
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
@@ -79,8 +79,8 @@ def read_record(bundle: Path) -> bytes:
 
 
 def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
-    """The SM number of every GPU of the node (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how they
-    were found or why not. Never raises."""
+    """The SM number of every GPU of the node (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how found.
+    Never raises."""
     if shutil.which("nvidia-smi"):
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
@@ -110,8 +110,8 @@ def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
 
 
 def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None]:
-    """The bundle's CUDA record, refused when its extensions cannot run on a GPU of the node (or `gpu`); and what
-    was checked, None without CUDA extensions."""
+    """The bundle's CUDA record, refused when its extensions cannot run on the node's GPUs (or `gpu`), and what was
+    checked (None without CUDA extensions)."""
     record = read_record(bundle)
     try:
         data = json.loads(record)

@@ -35,8 +35,7 @@ class Row:
 
 
 def users(path: Path) -> tuple[int, ...]:
-    """PIDs of live processes running from the environment at `path` (a Ray worker may show it only in VIRTUAL_ENV
-    or in its mapped files)."""
+    """PIDs of live processes running from the environment at `path` (by executable, arguments, VIRTUAL_ENV or maps)."""
     prefix = str(path.resolve())
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -1,5 +1,5 @@
-"""A pack's fresh uv cache seeded with the wheels this user's uv built from the lock's sdists (no second compile):
-only the lock's sdist revision, files only this user (or root) may write, and every declared CUDA arch."""
+"""A pack's fresh uv cache seeded with the wheels this user's uv built from the lock's sdists, to skip a second
+compile."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Seeded:
 
 
 def user_cache() -> tuple[Path | None, str]:
-    """(this user's uv cache, resolved, or None) and what was found; a checkout's settings never choose it."""
+    """(this user's uv cache, resolved, or None) and what was found."""
     named = uv.cache_dir()
     if named is None:
         return None, "uv named no cache"
@@ -85,7 +85,7 @@ def _version_dirs(user_cache: Path, name: str, version: str) -> list[Path]:
 
 
 def revision_of(data: bytes, sha256: str) -> str | None:
-    """The revision a `revision.http` (msgpack: [id, [{"Sha256": hex}, ...], ...]) names when it has `sha256`."""
+    """The revision a `revision.http` names when it records `sha256`, else None."""
     if len(data) < 3 or data[0] & 0xF0 != 0x90:
         return None
     size, start = (data[1] - 0xA0, 2) if 0xA0 <= data[1] <= 0xBF else (data[2], 3) if data[1] == 0xD9 else (0, 0)
@@ -116,8 +116,7 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
 
 def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Callable[[], tuple[int, ...]],
                    made: list[Path], flat: bool) -> tuple[tuple[int, ...], list[str]] | None:
-    """Copy one built wheel (`settings`, or the revision's own files when `flat`) and the archives it links to;
-    (its cubins, what was left out), or None without a wheel."""
+    """Copy one built wheel and the archives it links to; (its cubins, what was left out), or None without a wheel."""
     plan = plan_copy(settings, user_cache, in_archive=False, flat=flat)
     if not plan.files and not plan.links:
         return None

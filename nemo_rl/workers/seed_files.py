@@ -1,5 +1,4 @@
-"""A uv cache entry read for a bundle: no link followed but uv's into `archive-v*`, nothing others may write
-(UV_CACHE_DIR may be shared), no FIFO opened."""
+"""This user's uv cache entries read for a pack's seed: only files no one else may write, links only into archives."""
 
 from __future__ import annotations
 
