@@ -39,9 +39,8 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
 
 
 def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
-    """Ask every alive node's raylet to start `count` workers (at most its CPUs) for actors given
-    `actor_options(py_executable)`, idle up to `keep_alive_s` seconds; the number asked for. None in a job with a
-    runtime_env of its own: Ray merges it into each actor's, so the workers would match no actor."""
+    """Ask every alive node's raylet to start `count` workers (at most its CPUs) for `py_executable`'s actors; the
+    number asked for, 0 in a job with a runtime_env of its own (its workers would match no actor)."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
         raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
                           "workers", "pass a positive int, e.g. count=4")
@@ -54,7 +53,7 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
 
     context = ray.get_runtime_context()
     if context.runtime_env:  # guard: workers-prestart-none-in-a-job-with-its-own
-        progress("warning: prestart asked for no workers: this job has a runtime_env of its own; start Ray with "
+        progress("warning: prestart skipped: this job has a runtime_env of its own; start Ray with "
                  "workers.start_ray and no runtime_env to prestart")
         return 0
     try:
@@ -113,7 +112,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None,
 
 
 def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
-    """Wait until `actor` runs; after `timeout` seconds kill it and raise with the raylet log's cause
+    """Wait until `actor` runs; after `timeout` seconds kill it and raise NemoRLError with the raylet log's cause
     (Ray retries a failing worker for minutes: ray-project/ray#59342)."""
     timeout = values.timeout_seconds(timeout, "wait_ready")
     import ray
