@@ -120,8 +120,7 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
              digests: dict[Path, str]) -> NodeCopy | None:
-    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None; its digest goes into
-    `digests`."""
+    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None."""
     held = locks.try_hold(candidate, shared=True)  # guard: node-copy-builds-hold-a-kept-copy-shared; other builds use it too; a remover holds it exclusively
     if held is None:
         return None
@@ -186,8 +185,7 @@ def working_cache(cache: Path) -> Iterator[Path]:
 
 
 def restamp(node: NodeCopy) -> None:
-    """Take into `node`'s stamp the ctimes this build's own links moved, so the next build hashes less. Call once uv
-    is done."""
+    """Take into `node`'s stamp the ctimes this build's own links moved; call once uv is done."""
     copy = node.cache.parent
     held = locks.try_hold(copy, shared=True)
     if held is None:  # being removed
@@ -224,8 +222,7 @@ def _clock(directory: Path) -> int:
 
 
 def _keep_newest(digests: dict[Path, str]) -> None:
-    """Keep the last used copy of each of the KEEP last used bundles (`digests`: copy -> bundle); remove the rest
-    that no build holds."""
+    """Keep the last used copy of each of the KEEP last used bundles (`digests`: copy -> bundle); remove the others."""
     used = []
     for copy, digest in digests.items():
         try:

@@ -29,8 +29,8 @@ def identity(info: os.stat_result) -> Identity:
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
-    """Copy the tree `source` into the existing `target`, links as links; returns each file's (size, sha256,
-    identity) by its path relative to `source`. Refuses anything but regular files and links."""
+    """Copy the tree `source` into `target`; each file's (size, sha256, identity) by its path relative to `source`.
+    Raises NemoRLError on a FIFO or device."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
@@ -138,8 +138,7 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
 
 
 def link_tree(source: Path, target: Path) -> None:
-    """Make `target` hold hard links to `source`'s files, its links and its directories, and nothing else.
-    One process at a time works on `target`."""
+    """Make `target` hold hard links to `source`'s files, its links and directories, and nothing else."""
     device = os.lstat(source).st_dev
     todo = [(str(source), str(target))]
     while todo:  # a list, not recursion: a tree of any depth
