@@ -57,8 +57,8 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     missing, unexpected = lock_markers.gaps(requirements, dependencies, envs)
     if missing:  # guard: derived-the-locked-package-follows-the
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())  # guard: locked-dependency-an-override-that
-        cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
-                 f"replaces the fork's requirement, extras and marker with its own; edit it, then run `uv lock`)"
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies replaces {', '.join(overridden)}: edit it, "
+                 "then run `uv lock`)"
                  if overridden else "")
         result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
@@ -181,7 +181,7 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def spelled(line: str) -> str:
-    """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order."""
+    """A requirement as uv's manifest spells it."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
