@@ -1,4 +1,4 @@
-"""Making and verifying patches/<dist>/: the library under `deps patches`, `deps bump` and `deps status`."""
+"""Making and verifying patches/<dist>/."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-
 
 @dataclass(frozen=True)
 class Difference:
-    """One fact that disagrees: where, which field, what it should be, what it is."""
+    """One fact that disagrees."""
 
     file: str
     field: str
@@ -59,7 +59,7 @@ class Difference:
 
 
 def records_dir(project: Path, distribution: str) -> Path:
-    """patches/<dist> in `project`; refused when it, patches/ or an entry of it is a symbolic link."""
+    """patches/<dist> in `project`; NemoRLError when it, patches/ or an entry is a link."""
     directory = project / relative_dir(distribution)
     for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
@@ -248,7 +248,7 @@ def orphan_fix(orphan: Difference) -> str:
 
 
 def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
-    """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
+    """The facts of the index and records that differ from the fork and upstream, notes aside."""
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project.root, fork.distribution)
