@@ -1,4 +1,4 @@
-"""The steps of `deps bump` (deps/bump.py calls each in turn)."""
+"""The steps of `deps bump`."""
 
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """The staged state, read after its writes, is what was meant."""
+    """Raise NemoRLError unless the staged files are what was meant."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:

@@ -1,4 +1,4 @@
-"""History questions for the blob-less fork cache, in as few round trips as possible."""
+"""History questions for the blob-less fork cache, in few round trips."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """Fetch, in one request, the missing blobs of the diffs of `shas` and the files of `trees`."""
+    """Fetch the missing blobs of the diffs of `shas` and the files of `trees`, in one request."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
     try:
@@ -154,7 +154,7 @@ class Tree:
 
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
-    """The tree of `rev` with its blobs in the cache, asked of each remote in turn."""
+    """The tree of `rev`, its blobs fetched from each remote in turn."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs, gitlinks = {}, []
     for entry in filter(None, out.split("\0")):

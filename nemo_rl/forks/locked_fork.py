@@ -121,7 +121,6 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    """Each locked dependency at a version the requirement refuses."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
@@ -164,7 +163,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    """[tool.uv] override-dependencies from uv.lock's [manifest]: name -> specifier."""
+    """name -> specifier of the overrides in uv.lock's [manifest]."""
     from packaging.utils import canonicalize_name
 
     manifest = lock.get("manifest")
