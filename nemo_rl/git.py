@@ -40,7 +40,6 @@ def git(
 
 def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,
               stdout_file: BinaryIO | None = None) -> Running:
-    """`git` started, to be collected later."""
     return start(["git", "-C", str(repo), *args], env=_env(), input_text=input_text, stdin_file=stdin_file,
                  stdout_file=stdout_file)
 

@@ -69,7 +69,6 @@ def read_before(project: Project, distribution: str) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit."""
     progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)

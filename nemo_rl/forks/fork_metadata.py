@@ -89,7 +89,7 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 
 def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str], *,
              extras: bool = False) -> declared.Declares:
-    """What the fork declares at `rev` for the derived entry."""
+    """What the fork declares at `rev`; NemoRLError when it builds another distribution."""
     if canonicalize_name(metadata.name) != canonicalize_name(distribution):  # guard: bump-the-metadata-names-the-distribution
         raise NemoRLError(f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r}",
                           FIX_BACKEND)
@@ -222,7 +222,6 @@ class Drift:
 
 
 def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
-    """The fork's requirements at two commits compared."""
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
     added_names = sorted(new.keys() - old.keys())

@@ -25,7 +25,6 @@ INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "
 
 
 def relative_dir(distribution: str) -> str:
-    """Where a fork's records live, relative to the project."""
     return f"patches/{distribution}"
 
 
