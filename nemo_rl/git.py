@@ -1,7 +1,4 @@
-"""The git commands nemo-rl needs, with the user's git configuration (`insteadOf` mirrors included).
-
-GIT_DIR and its kin, inherited inside a git hook, would point them at another repository, so they are dropped.
-"""
+"""The git commands nemo-rl needs, under the user's git configuration; GIT_DIR and kin (set in hooks) dropped."""
 
 from __future__ import annotations
 
@@ -43,7 +40,6 @@ def git(
 
 def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,
               stdout_file: BinaryIO | None = None) -> Running:
-    """`git` started, to be collected later."""
     return start(["git", "-C", str(repo), *args], env=_env(), input_text=input_text, stdin_file=stdin_file,
                  stdout_file=stdout_file)
 
@@ -54,7 +50,7 @@ def unreachable(url: str) -> str:
 
 
 def git_said(result: Result) -> str:
-    """git's own error lines, before its advice, made printable."""
+    """git's error lines before its advice, printable."""
     said = []
     for line in result.stderr.strip().splitlines():
         if not line.strip():
@@ -64,21 +60,21 @@ def git_said(result: Result) -> str:
 
 
 def tried_url(where: str, repo: Path | None = None) -> str | None:
-    """The URL git contacts for `where` (a URL or a remote of `repo`), insteadOf rules applied."""
+    """The URL git contacts for `where` (a URL or a remote of `repo`) after insteadOf."""
     result = git(["ls-remote", "--get-url", "--", where], repo=repo, check=False, timeout=20)
     return values.printable(result.stdout.strip()) if result.returncode == 0 and result.stdout.strip() else None
 
 
 def reach_failure(failed: str, url: str, result: Result, *, where: str | None = None,
                   repo: Path | None = None) -> NemoRLError:
-    """A failed ls-remote or fetch of `url`, with the URL git tried and git's own lines."""
+    """The error for a failed ls-remote or fetch of `url`, naming the URL git tried."""
     tried = tried_url(where or url, repo)
     via = f" (git tried {tried})" if tried and tried != url else ""
     return NemoRLError(f"{failed} {url}{via}: {git_said(result)}", unreachable(url))
 
 
 def ls_remote(url: str, ref: str, timeout: float | None = None) -> str | None:
-    """The commit `ref` names on `url`, or None when the remote has no such ref."""
+    """The commit `ref` names on `url`; None when there is no such ref."""
     result = git(["ls-remote", "--", url, ref], check=False, timeout=timeout)
     if result.returncode != 0:  # guard: git-a-failed-reach-is-an-error-with-git-s-words
         raise reach_failure("cannot reach", url, result)
@@ -99,7 +95,7 @@ def init_cache(path: Path) -> Path:
 
 
 def remove_stale_locks(repo: Path) -> None:
-    """Remove the lock files a killed git left in `repo`; the caller knows no other git runs there."""
+    """Remove lock files a killed git left in `repo`; only while no other git runs there."""
     if repo.is_dir():
         for path in [*repo.glob("*.lock"), *(repo / "refs").rglob("*.lock")]:
             if path.is_file() and not path.is_symlink():
@@ -111,7 +107,7 @@ def remove_stale_locks(repo: Path) -> None:
 
 
 def set_remote(repo: Path, name: str, url: str) -> None:
-    """Point remote `name` at `url` (as given: insteadOf applies) as a blob-less promisor."""
+    """Point remote `name` at `url` (insteadOf applies) as a blob-less promisor."""
     git(["config", f"remote.{name}.url", url], repo=repo)
     git(["config", f"remote.{name}.promisor", "true"], repo=repo)
     git(["config", f"remote.{name}.partialclonefilter", "blob:none"], repo=repo)
@@ -145,7 +141,7 @@ def remote_url(repo: Path, name: str) -> str | None:
 
 
 def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
-    """The objects of these commits' trees that the blob-less cache `repo` lacks, without fetching any."""
+    """The objects of these commits' trees that `repo` lacks; fetches nothing."""
     if not revs:
         return set()
     out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"], repo=repo,
@@ -154,7 +150,7 @@ def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
 
 
 def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int = 0) -> set[str]:
-    """Fetch `objects` into the blob-less cache `repo`; return those the server refused, at most `refusals`."""
+    """Fetch `objects` into `repo`; return those refused (NemoRLError past `refusals`)."""
     refused: set[str] = set()
     while wanted := objects - refused:
         result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",
@@ -168,7 +164,7 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
             break
         if len(refused | named) > refusals:  # guard: fork-cache-a-refusal-is-an-error-unless
             raise NemoRLError(f"remote {remote!r} ({remote_url(repo, remote)}) does not serve "
-                              f"{len(refused | named)} or more of the {len(objects)} object(s) asked",
+                              f"{len(refused | named)} or more of the {len(objects)} object(s)",
                               "re-sync that mirror, or point git at one that has them (url.<base>.insteadOf)")
         refused |= named
     return refused
@@ -232,13 +228,13 @@ def rev_list(repo: Path, revision_range: str) -> list[str]:
 
 
 def show_file(repo: Path, sha: str, path: str) -> str | None:
-    """`path` at commit `sha`, or None when the commit has no such file."""
+    """`path` at `sha`; None when absent."""
     result = git(["show", "--end-of-options", f"{sha}:{path}"], repo=repo, check=False)
     return result.stdout if result.returncode == 0 else None
 
 
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
-    """Write the series into `out_dir`; return the written paths."""
+    """Write the series into `out_dir`; return its paths."""
     return git(["format-patch", "-o", str(out_dir), "--end-of-options", revision_range], repo=repo).stdout.split()
 
 

@@ -1,4 +1,4 @@
-"""git on a work tree someone edits (a `deps develop` checkout, the project's own): its state and rebases."""
+"""git on work trees people edit (`deps develop` checkouts, the project): their state and rebases."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def ignored_files(repo: Path) -> list[str]:
 
 
 def tracked(repo: Path, path: str) -> list[str] | None:
-    """The files under `path` (relative to `repo`) that git's index tracks."""
+    """The files under `path` git tracks; None when git will not read `repo`."""
     try:
         result = git(["ls-files", "-z", "--", path], repo=repo, check=False)
     except NemoRLError:
@@ -40,7 +40,7 @@ def has_commit(repo: Path, sha: str) -> bool:
 
 
 def head_problem(repo: Path) -> str | None:
-    """git's first line of complaint when it cannot read `repo`'s HEAD, or None when it can."""
+    """git's first complaint when `repo`'s HEAD is unreadable; None when readable."""
     result = git(["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"], repo=repo, check=False)
     if result.returncode == 0:
         return None
@@ -64,7 +64,7 @@ def unsaved_work(repo: Path) -> list[str]:
     stashes = git(["stash", "list"], repo=repo).stdout.splitlines()
     if stashes:  # guard: trust-stashes-are-work
         found.append(f"{len(stashes)} stash(es)")
-    # every commit reachable from a local branch, HEAD or the stash that no remote-tracking ref reaches
+    # commits of HEAD or a local branch that no remote-tracking ref reaches
     local = git(["rev-list", "--count", "HEAD", "--branches", "--not", "--remotes"], repo=repo, check=False)
     if local.returncode == 0 and int(local.stdout.strip() or 0):  # guard: trust-unpushed-commits-are-work
         found.append(f"{local.stdout.strip()} commit(s) on no remote branch")
@@ -72,13 +72,13 @@ def unsaved_work(repo: Path) -> list[str]:
 
 
 def toplevel(path: Path) -> Path | None:
-    """The work tree `path` belongs to, or None when it is no git checkout."""
+    """The work tree holding `path`; None outside git."""
     result = git(["rev-parse", "--show-toplevel"], repo=path, check=False)
     return Path(result.stdout.strip()) if result.returncode == 0 else None
 
 
 def init_checkout(path: Path, remotes: dict[str, str]) -> None:
-    """An empty work tree with `remotes` (URLs stored as given: insteadOf applies)."""
+    """Make an empty work tree with `remotes` (insteadOf applies)."""
     path.mkdir(parents=True, exist_ok=True)
     git(["init", "--quiet", str(path)])
     for name, url in remotes.items():
@@ -90,7 +90,7 @@ def switch_new_branch(path: Path, branch: str, rev: str) -> None:
 
 
 def identity_problem(repo: Path) -> str | None:
-    """git's last line when it cannot name a committer in `repo`; None when it can."""
+    """git's last line when it cannot name a committer; None when it can."""
     result = git(["var", "GIT_COMMITTER_IDENT"], repo=repo, check=False)
     if result.returncode == 0:
         return None
@@ -124,7 +124,7 @@ def rebasing(repo: Path) -> bool:
 
 
 def operation_in_progress(repo: Path) -> str | None:
-    """The git operation `repo` stopped in the middle of, other than a rebase, or "unmerged"; None when none."""
+    """The merge, cherry-pick or revert `repo` is in, or "unmerged"; None when none."""
     git_dir = Path(git(["rev-parse", "--absolute-git-dir"], repo=repo).stdout.strip())
     for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
         if (git_dir / head).exists():

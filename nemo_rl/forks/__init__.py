@@ -1,1 +1,1 @@
-"""Fork history: finding, fetching, describing and comparing a fork's downstream commits over its upstream."""
+"""A fork's downstream commits over its upstream: fetched, described and compared."""

@@ -1,4 +1,4 @@
-"""What `deps bump` prints: the commits the move adds and removes, the upstream base, how uv.lock changed."""
+"""The report `deps bump` prints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The steps of `deps bump` (deps/bump.py calls each in turn)."""
+"""The steps of `deps bump`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from nemo_rl.project.state_dir import write_atomic
 
 @dataclass(frozen=True)
 class Before:
-    """The project as the bump finds it, read once before anything is staged."""
+    """The project as the bump finds it, before anything is staged."""
 
     fork: lockfile.Fork
     locked: Mapping[str, lockfile.LockedPackage]
@@ -39,7 +39,7 @@ class Before:
         return frozenset(d.name for d in self.deltas.drop)
 
     def at(self, rev: str, branch: str | None) -> bool:
-        """Whether the fork is already pinned and locked at `rev`, on `branch` (None: the recorded one)."""
+        """Whether the fork is pinned and locked at `rev` on `branch` (None: the recorded one)."""
         locked = self.locked.get(self.fork.distribution)
         return (rev == self.fork.rev and locked is not None and locked.commit == rev  # guard: bump-nothing-to-do-only-at-the-pinned
                 and (branch or self.fork.branch) == self.fork.branch)
@@ -69,7 +69,6 @@ def read_before(project: Project, distribution: str) -> Before:
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
-    """What the fork declares at the new commit."""
     progress("reading the fork's own metadata at the new commit (its build backend)")  # guard: no-entry-bump-records-declares-for-every
     try:
         new = fork_metadata.read(repo, new_rev)
@@ -153,7 +152,7 @@ def _last_line(text: str) -> str:
 
 
 def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:
-    """The bump report's requirement lines: what the fork itself declares, old commit against new."""
+    """The bump report's lines comparing the fork's requirements at the old and new commits."""
     fork = before.fork
     old, built = before.recorded_at_pin(), []  # guard: bump-the-drift-s-old-side-from-the
     try:
@@ -176,7 +175,7 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """The staged state, read after its writes, is what was meant."""
+    """Raise NemoRLError unless the staged files are what was meant."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:

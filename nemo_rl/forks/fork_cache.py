@@ -1,4 +1,4 @@
-"""A local bare cache per fork of the fork's and its upstream's commits, so history questions run locally."""
+"""A local bare cache per fork of the fork's and its upstream's commits."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
         git.set_remote(repo, "upstream", fork.upstream_url)
         if (not git.ref_exists(repo, pin_ref) and fork.branch and git.ref_exists(repo, upstream_ref)
                 and git.is_ancestor(repo, sha, upstream_ref)):
-            # an upstream commit is already in the cache, and git never asks a server for an object it has
+            # git never asks a server for an object it has, so prove it is the fork's
             if not on_fork_branch():  # guard: trust-upstream-commit-is-not-a-fork
                 raise NemoRLError(f"commit {sha} is not on {fork.url}'s branch {fork.branch} (it is a commit of "
                                   "upstream, not of the fork)", "pin a fork commit, or use --branch NAME")
@@ -65,7 +65,7 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
                     fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
                 raise NemoRLError(f"commit {sha} is no longer on {fork.url}",
-                                  "pin a commit the fork has now, or push this one to a branch of the fork again")
+                                  "pin a commit the fork has, or push this one to a fork branch again")
         if not git.ref_exists(repo, pin_ref):
             progress(f"fetching {sha[:12]} from {fork.url}")
             git.ls_remote(fork.url, "HEAD")

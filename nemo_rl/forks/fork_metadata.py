@@ -1,4 +1,4 @@
-"""What a fork declares at a commit, asked of its own build backend (PEP 517) and cached per commit."""
+"""What a fork declares at a commit, asked of its build backend, cached per commit."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ FIX_BACKEND = pep517.FIX_BACKEND
 
 
 def project_table(pyproject_text: str | None) -> dict:
-    """The fork's static [project] table, {} when it has none or it does not parse."""
+    """The fork's static [project] table; {} when absent or unparsable."""
     try:
         table = tomllib.loads(pyproject_text).get("project", {}) if pyproject_text else {}
     except tomllib.TOMLDecodeError:
@@ -33,7 +33,7 @@ def project_table(pyproject_text: str | None) -> dict:
 
 
 def require_builds(pyproject_text: str | None, distribution: str, where: str) -> None:
-    """Refuse a commit whose static [project] renames the distribution (NeMo's nemo-tron branches)."""
+    """Raise NemoRLError when the static [project] names another distribution."""
     name = project_table(pyproject_text).get("name")
     if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):  # guard: bump-renamed-distribution
         raise NemoRLError(f"{where} builds distribution {name!r}, not {distribution!r}",
@@ -42,7 +42,7 @@ def require_builds(pyproject_text: str | None, distribution: str, where: str) ->
 
 @dataclass(frozen=True)
 class Metadata:
-    """A commit's METADATA; `requires`: canonical name (or full text, for a name required again) -> requirement."""
+    """A commit's METADATA; `requires` is keyed by canonical name (full text for a repeat)."""
 
     name: str
     version: str
@@ -71,7 +71,7 @@ def _parsed(lines: list[str]) -> list[Requirement]:
 
 
 def _extras(provided: list[str], lines: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each extra with the requirements it brings beyond the base ones."""
+    """extra -> the requirements it adds."""
     pairs = [(line, req) for line in lines for req in _parsed([line])]
     return {extra: tuple(line for line, req in pairs if not lock_markers.base_requirement(req)  # guard: extras-each-keeps-only-what-it-brings
                          and lock_markers.with_extra(req, extra))
@@ -89,7 +89,7 @@ def _requirements(lines: list[str]) -> dict[str, str]:
 
 def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset[str], *,
              extras: bool = False) -> declared.Declares:
-    """What the fork declares at `rev` for the derived entry."""
+    """What the fork declares at `rev`; NemoRLError when it builds another distribution."""
     if canonicalize_name(metadata.name) != canonicalize_name(distribution):  # guard: bump-the-metadata-names-the-distribution
         raise NemoRLError(f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r}",
                           FIX_BACKEND)
@@ -111,7 +111,7 @@ def shipped_files(repo: Path, rev: str) -> frozenset[str]:
 
 
 def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
-    """Files of `rev` built empty into the wheel (or the metadata): the fork's server lacked their blobs."""
+    """Files of `rev` built empty into the wheel (or metadata), their blobs unserved."""
     return list(_files(repo, rev).placeholders if what == "wheel" else read(repo, rev).placeholders)
 
 
@@ -173,11 +173,11 @@ def _bounded(path: Path) -> str:
 def _metadata(text: str, placeholders: Iterable[str]) -> Metadata:
     message = Parser().parsestr(text)
     if not message["Name"] or not message["Version"]:  # guard: fast-metadata-has-a-name-and-a-version
-        raise NemoRLError("the METADATA the fork's build backend wrote has no Name or no Version", FIX_BACKEND)
+        raise NemoRLError("the fork's METADATA has no Name or no Version", FIX_BACKEND)
     try:
         Version(message["Version"])  # guard: fast-metadata-s-version-is-pep
     except InvalidVersion as exc:
-        raise NemoRLError(f"the METADATA the fork's build backend wrote has Version {message['Version']!r:.100}, not "
+        raise NemoRLError(f"the fork's METADATA has Version {message['Version']!r:.100}, not "
                           "a PEP 440 version", FIX_BACKEND) from exc
     lines = message.get_all("Requires-Dist") or []
     return Metadata(message["Name"], message["Version"], _requirements(lines), message["Requires-Python"],
@@ -188,13 +188,13 @@ def _read_wheel(wheel: Path, placeholders: Iterable[str]) -> _Record:
     try:
         archive = zipfile.ZipFile(wheel)
     except (OSError, zipfile.BadZipFile) as exc:
-        raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) does not open: {exc}",
+        raise NemoRLError(f"the fork's wheel {wheel.name} does not open: {exc}",
                           FIX_BACKEND) from exc
     with archive:
         names = archive.namelist()
         info = next((n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None)
         if info is None or archive.getinfo(info).file_size > METADATA_LIMIT:
-            raise NemoRLError(f"the wheel the fork's build backend made ({wheel.name}) has no .dist-info/METADATA "
+            raise NemoRLError(f"the fork's wheel {wheel.name} has no .dist-info/METADATA "
                               f"under {METADATA_LIMIT} bytes", FIX_BACKEND)
         metadata = archive.read(info).decode(errors="replace")
     return _Record(_metadata(metadata, placeholders),
@@ -222,7 +222,6 @@ class Drift:
 
 
 def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
-    """The fork's requirements at two commits compared."""
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
     added_names = sorted(new.keys() - old.keys())

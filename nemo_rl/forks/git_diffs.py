@@ -1,4 +1,4 @@
-"""Patch-ids and diffstats of many commits, from one diff of each, computed on several cores."""
+"""Patch-ids and diffstats of many commits, on several cores."""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ def patch_ids(repo: Path, shas: list[str]) -> dict[str, str]:
 
 
 def patch_ids_and_diffstats(repo: Path, shas: list[str]) -> dict[str, Diff]:
-    """sha -> its patch-id and diffstat, from one diff of each commit."""
+    """sha -> its patch-id and diffstat."""
     return _diff_pass(repo, shas, stats=True)
 
 
 def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
-    """The commits dealt over up to four `git log -p` processes (one core each), then `git patch-id` on each."""
+    """`git log -p` in up to four processes, then `git patch-id` on each."""
     count = min(os.cpu_count() or 1, 4)
     parts = [part for part in (shas[n::count] for n in range(count)) if part]
     result: dict[str, Diff] = {}
@@ -62,7 +62,7 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
 
 
 def _stat_blocks(text: bytes) -> dict[str, str]:
-    """sha -> its --stat block in `git log -p --stat --format='commit %H'` output."""
+    """sha -> its --stat block in `git log -p --stat` output."""
     starts = [0]
     while (found := text.find(b"\ncommit ", starts[-1])) >= 0:
         starts.append(found + 1)

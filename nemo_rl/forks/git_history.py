@@ -1,4 +1,4 @@
-"""History questions for the blob-less fork cache, in as few round trips as possible."""
+"""History questions for the blob-less fork cache, in few round trips."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ REFUSALS_MAX = 64
 
 @dataclass(frozen=True)
 class Change:
-    """One path a commit changes against its first parent; a blob id is ZERO when absent."""
+    """A path a commit changes against its first parent; a blob is ZERO when absent."""
 
     path: str
     old_blob: str
@@ -25,7 +25,7 @@ class Change:
 
 
 def changes(repo: Path, sha: str) -> list[Change]:
-    """What `sha` changes against its first parent, from trees only (no blob is fetched)."""
+    """What `sha` changes against its first parent; fetches no blob."""
     out = git.git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
                "--end-of-options", sha], repo=repo).stdout
     return _parse_raw(out)
@@ -44,7 +44,7 @@ def _parse_raw(out: str) -> list[Change]:
 
 
 def paths_by_commit(repo: Path, revision_range: str) -> dict[str, frozenset[str]]:
-    """Every commit of `revision_range` with the paths its first-parent diff changes; trees only."""
+    """Each commit of `revision_range` -> the paths it changes against its first parent."""
     out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--no-renames", "--first-parent", "-m",
                "--end-of-options", revision_range], repo=repo).stdout
     result: dict[str, frozenset[str]] = {}
@@ -63,7 +63,7 @@ def first_parents(repo: Path, shas: list[str]) -> list[str]:
 
 
 def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
-    """`changes` of every commit of `shas`, in one process (trees only)."""
+    """`changes` of each of `shas`, in one process."""
     if not shas:
         return {}
     out = git.git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
@@ -76,7 +76,7 @@ def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
 
 
 def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[str] = ()) -> None:
-    """Fetch in one request the blobs the cache lacks of the diffs of `shas` and the files of `trees`."""
+    """Fetch the missing blobs of the diffs of `shas` and the files of `trees`, in one request."""
     blobs = {b for found in changes_many(repo, shas).values() for c in found for b in (c.old_blob, c.new_blob)}
     wanted = blobs & git.missing_objects(repo, [*shas, *first_parents(repo, shas)])
     try:
@@ -84,7 +84,7 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
     except NemoRLError:
         refused = git.fetch_objects(repo, remote, wanted, refusals=REFUSALS_MAX)
         if refused:  # guard: records-a-diff-blob-no-server-has-stops
-            raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) the downstream commits' diffs read "
+            raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) of the downstream diffs "
                               f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
                               "re-sync the mirror from the fork") from None
 
@@ -94,7 +94,7 @@ def commit_date(repo: Path, sha: str) -> str:
 
 
 def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
-    """path -> blob id at `sha` for those of `paths` that exist there (trees only)."""
+    """path -> blob id at `sha`, for those of `paths` present."""
     if not paths:
         return {}
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
@@ -108,7 +108,7 @@ def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
 
 
 def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
-    """One `git log --no-walk` over `shas`, its output split per commit at `separator` + SHA."""
+    """sha -> its part of one `git log --no-walk` output."""
     if not shas:
         return {}
     out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
@@ -128,7 +128,7 @@ class CommitFacts:
 
 
 def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
-    """sha -> its author, author date and subject, in one process."""
+    """sha -> author, author date and subject."""
     out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
     result = {}
     for sha, text in out.items():
@@ -154,7 +154,7 @@ class Tree:
 
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
-    """The tree of `rev` with its blobs in the cache, asked of each remote in turn."""
+    """The tree of `rev`, its blobs fetched from each remote in turn."""
     out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
     blobs, gitlinks = {}, []
     for entry in filter(None, out.split("\0")):

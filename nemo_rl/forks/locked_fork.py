@@ -57,8 +57,8 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     missing, unexpected = lock_markers.gaps(requirements, dependencies, envs)
     if missing:  # guard: derived-the-locked-package-follows-the
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())  # guard: locked-dependency-an-override-that
-        cause = (f" (pyproject.toml [tool.uv] override-dependencies names {', '.join(overridden)}: an override "
-                 f"replaces the fork's requirement, extras and marker with its own; edit it, then run `uv lock`)"
+        cause = (f" (pyproject.toml [tool.uv] override-dependencies replaces {', '.join(overridden)}: edit it, "
+                 "then run `uv lock`)"
                  if overridden else "")
         result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
@@ -121,7 +121,6 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    """Each locked dependency at a version the requirement refuses."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
@@ -164,7 +163,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    """[tool.uv] override-dependencies from uv.lock's [manifest]: name -> specifier."""
+    """name -> specifier of the overrides in uv.lock's [manifest]."""
     from packaging.utils import canonicalize_name
 
     manifest = lock.get("manifest")
@@ -181,7 +180,7 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def spelled(line: str) -> str:
-    """A requirement as uv spells it in its manifest: a canonical name, extras and specifiers in order."""
+    """A requirement as uv's manifest spells it."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

@@ -1,4 +1,4 @@
-"""When a bump may keep uv's offline lock: when it moves the fork and nothing else."""
+"""A bump keeps uv's offline lock only when it moves the fork and nothing else."""
 
 from __future__ import annotations
 

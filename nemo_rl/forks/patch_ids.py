@@ -1,5 +1,4 @@
-"""Stable patch-ids of many commits at once, their blobs fetched in one request, cached per repository (a commit's
-patch-id never changes)."""
+"""Stable patch-ids of many commits at once, cached per repository."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ def _read(repo: Path) -> dict[str, str]:
 
 
 def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
-    """sha -> `git patch-id --stable` for each of `shas`, blobs fetched from `remote`."""
+    """sha -> `git patch-id --stable`, blobs fetched from `remote`."""
     known = _read(repo)
     todo = [sha for sha in dict.fromkeys(shas) if sha not in known]
     if todo:
@@ -34,7 +33,7 @@ def cached(repo: Path, remote: str, shas: list[str]) -> dict[str, str]:
 
 
 def with_diffstats(repo: Path, shas: list[str]) -> dict[str, git_diffs.Diff]:
-    """sha -> its patch-id and diffstat for each of `shas`, their blobs already fetched; the patch-ids are cached."""
+    """sha -> its patch-id and diffstat; the blobs must be fetched."""
     found = git_diffs.patch_ids_and_diffstats(repo, shas)
     known = _read(repo)
     if any(sha not in known for sha in found):

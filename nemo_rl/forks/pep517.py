@@ -1,4 +1,4 @@
-"""The PEP 517 front end behind a fork's metadata: each hook runs in a `uv run --with` environment, time-limited."""
+"""A fork's PEP 517 hooks, each run time-limited in a `uv run --with` environment."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ FIX_BACKEND = "pick another commit, or fix the fork's build backend"
 
 
 def call_backend(source: Path, out: Path, rev: str, wheel: bool, resolved: set[tuple[str, ...]]) -> str:
-    """Run build_wheel or prepare_metadata_for_build_wheel at `source`; return the name it wrote into `out`."""
+    """Run build_wheel or prepare_metadata_for_build_wheel; return the name it wrote into `out`."""
     requires, backend, backend_path = _build_system(source, rev)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
@@ -78,7 +78,7 @@ def _produced(out: Path, name: object) -> str:
 
 
 def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
-    """The fork's [build-system]: requires, build-backend, backend-path, with PEP 517's defaults."""
+    """The fork's [build-system], with PEP 517's defaults."""
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]", FIX_FORK)
     try:
         text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()  # guard: reader-the-fork-s-pyproject-toml
@@ -110,5 +110,5 @@ def _checked(requirements: object, rev: str) -> list[str]:
             raise InvalidRequirement(f"direct references are not taken: {', '.join(direct)}")
         return [str(r) for r in parsed]
     except (InvalidRequirement, TypeError) as exc:
-        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not PEP 508 requirements: {exc}",
+        raise NemoRLError(f"the fork's build requirements at {rev[:12]} are not valid PEP 508: {exc}",
                           FIX_FORK) from exc

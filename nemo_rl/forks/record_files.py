@@ -1,4 +1,4 @@
-"""patches/<dist>/: an index.toml and one record per downstream commit. Facts and our words, no fork code."""
+"""patches/<dist>/: index.toml and one record of facts per downstream commit, no fork code."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "
 
 
 def relative_dir(distribution: str) -> str:
-    """Where a fork's records live, relative to the project."""
     return f"patches/{distribution}"
 
 
@@ -129,7 +128,7 @@ _TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 
 
 def slug(subject: str) -> str:
-    """git's format_sanitized_subject: runs of other characters become one '-', '.' runs one '.'."""
+    """git's format_sanitized_subject."""
     out: list[str] = []
     space = 2
     previous = ""

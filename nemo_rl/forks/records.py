@@ -1,4 +1,4 @@
-"""Making and verifying patches/<dist>/: the library under `deps patches`, `deps bump` and `deps status`."""
+"""Making and verifying patches/<dist>/."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ NOT_REGULAR = "not a regular file"
 
 
 def not_regular(differences: Sequence[Difference]) -> list[str]:
-    """The records `differences` found as something other than a regular file."""
+    """The records `differences` found not to be regular files."""
     return [d.expected.split()[0] for d in differences  # "<record> to exist"
             if d.field == "record" and d.found.endswith(NOT_REGULAR)]
 
@@ -47,7 +47,7 @@ WHY_PLACEHOLDER = "TODO: say what this fork adds over its upstream and why nemo-
 
 @dataclass(frozen=True)
 class Difference:
-    """One fact that disagrees: where, which field, what it should be, what it is."""
+    """One fact that disagrees."""
 
     file: str
     field: str
@@ -59,12 +59,12 @@ class Difference:
 
 
 def records_dir(project: Path, distribution: str) -> Path:
-    """patches/<dist> in `project`; refused when it, patches/ or an entry of it is a symbolic link."""
+    """patches/<dist> in `project`; NemoRLError when it, patches/ or an entry is a link."""
     directory = project / relative_dir(distribution)
     for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
-            raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))}): records must be "
-                              "files of the project", _unlink_fix(project, path, distribution))
+            raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))})",
+                              _unlink_fix(project, path, distribution))
     return directory
 
 
@@ -109,7 +109,7 @@ def declares_at(project: Project, repo: Path, fork: lockfile.Fork, rev: str) -> 
 
 def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: str, base: str,
           records: list[Record], declares: declared.Declares | None = None) -> tuple[Index, list]:
-    """The index and records for `pinned`, keeping the why-note of `old_index` and the notes in `previous`."""
+    """The index and records for `pinned`, keeping the notes of `old_index` and `previous`."""
     old_records = read_records(previous) if previous.exists() else {}
     old_notes_by_patch_id = {r.patch_id: r.note for r in old_records.values() if r.note}
     # a rebased commit keeps its patch-id, so its note follows it
@@ -122,7 +122,7 @@ def build(previous: Path, old_index: Index | None, fork: lockfile.Fork, pinned: 
 
 
 def write(directory: Path, index: Index, records: list[Record]) -> None:
-    """Make `directory` hold exactly `index` and its records (stale records removed)."""
+    """Make `directory` hold exactly `index` and its records."""
     keep = {r.filename for r in records} | {INDEX}
     for stale in directory.iterdir() if directory.exists() else ():
         if stale.is_file() and stale.name not in keep:
@@ -224,7 +224,7 @@ def check_offline(project: Project, fork: lockfile.Fork, locked: dict, require_w
 
 
 def orphans(project: Project, forks: Sequence[lockfile.Fork]) -> list[Difference]:
-    """Records directories without a fork in pyproject.toml, and git sources without one."""
+    """Records directories and git sources without a fork in pyproject.toml."""
     known = {f.distribution for f in forks}
     root = project.root / "patches"
     sources = project.uv_table.get("sources")
@@ -248,7 +248,7 @@ def orphan_fix(orphan: Difference) -> str:
 
 
 def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
-    """Recompute every record and the index from the fork and upstream; compare every fact, notes aside."""
+    """The facts of the index and records that differ from the fork and upstream, notes aside."""
     repo = fork_cache.fetched(fork, fork.rev)
     base, fresh = compute(repo, fork, fork.rev)
     directory = records_dir(project.root, fork.distribution)

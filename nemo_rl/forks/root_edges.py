@@ -1,4 +1,4 @@
-"""The project's locked edges to a fork in uv.lock, held against what its [package.metadata] asks of the fork."""
+"""The project's locked edges to a fork, checked against what its [package.metadata] asks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def _roots(lock: dict) -> list[dict]:
 
 
 def _requirements(entries: object, name: str) -> list:
-    """[package.metadata] requires-dist entries naming `name`, as packaging requirements."""
+    """The entries naming `name`, as Requirements."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -37,7 +37,7 @@ def _named(dependencies: object, name: str) -> list[dict]:
 
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
-    """(field, expected, found) for each locked edge to `distribution` its [package.metadata] does not ask for."""
+    """(field, expected, found) where locked edges to `distribution` differ from [package.metadata]."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)
@@ -77,7 +77,7 @@ def _table(value: object) -> dict:
 
 
 def asked_extras(lock: dict, distribution: str) -> set[str]:
-    """Every extra of `distribution` that an edge or a [package.metadata] requirement in the lock asks for."""
+    """The extras of `distribution` the lock's edges and [package.metadata] ask for."""
     from packaging.utils import canonicalize_name
 
     name = canonicalize_name(distribution)

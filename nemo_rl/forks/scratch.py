@@ -1,5 +1,4 @@
-"""Throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room (a few thousand files cost
-seconds on some disks). Each is locked while in use; the next command removes those a killed one left."""
+"""Locked throwaway directories for a fork's tree, in /dev/shm when TMPDIR is unset and it has room."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ def remove_abandoned(where: Path) -> None:
             info = entry.lstat()
         except OSError:
             continue
-        # the scratch directory is /tmp, shared: only this user's abandoned scratch is removed
+        # /tmp is shared: only this user's
         if (entry.is_dir() and not entry.is_symlink() and info.st_uid == os.getuid()  # guard: scratch-a-live-one-is-kept
                 and now - info.st_mtime > ABANDONED_AFTER_S and not locks.held(entry)):
             shutil.rmtree(entry, ignore_errors=True)

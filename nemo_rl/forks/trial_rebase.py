@@ -1,4 +1,4 @@
-"""A trial rebase of downstream commits onto upstream's head, in trees only (`deps upstream`'s "applies")."""
+"""A trial rebase of downstream commits onto upstream's head, in trees only."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _unquoted(path: str) -> str:
-    """A path git quoted, as the file system names it (bytes that are not UTF-8 shown as U+FFFD)."""
+    """A path git quoted, unquoted (non-UTF-8 bytes as U+FFFD)."""
     if not (path.startswith('"') and path.endswith('"')):
         return path
     import codecs
@@ -37,7 +37,7 @@ class Merge:
 
     @classmethod
     def parse(cls, out: str, clean: bool, commits: tuple[str, ...]) -> Merge:
-        """Paths stay as git quotes them, so update-index reads back bytes that are not UTF-8."""
+        """Paths stay quoted, so update-index reads non-UTF-8 bytes back."""
         tree, _, rest = out.partition("\n")
         entries, _, messages = rest.partition("\n\n") if not rest.startswith("\n") else ("", "", rest[1:])
         stages: dict[str, tuple[str, str] | None] = {}
@@ -56,7 +56,7 @@ class Merge:
 
 
 class TrialIndex:
-    """A tree outside any work tree, starting at a commit's tree, onto which commits are applied one by one."""
+    """A tree outside any work tree, from `start`'s, that commits are applied onto one by one: close it."""
 
     def __init__(self, repo: Path, start: str) -> None:
         self.repo = repo
@@ -91,7 +91,7 @@ class TrialIndex:
         return list(merged.conflicts)  # guard: upstream-git-s-own-conflicting-files
 
     def _merge(self, sha: str, base: str) -> Merge | None:
-        """`sha` merged against `base`, its parent (for a root commit an empty one)."""
+        """`sha` merged against its parent `base`; None when a blob is unserved."""
         # git 2.39's merge-tree takes no --merge-base: two commits on `base` make it the base
         ours, theirs = self._commit(self.tree, base), self._commit(f"{sha}^{{tree}}", base)
         result = git(["-c", "core.quotePath=true", "merge-tree", "--write-tree", ours, theirs], repo=self.repo,  # guard: upstream-conflicting-paths-kept-as-git
@@ -149,7 +149,7 @@ class TrialIndex:
         return sorted({entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry})
 
     def _take(self, sha: str) -> None:
-        """After `_by_diff`: the commit's version of each path it touches (its deletions deleted)."""
+        """After `_by_diff`: take the commit's side of every path it touches."""
         touched = changes(self.repo, sha)
         self._git(["read-tree", self.tree])
         entries = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha, "--",
@@ -162,7 +162,7 @@ class TrialIndex:
         self._update(lines)
 
     def _resolve(self, merged: Merge) -> None:
-        """Each conflicting path of `merged` set to the commit's side (stage 3), or removed where it has none."""
+        """Set each conflicting path to the commit's side, removed where it has none."""
         self._git(["read-tree", merged.tree])
         lines = []
         for path, theirs in merged.stages.items():
@@ -172,7 +172,7 @@ class TrialIndex:
         self._update(lines, quoted=True)
 
     def _update(self, lines: list[str], quoted: bool = False) -> None:
-        """`lines` into the index (paths quoted, or NUL-terminated), then the index as the new tree."""
+        """`lines` into the index, which becomes the new tree."""
         if lines:
             end = "\n" if quoted else "\0"
             self._git(["update-index", *([] if quoted else ["-z"]), "--index-info"], input_text=end.join(lines) + end)

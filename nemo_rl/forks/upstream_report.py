@@ -1,4 +1,4 @@
-"""What each downstream commit of a fork still does against its upstream (`nemo-rl deps upstream`)."""
+"""What each downstream commit of a fork still does against its upstream."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str,
 
 
 def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
-    """path -> "deleted in SHA" or "moved to X in SHA" (the same blob elsewhere) for paths upstream's head lacks."""
+    """path -> "deleted in SHA" or "moved to X in SHA", for paths upstream's head lacks."""
     at_base = git_history.tree_blobs(repo, base, sorted(paths))
     at_head = git_history.tree_blobs(repo, head, sorted(paths))
     missing = {p: blob for p, blob in at_base.items() if p not in at_head}  # guard: upstream-deleted-upstream

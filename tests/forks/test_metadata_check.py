@@ -196,9 +196,8 @@ def test_a_requirement_an_override_replaced_names_the_override():
                  recorded=EXTRAS.requires_dist)
     found["manifest"]["overrides"] = [{"name": "urllib3", "specifier": ">=2"}]
     assert locked_fork.locked_differences(found, EXTRAS) == [
-        ("dependencies", "urllib3[socks] among them", "missing (pyproject.toml [tool.uv] override-dependencies names "
-         "urllib3: an override replaces the fork's requirement, extras and marker with its own; edit it, then run "
-         "`uv lock`)")]
+        ("dependencies", "urllib3[socks] among them",
+         "missing (pyproject.toml [tool.uv] override-dependencies replaces urllib3: edit it, then run `uv lock`)")]
 
 
 def test_every_locked_entry_of_a_dependency_is_checked_in_either_order():
