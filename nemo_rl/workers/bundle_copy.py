@@ -22,7 +22,7 @@ from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree,
 
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
-STAMP_VERSION = 2
+STAMP_VERSION = 3
 WORKING = "working-cache"
 WORKING_LOCK = "working-cache.lock"
 KEEP = 2  # bundles whose last used copy a node keeps
@@ -41,8 +41,6 @@ def node_lock(root: Path) -> Path:
 class NodeCopy:
     cache: Path  # its checked uv cache
     held: int  # the descriptor holding the copy shared: closed once uv is done
-    stamp: Stamp  # as read or written by this build
-    stamp_key: Identity | None  # the stamp file's identity then; None: read it again
 
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
@@ -103,9 +101,7 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
             kept = copied[relative][2] if relative in copied else None
             if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
                 files[relative] = (kept, sha)
-        stamp = Stamp(digest, content, files)
-        codec.write(copy / STAMP, stamp, STAMP_VERSION, mode=0o600)
-        key = _stamp_key(copy)  # held exclusively: no other build writes it meanwhile
+        codec.write(copy / STAMP, Stamp(digest, content, files), STAMP_VERSION, mode=0o600)
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
         except BlockingIOError as exc:  # a kernel that converts a lock in two steps, and a remover in between
@@ -115,7 +111,7 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
         shutil.rmtree(copy, ignore_errors=True)
         os.close(held)
         raise
-    return NodeCopy(cache, held, stamp, key)
+    return NodeCopy(cache, held)
 
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
@@ -157,7 +153,7 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             return None
         progress(f"using this node's checked copy of bundle {bundle} in {candidate}")
         os.utime(candidate / STAMP)  # guard: node-copy-the-last-used-are-kept; last used: what _keep_newest goes by
-        return NodeCopy(cache, held, stamp, _stamp_key(candidate))
+        return NodeCopy(cache, held)
     except BaseException:
         os.close(held)
         raise
@@ -187,27 +183,29 @@ def working_cache(cache: Path) -> Iterator[Path]:
 def restamp(node: NodeCopy) -> None:
     """Take into `node`'s stamp the ctimes this build's own links moved; call once uv is done."""
     copy = node.cache.parent
-    held = locks.try_hold(copy, shared=True)
-    if held is None:  # being removed
-        return
-    try:
-        same = node.stamp_key is not None and _stamp_key(copy) == node.stamp_key  # guard: restamp-reads-a-stamp-changed-since
-        stamp = node.stamp if same else _read_stamp(copy)
-        if stamp is None:
+    with contextlib.ExitStack() as held:
+        # under the node lock: a build that finds the copy changed removes its stamp, never undone here
+        held.callback(os.close, _take_turn(node_lock(copy.parent), "copying or checking a bundle on this node"))  # guard: restamp-under-the-node-lock
+        shared = locks.try_hold(copy, shared=True)
+        if shared is None:  # being removed
             return
-        time.sleep(0.01)  # a clock tick after the build's last link: its ctimes are older than the fence
-        fence = _clock(copy)
-        files, top = {}, f"{copy / CACHE}/"
-        for relative, (kept, sha) in stamp.files.items():
-            now = identity(os.lstat(top + relative))
-            if now == kept or (now[:5] == kept[:5] and now[5] < fence):  # guard: node-copy-restamp-takes-only-a-moved-ctime
-                files[relative] = (now, sha)
-        if files != stamp.files:
-            codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
-    except OSError:  # the stamp only saves hashing: the next build hashes what it does not vouch for
-        pass
-    finally:
-        os.close(held)
+        held.callback(os.close, shared)
+        try:
+            stamp = _read_stamp(copy)
+            if stamp is None:
+                return
+            time.sleep(0.01)  # a clock tick after the build's last link: its ctimes are older than the fence
+            fence = _clock(copy)
+            files, top = {}, f"{copy / CACHE}/"
+            for relative, (kept, sha) in stamp.files.items():
+                now = identity(os.lstat(top + relative))
+                linked = now[6] != kept[6]  # guard: restamp-takes-a-ctime-a-link-moved; an edit in place moves no link
+                if now == kept or (now[:5] == kept[:5] and linked and now[5] < fence):  # guard: node-copy-restamp-takes-only-a-moved-ctime
+                    files[relative] = (now, sha)
+            if files != stamp.files:
+                codec.write(copy / STAMP, dataclasses.replace(stamp, files=files), STAMP_VERSION, mode=0o600)
+        except OSError:  # the stamp only saves hashing: the next build hashes what it does not vouch for
+            pass
 
 
 def _clock(directory: Path) -> int:
@@ -248,13 +246,6 @@ def stamp_digest(copy: Path) -> str | None:
     """The bundle digest a node copy was checked against; None when it has no readable stamp."""
     stamp = _read_stamp(copy)
     return stamp.digest if stamp is not None else None
-
-
-def _stamp_key(copy: Path) -> Identity | None:
-    try:
-        return identity(os.lstat(copy / STAMP))
-    except OSError:
-        return None
 
 
 def _read_stamp(copy: Path) -> Stamp | None:

@@ -17,7 +17,7 @@ from nemo_rl.errors import NemoRLError
 BLOCK = 1 << 20  # hashlib releases the GIL on an update this large
 # a link refused: another filesystem or mount (a read-only bind mount), fs.protected_hardlinks, too many links
 LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP}
-Identity = tuple[int, int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_mode, st_ctime_ns
+Identity = tuple[int, int, int, int, int, int, int]  # st_ dev, ino, size, mtime_ns, mode, ctime_ns, nlink
 Copied = tuple[int, str, Identity]  # a file of the copy: size, sha256, its identity once made
 
 
@@ -25,7 +25,7 @@ def identity(info: os.stat_result) -> Identity:
     """What a kept file is checked by; the ctime catches an edit whose mtime was put back (`cp -p`)."""
     changed = 0
     changed = info.st_ctime_ns  # guard: node-copy-identity-holds-the-ctime
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, changed
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, changed, info.st_nlink
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
@@ -41,7 +41,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
 
     def copied(pair: tuple[str, str]) -> tuple[str, Copied]:
         if failed.is_set():
-            return "", (0, "", (0, 0, 0, 0, 0, 0))
+            return "", (0, "", (0, 0, 0, 0, 0, 0, 0))
         try:
             interrupt.check()  # guard: node-copy-a-signal-ends-the-copy-within; a signal ends the copy within a file, and the copy is removed as it unwinds
             made = _linked(pair[0], pair[1], device)
@@ -139,20 +139,16 @@ def _not_a_file(path: str, bundle: Path) -> NemoRLError:
 
 def link_tree(source: Path, target: Path) -> None:
     """Make `target` hold hard links to `source`'s files, its links and directories, and nothing else."""
-    device = os.lstat(source).st_dev
     todo = [(str(source), str(target))]
     while todo:  # a list, not recursion: a tree of any depth
         directory, here = todo.pop()
         try:
-            info = os.lstat(here)
-            if not stat.S_ISDIR(info.st_mode):  # guard: working-cache-directories-are-real
+            if not stat.S_ISDIR(os.lstat(here).st_mode):  # guard: working-cache-directories-are-real
                 remove(here)
                 os.mkdir(here, 0o755)
-                info = os.lstat(here)
         except FileNotFoundError:
             os.mkdir(here, 0o755)
-            info = os.lstat(here)
-        with os.scandir(directory) as entries:  # names, kinds and inodes without a stat each
+        with os.scandir(directory) as entries:
             wanted = {entry.name: entry for entry in entries}
         with os.scandir(here) as entries:
             found = {entry.name: entry for entry in entries}
@@ -165,7 +161,7 @@ def link_tree(source: Path, target: Path) -> None:
                 continue
             have = found.get(name)
             if have is not None:
-                if info.st_dev == device and _same(want, have):  # guard: working-cache-names-are-the-copy-s-files
+                if _same(want, have):  # guard: working-cache-names-are-the-copy-s-files
                     continue
                 remove(there)
             if want.is_symlink():
@@ -177,7 +173,9 @@ def link_tree(source: Path, target: Path) -> None:
 def _same(want: os.DirEntry[str], have: os.DirEntry[str]) -> bool:
     if want.is_symlink():
         return have.is_symlink() and os.readlink(want.path) == os.readlink(have.path)
-    return not have.is_symlink() and have.inode() == want.inode()
+    # by lstat, never the listing's inode: FUSE, overlayfs and a name mounted over each list another
+    mine, theirs = want.stat(follow_symlinks=False), have.stat(follow_symlinks=False)
+    return (theirs.st_dev, theirs.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def remove(path: str) -> None:

@@ -574,6 +574,47 @@ def test_a_ctime_not_older_than_the_filesystem_s_clock_is_not_taken(tmp_path, mo
     assert set(bundle_copy._read_stamp(node.cache.parent).files) == set(files) - {"archive-v0/abc/a.py"}
 
 
+def test_an_edit_in_place_that_links_nothing_is_not_taken_into_the_stamp(tmp_path):
+    """Same size, mtime put back (`cp -p`, `rsync -t --inplace`): only its ctime moved, and no link did; the next
+    build hashes it."""
+    _, node, files = _kept_copy(tmp_path)
+    edited = node.cache / "archive-v0/abc/a.py"
+    before = os.lstat(edited)
+    edited.write_bytes(b"Z\n")
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    bundle_copy.restamp(node)
+    assert set(bundle_copy._read_stamp(node.cache.parent).files) == set(files) - {"archive-v0/abc/a.py"}
+
+
+def test_restamp_waits_for_a_build_checking_the_copy(tmp_path, monkeypatch, capsys):
+    """A build that finds the copy changed while this one uses it removes its stamp; a restamp under way never writes
+    it back."""
+    bundle, node, _ = _kept_copy(tmp_path)
+    copy = node.cache.parent
+    (node.cache / "archive-v0/abc/a.py").write_bytes(b"changed\n")
+    os.link(node.cache / "simple-v1/index", tmp_path / "a-link")  # as a build's links do: restamp has work
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    held = locks.try_hold(copy, shared=True)  # this build's hold on the copy
+    other: list[bundle_copy.NodeCopy] = []
+    checking = threading.Thread(target=lambda: other.append(bundle_copy.node_copy(
+        copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+        lambda content: None if content == expected else pytest.fail("not sealed"))))
+    clock = bundle_copy._clock
+
+    def another_build_checks(directory):  # between restamp's read and its write
+        checking.start()
+        checking.join(timeout=2)
+        return clock(directory)
+
+    monkeypatch.setattr(bundle_copy, "_clock", another_build_checks)
+    bundle_copy.restamp(node)
+    checking.join(timeout=60)
+    os.close(other[0].held)
+    os.close(held)
+    assert other[0].cache.parent != copy and "left to the build using it" in capsys.readouterr().err
+    assert not (copy / bundle_copy.STAMP).exists()
+
+
 def test_a_stamp_that_cannot_be_written_leaves_the_install_done(tmp_path, monkeypatch):
     _, node, _ = _kept_copy(tmp_path)
     os.link(node.cache / "simple-v1/index", tmp_path / "a-link")
