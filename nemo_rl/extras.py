@@ -57,8 +57,7 @@ def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
 
 
 def modules_to_import(forks: Iterable[lockfile.Fork], path: list[str] | None = None) -> list[str]:
-    """The imports that prove the environment on `path` (None: sys.path): Ray, and the module of each component
-    installed there."""
+    """The imports that prove the environment on `path` (None: sys.path): Ray and each installed component's."""
     return ["ray", *(c.module for c in components(forks).values()
                      if find_installed(c.distribution, path))]  # guard: proof-transformer-engine-imported-by-the
 

@@ -132,7 +132,7 @@ def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: 
 
 def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, str], dists: Mapping[str, Installed],
                         distribution: str) -> list[Problem]:
-    """Each package the fork pulls in (with its extras) whose Requires-Dist refuses an installed version."""
+    """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
     result = []
     for dep, wanted in sorted(pulled_in.items()):
         dist = dists.get(dep)
@@ -153,7 +153,7 @@ def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, st
 
 
 def _allows(requirement: Requirement, dist: Installed) -> bool:
-    """Whether the installed version meets the requirement's specifier; a version packaging cannot read does not."""
+    """Whether the installed version meets the specifier; one packaging cannot read does not."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 

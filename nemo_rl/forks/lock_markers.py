@@ -149,8 +149,8 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 
 def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container[str]) -> dict[str, set[str]]:
-    """Each package uv.lock makes uv install in `env` from `roots`, transitively, with the extras it gets ("" for
-    itself); the packages in `stop` are not entered."""
+    """What uv.lock makes uv install in `env` from `roots`, transitively: each package and its extras ("" for
+    itself), not entering those in `stop`."""
     options: dict[str, set[str]] = {}
     todo = sorted(roots)
     while todo:
