@@ -70,10 +70,16 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
     own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))
     want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
+    # what uv.lock installs here, then the environment held against it
+    skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
+    depends = lock_markers.locked(package.get("dependencies"), markers)
+    wanted_pairs = lock_markers.required([Requirement(r) for r in want], markers)
+    extras_need = {(dep, option): lock_markers.locked(lock_markers.optional(lock, dep, option), markers)
+                   for dep, option in sorted(depends) if option and dep not in skipped}
+    pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
     want_here = [r for r in want if _applies(r, markers)]
     manifest = lock.get("manifest")
-    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
-    entry = lock_markers.one(entries, name)
+    entry = lock_markers.one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
@@ -83,8 +89,6 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
                                   f"the entry does)", relock))
-    depends = lock_markers.locked(package.get("dependencies"), markers)
-    wanted_pairs = lock_markers.required([q for q in map(_parsed, want_here) if q is not None], markers)
     unlocked = sorted(wanted_pairs - depends)
     shown = ", ".join(map(lock_markers.spelled, unlocked))
     if unlocked and entry is None:  # guard: installed-the-fork-s-own-requirements
@@ -94,23 +98,17 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry
         # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
-    skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     required = {n for n, _ in depends | wanted_pairs if (n, "") not in unlocked} - skipped
     for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
-    for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
-        needs = lock_markers.locked(lock_markers.optional(lock, dep, option), markers)
+    result += _refused_versions(want_here, dists, skipped, distribution)
+    result += _refused_in_closure(pulled_in, markers, dists, distribution)
+    for (dep, option), needs in extras_need.items():
         for missing in sorted({n for n, _ in needs} - skipped):
             if missing not in dists:  # guard: installed-an-extra-s-requirements
                 result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
                                       f"{distribution}) requires, is not installed", sync))
-    # a package with a derived entry is another fork, checked as that fork
-    other_forks = {canonicalize_name(str(e.get("name"))) for e in entries if isinstance(e, dict)} \
-        if isinstance(entries, list) else set()
-    pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name} | other_forks)
-    result += _refused_versions(want_here, dists, skipped, distribution)
-    result += _refused_in_closure(pulled_in, markers, dists, distribution)
     return result
 
 

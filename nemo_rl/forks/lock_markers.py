@@ -150,12 +150,16 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container[str]) -> dict[str, set[str]]:
     """What uv.lock makes uv install in `env` from `roots`, transitively: each package and its extras ("" for
-    itself), not entering those in `stop`."""
+    itself), not entering those in `stop` nor another fork (a package with its own dependency-metadata entry)."""
+    manifest = lock.get("manifest")
+    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
+    forks = {canonicalize_name(str(e.get("name"))) for e in (entries if isinstance(entries, list) else [])
+             if isinstance(e, dict)}
     options: dict[str, set[str]] = {}
     todo = sorted(roots)
     while todo:
         dep, option = todo.pop()
-        if dep in stop or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
+        if dep in stop or dep in forks or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
             continue
         options[dep].add(option)
         package = one(lock.get("package"), dep)
