@@ -56,6 +56,12 @@ def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
     return {**result, **{c.key: c for c in NOT_FORKS}}
 
 
+def modules_to_import(forks: Iterable[lockfile.Fork], path: list[str] | None = None) -> list[str]:
+    """The imports that prove the environment on `path` (None: sys.path): Ray and each installed component's."""
+    return ["ray", *(c.module for c in components(forks).values()
+                     if find_installed(c.distribution, path))]  # guard: proof-transformer-engine-imported-by-the
+
+
 @functools.cache
 def own() -> dict[str, Component]:
     """nemo-rl's own components, read once per process from its checkout."""

@@ -122,8 +122,8 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
         return None
     regenerate = "regenerate it with " + command("nemo-rl deps patches" + (" {d}" if distribution else ""),
                                                  d=distribution)
-    problem = f"{where} [declares] must hold commit and version (strings), requires-dist (a list of requirements) " \
-              "and an optional requires-python (a string)"
+    problem = f"{where} [declares] must hold commit and version (strings), requires-dist (a list of requirements), " \
+              "optional extras (a table of lists) and an optional requires-python (a string)"
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):
         raise NemoRLError(problem, regenerate)
     requires, python, commit = table.get("requires-dist", []), table.get("requires-python"), table.get("commit", "")
@@ -132,8 +132,7 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
             python is None or isinstance(python, str)) or not isinstance(commit, str) or not isinstance(
             extras, dict) or not all(isinstance(k, str) and isinstance(v, list) and all(isinstance(r, str) for r in v)
                                      for k, v in extras.items()):
-        raise NemoRLError(problem.replace(" and an optional", ", optional extras (a table of lists) and an optional"),
-                          regenerate)
+        raise NemoRLError(problem, regenerate)
     for line in [*requires, *(line for lines in extras.values() for line in lines)]:
         try:
             if Requirement(line).url:  # guard: derived-declares-parsed-where-read

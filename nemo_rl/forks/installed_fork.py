@@ -49,7 +49,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     sync = f"run `{uv.sync_command(extra)}`"
     relock = f"run `nemo-rl deps patches {distribution}`, then `{uv.sync_command(extra)}`"
     name = canonicalize_name(distribution)
-    package = _one(lock.get("package"), name)
+    package = lock_markers.one(lock.get("package"), name)
     if package is None:
         return [Problem("not locked", f"{distribution} is installed but uv.lock locks no {distribution}",
                         f"run `uv lock`, then `{uv.sync_command(extra)}`")]
@@ -70,9 +70,16 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
     own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))
     want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
+    # what uv.lock installs here, then the environment held against it
+    skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
+    depends = lock_markers.locked(package.get("dependencies"), markers)
+    wanted_pairs = lock_markers.required([Requirement(r) for r in want], markers)
+    extras_need = {(dep, option): lock_markers.locked(lock_markers.optional(lock, dep, option), markers)
+                   for dep, option in sorted(depends) if option and dep not in skipped}
+    pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
     want_here = [r for r in want if _applies(r, markers)]
     manifest = lock.get("manifest")
-    entry = _one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
+    entry = lock_markers.one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
@@ -82,8 +89,6 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
             result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
                                   f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
                                   f"the entry does)", relock))
-    depends = lock_markers.locked(package.get("dependencies"), markers)
-    wanted_pairs = lock_markers.required([q for q in map(_parsed, want_here) if q is not None], markers)
     unlocked = sorted(wanted_pairs - depends)
     shown = ", ".join(map(lock_markers.spelled, unlocked))
     if unlocked and entry is None:  # guard: installed-the-fork-s-own-requirements
@@ -93,15 +98,13 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     elif unlocked and not any(p.kind == "requirements differ" for p in result):  # guard: installed-the-lock-omits-beside-an-entry
         # uv locked the entry, not the fork: `uv lock` and `uv sync` keep the omission, a relock does not
         result.append(Problem("not locked", f"the lock omits {shown}, which {distribution} requires", relock))
-    skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     required = {n for n, _ in depends | wanted_pairs if (n, "") not in unlocked} - skipped
     for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
     result += _refused_versions(want_here, dists, skipped, distribution)
-    result += _refused_in_closure(lock, depends, markers, dists, skipped | {name}, distribution)
-    for dep, option in sorted(p for p in depends if p[1] and p[0] not in skipped):
-        needs = lock_markers.locked(_optional(lock, dep, option), markers)
+    result += _refused_in_closure(pulled_in, markers, dists, distribution)
+    for (dep, option), needs in extras_need.items():
         for missing in sorted({n for n, _ in needs} - skipped):
             if missing not in dists:  # guard: installed-an-extra-s-requirements
                 result.append(Problem("requirement missing", f"{missing}, which {dep}[{option}] (a requirement of "
@@ -112,21 +115,11 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
 def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: Container[str],
                       distribution: str) -> list[Problem]:
     """Each installed requirement of the fork at a version its specifier refuses."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     result = []
     for requirement in (q for q in map(_parsed, want) if q is not None and q.specifier):
         name = canonicalize_name(requirement.name)
         dist = dists.get(name) if name not in skipped else None
-        if dist is None:
-            continue
-        try:
-            version = Version(dist.version)
-        except InvalidVersion:
-            version = None
-        if version is not None and SpecifierSet(str(requirement.specifier),
-                                                prereleases=version.is_prerelease).contains(version):
+        if dist is None or _allows(requirement, dist):
             continue
         result.append(Problem("version refused", f"{name} {dist.version} is installed but {distribution} requires "
                               f"{name}{requirement.specifier}", f"remove or widen any [tool.uv] "
@@ -135,28 +128,11 @@ def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: 
     return result
 
 
-def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: dict[str, str],
-                        dists: Mapping[str, Installed], skipped: Container[str], distribution: str) -> list[Problem]:
+def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, str], dists: Mapping[str, Installed],
+                        distribution: str) -> list[Problem]:
     """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    manifest = lock.get("manifest")
-    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
-    derived = {canonicalize_name(str(e.get("name"))) for e in entries if isinstance(e, dict)} \
-        if isinstance(entries, list) else set()
-    options: dict[str, set[str]] = {}
-    todo = sorted(depends)
-    while todo:
-        dep, option = todo.pop()
-        if dep in skipped or dep in derived or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
-            continue
-        options[dep].add(option)
-        package = _one(lock.get("package"), dep)
-        needs = _optional(lock, dep, option) if option else package.get("dependencies") if package else None
-        todo += sorted(lock_markers.locked(needs, markers))
     result = []
-    for dep, wanted in sorted(options.items()):
+    for dep, wanted in sorted(pulled_in.items()):
         dist = dists.get(dep)
         if dist is None:
             continue
@@ -164,12 +140,7 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
             if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
             needed = dists.get(canonicalize_name(requirement.name))
-            try:
-                version = Version(needed.version) if needed else None
-            except InvalidVersion:
-                version = None
-            if needed is None or version is not None and SpecifierSet(
-                    str(requirement.specifier), prereleases=version.is_prerelease).contains(version):
+            if needed is None or _allows(requirement, needed):
                 continue
             name = canonicalize_name(requirement.name)
             result.append(Problem("version refused", f"{name} {needed.version} is installed but {dep} "
@@ -179,18 +150,16 @@ def _refused_in_closure(lock: dict, depends: set[lock_markers.Pair], markers: di
     return result
 
 
-def _optional(lock: dict, name: str, option: str) -> object:
-    """The dependencies uv.lock locks for `name`'s extra `option` ([package.optional-dependencies])."""
-    package = _one(lock.get("package"), name)
-    options = package.get("optional-dependencies") if package is not None else None
-    return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
-        if isinstance(options, dict) else None
+def _allows(requirement: Requirement, dist: Installed) -> bool:
+    """Whether the installed version meets the specifier; one packaging cannot read does not."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
 
-
-def _one(items: object, name: str) -> dict | None:
-    found = [i for i in items if isinstance(i, dict) and canonicalize_name(str(i.get("name"))) == name] \
-        if isinstance(items, list) else []
-    return found[0] if len(found) == 1 else None
+    try:
+        version = Version(dist.version)
+    except InvalidVersion:
+        return False
+    return SpecifierSet(str(requirement.specifier), prereleases=version.is_prerelease).contains(version)
 
 
 def _parsed(line: object) -> Requirement | None:

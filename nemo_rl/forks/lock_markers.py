@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
@@ -146,6 +146,41 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
         result |= {(name, ""), *((name, canonicalize_name(str(e))) for e in
                                  (extras if isinstance(extras, list) else []))}
     return result
+
+
+def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container[str]) -> dict[str, set[str]]:
+    """What uv.lock makes uv install in `env` from `roots`, transitively: each package and its extras ("" for
+    itself), not entering those in `stop` nor another fork (a package with its own dependency-metadata entry)."""
+    manifest = lock.get("manifest")
+    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
+    forks = {canonicalize_name(str(e.get("name"))) for e in (entries if isinstance(entries, list) else [])
+             if isinstance(e, dict)}
+    options: dict[str, set[str]] = {}
+    todo = sorted(roots)
+    while todo:
+        dep, option = todo.pop()
+        if dep in stop or dep in forks or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
+            continue
+        options[dep].add(option)
+        package = one(lock.get("package"), dep)
+        needs = optional(lock, dep, option) if option else package.get("dependencies") if package else None
+        todo += sorted(locked(needs, env))
+    return options
+
+
+def optional(lock: dict, name: str, option: str) -> object:
+    """The dependencies uv.lock locks for `name`'s extra `option` ([package.optional-dependencies])."""
+    package = one(lock.get("package"), name)
+    options = package.get("optional-dependencies") if package is not None else None
+    return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
+        if isinstance(options, dict) else None
+
+
+def one(items: object, name: str) -> dict | None:
+    """The one table of `items` named `name` (canonical); None when none or several."""
+    found = [i for i in items if isinstance(i, dict) and canonicalize_name(str(i.get("name"))) == name] \
+        if isinstance(items, list) else []
+    return found[0] if len(found) == 1 else None
 
 
 def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[Environment], *,

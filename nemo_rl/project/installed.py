@@ -1,15 +1,12 @@
-"""What an environment has installed, read from its site-packages without importing: each fork's commit (PEP 610),
-and the modules whose import proves it."""
+"""What an environment has installed, read from its site-packages without importing: each fork's commit (PEP 610)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_rl import extras, uv
+from nemo_rl import uv
 from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed, installed_on  # noqa: F401 (bundles lists every one)
-from nemo_rl.project.lockfile import Fork
 
 ENV_STALE = f"run `{uv.sync_command()}` (the environment has another commit than uv.lock)"
 
@@ -27,14 +24,6 @@ def site_packages(env: Path) -> list[str] | None:
 
 def installed(env: Path, distribution: str) -> Installed | None:
     return find_installed(distribution, site_packages(env))
-
-
-def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
-    """The imports that prove `env`: Ray, and the module of each fork it has, and of transformer-engine when there."""
-    present = {f.distribution for f in forks if installed(env, f.distribution)}
-    present |= {c.distribution for c in extras.NOT_FORKS
-                if c.distribution == "transformer-engine" and installed(env, c.distribution)}  # guard: proof-transformer-engine-imported-by-the
-    return ["ray", *(c.module for c in extras.components(forks).values() if c.distribution in present)]
 
 
 def distributions(env: Path) -> dict[str, Installed]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import codec, imports, interrupt, locks, settings, uv, values
+from nemo_rl import codec, extras, imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed
@@ -146,7 +146,7 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        modules = installed.modules_to_import(project.forks, env.path)
+        modules = extras.modules_to_import(project.forks, installed.site_packages(env.path))
         if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
             _verify(env, project, modules, manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
@@ -189,7 +189,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
     """Check that the interpreter runs, Ray and each fork's module import, Python and Ray are the driver's and
     each fork is uv.lock's; record what passed. `proven`: the imports a checked bundle proved of these bytes."""
-    _verify(env, project, installed.modules_to_import(project.forks, env.path), proven)
+    _verify(env, project, extras.modules_to_import(project.forks, installed.site_packages(env.path)), proven)
 
 
 def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manifests.Proven | None) -> None:
@@ -216,16 +216,20 @@ def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manife
                           "make the checkout's environment: `uv sync --locked`; on a node without network, "
                           "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
                           "makes it from the bundle")
-    ray_there = installed.version(env.path, "ray")
+    dists = installed.distributions(env.path)
+    ray_there = dists["ray"].version if "ray" in dists else None
     if ray_there != driver_ray:  # guard: workers-ray-version
         problems.append(f"Ray {ray_there} there, {driver_ray} in the driver")
-    from nemo_rl.forks import installed_fork  # needs packaging, which the node path does not
+    # these need packaging, which the node path does not
+    from packaging.utils import canonicalize_name
+
+    from nemo_rl.forks import installed_fork
 
     for fork in project.forks:
         package = project.packages.get(fork.distribution)
         if not (package and package.commit):
             continue
-        if installed.installed(env.path, fork.distribution):
+        if canonicalize_name(fork.distribution) in dists:
             problems += map(str, installed_fork.problems(project, env.path, fork.distribution))  # guard: installed-worker-environments-compare
         elif project.extras_require(env.flags, fork.distribution):  # guard: workers-fork-commit-checked
             problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")

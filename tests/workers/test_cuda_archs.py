@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fakes import _python, fake_bundle, revision_http
 
+from nemo_rl import extras
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import installed, lockfile
 from nemo_rl.project.model import Project
@@ -258,8 +259,8 @@ def test_the_pack_proves_transformer_engine_imports_when_it_is_there(tmp_path):
     """The compiled extension is what a bundle most needs proven: the pack's import check includes it."""
     (tmp_path / "ext.so").write_bytes(b"")
     env = fake_env(tmp_path, tmp_path / "ext.so", "transformer-engine")
-    assert installed.modules_to_import([], env) == ["ray", "transformer_engine.pytorch"]
-    assert installed.modules_to_import([], tmp_path / "empty") == ["ray"]
+    assert extras.modules_to_import([], installed.site_packages(env)) == ["ray", "transformer_engine.pytorch"]
+    assert extras.modules_to_import([], installed.site_packages(tmp_path / "empty")) == ["ray"]
 
 
 def test_a_fifo_cuda_record_is_refused_not_a_hang(world, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fakes import _never_hangs
 
+from nemo_rl import extras
 from nemo_rl.project import installed
 from nemo_rl.project.model import Project
 from nemo_rl.workers import verified
@@ -21,7 +22,8 @@ DRIVER = (platform.python_version(), verified.driver_ray(sys.prefix))
 
 def still_verified(env: Path, project: Path) -> bool:
     held = Project.read(project)
-    return verified.still_verified(env, held.lock_hash, installed.modules_to_import(held.forks, env))
+    modules = extras.modules_to_import(held.forks, installed.site_packages(env))
+    return verified.still_verified(env, held.lock_hash, modules)
 
 
 def verified_env(tmp_path: Path) -> tuple[Path, Path]:
