@@ -45,15 +45,14 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"then {git_c('stash pop')}")
     if not fork.upstream_url:
         raise NemoRLError(f"no upstream-url is recorded for {fork.distribution}",
-                          f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
-                          "pyproject.toml")
+                          f"add upstream-url to [tool.nemo-rl.forks.{fork.distribution}] in pyproject.toml")
     remote, _, branch = args.onto.partition("/")
     if remote == "upstream" and branch:
         values.branch_name(branch, "--onto")
         if git.ls_remote(fork.upstream_url, f"refs/heads/{branch}") is None:  # guard: never-onto-a-missing-upstream-branch
             raise NemoRLError(f"upstream {fork.upstream_url} has no branch {branch!r}",
-                              f"pass one that {command('git ls-remote --heads {url}', url=fork.upstream_url)} lists "
-                              "as --onto upstream/BRANCH")
+                              f"pass upstream/BRANCH for a branch that "
+                              f"{command('git ls-remote --heads {url}', url=fork.upstream_url)} lists")
         ref = f"refs/remotes/upstream/{branch}" if entry.managed else f"refs/nemo-rl/upstream/{branch}"
         _fetch_upstream(entry, fork.upstream_url, [f"+refs/heads/{branch}:{ref}"])
         target = git.rev_parse(checkout, ref)

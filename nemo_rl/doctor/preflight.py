@@ -112,9 +112,8 @@ def check_archs(nvcc: Path | None, compiles: bool) -> Item:
                   if (said := _compile(nvcc, [f"-gencode=arch=compute_{arch},code=sm_{arch}"])) is not None]
         if failed:  # guard: pre-flight-each-declared-arch-compiles
             return Item("gpu architectures", False, f"{nvcc} cannot compile for sm_{failed[0][0]}: {failed[0][1]}",
-                        "`export NVTE_CUDA_ARCHS=` the architectures this nvcc knows "
-                        f"({command('{nvcc} --list-gpu-arch', nvcc=str(nvcc))}), "
-                        "or use a newer CUDA 12 toolkit")
+                        f"`export NVTE_CUDA_ARCHS=` archs that {command('{nvcc} --list-gpu-arch', nvcc=str(nvcc))} "
+                        "lists, or use a newer CUDA 12 toolkit")
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
     return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: builds for {archs} "
@@ -137,8 +136,7 @@ def check_hosts(project: Project | None) -> list[Item]:
         try:
             git.ls_remote(fork.url, "HEAD", timeout=20)
         except NemoRLError as exc:
-            items.append(Item(name, False, exc.what.splitlines()[0],
-                              f"check the network, or "
+            items.append(Item(name, False, exc.what.splitlines()[0], "check the network, or "
                               f"{command('git config --global url.<mirror>.insteadOf {url}', url=fork.url)} "
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
             continue
