@@ -32,8 +32,6 @@ class _Form(argparse.ArgumentParser):
 
 
 class _Words(argparse.Action):
-    """The words after `deps patches`, options among them."""
-
     def __init__(self, option_strings, dest, records: _Form, export: _Form, **kwargs) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.records, self.export = records, export

@@ -10,7 +10,7 @@ from nemo_rl import verbose
 from nemo_rl.project.model import Project
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
-DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); with --preflight, 0 go and 1 no-go."
+DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not; with --preflight, 0 go and 1 no-go."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
