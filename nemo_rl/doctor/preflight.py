@@ -124,11 +124,13 @@ FETCH_TIMEOUT_S = 60
 
 
 def check_hosts(project: Project | None) -> list[Item]:
+    if project is None:
+        return []
     items = []
     mirrored = []
-    for fork in project.forks_as_pinned if project else []:
+    for fork in project.forks_as_pinned:
         name = f"reach {fork.distribution}"
-        locked = project.packages.get(fork.distribution) if project else None
+        locked = project.packages.get(fork.distribution)
         sha = (locked.commit if locked else None) or fork.rev
         tried = git.tried_url(fork.url)
         if urlsplit(fork.url).hostname == "github.com" and tried and tried != fork.url:
@@ -141,7 +143,7 @@ def check_hosts(project: Project | None) -> list[Item]:
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
             continue
         served = git.served(fork.url, sha, timeout=FETCH_TIMEOUT_S)
-        where = f"{fork.url}" + (f" (git tried {tried})" if tried and tried != fork.url else "")
+        where = fork.url + (f" (git tried {tried})" if tried and tried != fork.url else "")
         if served is not True:  # guard: pre-flight-reach-fetches-the-locked-commit
             said = "does not serve" if served is False else f"did not give within {FETCH_TIMEOUT_S} s"
             items.append(Item(name, False, f"{where} {said} the locked commit {sha[:12]}",
