@@ -85,12 +85,10 @@ def _os_error_message(exc: OSError) -> str | None:
         return _full_message(exc)
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
-    return (f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check that the path exists, is a file or "
-            "directory as needed, and that you may write there")
+    return f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check the path and its permissions"
 
 
 def _full_message(exc: OSError) -> str:
-    """Names the filesystem to free: the nearest existing directory of the file."""
     todo = "(or raise the quota; `df -h` shows which is full), then run again"
     if not exc.filename:  # guard: full-disk-an-enospc-naming-no-file-is
         return f"a write failed: {exc.strerror}\n  what to do: free space where the command writes {todo}"
@@ -103,7 +101,7 @@ def _full_message(exc: OSError) -> str:
 
 
 def _project(args: argparse.Namespace) -> Project | None:
-    """The project every handler works on, read once here; None for doctor outside a project."""
+    """The project, read once for every handler; None for a verb that runs outside one."""
     from nemo_rl.project.model import Project
 
     if args.project is None and not getattr(args, "project_required", True):

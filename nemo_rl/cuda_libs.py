@@ -66,7 +66,6 @@ def preload() -> Preloaded:
 
 
 def _has_nvrtc(home: str) -> bool:
-    """Whether a loadable libnvrtc is in `home`'s library directories."""
     # never a recursive glob: CUDA_HOME=/usr has symlink loops (/usr/bin/X11 -> /usr/bin)
     places = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "targets/*/lib")  # guard: libs-cuda-home-is-not-walked
     return any(os.path.exists(p) and "stub" not in p and "libnvrtc-builtins" not in p  # guard: libs-a-dangling-libnvrtc-link-does-not

@@ -1,6 +1,5 @@
-"""Imported at start by a .pth file from the installed nemo_rl (the checkout's source in an editable install):
-transformer_engine and its `common` module execute inside `nemo_rl.cuda_libs.for_transformer_engine()`. At start
-it only adds a `sys.meta_path` entry."""
+"""Imported at start by a .pth file: runs transformer_engine and its `common` module inside
+`nemo_rl.cuda_libs.for_transformer_engine()`."""
 
 import sys
 

@@ -39,7 +39,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
             raise UsageError(exc.what, exc.remedy) from exc
     if args.dry_run:
         return bump(project, args)
-    # Taken before anything is read: a second bump waits, then starts from what the first one landed.
+    # read again under the lock: a bump that landed while we waited changed the pins
     with state_dir.project_lock(project.root, wait=not args.no_wait):
         return bump(Project.read(project.root), args)
 
@@ -97,6 +97,6 @@ def bump(project: Project, args: argparse.Namespace) -> int:
     print(values.printable(text, lines=True))  # guard: terminal-bump-s-report-shows-escapes
     print(values.printable("\n".join(drift_lines + entry_lines), lines=True))
     if not args.dry_run:
-        print(f"next: review {records.index_name(fork.distribution)} (why-note), run `nemo-rl deps verify "
-              f"{fork.distribution}`, then commit pyproject.toml, uv.lock and {relative_patches}/ together")
+        print(f"next: review {records.index_name(fork.distribution)}, run `nemo-rl deps verify {fork.distribution}`, "
+              f"then commit pyproject.toml, uv.lock and {relative_patches}/")
     return 0

@@ -17,8 +17,7 @@ from nemo_rl.project.model import Project
 
 HELP = "run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)"
 DESCRIPTION = ("Without PATH: check the fork out at the pin in .nemo-rl/develop/DIST; with PATH: use that checkout. "
-               "The project's and every worker environment then import DIST from it. --stop returns to the pin "
-               "(--remove deletes a clean checkout nemo-rl made).")
+               "--stop returns to the pin.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
-    """A work tree of the fork at the pin (fork and upstream remotes, a branch for the work), blob-less."""
+    """A blob-less checkout of the fork at the pin, on a work branch."""
     path = develop_state.managed_checkout(project, fork.distribution)
     if path.exists():
         if git_checkout.toplevel(path) != path:
@@ -133,8 +132,7 @@ def start(project: Project, args: argparse.Namespace) -> int:
     if env.exists():
         print(f"  the next process in {env} imports {fork.distribution} from there")
     else:
-        print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again to "
-              f"put {checkout} in front")
+        print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
     return 0
@@ -142,10 +140,10 @@ def start(project: Project, args: argparse.Namespace) -> int:
 
 def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.Developed],
            entry: develop_state.Developed, env: Path) -> int:
-    """Put a recorded develop in front in `env`, made (`uv sync`) after the develop started."""
+    """Put a recorded develop in front in `env`, made after the develop started."""
     if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a
         raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone",
-                          f"`nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`")
     develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
     develop_state.install_overlay(env, project, fork.distribution, entry.checkout, entry.token)
     interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")
@@ -157,15 +155,14 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
 
 
 def _check_removable(project: Path, entry: develop_state.Developed) -> None:
-    """--remove deletes only a checkout nemo-rl made, where it makes them, holding nothing that exists nowhere else."""
     checkout = entry.checkout
     if not entry.managed or checkout.resolve() != develop_state.managed_checkout(project, entry.distribution):  # guard: trust-remove-only-under-nemo-rl-develop
-        raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}; "
-                          f"{checkout} is not one", f"remove {checkout} yourself if you no longer need it")
+        raise NemoRLError(f"--remove only removes checkouts nemo-rl made under {project / develop_state.MANAGED_DIR}",
+                          f"remove {checkout} yourself")
     if checkout.exists():
         if git_checkout.toplevel(checkout) != checkout.resolve():  # guard: never-remove-needs-the-checkout-s-own
             raise NemoRLError(f"{checkout} is no longer a git checkout of its own",
-                              f"stop without --remove, then look at {checkout} and remove it yourself")
+                              f"stop without --remove, then remove {checkout} yourself")
         submodules = (checkout / ".gitmodules").exists() or (checkout / ".git" / "modules").exists()  # guard: never-remove-refuses-submodules
         unsaved = removal_blockers(git_checkout.unsaved_work(checkout), submodules,
                                    git_checkout.ignored_files(checkout))
@@ -178,7 +175,7 @@ def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -
     """What --remove would lose: unsaved work, submodules and ignored files other than bytecode."""
     blockers = list(unsaved)
     if submodules:
-        blockers.append("submodules (their commits and stashes are not looked at)")
+        blockers.append("submodules")
     ignored = [f for f in ignored if "__pycache__/" not in f and not f.endswith(".pyc")]  # guard: fast-remove-leaves-out-bytecode-only
     if ignored:  # guard: never-ignored-files-are-work
         blockers.append(f"{len(ignored)} ignored file(s) ({', '.join(ignored[:3])}{', ...' if ignored[3:] else ''})")
@@ -186,7 +183,6 @@ def removal_blockers(unsaved: list[str], submodules: bool, ignored: list[str]) -
 
 
 def _own_worker_envs(project: Path) -> list[Path]:
-    """This checkout's worker environments."""
     from nemo_rl.workers import environments
 
     venvs = settings.venv_dir(create=False)
@@ -207,12 +203,10 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     entry = state.get(args.distribution)
     env = develop_state.project_environment(project)
     if entry is None and not develop_state.has_overlay(env, args.distribution):
-        raise NemoRLError(f"{args.distribution} is not being developed",
-                          "`nemo-rl deps status` shows what is; nothing to stop")
+        raise NemoRLError(f"{args.distribution} is not being developed")
     if args.remove:
         if entry is None:
-            raise NemoRLError(f"no develop state for {args.distribution}",
-                              "stop without --remove, then remove the checkout yourself")
+            raise NemoRLError(f"no develop state for {args.distribution}", "stop without --remove")
         _check_removable(project, entry)
     workers = _own_worker_envs(project)  # guard: develop-stop-looks-up-the-worker
     for touched in dict.fromkeys([env, *(entry.envs if entry else ())]):

@@ -19,12 +19,10 @@ DESCRIPTION = ("Regenerate the records of DIST (default: every fork) from the fo
 
 
 class _Refused(Exception):
-    """A form's bad arguments, for `deps patches` to report with the usage of both forms."""
+    pass
 
 
 class _Form(argparse.ArgumentParser):
-    """The parser of one form of the words."""
-
     def __init__(self, named: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.named = named
@@ -34,8 +32,6 @@ class _Form(argparse.ArgumentParser):
 
 
 class _Words(argparse.Action):
-    """The words after `deps patches`, options among them."""
-
     def __init__(self, option_strings, dest, records: _Form, export: _Form, **kwargs) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.records, self.export = records, export
@@ -97,7 +93,6 @@ def _export(project: Project, distribution: str, directory: Path) -> int:
 
 
 def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
-    """uv locks the rewritten entry; a requirement the fork added that uv cannot lock is refused with its drop line."""
     from nemo_rl.forks import metadata_check
 
     try:
@@ -108,7 +103,6 @@ def _relock(staged: Path, fork: lockfile.Fork, before, after) -> None:
 
 
 def _write_base(pyproject: Path, distribution: str, base: str) -> None:
-    """The fork table's base, as the records hold it: `--check` compares the two."""
     import tomlkit
 
     doc = tomlkit.parse(lockfile.read_text(pyproject))
@@ -133,15 +127,14 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
         files = ["pyproject.toml", "uv.lock"]
         was_locked = fork.distribution in project.packages
         uv_inputs.require_stageable(root, project.uv_table, "deps patches")
-        # Staged and landed by rename, like a bump: an interrupted regeneration leaves the old records whole.
         with landing.Staging(root, files, [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
             records.write(staging.path / relative, index, noted)
             if fork.base and fork.base != base:  # guard: fixes-deps-patches-writes-the-base-it-records
                 _write_base(staging.path / "pyproject.toml", fork.distribution, base)
-                print(f"{fork.distribution}: base in [tool.nemo-rl.forks.{fork.distribution}] was {fork.base[:12]}, "
-                      f"the pin's merge base with upstream is {base[:12]}: written")
+                print(f"{fork.distribution}: base in [tool.nemo-rl.forks.{fork.distribution}] {fork.base[:12]} -> "
+                      f"{base[:12]}")
             before, written, unneeded = metadata_check.rewrite_pyproject(Project.read(staging.path),
                                                                          fork.distribution, declares) \
                 if derives else (None, None, [])
@@ -160,27 +153,25 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
             staging.land()
         print(f"{fork.distribution}: {len(recs)} downstream commit(s) over {base[:12]} -> {root / relative}")
         if written:
-            print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork's own metadata at "
-                  f"{fork.rev[:12]}, and uv.lock relocked:")
+            print(f"  [[tool.uv.dependency-metadata]] {fork.distribution} rewritten from the fork at {fork.rev[:12]}, "
+                  "uv.lock relocked:")
             print("\n".join(metadata_check.entry_changes(before, written)))
         elif relocked and not was_locked:
             print(f"  {fork.distribution} was not in uv.lock: locked")
         elif relocked:
             said = ("its [[tool.uv.dependency-metadata]] entry locks" if derives else
                     f"the fork declares at {fork.rev[:12]} ({records.index_name(fork.distribution)} [declares])")
-            print(f"  uv.lock's {fork.distribution} was not the one {said} (an edit by hand): relocked")
+            print(f"  uv.lock's {fork.distribution} was not the one {said}: relocked")
         for name in unneeded:
-            print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}]: the fork no longer "
-                  "declares it")
+            print(f"  removed the drop of {name} from [tool.nemo-rl.forks.{fork.distribution}] (no longer declared)")
         remaining = metadata_check.problems(Project.read(root), fork, records.read_index(root / relative))
         for problem in remaining:
             print(f"  - {records.Difference(*problem)}")
         if remaining:
             left.append(fork.distribution)
     for dist in left:
-        print(f"{dist}: uv.lock still disagrees with the fork after relocking (above); fix: remove or widen the "
-              f"override named above, or run `uv lock --upgrade-package <package>` for each package named, then "
-              f"`nemo-rl deps patches --check --offline`")
+        print(f"{dist}: uv.lock still disagrees with the fork after relocking; fix: remove or widen the override "
+              "named above, or run `uv lock --upgrade-package <package>` for each package named")
     return 1 if left else 0
 
 
@@ -188,8 +179,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import metadata_check, records
 
     if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check
-        raise UsageError("`deps patches export DIST DIR` writes a patch series; it takes no --check or --offline",
-                         "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
+        raise UsageError("`deps patches export` takes no --check or --offline", "run the check and the export apart")
     if args.export:
         return _export(project, args.export, args.export_dir)
     if args.offline and not args.check:
@@ -214,8 +204,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if cut is not None:  # guard: the-offline-check-over-a-landing-cut
             print(f"{fork.distribution}: landing interrupted")
             print(f"  - {cut.unreadable}" if cut.unreadable is not None else
-                  f"  - a landing of {', '.join(cut.moves)} was cut short ({cut.staging} is left; moved: "
-                  f"{', '.join(cut.moved) or 'nothing'})")
+                  f"  - a landing of {', '.join(cut.moves)} was cut short (moved: {', '.join(cut.moved) or 'nothing'})")
             interrupted.append(fork.distribution)
             continue
         problems = records.check_offline(project, fork, locked)
@@ -239,23 +228,20 @@ def run(project: Project, args: argparse.Namespace) -> int:
         print(f"fix: {from_elsewhere(text, project.root)}")
 
     for dist in overridden:
-        fix(f"{dist}: edit the [tool.uv] override-dependencies entry named above in pyproject.toml (remove it, "
-              f"or let it allow what the fork requires), then run `uv lock`")
+        fix(f"{dist}: remove or widen the [tool.uv] override-dependencies entry named above, then run `uv lock`")
     for dist, name in not_regular:
         fix(f"{dist}: {records.not_regular_fix(dist, name)}")
     for dist in failed:
         also = ("it also writes the derived [[tool.uv.dependency-metadata]] entry and relocks"  # guard: fix-deps-patches-names-the-entry-only
                 if metadata_check.derives(project, dist) else "it also relocks the fork")
-        fix(f"{deps.REGENERATE.format(dist=dist)} ({also}); or move the pin with "
-              f"`nemo-rl deps bump {dist} --branch <branch>`")
+        fix(f"{deps.REGENERATE.format(dist=dist)} ({also}); or `nemo-rl deps bump {dist} --branch <branch>`")
     for dist in unexplained:
-        fix(f"{dist}: replace the placeholder `why` of {records.index_name(dist)} by hand with what the fork "
-              f"adds and why nemo-rl needs it: {command('$EDITOR {index}', index=records.index_name(dist))}")
+        fix(f"{dist}: replace the placeholder `why` with what the fork adds and why: "
+            f"{command('$EDITOR {index}', index=records.index_name(dist))}")
     for orphan in orphans:
         fix(f"{records.orphan_fix(orphan)}")
     if interrupted:
-        fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover` (it finishes the landing that was cut "
-              "short), then `nemo-rl deps patches --check` again")
+        fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`")
     if failed or unexplained or orphans or interrupted:
         return 1
     return 0

@@ -11,9 +11,8 @@ from nemo_rl.project import journal, state_dir
 from nemo_rl.project.model import Project
 
 HELP = "finish (or discard) what a killed `deps bump` left behind"
-DESCRIPTION = ("A bump stages everything in .nemo-rl/ and lands it by renames. If it was killed while landing, this "
-               "finishes the landing; if it was killed before, this removes the unused copy. `deps status` says when "
-               "it is needed.")
+DESCRIPTION = ("Finish the landing of a bump killed while landing, or remove the copy one killed earlier left in "
+               ".nemo-rl/.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +28,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 def _recover(project: Path) -> int:
     found = journal.leftovers(project, locked=True)
     if not found:
-        print("nothing to recover: no staging copy left by a killed bump or `deps patches` in this project")
+        print("nothing to recover")
         return 0
     for left in found:
         path = left.staging
@@ -39,7 +38,7 @@ def _recover(project: Path) -> int:
             before = [name for name in moves if name not in moved]  # guard: fast-recover-says-what-had-moved-before
             print(f"finished an interrupted landing: moved {', '.join(moved) or 'nothing more'} ("
                   + (f"{', '.join(before)} had moved before the interruption)" if before else
-                     "nothing had moved before the interruption: the project was as before the command)"))
+                     "nothing had moved before the interruption)"))
         else:
             shutil.rmtree(path, ignore_errors=True)
             print(f"removed {path} (left by a bump or `deps patches` killed before it changed anything)")

@@ -25,30 +25,25 @@ DESCRIPTION = (f"The {HELP}, the state of its patches/ records and of `deps deve
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("--env", help="environment to inspect (default: the project's, as `uv run` and "
-                        "`deps develop` use it, when it exists; else the running one)")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless every fork is ok or not installed (stale lock, records or environment, a "
-                        "developing checkout, a landing cut short all fail)")
+    parser.add_argument("--env", help="environment to inspect (default: the project's if it exists, else the "
+                        "running one)")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every fork is ok or not installed")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 REMEDIES = {
-    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] (`git rev-parse <rev>` in a "
-               "clone of the fork prints it)",
+    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] (`git rev-parse <rev>` prints it)",
     "landing interrupted": "run `nemo-rl deps recover`",
     "lock stale": "run `uv lock --upgrade-package {dist}`",
     "records stale": deps.REGENERATE,
     "metadata stale": deps.FIX,
-    "developing": "run `nemo-rl deps develop --stop {dist}` before committing or testing the pin",
-    "develop not applied": "run `nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>` "
-                           "again",
-    "checkout gone": "the develop checkout {checkout} is gone or holds no git checkout: run "
-                     "`nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} [PATH]` to develop again",
-    "checkout unreadable": "{imported} {checkout}, but {problem}, so nobody can tell which commit it holds: "
-                           + develop_state.UNREADABLE_FIX,
+    "developing": "run `nemo-rl deps develop --stop {dist}` before committing the pin",
+    "develop not applied": "run `nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>`",
+    "checkout gone": "the develop checkout {checkout} is gone: run `nemo-rl deps develop --stop {dist}`, then "
+                     "`nemo-rl deps develop {dist} [PATH]`",
+    "checkout unreadable": "{imported} {checkout}, but {problem}: " + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
-    "not installed": f"run `{uv.sync_command()}` if you need it",
+    "not installed": f"run `{uv.sync_command()}`",
     "ok": None,
 }
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "
@@ -130,8 +125,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
                       literal or remedy.format(dist=fork.distribution, checkout=checkout, problem=problem,
                                     repair=develop_state.repair(checkout), imported=(
                           f"{fork.distribution} is imported from the files of" if active else
-                          f"{fork.distribution} runs the pin (the environment has no overlay for it); the develop "
-                          "checkout is")) if remedy else None,
+                          f"{fork.distribution} runs the pin; its develop checkout is")) if remedy else None,
                       environment)
 
 
@@ -142,19 +136,17 @@ def touches(cut: journal.CutShort, distribution: str) -> bool:
 
 
 def cut_remedy(cut: journal.CutShort) -> str:
-    """What the cut-short landing left, as its files say, and the fix."""
+    """What the cut-short landing left, and the fix."""
     if cut.unreadable is not None:
         return cut.unreadable
     left = [name for name in cut.moves if name not in cut.moved]
-    what = (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved: the project is as before "  # guard: fast-a-landing-cut-short-before-any-move
-            f"that command; `nemo-rl deps recover` lands them, "
-            f"{command('rm -rf {s}', s=cut.staging)} drops them" if not cut.moved else
-            f"a landing of {', '.join(cut.moved)} was cut short after every file moved (only removing its staging "
-            f"copy was lost; the project is whole): run `nemo-rl deps recover` (it removes {cut.staging})"
-            if not left else
+    return (f"a landing of {', '.join(cut.moves)} was cut short before any of them moved (the project is as "  # guard: fast-a-landing-cut-short-before-any-move
+            f"before): `nemo-rl deps recover` lands them, {command('rm -rf {s}', s=cut.staging)} drops them"
+            if not cut.moved else
+            f"a landing of {', '.join(cut.moved)} was cut short after every file moved (the project is whole): run "
+            f"`nemo-rl deps recover` to remove {cut.staging}" if not left else
             f"a landing was cut short with {', '.join(cut.moved)} moved and {', '.join(left)} not (the project mixes "
-            f"old and new files): run `nemo-rl deps recover` (it moves the rest)")
-    return what
+            f"old and new files): run `nemo-rl deps recover`")
 
 
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
@@ -173,7 +165,6 @@ def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_s
 
 
 def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
-    """Whether `--check` exits 1."""
     return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))  # guard: fast-status-check-fails-on-orphaned
 
 
@@ -239,7 +230,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for left in journal.leftovers(project.root):
         if not left.has_journal:
             print(f"note: {left.staging} is left from a bump or `deps patches` killed before it changed anything; "
-                  "`nemo-rl deps recover` removes it", file=sys.stderr)
+                  "run `nemo-rl deps recover`", file=sys.stderr)
+
     if args.check and fails_check(rows, lock_problem, orphans):
         return 1
     return 0

@@ -12,11 +12,9 @@ from nemo_rl.project.model import Project
 if TYPE_CHECKING:
     from nemo_rl.forks import upstream_report
 
-HELP = "what each downstream commit still does for us against upstream (read-only)"
-DESCRIPTION = ("Per fork: how far the pin's base is behind upstream's head, and per downstream commit: which of "
-               "its files ship, whether upstream has it, whether it applies on upstream's head, and which of its "
-               "files upstream deleted or moved. Never touches the project or a develop checkout. "
-               "`deps develop DIST --onto REF` starts the rebase.")
+HELP = "what each downstream commit still does against upstream (read-only)"
+DESCRIPTION = ("Per fork: how far the pin's base is behind upstream; per downstream commit: what ships, whether "
+               "upstream has it and whether it applies on upstream's head. `deps develop DIST --onto REF` rebases.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

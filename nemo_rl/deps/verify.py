@@ -14,8 +14,7 @@ from nemo_rl.project.model import Project
 
 HELP = "build a throwaway environment from uv.lock and import what nemo-rl uses"
 DESCRIPTION = ("Build a throwaway environment from uv.lock with the fork's extra and import the modules nemo-rl "
-               "relies on; a missing module is reported with the requirement to add. Packages this machine cannot "
-               "build are skipped and named.")
+               "relies on. Packages this machine cannot build are skipped and named.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +38,6 @@ def extra_for(project: Project, distribution: str) -> str:
 
 
 def skipped_here(locked: dict) -> dict[str, str]:
-    """Packages that cannot be built on this machine, with why."""
     unbuildable = toolchain.transformer_engine_unbuildable(locked)
     if unbuildable is None:
         return {}
@@ -62,7 +60,6 @@ def suggestion(fork: lockfile.Fork, module: str) -> str:
 
 
 def require_derived(project: Project, forks: list[lockfile.Fork]) -> None:
-    """Refuse forks whose entry is not the one derived from what they declare at the pin."""
     from nemo_rl.forks import metadata_check, records
 
     found = {fork.distribution: [f"{d}" for d in records.declared_differences(project, fork)] for fork in forks}
@@ -75,13 +72,12 @@ def require_derived(project: Project, forks: list[lockfile.Fork]) -> None:
 
 
 def fix_line(project: Project, fork: lockfile.Fork, requirement: str) -> str:
-    """The fix for a missing module: its requirement in the add list of a derived entry, else in the entry."""
     from nemo_rl.forks import metadata_check
 
     if metadata_check.derives(project, fork.distribution):
         return (f'add {{ requirement = "{requirement}", why = "<what imports it>" }} to add = [...] in '
                 f"[tool.nemo-rl.forks.{fork.distribution}] of pyproject.toml, run `nemo-rl deps patches "
-                f"{fork.distribution}` (derives the entry and relocks), then verify again")
+                f"{fork.distribution}`, then verify again")
     return (f"add \"{requirement}\" to requires-dist of the [[tool.uv.dependency-metadata]] entry for "
             f"{fork.distribution} in pyproject.toml, run `uv lock`, then verify again")
 
@@ -90,11 +86,9 @@ def _sync(root: Path, env: Path, flags: list[str]) -> None:
     try:
         uv.sync(root, flags=flags, environment=env, stream=True)
     except NemoRLError as exc:
-        raise NemoRLError(
-            f"uv could not build the throwaway environment from uv.lock: {exc.what.splitlines()[0]}",
-            "a git host it cannot reach: configure a mirror (`git config --global url.<mirror>.insteadOf <url>`); "
-            "\"lockfile needs to be updated\": run `uv lock` and commit it; a failed build: read uv's output above"
-        ) from exc
+        raise NemoRLError(f"uv could not build the throwaway environment from uv.lock: {exc.what.splitlines()[0]}",
+                          "read uv's output above (an unreachable git host needs a url.<mirror>.insteadOf mirror; "
+                          "a stale lock, `uv lock`)") from exc
 
 
 def run(project: Project, args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from nemo_rl import verbose
 from nemo_rl.project.model import Project
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
-DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not (each problem has its fix); with --preflight, 0 go and 1 no-go."
+DESCRIPTION = HELP + ". Exit 0 when healthy, 1 when not; with --preflight, 0 go and 1 no-go."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,8 +84,7 @@ def _preflight_lines(data) -> list[str]:
 def _verdict(data) -> str:
     failed = [item.name for item in data.preflight if not item.ok]
     if failed:
-        return (f"pre-flight: NO-GO: the mcore build would fail here; fix {', '.join(failed)} (each FAIL above "
-                "has its fix), then run the pre-flight again")
+        return f"pre-flight: NO-GO: the mcore build would fail here; fix {', '.join(failed)}"
     return f"pre-flight: go: the mcore build can run here ({len(data.preflight)} checks passed)"
 
 
@@ -109,7 +108,7 @@ ENV_FIX = "pass a directory that `uv run nemo-rl envs list` names (its last colu
 
 
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
-    """This doctor run by the python of `args.env`; exit 2 when that environment cannot run it."""
+    """This doctor, run by the python of `args.env`."""
     from nemo_rl import values
     from nemo_rl.errors import UsageError
     from nemo_rl.process import run as run_process

@@ -1,4 +1,4 @@
-"""Can the mcore build run here? In seconds, what would stop transformer-engine's build minutes in."""
+"""Pre-flight of the mcore build: in seconds, what would stop transformer-engine's build minutes in."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def check_python(python) -> Item:
     if python.satisfied:
         return Item("python", True, f"{python.version} satisfies {python.requires_python or 'any'}", None)
     return Item("python", False, f"{python.version} does not satisfy {python.requires_python}",
-                "run `uv sync --python 3.12`, then this pre-flight again")
+                "run `uv sync --python 3.12`")
 
 
 PATH_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDNN_PATH", "CUDNN_HOME")
@@ -39,8 +39,7 @@ def check_paths() -> Item | None:
     """The build runs in uv's copy of the sdist: a relative path there names another directory."""
     relative = [n for n in PATH_VARIABLES if os.environ.get(n) and not os.path.isabs(os.environ[n])]
     if relative:  # guard: pre-flight-relative-toolkit-paths-fail
-        return Item("absolute paths", False, f"{', '.join(f'{n}={os.environ[n]}' for n in relative)}: relative, "
-                    "and the build runs in another directory",
+        return Item("absolute paths", False, f"{', '.join(f'{n}={os.environ[n]}' for n in relative)}: relative",
                     "`export " + " ".join(f'{n}="$(realpath {shlex.quote(os.environ[n])})"' for n in relative) + "`")
     return None
 
@@ -53,7 +52,7 @@ def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
 
 
 def _compile(nvcc: Path, flags: list[str]) -> str | None:
-    """None when `nvcc` compiles a kernel with `flags` as torch's build calls it (`-ccbin $CC`), else its first line."""
+    """None when `nvcc` compiles a kernel with `flags` (and torch's `-ccbin $CC`), else its first line of output."""
     ccbin = []
     if os.environ.get("CC"):  # guard: pre-flight-probes-with-the-cc-torch-passes
         ccbin = ["-ccbin", os.environ["CC"]]
@@ -79,7 +78,6 @@ def check_host_compiler(nvcc: Path | None) -> Item:
 
 
 def cudnn_header_dirs() -> list[Path]:
-    """Where the build's compilers look for cudnn.h."""
     candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
     dirs = [Path(c) / "include" for c in candidates if c]
     dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]  # guard: pre-flight-wheel-only-cudnn-headers-fail
@@ -96,14 +94,14 @@ def check_cudnn() -> Item:
             return Item("cudnn headers", True, f"found in {directory}", None)
     wheel = layout.cudnn_wheel()
     if wheel is not None:
-        return Item("cudnn headers", False, f"only in the wheel {wheel}, which the isolated build does not see",
+        return Item("cudnn headers", False, f"only in the wheel {wheel}, unseen by the isolated build",
                     command("export CUDNN_PATH={wheel}", wheel=wheel))
     return Item("cudnn headers", False, "no cudnn.h / cudnn_version.h found",
-                "run `uv sync` (torch brings nvidia-cudnn-cu12), then `export CUDNN_PATH=` its nvidia/cudnn directory")
+                "run `uv sync`, then `export CUDNN_PATH=` the nvidia/cudnn directory of nvidia-cudnn-cu12")
 
 
 def check_archs(nvcc: Path | None, compiles: bool) -> Item:
-    """Which GPUs the build compiles for decides its length; one nvcc cannot compile for is a failure."""
+    """The GPUs the build compiles for; one nvcc cannot compile for is a failure."""
     from nemo_rl.toolchain.archs import declared_archs
 
     version = toolchain.nvcc_version(nvcc) if nvcc else None
@@ -114,9 +112,8 @@ def check_archs(nvcc: Path | None, compiles: bool) -> Item:
                   if (said := _compile(nvcc, [f"-gencode=arch=compute_{arch},code=sm_{arch}"])) is not None]
         if failed:  # guard: pre-flight-each-declared-arch-compiles
             return Item("gpu architectures", False, f"{nvcc} cannot compile for sm_{failed[0][0]}: {failed[0][1]}",
-                        "`export NVTE_CUDA_ARCHS=` the architectures this nvcc knows "
-                        f"({command('{nvcc} --list-gpu-arch', nvcc=str(nvcc))}), "
-                        "or use a newer CUDA 12 toolkit")
+                        f"`export NVTE_CUDA_ARCHS=` archs that {command('{nvcc} --list-gpu-arch', nvcc=str(nvcc))} "
+                        "lists, or use a newer CUDA 12 toolkit")
     if os.environ.get("NVTE_CUDA_ARCHS"):
         return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS={archs}: cubins for these only", None)
     return Item("gpu architectures", True, f"NVTE_CUDA_ARCHS unset: builds for {archs} "
@@ -127,11 +124,13 @@ FETCH_TIMEOUT_S = 60
 
 
 def check_hosts(project: Project | None) -> list[Item]:
+    if project is None:
+        return []
     items = []
     mirrored = []
-    for fork in project.forks_as_pinned if project else []:
+    for fork in project.forks_as_pinned:
         name = f"reach {fork.distribution}"
-        locked = project.packages.get(fork.distribution) if project else None
+        locked = project.packages.get(fork.distribution)
         sha = (locked.commit if locked else None) or fork.rev
         tried = git.tried_url(fork.url)
         if urlsplit(fork.url).hostname == "github.com" and tried and tried != fork.url:
@@ -139,13 +138,12 @@ def check_hosts(project: Project | None) -> list[Item]:
         try:
             git.ls_remote(fork.url, "HEAD", timeout=20)
         except NemoRLError as exc:
-            items.append(Item(name, False, exc.what.splitlines()[0],
-                              f"check the network, or "
+            items.append(Item(name, False, exc.what.splitlines()[0], "check the network, or "
                               f"{command('git config --global url.<mirror>.insteadOf {url}', url=fork.url)} "
                               "and `export UV_NO_GITHUB_FAST_PATH=1`"))
             continue
         served = git.served(fork.url, sha, timeout=FETCH_TIMEOUT_S)
-        where = f"{fork.url}" + (f" (git tried {tried})" if tried and tried != fork.url else "")
+        where = fork.url + (f" (git tried {tried})" if tried and tried != fork.url else "")
         if served is not True:  # guard: pre-flight-reach-fetches-the-locked-commit
             said = "does not serve" if served is False else f"did not give within {FETCH_TIMEOUT_S} s"
             items.append(Item(name, False, f"{where} {said} the locked commit {sha[:12]}",
@@ -153,8 +151,8 @@ def check_hosts(project: Project | None) -> list[Item]:
             continue
         items.append(Item(name, True, f"{where} serves the locked commit {sha[:12]}", None))
     if mirrored and os.environ.get("UV_NO_GITHUB_FAST_PATH", "").strip().lower() in uv.FALSE:  # guard: pre-flight-a-github-mirror-needs-no-fast-path
-        items.append(Item("github fast path", False, f"uv asks GitHub's API about {', '.join(mirrored)} before git, "
-                          "so the insteadOf mirror is not used for it", "`export UV_NO_GITHUB_FAST_PATH=1`"))
+        items.append(Item("github fast path", False, f"uv asks GitHub's API about {', '.join(mirrored)}, bypassing "
+                          "the insteadOf mirror", "`export UV_NO_GITHUB_FAST_PATH=1`"))
     return items
 
 

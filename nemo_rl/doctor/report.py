@@ -20,11 +20,9 @@ if TYPE_CHECKING:
     from nemo_rl.doctor import preflight, smoke
 
 SCHEMA_VERSION = 3
-MEGATRON_TRAINING_NOTE = ("megatron.training is not installed (megatron-core from git packages megatron.core "
-                          "only); nemo-rl does not need it")
-
-NO_GPU_NOTE = ("no GPU here: transformer-engine imports, but its kernels were not run; on a GPU node run "
-               "`uv run nemo-rl doctor --extra mcore --smoke`")
+MEGATRON_TRAINING_NOTE = "megatron.training is not installed; nemo-rl does not need it"
+NO_GPU_NOTE = "no GPU here: transformer-engine's kernels were not run; on a GPU node run " \
+              "`uv run nemo-rl doctor --extra mcore --smoke`"
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ class Report:
 
 
 def locate_project() -> tuple[Project | None, list[str], list[str]]:
-    """(project, problems, notes): the project at or above here, else nemo-rl's own checkout; never raises."""
+    """(project, problems, notes) of the project at or above here, else nemo-rl's own checkout; never raises."""
     for candidate in (None, settings.CHECKOUT_DIR):
         try:
             found = Project.find(candidate)
@@ -142,7 +140,6 @@ def components(project: Project | None, declared: dict[str, extras.Component], l
 
 
 def develop_notes(project: Path | None) -> list[str]:
-    """Forks under `deps develop` that this interpreter does not import from their checkout."""
     try:
         state = develop_state.read(project) if project else {}
     except NemoRLError as exc:
@@ -150,13 +147,12 @@ def develop_notes(project: Path | None) -> list[str]:
     env = Path(sys.prefix)
     return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone: "
             f"`uv run nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
-            f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
-            f"installed code: use `uv run`, or `uv run nemo-rl deps develop --stop {dist}`"
+            f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but {env} runs the pin: use `uv run`, "
+            f"or `uv run nemo-rl deps develop --stop {dist}`"
             for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 
 
 def worker_env_notes(project: Project) -> list[str]:
-    """This checkout's current worker environments holding the mcore extra."""
     from nemo_rl.workers import housekeeping
 
     try:
@@ -170,7 +166,6 @@ def worker_env_notes(project: Project) -> list[str]:
 
 def collect(project_dir: Project | None = None, extra: str | None = None, smoke: bool = False,
             verbose: bool = False, preflight: bool = False) -> Report:
-    """The report on `project_dir`, or on the project located from here."""
     project, problems, located_notes = (project_dir, [], []) if project_dir is not None else locate_project()
     locked = {}
     declared = extras.components([])
@@ -191,7 +186,7 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
     except NemoRLError as exc:
         uv_facts = UvInfo(None, None, exc.what)
     if uv_facts.error:
-        problems.append(f"uv is missing ({uv_facts.error}): worker environments are made with uv; {uv.INSTALL_UV}")
+        problems.append(f"uv is missing ({uv_facts.error}): {uv.INSTALL_UV}")
     torch = toolchain.torch_info()
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
@@ -206,8 +201,8 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
         notes.append(NO_GPU_NOTE)
     held = uv.environment_lock_holder(Path(sys.prefix))
     if held:  # guard: doctor-names-who-holds-the-environment-lock
-        notes.append(f"{held} holds the lock of this environment ({Path(sys.prefix) / '.lock'}): every `uv run` "
-                     "waits for it; `uv run --no-sync <command>` runs without waiting")
+        notes.append(f"{held} holds the lock of this environment ({Path(sys.prefix) / '.lock'}); "
+                     "`uv run --no-sync <command>` runs without waiting")
     preflight_items = []
     if extra == "mcore":
         problems += [f"{c.distribution}: {c.state}" for c in comps if c.state not in ("ok", "developing")]

@@ -1,4 +1,4 @@
-"""`nemo-rl doctor --smoke`: small real runs of each installed component: pass, fail or skip with the reason."""
+"""`nemo-rl doctor --smoke`: small real runs of each installed component."""
 
 from __future__ import annotations
 

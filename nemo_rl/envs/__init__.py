@@ -7,8 +7,8 @@ import argparse
 from nemo_rl import values, verbose
 
 HELP = "worker environments: list, build ahead of time, verify, prune, pack for offline nodes"
-DESCRIPTION = ("Worker environments live under $NEMO_RL_VENV_DIR, one per key of the checkout, uv.lock and the sync "
-               "flags; a bundle builds them on nodes without internet (docs/workers.md).")
+DESCRIPTION = ("Worker environments under $NEMO_RL_VENV_DIR, one per checkout, uv.lock and sync flags; a bundle "
+               "builds them offline (docs/workers.md).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

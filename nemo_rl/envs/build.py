@@ -21,12 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build from this bundle, offline; run with `uv run --no-project`, it makes .venv too")
     parser.add_argument("--digest", metavar="SHA256",
                         help="with --from: the digest `envs pack` printed; any other bundle is refused (under "
-                        "NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS, separated by commas, semicolons or spaces)")
+                        "NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS)")
 
 
 def _without_driver(project: Path) -> bool:
-    """Whether nemo-rl runs in no environment, or in a checkout `.venv` without Ray or half-made; an error in
-    one the bootstrap just made, never a loop."""
+    """Whether nemo-rl runs in no environment, or in a checkout `.venv` without Ray or half-made."""
     from nemo_rl.errors import NemoRLError
     from nemo_rl.project import installed
     from nemo_rl.workers import bundles

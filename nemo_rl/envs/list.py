@@ -18,7 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _describe(row) -> str:
-    """One line of `envs list`."""
     from nemo_rl import values
 
     used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "never"

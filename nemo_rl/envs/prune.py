@@ -1,5 +1,4 @@
-"""`nemo-rl envs prune`: remove stale environments (this checkout's, or another nemo-rl version's) and killed builds
-that no process uses."""
+"""`nemo-rl envs prune`: remove stale environments and killed builds that no process uses."""
 
 from __future__ import annotations
 

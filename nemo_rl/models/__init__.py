@@ -25,7 +25,6 @@ BACKENDS: dict[str, Callable[[ModelConfig], Any]] = {"torch": _torch_backend, "m
 
 
 def build_model(config: ModelConfig, backend: str) -> Any:
-    """Build `config` with the backend named `backend` ("torch" or "megatron")."""
     if backend not in BACKENDS:
         raise NemoRLError(f"unknown model backend {backend!r}", f"choose one of: {', '.join(sorted(BACKENDS))}")
     return BACKENDS[backend](config)

@@ -68,7 +68,7 @@ class CudaToolkit:
 
 
 def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
-    """Whether transformer-engine's torch extension can build here: nvcc's CUDA major must be torch's."""
+    """Whether transformer-engine's torch extension can build here: nvcc's CUDA major is torch's."""
     if torch_cuda is None:
         return CudaToolkit(False, "torch is a CPU build (torch.version.cuda is None)", None)
     major = torch_cuda.split(".")[0]
@@ -76,8 +76,7 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
     if nvcc is None:
         setting = cuda_home_setting()
         if setting:
-            return CudaToolkit(False, f"{setting[0]}={setting[1]} has no bin/nvcc, and torch's build uses it as set; "
-                               f"torch needs CUDA {major}", None)
+            return CudaToolkit(False, f"{setting[0]}={setting[1]} has no bin/nvcc; torch needs CUDA {major}", None)
         return CudaToolkit(False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}", None)
     version = nvcc_version(nvcc)
     if version is None or version.split(".")[0] != major:
@@ -86,9 +85,8 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
 
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")
-CUDA_TOOLKIT_FIX = ("on Debian, `uv run nemo-rl toolchain cuda ~/cuda-{major} --arch 90` assembles a CUDA {major} "
-                    "toolkit and prints the exports; elsewhere install one (docs/mcore.md) and "
-                    "`export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
+CUDA_TOOLKIT_FIX = ("run `uv run nemo-rl toolchain cuda ~/cuda-{major} --arch 90` (Debian) and its exports, or install "
+                    "a CUDA {major} toolkit and `export CUDA_HOME=<it> PATH=<it>/bin:$PATH`")
 
 
 def transformer_engine_unbuildable(locked_names) -> tuple[list[str], CudaToolkit] | None:

@@ -47,7 +47,6 @@ def update(state: Path, sources_text: str) -> None:
 
 
 def download(state: Path, debs: Path, packages: tuple[str, ...] = PACKAGES) -> list[Path]:
-    """The .deb of each package, downloaded unless already in `debs`."""
     debs.mkdir(parents=True, exist_ok=True)
     wanted = [name for name in packages if not list(debs.glob(f"{name}_*.deb"))]
     if wanted:

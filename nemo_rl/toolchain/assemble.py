@@ -1,8 +1,7 @@
-"""Assemble a CUDA toolkit into a directory from the distribution's packages, and prove it compiles.
+"""Assemble a CUDA toolkit into DIR from Debian's packages and prove it compiles; a stamped DIR is only verified.
 
-A stamp names the packages; a second run only verifies. The work lives in DIR/.nemo-rl-cuda/ until verified. DIR is
-written only when it is ours: new or empty, taken by a run of this user's (recorded in the user's store, where no
-copy of DIR can forge it), or holding nothing but the files its stamp lists."""
+DIR is written only when it is new or empty, taken by a run of this user's (recorded in the user's store), or holds
+nothing but the files its stamp lists."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class Stamp:
 
 @dataclass(frozen=True)
 class Taken:
-    """A DIR a run took, as the filesystem knows it (a copy, or a new directory at its path, is another), and the
-    token it wrote in DIR/.nemo-rl-cuda/."""
+    """A DIR a run took: its inode (a copy is another) and the token written in DIR/.nemo-rl-cuda/."""
     path: str
     device: int
     inode: int
@@ -88,7 +86,7 @@ def _listing(home: Path) -> dict[str, str]:
 
 
 def _damage(home: Path, stamp: Stamp) -> str | None:
-    """What is missing or changed since the stamp was written, in a phrase; None when all is as assembled."""
+    """What is missing or changed since the stamp was written; None when nothing."""
     now = _listing(home)
     gone = sorted({*(p for p in stamp.files if p not in now), *layout.missing(home)})  # guard: toolkit-the-layout-is-checked-whatever
     changed = [p for p in stamp.files if p in now and now[p] != stamp.files[p]]  # guard: toolkit-a-changed-size-is-damage
@@ -105,11 +103,11 @@ def assemble(home: Path, *, arch: int = 90, cuda_major: int = 12, suite: str = S
     lock = home.parent / f".{home.name}.toolchain-lock"  # beside DIR: a directory not ours yet is not written to
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
-        fd = locks.open_lock_file(lock, f"another user holds the lock of {home}: assemble your own toolkit "
-                                        "(`uv run nemo-rl toolchain cuda DIR`) in a directory of yours")
+        fd = locks.open_lock_file(lock, f"another user holds the lock of {home}: assemble your own with "
+                                        "`uv run nemo-rl toolchain cuda DIR` in another DIR")
     except OSError as exc:
         raise NemoRLError(f"cannot create the lock file {lock} beside {home}: {exc.strerror or exc}",  # guard: toolkit-the-lock-file-is-named-when-it
-                          f"the lock lives in {home.parent}: name a DIR whose parent you may write") from exc
+                          f"the lock lives in {home.parent}: name a DIR in a directory you may write") from exc
     try:
         locks.acquire(fd, lambda: f"another `nemo-rl toolchain cuda` is assembling {home}: waiting for it")  # guard: toolkit-one-run-per-directory-at-a-time
         return _assemble(home, arch, cuda_major, suite, components, debs, etc, os_release)
@@ -134,7 +132,7 @@ def _take(home: Path) -> None:
 
 
 def _clear_work(home: Path) -> None:
-    """The work directory emptied of all but the token (about 1 GB of packages when a run was killed)."""
+    """Empty the work directory but for the token (a killed run leaves about 1 GB there)."""
     work = home / WORK
     for name in os.listdir(work) if work.is_dir() and not work.is_symlink() else []:
         path = work / name
@@ -157,7 +155,7 @@ def _taken(home: Path) -> bool:
 
 
 def _foreign(home: Path, stamp: Stamp | None) -> list[str]:
-    """What in `home` makes it not ours to write ([] when it is ours)."""
+    """What in `home` makes it not ours to write."""
     if not home.exists() or not os.listdir(home):  # guard: toolkit-a-user-s-empty-work-directory-is-not
         return []
     if _taken(home):  # guard: toolkit-a-stamp-of-another-version-is-rebuilt
@@ -178,9 +176,8 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     if foreign:  # guard: toolkit-a-foreign-directory-is-refused
         held = sorted(os.listdir(home))
         raise NemoRLError(f"{home} exists and was not made by `nemo-rl toolchain cuda`: it holds "
-                          f"{', '.join(held[:5])}{', ...' if len(held) > 5 else ''} (no run of yours took it, and "
-                          f"no stamp lists {', '.join(foreign[:3])})",
-                          "name a new or empty directory; nothing in this one is changed")
+                          f"{', '.join(held[:5])}{', ...' if len(held) > 5 else ''} (no stamp lists "
+                          f"{', '.join(foreign[:3])})", "name a new or empty directory")
     damage = _damage(home, stamp) if stamp is not None else "not assembled"  # guard: toolkit-the-stamp-s-file-list-is-checked
     if stamp is not None and damage is None:
         release, listed = verify(home, arch, cuda_major)
@@ -190,7 +187,7 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         progress(f"{home} differs from what was assembled: {damage}; assembling it again")
     work = home / WORK
     deb_dir = debs.absolute() if debs else work / "debs"
-    # the inputs first: DIR is neither taken nor written for a run that cannot start
+    # the inputs first: a run that cannot start neither takes nor writes DIR
     if debs is not None:
         absent = [name for name in apt.PACKAGES if not list(deb_dir.glob(f"{name}_*.deb"))]
         if absent:  # guard: toolkit-debs-lacking-a-package-never
@@ -206,7 +203,7 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     # taken first, then no stamp: a killed run never leaves a half-made tree that looks assembled
     (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re
     if debs is None:
-        progress(f"reading the package lists of {suite} from {' '.join(archive.uris)} (private state in {work})")
+        progress(f"reading the package lists of {suite} from {' '.join(archive.uris)}")
         apt.update(work / "apt", sources.private_sources(archive, suite, components))
         progress(f"downloading {', '.join(apt.PACKAGES)}")
     deb_files = apt.download(work / "apt", deb_dir)
@@ -217,7 +214,7 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
     absent = layout.arrange(root, home)
     if absent:
         raise NemoRLError(f"the packages of {suite} lack what a CUDA_HOME needs: {', '.join(absent)}",
-                          "name a suite whose nvidia-cuda-toolkit has the whole compiler (--suite)")
+                          "pass a --suite whose nvidia-cuda-toolkit has the whole compiler")
     progress(f"verifying {home}: nvcc --version, a kernel for sm_{arch}")
     release, listed = verify(home, arch, cuda_major)
     packages = apt.versions(deb_files)

@@ -11,9 +11,8 @@ from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
-HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages: no installer, no GPU, no system change"
-DESCRIPTION = (HELP + f". From the suite {SUITE} of this machine's apt mirror; a second run only verifies. Exit 0 "
-               "when nvcc compiled a kernel for --arch.")
+HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages, changing nothing else"
+DESCRIPTION = HELP + f" (suite {SUITE} of this machine's apt mirror); a second run only verifies."
 
 
 def _arch(text: str) -> int:

@@ -82,14 +82,13 @@ UBUNTU_FIX = f"install NVIDIA's `cuda-toolkit-12-6` and set CUDA_HOME=/usr/local
 
 
 def require_debian(os_release: Path = Path("/etc/os-release")) -> None:
-    """The machine's mirror must be Debian's archive, which holds trixie."""
     fields = os_release_fields(os_release)
     ident, like = fields.get("ID", ""), fields.get("ID_LIKE", "").split()
     if ident == "debian":  # guard: toolkit-only-debian-is-asked-for-trixie
         return
     name = fields.get("PRETTY_NAME") or ident or "this machine's distribution"
     if ident == "ubuntu" or "ubuntu" in like:  # guard: toolkit-ubuntu-s-sources-are-refused
-        raise NemoRLError(f"{name} is not Debian: its mirror lacks Debian's suite trixie", UBUNTU_FIX)
+        raise NemoRLError(f"{name} is not Debian: its mirror lacks trixie", UBUNTU_FIX)
     raise NemoRLError(f"{name} is not Debian ({os_release} says ID={ident or 'nothing'})",
                       DEBS_FIX + ", or install NVIDIA's CUDA 12 toolkit and set CUDA_HOME")
 
@@ -115,10 +114,9 @@ _BREAKS = "a newline or another control character would start a line of its own 
 def deb822_word(value: str, what: str) -> str:
     """`value` when apt reads it as one suite or component."""
     if not _DEB822_WORD.match(value) or (what == "component" and "/" in value):  # guard: toolkit-a-suite-or-component-stays-one-word
-        why = _BREAKS if values.breaks_lines(value) else (f"a {what} is one word of letters, digits and . + ~ _ - "
-                                                          "(a suite may hold an inner /), without ..")
+        why = _BREAKS if values.breaks_lines(value) else f"a {what} is one word of letters, digits and . + ~ _ -"
         raise NemoRLError(f"{value!r:.80} is not a {what} apt reads as one: {why}",
-                          f"give the {what} by its name, such as {'trixie' if what == 'suite' else 'main'}")
+                          f"give a name such as {'trixie' if what == 'suite' else 'main'}")
     return value
 
 
@@ -131,7 +129,7 @@ def deb822_words(value: str, what: str) -> list[str]:
 
 
 def private_sources(source: Source, suite: str, components: tuple[str, ...]) -> str:
-    """A deb822 stanza of the mirror, suite and components, each checked to stay one value of its field."""
+    """A deb822 stanza of the mirror, suite and components, each checked to stay one value."""
     bad = [uri for uri in source.uris if not _DEB822_URI.match(uri)]
     if bad:  # guard: toolkit-a-mirror-uri-stays-one-value
         raise NemoRLError(f"the mirror URI {bad[0]!r:.120} read from {APT_ETC} holds whitespace or a control "

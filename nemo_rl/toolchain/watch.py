@@ -11,8 +11,8 @@ from pathlib import Path
 from nemo_rl import interrupt, values, verbose
 
 HELP = "show the progress of the mcore extra's transformer-engine build: objects compiled, time"
-DESCRIPTION = (HELP + ". Run `uv run --no-sync nemo-rl toolchain watch` beside the build (a plain `uv run` waits "
-               "for it). Exit 0 when every object is compiled, 1 when the build stopped before.")
+DESCRIPTION = (HELP + ". Run it beside the build with `uv run --no-sync`. Exit 0 when every object is compiled, 1 "
+               "when the build stopped before.")
 PACKAGE = "transformer-engine-torch"
 STALL_S = 30 * 60  # the longest single compile seen (all archs of one .cu on 2 cores) is well under this
 _BUILD = re.compile(r"^build ((?:[^\n:$]|\$.)+):", re.MULTILINE)  # outputs up to the first unescaped ':'
@@ -60,12 +60,11 @@ def objects(text: str) -> set[str]:
 
 
 def progress(ninja: Path, now: float | None = None) -> Progress:
-    """The progress of the build `ninja` describes."""
     from nemo_rl.errors import NemoRLError
 
     listed = objects(ninja.read_text(errors="replace"))
     if not listed:  # guard: watch-a-build-ninja-without-objects-is-an-error
-        raise NemoRLError(f"{ninja} lists no object to compile, so its progress cannot be counted",
+        raise NemoRLError(f"{ninja} lists no object to compile",
                           "pass the build tree of the running build with --dir")
     now = now or time.time()
     started = ninja.stat().st_mtime
@@ -101,8 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=values.path_argument,
                         help="the build tree, or the uv cache holding it (default: uv's cache, `uv cache dir`)")
     parser.add_argument("--env", type=values.path_argument,
-                        help="the environment the build installs into, whose uv lock says it runs (default: "
-                             "$UV_PROJECT_ENVIRONMENT, else .venv here)")
+                        help="the environment the build installs into (default: $UV_PROJECT_ENVIRONMENT, else .venv)")
     parser.add_argument("--once", action="store_true", help="print one line and exit")
     parser.add_argument("--every", type=_seconds, default=30, help="seconds between lines (default 30)")
     verbose.add(parser)
@@ -110,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sleep(seconds: float) -> None:
-    """Sleep, stopping at a signal: this command changes nothing, so it ends at once."""
+    """Sleep, ending at once at a signal (nothing to roll back)."""
     end = time.monotonic() + seconds
     while True:
         interrupt.check()

@@ -199,7 +199,7 @@ def test_stop_with_a_refused_venv_directory_changes_nothing(world, env, capsys, 
 def test_remove_is_blocked_by_unsaved_work_submodules_and_ignored_files_but_not_bytecode():
     assert develop.removal_blockers([], False, ["pkg/__pycache__/m.cpython-312.pyc", "x.pyc"]) == []
     assert develop.removal_blockers(["1 stash"], True, []) == [
-        "1 stash", "submodules (their commits and stashes are not looked at)"]
+        "1 stash", "submodules"]
     ignored = ["data/a", "data/b", ".env", "notes.txt", "pkg/__pycache__/m.pyc"]
     assert develop.removal_blockers([], False, ignored) == ["4 ignored file(s) (data/a, data/b, .env, ...)"]
     assert develop.removal_blockers([], False, ["data/a"]) == ["1 ignored file(s) (data/a)"]
@@ -347,7 +347,7 @@ def test_develop_before_uv_sync_gives_advice_that_works(world, tmp_path, monkeyp
     monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(env))
     mine = _clone(world, tmp_path / "my megatron")
     assert deps(world, "develop", "megatron-core", str(mine)) == 0
-    assert f"run `nemo-rl deps develop megatron-core` again to put {mine} in front" in capsys.readouterr().out
+    assert "after `uv sync`, run `nemo-rl deps develop megatron-core` again" in capsys.readouterr().out
     fake_env(env)  # what `uv sync` makes
     assert deps(world, "develop", "megatron-core") == 0, capsys.readouterr().err
     assert develop_state.active_checkout(env, "megatron-core") == mine.resolve()

@@ -179,7 +179,7 @@ def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world
     (staging / journal.JOURNAL).write_text(json.dumps({"version": 1, "moves": moves, "before": before}))
     rows = status_json(world, capsys, env)
     assert rows["megatron-core"]["state"] == "landing interrupted"
-    assert "cut short before any of them moved: the project is as before that command" in \
+    assert "cut short before any of them moved (the project is as before)" in \
         rows["megatron-core"]["remedy"]
     assert rows["nemo-toolkit"]["state"] == "ok"
     assert main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)]) == 1
@@ -250,7 +250,7 @@ def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happe
 
     nothing = CutShort(tmp_path / "s", ("pyproject.toml", "uv.lock", "patches/megatron-core"), (), None)
     said = status.cut_remedy(nothing).format(dist="megatron-core", checkout=None)
-    assert "cut short before any of them moved: the project is as before that command" in said
+    assert "cut short before any of them moved (the project is as before)" in said
     assert f"`rm -rf {tmp_path / 's'}` drops them" in said and "mixes" not in said
     some = replace(nothing, moved=["uv.lock"])
     said = status.cut_remedy(some).format(dist="megatron-core", checkout=None)

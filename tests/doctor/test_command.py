@@ -356,7 +356,7 @@ NO_GO = {
                                          None),
     "cuda-home-without-nvcc": (lambda t, m: (m.setenv("CUDA_HOME", str(t / "nonexistent")),
                                              m.setenv("PATH", f"{t / 'cuda' / 'bin'}:{os.environ['PATH']}")), "nvcc",
-                               "has no bin/nvcc, and torch's build uses it as set",
+                               "has no bin/nvcc",
                                lambda t, m: m.setenv("CUDA_HOME", str(t / "cuda"))),
     "cc-that-cannot-compile": (lambda t, m: m.setenv("CC", "/bin/false"), "host compiler",
                                "with CC=/bin/false", lambda t, m: m.setenv("CC", shutil.which("true"))),

@@ -57,7 +57,7 @@ def test_a_locked_version_the_fork_refuses_is_named_with_its_cause(world, capsys
     rc, out = offline(world, capsys)
     assert rc == 1 and "locked six: expected six>=1.16 (the derived entry), found 1.15.0" in out, out
     assert "override-dependencies sets six<1.16: remove it" in out, out
-    assert "fix: megatron-core: edit the [tool.uv] override-dependencies entry named above" in out, out
+    assert "fix: megatron-core: remove or widen the [tool.uv] override-dependencies entry named above" in out, out
     env, out = synced_status(world, tmp_path, capsys)
     assert "fix        remove or widen the override-dependencies entry named above" in out, out
     found = [str(p) for p in installed_fork.problems(Project.read(world.project), env, "megatron-core")]
