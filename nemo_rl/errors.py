@@ -40,15 +40,12 @@ class MissingExtraError(NemoRLError, ImportError):
 
 
 def from_elsewhere(remedy: str | None, root: Path | None) -> str | None:
-    """`remedy` as it works when pasted here: commands it names run in the project, so away from `root` they are
-    preceded by the `cd` there."""
+    """`remedy` as it works when pasted here: away from `root`, preceded by the `cd` there."""
     if not remedy or root is None or "`" not in remedy or Path.cwd().resolve() == root.resolve():  # guard: a-fix-printed-away-from-the-project-says-cd
         return remedy
     return command("cd {root}", root=root) + ", then " + remedy
 
 
 def command(template: str, **values: object) -> str:
-    """`template` as a backticked shell command, each `{name}` in it filled with its value shell-quoted: a path with a
-    space or a `$` pasted from a printed fix is one word, never code. Text written in the template stays as it is
-    (placeholders such as `<commit>`, `&&`, a `*` the shell expands)."""
+    """`template` as a backticked shell command, each `{name}` filled with its value shell-quoted."""
     return "`" + template.format(**{key: shlex.quote(str(value)) for key, value in values.items()}) + "`"  # guard: printed-commands-quote-each-value

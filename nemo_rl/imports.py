@@ -55,7 +55,7 @@ class Result:
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120,
           hook: bool = False) -> Result:
     """Import each of `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine
-    import hook when the environment has no nemo_rl of its own (as one nemo-rl installs into gets it)."""
+    import hook when the environment has no nemo_rl of its own."""
     import nemo_rl
 
     timeout = values.timeout_seconds(timeout, "imports.check")

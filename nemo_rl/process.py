@@ -1,9 +1,5 @@
-"""The one runner for external commands. Nothing else in nemo_rl calls subprocess.
-
-Each child runs in a session of its own, so nemo-rl can end its whole group and a Ctrl-C reaches nemo-rl alone.
-A wait notices an interruption within _SLICE_S and ends the group. A watchdog process ends the groups left when
-nemo-rl dies, SIGKILL included, so no `uv lock` outlives it to rewrite files.
-"""
+"""The one runner for external commands. Each child runs in a session of its own, so a Ctrl-C reaches nemo-rl
+alone and nemo-rl ends the whole group; a watchdog ends the groups left when nemo-rl dies, SIGKILL included."""
 
 from __future__ import annotations
 
@@ -256,7 +252,7 @@ def start(
     except FileNotFoundError as exc:
         missing = Path(argv[0]).name
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
-                          f"install {missing} and make sure it is on PATH") from exc
+                          f"install {missing} on PATH") from exc
     finally:
         if input_text is not None and stdin_file is not None:
             stdin_file.close()
@@ -281,9 +277,7 @@ def run(
 ) -> Result:
     """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
 
-    `env` replaces the environment. `stream` passes stderr through to the user. `timeout` ends the process group
-    and raises. `stdin_file`/`stdout_file` pass open files instead of text. `keep` keeps only the last `keep` bytes
-    of each output.
+    `env` replaces the environment; `stream` passes stderr through; `keep`: only the last `keep` bytes of each output.
     """
     return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
                  stream=stream, stdin_file=stdin_file, stdout_file=stdout_file, keep=keep).wait()
