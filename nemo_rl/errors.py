@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 class NemoRLError(Exception):
-    """An expected failure: what failed, then what to do. The CLI exits 1 on it."""
+    """An expected failure: what failed, then what to do; exit 1."""
 
     exit_code = 1
 
@@ -18,13 +18,13 @@ class NemoRLError(Exception):
 
 
 class UsageError(NemoRLError):
-    """Arguments that do not fit together: exit 2, like argparse's own errors."""
+    """Arguments that do not fit together: exit 2."""
 
     exit_code = 2
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived: unwind (rollbacks run) and exit 128 + the signal number."""
+    """A signal arrived: unwind and exit 128 + its number."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -32,7 +32,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MissingExtraError(NemoRLError, ImportError):
-    """A Megatron/NeMo code path ran without a working mcore extra; an ImportError for upstream's handlers."""
+    """An mcore code path ran without a working mcore extra; an ImportError for upstream's handlers."""
 
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing

@@ -14,13 +14,13 @@ from nemo_rl.process import run
 SCRIPT = """
 import importlib, importlib.util, json, sys, types
 modules = sys.argv[2:]
-if sys.argv[1] and importlib.util.find_spec("nemo_rl") is None:  # the hook of the nemo_rl package at argv[1]
+if sys.argv[1] and importlib.util.find_spec("nemo_rl") is None:
     sys.modules["nemo_rl"] = types.ModuleType("nemo_rl")
     sys.modules["nemo_rl"].__path__ = [sys.argv[1]]
     importlib.import_module("nemo_rl._compat.nemo_rl_transformer_engine").install()
 failed = {}
 for module in modules:
-    try:  # plainly: the environment's nemo-rl brings the hook that loads the CUDA libraries (docs/mcore.md)
+    try:
         importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]

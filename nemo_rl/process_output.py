@@ -1,4 +1,4 @@
-"""What the one runner (nemo_rl.process) keeps of a child's output, and how a failed command is described."""
+"""What the runner keeps of a child's output, and how a failed command is described."""
 
 from __future__ import annotations
 

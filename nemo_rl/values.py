@@ -82,7 +82,7 @@ def path_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(exc.what) from exc
 
 
-# what a terminal acts on rather than shows: controls, separators, format characters (bidirectional overrides)
+# what a terminal acts on rather than shows
 _UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
@@ -145,7 +145,7 @@ TIMEOUT_MAX_S = 1e9
 
 
 def timeout_seconds(value: object, where: str) -> float:
-    """A timeout given to an API: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
+    """A timeout: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
     seconds = None
     if not isinstance(value, bool) and isinstance(value, numbers.Real):  # guard: process-a-boolean-timeout-is-refused; numpy's numbers too
         try:
@@ -163,8 +163,7 @@ def timeout_seconds(value: object, where: str) -> float:
 
 _BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")
 _DIGEST_SEPARATORS = re.compile(r"[\s,;]+")  # guard: digests-separated-by-semicolons
-DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
-                 "pack` prints it")
+DIGEST_FORMAT = "sha256: and 64 hex digits, as `nemo-rl envs pack` prints it"
 
 
 def bundle_digest(value: str, where: str) -> str:
@@ -179,8 +178,7 @@ def bundle_digest(value: str, where: str) -> str:
 
 
 def bundle_digests(setting: str, where: str) -> set[str]:
-    """NEMO_RL_BUNDLE_DIGESTS: digests separated by commas, semicolons or whitespace."""
     if re.search(r":\s", setting):  # guard: a-space-after-sha256-is-named
         raise NemoRLError(f"{where}: {setting!r:.90} has a space after a colon: one digest is one word",
-                          f"give each digest as {DIGEST_FORMAT}, separated by commas, semicolons or spaces")
+                          f"give each digest as {DIGEST_FORMAT}")
     return {bundle_digest(item, where) for item in _DIGEST_SEPARATORS.split(setting) if item}

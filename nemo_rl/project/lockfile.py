@@ -141,12 +141,16 @@ def load_toml(path: Path) -> dict:
     return data
 
 
+def _shape(value: object, where: str, path: Path, kind: str) -> NemoRLError:
+    return NemoRLError(f"{path.name}: {where} must be {kind}, found {type(value).__name__} {value!r:.60}",
+                       f"fix {where} in {path}")
+
+
 def table(value: object, where: str, path: Path) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise NemoRLError(f"{path.name}: {where} must be a table, found {type(value).__name__} {value!r:.60}",
-                          f"fix {where} in {path}")
+        raise _shape(value, where, path, "a table")
     return value
 
 
@@ -158,8 +162,7 @@ def string(value: object, where: str, path: Path, required: bool = False) -> str
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise NemoRLError(f"{path.name}: {where} must be a string, found {type(value).__name__} {value!r:.60}",
-                          f"fix {where} in {path}")
+        raise _shape(value, where, path, "a string")
     return value
 
 
