@@ -3,6 +3,7 @@ alone and nemo-rl ends the whole group; a watchdog ends the groups left when nem
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shlex
@@ -61,10 +62,8 @@ def _tell_watchdog(line: str) -> None:
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _end_groups(procs: list[subprocess.Popen]) -> None:

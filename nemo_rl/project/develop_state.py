@@ -240,11 +240,7 @@ def _overlay_lines(path: Path) -> list[str]:
 
 def overlay_owner(path: Path) -> str | None:
     """The token an overlay was written with, or None."""
-    try:
-        lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]  # guard: plain-overlay-owners-through-the-one
-    except OSError:
-        return None
-    owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), "")
+    owner = next((line[len(OWNER_LINE):] for line in _overlay_lines(path)[:3] if line.startswith(OWNER_LINE)), "")
     return owner if owner and _TOKEN.fullmatch(owner) else None  # guard: plain-an-empty-owner-line-is-nobody-s
 
 

@@ -25,10 +25,8 @@ def state_root(project: Path, *, create: bool = False) -> Path:
     """<project>/.nemo-rl, proven a real directory of the project (made with `create`), never a link."""
     root = project / STAGING_ROOT
     if create:
-        try:
+        with contextlib.suppress(FileExistsError):
             root.mkdir()
-        except FileExistsError:
-            pass
     try:
         mode = os.lstat(root).st_mode
     except FileNotFoundError:
@@ -97,7 +95,5 @@ def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
 
 
 def remove_empty(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         directory.rmdir()
-    except OSError:
-        pass

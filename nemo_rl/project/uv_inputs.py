@@ -3,6 +3,7 @@ named instead."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -68,10 +69,8 @@ def _checked_copy(project: Project, root: Path) -> str | None:
         return f"{NOT_MADE}cannot make a directory for the check in {root}: {exc.strerror}"
     held = None
     try:
-        try:
+        with contextlib.suppress(OSError, NemoRLError):
             held = locks.hold(copy)  # guard: probe-a-running-lock-check-s-copy-is
-        except (OSError, NemoRLError):
-            pass
         uv_toml = project.root / "uv.toml"
         read = {"pyproject.toml": project.pyproject_bytes, "uv.lock": project.lock_bytes}
         for name in COPIED:
