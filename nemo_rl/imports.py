@@ -66,5 +66,4 @@ def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout:
         return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()},
                       tuple(str(f) for f in data.get("files", [])))
     except (ValueError, IndexError, KeyError, TypeError) as exc:
-        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}",
-                          "run it by hand to see why") from exc
+        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}", "run it by hand to see why") from exc

@@ -163,7 +163,6 @@ def remove_free(path: Path, unused: Callable[[], bool] = lambda: True, not_yours
 
 
 def _names(path: Path, fd: int) -> bool:
-    """Whether `path` still names the file `fd` has open."""
     try:
         return os.path.samestat(os.lstat(path), os.fstat(fd))
     except FileNotFoundError:

@@ -86,7 +86,6 @@ _LIVE: dict[int, subprocess.Popen] = {}  # by process group
 
 
 def end_all() -> None:
-    """End every running child's process group."""
     procs = list(_LIVE.values())
     _end_groups(procs)
     for proc in procs:

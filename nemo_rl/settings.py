@@ -27,15 +27,15 @@ def cache_dir() -> Path:
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
     path = Path(os.path.expanduser(setting)) if setting else default
     name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
+    fix = "point NEMO_RL_CACHE_DIR at a directory you may write"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
-        raise NemoRLError(f"{name} {path} is not a directory", "point NEMO_RL_CACHE_DIR at a directory") from exc
+        raise NemoRLError(f"{name} {path} is not a directory", fix) from exc
     except PermissionError as exc:
-        raise NemoRLError(f"cannot create {name} {path}: permission denied",
-                          "point NEMO_RL_CACHE_DIR at a directory you may write") from exc
+        raise NemoRLError(f"cannot create {name} {path}: permission denied", fix) from exc
     if not os.access(path, os.W_OK | os.X_OK):
-        raise NemoRLError(f"{name} {path} is not writable", "point NEMO_RL_CACHE_DIR at a directory you may write")
+        raise NemoRLError(f"{name} {path} is not writable", fix)
     return path
 
 

@@ -29,8 +29,7 @@ def open_store(path: Path, setting: str) -> Path:
 def _checked(path: Path, setting: str) -> Path:
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):  # guard: store-a-link-is-refused
-        raise NemoRLError(f"{path} is a symbolic link",
-                          f"run {command('rm {path} && mkdir -m 700 {path}', path=path)}")
+        raise NemoRLError(f"{path} is a symbolic link", f"run {command('rm {path} && mkdir -m 700 {path}', path=path)}")
     pin = _pinned.get(path)
     if pin is not None and pin != (info.st_dev, info.st_ino):  # guard: store-a-swapped-store-is-refused
         raise NemoRLError(f"{path} was replaced by another directory since this process opened it",
@@ -56,7 +55,6 @@ def _checked(path: Path, setting: str) -> Path:
 
 
 def _user() -> str:
-    """This user's name, or uid where the system has none."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):

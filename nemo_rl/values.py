@@ -54,8 +54,7 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
     """`root / relative`, proven to stay inside `root` after resolving links and '..'."""
     path = (root / relative).resolve()
     if not path.is_relative_to(root.resolve()) or path == root.resolve():
-        raise NemoRLError(f"{where}: {str(relative)!r:.80} points outside {root}",
-                          f"fix or delete {where}")
+        raise NemoRLError(f"{where}: {str(relative)!r:.80} points outside {root}", f"fix or delete {where}")
     return path
 
 

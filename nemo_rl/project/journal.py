@@ -178,7 +178,7 @@ def _move(source: Path, target: Path) -> None:
 
 
 def finish(project: Path, staging: Path) -> list[str]:
-    """Complete a landing whose journal exists; idempotent. Returns the paths this call moved."""
+    """Complete a landing whose journal exists; idempotent. Returns the paths it moved."""
     record = _read_journal(staging)
     for name in record.moves:
         if os.path.lexists(staging / name):  # guard: never-recover-checks-what-it-moves

@@ -90,8 +90,7 @@ class Staging:
         root = state_root(project, create=True) if inside else dry_run_root()
         if not inside:
             remove_dead_dry_runs(root)
-        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
-                                          dir=root))
+        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX, dir=root))
         # a dry run killed with SIGKILL leaves its copy unlocked, and the next dry run removes it
         self._fd = locks.hold(self.path)
 

@@ -99,7 +99,6 @@ class Project:
 
     @cached_property
     def lock_hash(self) -> str:
-        """sha256 of uv.lock."""
         if self.lock_bytes is None:
             raise lockfile.missing(self.lock_path)
         return hashlib.sha256(lockfile.decoded(self.lock_bytes, self.lock_path).encode()).hexdigest()
