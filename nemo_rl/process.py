@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -212,10 +212,6 @@ class Running:
             self.end()
 
 
-def _checked_timeout(timeout: object) -> float | None:
-    return None if timeout is None else values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
-
-
 def start(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -230,9 +226,14 @@ def start(
     stdout_file: BinaryIO | None = None,
     keep: int | None = None,
 ) -> Running:
-    """Start `args` and return at once; see `run` for the arguments."""
+    """Start `args` and return at once; its `wait()` raises NemoRLError on failure when `check`.
+
+    `env` replaces the environment; `stream` passes stderr through; `keep`: only the last `keep` bytes of each output.
+    """
     argv = [os.fspath(a) for a in args]
-    seconds = _checked_timeout(timeout)
+    seconds = None
+    if timeout is not None:
+        seconds = values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
     deadline = None if seconds is None else time.monotonic() + seconds
     if input_text is not None:
         # a file, not a pipe: input written by a pipe would stall the sliced wait
@@ -259,23 +260,12 @@ def start(
     return Running(argv, proc, check, remedy, seconds, deadline, stream, keep)
 
 
-def run(
-    args: Sequence[str | os.PathLike[str]],
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-    remedy: str | None = None,
-    input_text: str | bytes | None = None,
-    timeout: float | None = None,
-    stream: bool = False,
-    stdin_file: BinaryIO | None = None,
-    stdout_file: BinaryIO | None = None,
-    keep: int | None = None,
-) -> Result:
-    """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
+def _waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> Result:
+        """Run a command as `start` does and wait for its result."""
+        return starter(*args, **kwargs).wait()
 
-    `env` replaces the environment; `stream` passes stderr through; `keep`: only the last `keep` bytes of each output.
-    """
-    return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
-                 stream=stream, stdin_file=stdin_file, stdout_file=stdout_file, keep=keep).wait()
+    return run
+
+
+run = _waited(start)
