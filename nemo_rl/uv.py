@@ -101,17 +101,14 @@ def sync_command(extra: str = "mcore") -> str:
 LOCK_REMEDY = "for an unreachable git host, run `git config --global url.<mirror>.insteadOf <url>`"
 
 
-def _lock_args(project: Path, upgrade_package: str | None, offline: bool) -> list[str]:
-    return [find_uv_bin(), "lock", "--project", str(project), *(["--offline"] if offline else []),
+def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
+    args = [find_uv_bin(), "lock", "--project", str(project), *(["--offline"] if offline else []),
             *(["--upgrade-package", upgrade_package] if upgrade_package else [])]
+    return start(args, cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
 
 
 def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
-    return run(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
-
-
-def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
-    return start(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
+    return lock_started(project, upgrade_package=upgrade_package, offline=offline).wait()
 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
