@@ -1,5 +1,6 @@
-"""The one runner for external commands. Each child runs in a session of its own, so a Ctrl-C reaches nemo-rl
-alone and nemo-rl ends the whole group; a watchdog ends the groups left when nemo-rl dies, SIGKILL included."""
+"""The one runner for external commands: nothing else in nemo_rl calls subprocess. Each child runs in a session of its
+own, so a Ctrl-C reaches nemo-rl alone and nemo-rl ends the whole group; a watchdog ends the groups left when
+nemo-rl dies, SIGKILL included."""
 
 from __future__ import annotations
 

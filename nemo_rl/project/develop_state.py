@@ -52,7 +52,7 @@ class _State:
 
 def read(project: Path) -> dict[str, Developed]:
     path = state_dir.state_root(project) / STATE.name
-    fix = command("rm {path}", path=path)
+    fix = command("rm {path}", path=path) + ", then `nemo-rl deps develop --stop DIST` for each developed fork"
     state = codec.read(path, _State, STATE_VERSION, fix=fix, name="develop state")
     for entry in state.developed if state else ():
         where = f"{path}: entry {entry.distribution!r}"
