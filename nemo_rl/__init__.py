@@ -1,7 +1,6 @@
 """nemo-rl: post-training for LLMs with an opt-in, exactly pinned Megatron backend.
 
-Importing this package must stay cheap and must never import torch, megatron, nemo or
-transformer_engine: researchers on the plain PyTorch path and `nemo-rl deps` run without them.
+Importing it never imports torch, megatron, nemo or transformer_engine.
 """
 
 __version__ = "0.1.0"

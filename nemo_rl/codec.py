@@ -1,6 +1,4 @@
-"""Each on-disk record is a frozen dataclass, written as JSON with a `version` by one writer and read back by one
-reader; a record of another version or shape is rebuilt (read returns None) or, where it cannot be rebuilt,
-refused (AnotherVersion, or a NemoRLError for another shape); never migrated."""
+"""On-disk records: frozen dataclasses as JSON with a `version`; one of another version or shape is never migrated."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from typing import Any
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
+from nemo_rl.jsonout import SCALARS, plain
 
 
 class _Wrong(Exception):
@@ -23,18 +22,15 @@ class _Wrong(Exception):
 READABLE_MAX = 1 << 16  # json's C encoder writes no indent: 5 times faster on a record of 35,000 files
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-
-
 class AnotherVersion(NemoRLError):
-    """A record another nemo-rl wrote: its caller may list it or remove it as such, never read it as absent."""
+    """A record of another version: its caller may list or remove it, never read it as absent."""
 
 
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
     """`record` (a dataclass) at `path`, atomically, with `version`; the fields in `given` are left out."""
     from nemo_rl.project import state_dir
 
-    fields = {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
+    fields = {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
     text = json.dumps({"version": version, **fields}, separators=(",", ":"), sort_keys=True)
     if len(text) < READABLE_MAX:  # indented for whoever opens it; a large one (a node copy's files) stays compact
         text = json.dumps({"version": version, **fields}, indent=1, sort_keys=True)
@@ -43,9 +39,8 @@ def write(path: Path, record: Any, version: int, *, mode: int | None = None, giv
 
 def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
              **given: Any) -> T | None:
-    """The record at `file`; None when missing. Without `fix`, None too when unreadable or of another version or
-    shape; with `fix`, a NemoRLError naming `file` and `fix` (AnotherVersion for another version). `given`: the
-    fields write left out."""
+    """The record at `file`, or None when missing; one unreadable or of another version or shape is None too, or with
+    `fix` a NemoRLError (AnotherVersion for another version). `given`: the fields write left out."""
     try:
         data = json.loads(values.read_plain_file(file))
     except FileNotFoundError:
@@ -70,31 +65,16 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
         raise NemoRLError(f"{file} is not {name} ({exc})", fix) from exc
 
 
-def _plain(value: Any) -> Any:
-    if type(value) in _SCALARS:
-        return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
 @functools.cache
 def _fields(kind: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, type, required) of each field of the dataclass `kind`: worked out once per class (a node copy's stamp
-    reads 35,000 entries)."""
+    """(name, type, required) of each field of the dataclass `kind`, once per class."""
     hints, missing = typing.get_type_hints(kind), dataclasses.MISSING
     return tuple((f.name, hints[f.name], f.default is missing and f.default_factory is missing)
                  for f in dataclasses.fields(kind))
 
 
 def _value(kind: Any, data: Any, given: dict[str, Any] | None = None) -> Any:
-    if type(data) is kind and kind in _SCALARS:
+    if type(data) is kind and kind in SCALARS:
         return data
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     fields = _fields(kind) if isinstance(kind, type) and dataclasses.is_dataclass(kind) else None
@@ -143,6 +123,6 @@ def _value(kind: Any, data: Any, given: dict[str, Any] | None = None) -> Any:
         return data
     if kind is float and type(data) is int:
         return float(data)
-    if type(data) is not kind or kind not in _SCALARS:  # guard: codec-a-field-of-another-type
+    if type(data) is not kind or kind not in SCALARS:  # guard: codec-a-field-of-another-type
         raise _Wrong(f"{data!r:.40} is not a {getattr(kind, '__name__', kind)}")
     return data

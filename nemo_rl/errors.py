@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 class NemoRLError(Exception):
-    """An expected failure: what failed, then what to do. The CLI exits 1 on it."""
+    """An expected failure: what failed, then what to do; exit 1."""
 
     exit_code = 1
 
@@ -18,13 +18,13 @@ class NemoRLError(Exception):
 
 
 class UsageError(NemoRLError):
-    """Arguments that do not fit together: exit 2, like argparse's own errors."""
+    """Arguments that do not fit together: exit 2."""
 
     exit_code = 2
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived: unwind (rollbacks run) and exit 128 + the signal number."""
+    """A signal arrived: unwind and exit 128 + its number."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -32,7 +32,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MissingExtraError(NemoRLError, ImportError):
-    """A Megatron/NeMo code path ran without a working mcore extra; an ImportError for upstream's handlers."""
+    """An mcore code path ran without a working mcore extra; an ImportError for upstream's handlers."""
 
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing
@@ -40,15 +40,12 @@ class MissingExtraError(NemoRLError, ImportError):
 
 
 def from_elsewhere(remedy: str | None, root: Path | None) -> str | None:
-    """`remedy` as it works when pasted here: commands it names run in the project, so away from `root` they are
-    preceded by the `cd` there."""
+    """`remedy` as it works when pasted here: away from `root`, preceded by the `cd` there."""
     if not remedy or root is None or "`" not in remedy or Path.cwd().resolve() == root.resolve():  # guard: a-fix-printed-away-from-the-project-says-cd
         return remedy
     return command("cd {root}", root=root) + ", then " + remedy
 
 
 def command(template: str, **values: object) -> str:
-    """`template` as a backticked shell command, each `{name}` in it filled with its value shell-quoted: a path with a
-    space or a `$` pasted from a printed fix is one word, never code. Text written in the template stays as it is
-    (placeholders such as `<commit>`, `&&`, a `*` the shell expands)."""
+    """`template` as a backticked shell command, each `{name}` filled with its value shell-quoted."""
     return "`" + template.format(**{key: shlex.quote(str(value)) for key, value in values.items()}) + "`"  # guard: printed-commands-quote-each-value

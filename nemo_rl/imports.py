@@ -14,13 +14,13 @@ from nemo_rl.process import run
 SCRIPT = """
 import importlib, importlib.util, json, sys, types
 modules = sys.argv[2:]
-if sys.argv[1] and importlib.util.find_spec("nemo_rl") is None:  # the hook of the nemo_rl package at argv[1]
+if sys.argv[1] and importlib.util.find_spec("nemo_rl") is None:
     sys.modules["nemo_rl"] = types.ModuleType("nemo_rl")
     sys.modules["nemo_rl"].__path__ = [sys.argv[1]]
     importlib.import_module("nemo_rl._compat.nemo_rl_transformer_engine").install()
 failed = {}
 for module in modules:
-    try:  # plainly: the environment's nemo-rl brings the hook that loads the CUDA libraries (docs/mcore.md)
+    try:
         importlib.import_module(module)
     except BaseException as exc:
         failed[module] = [type(exc).__name__, str(exc), getattr(exc, "name", None)]
@@ -55,7 +55,7 @@ class Result:
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120,
           hook: bool = False) -> Result:
     """Import each of `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine
-    import hook when the environment has no nemo_rl of its own (as one nemo-rl installs into gets it)."""
+    import hook when the environment has no nemo_rl of its own."""
     import nemo_rl
 
     timeout = values.timeout_seconds(timeout, "imports.check")
@@ -66,5 +66,4 @@ def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout:
         return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()},
                       tuple(str(f) for f in data.get("files", [])))
     except (ValueError, IndexError, KeyError, TypeError) as exc:
-        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}",
-                          "run it by hand to see why") from exc
+        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}", "run it by hand to see why") from exc

@@ -1,9 +1,5 @@
-"""SIGINT, SIGTERM and SIGHUP as a flag that cannot be lost, and an exit that cannot be missed.
-
-The handler only records the signal: an exception raised from a handler can land in a finalizer, where CPython
-drops it. The code stops at the next `check()`. FORCE_AFTER_S after the signal, or at a second one, the process
-exits at once with 128+N. Standard library only: the console script installs the handler first.
-"""
+"""SIGINT, SIGTERM and SIGHUP as a flag the code checks (an exception raised from a handler can land in a finalizer,
+where CPython drops it); FORCE_AFTER_S later, or at a second signal, the process exits at once with 128+N."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ _done: list[str] = []  # steps that cannot be undone, for the message after an i
 
 
 def record(signum: int) -> None:
-    """Record a signal without arming the forced exit."""
     if not _received:  # guard: interrupt-the-handler-records-the-signal
         _received.append(signum)
 
@@ -38,7 +33,7 @@ def _force(signum: int, frame: object) -> None:
 
 
 def install() -> None:
-    """Take over the three signals; a SIGHUP ignored by `nohup` stays ignored."""
+    """Take over the three signals, except a SIGHUP ignored by `nohup`."""
     for signum in SIGNALS:
         if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:  # guard: interrupt-nohup-s-ignored-sighup-stays
             continue
@@ -56,7 +51,6 @@ def check() -> None:
 
 
 def completed(step: str) -> None:
-    """Record that `step` finished for good, for the message after an interruption."""
     _done.append(step)
 
 
@@ -65,6 +59,5 @@ def completed_steps() -> list[str]:
 
 
 def reset() -> None:
-    """For tests that run several commands in one process."""
     _received.clear()
     _done.clear()

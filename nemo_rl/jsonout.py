@@ -6,8 +6,12 @@ import dataclasses
 import json
 from pathlib import PurePath
 
+SCALARS = frozenset((str, int, float, bool, type(None)))
+
 
 def plain(value: object) -> object:
+    if type(value) in SCALARS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

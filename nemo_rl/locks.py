@@ -18,11 +18,10 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 
 _POLL_S = 0.1  # a blocking flock is resumed after a signal's handler (PEP 475)
-LOCK_FILE_TRIES = 50  # a path swapped this often (a co-user in a bundle directory) is an error
+LOCK_FILE_TRIES = 50
 
 
 def _flock(fd: int, operation: int) -> None:
-    """flock; a filesystem that cannot lock (NFS without lockd) is the user's to fix."""
     try:
         fcntl.flock(fd, operation)
     except OSError as exc:
@@ -33,14 +32,12 @@ def _flock(fd: int, operation: int) -> None:
         except OSError:
             where = f"file descriptor {fd}"
         raise NemoRLError(f"cannot lock {where}: its filesystem does not support locks ({exc.strerror})",
-                          "mount it with locking (NFSv4, or NFSv3 with lockd), or point the setting that names it "
-                          "(NEMO_RL_VENV_DIR, NEMO_RL_CACHE_DIR) or the checkout at a local disk") from exc
+                          "mount it with locking (NFSv4, or NFSv3 with lockd), or move it to a local disk") from exc
 
 
 def open_lock_file(path: Path, not_yours: str | None = None) -> int:
-    """Open (creating) the lock file `path`; NemoRLError for a link, a directory or a hard link, never followed or
-    written through. A directory others may write (a bundle directory, a toolkit's parent) may hold another user's
-    file: there the caller gives `not_yours`, the fix, and such a file is refused. A store's files are the user's."""
+    """Open (creating) the lock file `path`, never through a link; with `not_yours` (the fix), another user's file is
+    refused."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:
@@ -62,7 +59,7 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
 
 
 def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> None:
-    """Name what a sticky directory's EACCES refused at `path` (a link, another user's file); else return."""
+    """Name what a sticky directory's EACCES refused at `path`; else return."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -73,12 +70,11 @@ def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> N
         raise _theirs(path, info.st_uid, not_yours) from exc
     if stat.S_ISREG(info.st_mode) and not info.st_mode & stat.S_IWUSR:
         raise NemoRLError(f"lock file {path} is yours but not writable (mode {stat.S_IMODE(info.st_mode):04o})",
-                          f"{command('chmod 600 {path}', path=path)}, then run again") from exc
+                          f"run {command('chmod 600 {path}', path=path)}") from exc
 
 
 def _planted(path: Path, kind: str) -> NemoRLError:
-    return NemoRLError(f"lock file {path} is {kind}, which nemo-rl never makes",
-                       f"remove {path}; it is made again")
+    return NemoRLError(f"lock file {path} is {kind}", f"remove {path}")
 
 
 def _theirs(path: Path, uid: int, fix: str | None) -> NemoRLError:
@@ -93,8 +89,7 @@ def _user(uid: int) -> str:
 
 
 def held(directory: Path) -> bool:
-    """Whether a process holds `directory`'s lock now (a shared probe); what cannot be opened or locked counts as
-    held."""
+    """Whether a process holds `directory`'s lock now; what cannot be opened or locked counts as held."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -127,9 +122,8 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
 
 
 def lock_file(path: Path, waiting: Callable[[int], str] | None, not_yours: str | None = None) -> int | None:
-    """Open (`open_lock_file`) and lock the lock file `path`: the descriptor, or None when busy and not `waiting`. A
-    file removed by its holder (`remove_locked`) meanwhile is opened again: two processes never hold one path's
-    lock."""
+    """Open and lock `path`: the descriptor, or None when busy and not `waiting`; a file removed meanwhile is opened
+    again."""
     for _ in range(LOCK_FILE_TRIES):
         fd = open_lock_file(path, not_yours)
         try:
@@ -143,7 +137,7 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None, not_yours: str |
             raise
         os.close(fd)
     raise NemoRLError(f"lock file {path} was replaced each of the {LOCK_FILE_TRIES} times nemo-rl locked it",
-                      f"find out what writes in {path.parent}; if nothing should, remove {path} and run again")
+                      f"stop what writes in {path.parent}, or remove {path}")
 
 
 def remove_locked(path: Path, fd: int) -> bool:
@@ -155,8 +149,7 @@ def remove_locked(path: Path, fd: int) -> bool:
 
 
 def remove_free(path: Path, unused: Callable[[], bool] = lambda: True, not_yours: str | None = None) -> bool:
-    """Remove the lock file `path` when no process holds it and `unused()`, asked under its lock, agrees; one that
-    `lock_file` refuses is left."""
+    """Remove the lock file `path` when no process holds it and `unused()`, asked under its lock, agrees."""
     try:
         fd = lock_file(path, None, not_yours)
     except (OSError, NemoRLError):
@@ -170,7 +163,6 @@ def remove_free(path: Path, unused: Callable[[], bool] = lambda: True, not_yours
 
 
 def _names(path: Path, fd: int) -> bool:
-    """Whether `path` still names the file `fd` has open."""
     try:
         return os.path.samestat(os.lstat(path), os.fstat(fd))
     except FileNotFoundError:
@@ -189,7 +181,7 @@ def hold(directory: Path) -> int:
 
 
 def try_hold(directory: Path, *, shared: bool = False) -> int | None:
-    """`hold` at once (`shared`: with others, keeping a remover out), or None when held, gone or unlockable."""
+    """`hold` at once (`shared`: keeping a remover out), or None when held, gone or unlockable."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -205,7 +197,7 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
 
 
 def share(fd: int) -> None:
-    """Turn the exclusive hold `fd` into a shared one; Linux swaps them atomically, so no remover gets in."""
+    """Turn the exclusive hold `fd` into a shared one, atomically on Linux."""
     _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 

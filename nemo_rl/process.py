@@ -1,12 +1,10 @@
-"""The one runner for external commands. Nothing else in nemo_rl calls subprocess.
-
-Each child runs in a session of its own, so nemo-rl can end its whole group and a Ctrl-C reaches nemo-rl alone.
-A wait notices an interruption within _SLICE_S and ends the group. A watchdog process ends the groups left when
-nemo-rl dies, SIGKILL included, so no `uv lock` outlives it to rewrite files.
-"""
+"""The one runner for external commands: nothing else in nemo_rl calls subprocess. Each child runs in a session of its
+own, so a Ctrl-C reaches nemo-rl alone and nemo-rl ends the whole group; a watchdog ends the groups left when
+nemo-rl dies, SIGKILL included."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shlex
@@ -15,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -65,10 +63,8 @@ def _tell_watchdog(line: str) -> None:
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _end_groups(procs: list[subprocess.Popen]) -> None:
@@ -91,7 +87,6 @@ _LIVE: dict[int, subprocess.Popen] = {}  # by process group
 
 
 def end_all() -> None:
-    """End every running child's process group."""
     procs = list(_LIVE.values())
     _end_groups(procs)
     for proc in procs:
@@ -218,10 +213,6 @@ class Running:
             self.end()
 
 
-def _checked_timeout(timeout: object) -> float | None:
-    return None if timeout is None else values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
-
-
 def start(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -236,9 +227,14 @@ def start(
     stdout_file: BinaryIO | None = None,
     keep: int | None = None,
 ) -> Running:
-    """Start `args` and return at once; see `run` for the arguments."""
+    """Start `args` and return at once; its `wait()` raises NemoRLError on failure when `check`.
+
+    `env` replaces the environment; `stream` passes stderr through; `keep`: only the last `keep` bytes of each output.
+    """
     argv = [os.fspath(a) for a in args]
-    seconds = _checked_timeout(timeout)
+    seconds = None
+    if timeout is not None:
+        seconds = values.timeout_seconds(timeout, "process.run")  # guard: process-run-follows-the-one-timeout-rule
     deadline = None if seconds is None else time.monotonic() + seconds
     if input_text is not None:
         # a file, not a pipe: input written by a pipe would stall the sliced wait
@@ -256,7 +252,7 @@ def start(
     except FileNotFoundError as exc:
         missing = Path(argv[0]).name
         raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
-                          f"install {missing} and make sure it is on PATH") from exc
+                          f"install {missing} on PATH") from exc
     finally:
         if input_text is not None and stdin_file is not None:
             stdin_file.close()
@@ -265,25 +261,12 @@ def start(
     return Running(argv, proc, check, remedy, seconds, deadline, stream, keep)
 
 
-def run(
-    args: Sequence[str | os.PathLike[str]],
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-    remedy: str | None = None,
-    input_text: str | bytes | None = None,
-    timeout: float | None = None,
-    stream: bool = False,
-    stdin_file: BinaryIO | None = None,
-    stdout_file: BinaryIO | None = None,
-    keep: int | None = None,
-) -> Result:
-    """Run `args`, capture its output as text, and raise NemoRLError on failure when `check`.
+def _waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> Result:
+        """Run a command as `start` does and wait for its result."""
+        return starter(*args, **kwargs).wait()
 
-    `env` replaces the environment. `stream` passes stderr through to the user. `timeout` ends the process group
-    and raises. `stdin_file`/`stdout_file` pass open files instead of text. `keep` keeps only the last `keep` bytes
-    of each output.
-    """
-    return start(args, cwd=cwd, env=env, check=check, remedy=remedy, input_text=input_text, timeout=timeout,
-                 stream=stream, stdin_file=stdin_file, stdout_file=stdout_file, keep=keep).wait()
+    return run
+
+
+run = _waited(start)

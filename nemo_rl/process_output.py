@@ -1,4 +1,4 @@
-"""What the one runner (nemo_rl.process) keeps of a child's output, and how a failed command is described."""
+"""What the runner keeps of a child's output, and how a failed command is described."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ _FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os er
 def full_disk(result: Result) -> str | None:
     """The remedy when a command failed on a full filesystem, in place of its caller's."""
     if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
-        return "free space on the filesystem named above (`df -h` shows which is full), then run again"
+        return "free space on the filesystem named above (`df -h` shows which is full)"
     return None
 
 

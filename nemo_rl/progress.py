@@ -1,4 +1,4 @@
-"""One line per phase on stderr, so long steps (a fetch, `uv lock`, a cold build) are never silent."""
+"""One line per phase on stderr, so long steps are never silent."""
 
 from __future__ import annotations
 

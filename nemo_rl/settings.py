@@ -1,4 +1,4 @@
-"""The directories nemo-rl keeps state in, from their settings, checked: a bad setting is a NemoRLError."""
+"""The directories nemo-rl keeps state in, from their settings, checked."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ CHECKOUT_DIR = Path(__file__).resolve().parent.parent
 
 
 def relative_setting(name: str, setting: str) -> NemoRLError:
-    """The refusal of a relative path setting: each working directory (a Ray worker's too) reads it differently."""
+    """The refusal of a relative path setting: each working directory (a Ray worker's) reads it differently."""
     here = os.path.abspath(os.path.expanduser(setting))  # guard: settings-a-relative-path-setting-names
     return NemoRLError(f"{name} {setting!r} is not an absolute path", f"set it to an absolute path, e.g. "
                        f"{name}={here!r}")
@@ -27,32 +27,31 @@ def cache_dir() -> Path:
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nemo-rl"
     path = Path(os.path.expanduser(setting)) if setting else default
     name = "NEMO_RL_CACHE_DIR" if setting else "the cache directory"
+    fix = "point NEMO_RL_CACHE_DIR at a directory you may write"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
-        raise NemoRLError(f"{name} {path} is not a directory", "point NEMO_RL_CACHE_DIR at a directory") from exc
+        raise NemoRLError(f"{name} {path} is not a directory", fix) from exc
     except PermissionError as exc:
-        raise NemoRLError(f"cannot create {name} {path}: permission denied",
-                          "point NEMO_RL_CACHE_DIR at a directory you may write") from exc
+        raise NemoRLError(f"cannot create {name} {path}: permission denied", fix) from exc
     if not os.access(path, os.W_OK | os.X_OK):
-        raise NemoRLError(f"{name} {path} is not writable", "point NEMO_RL_CACHE_DIR at a directory you may write")
+        raise NemoRLError(f"{name} {path} is not writable", fix)
     return path
 
 
 def private_dir(parent_name: str) -> Path:
-    """`parent_name` under the cache directory, a store (store.open_store)."""
+    """`parent_name` under the cache directory, a store."""
     return store.open_store(cache_dir() / parent_name, "NEMO_RL_CACHE_DIR")
 
 
 def venv_dir_error(path: Path, exc: OSError) -> NemoRLError:
     name = "NEMO_RL_VENV_DIR" if os.environ.get("NEMO_RL_VENV_DIR") else "the worker environment directory"
     return NemoRLError(f"{name} {path} cannot be used: {exc.strerror or exc}",
-                       "point NEMO_RL_VENV_DIR at a directory you may write (the same path on every node)")
+                       "point NEMO_RL_VENV_DIR at a directory you may write")
 
 
 def venv_dir(create: bool = True) -> Path:
-    """The worker environment directory, a store (store.open_store); with `create` False, a missing one is not
-    made."""
+    """The worker environment directory, a store; with `create` False, a missing one is not made."""
     setting = os.environ.get("NEMO_RL_VENV_DIR")
     path = Path(os.path.expanduser(setting)) if setting else CHECKOUT_DIR / "venvs"
     if setting and not path.is_absolute():  # guard: settings-a-relative-nemo-rl-venv-dir-is
@@ -66,13 +65,13 @@ def venv_dir(create: bool = True) -> Path:
 
 
 def bundle_dir() -> Path | None:
-    """$NEMO_RL_BUNDLE_DIR; None when unset. Set means offline, so a value naming no directory is refused."""
+    """$NEMO_RL_BUNDLE_DIR, or None when unset."""
     setting = os.environ.get("NEMO_RL_BUNDLE_DIR")
     if setting is None:
         return None
     if not setting.strip():  # guard: an-empty-nemo-rl-bundle-dir-is-refused
-        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR is set but empty ({setting!r})", "set it to the directory of the "
-                          "bundles `nemo-rl envs pack` made, or `unset NEMO_RL_BUNDLE_DIR` to build from the network")
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIR is set but empty ({setting!r})",
+                          "set it to the bundles' directory, or run `unset NEMO_RL_BUNDLE_DIR`")
     if setting != setting.strip():  # guard: plain-nemo-rl-bundle-dir-s-whitespace-is
         ends = {" ": "a space", "\t": "a tab", "\r": "a carriage return (\\r)", "\n": "a newline"}
         found = sorted({ends.get(c, repr(c)) for c in setting[:len(setting) - len(setting.lstrip())]

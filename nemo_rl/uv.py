@@ -13,8 +13,7 @@ from nemo_rl.process import Result, Running, run, start
 
 # what uv reads beside pyproject.toml: copied into the staging copy that uv locks, never landed
 SETTINGS_FILES = (".python-version",)
-INSTALL_UV = ("install uv as README.md's 'Set up' shows (`pipx install 'uv>=0.13,<0.14'`), or set $UV to the uv "
-              "executable")
+INSTALL_UV = "run `pipx install 'uv>=0.13,<0.14'`, or set $UV to the uv executable"
 
 
 def find_uv_bin() -> str:
@@ -47,8 +46,7 @@ def version() -> str:
 
 
 def cache_dir(honour_config: bool = False) -> Path | None:
-    """This user's uv cache, or None when uv cannot say. Never one a checkout's files choose, unless
-    `honour_config`: then the one `uv sync` here uses (the user's and this directory's uv configuration)."""
+    """This user's uv cache, or None; never one a checkout's files choose, unless `honour_config`."""
     flags, cwd = ([], None) if honour_config else (["--no-config"], "/")
     result = run([find_uv_bin(), *flags, "cache", "dir"], cwd=cwd, check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
@@ -61,7 +59,7 @@ FALSE = ("", "0", "false", "no", "off", "f", "n")
 
 
 def require_relock(again: str) -> None:
-    """Refuse a command that must relock uv.lock while the environment tells uv not to; `again` is its command."""
+    """Refuse a command that must relock uv.lock while the environment tells uv not to."""
     stoppers = [name for name in RELOCK_STOPPERS if os.environ.get(name, "").strip().lower() not in FALSE]
     if stoppers:  # guard: uv-frozen-or-locked-is-named-before-a
         raise NemoRLError(f"{' and '.join(f'{n}={os.environ[n]!r}' for n in stoppers)} in the environment stops "
@@ -70,16 +68,14 @@ def require_relock(again: str) -> None:
                           f"{again}`")
 
 
-# uv settings that change what `uv lock` resolves (uv's "Environment variables" reference): the project's uv.lock is
-# what plain `uv lock` makes of the project's own settings, as CI's `uv lock --check` does, a sync follows it, and a
-# fork's metadata is what its build backend says: they never reach any of these
+# uv settings that change what `uv lock` resolves: uv.lock is what the project's own settings make of it
 RESOLUTION_SETTINGS = ("UV_RESOLUTION", "UV_PRERELEASE", "UV_FORK_STRATEGY", "UV_EXCLUDE_NEWER",
                        "UV_EXCLUDE_NEWER_PACKAGE", "UV_NO_SOURCES", "UV_NO_SOURCES_PACKAGE", "UV_INDEX_STRATEGY",
                        "UV_CONSTRAINT", "UV_OVERRIDE", "UV_BUILD_CONSTRAINT", "UV_UPGRADE", "UV_UPGRADE_PACKAGE")
 
 
 def resolving_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment, with `extra`, for a uv command that resolves: none of RESOLUTION_SETTINGS."""
+    """This process's environment with `extra` and without RESOLUTION_SETTINGS."""
     env = {**os.environ, **(extra or {})}
     for name in RESOLUTION_SETTINGS:
         env.pop(name, None)  # guard: uv-a-resolution-setting-never-reaches-the
@@ -87,38 +83,32 @@ def resolving_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def require_same_options(before: Mapping, after: Mapping, what: str) -> None:
-    """Refuse a staged uv.lock whose [options] (resolution mode, prereleases, exclude-newer...) differ from the
-    committed one's: a uv setting from outside the project reached the relock. `what`: the command's words."""
+    """Refuse a staged uv.lock whose [options] differ from the committed one's."""
     old, new = before.get("options", {}), after.get("options", {})
     if old != new:  # guard: uv-a-changed-lock-options-table-is-refused
         changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
         shown = ", ".join(f"{k} = {values.printable(repr(new.get(k, '(none)')))}" for k in changed)
         keys = ", ".join(k.removesuffix("-mode") for k in changed)  # uv.toml's names: resolution, not resolution-mode
-        raise NemoRLError(f"uv lock wrote [options] {shown} into the staged uv.lock, which the project's uv.lock "
-                          "does not have: a uv setting outside the project reached it; nothing was changed",
+        raise NemoRLError(f"uv lock wrote [options] {shown} into the staged uv.lock from a uv setting outside the "
+                          "project; nothing was changed",
                           f"remove {keys} from the uv configuration this shell reads (uv.toml, $UV_CONFIG_FILE), "
                           f"then run {what} again")
 def sync_command(extra: str = "mcore") -> str:
-    """The command that installs `extra`: the mcore build runs only once the pre-flight says go (exit 0)."""
+    """The command that installs `extra` once the pre-flight passes."""
     return f"uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra {extra}"
 
 
-LOCK_REMEDY = ("read uv's message above; for an unreachable git host, configure a mirror with "
-               "`git config --global url.<mirror>.insteadOf <url>`")
-
-
-def _lock_args(project: Path, upgrade_package: str | None, offline: bool) -> list[str]:
-    return [find_uv_bin(), "lock", "--project", str(project), *(["--offline"] if offline else []),
-            *(["--upgrade-package", upgrade_package] if upgrade_package else [])]
-
-
-def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
-    return run(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
+LOCK_REMEDY = "for an unreachable git host, run `git config --global url.<mirror>.insteadOf <url>`"
 
 
 def lock_started(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Running:
-    """`uv lock` started, to be collected later."""
-    return start(_lock_args(project, upgrade_package, offline), cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
+    args = [find_uv_bin(), "lock", "--project", str(project), *(["--offline"] if offline else []),
+            *(["--upgrade-package", upgrade_package] if upgrade_package else [])]
+    return start(args, cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
+
+
+def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
+    return lock_started(project, upgrade_package=upgrade_package, offline=offline).wait()
 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
@@ -132,10 +122,7 @@ _REFUSALS = ("because building from source is disabled",  # guard: trust-a-local
 
 
 def lock_mismatch(project: Path) -> str | None:
-    """Why uv.lock does not match pyproject.toml (STALE, BUILD_REFUSED, OTHER_PYTHON or uv's error line), or None.
-
-    No network, no build, the user's own cache. `project` is a copy of the files uv reads (project/uv_inputs.py).
-    """
+    """Why uv.lock in `project` (a copy) does not match pyproject.toml, or None; no network, no build."""
     import sys
 
     cache = cache_dir()
@@ -192,7 +179,7 @@ def venv(path: Path, *, python: str) -> Result:
 
 
 def environment_lock_holder(env: Path) -> str | None:
-    """Who holds uv's lock on the environment `env` ("process PID (COMMAND)"), or None. Never raises or waits."""
+    """Who holds uv's lock on the environment `env`, or None; never raises or waits."""
     import fcntl
     import stat
 

@@ -1,5 +1,4 @@
-"""Checks for values read from files or typed by users, applied where they are read: a value that passes cannot
-be read by git as an option, nor leave its root when joined to a path."""
+"""Checks for values read from files or typed by users, applied where they are read."""
 
 from __future__ import annotations
 
@@ -26,15 +25,14 @@ _URL = re.compile(r"^(https?|ssh|git|file)://[^\s\x00-\x1f\x7f]+\Z"  # guard: va
 
 def distribution_name(value: str, where: str) -> str:
     if not DISTRIBUTION_NAME.match(value):
-        raise NemoRLError(f"{where}: {value!r} is not a distribution name (letters, digits, '.', '_', '-')",
-                          f"fix {where}: fork keys are distribution names such as megatron-core")
+        raise NemoRLError(f"{where}: {value!r} is not a distribution name", "use a name such as megatron-core")
     return value
 
 
 def full_sha(value: str, where: str) -> str:
     if not FULL_SHA.match(value):
         raise NemoRLError(f"{where}: {value!r:.60} is not a full 40-hex commit SHA",
-                          f"write the full SHA in {where} (`git rev-parse <rev>` in a clone of the fork)")
+                          "write what `git rev-parse <rev>` prints in a clone of the fork")
     return value
 
 
@@ -56,13 +54,12 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
     """`root / relative`, proven to stay inside `root` after resolving links and '..'."""
     path = (root / relative).resolve()
     if not path.is_relative_to(root.resolve()) or path == root.resolve():
-        raise NemoRLError(f"{where}: {str(relative)!r:.80} points outside {root}",
-                          f"fix or delete {where}: it must name a path inside {root}")
+        raise NemoRLError(f"{where}: {str(relative)!r:.80} points outside {root}", f"fix or delete {where}")
     return path
 
 
 def breaks_lines(text: str) -> bool:
-    """Whether `text` holds a control character or any line break str.splitlines() splits on (site.py does)."""
+    """Whether `text` holds a control character or any line break str.splitlines() splits on."""
     return bool(_CONTROL.search(text)) or len(text.splitlines()) > 1 or not text.isprintable()
 
 
@@ -70,12 +67,12 @@ def plain_path(path: Path | str, where: str) -> Path:
     """A path safe to write as one line of a .pth file or a script."""
     if breaks_lines(str(path)):  # guard: never-line-separators-python-may-split
         raise NemoRLError(f"{where} {str(path)!r:.120} contains a newline or another control character",
-                          "rename or move it to a path without control characters, then run again")
+                          "move it to a path without control characters")
     return Path(path)
 
 
 def path_argument(text: str) -> Path:
-    """argparse's type for a path nemo-rl writes into other files: one that breaks a line is refused (exit 2)."""
+    """argparse's type for a path nemo-rl writes into other files."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no directory")
     try:
@@ -84,13 +81,12 @@ def path_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(exc.what) from exc
 
 
-# what a terminal acts on rather than shows: controls, separators, format characters (bidirectional overrides)
+# what a terminal acts on rather than shows
 _UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def printable(text: str, *, lines: bool = False) -> str:
-    """`text` from a file or another process, every character a terminal would act on escaped as repr does;
-    `lines` keeps newlines. Idempotent."""
+    """`text` with every character a terminal would act on escaped as repr does; `lines` keeps newlines."""
     return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch  # guard: terminal-a-newline-is-kept-only-in-a
                    for ch in text)
 
@@ -109,9 +105,7 @@ def file_kind(mode: int) -> str:
 
 
 def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
-    """The bytes of `path` when it is a regular file of at most `limit` bytes (checked before and after open), so
-    a FIFO, a device or a link cannot hang or flood the reader. FileNotFoundError passes through; every refusal
-    is a NotAPlainFile."""
+    """The bytes of `path` when it is a regular file of at most `limit` bytes; else NotAPlainFile."""
     info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode):  # guard: plain-the-reader-refuses-links-and-fifos
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"not a regular file ({file_kind(info.st_mode)})"
@@ -133,7 +127,7 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
 
 
 def state_json(path: Path, fix: str, name: str = "") -> object:
-    """The JSON of a state file; anything else is a NemoRLError naming it. FileNotFoundError passes through."""
+    """The JSON of a state file; anything else is a NemoRLError naming it."""
     where = f"{name} {path}" if name else str(path)
     try:
         return json.loads(read_plain_file(path).decode())
@@ -150,7 +144,7 @@ TIMEOUT_MAX_S = 1e9
 
 
 def timeout_seconds(value: object, where: str) -> float:
-    """A timeout given to an API: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
+    """A timeout: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
     seconds = None
     if not isinstance(value, bool) and isinstance(value, numbers.Real):  # guard: process-a-boolean-timeout-is-refused; numpy's numbers too
         try:
@@ -159,7 +153,7 @@ def timeout_seconds(value: object, where: str) -> float:
             pass
     if seconds is None and isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex | bool):  # guard: plain-a-decimal-timeout-is-refused-by
         raise NemoRLError(f"{where}: timeout {value!r:.40} is a {type(value).__name__}, not a real number of seconds",
-                          "pass an int or a float (float(value)), e.g. timeout=30")
+                          "pass an int or a float")
     if seconds is None or not 0 < seconds <= TIMEOUT_MAX_S:  # guard: never-a-timeout-above-zero
         raise NemoRLError(f"{where}: timeout {value!r:.40} is not a number of seconds above zero "
                           f"(and at most {TIMEOUT_MAX_S:g})", "pass a finite number of seconds, e.g. timeout=30")
@@ -168,12 +162,11 @@ def timeout_seconds(value: object, where: str) -> float:
 
 _BUNDLE_DIGEST = re.compile(r"^(sha256:)?[0-9a-f]{64}\Z")
 _DIGEST_SEPARATORS = re.compile(r"[\s,;]+")  # guard: digests-separated-by-semicolons
-DIGEST_FORMAT = ("sha256: followed by 64 hex digits (either case; bare hex is taken as sha256), as `nemo-rl envs "
-                 "pack` prints it")
+DIGEST_FORMAT = "sha256: and 64 hex digits, as `nemo-rl envs pack` prints it"
 
 
 def bundle_digest(value: str, where: str) -> str:
-    """One digest (`--digest`, or one item of NEMO_RL_BUNDLE_DIGESTS) in its one spelling, `sha256:<lower hex>`."""
+    """One digest as `sha256:<lower hex>`."""
     text = value.strip().lower()  # guard: a-digest-in-either-case
     if not _BUNDLE_DIGEST.match(text):
         inner = " (it holds a space or a separator: one digest is one word)" if re.search(r"[\s,;]", text) else ""
@@ -184,8 +177,7 @@ def bundle_digest(value: str, where: str) -> str:
 
 
 def bundle_digests(setting: str, where: str) -> set[str]:
-    """NEMO_RL_BUNDLE_DIGESTS: digests separated by commas, semicolons or whitespace."""
     if re.search(r":\s", setting):  # guard: a-space-after-sha256-is-named
         raise NemoRLError(f"{where}: {setting!r:.90} has a space after a colon: one digest is one word",
-                          f"give each digest as {DIGEST_FORMAT}, separated by commas, semicolons or spaces")
+                          f"give each digest as {DIGEST_FORMAT}")
     return {bundle_digest(item, where) for item in _DIGEST_SEPARATORS.split(setting) if item}

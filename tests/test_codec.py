@@ -96,7 +96,7 @@ def test_a_fifo_in_place_of_a_record_is_never_waited_on(tmp_path):
 def test_an_int_reads_as_a_float_field(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps({"version": 1, "name": "n", "size": 1}))
     assert codec.read(tmp_path / "r.json", Inner, 1) == Inner("n", 1)
-    (tmp_path / "r.json").write_text(json.dumps({"version": 1, **codec._plain(REC), "ratio": 1}))
+    (tmp_path / "r.json").write_text(json.dumps({"version": 1, **codec.plain(REC), "ratio": 1}))
     assert codec.read(tmp_path / "r.json", Rec, 1) == dataclasses.replace(REC, ratio=1.0)
 
 

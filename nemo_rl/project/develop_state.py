@@ -1,6 +1,4 @@
-"""Forks developed from a local checkout (`nemo-rl deps develop`): the overlay file in an environment's
-site-packages (what a process imports, the truth) and <project>/.nemo-rl/develop.json (which checkout, whether
-nemo-rl made it, which environments got an overlay)."""
+"""Forks developed from a local checkout: the overlay .pth in an environment (the truth) and .nemo-rl/develop.json."""
 
 from __future__ import annotations
 
@@ -54,7 +52,7 @@ class _State:
 
 def read(project: Path) -> dict[str, Developed]:
     path = state_dir.state_root(project) / STATE.name
-    fix = command("rm {path}", path=path) + " (then `nemo-rl deps develop --stop DIST` removes overlays without it)"
+    fix = command("rm {path}", path=path) + ", then `nemo-rl deps develop --stop DIST` for each developed fork"
     state = codec.read(path, _State, STATE_VERSION, fix=fix, name="develop state")
     for entry in state.developed if state else ():
         where = f"{path}: entry {entry.distribution!r}"
@@ -81,7 +79,7 @@ def managed_checkout(project: Path, distribution: str) -> Path:
 
 
 def checkout_gone(checkout: Path) -> bool:
-    """Whether nothing of the checkout is left for Python to import: no directory, or an empty one."""
+    """Whether the checkout is missing or empty."""
     try:
         with os.scandir(checkout) as entries:
             return next(entries, None) is None  # guard: plain-an-empty-directory-is-no-checkout
@@ -97,12 +95,11 @@ def unreadable(checkout: Path) -> str | None:
     return None if problem is None else f"git cannot read it: {problem}"
 
 
-UNREADABLE_FIX = ("mend its git data (a moved main repository: {repair}), or run `nemo-rl deps develop --stop {dist}` "
-                  "(the files stay; the pin runs)")
+UNREADABLE_FIX = "mend its git data ({repair}) or run `nemo-rl deps develop --stop {dist}`"
 
 
 def repair(checkout: Path | None) -> str:
-    """The command that mends a worktree whose main repository moved; a filler for UNREADABLE_FIX's `{repair}`."""
+    """The command that mends a worktree whose main repository moved."""
     return command("git -C <the moved repository> worktree repair {checkout}", checkout=checkout)
 
 
@@ -111,7 +108,6 @@ def unreadable_fix(dist: str, checkout: Path) -> str:
 
 
 def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
-    """HEAD of the checkout, its commits ahead of the pin, and whether it has local changes."""
     if checkout_gone(checkout):
         return CheckoutFacts(checkout, None, 0, False, missing=True)
     problem = unreadable(checkout)
@@ -123,8 +119,7 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
 
 
 def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
-    """The smallest paths that cover what a wheel installs: each top regular package (below namespace
-    directories) and each top-level module."""
+    """The top regular packages (below namespace directories) and top-level modules a wheel installs."""
     files = [f for f in wheel_files if ".data/" not in f.split("/", 1)[0] + "/"]
     packages = {f.rsplit("/", 1)[0] for f in files if f.endswith("/__init__.py")}
     roots = set()
@@ -145,7 +140,7 @@ def _shadow(project: Path, distribution: str) -> Path:
 
 
 def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> Path:
-    """A directory of links to `roots` in `checkout`: on sys.path it exposes exactly what the pinned wheel ships."""
+    """A directory of links to `roots` in `checkout`: exactly what the pinned wheel ships."""
     shadow = shadow_dir(project, distribution)
     staging = shadow.with_name(shadow.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
@@ -164,7 +159,6 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
 
 
 def remove_shadow(project: Path, distribution: str) -> None:
-    """Remove `distribution`'s shadow directory, and its parents once empty."""
     shadow = shadow_dir(project, distribution)
     for path in (shadow, shadow.with_name(shadow.name + ".new")):
         shutil.rmtree(path, ignore_errors=True)
@@ -181,11 +175,10 @@ def new_token() -> str:
 
 
 def install_overlay(env: Path, project: Path, distribution: str, checkout: Path, owner: str = "") -> Path:
-    """A .pth file in `env` that puts `project`'s shadow of `distribution` first on sys.path, outside uv's records:
-    `uv sync` keeps it."""
+    """A .pth file, outside uv's records, that puts the shadow of `distribution` first on sys.path."""
     site = installed.site_packages_dirs(env)
     if not site:
-        raise NemoRLError(f"{env} has no site-packages", "make it with `uv sync` first, then develop again")
+        raise NemoRLError(f"{env} has no site-packages", "run `uv sync` first")
     path = site[0] / overlay_name(distribution)
     shadow = _shadow(project, distribution)
     values.plain_path(checkout, "the develop checkout")  # guard: never-no-control-character-in-a-pth
@@ -198,13 +191,12 @@ def install_overlay(env: Path, project: Path, distribution: str, checkout: Path,
 
 
 def install_overlays(env: Path, project: Path, developing: Mapping[str, Developed]) -> None:
-    """An overlay in `env` for each fork `project` develops (`developing`: `read(project)`, which proved .nemo-rl)."""
     for entry in developing.values():
         install_overlay(env, project, entry.distribution, entry.checkout, entry.token)
 
 
 def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
-    """Overlay file name -> the checkout it names; with `live`, only those whose directory and checkout exist."""
+    """Overlay file name -> its checkout; with `live`, only those whose directory and checkout exist."""
     found = {}
     for site in installed.site_packages_dirs(env):
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
@@ -247,17 +239,13 @@ def _overlay_lines(path: Path) -> list[str]:
 
 
 def overlay_owner(path: Path) -> str | None:
-    """The token an overlay file was written with; None without one, or when it cannot be read."""
-    try:
-        lines = values.read_plain_file(path, OVERLAY_MAX).decode(errors="replace").splitlines()[:3]  # guard: plain-overlay-owners-through-the-one
-    except OSError:
-        return None
-    owner = next((line[len(OWNER_LINE):] for line in lines if line.startswith(OWNER_LINE)), "")
+    """The token an overlay was written with, or None."""
+    owner = next((line[len(OWNER_LINE):] for line in _overlay_lines(path)[:3] if line.startswith(OWNER_LINE)), "")
     return owner if owner and _TOKEN.fullmatch(owner) else None  # guard: plain-an-empty-owner-line-is-nobody-s
 
 
 def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
-    """An overlay file in `env` that this checkout's develop state did not write (another container's)."""
+    """An overlay in `env` that this project's develop state did not write."""
     tokens = {overlay_name(d.distribution): d.token for d in state.values()}
     for site in installed.site_packages_dirs(env):
         for path in sorted(site.glob(f"{OVERLAY_PREFIX}*.pth")):
@@ -268,7 +256,7 @@ def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
 
 
 def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bool:
-    """Remove `distribution`'s overlay from `env`: any with `owner` None, else only one of `owner`'s token."""
+    """Remove `distribution`'s overlay from `env`; with `owner`, only one written with that token."""
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)
@@ -278,12 +266,12 @@ def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bo
             path.unlink()
         except PermissionError as exc:
             raise NemoRLError(f"cannot remove the overlay {path}: {exc.strerror}",  # guard: plain-an-overlay-that-cannot-be-removed
-                              f"ask the owner of {env} to remove {path.name} (or remove {env})") from exc
+                              f"ask the owner of {env} to remove it") from exc
         found = True
     return found
 
 
 def project_environment(project: Path) -> Path:
-    """$UV_PROJECT_ENVIRONMENT, else .venv: the environment `uv run` uses."""
+    """The environment `uv run` uses."""
     setting = os.environ.get("UV_PROJECT_ENVIRONMENT")
     return Path(setting) if setting else project / ".venv"

@@ -1,5 +1,4 @@
-"""Which checkout this is, beyond its path: two containers can hold different checkouts at one path and share
-NEMO_RL_VENV_DIR. Each checkout gets a random id in .nemo-rl/, which its environments record."""
+"""A random id per checkout in .nemo-rl/: two containers can hold different checkouts at one path."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would take a final newline
 
 
 def checkout_id(project: Path) -> str | None:
-    """This checkout's id; None when it has none or the file is not one nemo-rl wrote."""
+    """This checkout's id, or None."""
     try:
         state_dir.state_root(project)
     except NemoRLError:
@@ -28,7 +27,7 @@ def checkout_id(project: Path) -> str | None:
 
 
 def _look(project: Path) -> tuple[str | None, bool]:
-    """(the id, whether anything is at its place), from one read."""
+    """(the id, whether anything is at its place)."""
     try:
         text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
     except FileNotFoundError:
@@ -42,8 +41,8 @@ ATTEMPTS = 3
 
 
 def ensure_checkout_id(project: Path) -> str:
-    """This checkout's id, made when it has none; "" in a read-only checkout. Two builds at once agree: the id is
-    linked into place, and the second reads the first's."""
+    """This checkout's id, made when it has none; "" in a read-only checkout. The id is linked into place, so two
+    builds at once agree."""
     path = project / ID_FILE
     state_dir.state_root(project)  # guard: whose-a-nemo-rl-link-is-refused-before
     for attempt in range(ATTEMPTS + 1):
@@ -51,8 +50,7 @@ def ensure_checkout_id(project: Path) -> str:
         if found is not None:
             return found
         if present:  # guard: whose-a-damaged-checkout-id-is-named
-            raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote (32 hex digits)",
-                              f"remove {path}: a new id is made")
+            raise NemoRLError(f"{path} is not a checkout id nemo-rl wrote", f"remove {path}")
         if attempt == ATTEMPTS:  # guard: whose-the-last-try-s-id-is-read-back
             break
         token = secrets.token_hex(16)
@@ -69,5 +67,5 @@ def ensure_checkout_id(project: Path) -> str:
         with contextlib.suppress(FileExistsError, FileNotFoundError):  # another build linked first: look again
             os.link(tmp, path)
         tmp.unlink(missing_ok=True)
-    raise NemoRLError(f"cannot make {path}: {ATTEMPTS} tries, each time it was gone again before it was read",  # guard: whose-an-id-never-kept-is-a-clear-error
+    raise NemoRLError(f"cannot make {path}: it was removed after each of {ATTEMPTS} tries",  # guard: whose-an-id-never-kept-is-a-clear-error
                       f"run again once nothing else removes {path.parent}")

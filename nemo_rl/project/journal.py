@@ -1,5 +1,4 @@
-"""The landing journal: which staged paths a landing moves and the digest each held when staged, written before
-the first rename. `finish` completes a landing from it; `cut_short` finds the landings left unfinished."""
+"""The landing journal, written before the first rename: the staged paths a landing moves and their digests."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ def write(staging: Path, moves: list[str], before: dict[str, str | None]) -> Non
 
 
 def digest(path: Path) -> str | None:
-    """The content of a file or a directory tree (each path and its bytes), as one hash; None when absent."""
+    """One hash of a file or a directory tree; None when absent."""
     import hashlib
 
     if not path.exists() and not path.is_symlink():
@@ -54,15 +53,14 @@ def _landable(name: str) -> bool:
 
 
 def read_journal(staging: Path) -> list[str]:
-    """The moves a journal names, checked: a hand-edited or corrupt journal can never move anything else."""
+    """The moves a journal names, checked."""
     return list(_read_journal(staging).moves)
 
 
 def _read_journal(staging: Path) -> Journal:
     path = staging / JOURNAL
-    fix = (f"nothing more was moved, but the landing may have moved some files before it was cut short: `git "  # guard: journal-an-unreadable-journal-says-files
-           f"status` shows which of pyproject.toml, uv.lock and patches/ changed (`git checkout -- <file>` restores "
-           f"one), then delete {staging}")
+    fix = (f"nothing more was moved, but the landing may have moved some files: check `git status` "  # guard: journal-an-unreadable-journal-says-files
+           f"(`git checkout -- <file>` restores one), then delete {staging}")
     record = codec.read(path, Journal, VERSION, fix=fix, name="a landing journal")
     if record is None:
         raise NemoRLError(f"cannot read {path}: not a landing journal this nemo-rl writes", fix)
@@ -78,7 +76,7 @@ def _read_journal(staging: Path) -> Journal:
 
 
 def _require_unchanged(project: Path, staging: Path, record: Journal) -> None:
-    """Refuse to move a path that changed in the project since it was staged: landing over it would lose that."""
+    """Refuse to land over a path that changed in the project since it was staged."""
     left = [name for name in record.moves if os.path.lexists(staging / name)]
 
     def unchanged(name: str) -> bool:
@@ -95,28 +93,22 @@ def _require_unchanged(project: Path, staging: Path, record: Journal) -> None:
     raise NemoRLError(f"cannot finish the landing in {staging}: {', '.join(changed)} changed in the project since "
                       "they were staged; nothing more was moved"
                       + (f" ({', '.join(landed)} had landed before the interruption)" if landed else ""),
-                      f"to keep the project's files, "
-                      f"{command('rm -rf {staging}', staging=staging)}, then `nemo-rl deps status` "
-                      f"names what to fix (compare first: "
-                      f"{command('diff -r {project}/<path> {staging}/<path>', project=project, staging=staging)})")
+                      f"to keep the project's files, run {command('rm -rf {staging}', staging=staging)}, then "
+                      "`nemo-rl deps status`")
 
 
 @dataclass(frozen=True)
 class Leftover:
-    """A staging copy no live command holds; with a journal it was cut short while landing."""
-
     staging: Path
     has_journal: bool
 
 
 @dataclass(frozen=True)
 class CutShort:
-    """A landing whose process died after writing its journal: what it moves and which had moved."""
-
     staging: Path
     moves: tuple[str, ...]
     moved: tuple[str, ...]
-    unreadable: str | None  # the refusal, when the journal cannot be read (then moves are unknown)
+    unreadable: str | None  # why the journal cannot be read
 
     def touches(self, records: str) -> bool:
         """Whether this landing may change the fork whose records are `records` (patches/<dist>)."""
@@ -125,7 +117,7 @@ class CutShort:
 
 
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
-    """The landings left cut short in `project`; never raises on what a journal holds."""
+    """The landings left cut short in `project`; never raises on a journal's content."""
     found = []
     for left in leftovers(project, locked=locked):
         if not left.has_journal:
@@ -142,14 +134,12 @@ def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
 
 
 def refuse_cut_short(project: Path, *, locked: bool) -> None:
-    """Refuse over a landing cut short: the command would read a mix of old and new files."""
     for cut in cut_short(project, locked=locked):
         if cut.unreadable is not None:  # guard: landing-an-unreadable-cut-short-journal
             raise NemoRLError(f"a landing in {project} was cut short and its journal cannot be read: "
                               f"{cut.unreadable}", "follow that, then run this command again")
         raise NemoRLError(f"a landing in {project} was cut short ({cut.staging} is left; moved: "
-                          f"{', '.join(cut.moved) or 'nothing'}): the project may mix old and new files",
-                          "run `nemo-rl deps recover` (it finishes that landing), then run this command again")
+                          f"{', '.join(cut.moved) or 'nothing'})", "run `nemo-rl deps recover`, then this again")
 
 
 def project_of(staging: Path) -> Path:
@@ -157,9 +147,7 @@ def project_of(staging: Path) -> Path:
 
 
 def _check_staged(staging: Path, name: str) -> None:
-    """Refuse a staged path that is not a regular file (or a tree of them)."""
-    fix = (f"nothing more was moved; delete {staging} and check `git status` (`git checkout -- <file>` restores "
-           "one), then run the command again")
+    fix = f"delete {staging}, check `git status` (`git checkout -- <file>` restores one), then run the command again"
     top = staging / name
     paths = [top]
     if top.is_dir() and not top.is_symlink():
@@ -174,7 +162,7 @@ def _check_staged(staging: Path, name: str) -> None:
 
 
 def _move(source: Path, target: Path) -> None:
-    """os.replace, refused across filesystems or onto a mount point: the staged copy stays whole for recover."""
+    """os.replace, refused across filesystems or onto a mount point."""
     try:
         os.replace(source, target)
     except OSError as exc:
@@ -190,7 +178,7 @@ def _move(source: Path, target: Path) -> None:
 
 
 def finish(project: Path, staging: Path) -> list[str]:
-    """Complete a landing whose journal exists; idempotent. Returns the paths this call moved."""
+    """Complete a landing whose journal exists; idempotent. Returns the paths it moved."""
     record = _read_journal(staging)
     for name in record.moves:
         if os.path.lexists(staging / name):  # guard: never-recover-checks-what-it-moves
@@ -216,7 +204,7 @@ def finish(project: Path, staging: Path) -> list[str]:
 
 
 def leftovers(project: Path, *, locked: bool = False) -> list[Leftover]:
-    """The staging copies of commands no longer running: all of them unless another command holds the lock."""
+    """The staging copies of commands no longer running, none while another command holds the lock."""
     root = state_root(project)
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
     if not stagings or (not locked and locks.held(project)):  # guard: trust-leftovers-only-while-no-command

@@ -1,5 +1,4 @@
-"""A multi-file change staged in the project's `.nemo-rl` and landed by renames, after a journal (journal.py)
-that lets `nemo-rl deps recover` finish a landing cut short."""
+"""A multi-file change staged in the project's `.nemo-rl` and landed by renames after a journal."""
 
 from __future__ import annotations
 
@@ -21,33 +20,29 @@ DRY_RUN_PREFIX = "nemo-rl-dry-run-"
 
 
 def require_writable(paths: list[Path]) -> None:
-    """Refuse before any work a path to replace that is not writable, or read-only by its mode (even for root)."""
+    """Refuse a path to replace that is not writable, or read-only by its mode (even for root)."""
     for path in paths:
         if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):  # guard: bump-read-only-refusal
-            fix = (f"{command('lsattr -d {path}', path=path)}: if it is immutable (i), "
-                   f"{command('chattr -i {path}', path=path)} (as root); on a read-only mount, "
-                   "run where you may write" if path.stat().st_mode & 0o200 else
-                   f"make it writable ("
-                   f"{command('chmod u+w {path}', path=path)}) or run where you may write, then try again")
-            raise NemoRLError(f"{path} is not writable, so it cannot be changed", fix)
+            fix = (f"if {command('lsattr -d {path}', path=path)} shows it immutable (i), run "
+                   f"{command('chattr -i {path}', path=path)} as root, else run where you may write"
+                   if path.stat().st_mode & 0o200 else f"run {command('chmod u+w {path}', path=path)}")
+            raise NemoRLError(f"{path} is not writable", fix)
 
 
 def require_no_links(project: Path, names: Sequence[str]) -> None:
-    """Refuse before any work a path to replace that is a symbolic link: the landing would replace the link only."""
+    """Refuse a path to replace that is a symbolic link: the landing would replace the link only."""
     for name in names:
         path = project / name
         if path.is_symlink():  # guard: landing-a-linked-project-file-is-named
             target = os.readlink(path)
             copy = "cp -R" if path.is_dir() else "cp"
             raise NemoRLError(f"{path} is a symbolic link (to {target}), which a landing would replace",
-                              "put the file itself in place of the link ("
-                              + command("cd {project} && rm {name} && " + copy + " {target} {name}", project=project,
-                                        name=name, target=path.parent / target)
-                              + "), then run again")
+                              "run " + command("cd {project} && rm {name} && " + copy + " {target} {name}",
+                                               project=project, name=name, target=path.parent / target))
 
 
 class _CopyFailed(Exception):
-    """A copy inside copytree failed: carried whole, since copytree turns an OSError into text."""
+    """Carries a copy's OSError whole through copytree, which turns it into text."""
 
     def __init__(self, error: OSError) -> None:
         super().__init__(error)
@@ -58,7 +53,7 @@ SETTINGS_MAX = 1 << 20
 
 
 def _copy_setting(source: Path, target: Path) -> None:
-    """A settings file uv reads beside pyproject.toml, through a link, when it is a regular file of bounded size."""
+    """Copy a settings file uv reads beside pyproject.toml: a regular file of bounded size, through a link."""
     if not os.path.lexists(source):
         return
     try:
@@ -95,8 +90,7 @@ class Staging:
         root = state_root(project, create=True) if inside else dry_run_root()
         if not inside:
             remove_dead_dry_runs(root)
-        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX,
-                                          dir=root))
+        self.path = Path(tempfile.mkdtemp(prefix=f"staging-{os.getpid()}-" if inside else DRY_RUN_PREFIX, dir=root))
         # a dry run killed with SIGKILL leaves its copy unlocked, and the next dry run removes it
         self._fd = locks.hold(self.path)
 
@@ -118,8 +112,8 @@ class Staging:
             failed = exc.error if isinstance(exc, _CopyFailed) else exc  # guard: full-disk-staging-unwraps-the-copy-s-own
             if isinstance(failed, OSError) and failed.errno in (errno.ENOSPC, errno.EDQUOT):  # guard: fixes-a-full-disk-while-staging-says-to
                 raise NemoRLError(f"cannot copy the files this command changes into {self.path.parent}: "
-                                  f"{failed.strerror}; nothing was changed", f"free space on the filesystem of "
-                                  f"{self.path.parent}, then run again") from failed
+                                  f"{failed.strerror}; nothing was changed",
+                                  f"free space on the filesystem of {self.path.parent}") from failed
             if failed is not exc:
                 raise failed from None
             raise
@@ -163,13 +157,12 @@ def dry_run_root() -> Path:
 
 
 def remove_dead_dry_runs(root: Path) -> None:
-    """Remove the copies of dry runs that were killed (their lock is free)."""
     for path in root.glob(f"{DRY_RUN_PREFIX}*"):
         locks.remove_left(path)
 
 
 def mount_points() -> set[str]:
-    """Every mount point this process sees (/proc/self/mountinfo); empty where it cannot be read."""
+    """Every mount point this process sees; empty where /proc/self/mountinfo cannot be read."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
@@ -179,21 +172,18 @@ def mount_points() -> set[str]:
 
 
 def require_replaceable(project: Path, targets: Sequence[str]) -> None:
-    """Refuse before any work a path to replace that is a mount point: a rename onto it fails half-way (EBUSY)."""
+    """Refuse a path to replace that is a mount point: a rename onto it fails half-way (EBUSY)."""
     mounted = mount_points()
     for name in targets:
         target = project / name
         where = Path(os.path.realpath(target.parent)) / target.name
         if os.path.lexists(target) and (str(where) in mounted or os.path.ismount(target)):  # guard: a-landing-target-that-is-a-mount-point
             raise NemoRLError(f"{target} is a mount point, which a landing cannot replace; nothing was changed",
-                              f"mount the project's directory instead of {name} alone (or "
-                              f"{command('umount {target}', target=target)}), then "
-                              "run again")
+                              f"mount the project's directory instead, or {command('umount {target}', target=target)}")
 
 
 def require_renames(project: Path, targets: Sequence[str] = ()) -> None:
-    """Refuse before any work when a landing could not rename from `.nemo-rl` into the project (another filesystem,
-    a mounted target): a probe file is renamed into each directory a landing writes."""
+    """Refuse when a landing could not rename from `.nemo-rl` into each directory it writes: a probe file tries."""
     require_replaceable(project, targets)
     root = state_root(project, create=True)
     fd, probe = tempfile.mkstemp(prefix=".rename-probe-", dir=root)
@@ -209,11 +199,9 @@ def require_renames(project: Path, targets: Sequence[str] = ()) -> None:
             except OSError as exc:
                 if exc.errno != errno.EXDEV:
                     raise
-                raise NemoRLError(f"{root} is on another filesystem than {directory}, so a landing cannot rename into "
-                                  "the project",
-                                  f"make {root} a plain directory inside the project "
-                                  f"({command('rm -rf {root}', root=root)} "
-                                  "when no nemo-rl command runs), then run again") from exc
+                raise NemoRLError(f"{root} is on another filesystem than {directory}",
+                                  f"make it a plain directory: {command('rm -rf {root}', root=root)} while no nemo-rl "
+                                  "command runs") from exc
             os.rename(target, here)
     finally:
         here.unlink(missing_ok=True)

@@ -1,5 +1,4 @@
-"""The bounded reader of project files, and the checks of pyproject.toml's fork pins and uv.lock's packages: a
-file wrong by hand is a NemoRLError naming the file and the key, never a traceback."""
+"""The bounded reader of project files and the checks of fork pins and locked packages: errors name file and key."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z", re.ASCII)
 
 @dataclass(frozen=True)
 class Fork:
-    """One fork, checked: names, git URLs, branches, SHAs and module names; `rev` is a full SHA unless `bad_rev`
-    says why not (only `deps status` reads such a fork)."""
+    """One fork, checked; `rev` is a full SHA unless `bad_rev` says why not."""
 
     distribution: str
     url: str
@@ -31,7 +29,6 @@ class Fork:
     base: str | None
     bad_rev: str | None = None
     subdirectory: str | None = None
-    # what nemo-rl imports of the fork, as its table says (extras.of_fork applies the defaults)
     module: str | None = None
     entry_points: tuple[str, ...] = ()
     component: str | None = None
@@ -55,8 +52,7 @@ class LockedPackage:
         return urlsplit(self.git).fragment or None if self.git is not None else None
 
     def other_source(self, fork: Fork) -> str | None:
-        """uv.lock's git source of the fork when it is not pyproject.toml's (`uv lock --check` does not compare
-        them); None when they agree."""
+        """uv.lock's source of the fork when it is not pyproject.toml's (`uv lock --check` does not compare them)."""
         if self.git is None:
             return f"{self.other} (not a git source)"
         parts = urlsplit(self.git)
@@ -76,27 +72,23 @@ PROJECT_FILE_MAX = 64 << 20
 
 def _put_back(path: Path) -> str:
     if path.name == "uv.lock":
-        return (f"put a regular uv.lock in its place: "
-                f"{command('cd {project} && rm uv.lock && uv lock', project=path.parent)}")
+        return f"run {command('cd {project} && rm uv.lock && uv lock', project=path.parent)}"
     if path.parent.parent.name == "patches":
         fix = command("cd {project} && rm {records} && nemo-rl deps patches {dist}", project=path.parent.parent.parent,
                       records=f"patches/{path.parent.name}/{path.name}", dist=path.parent.name)
-        return f"put the records back as regular files: {fix} writes them again (the why-note as a placeholder)"
+        return f"run {fix}"
     fix = command("cd {project} && rm {name} && git checkout COMMIT -- {name}", project=path.parent, name=path.name)
-    return (f"put the project's own {path.name} back as a regular file: {fix}, COMMIT naming a commit that holds it "
-            "as one")
+    return f"run {fix}, COMMIT a commit that holds it"
 
 
 def read_bytes(path: Path) -> bytes:
-    """A project file, read through a link as uv reads it, when it is a regular file of at most PROJECT_FILE_MAX
-    bytes; else a NemoRLError. FileNotFoundError passes through."""
+    """A regular project file of at most PROJECT_FILE_MAX bytes, through a link as uv reads it."""
     target = Path(os.path.realpath(path))
     try:
         return values.read_plain_file(target, PROJECT_FILE_MAX)  # guard: project-files-through-the-bounded-reader
     except values.NotAPlainFile as exc:
         what = f"{path} is a symbolic link to {os.readlink(path)}, which" if os.path.islink(path) else str(path)
-        raise NemoRLError(f"{what} {str(exc).removeprefix(f'{target} ')}, so nemo-rl does not read it",
-                          _put_back(path)) from exc
+        raise NemoRLError(f"{what} {str(exc).removeprefix(f'{target} ')}", _put_back(path)) from exc
 
 
 def missing(path: Path) -> NemoRLError:
@@ -110,7 +102,7 @@ def decoded(data: bytes, path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NemoRLError(f"{path} is not valid UTF-8 (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
-                          f"re-save {path.name} as UTF-8 (TOML files must be UTF-8)") from exc
+                          f"save {path.name} as UTF-8") from exc
 
 
 def parsed(data: bytes, path: Path) -> dict:
@@ -132,7 +124,7 @@ _PARSED: dict[tuple[str, int, int, int], dict] = {}
 
 
 def load_toml(path: Path) -> dict:
-    """A TOML file of patches/, parsed once per (path, inode, mtime, size). Callers must not mutate it."""
+    """A TOML file of patches/, parsed once per (path, inode, mtime, size); callers must not mutate it."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -149,12 +141,16 @@ def load_toml(path: Path) -> dict:
     return data
 
 
+def _shape(value: object, where: str, path: Path, kind: str) -> NemoRLError:
+    return NemoRLError(f"{path.name}: {where} must be {kind}, found {type(value).__name__} {value!r:.60}",
+                       f"fix {where} in {path}")
+
+
 def table(value: object, where: str, path: Path) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise NemoRLError(f"{path.name}: {where} must be a table, found {type(value).__name__} {value!r:.60}",
-                          f"fix {where} in {path}")
+        raise _shape(value, where, path, "a table")
     return value
 
 
@@ -166,8 +162,7 @@ def string(value: object, where: str, path: Path, required: bool = False) -> str
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise NemoRLError(f"{path.name}: {where} must be a string, found {type(value).__name__} {value!r:.60}",
-                          f"fix {where} in {path}")
+        raise _shape(value, where, path, "a string")
     return value
 
 
@@ -193,13 +188,12 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
     module = string(meta.get("module"), f"{where} module", path)
     entry_points = meta.get("entry-points", [])
     if not isinstance(entry_points, list):  # guard: fork-entry-points-is-a-list
-        raise NemoRLError(f"{path.name}: {where} entry-points must be a list of module names, found "
-                          f"{type(entry_points).__name__} {entry_points!r:.60}",
-                          f'write a list such as entry-points = ["megatron.core"] in {where} of {path}')
+        raise NemoRLError(f"{path.name}: {where} entry-points must be a list, found {entry_points!r:.60}",
+                          f'write entry-points = ["megatron.core"] in {path}')
     component = string(meta.get("component"), f"{where} component", path)
     if component is not None and not values.DISTRIBUTION_NAME.match(component):  # guard: fork-component-is-a-name
-        raise NemoRLError(f"{path.name}: {where} component: {component!r:.60} is not a name (letters, digits, '.', "
-                          "'_', '-')", f"write a name such as megatron in {where} component of {path}")
+        raise NemoRLError(f"{path.name}: {where} component {component!r:.60} is not a name",
+                          f"write a name such as megatron in {path}")
     return Fork(
         distribution=dist,
         url=values.git_url(string(source["git"], f"[tool.uv.sources] {dist}.git", path, True),
@@ -222,7 +216,7 @@ def _fork(dist: str, source: object, meta: dict, path: Path, strict: bool) -> Fo
 def _module_name(value: str, where: str, path: Path) -> str:
     if not MODULE_NAME.match(value):  # guard: fork-module-is-a-dotted-name
         raise NemoRLError(f"{path.name}: {where}: {value!r:.60} is not a module name",
-                          f"write a dotted module name such as megatron.core in {where} of {path}")
+                          f"write a module name such as megatron.core in {path}")
     return value
 
 
@@ -233,17 +227,17 @@ def fork_tables(path: Path, nemo_rl_table: dict) -> dict[str, dict]:
 
 
 def forks_of(path: Path, uv_table: dict, tables: dict[str, dict], *, strict: bool) -> tuple[Fork, ...]:
-    """Every fork of `tables` (fork_tables'), checked; `strict=False` keeps a fork whose rev is bad, marked."""
+    """Every fork of `tables`, checked; `strict=False` keeps a fork whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     return tuple(_fork(dist, sources.get(dist), meta, path, strict) for dist, meta in tables.items())
 
 
 def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
     packages = lock.get("package", [])
-    remake = "put the committed one back (`git checkout -- uv.lock`) or make it anew (`rm uv.lock && uv lock`)"
+    remake = "run `git checkout -- uv.lock` or `rm uv.lock && uv lock`"
     if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
                                                   for p in packages):
-        raise NemoRLError(f"{lock_path} has [[package]] entries without a name (a string)", remake)
+        raise NemoRLError(f"{lock_path} has [[package]] entries without a name", remake)
     if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
         raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string", remake)
     return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
@@ -262,5 +256,5 @@ def optional_dependencies_of(pyproject: dict, path: Path) -> dict[str, list[str]
             result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]
         except (InvalidRequirement, TypeError) as exc:
             raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
-                              f"{exc}", "fix it (PEP 508), then run `uv lock`") from exc
+                              f"{exc}", "fix it, then run `uv lock`") from exc
     return result

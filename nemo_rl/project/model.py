@@ -1,5 +1,4 @@
-"""The project, read once per command: pyproject.toml and uv.lock read by the bounded reader, parsed and checked
-on first use. A command that writes either reads a new Project after."""
+"""The project, read once per command and parsed on first use; a command that writes it reads a new one after."""
 
 from __future__ import annotations
 
@@ -52,15 +51,14 @@ class Project:
 
     @classmethod
     def find(cls, start: Path | None = None) -> Project:
-        """Exactly `start` when given, else the nearest directory at or above the current one whose
-        pyproject.toml declares [tool.nemo-rl.forks]."""
+        """`start`, else the nearest directory at or above the current one that declares [tool.nemo-rl.forks]."""
         if start is not None:
             directory = Path(os.path.expanduser(start)).resolve()
             if not directory.is_dir():
-                raise NemoRLError(f"--project {start}: no such directory", "pass the directory holding pyproject.toml")
+                raise NemoRLError(f"--project {start}: no such directory", "pass the project's directory")
             if (found := cls._if_project(directory)) is None:
-                raise ProjectNotFound(f"no pyproject.toml with a [tool.nemo-rl.forks] table in {directory} "
-                                      f"(--project {start})", "pass the nemo-rl checkout's directory")
+                raise ProjectNotFound(f"no pyproject.toml with a [tool.nemo-rl.forks] table in {directory}",
+                                      "pass the nemo-rl checkout's directory")
             return found
         here = Path.cwd().resolve()
         for candidate in (here, *here.parents):
@@ -74,7 +72,7 @@ class Project:
         if not os.path.lexists(directory / "pyproject.toml"):
             return None
         project = cls._read(directory)  # guard: project-an-unreadable-pyproject-is-named
-        if "forks" not in project.nemo_rl_table:  # another project's: passed over whatever its path
+        if "forks" not in project.nemo_rl_table:
             return None
         _plain_root(directory)
         return project
@@ -101,7 +99,6 @@ class Project:
 
     @cached_property
     def lock_hash(self) -> str:
-        """sha256 of uv.lock: what worker-environment keys and bundles are made from."""
         if self.lock_bytes is None:
             raise lockfile.missing(self.lock_path)
         return hashlib.sha256(lockfile.decoded(self.lock_bytes, self.lock_path).encode()).hexdigest()
@@ -124,7 +121,6 @@ class Project:
 
     @cached_property
     def fork_tables(self) -> dict[str, dict]:
-        """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
         return lockfile.fork_tables(self.pyproject_path, self.nemo_rl_table)
 
     @cached_property
@@ -133,26 +129,26 @@ class Project:
 
     @cached_property
     def forks_as_pinned(self) -> tuple[Fork, ...]:
-        """The forks, keeping one whose rev is not a full SHA, marked (for `deps status`)."""
+        """The forks, keeping one whose rev is not a full SHA, marked."""
         return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=False)
 
     def fork(self, distribution: str) -> Fork:
         known = {f.distribution: f for f in self.forks}
         if distribution not in known:
             raise NemoRLError(f"{distribution!r} is not a fork pinned by this project",
-                              f"choose one of: {', '.join(sorted(known)) or '(none declared)'}")
+                              f"choose one of: {', '.join(sorted(known)) or '(none)'}")
         return known[distribution]
 
     @cached_property
     def developing(self) -> dict[str, Developed]:
-        """The forks under `nemo-rl deps develop` (.nemo-rl/develop.json), by distribution."""
+        """The forks under `nemo-rl deps develop`, by distribution."""
         from nemo_rl.project import develop_state  # it reaches extras, which reads nemo-rl's own Project
 
         return develop_state.read(self.root)
 
     @cached_property
     def checkout_id(self) -> str:
-        """This checkout's id (.nemo-rl/checkout-id), made on first use; "" in a read-only checkout."""
+        """This checkout's id, made on first use; "" in a read-only checkout."""
         return identity.ensure_checkout_id(self.root)
 
     @cached_property

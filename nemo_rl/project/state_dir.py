@@ -25,10 +25,8 @@ def state_root(project: Path, *, create: bool = False) -> Path:
     """<project>/.nemo-rl, proven a real directory of the project (made with `create`), never a link."""
     root = project / STAGING_ROOT
     if create:
-        try:
+        with contextlib.suppress(FileExistsError):
             root.mkdir()
-        except FileExistsError:
-            pass
     try:
         mode = os.lstat(root).st_mode
     except FileNotFoundError:
@@ -37,12 +35,12 @@ def state_root(project: Path, *, create: bool = False) -> Path:
         _refuse_tracked(project, root)
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):  # guard: rest-a-nemo-rl-link-or-file-is-refused
         link = os.readlink(root) if stat.S_ISLNK(mode) else None
-        keep = (f"; to keep what it names, copy it in: "
+        keep = (f"; to keep its content: "
                 f"{command('rm {here} && cp -a {there} {here}', here=root, there=str(root.parent / link) + '/.')}"
                 if link is not None and (root.parent / link).is_dir() else "")
         what = f"a symbolic link (to {link!r:.120})" if link is not None else "not a directory"
-        raise NemoRLError(f"{root} is {what}: nemo-rl keeps its state there and never follows it out",
-                          f"remove it ({command('rm {here}', here=root)}; if a commit added it, also "
+        raise NemoRLError(f"{root} is {what}",
+                          f"run {command('rm {here}', here=root)} (if a commit added it, also "
                           f"{command('git rm --cached {state}', state=STAGING_ROOT)}){keep}")
     return root
 
@@ -51,8 +49,7 @@ _UNTRACKED: set[tuple[str, int, int]] = set()  # (project, device, inode)
 
 
 def _refuse_tracked(project: Path, root: Path) -> None:
-    """Refuse files a commit put under .nemo-rl: a pull request's journal or develop.json is never this machine's
-    state. Asked of git once per directory."""
+    """Refuse files a commit put under .nemo-rl: they are never this machine's state."""
     info = os.stat(root)
     seen = (str(project), info.st_dev, info.st_ino)
     if seen in _UNTRACKED:
@@ -60,8 +57,7 @@ def _refuse_tracked(project: Path, root: Path) -> None:
     found = git_checkout.tracked(project, STAGING_ROOT)
     if found:  # guard: state-files-git-tracks-under-nemo-rl-are
         raise NemoRLError(f"{root} holds {len(found)} file(s) git tracks ({', '.join(found[:3])})",
-                          "untrack and remove them: "
-                          + command("git -C {project} rm -r --cached {state} && rm -rf {root}", project=project,
+                          "run " + command("git -C {project} rm -r --cached {state} && rm -rf {root}", project=project,
                                     state=STAGING_ROOT, root=root))
     _UNTRACKED.add(seen)
 
@@ -86,21 +82,18 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> N
 
 @contextlib.contextmanager
 def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
-    """Held by every command that writes project files: a lock on the project directory itself, which renames
-    inside it keep and the kernel releases when the holder dies."""
+    """Held by every command that writes project files: a lock on the project directory, which renames inside keep."""
     fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        message = f"waiting for another nemo-rl command (bump, patches, develop or recover) in {project}"
+        message = f"waiting for another nemo-rl command in {project}"
         if not locks.acquire(fd, (lambda: message) if wait else None):
-            raise NemoRLError(f"another nemo-rl command (bump, patches, develop or recover) is changing {project}",
-                              "wait for it to finish, or run again without --no-wait to wait")
+            raise NemoRLError(f"another nemo-rl command is changing {project}",
+                              "wait for it to finish, or run without --no-wait")
         yield
     finally:
         os.close(fd)
 
 
 def remove_empty(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         directory.rmdir()
-    except OSError:
-        pass

@@ -1,9 +1,9 @@
-"""What uv reads of a project beyond its requirements. uv checks copies of pyproject.toml and uv.lock in a
-directory of nemo-rl's own, so no build backend, workspace or file around the checkout runs; what a copy cannot
-show is named instead of checked."""
+"""uv.lock checked from copies in a private directory, so no code of the checkout runs; what a copy cannot show is
+named instead."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -27,8 +27,7 @@ def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None
     from nemo_rl import uv
 
     if project.lock_bytes is None:
-        return (f"{project.lock_path} is missing: `git checkout uv.lock` restores the committed one "
-                "(or `uv lock` makes a new one)")
+        return f"{project.lock_path} is missing: run `git checkout uv.lock` or `uv lock`"
     if any(f.bad_rev for f in forks):
         return None
     unseen = unchecked(project)  # guard: trust-what-a-copy-cannot-show-is-named
@@ -60,7 +59,6 @@ def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None
 
 
 def _checked_copy(project: Project, root: Path) -> str | None:
-    """uv.lock_mismatch on copies of the files uv reads, in a private directory under nemo-rl's cache."""
     from nemo_rl import uv
 
     try:
@@ -71,10 +69,8 @@ def _checked_copy(project: Project, root: Path) -> str | None:
         return f"{NOT_MADE}cannot make a directory for the check in {root}: {exc.strerror}"
     held = None
     try:
-        try:
+        with contextlib.suppress(OSError, NemoRLError):
             held = locks.hold(copy)  # guard: probe-a-running-lock-check-s-copy-is
-        except (OSError, NemoRLError):
-            pass
         uv_toml = project.root / "uv.toml"
         read = {"pyproject.toml": project.pyproject_bytes, "uv.lock": project.lock_bytes}
         for name in COPIED:
@@ -102,7 +98,7 @@ def _checked_copy(project: Project, root: Path) -> str | None:
 
 
 def _settings_here(pyproject: bytes) -> bytes:
-    """The copied pyproject.toml with a [tool.uv] table: without one, uv takes settings from a directory above."""
+    """The pyproject.toml with a [tool.uv] table: without one, uv takes settings from a directory above."""
     import tomllib
 
     try:
@@ -121,7 +117,7 @@ def _settings_here(pyproject: bytes) -> bytes:
 
 
 def _workspace_above(directory: Path) -> str | None:
-    """The first pyproject.toml above `directory` that declares (or may declare) a uv workspace, which uv would join."""
+    """The first pyproject.toml above `directory` that may declare a uv workspace, which uv would join."""
     for parent in Path(os.path.abspath(directory)).parents:
         path = parent / "pyproject.toml"
         if not os.path.lexists(path):
@@ -139,7 +135,7 @@ def _workspace_above(directory: Path) -> str | None:
 
 
 def unchecked(project: Project) -> str | None:
-    """What a check from copies cannot see without running the checkout's code or reading files around it."""
+    """What a check from copies cannot see."""
     path = project.pyproject_path
     dynamic = lockfile.table(project.pyproject.get("project"), "[project]", path).get("dynamic")
     if dynamic:  # guard: trust-a-dynamic-project-is-named
@@ -213,8 +209,7 @@ def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str |
 
 
 def _remote(url: str) -> bool:
-    """Whether a git URL names another host, as uv reads it (an optional `git+`, then https, http, ssh, git or
-    scp's user@host:path)."""
+    """Whether a git URL names another host, as uv reads it."""
     import re
     from urllib.parse import urlsplit
 
@@ -227,16 +222,14 @@ def _remote(url: str) -> bool:
 
 
 def require_stageable(project: Path, uv_table: Mapping[str, object], command: str) -> None:
-    """Refuse a project that a lock in a staging copy would see differently: a uv.toml, a workspace, a relative
-    path source."""
+    """Refuse a project that a lock in a staging copy would see differently."""
     if (project / "uv.toml").exists() or (project / "uv.toml").is_symlink():  # guard: staging-a-uv-toml-is-refused-before-a
-        raise NemoRLError(f"{project / 'uv.toml'} exists: uv reads it instead of pyproject.toml's [tool.uv], and "
-                          f"`{command}` locks in a staging copy", "move its settings into pyproject.toml's [tool.uv] "
-                          "(a mirror for this machine goes in ~/.config/uv/uv.toml)")
+        raise NemoRLError(f"{project / 'uv.toml'} exists: uv reads it instead of pyproject.toml's [tool.uv]",
+                          "move its settings into pyproject.toml's [tool.uv] or ~/.config/uv/uv.toml")
     if "workspace" in uv_table:  # guard: staging-a-workspace-is-refused-before-a
-        raise NemoRLError(f"{project / 'pyproject.toml'} declares a uv workspace, which `{command}` cannot lock "
-                          "from a staging copy", "edit the pin by hand, then `uv lock --upgrade-package DIST`")
+        raise NemoRLError(f"{project / 'pyproject.toml'} declares a uv workspace, which `{command}` cannot lock",
+                          "edit the pin by hand, then run `uv lock --upgrade-package DIST`")
     local = _local_source(uv_table)
     if local is not None:
-        raise NemoRLError(f"{local}; `{command}` locks in a staging copy, from where it names another directory",
-                          "give it an absolute path (or a git or URL source)")
+        raise NemoRLError(f"{local}, which `{command}` cannot lock from a staging copy",
+                          "give it an absolute path or a git or URL source")

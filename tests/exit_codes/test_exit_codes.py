@@ -18,7 +18,7 @@ def test_mistakes_are_exit_1_or_2_never_3(world, tmp_path, capsys, monkeypatch):
     good_lock = lock.read_text()
     lock.write_text(re.sub(r'(?m)^name = "megatron-core"', 'name = ["megatron-core"]', good_lock))
     assert deps(world, "status") == 1
-    assert "without a name (a string)" in capsys.readouterr().err
+    assert "without a name" in capsys.readouterr().err
     lock.write_text(good_lock)
     path = world.project / "pyproject.toml"
     path.write_text(path.read_text().replace('mcore = ["megatron-core", "nemo-toolkit"]',

@@ -81,7 +81,7 @@ def symlinks_fail(monkeypatch) -> list[str]:
 
 def freed(err: str) -> Path:
     """The directory the message says to free space on."""
-    found = re.search(r"free space on the filesystem of (\S+?)[ (]", err)
+    found = re.search(r"free space on the filesystem of (\S+?)(?=[ (\n]|$)", err)
     assert found, err
     return Path(found.group(1))
 

@@ -134,7 +134,7 @@ def test_a_nemo_rl_directory_removed_with_its_files_before_the_link_is_made_agai
 
 def test_a_nemo_rl_directory_removed_every_time_is_a_clear_error(tmp_path, monkeypatch):
     _nemo_rl_removed_after_made(monkeypatch, times=identity.ATTEMPTS)
-    with pytest.raises(NemoRLError, match="gone again before it was read") as caught:
+    with pytest.raises(NemoRLError, match="removed after each of 3 tries") as caught:
         identity.ensure_checkout_id(tmp_path)
     assert "run again once nothing else removes" in caught.value.remedy
 

@@ -362,7 +362,7 @@ def test_status_and_doctor_see_the_lock_itself(world, capsys):
     path.write_text(original)
     (world.project / "uv.lock").unlink()
     assert deps(world, "status", "--check") == 1
-    assert "uv.lock is missing: `git checkout uv.lock`" in capsys.readouterr().out
+    assert "uv.lock is missing: run `git checkout uv.lock`" in capsys.readouterr().out
 
 
 def test_a_source_key_from_the_project_never_starts_a_line_of_its_own():
