@@ -78,8 +78,8 @@ def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares 
                 f"what it declares cannot be recorded in {index_name(dist)} [declares]")
         raise NemoRLError(f"the fork's own metadata at {new_rev[:12]} could not be read, so {made}: "
                           f"{exc.what.splitlines()[0]}",
-                          f"fix the fork's build backend, then "
-                          f"{command('nemo-rl deps bump {dist} --rev {rev}', dist=dist, rev=new_rev)}"
+                          f"fix what stops the fork's build backend, then run "
+                          f"{command('nemo-rl deps bump {dist} --rev {rev}', dist=dist, rev=new_rev)} again"
                           f"\n{exc.remedy or ''}".rstrip()) from exc
     # a fork without a derived entry locks its own extras: they are recorded too
     return fork_metadata.declares(new, new_rev, before.fork.distribution, before.dropped, extras=not before.derives)  # guard: bump-the-fork-s-declarations-are-checked

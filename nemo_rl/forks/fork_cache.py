@@ -64,8 +64,9 @@ def fetched(fork: Fork, sha: str, *, on_branch: bool = False) -> Path:
             if git.served(fork.url, sha) is False and not (  # guard: never-a-cached-proof-of-a-new-pin-is
                     fork.branch and on_fork_branch()):
                 git.delete_ref(repo, pin_ref)
-                raise NemoRLError(f"commit {sha} is no longer on {fork.url}",
-                                  "pin a commit the fork has, or push this one to a fork branch again")
+                raise NemoRLError(f"commit {sha} is no longer on {fork.url} (force-pushed away)",
+                                  "pin a commit the fork has now (`git ls-remote` lists its branches), or push this "
+                                  "one to a fork branch again")
         if not git.ref_exists(repo, pin_ref):
             progress(f"fetching {sha[:12]} from {fork.url}")
             git.ls_remote(fork.url, "HEAD")

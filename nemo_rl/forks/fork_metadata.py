@@ -37,7 +37,8 @@ def require_builds(pyproject_text: str | None, distribution: str, where: str) ->
     name = project_table(pyproject_text).get("name")
     if isinstance(name, str) and canonicalize_name(name) != canonicalize_name(distribution):  # guard: bump-renamed-distribution
         raise NemoRLError(f"{where} builds distribution {name!r}, not {distribution!r}",
-                          f"pick a commit that builds {distribution}, or rename it to {name} throughout pyproject.toml")
+                          f"pick a commit that still builds {distribution}, or rename the dependency, its "
+                          f"[tool.uv.sources] entry and [tool.nemo-rl.forks.{distribution}] to {name}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def declares(metadata: Metadata, rev: str, distribution: str, dropped: frozenset
     """What the fork declares at `rev`; NemoRLError when it builds another distribution."""
     if canonicalize_name(metadata.name) != canonicalize_name(distribution):  # guard: bump-the-metadata-names-the-distribution
         raise NemoRLError(f"the fork at {rev[:12]} builds distribution {metadata.name!r:.100}, not {distribution!r}",
-                          FIX_BACKEND)
+                          f"pick a commit that still builds {distribution}, or fix the fork's build backend")
     return declared.declares_from(metadata.version, metadata.requires_python, metadata.requires, rev, distribution,
                                   dropped, metadata.extras if extras else None)
 

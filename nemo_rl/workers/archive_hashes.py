@@ -143,7 +143,8 @@ def _version(key: str) -> str:
 
 
 def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
-    """(archives checked, archives uv.lock does not name); raises NemoRLError when one's hash is not uv.lock's."""
+    """(archives checked, archives uv.lock does not name); raises NemoRLError for a pointer that matches no file of
+    uv.lock's or whose hash is not uv.lock's."""
     locked = locked_hashes(project)
     versions = {_version(key) for key in locked if not key.endswith(" sdist")}
     fix = "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`)"

@@ -33,7 +33,8 @@ Sealed = Callable[[Content], None]  # raises when a content is not the bundle's 
 
 
 def node_lock(root: Path) -> Path:
-    """This user's lock on choosing and making node copies under `root`."""
+    """This user's lock on choosing, making and restamping node copies under `root`: builds started together from one
+    bundle make one copy."""
     return root / ".node-copy.lock"
 
 
@@ -44,7 +45,8 @@ class NodeCopy:
 
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
-    """A checked copy of `bundle` under `root`, held shared (close `held` once uv is done): a kept one, else new."""
+    """A checked copy of `bundle` under `root`, held shared (close `held` once uv is done): a kept one, else new. A
+    build that finds another choosing or making a copy waits for it, then takes the copy it made."""
     node = _take_turn(node_lock(root), "copying or checking a bundle on this node")  # guard: node-copy-two-builds-at-once-take-turns
     try:
         digests: dict[Path, str] = {}
@@ -116,7 +118,8 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
              digests: dict[Path, str]) -> NodeCopy | None:
-    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None."""
+    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None; one found changed is
+    removed, or loses its stamp while another build holds it."""
     held = locks.try_hold(candidate, shared=True)  # guard: node-copy-builds-hold-a-kept-copy-shared; other builds use it too; a remover holds it exclusively
     if held is None:
         return None

@@ -83,7 +83,8 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
 
 
 def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
-    """The bundle's manifest, once its inputs are this node's and `digest` (else $NEMO_RL_BUNDLE_DIGESTS) pins it."""
+    """The bundle's manifest, once its inputs are this node's and `digest` (else $NEMO_RL_BUNDLE_DIGESTS) pins it;
+    `sync_from` checks the content."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before

@@ -142,7 +142,8 @@ def _unclaimed(path: Path, checkout: str) -> str:
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
-    """Remove the unused stale, other-version, killed builds and their lock files; `rows`: listing(project)."""
+    """Remove what is provably this checkout's or another nemo-rl's, and unused: stale, other-version and killed
+    builds and their lock files; `rows`: listing(project)."""
     removed = []
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken

@@ -39,8 +39,9 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
 
 
 def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
-    """Ask each alive node's raylet to start `count` workers (at most its CPUs) for `py_executable`'s actors; the
-    number asked for (0 in a job with its own runtime_env)."""
+    """Ask each alive node's raylet to start `count` workers (at most its CPUs), idle up to `keep_alive_s`, for actors
+    given `actor_options(py_executable)` unchanged; the number asked for (0 in a job with its own runtime_env).
+    Returns at once: call it as soon as the actors are known, after `prepare_on_every_node` on a cluster."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
         raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
                           "workers", "pass a positive int, e.g. count=4")
