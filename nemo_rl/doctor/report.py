@@ -147,8 +147,8 @@ def develop_notes(project: Path | None) -> list[str]:
     env = Path(sys.prefix)
     return [f"{dist} is under `nemo-rl deps develop`, but its checkout {entry.checkout} is gone: "
             f"`uv run nemo-rl deps develop --stop {dist}`" if not entry.checkout.is_dir() else
-            f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but {env} runs the pin: use `uv run`, "
-            f"or `uv run nemo-rl deps develop --stop {dist}`"
+            f"{dist} is under `nemo-rl deps develop` ({entry.checkout}), but this interpreter ({env}) runs the "
+            f"installed code: use `uv run`, or `uv run nemo-rl deps develop --stop {dist}`"
             for dist, entry in state.items() if develop_state.active_checkout(env, dist) is None]
 
 
