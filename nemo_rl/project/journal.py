@@ -76,7 +76,6 @@ def _read_journal(staging: Path) -> Journal:
 
 
 def _require_unchanged(project: Path, staging: Path, record: Journal) -> None:
-    """Refuse to land over a path that changed since it was staged."""
     left = [name for name in record.moves if os.path.lexists(staging / name)]
 
     def unchanged(name: str) -> bool:

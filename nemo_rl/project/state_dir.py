@@ -49,7 +49,6 @@ _UNTRACKED: set[tuple[str, int, int]] = set()  # (project, device, inode)
 
 
 def _refuse_tracked(project: Path, root: Path) -> None:
-    """Refuse files a commit put under .nemo-rl."""
     info = os.stat(root)
     seen = (str(project), info.st_dev, info.st_ino)
     if seen in _UNTRACKED:

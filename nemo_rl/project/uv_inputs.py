@@ -208,7 +208,6 @@ def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str |
 
 
 def _remote(url: str) -> bool:
-    """Whether a git URL names another host."""
     import re
     from urllib.parse import urlsplit
 
