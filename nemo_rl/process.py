@@ -1,5 +1,5 @@
-"""The one runner for external commands. Each child gets its own session, so Ctrl-C reaches nemo-rl alone, which ends
-the group; a watchdog ends the groups left when nemo-rl dies."""
+"""The one runner for external commands: each child runs in a session of its own, whose group nemo-rl ends, or a
+watchdog when nemo-rl dies."""
 
 from __future__ import annotations
 
