@@ -1,4 +1,4 @@
-"""On-disk records: frozen dataclasses as JSON with a `version`; one of another version or shape is never migrated."""
+"""On-disk records: frozen dataclasses as JSON with a `version`, never migrated."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ READABLE_MAX = 1 << 16  # json's C encoder writes no indent: 5 times faster on a
 
 
 class AnotherVersion(NemoRLError):
-    """A record of another version: its caller may list or remove it, never read it as absent."""
+    """A record of another version: never read as absent."""
 
 
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
-    """`record` (a dataclass) at `path`, atomically, with `version`; the fields in `given` are left out."""
+    """Write the dataclass `record` to `path` atomically, without the fields in `given`."""
     from nemo_rl.project import state_dir
 
     fields = {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
@@ -39,8 +39,8 @@ def write(path: Path, record: Any, version: int, *, mode: int | None = None, giv
 
 def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
              **given: Any) -> T | None:
-    """The record at `file`, or None when missing; one unreadable or of another version or shape is None too, or with
-    `fix` a NemoRLError (AnotherVersion for another version). `given`: the fields write left out."""
+    """The record at `file`, or None when missing or unreadable; with `fix`, an unreadable one raises NemoRLError
+    (AnotherVersion for another version). `given`: the fields write left out."""
     try:
         data = json.loads(values.read_plain_file(file))
     except FileNotFoundError:
@@ -67,7 +67,7 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
 
 @functools.cache
 def _fields(kind: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, type, required) of each field of the dataclass `kind`, once per class."""
+    """(name, type, required) of each field of the dataclass `kind`."""
     hints, missing = typing.get_type_hints(kind), dataclasses.MISSING
     return tuple((f.name, hints[f.name], f.default is missing and f.default_factory is missing)
                  for f in dataclasses.fields(kind))

@@ -1,4 +1,4 @@
-"""The one user-facing error type: its message says what failed and what to do."""
+"""The user-facing error types."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MissingExtraError(NemoRLError, ImportError):
-    """An mcore code path ran without a working mcore extra; an ImportError for upstream's handlers."""
+    """An mcore code path ran without a working mcore extra; also an ImportError, for upstream's handlers."""
 
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing
@@ -40,12 +40,12 @@ class MissingExtraError(NemoRLError, ImportError):
 
 
 def from_elsewhere(remedy: str | None, root: Path | None) -> str | None:
-    """`remedy` as it works when pasted here: away from `root`, preceded by the `cd` there."""
+    """`remedy`, preceded by a `cd` to `root` when run elsewhere."""
     if not remedy or root is None or "`" not in remedy or Path.cwd().resolve() == root.resolve():  # guard: a-fix-printed-away-from-the-project-says-cd
         return remedy
     return command("cd {root}", root=root) + ", then " + remedy
 
 
 def command(template: str, **values: object) -> str:
-    """`template` as a backticked shell command, each `{name}` filled with its value shell-quoted."""
+    """`template` as a backticked shell command, each `{name}` filled shell-quoted."""
     return "`" + template.format(**{key: shlex.quote(str(value)) for key, value in values.items()}) + "`"  # guard: printed-commands-quote-each-value

@@ -1,4 +1,4 @@
-"""Import modules with another environment's interpreter, to prove that they work there."""
+"""Import modules with another environment's interpreter to prove they work there."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class Result:
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120,
           hook: bool = False) -> Result:
     """Import each of `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine
-    import hook when the environment has no nemo_rl of its own."""
+    hook where the environment has no nemo_rl."""
     import nemo_rl
 
     timeout = values.timeout_seconds(timeout, "imports.check")
@@ -66,4 +66,4 @@ def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout:
         return Result(str(data["python"]), {m: Failure(*f) for m, f in data["failed"].items()},
                       tuple(str(f) for f in data.get("files", [])))
     except (ValueError, IndexError, KeyError, TypeError) as exc:
-        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}", "run it by hand to see why") from exc
+        raise NemoRLError(f"{python} did not report its imports: {out[-200:]!r}", "run it by hand") from exc

@@ -1,5 +1,5 @@
-"""SIGINT, SIGTERM and SIGHUP as a flag the code checks (an exception raised from a handler can land in a finalizer,
-where CPython drops it); FORCE_AFTER_S later, or at a second signal, the process exits at once with 128+N."""
+"""SIGINT, SIGTERM and SIGHUP set a flag the code checks; FORCE_AFTER_S later, or at a second signal, the process
+exits with 128+N."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def received() -> int | None:
 
 
 def check() -> None:
-    """Raise Interrupted at a point where unwinding is safe, once a signal came."""
+    """Raise Interrupted once a signal came; call it where unwinding is safe."""
     if _received:
         raise Interrupted(_received[0])
 

@@ -1,4 +1,4 @@
-"""Liveness as a held flock, never a PID (PIDs repeat in containers): the kernel drops it however a process dies."""
+"""Liveness as a held flock, never a PID: the kernel drops it however a process dies."""
 
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def _flock(fd: int, operation: int) -> None:
 
 
 def open_lock_file(path: Path, not_yours: str | None = None) -> int:
-    """Open (creating) the lock file `path`, never through a link; with `not_yours` (the fix), another user's file is
-    refused."""
+    """Open or create the lock file `path`, never through a link; with `not_yours` (the fix), refuse another user's."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:
@@ -59,7 +58,7 @@ def open_lock_file(path: Path, not_yours: str | None = None) -> int:
 
 
 def _refuse_planted(path: Path, exc: OSError, not_yours: str | None = None) -> None:
-    """Name what a sticky directory's EACCES refused at `path`; else return."""
+    """Raise what a sticky directory's EACCES refused at `path`, if known."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -89,7 +88,7 @@ def _user(uid: int) -> str:
 
 
 def held(directory: Path) -> bool:
-    """Whether a process holds `directory`'s lock now; what cannot be opened or locked counts as held."""
+    """Whether a process holds `directory`'s lock; one that cannot be opened or locked counts as held."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -122,8 +121,7 @@ def acquire(fd: int, waiting: Callable[[], str] | None) -> bool:
 
 
 def lock_file(path: Path, waiting: Callable[[int], str] | None, not_yours: str | None = None) -> int | None:
-    """Open and lock `path`: the descriptor, or None when busy and not `waiting`; a file removed meanwhile is opened
-    again."""
+    """Open and lock `path`: the descriptor, or None when busy and not `waiting`."""
     for _ in range(LOCK_FILE_TRIES):
         fd = open_lock_file(path, not_yours)
         try:
@@ -136,12 +134,12 @@ def lock_file(path: Path, waiting: Callable[[int], str] | None, not_yours: str |
             os.close(fd)
             raise
         os.close(fd)
-    raise NemoRLError(f"lock file {path} was replaced each of the {LOCK_FILE_TRIES} times nemo-rl locked it",
+    raise NemoRLError(f"lock file {path} was replaced {LOCK_FILE_TRIES} times while nemo-rl locked it",
                       f"stop what writes in {path.parent}, or remove {path}")
 
 
 def remove_locked(path: Path, fd: int) -> bool:
-    """Remove the lock file `path` whose lock `fd` holds; False when the path names another file now."""
+    """Remove the lock file `path` that `fd` holds; False when the path names another file now."""
     if _names(path, fd):
         path.unlink()
         return True
@@ -181,7 +179,7 @@ def hold(directory: Path) -> int:
 
 
 def try_hold(directory: Path, *, shared: bool = False) -> int | None:
-    """`hold` at once (`shared`: keeping a remover out), or None when held, gone or unlockable."""
+    """`hold` at once (`shared` keeps a remover out), or None when held, gone or unlockable."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -197,7 +195,7 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
 
 
 def share(fd: int) -> None:
-    """Turn the exclusive hold `fd` into a shared one, atomically on Linux."""
+    """Turn the exclusive hold `fd` into a shared one."""
     _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 
@@ -205,7 +203,7 @@ SWEEP_AGE_S = 120.0  # a copy made moments ago is not yet held
 
 
 def remove_left(directory: Path) -> bool:
-    """`remove_unheld` for a copy a killed command left, older than SWEEP_AGE_S."""
+    """`remove_unheld` for a copy older than SWEEP_AGE_S."""
     try:
         if time.time() - os.lstat(directory).st_mtime < SWEEP_AGE_S:  # guard: locks-a-copy-just-made-is-left-to-the
             return False

@@ -1,6 +1,5 @@
-"""The one runner for external commands: nothing else in nemo_rl calls subprocess. Each child runs in a session of its
-own, so a Ctrl-C reaches nemo-rl alone and nemo-rl ends the whole group; a watchdog ends the groups left when
-nemo-rl dies, SIGKILL included."""
+"""The one runner for external commands: each child runs in a session of its own, whose group nemo-rl ends, or a
+watchdog when nemo-rl dies."""
 
 from __future__ import annotations
 
@@ -68,7 +67,7 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
 
 
 def _end_groups(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM (and SIGCONT) to each child's group, SIGKILL after one shared GRACE_S; the leaders reaped."""
+    """SIGTERM each child's group, SIGKILL after one shared GRACE_S; the leaders reaped."""
     running = [proc for proc in procs if proc.returncode is None]
     for proc in running:
         _signal_group(proc, signal.SIGTERM)
@@ -99,7 +98,7 @@ def _forget(proc: subprocess.Popen) -> None:
 
 
 def _exited(proc: subprocess.Popen) -> bool:
-    """Whether the child has exited, without reaping it: the group's number stays reserved."""
+    """Whether the child has exited, without reaping it."""
     if proc.returncode is not None:
         return True
     try:
@@ -109,11 +108,11 @@ def _exited(proc: subprocess.Popen) -> bool:
 
 
 class TimedOut(NemoRLError):
-    """A command ran past its timeout (its process group was ended)."""
+    """A command ran past its timeout; its process group was ended."""
 
 
 class Running:
-    """A started child. `wait()` collects it; `end()` or an exception out of `with` ends its process group."""
+    """A started child: `wait()` collects it; `end()` or an exception out of `with` ends its group."""
 
     def __init__(self, argv: list[str], proc: subprocess.Popen, check: bool, remedy: str | None,
                  timeout: float | None, deadline: float | None, stream: bool, keep: int | None = None) -> None:
@@ -123,7 +122,7 @@ class Running:
         self._result: Result | None = None
 
     def done(self) -> bool:
-        """Whether the child has exited, so `wait()` returns at once."""
+        """Whether `wait()` would return at once."""
         return self._result is not None or self._proc.returncode is not None or _exited(self._proc)
 
     def wait(self) -> Result:
@@ -133,12 +132,12 @@ class Running:
             shown = self._result
             if self._stream:  # guard: process-a-streamed-stderr-is-not-called
                 shown = Result(shown.args, shown.returncode, shown.stdout,
-                               "(passed on to stderr as it came: see the output before this message)")
+                               "(passed on to stderr as it came: see above)")
             raise NemoRLError(describe_failure(shown), full_disk(self._result) or self._remedy)  # guard: process-a-full-disk-says-to-free-space
         return self._result
 
     def _checkpoint(self) -> float:
-        """Unwind on an interruption or past the timeout; else the time left of a slice."""
+        """The time left of a slice; raises on an interruption or past the timeout."""
         interrupt.check()  # guard: interrupt-a-wait-for-a-child-looks-at
         if self._deadline is None:
             return _SLICE_S
@@ -167,7 +166,7 @@ class Running:
                       stderr.text() if stderr is not None else "")
 
     def _read(self) -> tuple[Kept | None, Kept | None]:
-        """The child's piped output until it closes or AFTER_EXIT_S after the child exited."""
+        """The child's output until its pipes close or AFTER_EXIT_S after it exited."""
         proc = self._proc
         # a streamed stderr's end is kept too: a failure's cause (a full disk) is read from it
         kept = {pipe: Kept(STREAM_KEPT if self._stream and pipe is proc.stderr else self._keep)
@@ -200,7 +199,7 @@ class Running:
                 kept.get(proc.stderr) if proc.stderr is not None else None)
 
     def end(self) -> None:
-        """End the child's group, unless collected already (its number may be another's by now)."""
+        """End the child's group, unless collected already."""
         if self._result is None:
             _end_groups([self._proc])
             _forget(self._proc)
@@ -227,10 +226,8 @@ def start(
     stdout_file: BinaryIO | None = None,
     keep: int | None = None,
 ) -> Running:
-    """Start `args` and return at once; its `wait()` raises NemoRLError on failure when `check`.
-
-    `env` replaces the environment; `stream` passes stderr through; `keep`: only the last `keep` bytes of each output.
-    """
+    """Start `args`; `wait()` raises NemoRLError on failure when `check`. `env` replaces the environment; `stream`
+    passes stderr through; `keep`: the last `keep` bytes of each output only."""
     argv = [os.fspath(a) for a in args]
     seconds = None
     if timeout is not None:
@@ -251,8 +248,7 @@ def start(
         )
     except FileNotFoundError as exc:
         missing = Path(argv[0]).name
-        raise NemoRLError(f"cannot run {missing}: it is not installed or not on PATH",
-                          f"install {missing} on PATH") from exc
+        raise NemoRLError(f"cannot run {missing}: it is not on PATH", f"install {missing} on PATH") from exc
     finally:
         if input_text is not None and stdin_file is not None:
             stdin_file.close()
@@ -263,7 +259,7 @@ def start(
 
 def _waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
     def run(*args: P.args, **kwargs: P.kwargs) -> Result:
-        """Run a command as `start` does and wait for its result."""
+        """`start`, then `wait()`."""
         return starter(*args, **kwargs).wait()
 
     return run

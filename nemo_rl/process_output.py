@@ -25,7 +25,7 @@ _FULL = ("No space left on device", "os error 28", "Disk quota exceeded", "os er
 
 
 def full_disk(result: Result) -> str | None:
-    """The remedy when a command failed on a full filesystem, in place of its caller's."""
+    """The remedy for a command that failed on a full filesystem, else None."""
     if any(mark in f"{result.stdout}\n{result.stderr}" for mark in _FULL):
         return "free space on the filesystem named above (`df -h` shows which is full)"
     return None
@@ -49,7 +49,7 @@ def to_stderr(chunk: bytes) -> None:
 
 
 class Kept:
-    """A pipe's output: all of it, or only its last `limit` bytes."""
+    """A pipe's output, or its last `limit` bytes."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit, self.data, self.dropped = limit, bytearray(), 0

@@ -1,4 +1,4 @@
-"""The directories nemo-rl keeps state in, from their settings, checked."""
+"""The directories nemo-rl keeps state in, from their settings."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ CHECKOUT_DIR = Path(__file__).resolve().parent.parent
 
 
 def relative_setting(name: str, setting: str) -> NemoRLError:
-    """The refusal of a relative path setting: each working directory (a Ray worker's) reads it differently."""
+    """The refusal of a relative path setting."""
     here = os.path.abspath(os.path.expanduser(setting))  # guard: settings-a-relative-path-setting-names
     return NemoRLError(f"{name} {setting!r} is not an absolute path", f"set it to an absolute path, e.g. "
                        f"{name}={here!r}")
 
 
 def cache_dir() -> Path:
-    """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), made and checked writable."""
+    """$NEMO_RL_CACHE_DIR (default ~/.cache/nemo-rl), made; NemoRLError when not writable."""
     setting = os.environ.get("NEMO_RL_CACHE_DIR")
     if setting and not os.path.isabs(os.path.expanduser(setting)):  # guard: fast-settings-refuse-a-relative-cache
         raise relative_setting("NEMO_RL_CACHE_DIR", setting)
@@ -51,7 +51,7 @@ def venv_dir_error(path: Path, exc: OSError) -> NemoRLError:
 
 
 def venv_dir(create: bool = True) -> Path:
-    """The worker environment directory, a store; with `create` False, a missing one is not made."""
+    """The worker environment directory, a store; made unless `create` is False."""
     setting = os.environ.get("NEMO_RL_VENV_DIR")
     path = Path(os.path.expanduser(setting)) if setting else CHECKOUT_DIR / "venvs"
     if setting and not path.is_absolute():  # guard: settings-a-relative-nemo-rl-venv-dir-is

@@ -1,5 +1,4 @@
-"""nemo-rl's store: directories of this user's alone, checked when first opened and pinned by (st_dev, st_ino).
-What is inside is trusted."""
+"""Directories of this user's alone, checked when first opened; what is inside is trusted."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from pathlib import Path
 from nemo_rl import locks
 from nemo_rl.errors import NemoRLError, command
 
-_pinned: dict[Path, tuple[int, int]] = {}  # each store this process opened: its (st_dev, st_ino)
+_pinned: dict[Path, tuple[int, int]] = {}  # (st_dev, st_ino) of each store this process opened
 
 
 def open_store(path: Path, setting: str) -> Path:
@@ -62,8 +61,7 @@ def _user() -> str:
 
 
 def _parents_checked(path: Path, setting: str) -> None:
-    """Refuse a store that another user could swap: under a directory they may write (not sticky) or a link of
-    theirs."""
+    """Refuse a store another user could swap: under a directory they may write or a link of theirs."""
     for link in (p for p in path.absolute().parents if p.is_symlink()):
         if (owner := os.lstat(link).st_uid) not in (0, os.geteuid()):  # guard: store-another-user-s-link-above-is-refused
             raise NemoRLError(f"{path} is reached through {link}, a symbolic link of uid {owner}",

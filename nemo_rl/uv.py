@@ -1,4 +1,4 @@
-"""uv, found the way pypa/build finds it, and the few uv commands nemo-rl runs."""
+"""Find uv, and the uv commands nemo-rl runs."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def version() -> str:
 
 
 def cache_dir(honour_config: bool = False) -> Path | None:
-    """This user's uv cache, or None; never one a checkout's files choose, unless `honour_config`."""
+    """This user's uv cache, or None; one a checkout's files choose only with `honour_config`."""
     flags, cwd = ([], None) if honour_config else (["--no-config"], "/")
     result = run([find_uv_bin(), *flags, "cache", "dir"], cwd=cwd, check=False, timeout=30)  # guard: seed-never-the-cache-a-checkout-s-config
     text = result.stdout.strip()
@@ -91,8 +91,7 @@ def require_same_options(before: Mapping, after: Mapping, what: str) -> None:
         keys = ", ".join(k.removesuffix("-mode") for k in changed)  # uv.toml's names: resolution, not resolution-mode
         raise NemoRLError(f"uv lock wrote [options] {shown} into the staged uv.lock from a uv setting outside the "
                           "project; nothing was changed",
-                          f"remove {keys} from the uv configuration this shell reads (uv.toml, $UV_CONFIG_FILE), "
-                          f"then run {what} again")
+                          f"remove {keys} from your uv.toml or $UV_CONFIG_FILE, then run {what} again")
 def sync_command(extra: str = "mcore") -> str:
     """The command that installs `extra` once the pre-flight passes."""
     return f"uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra {extra}"
@@ -174,7 +173,7 @@ def run_with(requirements: Sequence[str], args: Sequence[str], *, cwd: Path, pyt
 
 
 def venv(path: Path, *, python: str) -> Result:
-    """A relocatable environment: it is built beside its final path and renamed into place."""
+    """A relocatable environment at `path`, to be renamed into place."""
     return uv(["venv", "--quiet", "--relocatable", "--python", python, str(path)])
 
 
@@ -204,7 +203,7 @@ def environment_lock_holder(env: Path) -> str | None:
 
 
 def _flock_owner(facts: os.stat_result) -> str | None:
-    """A process holding a flock on the file of `facts`, from /proc/locks (Linux)."""
+    """A process holding a flock on the file of `facts`, from /proc/locks."""
     wanted = f"{os.major(facts.st_dev):02x}:{os.minor(facts.st_dev):02x}:{facts.st_ino}"
     try:
         table = Path("/proc/locks").read_text()

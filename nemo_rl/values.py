@@ -1,4 +1,4 @@
-"""Checks for values read from files or typed by users, applied where they are read."""
+"""Checks of values read from files or typed by users."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def inside(root: Path, relative: str | Path, where: str) -> Path:
 
 
 def breaks_lines(text: str) -> bool:
-    """Whether `text` holds a control character or any line break str.splitlines() splits on."""
+    """Whether `text` holds a control character or a line break."""
     return bool(_CONTROL.search(text)) or len(text.splitlines()) > 1 or not text.isprintable()
 
 
@@ -72,7 +72,7 @@ def plain_path(path: Path | str, where: str) -> Path:
 
 
 def path_argument(text: str) -> Path:
-    """argparse's type for a path nemo-rl writes into other files."""
+    """argparse's type for a path written into other files."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no directory")
     try:
@@ -86,7 +86,7 @@ _UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def printable(text: str, *, lines: bool = False) -> str:
-    """`text` with every character a terminal would act on escaped as repr does; `lines` keeps newlines."""
+    """`text` with what a terminal would act on escaped as repr does; `lines` keeps newlines."""
     return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNSHOWN and not (lines and ch == "\n") else ch  # guard: terminal-a-newline-is-kept-only-in-a
                    for ch in text)
 
@@ -95,7 +95,7 @@ STATE_FILE_MAX = 16 * 1024 * 1024
 
 
 class NotAPlainFile(OSError):
-    """A file that is not a regular file, or larger than its cap."""
+    """Not a regular file, or larger than its cap."""
 
 
 def file_kind(mode: int) -> str:
@@ -105,7 +105,7 @@ def file_kind(mode: int) -> str:
 
 
 def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
-    """The bytes of `path` when it is a regular file of at most `limit` bytes; else NotAPlainFile."""
+    """The bytes of the regular file `path`, at most `limit`; else NotAPlainFile."""
     info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode):  # guard: plain-the-reader-refuses-links-and-fifos
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"not a regular file ({file_kind(info.st_mode)})"
@@ -127,7 +127,7 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
 
 
 def state_json(path: Path, fix: str, name: str = "") -> object:
-    """The JSON of a state file; anything else is a NemoRLError naming it."""
+    """The JSON of a state file; NemoRLError when unreadable."""
     where = f"{name} {path}" if name else str(path)
     try:
         return json.loads(read_plain_file(path).decode())
@@ -144,7 +144,7 @@ TIMEOUT_MAX_S = 1e9
 
 
 def timeout_seconds(value: object, where: str) -> float:
-    """A timeout: a real number of seconds above zero and at most TIMEOUT_MAX_S."""
+    """A real number of seconds above zero and at most TIMEOUT_MAX_S."""
     seconds = None
     if not isinstance(value, bool) and isinstance(value, numbers.Real):  # guard: process-a-boolean-timeout-is-refused; numpy's numbers too
         try:

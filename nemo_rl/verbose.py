@@ -1,4 +1,4 @@
-"""-v/--verbose, accepted before the command and after any verb, with one meaning on every command."""
+"""-v/--verbose, accepted before the command and after any verb."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def test_a_lock_file_swapped_each_time_it_is_locked_ends_in_an_error(tmp_path, m
         return False
 
     monkeypatch.setattr(locks, "_names", never_names)
-    with pytest.raises(NemoRLError, match=f"was replaced each of the {locks.LOCK_FILE_TRIES} times"):
+    with pytest.raises(NemoRLError, match=f"was replaced {locks.LOCK_FILE_TRIES} times"):
         locks.lock_file(tmp_path / ".k.lock", None)
     assert len(calls) == locks.LOCK_FILE_TRIES
 

@@ -1,1 +1,1 @@
-"""The project on disk: pins, the lock, forks under `deps develop`, `.nemo-rl`, and changes that land."""
+"""The project on disk: pins, the lock, developed forks, `.nemo-rl`, and changes that land."""

@@ -1,4 +1,4 @@
-"""Forks developed from a local checkout: the overlay .pth in an environment (the truth) and .nemo-rl/develop.json."""
+"""Forks developed from a local checkout: an environment's overlay .pth (the truth) and .nemo-rl/develop.json."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def checkout_gone(checkout: Path) -> bool:
 
 
 def unreadable(checkout: Path) -> str | None:
-    """Why git cannot read the checkout, or None when it can. Never raises."""
+    """Why git cannot read the checkout, or None; never raises."""
     if not os.path.lexists(checkout / ".git"):  # guard: rest-a-missing-git-is-said-to-be-missing
         return "its .git is missing"
     problem = git_checkout.head_problem(checkout)
@@ -119,7 +119,7 @@ def checkout_facts(checkout: Path, pinned: str) -> CheckoutFacts:
 
 
 def package_roots(wheel_files: frozenset[str] | list[str]) -> list[str]:
-    """The top regular packages (below namespace directories) and top-level modules a wheel installs."""
+    """The top regular packages (below namespace directories) and modules a wheel installs."""
     files = [f for f in wheel_files if ".data/" not in f.split("/", 1)[0] + "/"]
     packages = {f.rsplit("/", 1)[0] for f in files if f.endswith("/__init__.py")}
     roots = set()
@@ -140,7 +140,7 @@ def _shadow(project: Path, distribution: str) -> Path:
 
 
 def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> Path:
-    """A directory of links to `roots` in `checkout`: exactly what the pinned wheel ships."""
+    """A directory of links to `roots` in `checkout`."""
     shadow = shadow_dir(project, distribution)
     staging = shadow.with_name(shadow.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
@@ -175,7 +175,7 @@ def new_token() -> str:
 
 
 def install_overlay(env: Path, project: Path, distribution: str, checkout: Path, owner: str = "") -> Path:
-    """A .pth file, outside uv's records, that puts the shadow of `distribution` first on sys.path."""
+    """A .pth file, outside uv's records, putting the shadow of `distribution` first on sys.path."""
     site = installed.site_packages_dirs(env)
     if not site:
         raise NemoRLError(f"{env} has no site-packages", "run `uv sync` first")
@@ -196,7 +196,7 @@ def install_overlays(env: Path, project: Path, developing: Mapping[str, Develope
 
 
 def overlays(env: Path, *, live: bool = False) -> dict[str, Path]:
-    """Overlay file name -> its checkout; with `live`, only those whose directory and checkout exist."""
+    """Overlay file name -> checkout; with `live`, only those whose shadow and checkout exist."""
     found = {}
     for site in installed.site_packages_dirs(env):
         for path in site.glob(f"{OVERLAY_PREFIX}*.pth"):
@@ -245,7 +245,7 @@ def overlay_owner(path: Path) -> str | None:
 
 
 def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
-    """An overlay in `env` that this project's develop state did not write."""
+    """An overlay in `env` this project's develop state did not write."""
     tokens = {overlay_name(d.distribution): d.token for d in state.values()}
     for site in installed.site_packages_dirs(env):
         for path in sorted(site.glob(f"{OVERLAY_PREFIX}*.pth")):
@@ -256,7 +256,7 @@ def foreign_overlay(env: Path, state: dict[str, Developed]) -> str | None:
 
 
 def remove_overlay(env: Path, distribution: str, owner: str | None = None) -> bool:
-    """Remove `distribution`'s overlay from `env`; with `owner`, only one written with that token."""
+    """Remove `distribution`'s overlay from `env`; with `owner`, only one of that token."""
     found = False
     for site in installed.site_packages_dirs(env):
         path = site / overlay_name(distribution)

@@ -27,7 +27,7 @@ def checkout_id(project: Path) -> str | None:
 
 
 def _look(project: Path) -> tuple[str | None, bool]:
-    """(the id, whether anything is at its place)."""
+    """(the id, whether a file is at its place)."""
     try:
         text = values.read_plain_file(project / ID_FILE, limit=1024).decode()
     except FileNotFoundError:
@@ -41,8 +41,7 @@ ATTEMPTS = 3
 
 
 def ensure_checkout_id(project: Path) -> str:
-    """This checkout's id, made when it has none; "" in a read-only checkout. The id is linked into place, so two
-    builds at once agree."""
+    """This checkout's id, made when it has none; "" in a read-only checkout."""
     path = project / ID_FILE
     state_dir.state_root(project)  # guard: whose-a-nemo-rl-link-is-refused-before
     for attempt in range(ATTEMPTS + 1):

@@ -1,4 +1,4 @@
-"""The landing journal, written before the first rename: the staged paths a landing moves and their digests."""
+"""The landing journal, written before the first rename: the staged paths and their digests."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _landable(name: str) -> bool:
 
 
 def read_journal(staging: Path) -> list[str]:
-    """The moves a journal names, checked."""
+    """The paths a journal moves, checked."""
     return list(_read_journal(staging).moves)
 
 
@@ -76,7 +76,6 @@ def _read_journal(staging: Path) -> Journal:
 
 
 def _require_unchanged(project: Path, staging: Path, record: Journal) -> None:
-    """Refuse to land over a path that changed in the project since it was staged."""
     left = [name for name in record.moves if os.path.lexists(staging / name)]
 
     def unchanged(name: str) -> bool:
@@ -111,13 +110,13 @@ class CutShort:
     unreadable: str | None  # why the journal cannot be read
 
     def touches(self, records: str) -> bool:
-        """Whether this landing may change the fork whose records are `records` (patches/<dist>)."""
+        """Whether this landing may change the records `records` (patches/<dist>)."""
         records_moved = [name for name in self.moves if name.startswith("patches/")]
         return self.unreadable is not None or not records_moved or records in records_moved  # guard: fast-a-landing-cut-short-is-only-its
 
 
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
-    """The landings left cut short in `project`; never raises on a journal's content."""
+    """The landings cut short in `project`; never raises on a journal's content."""
     found = []
     for left in leftovers(project, locked=locked):
         if not left.has_journal:
@@ -178,7 +177,7 @@ def _move(source: Path, target: Path) -> None:
 
 
 def finish(project: Path, staging: Path) -> list[str]:
-    """Complete a landing whose journal exists; idempotent. Returns the paths it moved."""
+    """Complete a landing whose journal exists; idempotent. The paths it moved."""
     record = _read_journal(staging)
     for name in record.moves:
         if os.path.lexists(staging / name):  # guard: never-recover-checks-what-it-moves
@@ -204,7 +203,7 @@ def finish(project: Path, staging: Path) -> list[str]:
 
 
 def leftovers(project: Path, *, locked: bool = False) -> list[Leftover]:
-    """The staging copies of commands no longer running, none while another command holds the lock."""
+    """The staging copies of commands no longer running; none while another command holds the lock."""
     root = state_root(project)
     stagings = sorted(root.glob("staging-*")) if root.is_dir() else []
     if not stagings or (not locked and locks.held(project)):  # guard: trust-leftovers-only-while-no-command

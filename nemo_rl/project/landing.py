@@ -1,4 +1,4 @@
-"""A multi-file change staged in the project's `.nemo-rl` and landed by renames after a journal."""
+"""A multi-file change staged in `.nemo-rl` and landed by renames."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ DRY_RUN_PREFIX = "nemo-rl-dry-run-"
 
 
 def require_writable(paths: list[Path]) -> None:
-    """Refuse a path to replace that is not writable, or read-only by its mode (even for root)."""
+    """Refuse a path to replace that is not writable, or read-only by its mode."""
     for path in paths:
         if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o200):  # guard: bump-read-only-refusal
             fix = (f"if {command('lsattr -d {path}', path=path)} shows it immutable (i), run "
@@ -30,7 +30,7 @@ def require_writable(paths: list[Path]) -> None:
 
 
 def require_no_links(project: Path, names: Sequence[str]) -> None:
-    """Refuse a path to replace that is a symbolic link: the landing would replace the link only."""
+    """Refuse a path to replace that is a symbolic link."""
     for name in names:
         path = project / name
         if path.is_symlink():  # guard: landing-a-linked-project-file-is-named
@@ -42,7 +42,7 @@ def require_no_links(project: Path, names: Sequence[str]) -> None:
 
 
 class _CopyFailed(Exception):
-    """Carries a copy's OSError whole through copytree, which turns it into text."""
+    """A copy's OSError, carried whole through copytree."""
 
     def __init__(self, error: OSError) -> None:
         super().__init__(error)
@@ -53,7 +53,7 @@ SETTINGS_MAX = 1 << 20
 
 
 def _copy_setting(source: Path, target: Path) -> None:
-    """Copy a settings file uv reads beside pyproject.toml: a regular file of bounded size, through a link."""
+    """Copy a settings file uv reads, if any: a regular file of bounded size, through a link."""
     if not os.path.lexists(source):
         return
     try:
@@ -71,7 +71,7 @@ def _copy(source: str, target: str) -> None:
 
 
 class Staging:
-    """A private copy of the files a change touches. Nothing in the project changes until `land()`."""
+    """A private copy of the files a change touches; the project changes only at `land()`."""
 
     def __init__(self, project: Path, files: list[str], directories: list[str], context: Sequence[str] = (),
                  inside: bool = True) -> None:
@@ -133,13 +133,13 @@ class Staging:
         remove_empty(self.project / STAGING_ROOT)
 
     def keep_mode(self, name: str) -> None:
-        """Give staged `name` the project file's mode back."""
+        """Give staged `name` the project file's mode."""
         original = self.project / name
         if original.exists() and (self.path / name).exists():
             os.chmod(self.path / name, original.stat().st_mode & 0o7777)
 
     def land(self) -> None:
-        """Move every staged path into the project: the journal first, then one rename per path."""
+        """Write the journal, then rename every staged path into the project."""
         interrupt.check()  # guard: interrupt-no-landing-starts-after-a
         changed = [name for name, digest in self.copied.items() if journal.digest(self.project / name) != digest]
         if changed:  # guard: landing-an-edit-made-in-another-terminal
@@ -162,7 +162,7 @@ def remove_dead_dry_runs(root: Path) -> None:
 
 
 def mount_points() -> set[str]:
-    """Every mount point this process sees; empty where /proc/self/mountinfo cannot be read."""
+    """Every mount point this process sees; empty when /proc/self/mountinfo is unreadable."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
@@ -172,7 +172,7 @@ def mount_points() -> set[str]:
 
 
 def require_replaceable(project: Path, targets: Sequence[str]) -> None:
-    """Refuse a path to replace that is a mount point: a rename onto it fails half-way (EBUSY)."""
+    """Refuse a path to replace that is a mount point."""
     mounted = mount_points()
     for name in targets:
         target = project / name
@@ -183,7 +183,7 @@ def require_replaceable(project: Path, targets: Sequence[str]) -> None:
 
 
 def require_renames(project: Path, targets: Sequence[str] = ()) -> None:
-    """Refuse when a landing could not rename from `.nemo-rl` into each directory it writes: a probe file tries."""
+    """Refuse when a probe file cannot be renamed from `.nemo-rl` into each directory a landing writes."""
     require_replaceable(project, targets)
     root = state_root(project, create=True)
     fd, probe = tempfile.mkstemp(prefix=".rename-probe-", dir=root)

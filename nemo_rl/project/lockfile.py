@@ -1,4 +1,4 @@
-"""The bounded reader of project files and the checks of fork pins and locked packages: errors name file and key."""
+"""The bounded reader of project files, and the checks of fork pins and locked packages."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class LockedPackage:
         return urlsplit(self.git).fragment or None if self.git is not None else None
 
     def other_source(self, fork: Fork) -> str | None:
-        """uv.lock's source of the fork when it is not pyproject.toml's (`uv lock --check` does not compare them)."""
+        """uv.lock's source of the fork when it is not pyproject.toml's, else None."""
         if self.git is None:
             return f"{self.other} (not a git source)"
         parts = urlsplit(self.git)
@@ -64,7 +64,7 @@ class LockedPackage:
 
 
 class ProjectNotFound(NemoRLError):
-    """No nemo-rl project at or above a directory."""
+    """No nemo-rl project at or above the directory."""
 
 
 PROJECT_FILE_MAX = 64 << 20
@@ -124,7 +124,7 @@ _PARSED: dict[tuple[str, int, int, int], dict] = {}
 
 
 def load_toml(path: Path) -> dict:
-    """A TOML file of patches/, parsed once per (path, inode, mtime, size); callers must not mutate it."""
+    """A TOML file of patches/, parsed once per version; callers must not mutate it."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -227,7 +227,7 @@ def fork_tables(path: Path, nemo_rl_table: dict) -> dict[str, dict]:
 
 
 def forks_of(path: Path, uv_table: dict, tables: dict[str, dict], *, strict: bool) -> tuple[Fork, ...]:
-    """Every fork of `tables`, checked; `strict=False` keeps a fork whose rev is bad, marked."""
+    """Every fork of `tables`, checked; `strict=False` keeps one whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     return tuple(_fork(dist, sources.get(dist), meta, path, strict) for dist, meta in tables.items())
 

@@ -1,4 +1,4 @@
-"""The project, read once per command and parsed on first use; a command that writes it reads a new one after."""
+"""The project, read once per command and parsed on first use."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _plain_root(root: Path) -> None:
 
 @dataclass(frozen=True)
 class Project:
-    """One checkout's pyproject.toml and uv.lock (`lock_bytes` None: none), and what they declare."""
+    """One checkout's pyproject.toml and uv.lock (`lock_bytes` None when missing), and what they declare."""
 
     root: Path
     pyproject_bytes: bytes = field(repr=False)
@@ -51,7 +51,7 @@ class Project:
 
     @classmethod
     def find(cls, start: Path | None = None) -> Project:
-        """`start`, else the nearest directory at or above the current one that declares [tool.nemo-rl.forks]."""
+        """`start`, else the nearest directory at or above the current one declaring [tool.nemo-rl.forks]."""
         if start is not None:
             directory = Path(os.path.expanduser(start)).resolve()
             if not directory.is_dir():
@@ -129,7 +129,7 @@ class Project:
 
     @cached_property
     def forks_as_pinned(self) -> tuple[Fork, ...]:
-        """The forks, keeping one whose rev is not a full SHA, marked."""
+        """The forks, with those whose rev is not a full SHA marked."""
         return lockfile.forks_of(self.pyproject_path, self.uv_table, self.fork_tables, strict=False)
 
     def fork(self, distribution: str) -> Fork:
@@ -148,7 +148,7 @@ class Project:
 
     @cached_property
     def checkout_id(self) -> str:
-        """This checkout's id, made on first use; "" in a read-only checkout."""
+        """This checkout's id; "" in a read-only checkout."""
         return identity.ensure_checkout_id(self.root)
 
     @cached_property
@@ -168,7 +168,7 @@ class Project:
         return lockfile.optional_dependencies_of(self.pyproject, self.pyproject_path)
 
     def extras_require(self, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
-        """Whether these sync flags install `distribution` through the extras they select."""
+        """Whether these sync flags install `distribution` through their extras."""
         from packaging.utils import canonicalize_name
 
         left_out = {canonicalize_name(word.split("=", 1)[1] if "=" in word else flags[i + 1])

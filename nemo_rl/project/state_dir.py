@@ -22,7 +22,7 @@ def umask() -> int:
 
 
 def state_root(project: Path, *, create: bool = False) -> Path:
-    """<project>/.nemo-rl, proven a real directory of the project (made with `create`), never a link."""
+    """<project>/.nemo-rl, proven a real directory (made with `create`)."""
     root = project / STAGING_ROOT
     if create:
         with contextlib.suppress(FileExistsError):
@@ -49,7 +49,6 @@ _UNTRACKED: set[tuple[str, int, int]] = set()  # (project, device, inode)
 
 
 def _refuse_tracked(project: Path, root: Path) -> None:
-    """Refuse files a commit put under .nemo-rl: they are never this machine's state."""
     info = os.stat(root)
     seen = (str(project), info.st_dev, info.st_ino)
     if seen in _UNTRACKED:
@@ -63,7 +62,7 @@ def _refuse_tracked(project: Path, root: Path) -> None:
 
 
 def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
-    """Write through a temporary file, then os.replace; the file gets `mode`, else keeps its own, else the umask's."""
+    """Write through a temporary file and os.replace; `mode`, else the file's own, else the umask's."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -82,7 +81,7 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> N
 
 @contextlib.contextmanager
 def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
-    """Held by every command that writes project files: a lock on the project directory, which renames inside keep."""
+    """The lock on the project directory, held by every command that writes project files."""
     fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
         message = f"waiting for another nemo-rl command in {project}"

@@ -1,5 +1,4 @@
-"""uv.lock checked from copies in a private directory, so no code of the checkout runs; what a copy cannot show is
-named instead."""
+"""uv.lock checked from copies in a private directory, so no code of the checkout runs."""
 
 from __future__ import annotations
 
@@ -98,7 +97,7 @@ def _checked_copy(project: Project, root: Path) -> str | None:
 
 
 def _settings_here(pyproject: bytes) -> bytes:
-    """The pyproject.toml with a [tool.uv] table: without one, uv takes settings from a directory above."""
+    """The pyproject.toml with a [tool.uv] table, so uv takes no settings from a directory above."""
     import tomllib
 
     try:
@@ -117,7 +116,7 @@ def _settings_here(pyproject: bytes) -> bytes:
 
 
 def _workspace_above(directory: Path) -> str | None:
-    """The first pyproject.toml above `directory` that may declare a uv workspace, which uv would join."""
+    """Why a pyproject.toml above `directory` may declare a uv workspace, or None."""
     for parent in Path(os.path.abspath(directory)).parents:
         path = parent / "pyproject.toml"
         if not os.path.lexists(path):
@@ -189,7 +188,7 @@ def _relative_location(table: dict) -> str | None:
 
 
 def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str | None:
-    """A source given as a relative path or a workspace member; with `git`, also a git source on this machine."""
+    """A relative path or workspace member source; with `git`, also a git source on this machine."""
     sources = uv_table.get("sources")
     for key, source in (sources.items() if isinstance(sources, dict) else ()):
         name = f"{key:.100}"
@@ -209,7 +208,6 @@ def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str |
 
 
 def _remote(url: str) -> bool:
-    """Whether a git URL names another host, as uv reads it."""
     import re
     from urllib.parse import urlsplit
 
