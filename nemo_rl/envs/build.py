@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build from this bundle, offline; run with `uv run --no-project`, it makes .venv too")
     parser.add_argument("--digest", metavar="SHA256",
                         help="with --from: the digest `envs pack` printed; any other bundle is refused (under "
-                        "NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS)")
+                        "NEMO_RL_BUNDLE_DIR: NEMO_RL_BUNDLE_DIGESTS, separated by commas, semicolons or spaces)")
 
 
 def _without_driver(project: Path) -> bool:
