@@ -32,7 +32,8 @@ def _flock(fd: int, operation: int) -> None:
         except OSError:
             where = f"file descriptor {fd}"
         raise NemoRLError(f"cannot lock {where}: its filesystem does not support locks ({exc.strerror})",
-                          "mount it with locking (NFSv4, or NFSv3 with lockd), or move it to a local disk") from exc
+                          "mount it with locking (NFSv4, or NFSv3 with lockd), or point the setting that names it "
+                          "(NEMO_RL_VENV_DIR, NEMO_RL_CACHE_DIR) or the checkout at a local disk") from exc
 
 
 def open_lock_file(path: Path, not_yours: str | None = None) -> int:
