@@ -75,11 +75,11 @@ def entry_from_tables(entries: object, distribution: str) -> Entry | None:
     requires, version, python = entry.get("requires-dist", []), entry.get("version"), entry.get("requires-python")
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise NemoRLError(f"pyproject.toml: {where} requires-dist must be a list of strings",
-                          "fix it in pyproject.toml")
+                          "write it as a list of requirement strings")
     for field, value in (("version", version), ("requires-python", python)):
         if value is not None and not isinstance(value, str):
             raise NemoRLError(f"pyproject.toml: {where} {field} must be a string, found {type(value).__name__} "
-                              f"{value!r:.60}", f"fix {where} {field} in pyproject.toml")
+                              f"{value!r:.60}", "write it as a string")
     return Entry(entry["name"], version, python, tuple(requires))
 
 

@@ -174,7 +174,6 @@ def _spelled(line: object) -> str:
 
 
 def _markers(env: Path) -> dict[str, str]:
-    """The marker environment of `env`."""
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
         text = values.read_plain_file(env / "pyvenv.cfg").decode()  # guard: reader-pyvenv-cfg

@@ -239,7 +239,6 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
 
 
 def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
-    """Whether a parsed marker names one of the variables `names`."""
     if isinstance(markers, list):
         return any(_names_extra(m, names) for m in markers)
     if isinstance(markers, tuple):

@@ -119,5 +119,5 @@ def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
         return (f"uv's message above names the requirement it cannot meet: bound it in `add = [...]` of "
                 f"[tool.nemo-rl.forks.{after.name}] (or drop it there), then run the command again")
     lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)  # guard: derived-refusal-names-the-drop-line
-    return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}] of "
-            f"pyproject.toml:\n{lines}\nthen run the command again; otherwise read uv's message above")
+    return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}]:\n"
+            f"{lines}\nthen run the command again; otherwise read uv's message above")
