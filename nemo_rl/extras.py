@@ -1,4 +1,4 @@
-"""The mcore components (each fork's, and those declared here), what of them works here, and `require`."""
+"""The mcore components, which of them work here, and `require`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from nemo_rl.errors import MissingExtraError, NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
 
-SYNC_REMEDY = f"run `{uv.sync_command()}` (the build starts only once the pre-flight says go)"
+SYNC_REMEDY = f"run `{uv.sync_command()}`"
 TORCH_REMEDY = "run `uv sync` (torch is a base dependency)"
 
 
@@ -49,15 +49,16 @@ def components(forks: Iterable[lockfile.Fork]) -> dict[str, Component]:
     result: dict[str, Component] = {}
     for comp in map(of_fork, forks):
         if comp.key in result or comp.key in taken:  # guard: fork-component-names-are-unique
-            raise NemoRLError(f"[tool.nemo-rl.forks.{comp.distribution}] component {comp.key!r} names another "
-                              "component too", f"set component in [tool.nemo-rl.forks.{comp.distribution}] to a name "
-                              f"of its own (taken: {', '.join(sorted(taken | set(result)))})")
+            where = f"[tool.nemo-rl.forks.{comp.distribution}]"
+            raise NemoRLError(f"{where} component {comp.key!r} names another component",
+                              f"set component in {where} to a free name "
+                              f"(taken: {', '.join(sorted(taken | set(result)))})")
         result[comp.key] = comp
     return {**result, **{c.key: c for c in NOT_FORKS}}
 
 
 def modules_to_import(forks: Iterable[lockfile.Fork], path: list[str] | None = None) -> list[str]:
-    """The imports that prove the environment on `path` (None: sys.path): Ray and each installed component's."""
+    """The imports that prove the environment on `path` (None: sys.path) works."""
     return ["ray", *(c.module for c in components(forks).values()
                      if find_installed(c.distribution, path))]  # guard: proof-transformer-engine-imported-by-the
 
@@ -111,7 +112,7 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
-    """Every distribution on `path` (None: sys.path) by PEP 503 name, each read once; the first of a name wins."""
+    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first of a name wins."""
     found: dict[str, Installed] = {}
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
         name = dist.metadata.get("Name")

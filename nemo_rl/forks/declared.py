@@ -13,7 +13,7 @@ from nemo_rl.errors import NemoRLError, command
 
 @dataclass(frozen=True)
 class Delta:
-    """One deliberate difference from the fork's own requirements: `requirement` is None for a drop."""
+    """A difference from the fork's requirements; `requirement` is None for a drop."""
 
     name: str
     requirement: str | None
@@ -28,7 +28,7 @@ class Deltas:
 
 @dataclass(frozen=True)
 class Declares:
-    """What the fork's own build backend says at a commit: version, Requires-Python, Requires-Dist (extras' out)."""
+    """What the fork's build backend declares at a commit."""
 
     version: str
     requires_python: str | None
@@ -49,7 +49,7 @@ class Declares:
 
 @dataclass(frozen=True)
 class Entry:
-    """A [[tool.uv.dependency-metadata]] entry, compared field by field (requires-dist in order)."""
+    """A [[tool.uv.dependency-metadata]] entry."""
 
     name: str
     version: str | None
@@ -58,7 +58,7 @@ class Entry:
 
 
 def entry_from_tables(entries: object, distribution: str) -> Entry | None:
-    """pyproject.toml's [[tool.uv.dependency-metadata]] entry for `distribution` (`entries`: that array), checked."""
+    """The [[tool.uv.dependency-metadata]] entry for `distribution`, checked; None when missing."""
     where = f"[[tool.uv.dependency-metadata]] {distribution}"
     if not isinstance(entries, list):
         raise NemoRLError("pyproject.toml: [[tool.uv.dependency-metadata]] must be an array of tables",
@@ -75,11 +75,11 @@ def entry_from_tables(entries: object, distribution: str) -> Entry | None:
     requires, version, python = entry.get("requires-dist", []), entry.get("version"), entry.get("requires-python")
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise NemoRLError(f"pyproject.toml: {where} requires-dist must be a list of strings",
-                          "fix it in pyproject.toml")
+                          "write it as a list of requirement strings")
     for field, value in (("version", version), ("requires-python", python)):
         if value is not None and not isinstance(value, str):
             raise NemoRLError(f"pyproject.toml: {where} {field} must be a string, found {type(value).__name__} "
-                              f"{value!r:.60}", f"fix {where} {field} in pyproject.toml")
+                              f"{value!r:.60}", "write it as a string")
     return Entry(entry["name"], version, python, tuple(requires))
 
 
@@ -95,7 +95,7 @@ def key(requirement: Requirement) -> tuple[str, str, str]:
 def declares_from(version: str, requires_python: str | None, requires: Mapping[str, str] | list[str],
                   rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset(),
                   extras: Mapping[str, Sequence[str]] | None = None) -> Declares:
-    """What a fork declares, from fork_metadata.Metadata's fields (requires: name -> requirement)."""
+    """What a fork declares, from fork_metadata.Metadata's fields."""
     def checked(lines: Iterable[str]) -> tuple[str, ...]:
         values = []
         for line in lines:
@@ -117,13 +117,12 @@ def declares_from(version: str, requires_python: str | None, requires: Mapping[s
 
 
 def declares_from_table(table: object, where: str, distribution: str | None = None) -> Declares | None:
-    """index.toml's `[declares]` (in the file `where`, of the fork `distribution`), checked; None when absent."""
+    """index.toml's `[declares]`, checked; None when absent."""
     if table is None:
         return None
     regenerate = "regenerate it with " + command("nemo-rl deps patches" + (" {d}" if distribution else ""),
                                                  d=distribution)
-    problem = f"{where} [declares] must hold commit and version (strings), requires-dist (a list of requirements), " \
-              "optional extras (a table of lists) and an optional requires-python (a string)"
+    problem = f"{where} [declares] must hold commit and version (strings) and requires-dist (a list)"
     if not isinstance(table, dict) or not isinstance(table.get("version"), str):
         raise NemoRLError(problem, regenerate)
     requires, python, commit = table.get("requires-dist", []), table.get("requires-python"), table.get("commit", "")
@@ -145,7 +144,7 @@ def declares_from_table(table: object, where: str, distribution: str | None = No
 
 
 def deltas_from_table(table: dict, distribution: str) -> Deltas:
-    """[tool.nemo-rl.forks.<dist>] `drop = [{ name, why }]` and `add = [{ requirement, why }]`, checked."""
+    """The drop and add lists of [tool.nemo-rl.forks.<dist>], checked."""
     where = f"pyproject.toml [tool.nemo-rl.forks.{distribution}]"
     seen: dict[str, str] = {}
     added: dict[str, list[Requirement]] = {}
@@ -165,16 +164,15 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
                 requirement = Requirement(value)
             except InvalidRequirement as exc:
                 raise NemoRLError(f"{where} {key_}: {value!r} is not a requirement: {exc}",
-                                  "write it as PEP 508 says (a name, optional extras, a version bound, a marker)"
-                                  ) from exc
+                                  "write it as PEP 508 says") from exc
             name = canonicalize_name(requirement.name)
             if key_ == "drop" and (requirement.specifier or requirement.url or requirement.marker
                                    or requirement.extras):
-                raise NemoRLError(f"{where} drop: {value!r} is more than a name: a drop names a distribution",
-                                  "drop it by name; to change its bound, add the requirement instead")
+                raise NemoRLError(f"{where} drop: {value!r} is more than a name",
+                                  "drop it by name; to change its bound, add the requirement")
             if requirement.url:  # guard: derived-a-direct-reference-add-refused
-                raise NemoRLError(f"{where} add: {value!r} is a direct reference, which nemo-rl never adds",
-                                  "add a requirement from the index (a name and a version bound)")
+                raise NemoRLError(f"{where} add: {value!r} is a direct reference",
+                                  "add a requirement from the index")
             if seen.get(name, key_) != key_ or (key_ == "drop" and name in seen):  # guard: derived-a-name-listed-once
                 raise NemoRLError(f"{where}: {name} is listed twice ({seen[name]} and {key_})",
                                   "list each requirement once, in drop or in add")
@@ -194,7 +192,6 @@ def deltas_from_table(table: dict, distribution: str) -> Deltas:
 def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
     """The entry uv must lock: the fork's own, less the drops, plus the adds."""
     dropped = {d.name for d in deltas.drop}
-    # an add always carries its requirement (deltas_from_table); only a drop's is None
     adds = [(Requirement(a.requirement), a.requirement) for a in deltas.add if a.requirement is not None]
     replaced_names = {canonicalize_name(r.name) for r, _ in adds if r.marker is None}  # guard: derived-an-add-with-a-marker-replaces
     replaced_markers = {(canonicalize_name(r.name), str(r.marker)) for r, _ in adds if r.marker is not None}
@@ -212,18 +209,18 @@ def derive(distribution: str, declares: Declares, deltas: Deltas) -> Entry:
 
 
 def unnecessary_drops(declares: Declares, deltas: Deltas) -> list[str]:
-    """Dropped names the fork no longer declares: the drop does nothing and its entry can go."""
+    """Dropped names the fork no longer declares."""
     declared = {_name(r) for r in declares.requires_dist}
     return [d.name for d in deltas.drop if d.name not in declared]  # guard: derived-unnecessary-drops
 
 
 def drop_line(name: str) -> str:
-    """The exact line that drops `name`, for a refusal to print."""
+    """The line that drops `name`."""
     return f'{{ name = "{name}", why = "<why nemo-rl does not need it>" }},'
 
 
 def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str]]:
-    """(field, expected, found) where the entry in pyproject.toml is not the derived one."""
+    """(field, expected, found) where `entry` is not `derived`."""
     if entry is None:
         return [("entry", f"[[tool.uv.dependency-metadata]] name = {derived.name!r}", "missing")]
     result = []
@@ -243,7 +240,7 @@ def differences(entry: Entry | None, derived: Entry) -> list[tuple[str, str, str
 
 
 def write_entry(doc, derived: Entry) -> bool:
-    """Make the document's entry for the fork the derived one (comments around it stay)."""
+    """Make the document's entry the derived one; True when that changed it."""
     import tomlkit
 
     entries = doc["tool"]["uv"].setdefault("dependency-metadata", tomlkit.aot())
@@ -269,12 +266,12 @@ def write_entry(doc, derived: Entry) -> bool:
 
 
 def derives(entry: Entry | None, deltas: Deltas) -> bool:
-    """Whether the fork's entry is derived: it has one, or deltas that need one."""
+    """Whether the fork has an entry or deltas that need one."""
     return entry is not None or bool(deltas.drop or deltas.add)
 
 
 def write_derived(doc, distribution: str, declares: Declares, deltas: Deltas) -> tuple[Entry, bool, list[str]]:
-    """Write the entry derived from `declares` and remove the drops the fork no longer needs."""
+    """Write the derived entry and remove unneeded drops: (entry, changed, drops removed)."""
     derived = derive(distribution, declares, deltas)
     unneeded = unnecessary_drops(declares, deltas)
     changed = write_entry(doc, derived)

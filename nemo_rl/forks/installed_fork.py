@@ -86,9 +86,8 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         wanted = {_spelled(r) for r in want_here}  # guard: installed-fork-a-requirement-listed
         changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
         if changes:  # guard: installed-requirements-against-the-lock
-            result.append(Problem("requirements differ", f"the installed {distribution} requires other packages than "
-                                  f"uv.lock's entry for it ({', '.join(changes)}; + the fork requires it, - only "
-                                  f"the entry does)", relock))
+            result.append(Problem("requirements differ", f"the installed {distribution} and uv.lock's entry for it "
+                                  f"differ ({', '.join(changes)}: + only the fork, - only the entry)", relock))
     unlocked = sorted(wanted_pairs - depends)
     shown = ", ".join(map(lock_markers.spelled, unlocked))
     if unlocked and entry is None:  # guard: installed-the-fork-s-own-requirements
@@ -123,8 +122,8 @@ def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: 
             continue
         result.append(Problem("version refused", f"{name} {dist.version} is installed but {distribution} requires "
                               f"{name}{requirement.specifier}", f"remove or widen any [tool.uv] "
-                              f"override-dependencies entry for {name} in pyproject.toml, run `uv lock "
-                              f"--upgrade-package {name}` and `nemo-rl deps patches --check --offline`, then sync"))
+                              f"override-dependencies entry for {name}, run `uv lock --upgrade-package {name}`, "
+                              "then sync"))
     return result
 
 
@@ -175,7 +174,6 @@ def _spelled(line: object) -> str:
 
 
 def _markers(env: Path) -> dict[str, str]:
-    """The marker environment of `env`."""
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
         text = values.read_plain_file(env / "pyvenv.cfg").decode()  # guard: reader-pyvenv-cfg
@@ -188,13 +186,13 @@ def _markers(env: Path) -> dict[str, str]:
 
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
-    """Whether the requirement counts in that environment: one whose marker excludes it is no problem."""
+    """Whether the requirement applies in that environment."""
     requirement = _parsed(line)
     return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
 
 
 def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
-    """A marker packaging cannot evaluate here (a version it cannot compare) counts as met: shown, not hidden."""
+    """A marker packaging cannot evaluate counts as met: shown, not hidden."""
     try:
         return marker is None or marker.evaluate(markers)
     except ValueError:

@@ -54,7 +54,7 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
 
 
 def _literal_points(markers: Iterable[object]) -> list[str]:
-    """Each Python version a marker names (X.Y.Z, X.Y read as X.Y.0) and the micro release after it."""
+    """Each Python version the markers name, and the micro release after it."""
     found: set[tuple[int, int, int]] = set()
     for text in markers:
         for word in re.findall(r"(?<![\w.])[vV]?\d+(?:\.\d+)+", str(text or "")):
@@ -89,12 +89,12 @@ def unwritten(text: object) -> str | None:
             continue
         wildcard = right.endswith(".*") and op in ("==", "!=")
         if op not in _COMPARISONS or not _RELEASE.fullmatch(right[:-2] if wildcard else right):  # guard: locked-marker-a-python-version-spelled
-            return f"`{left} {op} '{right}'`: uv writes a Python version as a comparison with a canonical release"
+            return f"`{left} {op} '{right}'`: uv writes a comparison with a canonical release"
     return None
 
 
 def hand_markers(field: str, dependencies: object) -> list[tuple[str, str, str]]:
-    """The locked dependencies whose marker uv never writes (unwritten)."""
+    """The locked dependencies whose marker uv never writes."""
     found = [f"{d.get('name')} ({why})" for d in (dependencies if isinstance(dependencies, list) else [])
              if isinstance(d, dict) and d.get("marker") and (why := unwritten(d["marker"]))]
     return [(field, "markers as uv writes them (a relock rewrites them)", f"{'; '.join(found)}: edited by hand")
@@ -122,7 +122,7 @@ def describe(env: Environment) -> str:
 
 
 def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]:
-    """What the requirements make uv install in `env`: each name, and each of its extras."""
+    """The (name, extra) pairs the requirements make uv install in `env`."""
     result: set[Pair] = set()
     for requirement in requirements:
         if requirement.marker is None or _evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
@@ -132,7 +132,7 @@ def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]
 
 
 def locked(dependencies: object, env: Environment) -> set[Pair]:
-    """What a uv.lock `dependencies` list makes uv install in `env` (`{ name, extra = [...], marker }`)."""
+    """The (name, extra) pairs a uv.lock `dependencies` list makes uv install in `env`."""
     result: set[Pair] = set()
     for item in dependencies if isinstance(dependencies, list) else []:
         if not isinstance(item, dict):
@@ -149,8 +149,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 
 def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container[str]) -> dict[str, set[str]]:
-    """What uv.lock makes uv install in `env` from `roots`, transitively: each package and its extras ("" for
-    itself), not entering those in `stop` nor another fork (a package with its own dependency-metadata entry)."""
+    """Each package uv.lock installs in `env` from `roots` with its extras ("" for itself); not past `stop` or forks."""
     manifest = lock.get("manifest")
     entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
     forks = {canonicalize_name(str(e.get("name"))) for e in (entries if isinstance(entries, list) else [])
@@ -169,7 +168,7 @@ def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container
 
 
 def optional(lock: dict, name: str, option: str) -> object:
-    """The dependencies uv.lock locks for `name`'s extra `option` ([package.optional-dependencies])."""
+    """The dependencies uv.lock locks for `name`'s extra `option`."""
     package = one(lock.get("package"), name)
     options = package.get("optional-dependencies") if package is not None else None
     return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
@@ -228,7 +227,7 @@ MACHINE = ("platform_release", "platform_version")
 
 
 def _decides(marker: Marker, envs: list[Environment]) -> bool:
-    """Whether packaging's verdict on `marker` in each of `envs` is uv's, on every machine."""
+    """Whether packaging decides `marker` in each of `envs` as uv does on every machine."""
     if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):  # guard: locked-marker-one-naming-extra-is-not
         return False
     try:
@@ -240,7 +239,6 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
 
 
 def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
-    """Whether packaging's parsed marker names one of the variables `names` on either side."""
     if isinstance(markers, list):
         return any(_names_extra(m, names) for m in markers)
     if isinstance(markers, tuple):
@@ -279,7 +277,7 @@ def _marker(text: object) -> Marker | None:
 
 
 def _evaluate(marker: Marker, env: Environment) -> bool:
-    """A marker packaging cannot evaluate (a version it cannot compare) counts as met: shown, not hidden."""
+    """A marker packaging cannot evaluate counts as met: shown, not hidden."""
     try:
         return marker.evaluate(env)
     except ValueError:

@@ -1,5 +1,4 @@
-"""Where pyproject.toml's derived [[tool.uv.dependency-metadata]] entry, uv.lock and the recorded declarations of
-patches/<dist>/index.toml disagree. Offline."""
+"""Where a fork's derived entry, uv.lock and patches/<dist>/index.toml's [declares] disagree, offline."""
 
 from __future__ import annotations
 
@@ -25,29 +24,28 @@ def recorded(index: Index | None, distribution: str) -> declared.Declares | None
 
 
 def derives(project: Project, distribution: str) -> bool:
-    """declared.derives, of the entry and the deltas `project`'s pyproject.toml holds."""
     return declared.derives(entry(project, distribution), deltas(project, distribution))
 
 
 def derived(project: Project, distribution: str) -> declared.Deltas | None:
     """The drop/add lists when the fork's entry is derived; None when uv locks the fork's own metadata."""
-    found = deltas(project, distribution)
-    return found if declared.derives(entry(project, distribution), found) else None
+    found = declared.deltas_from_table(project.fork_tables.get(distribution, {}), distribution)
+    entries = project.uv_table.get("dependency-metadata", [])
+    return found if declared.derives(declared.entry_from_tables(entries, distribution), found) else None
 
 
 def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
-    """Where pyproject's entry or uv.lock's fork is not what the recorded declarations at the pin say."""
+    """Where pyproject's entry or uv.lock's fork is not what [declares] at the pin says."""
     if index is None or index.pinned != fork.rev:
         return []
     dist = fork.distribution
     declares = recorded(index, dist)
     rel = index_name(dist)
     if declares is None:
-        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]} (its version and requirements)",  # guard: derived-declares-recorded
+        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]}",  # guard: derived-declares-recorded
                  "not recorded")]
-    # a pin moved with [declares] kept: what the fork declares at the new commit is unread
     stale = [] if declares.commit == fork.rev else [
-        (rel, "declares commit", f"{fork.rev} (the pin: [declares] is what the fork declares there)",
+        (rel, "declares commit", f"{fork.rev} (the pin)",
          declares.commit or "not recorded")]
     stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
               in root_edges.differences(project.lock, dist)] if project.lock_bytes is not None else []
@@ -61,12 +59,11 @@ def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list
     found_deltas = deltas(project, dist)
     derived = declared.derive(dist, declares, found_deltas)
     where = f"[[tool.uv.dependency-metadata]] {dist}"
-    result = stale + [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares] and the "
-                       f"drop/add lists)", found)
+    result = stale + [("pyproject.toml", f"{where} {field}", f"{expected} (derived from {rel} [declares])", found)
                       for field, expected, found in declared.differences(entry(project, dist), derived)]
     result += [("pyproject.toml", f"[tool.nemo-rl.forks.{dist}] drop {name}",
                 f"a requirement {dist} declares at {fork.rev[:12]}",
-                "not declared by the fork: the drop is unnecessary, remove it")
+                "not declared by the fork: remove the drop")
                for name in declared.unnecessary_drops(declares, found_deltas)]
     if project.lock_bytes is not None:  # guard: lock-the-ci-check-sees-a-hand-edited
         result += [("uv.lock", f"[[package]] {dist} {field}", f"{expected} (the derived entry)", found)
@@ -75,7 +72,7 @@ def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list
 
 
 def lock_follows(project: Project, fork: lockfile.Fork, declares: declared.Declares) -> bool:
-    """Whether `project`'s uv.lock locks the fork as `declares` and its derived entry say, from its own source."""
+    """Whether uv.lock locks the fork from its source as `declares` and the derived entry say."""
     derived = declared.derive(fork.distribution, declares, deltas(project, fork.distribution))
     if project.lock_bytes is None:
         return True
@@ -88,7 +85,7 @@ def lock_follows(project: Project, fork: lockfile.Fork, declares: declared.Decla
 
 def rewrite_pyproject(project: Project, distribution: str, declares: declared.Declares
                   ) -> tuple[declared.Entry | None, declared.Entry | None, list[str]]:
-    """Write the entry derived from `declares` into pyproject.toml; drop the drops no longer needed."""
+    """Write the derived entry into pyproject.toml and remove unneeded drops: (before, after or None, drops removed)."""
     import tomlkit
 
     from nemo_rl.project.state_dir import write_atomic
@@ -103,7 +100,7 @@ def rewrite_pyproject(project: Project, distribution: str, declares: declared.De
 
 
 def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[str]:
-    """The report's lines for a rewritten entry: version, Requires-Python, requirements added and removed."""
+    """The report's lines for a rewritten entry."""
     old = before or declared.Entry(after.name, None, None, ())
     lines = [f"    {field}: {a} -> {b}" for field, a, b in (("version", old.version, after.version),
                                                            ("requires-python", old.requires_python,
@@ -115,13 +112,12 @@ def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[
 
 
 def refusal_remedy(before: declared.Entry | None, after: declared.Entry) -> str:
-    """What to do when uv cannot lock a derived entry: the exact lines that drop what the fork added."""
+    """The fix when uv cannot lock a derived entry: the lines that drop what the fork added."""
     old = {declared._name(r) for r in (before.requires_dist if before else ())}
     new = list(dict.fromkeys(n for n in map(declared._name, after.requires_dist) if n not in old))  # guard: fast-a-refused-lock-s-remedy-names-only
     if not new:
-        return (f"uv's message above names the requirement it cannot meet: give it a bound that fits in `add = [...]` "
-                f"of [tool.nemo-rl.forks.{after.name}] in pyproject.toml (or drop it there), then run the command "
-                f"again")
+        return (f"uv's message above names the requirement it cannot meet: bound it in `add = [...]` of "
+                f"[tool.nemo-rl.forks.{after.name}] (or drop it there), then run the command again")
     lines = "\n".join(f"    {declared.drop_line(name)}" for name in new)  # guard: derived-refusal-names-the-drop-line
-    return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}] of "
-            f"pyproject.toml:\n{lines}\nthen run the command again; otherwise read uv's message above")
+    return (f"if the fork does not need them, add to `drop = [...]` in [tool.nemo-rl.forks.{after.name}]:\n"
+            f"{lines}\nthen run the command again; otherwise read uv's message above")

@@ -1,14 +1,13 @@
-"""What an environment has installed, read from its site-packages without importing: each fork's commit (PEP 610)."""
+"""What an environment has installed, read from its metadata without importing."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from nemo_rl import uv
 from nemo_rl.extras import SYNC_REMEDY, Installed, commit_from_direct_url, find_installed, installed_on  # noqa: F401 (bundles lists every one)
 
-ENV_STALE = f"run `{uv.sync_command()}` (the environment has another commit than uv.lock)"
+ENV_STALE = f"{SYNC_REMEDY} (the environment has another commit than uv.lock)"
 
 
 def site_packages_dirs(env: Path) -> list[Path]:
@@ -16,7 +15,7 @@ def site_packages_dirs(env: Path) -> list[Path]:
 
 
 def site_packages(env: Path) -> list[str] | None:
-    """Search path for `env`; None means the running interpreter's own sys.path."""
+    """Search path for `env`; None for the running interpreter's sys.path."""
     if Path(sys.prefix).resolve() == env.resolve():
         return None
     return [str(p) for p in site_packages_dirs(env)]

@@ -1,5 +1,4 @@
-"""Worker environments: built once per node from uv.lock, keyed by what defines them (`key_for`), built beside
-their final path and renamed into place, verified before use."""
+"""Worker environments: built once per node from uv.lock, keyed by what defines them, verified before use."""
 
 from __future__ import annotations
 
@@ -80,7 +79,7 @@ class Slot:
 
     @contextlib.contextmanager
     def locked(self, *, wait: bool = True) -> Iterator[bool]:
-        """Hold the key's lock (False when busy and not `wait`); a waiter is told who holds it since when."""
+        """Hold the key's lock; False when busy and not `wait`."""
         waited = []
 
         def waiting(fd: int) -> str:
@@ -128,8 +127,7 @@ def describe(path: Path) -> WorkerEnv | None:
 
 
 def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
-    """The verified environment for (uv.lock, flags), built first if missing: from `bundle` (pinned by `digest`),
-    else from a bundle under $NEMO_RL_BUNDLE_DIR, else from the network."""
+    """The verified environment for (uv.lock, flags), built if missing from `bundle`, a found one or the network."""
     root, lock_hash = project.root.resolve(), project.lock_hash
     developing = project.developing
     where = slot(_key(root, lock_hash, flags, developing))
@@ -187,8 +185,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
-    """Check that the interpreter runs, Ray and each fork's module import, Python and Ray are the driver's and
-    each fork is uv.lock's; record what passed. `proven`: the imports a checked bundle proved of these bytes."""
+    """Check the environment against the driver and uv.lock; record the pass. `proven`: what a checked bundle proved."""
     _verify(env, project, extras.modules_to_import(project.forks, installed.site_packages(env.path)), proven)
 
 
@@ -212,10 +209,9 @@ def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manife
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
     driver_ray = installed.version(Path(sys.prefix), "ray")
     if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named
-        raise NemoRLError(f"the driver environment {sys.prefix} has no Ray, which workers are checked against",
-                          "make the checkout's environment: `uv sync --locked`; on a node without network, "
-                          "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE` "
-                          "makes it from the bundle")
+        raise NemoRLError(f"the driver environment {sys.prefix} has no Ray",
+                          "run `uv sync --locked`; without network, "
+                          "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE`")
     dists = installed.distributions(env.path)
     ray_there = dists["ray"].version if "ray" in dists else None
     if ray_there != driver_ray:  # guard: workers-ray-version
@@ -235,7 +231,7 @@ def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manife
             problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    # recorded too: the metadata the commit and version checks read (an edit in place moves no directory)
+    # the metadata the checks above read: an edit in place moves no directory
     metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the
                 for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
     verified.write(env.path, project.lock_hash, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state

@@ -1,5 +1,4 @@
-"""What a worker environment's verification proved, recorded in the environment: once it passed, a worker's start
-checks the state of the files it covered (their times first, their listings when the times moved) instead of
+"""What a worker environment's verification proved: a later start checks the state of those files instead of
 importing again."""
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ def sites(env: Path) -> list[Path]:
 
 
 def watched_dirs(env: Path) -> list[str]:
-    """The directories under bin/ and site-packages, relative to `env`, without `__pycache__`."""
+    """The directories under bin/ and site-packages, relative to `env`."""
     found = []
     for top in [env / "bin", *sites(env)]:
         for dirpath, dirnames, _ in os.walk(top):
@@ -56,7 +55,7 @@ def watched_dirs(env: Path) -> list[str]:
 
 
 def startup_files(env: Path) -> list[str]:
-    """What every start of the interpreter reads, relative to `env`: an edit in place changes no directory."""
+    """The files every start of the interpreter reads, relative to `env`."""
     return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
                    *(os.path.relpath(p, env) for site in sites(env) for p in site.glob("*.pth"))})
 
@@ -69,8 +68,7 @@ def inside(env: Path, paths: list[str]) -> list[str]:
 
 
 def _file_line(relative: str, fd: int) -> tuple[str, int]:
-    """A file (and a link's target) by inode, mode, size and mtime, and the newest mtime. Not ctime: uv links one
-    cached file into every environment, which moves its link count."""
+    """A file's line and newest mtime; not ctime: uv links one cached file into every environment."""
     try:
         st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
         line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"  # guard: verified-a-file-s-link-count-is-not-its
@@ -96,7 +94,7 @@ def _dir_times(relative: str, fd: int) -> tuple[str, int]:
 
 
 def _listing(relative: str, fd: int) -> tuple[str, int] | None:
-    """A directory by its mode and its names (a link's with its target); None when it does not read."""
+    """A directory by its mode and names; None when it does not read."""
     try:
         dfd = os.open(relative, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
     except (OSError, ValueError):
@@ -118,8 +116,7 @@ def _listing(relative: str, fd: int) -> tuple[str, int] | None:
 
 def _lines(env: Path, dirs: Sequence[str], files: Sequence[str],
            directory: Callable[[str, int], tuple[str, int] | None] = _listing) -> tuple[list[str], int] | None:
-    """Each directory's line (by `directory`), then each file's, and the newest time among them; None when a
-    directory does not read."""
+    """Each directory's line, then each file's, and the newest time; None when a directory does not read."""
     try:
         fd = os.open(env, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -145,7 +142,7 @@ def state(env: Path, dirs: Sequence[str], files: Sequence[str]) -> str | None:
 
 
 def snapshot(env: Path, dirs: list[str]) -> dict[str, str] | None:
-    """Each listing and file line under `dirs` and of the start-up files, by path, for `write` to compare."""
+    """The lines of `dirs`, their files and the start-up files, by path, for `write` to compare."""
     files = [*startup_files(env)]
     for d in dirs:
         with contextlib.suppress(OSError), os.scandir(env / d) as entries:
@@ -170,7 +167,7 @@ def driver_ray(prefix: str) -> str | None:
 
 def write(env: Path, lock_hash: str, python: str, ray: str | None, modules: list[str], dirs: list[str],
           files: list[str], before: dict[str, str] | None) -> bool:
-    """Record what was checked unless any of it differs from `before` (its `snapshot`); whether it was recorded."""
+    """Record the check unless anything differs from `before` (a `snapshot`); True when recorded."""
     files = sorted({*files, *startup_files(env)})  # guard: verified-start-up-files-recorded
     quick = stats(env, dirs, files)  # first: a change between the two shows in the next `stats`
     found = _lines(env, dirs, files)
@@ -196,15 +193,14 @@ def read(env: Path) -> Record | None:
 
 
 def covers(record: Record, env: Path, needed: Sequence[str]) -> bool:
-    """Whether the record covers the top directories, the start-up files and the modules to import (`needed`)."""
+    """Whether the record covers the top directories, the start-up files and `needed`."""
     tops = {"bin", *(os.path.relpath(p, env) for p in sites(env))}
     return (tops <= set(record.dirs) and set(startup_files(env)) <= set(record.files)  # guard: verified-a-record-covers-the-top
             and set(needed) <= set(record.modules))
 
 
 def still_verified(env: Path, lock_hash: str, modules: Sequence[str]) -> bool:
-    """Whether the last verification holds: same uv.lock, driver's Python and Ray, files as they were, and
-    `modules` (modules_to_import's) among those it imported."""
+    """Whether the last verification holds: same uv.lock, driver's Python and Ray and files; `modules` imported."""
     record = read(env)
     if record is None or not covers(record, env, modules):  # guard: verified-a-record-s-coverage-checked
         return False
