@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from nemo_rl import settings, uv, values
 from nemo_rl.errors import MissingExtraError, NemoRLError
@@ -115,15 +116,25 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
     """Every distribution on `path` (None: sys.path) by PEP 503 name; the first of a name wins."""
     found: dict[str, Installed] = {}
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
-        name = dist.metadata.get("Name")
+        headers = _headers(dist)
+        name = headers.get("Name")
         if name and (key := re.sub(r"[-_.]+", "-", name).lower()) not in found:
-            found[key] = _installed(dist)
+            found[key] = _installed(dist, headers)
     return found
 
 
-def _installed(dist: importlib.metadata.Distribution) -> Installed:
-    return Installed(dist.version, commit_from_direct_url(dist.read_text("direct_url.json")),
-                     tuple(dist.requires or ()))
+def _headers(dist: importlib.metadata.Distribution) -> Any:
+    """The metadata's headers, parsed once; its description (most of a large METADATA) is never parsed."""
+    import email.parser
+
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
+
+
+def _installed(dist: importlib.metadata.Distribution, headers: Any = None) -> Installed:
+    headers = _headers(dist) if headers is None else headers
+    return Installed(headers.get("Version"), commit_from_direct_url(dist.read_text("direct_url.json")),
+                     tuple(headers.get_all("Requires-Dist") or dist.requires or ()))
 
 
 def commit_from_direct_url(text: str | None) -> str | None:

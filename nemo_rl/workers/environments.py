@@ -226,7 +226,7 @@ def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manife
         if not (package and package.commit):
             continue
         if canonicalize_name(fork.distribution) in dists:
-            problems += map(str, installed_fork.problems(project, env.path, fork.distribution))  # guard: installed-worker-environments-compare
+            problems += map(str, installed_fork.problems(project, env.path, fork.distribution, dists=dists))  # guard: installed-worker-environments-compare
         elif project.extras_require(env.flags, fork.distribution):  # guard: workers-fork-commit-checked
             problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")
     if problems:
