@@ -1,4 +1,4 @@
-"""`nemo-rl deps`: one module per verb; here, the group's help, common options and shared fixes."""
+"""`nemo-rl deps`: the group's help, common options and shared fixes."""
 
 from __future__ import annotations
 

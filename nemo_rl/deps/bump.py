@@ -1,4 +1,4 @@
-"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step."""
+"""`nemo-rl deps bump`: move a fork pin in one safe step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`nemo-rl deps develop DIST --onto REF`: rebase the develop checkout's work onto REF on a new branch."""
+"""`nemo-rl deps develop --onto`: rebase the develop checkout's work onto REF on a new branch."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"{git_c('config user.email you@example.com')}, then --onto again")
     git_checkout.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"{checkout} has the new branch {work}")
-    progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
+    progress(f"rebasing {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
     stopped = git_checkout.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")

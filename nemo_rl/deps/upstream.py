@@ -1,4 +1,4 @@
-"""`nemo-rl deps upstream [DIST] [--json]`: what each downstream commit still does against upstream. Read-only."""
+"""`nemo-rl deps upstream`: what each downstream commit still does against upstream. Read-only."""
 
 from __future__ import annotations
 

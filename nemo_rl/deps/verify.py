@@ -1,4 +1,4 @@
-"""`nemo-rl deps verify [DIST]`: import what nemo-rl uses in a throwaway environment from uv.lock."""
+"""`nemo-rl deps verify`: import what nemo-rl uses in a throwaway environment from uv.lock."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def _seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=values.path_argument,
-                        help="the build tree, or the uv cache holding it (default: uv's cache, `uv cache dir`)")
+                        help="the build tree, or the uv cache holding it (default: `uv cache dir`)")
     parser.add_argument("--env", type=values.path_argument,
                         help="the environment the build installs into (default: $UV_PROJECT_ENVIRONMENT, else .venv)")
     parser.add_argument("--once", action="store_true", help="print one line and exit")
