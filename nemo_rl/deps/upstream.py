@@ -39,7 +39,7 @@ def render(report: upstream_report.ForkReport) -> str:
         upstreamed = {"yes": f"upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "probably": f"probably upstreamed as {str(row.upstream_commit)[:12]} ({row.upstream_evidence})",
                       "no": "not upstream"}[row.upstreamed]
-        applies = ("; a merge commit: git rebase drops it (its commits are listed on their own)"  # guard: upstream-a-merge-commit-is-said-to-be
+        applies = ("; a merge commit: git rebase drops it (the commits it brings are listed on their own)"  # guard: upstream-a-merge-commit-is-said-to-be
                    if row.merge else "" if row.applies is None else
                    "; applies on upstream's head after the commits before it, but not without the earlier "
                    f"conflicting ones (then: {', '.join(row.conflicts_without_earlier)})" if row.fails_without_earlier
