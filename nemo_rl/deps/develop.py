@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = ("nemo-rl deps develop DIST [PATH] [--branch NAME] [--onto REF]\n"
                     "       nemo-rl deps develop --stop DIST [--remove]")
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    parser.add_argument("distribution", metavar="DIST", help=deps.DIST_HELP)
     parser.add_argument("path", metavar="PATH", nargs="?", type=values.path_argument,
                         help="an existing checkout of the fork")
     parser.add_argument("--branch", help="work branch of a new checkout (default: develop/DIST)")

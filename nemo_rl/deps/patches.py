@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     records.add_argument("distribution", metavar="DIST", nargs="?", help=argparse.SUPPRESS)
     export = _Form("patches export DIST DIR: ", prog=f"{parser.prog} export", description=EXPORT)
     _options(export, shown=False)  # guard: fast-patches-takes-options-anywhere
-    export.add_argument("export", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    export.add_argument("export", metavar="DIST", help=deps.DIST_HELP)
     export.add_argument("export_dir", metavar="DIR", type=Path,  # guard: fast-patches-export-takes-exactly-dist
                         help="where the patch files go (made when missing)")
     words = parser.add_argument("words", nargs=argparse.PARSER, action=_Words, records=records, export=export,

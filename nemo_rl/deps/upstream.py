@@ -19,7 +19,7 @@ DESCRIPTION = ("Per fork: how far its base is behind upstream; per downstream co
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help=deps.ONE_FORK_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -19,7 +19,7 @@ DESCRIPTION = ("Build a throwaway environment from uv.lock with the fork's extra
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help=deps.ONE_FORK_HELP)
 
 
 def modules_for(fork: lockfile.Fork) -> list[str]:
