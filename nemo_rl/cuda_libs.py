@@ -1,8 +1,4 @@
-"""The CUDA wheels' libraries loaded before transformer-engine is imported, the way torch loads its own.
-
-libtransformer_engine.so names them by soname with no RUNPATH, and its NVRTC lookup globs $CUDA_HOME, so CUDA_HOME
-points at the NVRTC wheel for the import when the configured one has no libnvrtc. Nothing here raises.
-"""
+"""The CUDA wheels' libraries, loaded before transformer-engine (which names them with no RUNPATH). Nothing raises."""
 
 from __future__ import annotations
 
@@ -43,7 +39,7 @@ def wheel_dir(name: str) -> Path | None:
 
 @functools.cache
 def preload() -> Preloaded:
-    """Load the wheels' libraries once per process, retrying those whose dependency was not loaded yet."""
+    """Load the wheels' libraries once per process."""
     pending = []
     for name, pattern in WHEEL_LIBS:
         directory = wheel_dir(name)
@@ -74,7 +70,7 @@ def _has_nvrtc(home: str) -> bool:
 
 @contextlib.contextmanager
 def for_transformer_engine() -> Iterator[None]:
-    """Around an import that reaches transformer_engine (megatron.core and nemo.tron do too)."""
+    """Around an import reaching transformer_engine: CUDA_HOME is the NVRTC wheel's when the toolkit has no libnvrtc."""
     preload()
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     nvrtc = wheel_dir("cuda_nvrtc")

@@ -1,5 +1,5 @@
 """Imported at start by a .pth file: runs transformer_engine and its `common` module inside
-`nemo_rl.cuda_libs.for_transformer_engine()`."""
+`cuda_libs.for_transformer_engine()`."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""`nemo-rl deps`: one module per verb; here, the group's help, common options and shared fixes."""
+"""`nemo-rl deps`: the group's help, common options and shared fixes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ DESCRIPTION = "Fork pins of the mcore extra. Git's url.<base>.insteadOf mirrors 
 REGENERATE = "run `nemo-rl deps patches {dist}`, then commit patches/{dist}/ with pyproject.toml and uv.lock"
 FIX = "run `nemo-rl deps patches {dist}` (it writes the derived entry and relocks)"
 FIX_NO_ENTRY = "run `nemo-rl deps patches {dist}` (it relocks the fork)"
+DIST_HELP = "fork-pinned distribution, e.g. megatron-core"
+ONE_FORK_HELP = "one fork (default: every fork)"
 
 
 def fix(distribution: str, derives: bool) -> str:

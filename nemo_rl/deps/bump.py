@@ -1,4 +1,4 @@
-"""`nemo-rl deps bump DIST (--rev SHA | --branch NAME) [--dry-run]`: move a fork pin in one safe step."""
+"""`nemo-rl deps bump`: move a fork pin in one safe step."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ DESCRIPTION = ("Resolve the new commit, write it to pyproject.toml, run `uv lock
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    parser.add_argument("distribution", metavar="DIST", help=deps.DIST_HELP)
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--rev", help="full 40-hex commit SHA that exists in the fork")
     target.add_argument("--branch", help="fork branch whose current head to pin (also recorded)")

@@ -1,5 +1,4 @@
-"""`nemo-rl deps develop DIST [PATH]` and `nemo-rl deps develop --stop DIST [--remove]`: run a fork from an editable
-checkout in front of the pin, without touching pyproject.toml or uv.lock."""
+"""`nemo-rl deps develop`: run a fork from an editable checkout in front of the pin; pyproject.toml and uv.lock stay."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, lockfile, state_dir
 from nemo_rl.project.model import Project
 
-HELP = "run a fork from an editable checkout in front of the pin (pyproject and uv.lock untouched)"
+HELP = "run a fork from an editable checkout in front of the pin"
 DESCRIPTION = ("Without PATH: check the fork out at the pin in .nemo-rl/develop/DIST; with PATH: use that checkout. "
                "--stop returns to the pin.")
 
@@ -24,15 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = ("nemo-rl deps develop DIST [PATH] [--branch NAME] [--onto REF]\n"
                     "       nemo-rl deps develop --stop DIST [--remove]")
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    parser.add_argument("distribution", metavar="DIST", help=deps.DIST_HELP)
     parser.add_argument("path", metavar="PATH", nargs="?", type=values.path_argument,
                         help="an existing checkout of the fork")
-    parser.add_argument("--branch", help="name of the work branch in a new checkout (default: develop/DIST)")
+    parser.add_argument("--branch", help="work branch of a new checkout (default: develop/DIST)")
     parser.add_argument("--stop", action="store_true", help="return DIST to the pinned commit")
     parser.add_argument("--remove", action="store_true",
-                        help="with --stop: delete the checkout nemo-rl made, if clean")
+                        help="with --stop: delete nemo-rl's clean checkout")
     parser.add_argument("--onto", metavar="REF",
-                        help="rebase the checkout's work onto REF (upstream/BRANCH or a SHA) on a new branch")
+                        help="rebase the work onto REF (upstream/BRANCH or a SHA) on a new branch")
     deps.writes(parser)
 
 
@@ -57,7 +56,7 @@ def make_checkout(project: Path, fork: lockfile.Fork, branch: str) -> Path:
 
 
 def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
-    """PATH must be a checkout of this fork (it has the pinned commit) that builds this distribution."""
+    """The top of PATH; raises NemoRLError unless it holds the pin and builds this distribution."""
     from nemo_rl.forks import fork_metadata
 
     top = git_checkout.toplevel(path)
@@ -77,7 +76,7 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 
 def shipped_roots(fork: lockfile.Fork) -> list[str]:
-    """The package roots the pinned wheel installs: the overlay exposes exactly these."""
+    """The package roots the pinned wheel installs."""
     from nemo_rl.forks import fork_cache, fork_metadata
 
     progress(f"reading what {fork.distribution} ships at {fork.rev[:12]}")
@@ -132,7 +131,7 @@ def start(project: Project, args: argparse.Namespace) -> int:
     if env.exists():
         print(f"  the next process in {env} imports {fork.distribution} from there")
     else:
-        print(f"  {env} does not exist yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again")
+        print(f"  no {env} yet: after `uv sync`, run `nemo-rl deps develop {fork.distribution}` again")
     print(f"  when done: push, `nemo-rl deps bump {fork.distribution} --rev <HEAD>`, then "
           f"`nemo-rl deps develop --stop {fork.distribution}`")
     return 0

@@ -1,4 +1,4 @@
-"""`nemo-rl deps develop DIST --onto REF`: rebase the develop checkout's work onto REF on a new branch."""
+"""`nemo-rl deps develop --onto`: rebase the develop checkout's work onto REF on a new branch."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def onto(project: Project, args: argparse.Namespace) -> int:
 
     if develop_state.checkout_gone(checkout):
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} is gone",
-                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then --onto again")
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`")
     problem = develop_state.unreadable(checkout)
     if problem is not None:  # guard: rest-onto-refuses-a-checkout-git-cannot
         raise NemoRLError(f"the develop checkout {checkout} of {fork.distribution} cannot be rebased: {problem}",
@@ -77,8 +77,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"run {git_c('config user.name \"Your Name\"')} and "
                           f"{git_c('config user.email you@example.com')}, then --onto again")
     git_checkout.switch_new_branch(checkout, work, "HEAD")
-    interrupt.completed(f"branch {work} was created in {checkout} (the rebase runs on it)")
-    progress(f"rebasing the work in {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
+    interrupt.completed(f"{checkout} has the new branch {work}")
+    progress(f"rebasing {checkout} onto {args.onto} ({target[:12]}) on branch {work}")
     stopped = git_checkout.rebase(checkout, target)
     if stopped:
         print(f"{fork.distribution}: the rebase onto {args.onto} stopped at a conflict in {checkout} ({work})")

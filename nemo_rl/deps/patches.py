@@ -15,7 +15,7 @@ HELP = "generate or check patches/<dist>/ records; export a fork's patch series"
 USAGE = "nemo-rl deps patches [DIST] [--check [--offline]]\n       nemo-rl deps patches export DIST DIR"
 EXPORT = "Write the fork's patch series (git format-patch) into DIR: `git am` onto the upstream base gives the pin."
 DESCRIPTION = ("Regenerate the records of DIST (default: every fork) from the fork and its upstream; --check: fail on "
-               "drift instead; --check --offline: check them against pyproject.toml and uv.lock. export: " + EXPORT)
+               "drift; --check --offline: against pyproject.toml and uv.lock only. export: " + EXPORT)
 
 
 class _Refused(Exception):
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     records.add_argument("distribution", metavar="DIST", nargs="?", help=argparse.SUPPRESS)
     export = _Form("patches export DIST DIR: ", prog=f"{parser.prog} export", description=EXPORT)
     _options(export, shown=False)  # guard: fast-patches-takes-options-anywhere
-    export.add_argument("export", metavar="DIST", help="fork-pinned distribution, e.g. megatron-core")
+    export.add_argument("export", metavar="DIST", help=deps.DIST_HELP)
     export.add_argument("export_dir", metavar="DIR", type=Path,  # guard: fast-patches-export-takes-exactly-dist
                         help="where the patch files go (made when missing)")
     words = parser.add_argument("words", nargs=argparse.PARSER, action=_Words, records=records, export=export,
@@ -171,7 +171,7 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
             left.append(fork.distribution)
     for dist in left:
         print(f"{dist}: uv.lock still disagrees with the fork after relocking; fix: remove or widen the override "
-              "named above, or run `uv lock --upgrade-package <package>` for each package named")
+              "named above, or run `uv lock --upgrade-package <package>` for each")
     return 1 if left else 0
 
 

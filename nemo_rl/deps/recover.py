@@ -11,8 +11,7 @@ from nemo_rl.project import journal, state_dir
 from nemo_rl.project.model import Project
 
 HELP = "finish (or discard) what a killed `deps bump` left behind"
-DESCRIPTION = ("Finish the landing of a bump killed while landing, or remove the copy one killed earlier left in "
-               ".nemo-rl/.")
+DESCRIPTION = "Finish a landing cut short, or remove the copy a bump killed earlier left in .nemo-rl/."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""`nemo-rl deps status`: pinned vs locked vs installed commit of every fork, and its records. No network."""
+"""`nemo-rl deps status`: pinned, locked and installed commit of every fork, and its records."""
 
 from __future__ import annotations
 
@@ -25,14 +25,13 @@ DESCRIPTION = (f"The {HELP}, the state of its patches/ records and of `deps deve
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("--env", help="environment to inspect (default: the project's if it exists, else the "
-                        "running one)")
+    parser.add_argument("--env", help="environment to inspect (default: the project's, else the running one)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every fork is ok or not installed")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 REMEDIES = {
-    "bad pin": "write the fork's full 40-hex commit SHA as rev in [tool.uv.sources] (`git rev-parse <rev>` prints it)",
+    "bad pin": "write the full 40-hex commit SHA (`git rev-parse <rev>`) as rev in [tool.uv.sources]",
     "landing interrupted": "run `nemo-rl deps recover`",
     "lock stale": "run `uv lock --upgrade-package {dist}`",
     "records stale": deps.REGENERATE,
@@ -46,8 +45,8 @@ REMEDIES = {
     "not installed": f"run `{uv.sync_command()}`",
     "ok": None,
 }
-OVERRIDDEN = ("remove or widen the override-dependencies entry named above in pyproject.toml's [tool.uv], then run "
-              "`uv lock` and `nemo-rl deps patches --check --offline`")
+OVERRIDDEN = ("remove or widen the override-dependencies entry named above in [tool.uv], then run `uv lock` and "
+              "`nemo-rl deps patches --check --offline`")
 # --check fails when the committed pin is not what runs or what is recorded
 FAILING = {"bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
            "develop not applied", "checkout gone", "checkout unreadable", "env stale", "installed differs"}
@@ -136,7 +135,6 @@ def touches(cut: journal.CutShort, distribution: str) -> bool:
 
 
 def cut_remedy(cut: journal.CutShort) -> str:
-    """What the cut-short landing left, and the fix."""
     if cut.unreadable is not None:
         return cut.unreadable
     left = [name for name in cut.moves if name not in cut.moved]
@@ -152,7 +150,7 @@ def cut_remedy(cut: journal.CutShort) -> str:
 def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
                 checkout_unreadable: bool, developing: bool, checkout_gone: bool, develop_recorded: bool,
                 installed: bool) -> str | None:
-    """The first state that applies, the most fundamental first; None when the environment decides."""
+    """The most fundamental state that applies; None when the environment decides."""
     for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
                            ("records stale", records_stale), ("metadata stale", metadata_stale),
                            ("checkout unreadable", checkout_unreadable), ("developing", developing),
@@ -216,7 +214,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     env = Path(args.env) if args.env else own if (own / "pyvenv.cfg").is_file() else Path(sys.prefix)  # guard: status-checks-the-environment-develop-writes
     if not (env / "pyvenv.cfg").exists() and env.resolve() != Path(sys.prefix).resolve():
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
-                          "pass the directory of a virtual environment, e.g. --env .venv")
+                          "pass a virtual environment, e.g. --env .venv")
     forks = project.forks_as_pinned
     rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root)) for row in collect(project, env, forks)]
     orphans = records.orphans(project, forks)

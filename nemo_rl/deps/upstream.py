@@ -1,4 +1,4 @@
-"""`nemo-rl deps upstream [DIST] [--json]`: what each downstream commit still does against upstream. Read-only."""
+"""`nemo-rl deps upstream`: what each downstream commit still does against upstream. Read-only."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from nemo_rl.forks import upstream_report
 
 HELP = "what each downstream commit still does against upstream (read-only)"
-DESCRIPTION = ("Per fork: how far the pin's base is behind upstream; per downstream commit: what ships, whether "
-               "upstream has it and whether it applies on upstream's head. `deps develop DIST --onto REF` rebases.")
+DESCRIPTION = ("Per fork: how far its base is behind upstream; per downstream commit: what ships, whether upstream "
+               "has it, whether it applies there. `deps develop DIST --onto REF` rebases.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help=deps.ONE_FORK_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 

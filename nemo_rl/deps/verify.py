@@ -1,4 +1,4 @@
-"""`nemo-rl deps verify [DIST]`: import the modules nemo-rl relies on in a throwaway environment from uv.lock."""
+"""`nemo-rl deps verify`: import what nemo-rl uses in a throwaway environment from uv.lock."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ DESCRIPTION = ("Build a throwaway environment from uv.lock with the fork's extra
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     deps.common(parser)
-    parser.add_argument("distribution", metavar="DIST", nargs="?", help="one fork (default: every fork)")
+    parser.add_argument("distribution", metavar="DIST", nargs="?", help=deps.ONE_FORK_HELP)
 
 
 def modules_for(fork: lockfile.Fork) -> list[str]:

@@ -1,1 +1,1 @@
-"""`nemo-rl doctor`: what is installed, at which commit, whether it matches uv.lock, and how to fix it."""
+"""`nemo-rl doctor`: what is installed, whether it matches uv.lock, and the fix."""

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smoke", action="store_true", help="also run small forward/backward checks")
     parser.add_argument("--project", type=Path, help="project whose uv.lock to compare with (default: found)")
     parser.add_argument("--env", type=Path, metavar="DIR",
-                        help="check the environment DIR (such as one `uv run nemo-rl envs list` names) instead")
+                        help="check the environment DIR (one `uv run nemo-rl envs list` names) instead")
     verbose.add(parser)
     parser.set_defaults(project_required=False)
 

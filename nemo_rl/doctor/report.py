@@ -1,4 +1,4 @@
-"""The facts `nemo-rl doctor` prints, as typed results; collecting never raises, health is computed once."""
+"""The facts `nemo-rl doctor` prints, as typed results; collecting never raises."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`nemo-rl envs build PY_EXECUTABLE [--from DIR [--digest SHA256]]`: build and verify an environment."""
+"""`nemo-rl envs build`: build (offline from a bundle with --from) and verify an environment."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _without_driver(project: Path) -> bool:
 
 
 def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, digest: str | None) -> int:
-    """Make the checkout's `.venv` from the bundle, then go on in it with the checked bundle's digest."""
+    """Make the checkout's `.venv` from the bundle, then run again in it, pinned to the checked digest."""
     from nemo_rl.workers import bundles
 
     manifest = bundles.build_driver(args.bundle, project, flags, digest)

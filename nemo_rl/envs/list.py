@@ -1,4 +1,4 @@
-"""`nemo-rl envs list [--json]`: every worker environment and bundle of this project."""
+"""`nemo-rl envs list`: every worker environment and bundle of this project."""
 
 from __future__ import annotations
 

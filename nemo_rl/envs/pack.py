@@ -1,4 +1,4 @@
-"""`nemo-rl envs pack PY_EXECUTABLE DIR`: a bundle to build the environment offline."""
+"""`nemo-rl envs pack`: a bundle to build the environment offline."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", metavar="DIR", type=values.path_argument,
                         help="the bundle directory to make (must not exist)")
     parser.add_argument("--no-seed", action="store_true",
-                        help="build every sdist again instead of seeding with the wheels of your uv cache")
+                        help="build every sdist again, not seeded from your uv cache's wheels")
     parser.add_argument("--import-timeout", metavar="SECONDS", type=float,
                         help="how long the import check of the packed environment may take (default: 600)")
 

@@ -1,4 +1,4 @@
-"""`nemo-rl envs verify PY_EXECUTABLE`: verify an existing environment."""
+"""`nemo-rl envs verify`: verify an existing environment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Model configs and backends, chosen by name. Backends import torch/megatron only inside their builders."""
+"""Model configs and backends, chosen by name; backends import torch and megatron inside their builders."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Masks and positions for a batch of token ids, without megatron.training (git-installed megatron-core lacks it).
+"""Masks and positions for a batch of token ids, without megatron.training.
 
-The mask follows megatron.core's attention: a bool tensor, True where a query may not attend, broadcastable to
-[batch, heads, query, key].
+The mask is megatron.core's: bool, True where a query may not attend, broadcastable to [batch, heads, query, key].
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ def causal_mask_and_position_ids(tokens: Any, eod_token: int | None = None, *, r
                                  reset_attention_mask: bool = False) -> tuple[Any, Any]:
     """(attention_mask, position_ids) for a [batch, sequence] tensor of token ids.
 
-    With `eod_token` and a reset, each document (its end-of-document token included) restarts its positions at 0
-    and attends only within itself.
+    With `eod_token` and a reset, each document (its end token included) restarts positions at 0 and attends only
+    within itself.
     """
     import torch
 

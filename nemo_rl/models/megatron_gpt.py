@@ -1,4 +1,4 @@
-"""The Megatron GPT backend, built from the shared ModelConfig; megatron is imported after `extras.require`."""
+"""The Megatron GPT backend, built from the shared ModelConfig."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ def destroy_parallel_state() -> None:  # pragma: mcore
 
 
 def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:  # pragma: mcore
-    """A megatron.core GPTModel for `config`, after init_parallel_state; local layer spec unless
-    `use_transformer_engine`."""
+    """A GPTModel for `config` after init_parallel_state; the local layer spec unless `use_transformer_engine`."""
     extras.require("megatron", purpose="the Megatron GPT backend")
     if use_transformer_engine:
         extras.require("transformer_engine", purpose="the Megatron transformer-engine layer spec")
@@ -76,7 +75,7 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
 
 
 def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:  # pragma: mcore
-    """One forward/backward with a next-token loss; returns the loss. Needs a GPU (Megatron's forward)."""
+    """One forward/backward with a next-token loss; returns the loss. Needs a GPU."""
     import torch
 
     from nemo_rl.models.batch import causal_mask_and_position_ids

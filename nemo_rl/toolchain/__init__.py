@@ -1,4 +1,4 @@
-"""The CUDA toolchain the mcore extra's build needs: nvcc and torch as found here (probes that never raise)."""
+"""The CUDA toolchain the mcore extra's build needs: nvcc and torch as found here; probes never raise."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def torch_info() -> TorchInfo:
 
 
 def cuda_home_setting() -> tuple[str, str] | None:
-    """(name, value) of the variable torch's extension build takes the toolkit from, when one is set."""
+    """(name, value) of the set CUDA_HOME, else CUDA_PATH; None when neither is set."""
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(name):
             return name, os.environ[name]
@@ -42,7 +42,7 @@ def cuda_home_setting() -> tuple[str, str] | None:
 
 
 def find_nvcc() -> Path | None:
-    """nvcc as torch's extension build (transformer-engine's) finds it: a set CUDA_HOME (or CUDA_PATH) alone."""
+    """nvcc as torch's extension build finds it: a set CUDA_HOME (or CUDA_PATH) alone."""
     setting = cuda_home_setting()
     if setting:  # guard: toolchain-a-set-cuda-home-is-the-only-toolkit
         nvcc = Path(setting[1]) / "bin" / "nvcc"

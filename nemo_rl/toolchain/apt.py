@@ -1,4 +1,4 @@
-"""apt-get with a private state directory: downloads .deb files, installs nothing, never reads the machine's state."""
+"""apt-get with a private state directory: downloads .deb files, installs nothing."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def runs_on(archs: Archs, gpu: int) -> bool:
 
 
 def host_compilers(path: Path) -> tuple[str, ...]:
-    """The compilers named in `path`'s ELF `.comment` section: what built the extension."""
+    """The compilers named in `path`'s ELF `.comment` section."""
     try:
         data = _read_section(path, b".comment", 1 << 16) or b""
     except (OSError, ValueError, struct.error, OverflowError):
@@ -142,7 +142,7 @@ def host_compiler_command(environ=os.environ) -> list[str]:
 
 
 def toolchain_record() -> dict:
-    """The toolchain on this builder when it packs (a cached wheel may have been built by another)."""
+    """The toolchain on this builder, recorded when it packs."""
     nvcc = toolchain.find_nvcc()
     try:
         host = run([*host_compiler_command(), "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]

@@ -1,7 +1,6 @@
 """Assemble a CUDA toolkit into DIR from Debian's packages and prove it compiles; a stamped DIR is only verified.
 
-DIR is written only when it is new or empty, taken by a run of this user's (recorded in the user's store), or holds
-nothing but the files its stamp lists."""
+DIR is written only when new or empty, taken by this user's run, or holding only the files its stamp lists."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ class Stamp:
 
 @dataclass(frozen=True)
 class Taken:
-    """A DIR a run took: its inode (a copy is another) and the token written in DIR/.nemo-rl-cuda/."""
+    """A DIR a run took: its inode and the token in DIR/.nemo-rl-cuda/."""
     path: str
     device: int
     inode: int
@@ -132,7 +131,7 @@ def _take(home: Path) -> None:
 
 
 def _clear_work(home: Path) -> None:
-    """Empty the work directory but for the token (a killed run leaves about 1 GB there)."""
+    """Empty the work directory but for the token."""
     work = home / WORK
     for name in os.listdir(work) if work.is_dir() and not work.is_symlink() else []:
         path = work / name

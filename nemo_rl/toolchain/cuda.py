@@ -1,4 +1,4 @@
-"""`nemo-rl toolchain cuda DIR [--arch 90]`: a CUDA 12 toolkit from the distribution's packages, in DIR."""
+"""`nemo-rl toolchain cuda`: a CUDA 12 toolkit in DIR from the distribution's packages."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def has_cudnn_header(directory: Path) -> bool:
 
 
 def cudnn_wheel() -> Path | None:
-    """The nvidia-cudnn-cu12 wheel of this environment (the isolated build sees it only through CUDNN_PATH)."""
+    """The nvidia-cudnn-cu12 wheel of this environment; None when missing."""
     for entry in sys.path:
         if entry and has_cudnn_header(Path(entry) / "nvidia" / "cudnn" / "include"):
             return Path(entry) / "nvidia" / "cudnn"

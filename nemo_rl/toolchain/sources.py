@@ -108,7 +108,7 @@ def archive_source(sources: list[Source], codename: str | None) -> Source:
 # a newline in a deb822 value would start a field of its own (`Trusted: yes`), a space another value
 _DEB822_WORD = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9.+~_/-]*(?<!/)\Z")  # no `..`, no absolute suite
 _DEB822_URI = re.compile(r"[^\s\x00-\x1f\x7f]+\Z")
-_BREAKS = "a newline or another control character would start a line of its own in apt's sources"
+_BREAKS = "a newline or another control character would start a new line in apt's sources"
 
 
 def deb822_word(value: str, what: str) -> str:
@@ -129,7 +129,7 @@ def deb822_words(value: str, what: str) -> list[str]:
 
 
 def private_sources(source: Source, suite: str, components: tuple[str, ...]) -> str:
-    """A deb822 stanza of the mirror, suite and components, each checked to stay one value."""
+    """A deb822 stanza of the mirror, suite and components; raises NemoRLError unless each stays one value."""
     bad = [uri for uri in source.uris if not _DEB822_URI.match(uri)]
     if bad:  # guard: toolkit-a-mirror-uri-stays-one-value
         raise NemoRLError(f"the mirror URI {bad[0]!r:.120} read from {APT_ETC} holds whitespace or a control "

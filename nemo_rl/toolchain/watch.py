@@ -1,4 +1,4 @@
-"""`nemo-rl toolchain watch`: the objects compiled of those the transformer-engine build's build.ninja lists."""
+"""`nemo-rl toolchain watch`: how many objects of transformer-engine's build.ninja are compiled."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def progress(ninja: Path, now: float | None = None) -> Progress:
 
 
 def find_build(root: Path) -> Path | None:
-    """The newest build.ninja of a transformer-engine-torch build under `root` (a build tree or a uv cache)."""
+    """The newest build.ninja of a transformer-engine-torch build under `root`."""
     patterns = ("build.ninja", "build/*/build.ninja", f"sdists-v*/*/{PACKAGE}/**/build.ninja",
                 f"sdists-v*/index/*/{PACKAGE}/**/build.ninja")
     found = [path for pattern in patterns for path in root.glob(pattern)]
@@ -98,7 +98,7 @@ def _seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=values.path_argument,
-                        help="the build tree, or the uv cache holding it (default: uv's cache, `uv cache dir`)")
+                        help="the build tree, or the uv cache holding it (default: `uv cache dir`)")
     parser.add_argument("--env", type=values.path_argument,
                         help="the environment the build installs into (default: $UV_PROJECT_ENVIRONMENT, else .venv)")
     parser.add_argument("--once", action="store_true", help="print one line and exit")
@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sleep(seconds: float) -> None:
-    """Sleep, ending at once at a signal (nothing to roll back)."""
+    """Sleep, ending at once at a signal."""
     end = time.monotonic() + seconds
     while True:
         interrupt.check()

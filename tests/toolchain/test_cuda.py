@@ -39,12 +39,12 @@ def test_the_printed_exports_hold_max_jobs_and_the_preflight_comes_before_the_bu
 # line into the `export CUDA_HOME=...` line printed to paste.
 HOSTILE = [
     (["--suite", "trixie\nTrusted: yes"], "argument --suite: 'trixie\\nTrusted: yes' is not a suite apt reads as one: "
-     "a newline or another control character would start a line of its own in apt's sources"),
+     "a newline or another control character would start a new line in apt's sources"),
     (["--suite", "trixie Trusted: yes"], "argument --suite: 'trixie Trusted: yes' is not a suite apt reads as one: "
      "a suite is one word of letters, digits and . + ~ _ -"),
     (["--suite", "trixie\x1b"], "is not a suite apt reads as one: a newline or another control character"),
     (["--components", "main\nTrusted: yes"], "argument --components: --components 'main\\nTrusted: yes' is no list "
-     "of words: a newline or another control character would start a line of its own in apt's sources"),
+     "of words: a newline or another control character would start a new line in apt's sources"),
     (["--components", "main Trusted:yes"], "argument --components: 'Trusted:yes' is not a component apt reads as "
      "one"),
     (["--components", " "], "argument --components: --components ' ' is no list of words: it is empty"),
