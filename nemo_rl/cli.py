@@ -85,7 +85,8 @@ def _os_error_message(exc: OSError) -> str | None:
         return _full_message(exc)
     if exc.errno not in USER_ERRNOS or not exc.filename:
         return None
-    return f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check the path and its permissions"
+    return (f"cannot use {exc.filename}: {exc.strerror}\n  what to do: check that the path exists, is a file or "
+            "directory as needed, and that you may write there")
 
 
 def _full_message(exc: OSError) -> str:

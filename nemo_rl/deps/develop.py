@@ -142,7 +142,7 @@ def _apply(project: Path, fork: lockfile.Fork, state: dict[str, develop_state.De
     """Put a recorded develop in front in `env`, made after the develop started."""
     if develop_state.checkout_gone(entry.checkout):  # guard: develop-again-after-uv-sync-refuses-a
         raise NemoRLError(f"{fork.distribution}'s recorded checkout {entry.checkout} is gone",
-                          f"run `nemo-rl deps develop --stop {fork.distribution}`")
+                          f"run `nemo-rl deps develop --stop {fork.distribution}`, then develop from a checkout again")
     develop_state.make_shadow(project, fork.distribution, entry.checkout, shipped_roots(fork))
     develop_state.install_overlay(env, project, fork.distribution, entry.checkout, entry.token)
     interrupt.completed(f"{env} imports {fork.distribution} from {entry.checkout}")
@@ -202,7 +202,8 @@ def stop(project: Path, args: argparse.Namespace) -> int:
     entry = state.get(args.distribution)
     env = develop_state.project_environment(project)
     if entry is None and not develop_state.has_overlay(env, args.distribution):
-        raise NemoRLError(f"{args.distribution} is not being developed")
+        raise NemoRLError(f"{args.distribution} is not being developed",
+                          "nothing to stop: `nemo-rl deps status` shows what is")
     if args.remove:
         if entry is None:
             raise NemoRLError(f"no develop state for {args.distribution}", "stop without --remove")

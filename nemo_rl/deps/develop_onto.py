@@ -45,7 +45,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
                           f"then {git_c('stash pop')}")
     if not fork.upstream_url:
         raise NemoRLError(f"no upstream-url is recorded for {fork.distribution}",
-                          f"add upstream-url to [tool.nemo-rl.forks.{fork.distribution}] in pyproject.toml")
+                          f"add upstream-url = \"<git URL>\" to [tool.nemo-rl.forks.{fork.distribution}] in "
+                          "pyproject.toml, then --onto again")
     remote, _, branch = args.onto.partition("/")
     if remote == "upstream" and branch:
         values.branch_name(branch, "--onto")
@@ -74,7 +75,8 @@ def onto(project: Project, args: argparse.Namespace) -> int:
     unknown = git_checkout.identity_problem(checkout)
     if unknown is not None:  # guard: onto-checks-the-committer-identity-first
         raise NemoRLError(f"git cannot name a committer for the rebased commits in {checkout}: {unknown}",
-                          f"run {git_c('config user.name \"Your Name\"')} and "
+                          "tell git who you are, with your own name and email: "
+                          f"{git_c('config user.name \"Your Name\"')} and "
                           f"{git_c('config user.email you@example.com')}, then --onto again")
     git_checkout.switch_new_branch(checkout, work, "HEAD")
     interrupt.completed(f"{checkout} has the new branch {work}")
@@ -102,4 +104,5 @@ def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
     except NemoRLError:
         return
     if kind != "commit":  # guard: never-onto-refuses-a-tree-or-blob
-        raise NemoRLError(f"--onto {onto} is a {kind}, not a commit", "pass a commit SHA or upstream/BRANCH")
+        raise NemoRLError(f"--onto {onto} is a {kind}, not a commit",
+                          "pass an upstream commit SHA (`git log upstream/main`) or upstream/BRANCH")

@@ -171,7 +171,8 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
             left.append(fork.distribution)
     for dist in left:
         print(f"{dist}: uv.lock still disagrees with the fork after relocking; fix: remove or widen the override "
-              "named above, or run `uv lock --upgrade-package <package>` for each")
+              "named above, or run `uv lock --upgrade-package <package>` for each, then "
+              "`nemo-rl deps patches --check --offline`")
     return 1 if left else 0
 
 
@@ -179,7 +180,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     from nemo_rl.forks import metadata_check, records
 
     if args.export and (args.check or args.offline):  # guard: fast-patches-export-refuses-check
-        raise UsageError("`deps patches export` takes no --check or --offline", "run the check and the export apart")
+        raise UsageError("`deps patches export` takes no --check or --offline",
+                         "run `nemo-rl deps patches --check [--offline]` and the export as two commands")
     if args.export:
         return _export(project, args.export, args.export_dir)
     if args.offline and not args.check:
@@ -204,7 +206,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
         if cut is not None:  # guard: the-offline-check-over-a-landing-cut
             print(f"{fork.distribution}: landing interrupted")
             print(f"  - {cut.unreadable}" if cut.unreadable is not None else
-                  f"  - a landing of {', '.join(cut.moves)} was cut short (moved: {', '.join(cut.moved) or 'nothing'})")
+                  f"  - a landing of {', '.join(cut.moves)} was cut short ({cut.staging} is left; moved: "
+                  f"{', '.join(cut.moved) or 'nothing'})")
             interrupted.append(fork.distribution)
             continue
         problems = records.check_offline(project, fork, locked)
@@ -241,7 +244,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     for orphan in orphans:
         fix(f"{records.orphan_fix(orphan)}")
     if interrupted:
-        fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`")
+        fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`, then `nemo-rl deps patches --check` again")
     if failed or unexplained or orphans or interrupted:
         return 1
     return 0

@@ -42,7 +42,7 @@ REMEDIES = {
                      "`nemo-rl deps develop {dist} [PATH]`",
     "checkout unreadable": "{imported} {checkout}, but {problem}: " + develop_state.UNREADABLE_FIX,
     "env stale": installed.ENV_STALE,
-    "not installed": f"run `{uv.sync_command()}`",
+    "not installed": f"run `{uv.sync_command()}` if you need it",
     "ok": None,
 }
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in [tool.uv], then run `uv lock` and "

@@ -87,8 +87,9 @@ def _sync(root: Path, env: Path, flags: list[str]) -> None:
         uv.sync(root, flags=flags, environment=env, stream=True)
     except NemoRLError as exc:
         raise NemoRLError(f"uv could not build the throwaway environment from uv.lock: {exc.what.splitlines()[0]}",
-                          "read uv's output above (an unreachable git host needs a url.<mirror>.insteadOf mirror; "
-                          "a stale lock, `uv lock`)") from exc
+                          "a git host it cannot reach: configure a mirror (`git config --global url.<mirror>.insteadOf "
+                          "<url>`); \"lockfile needs to be updated\": run `uv lock` and commit it; a failed build: "
+                          "read uv's output above") from exc
 
 
 def run(project: Project, args: argparse.Namespace) -> int:

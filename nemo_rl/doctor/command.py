@@ -108,7 +108,7 @@ ENV_FIX = "pass a directory that `uv run nemo-rl envs list` names (its last colu
 
 
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
-    """This doctor, run by the python of `args.env`."""
+    """This doctor, run by the python of `args.env`; exit 2 when that environment cannot run it."""
     from nemo_rl import values
     from nemo_rl.errors import UsageError
     from nemo_rl.process import run as run_process

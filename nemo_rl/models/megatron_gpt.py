@@ -82,7 +82,8 @@ def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -
 
     device = next(model.parameters()).device
     if device.type != "cuda" or not torch.cuda.is_available():
-        raise NemoRLError(f"the Megatron GPT forward/backward needs a CUDA device; the model is on {device}")
+        raise NemoRLError(f"the Megatron GPT forward/backward needs a CUDA device; the model is on {device}",
+                          "run it on a machine with an NVIDIA GPU")
     length = config.max_sequence_length
     tokens = torch.randint(0, config.vocab_size, (batch_size, length), device=device)
     mask, positions = causal_mask_and_position_ids(tokens)

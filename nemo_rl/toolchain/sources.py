@@ -114,7 +114,8 @@ _BREAKS = "a newline or another control character would start a new line in apt'
 def deb822_word(value: str, what: str) -> str:
     """`value` when apt reads it as one suite or component."""
     if not _DEB822_WORD.match(value) or (what == "component" and "/" in value):  # guard: toolkit-a-suite-or-component-stays-one-word
-        why = _BREAKS if values.breaks_lines(value) else f"a {what} is one word of letters, digits and . + ~ _ -"
+        why = _BREAKS if values.breaks_lines(value) else (f"a {what} is one word of letters, digits and . + ~ _ - "
+                                                          "(a suite may hold an inner /), without ..")
         raise NemoRLError(f"{value!r:.80} is not a {what} apt reads as one: {why}",
                           f"give a name such as {'trixie' if what == 'suite' else 'main'}")
     return value

@@ -472,5 +472,5 @@ def test_a_uv_configuration_that_changes_the_lock_s_options_is_refused_before_la
     assert bump(world, "megatron-core", "--rev", world.forks["megatron-core"].downstream[0]) == 1
     err = capsys.readouterr().err
     assert "error: uv lock wrote [options] prerelease-mode = 'allow' into the staged uv.lock" in err, err
-    assert "what to do: remove prerelease from the uv configuration" in err
+    assert "what to do: remove prerelease from your uv.toml or $UV_CONFIG_FILE" in err
     assert world.files() == before
