@@ -25,6 +25,8 @@ STAMP = "checked.json"
 STAMP_VERSION = 3
 WORKING = "working-cache"
 WORKING_LOCK = "working-cache.lock"
+STAMP_LOCK = "stamp.lock"  # a restamp's read and write; a changed copy's stamp removed
+STAMPING = "restamping this node's copy, or removing its stamp"
 KEEP = 2  # bundles whose last used copy a node keeps
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -33,8 +35,8 @@ Sealed = Callable[[Content], None]  # raises when a content is not the bundle's 
 
 
 def node_lock(root: Path) -> Path:
-    """This user's lock on choosing, making and restamping node copies under `root`: builds started together from one
-    bundle make one copy."""
+    """This user's lock on choosing and making node copies under `root`: builds started together from one bundle make
+    one copy."""
     return root / ".node-copy.lock"
 
 
@@ -58,6 +60,8 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
                 found = _checked(candidate, bundle, digest, digest_of, sealed, digests)
             elif (other := stamp_digest(candidate)) is not None:
                 digests[candidate] = other
+            else:  # a stamp of another nemo-rl's: no build of this one uses the copy
+                locks.remove_unheld(candidate)  # guard: node-copy-another-version-s-copy-is-removed
         if found is None:
             found = _made(root, bundle, digest, digest_of, sealed)
             digests[found.cache.parent] = digest
@@ -125,8 +129,9 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         return None
     try:
         stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
-        if stamp is None:
+        if stamp is None:  # another nemo-rl's
             os.close(held)
+            locks.remove_unheld(candidate)  # guard: node-copy-another-version-s-first-copy-is-removed
             return None
         digests[candidate] = stamp.digest
         if stamp.digest != digest:  # guard: node-copy-the-stamp-names-the-bundle-s
@@ -144,7 +149,11 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             os.close(held)
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             if left:  # its stamp goes: no restamp of the build using it vouches for it again
-                (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
+                turn = _take_turn(candidate / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
+                try:
+                    (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
+                finally:
+                    os.close(turn)
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
@@ -187,12 +196,12 @@ def restamp(node: NodeCopy) -> None:
     """Take into `node`'s stamp the ctimes this build's own links moved; call once uv is done."""
     copy = node.cache.parent
     with contextlib.ExitStack() as held:
-        # under the node lock: a build that finds the copy changed removes its stamp, never undone here
-        held.callback(os.close, _take_turn(node_lock(copy.parent), "copying or checking a bundle on this node"))  # guard: restamp-under-the-node-lock
         shared = locks.try_hold(copy, shared=True)
         if shared is None:  # being removed
             return
         held.callback(os.close, shared)
+        # a build that finds the copy changed removes its stamp, never undone here
+        held.callback(os.close, _take_turn(copy / STAMP_LOCK, STAMPING))  # guard: restamp-under-the-stamp-lock
         try:
             stamp = _read_stamp(copy)
             if stamp is None:

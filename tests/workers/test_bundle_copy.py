@@ -615,6 +615,25 @@ def test_restamp_waits_for_a_build_checking_the_copy(tmp_path, monkeypatch, caps
     assert not (copy / bundle_copy.STAMP).exists()
 
 
+def test_copies_another_nemo_rl_stamped_are_listed_as_such_and_removed_by_the_next_build(tmp_path, monkeypatch):
+    """Before and after the copy a build takes, in the node's order."""
+    bundle, node, _ = _kept_copy(tmp_path)
+    kept, root = node.cache.parent, node.cache.parent.parent
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(root))
+    stamped = json.loads((kept / bundle_copy.STAMP).read_text())
+    others = [root / f"{NODE_COPY_PREFIX}!first", root / f"{NODE_COPY_PREFIX}~last"]
+    for other in others:
+        shutil.copytree(kept, other, symlinks=True)
+        (other / bundle_copy.STAMP).write_text(json.dumps({**stamped, "version": 2}))
+    rows = {row.path: row for row in housekeeping.listing(None)}
+    assert [rows[other].state for other in others] == ["other version"] * 2 and rows[kept].state == "kept copy"
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    again = bundle_copy.node_copy(root, bundle, "sha256:" + "0" * 64, bundles.content_digest,
+                                  lambda content: None if content == expected else pytest.fail("not sealed"))
+    os.close(again.held)
+    assert copies(root) == [kept] == [again.cache.parent]
+
+
 def test_a_stamp_that_cannot_be_written_leaves_the_install_done(tmp_path, monkeypatch):
     _, node, _ = _kept_copy(tmp_path)
     os.link(node.cache / "simple-v1/index", tmp_path / "a-link")
