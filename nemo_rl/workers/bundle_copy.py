@@ -28,6 +28,7 @@ WORKING_LOCK = "working-cache.lock"
 STAMP_LOCK = "stamp.lock"  # a restamp's read and write; a changed copy's stamp removed
 STAMPING = "restamping this node's copy, or removing its stamp"
 KEEP = 2  # bundles whose last used copy a node keeps
+OTHERS_KEPT_S = 86_400  # a copy whose stamp another nemo-rl wrote, unused this long, is removed
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
 Digest = Callable[[Path, dict[str, tuple[int, str]], dict[str, str]], Content]
@@ -60,7 +61,7 @@ def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: 
                 found = _checked(candidate, bundle, digest, digest_of, sealed, digests)
             elif (other := stamp_digest(candidate)) is not None:
                 digests[candidate] = other
-            else:  # a stamp of another nemo-rl's: no build of this one uses the copy
+            elif _unused_for(candidate, OTHERS_KEPT_S):  # guard: node-copy-another-version-s-copy-is-kept-a-day
                 locks.remove_unheld(candidate)  # guard: node-copy-another-version-s-copy-is-removed
         if found is None:
             found = _made(root, bundle, digest, digest_of, sealed)
@@ -107,6 +108,7 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
             kept = copied[relative][2] if relative in copied else None
             if kept is not None and started - kept[3] > RACY_NS:  # guard: node-copy-racy-identities-are-left-out
                 files[relative] = (kept, sha)
+        (copy / STAMP_LOCK).touch(0o600)  # made with the copy: a restamp on a full disk still finds it
         codec.write(copy / STAMP, Stamp(digest, content, files), STAMP_VERSION, mode=0o600)
         try:
             locks.share(held)  # guard: node-copy-a-new-copy-is-held-shared-once; a build waiting on the node lock uses it alongside
@@ -131,7 +133,8 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         stamp = _read_stamp(candidate)  # read under the hold: a prune removes only what nobody holds
         if stamp is None:  # another nemo-rl's
             os.close(held)
-            locks.remove_unheld(candidate)  # guard: node-copy-another-version-s-first-copy-is-removed
+            if _unused_for(candidate, OTHERS_KEPT_S):
+                locks.remove_unheld(candidate)  # guard: node-copy-another-version-s-first-copy-is-removed
             return None
         digests[candidate] = stamp.digest
         if stamp.digest != digest:  # guard: node-copy-the-stamp-names-the-bundle-s
@@ -147,13 +150,10 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
                 pass
         if digest_of(cache, known, {}) != stamp.content:  # guard: node-copy-a-kept-copy-is-held-to-what; ours, changed since: copied again, never used
             os.close(held)
+            held = -1  # guard: node-copy-a-changed-copy-s-hold-is-given-back-once
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             if left:  # its stamp goes: no restamp of the build using it vouches for it again
-                turn = _take_turn(candidate / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
-                try:
-                    (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
-                finally:
-                    os.close(turn)
+                _drop_stamp(candidate)
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
@@ -167,8 +167,28 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         os.utime(candidate / STAMP)  # guard: node-copy-the-last-used-are-kept; last used: what _keep_newest goes by
         return NodeCopy(cache, held)
     except BaseException:
-        os.close(held)
+        if held >= 0:
+            os.close(held)
         raise
+
+
+def _drop_stamp(copy: Path) -> None:
+    try:
+        turn = _take_turn(copy / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
+    except (NemoRLError, OSError):  # the copy removed meanwhile (`envs prune`)
+        turn = -1
+    try:
+        (copy / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
+    finally:
+        if turn >= 0:
+            os.close(turn)
+
+
+def _unused_for(copy: Path, seconds: float) -> bool:
+    try:
+        return time.time() - os.lstat(copy / STAMP).st_mtime > seconds
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -200,8 +220,10 @@ def restamp(node: NodeCopy) -> None:
         if shared is None:  # being removed
             return
         held.callback(os.close, shared)
-        # a build that finds the copy changed removes its stamp, never undone here
-        held.callback(os.close, _take_turn(copy / STAMP_LOCK, STAMPING))  # guard: restamp-under-the-stamp-lock
+        try:  # a build that finds the copy changed removes its stamp, never undone here
+            held.callback(os.close, _take_turn(copy / STAMP_LOCK, STAMPING))  # guard: restamp-under-the-stamp-lock
+        except (NemoRLError, OSError):  # a full disk: the stamp only saves hashing
+            return
         try:
             stamp = _read_stamp(copy)
             if stamp is None:

@@ -90,7 +90,7 @@ def listing(project: Project | None) -> list[Row]:
                                 f"this node's checked copy of the bundle with digest {digest}"))
             elif os.path.lexists(path / bundle_copy.STAMP):  # guard: housekeeping-another-version-s-copy-is-listed
                 rows.append(Row("bundle-copy", path, (), None, "other version", _size_mb(path), None, (),
-                                "a copy whose stamp this nemo-rl does not read: another version's"))
+                                "a copy whose stamp this nemo-rl does not read (another version's, or damaged)"))
             else:
                 made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
                 rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),

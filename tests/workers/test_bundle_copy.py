@@ -19,7 +19,7 @@ import pytest
 from fakes import FLAGS, fake_bundle
 
 from nemo_rl import locks
-from nemo_rl.errors import NemoRLError
+from nemo_rl.errors import Interrupted, NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping, tree_copy
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
@@ -621,17 +621,49 @@ def test_copies_another_nemo_rl_stamped_are_listed_as_such_and_removed_by_the_ne
     kept, root = node.cache.parent, node.cache.parent.parent
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(root))
     stamped = json.loads((kept / bundle_copy.STAMP).read_text())
-    others = [root / f"{NODE_COPY_PREFIX}!first", root / f"{NODE_COPY_PREFIX}~last"]
+    others = [root / f"{NODE_COPY_PREFIX}!first", root / f"{NODE_COPY_PREFIX}~last", root / f"{NODE_COPY_PREFIX}~new"]
     for other in others:
         shutil.copytree(kept, other, symlinks=True)
         (other / bundle_copy.STAMP).write_text(json.dumps({**stamped, "version": 2}))
+    old = time.time() - bundle_copy.OTHERS_KEPT_S - 60
+    for other in others[:2]:  # the third is in use by the other nemo-rl: kept
+        os.utime(other / bundle_copy.STAMP, (old, old))
     rows = {row.path: row for row in housekeeping.listing(None)}
-    assert [rows[other].state for other in others] == ["other version"] * 2 and rows[kept].state == "kept copy"
+    assert [rows[other].state for other in others] == ["other version"] * 3 and rows[kept].state == "kept copy"
     expected = bundles.content_digest(bundle / bundles.CACHE)
     again = bundle_copy.node_copy(root, bundle, "sha256:" + "0" * 64, bundles.content_digest,
                                   lambda content: None if content == expected else pytest.fail("not sealed"))
     os.close(again.held)
-    assert copies(root) == [kept] == [again.cache.parent]
+    assert copies(root) == sorted([kept, others[2]]) and again.cache.parent == kept
+
+
+def test_an_interrupt_while_a_changed_copy_s_stamp_waits_is_the_interrupt(tmp_path, monkeypatch):
+    bundle, node, _ = _kept_copy(tmp_path)
+    copy = node.cache.parent
+    held = locks.try_hold(copy, shared=True)  # another build uses it
+    (node.cache / "archive-v0/abc/a.py").write_bytes(b"changed\n")
+    take_turn = bundle_copy._take_turn
+
+    def interrupted(lock, doing):
+        if lock.name == bundle_copy.STAMP_LOCK:
+            raise Interrupted(2)
+        return take_turn(lock, doing)
+
+    monkeypatch.setattr(bundle_copy, "_take_turn", interrupted)
+    with pytest.raises(Interrupted):
+        bundle_copy.node_copy(copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest, lambda content: None)
+    os.close(held)
+
+
+def test_a_restamp_that_cannot_take_the_stamp_lock_leaves_the_install_done(tmp_path, monkeypatch):
+    _, node, _ = _kept_copy(tmp_path)
+    os.link(node.cache / "simple-v1/index", tmp_path / "a-link")
+
+    def full(lock, doing):
+        raise NemoRLError(f"{lock.parent} cannot be used: No space left on device", "free space")
+
+    monkeypatch.setattr(bundle_copy, "_take_turn", full)
+    bundle_copy.restamp(node)  # no error: the next build hashes what the stamp does not vouch for
 
 
 def test_a_stamp_that_cannot_be_written_leaves_the_install_done(tmp_path, monkeypatch):
