@@ -188,7 +188,6 @@ def _markers(env: Path) -> dict[str, str]:
 
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
-    """Whether the requirement applies in that environment."""
     requirement = _parsed(line)
     return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
 

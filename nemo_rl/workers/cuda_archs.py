@@ -18,7 +18,6 @@ SMI_TIMEOUT = 30  # seconds: a wedged driver's nvidia-smi is "could not check", 
 
 
 def _source_built(lock: dict) -> set[str]:
-    """Distributions the lock offers no wheel for (sdists, git sources)."""
     return {str(p.get("name")) for p in lock.get("package", []) if isinstance(p, dict) and not p.get("wheels")
             and (p.get("sdist") or "git" in (p.get("source") or {}))}
 
