@@ -78,8 +78,8 @@ def read_record(bundle: Path) -> bytes:
 
 
 def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
-    """The SM number of every GPU of the node (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how found.
-    Never raises."""
+    """Each node GPU's SM number (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how found. Never
+    raises."""
     if shutil.which("nvidia-smi"):
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:
