@@ -67,7 +67,6 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
 
 @functools.cache
 def _fields(kind: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, type, required) of each field of the dataclass `kind`."""
     hints, missing = typing.get_type_hints(kind), dataclasses.MISSING
     return tuple((f.name, hints[f.name], f.default is missing and f.default_factory is missing)
                  for f in dataclasses.fields(kind))

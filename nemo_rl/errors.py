@@ -32,7 +32,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class MissingExtraError(NemoRLError, ImportError):
-    """An mcore code path ran without a working mcore extra; also an ImportError, for upstream's handlers."""
+    """An mcore code path ran without a working mcore extra; also an ImportError."""
 
     def __init__(self, what: str, remedy: str, missing: list[str]) -> None:
         self.missing = missing

@@ -124,7 +124,7 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
 
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
-    """The metadata's headers, parsed once; its description (most of a large METADATA) is never parsed."""
+    """The metadata's headers, parsed once; its description is never parsed."""
     import email.parser
 
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")

@@ -150,7 +150,7 @@ def missing_objects(repo: Path, revs: Sequence[str]) -> set[str]:
 
 
 def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int = 0) -> set[str]:
-    """Fetch `objects` into `repo`; return those the server refused, up to `refusals`; any other failure raises."""
+    """Fetch `objects` into `repo`; return those refused, up to `refusals`; any other failure raises."""
     refused: set[str] = set()
     while wanted := objects - refused:
         result = git([*_FETCH_OBJECTS, remote], repo=repo, input_text="\n".join(sorted(wanted)) + "\n",

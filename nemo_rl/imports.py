@@ -54,8 +54,8 @@ class Result:
 
 def check(python: Path, modules: list[str], *, cwd: Path | None = None, timeout: float = 120,
           hook: bool = False) -> Result:
-    """Import each of `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine
-    hook where the environment has no nemo_rl."""
+    """Import `modules` with `python` in a fresh process; `hook`: with this nemo_rl's transformer-engine hook where
+    the environment has none."""
     import nemo_rl
 
     timeout = values.timeout_seconds(timeout, "imports.check")

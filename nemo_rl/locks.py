@@ -37,7 +37,7 @@ def _flock(fd: int, operation: int) -> None:
 
 
 def open_lock_file(path: Path, not_yours: str | None = None) -> int:
-    """Open or create the lock file `path`, never through a link; with `not_yours` (the fix), refuse another user's."""
+    """Open or create lock file `path`, never through a link; with `not_yours` (the fix), refuse another user's."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # guard: never-lock-files-opened-without
     except OSError as exc:

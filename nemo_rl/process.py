@@ -227,7 +227,7 @@ def start(
     keep: int | None = None,
 ) -> Running:
     """Start `args`; `wait()` raises NemoRLError on failure when `check`. `env` replaces the environment; `stream`
-    passes stderr through; `keep`: the last `keep` bytes of each output only."""
+    passes stderr through; `keep`: keep each output's last `keep` bytes."""
     argv = [os.fspath(a) for a in args]
     seconds = None
     if timeout is not None:

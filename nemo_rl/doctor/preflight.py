@@ -52,7 +52,7 @@ def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
 
 
 def _compile(nvcc: Path, flags: list[str]) -> str | None:
-    """None when `nvcc` compiles a kernel with `flags` (and torch's `-ccbin $CC`), else its first line of output."""
+    """None when `nvcc` compiles a kernel with `flags` (and torch's `-ccbin $CC`), else its first output line."""
     ccbin = []
     if os.environ.get("CC"):  # guard: pre-flight-probes-with-the-cc-torch-passes
         ccbin = ["-ccbin", os.environ["CC"]]

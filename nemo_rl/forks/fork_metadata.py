@@ -72,7 +72,6 @@ def _parsed(lines: list[str]) -> list[Requirement]:
 
 
 def _extras(provided: list[str], lines: list[str]) -> dict[str, tuple[str, ...]]:
-    """extra -> the requirements it adds."""
     pairs = [(line, req) for line in lines for req in _parsed([line])]
     return {extra: tuple(line for line, req in pairs if not lock_markers.base_requirement(req)  # guard: extras-each-keeps-only-what-it-brings
                          and lock_markers.with_extra(req, extra))

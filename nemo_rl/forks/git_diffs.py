@@ -62,7 +62,6 @@ def _diff_pass(repo: Path, shas: list[str], *, stats: bool) -> dict[str, Diff]:
 
 
 def _stat_blocks(text: bytes) -> dict[str, str]:
-    """sha -> its --stat block in `git log -p --stat` output."""
     starts = [0]
     while (found := text.find(b"\ncommit ", starts[-1])) >= 0:
         starts.append(found + 1)

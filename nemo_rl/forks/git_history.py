@@ -108,7 +108,6 @@ def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
 
 
 def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
-    """sha -> its part of one `git log --no-walk` output."""
     if not shas:
         return {}
     out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,

@@ -34,8 +34,8 @@ class Problem:
 
 def problems(project: Project, env: Path, distribution: str, left_out: Iterable[str] = (),
              dists: Mapping[str, Installed] | None = None) -> list[Problem]:
-    """How `distribution` installed in `env` differs from uv.lock (`left_out`: left out on purpose; `dists`: `env`'s
-    distributions, when the caller has read them)."""
+    """How `distribution` in `env` differs from uv.lock (`left_out`: left out on purpose; `dists`: `env`'s
+    distributions, if read)."""
     dists = installed.distributions(env) if dists is None else dists
     dist = dists.get(canonicalize_name(distribution))
     if dist is None:
@@ -188,7 +188,6 @@ def _markers(env: Path) -> dict[str, str]:
 
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
-    """Whether the requirement applies in that environment."""
     requirement = _parsed(line)
     return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
 

@@ -163,7 +163,6 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    """name -> specifier of the overrides in uv.lock's [manifest]."""
     from packaging.utils import canonicalize_name
 
     manifest = lock.get("manifest")

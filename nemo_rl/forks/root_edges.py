@@ -6,13 +6,11 @@ from nemo_rl.forks import lock_markers
 
 
 def _roots(lock: dict) -> list[dict]:
-    """The project's [[package]] entries, a workspace's members included."""
     return [p for p in lock.get("package", []) if isinstance(p, dict) and isinstance(p.get("source"), dict)
             and ({"virtual", "editable"} & p["source"].keys()) and isinstance(p.get("metadata"), dict)]
 
 
 def _requirements(entries: object, name: str) -> list:
-    """The entries naming `name`, as Requirements."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 

@@ -172,7 +172,6 @@ class TrialIndex:
         self._update(lines, quoted=True)
 
     def _update(self, lines: list[str], quoted: bool = False) -> None:
-        """`lines` into the index, which becomes the new tree."""
         if lines:
             end = "\n" if quoted else "\0"
             self._git(["update-index", *([] if quoted else ["-z"]), "--index-info"], input_text=end.join(lines) + end)

@@ -1,4 +1,4 @@
-"""One config for every backend, so the torch and Megatron models of a run describe the same network."""
+"""One config for every backend: a run's torch and Megatron models describe one network."""
 
 from __future__ import annotations
 

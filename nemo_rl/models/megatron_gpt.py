@@ -12,7 +12,7 @@ from nemo_rl.models.config import ModelConfig
 
 
 def init_parallel_state(backend: str | None = None) -> str:  # pragma: mcore
-    """Initialise torch.distributed and Megatron's parallel state at world size 1; return the backend used."""
+    """Initialise torch.distributed and Megatron's parallel state at world size 1; returns the backend."""
     extras.require("megatron", purpose="Megatron parallel-state initialisation")
     import torch
     from megatron.core import parallel_state
@@ -39,7 +39,7 @@ def destroy_parallel_state() -> None:  # pragma: mcore
 
 
 def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = False) -> Any:  # pragma: mcore
-    """A GPTModel for `config` after init_parallel_state; the local layer spec unless `use_transformer_engine`."""
+    """A GPTModel for `config` after init_parallel_state; local layer spec unless `use_transformer_engine`."""
     extras.require("megatron", purpose="the Megatron GPT backend")
     if use_transformer_engine:
         extras.require("transformer_engine", purpose="the Megatron transformer-engine layer spec")

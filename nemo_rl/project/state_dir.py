@@ -81,7 +81,7 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None) -> N
 
 @contextlib.contextmanager
 def project_lock(project: Path, *, wait: bool = True) -> Iterator[None]:
-    """The lock on the project directory, held by every command that writes project files."""
+    """The project directory's lock, held by every command writing project files."""
     fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
         message = f"waiting for another nemo-rl command in {project}"

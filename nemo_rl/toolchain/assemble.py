@@ -131,7 +131,6 @@ def _take(home: Path) -> None:
 
 
 def _clear_work(home: Path) -> None:
-    """Empty the work directory but for the token."""
     work = home / WORK
     for name in os.listdir(work) if work.is_dir() and not work.is_symlink() else []:
         path = work / name

@@ -1,4 +1,4 @@
-"""The Debian packages' files arranged as a relocatable CUDA_HOME (bin/nvcc, include/, lib64/, nvvm/)."""
+"""The Debian packages' files arranged as a relocatable CUDA_HOME."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def triplet() -> str:
 
 
 def mapping(root: Path, lib: str) -> list[tuple[Path, str]]:
-    """(path in the extracted packages, path under CUDA_HOME); Debian's /usr/bin/nvcc is a wrapper script."""
+    """(path in the extracted packages, path under CUDA_HOME)."""
     toolkit = root / "usr/lib/nvidia-cuda-toolkit"
     pairs = [(toolkit / "bin/nvcc", "bin/nvcc"), (toolkit / "bin/crt", "bin/crt"),  # guard: toolkit-the-real-nvcc-not-debian-s
              (toolkit / "bin/cicc", "nvvm/bin/cicc"), (toolkit / "libdevice", "nvvm/libdevice"),

@@ -1,4 +1,4 @@
-"""A bundle's index archives checked against uv.lock's hashes, through the msgpack pointers uv's cache keeps."""
+"""A bundle's index archives checked against uv.lock's hashes via the msgpack pointers in uv's cache."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _MAX_POINTER = 1 << 16  # uv's pointers are a few hundred bytes; a larger file i
 
 
 def canonical(name: str) -> str:
-    """PEP 503 (without `packaging`: a node's first environment has only the standard library)."""
+    """PEP 503, standard library only."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -30,7 +30,7 @@ class Pointer:
 
 
 class _Reader:
-    """Reads the msgpack arrays, maps and strings uv's pointers start with; raises ValueError on anything else."""
+    """Reads the msgpack arrays, maps and strings starting uv's pointers; raises ValueError on anything else."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0
@@ -143,8 +143,8 @@ def _version(key: str) -> str:
 
 
 def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
-    """(archives checked, archives uv.lock does not name); raises NemoRLError for a pointer that matches no file of
-    uv.lock's or whose hash is not uv.lock's."""
+    """(archives checked, archives uv.lock does not name); raises NemoRLError for a pointer matching no uv.lock file or
+    hash."""
     locked = locked_hashes(project)
     versions = {_version(key) for key in locked if not key.endswith(" sdist")}
     fix = "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`)"

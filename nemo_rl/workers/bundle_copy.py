@@ -36,8 +36,7 @@ Sealed = Callable[[Content], None]  # raises when a content is not the bundle's 
 
 
 def node_lock(root: Path) -> Path:
-    """This user's lock on choosing and making node copies under `root`: builds started together from one bundle make
-    one copy."""
+    """This user's lock on choosing and making node copies under `root`: concurrent builds of a bundle make one copy."""
     return root / ".node-copy.lock"
 
 
@@ -48,8 +47,8 @@ class NodeCopy:
 
 
 def node_copy(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
-    """A checked copy of `bundle` under `root`, held shared (close `held` once uv is done): a kept one, else new. A
-    build that finds another choosing or making a copy waits for it, then takes the copy it made."""
+    """A checked copy of `bundle` under `root`, kept or new, held shared (close `held` once uv is done); waits for a
+    build choosing or making one, then takes its copy."""
     node = _take_turn(node_lock(root), "copying or checking a bundle on this node")  # guard: node-copy-two-builds-at-once-take-turns
     try:
         digests: dict[Path, str] = {}
@@ -124,8 +123,8 @@ def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Seal
 
 def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed,
              digests: dict[Path, str]) -> NodeCopy | None:
-    """The kept copy `candidate`, held shared, when it is the bundle's and unchanged, else None; one found changed is
-    removed, or loses its stamp while another build holds it."""
+    """`candidate`, held shared, when the bundle's and unchanged, else None; a changed one is removed, or loses its
+    stamp while another build holds it."""
     held = locks.try_hold(candidate, shared=True)  # guard: node-copy-builds-hold-a-kept-copy-shared; other builds use it too; a remover holds it exclusively
     if held is None:
         return None
@@ -193,7 +192,7 @@ def _unused_for(copy: Path, seconds: float) -> bool:
 
 @contextlib.contextmanager
 def working_cache(cache: Path) -> Iterator[Path]:
-    """uv's cache for one build at a time: links to the checked `cache`'s files, so uv's writes land beside them."""
+    """uv's cache for one build at a time: links to the checked `cache`'s files, so uv writes beside them."""
     held = _take_turn(cache.parent / WORKING_LOCK, f"installing from {cache.parent}")  # guard: working-cache-one-build-at-a-time
     try:
         work = cache.parent / WORKING
@@ -254,7 +253,7 @@ def _clock(directory: Path) -> int:
 
 
 def _keep_newest(digests: dict[Path, str]) -> None:
-    """Keep the last used copy of each of the KEEP last used bundles (`digests`: copy -> bundle); remove the others."""
+    """Keep the newest copy of each of the KEEP last used bundles (`digests`: copy -> bundle); remove the rest."""
     used = []
     for copy, digest in digests.items():
         try:

@@ -73,7 +73,7 @@ NOT_YOURS = "pack into a directory only you can write, or have the file's owner 
 
 
 def remove_dead_packs(root: Path, *, keep_timed_out: bool = False) -> list[Path]:
-    """Remove the killed packs into `root`, and, unless `keep_timed_out`, the kept ones no pack holds the lock of."""
+    """Remove killed packs into `root` and, unless `keep_timed_out`, kept ones whose lock no pack holds."""
     removed = []
     for leftover in unfinished_packs(root):
         if leftover.name.endswith(KEPT_SUFFIX):
@@ -103,7 +103,7 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
 
 
 def remove_kept(kept: Path) -> None:
-    """Remove a kept pack, its record of inputs first (a pack resumes from a kept pack that has one)."""
+    """Remove a kept pack, its record of inputs first."""
     if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
         os.unlink(kept)
         return
@@ -128,7 +128,7 @@ def remove_free_pack_locks(root: Path) -> list[Path]:
 
 def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
          import_timeout: float = IMPORT_TIMEOUT_S) -> Manifest:
-    """Make the bundle for (uv.lock, flags) at the new `dest`, seeded from this user's uv cache when `seed`."""
+    """Make the bundle for (uv.lock, flags) at new `dest`, seeded from this user's uv cache when `seed`."""
     if developing := sorted(project.developing):  # guard: bundles-no-pack-while-developing
         raise NemoRLError("a fork is under `nemo-rl deps develop`: a bundle holds pinned commits only",
                           "run " + " and ".join(command("nemo-rl deps develop --stop {d}", d=d) for d in developing)

@@ -1,4 +1,4 @@
-"""The bundle digests a site pins, and the directories of a node's copies of bundles under $NEMO_RL_VENV_DIR."""
+"""Bundle digests a site pins, and where a node's bundle copies live under $NEMO_RL_VENV_DIR."""
 
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
 
 def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = None,
                    hashes: dict[str, str] | None = None) -> tuple[int, int, str]:
-    """(files, bytes, sha256) over the names, sizes, contents and link targets under `root`, trusting `known`
-    (size, sha256) by path; `hashes` receives each file's sha256."""
+    """(files, bytes, sha256) over names, sizes, contents and link targets under `root`, trusting `known` (size,
+    sha256) by path; `hashes` gets each file's sha256."""
     from concurrent.futures import ThreadPoolExecutor
 
     top, relatives = str(root), []
@@ -84,7 +84,7 @@ def content_digest(root: Path, known: Mapping[str, tuple[int, str]] | None = Non
 
 def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], digest: str | None = None) -> Manifest:
     """The bundle's manifest, once its inputs are this node's and `digest` (else $NEMO_RL_BUNDLE_DIGESTS) pins it;
-    `sync_from` checks the content."""
+    `sync_from` checks content."""
     manifest = read_manifest(bundle)
     different = differences(manifest, inputs_for(project, flags), project)
     if different:  # guard: bundles-inputs-compared-before
@@ -101,7 +101,7 @@ def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], di
 
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
               manifest: Manifest, *, inexact: bool = True) -> None:
-    """Install the environment offline from a checked bundle, through a working cache beside the node's copy."""
+    """Install the environment offline from a checked bundle, via a working cache beside the node's copy."""
     record, fits = cuda_archs.node_record(bundle)  # guard: archs-the-node-checks-before-installing
     if fits:
         progress(fits)

@@ -18,7 +18,6 @@ SMI_TIMEOUT = 30  # seconds: a wedged driver's nvidia-smi is "could not check", 
 
 
 def _source_built(lock: dict) -> set[str]:
-    """Distributions the lock offers no wheel for (sdists, git sources)."""
     return {str(p.get("name")) for p in lock.get("package", []) if isinstance(p, dict) and not p.get("wheels")
             and (p.get("sdist") or "git" in (p.get("source") or {}))}
 
@@ -79,8 +78,8 @@ def read_record(bundle: Path) -> bytes:
 
 
 def node_gpus(environ=os.environ) -> tuple[tuple[int | None, ...], str]:
-    """The SM number of every GPU of the node (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how found.
-    Never raises."""
+    """Each node GPU's SM number (None: unreadable), whatever CUDA_VISIBLE_DEVICES says, and how found. Never
+    raises."""
     if shutil.which("nvidia-smi"):
         every = {k: v for k, v in environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         try:

@@ -1,4 +1,4 @@
-"""Worker environments: built once per node from uv.lock, keyed by what defines them, verified before use."""
+"""Worker environments: built once per node from uv.lock, keyed by their inputs, verified before use."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
-    """Check the environment against the driver and uv.lock; record the pass. `proven`: what a checked bundle proved."""
+    """Check the environment against driver and uv.lock; record a pass. `proven`: what a checked bundle proved."""
     _verify(env, project, extras.modules_to_import(project.forks, installed.site_packages(env.path)), proven)
 
 

@@ -1,4 +1,4 @@
-"""A worker's Python (one of PY_EXECUTABLES), turned into the interpreter of a verified environment."""
+"""A worker's Python (one of PY_EXECUTABLES), mapped to a verified environment's interpreter."""
 
 from __future__ import annotations
 

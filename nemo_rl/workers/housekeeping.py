@@ -35,7 +35,7 @@ class Row:
 
 
 def users(path: Path) -> tuple[int, ...]:
-    """PIDs of live processes running from the environment at `path` (by executable, arguments, VIRTUAL_ENV or maps)."""
+    """PIDs of live processes running from the environment at `path`."""
     prefix = str(path.resolve())
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -145,8 +145,8 @@ def _unclaimed(path: Path, checkout: str) -> str:
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
-    """Remove what is provably this checkout's or another nemo-rl's, and unused: stale, other-version and killed
-    builds and their lock files; `rows`: listing(project)."""
+    """Remove what is provably this checkout's or another nemo-rl's, and unused, with its lock files; `rows`:
+    listing(project)."""
     removed = []
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
@@ -170,7 +170,7 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
 
 
 def _prune_lock_files() -> list[Path]:
-    """Remove the `.<key>.lock` files of keys with no environment and no build, each under its own lock."""
+    """Remove `.<key>.lock` files of keys with neither environment nor build, each under its own lock."""
     root = settings.venv_dir(create=False)
     removed = []
     for path in sorted(root.glob(".*.lock") if root.is_dir() else ()):

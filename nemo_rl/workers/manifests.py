@@ -1,4 +1,4 @@
-"""A bundle's manifest (`nemo-rl-bundle.json`): checked where it is read, and compared with a node's inputs."""
+"""A bundle's manifest (`nemo-rl-bundle.json`): checked when read, compared with a node's inputs."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Proven:
-    """The modules the builder's import check imported, and the files (relative to the environment) it loaded."""
+    """The modules the builder's import check imported and the files (relative to the environment) it loaded."""
 
     modules: tuple[str, ...]
     files: tuple[str, ...]

@@ -1,5 +1,4 @@
-"""A pack's fresh uv cache seeded with the wheels this user's uv built from the lock's sdists, to skip a second
-compile."""
+"""A pack's fresh uv cache seeded with wheels this user's uv built from the lock's sdists."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from nemo_rl.workers import environments, executables
 
 
 def start_ray(**init_kwargs):
-    """ray.init with Ray's `uv run` detection off: else Ray replaces our environments with copies of its own."""
+    """ray.init with Ray's `uv run` detection off."""
     os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
     import ray
     from ray._private import ray_constants
@@ -39,9 +39,9 @@ def actor_options(py_executable: str, project: Path | None = None) -> dict:
 
 
 def prestart(py_executable: str, count: int = 1, project: Path | None = None, keep_alive_s: float = 600) -> int:
-    """Ask each alive node's raylet to start `count` workers (at most its CPUs), idle up to `keep_alive_s`, for actors
-    given `actor_options(py_executable)` unchanged; the number asked for (0 in a job with its own runtime_env).
-    Returns at once: call it as soon as the actors are known, after `prepare_on_every_node` on a cluster."""
+    """Have each alive node's raylet start `count` workers (at most its CPUs), idle up to `keep_alive_s`, for actors
+    given `actor_options(py_executable)` unchanged; the number asked (0 in a job with its own runtime_env). Returns
+    at once: call it once the actors are known, after `prepare_on_every_node` on a cluster."""
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:  # guard: workers-prestart-count-is-a-positive
         raise NemoRLError(f"prestart: count {count!r:.40} ({type(count).__name__}) is not a positive number of "
                           "workers", "pass a positive int, e.g. count=4")
@@ -93,7 +93,7 @@ def prestart(py_executable: str, count: int = 1, project: Path | None = None, ke
 
 def prepare_on_every_node(py_executable: str, project: Path | None = None,
                           bundle: Path | None = None) -> dict[str, str]:
-    """Build and verify the environment on every alive node (from `bundle` when given); node id -> python path."""
+    """Build and verify the environment on each alive node (from `bundle` if given); node id -> python path."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -113,8 +113,7 @@ def prepare_on_every_node(py_executable: str, project: Path | None = None,
 
 
 def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
-    """Wait until `actor` runs; after `timeout` seconds kill it and raise NemoRLError with the raylet log's cause
-    (Ray retries a failing worker for minutes: ray-project/ray#59342)."""
+    """Wait until `actor` runs; after `timeout` seconds kill it and raise NemoRLError with the raylet log's cause."""
     timeout = values.timeout_seconds(timeout, "wait_ready")
     import ray
     from ray.exceptions import GetTimeoutError

@@ -29,9 +29,8 @@ def identity(info: os.stat_result) -> Identity:
 
 
 def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
-    """Copy the tree `source` into `target`, files linked where `linkable`, else copied without group's and others'
-    write bits, setuid or setgid; each file's (size, sha256, identity) by its path relative to `source`. Raises
-    NemoRLError on a FIFO or device."""
+    """Copy `source` into `target`, linking where `linkable`, else copying without group/other write, setuid or setgid;
+    returns each file's (size, sha256, identity) by relative path. Raises NemoRLError on a FIFO or device."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = _tree(source, target)
@@ -56,15 +55,15 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
 
 
 def others_may_write(info: os.stat_result) -> bool:
-    """Whether a user but this one and root may write what `info` describes: never hashed and trusted, never packed."""
+    """Whether a user but this one and root may write `info`'s file: never hashed and trusted, never packed."""
     if info.st_uid not in (0, os.geteuid()):  # guard: node-copy-links-only-files-of-this-user-or-root
         return True
     return bool(info.st_mode & 0o022)  # guard: node-copy-links-no-file-others-may-write
 
 
 def linkable(info: os.stat_result, device: int, names: int = 1) -> bool:
-    """Whether a bundle file may be hard-linked rather than copied: a regular file on `device`, neither setuid nor
-    setgid, that others may not write, with `names` links (1 before the link)."""
+    """Whether a bundle file may be hard-linked: a regular file on `device`, not setuid or setgid, others may not write,
+    with `names` links (1 before the link)."""
     if info.st_nlink != names:  # guard: node-copy-links-no-file-linked-elsewhere
         return False
     if others_may_write(info) or info.st_mode & (stat.S_ISUID | stat.S_ISGID):  # guard: node-copy-links-no-setuid-file
@@ -206,7 +205,7 @@ def remove(path: str) -> None:
 
 
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
-    """Make `source`'s directories and links in `target`; returns each file's path and the path it gets there."""
+    """Make `source`'s directories and links in `target`; returns each file's path and its path there."""
     files = []
     top = str(target)
     for dirpath, dirnames, filenames in os.walk(source):

@@ -1,5 +1,4 @@
-"""What a worker environment's verification proved: a later start checks the state of those files instead of
-importing again."""
+"""What a worker environment's verification proved: a later start checks those files' state instead of importing."""
 
 from __future__ import annotations
 
@@ -68,7 +67,7 @@ def inside(env: Path, paths: list[str]) -> list[str]:
 
 
 def _file_line(relative: str, fd: int) -> tuple[str, int]:
-    """A file's line and newest mtime; not ctime: uv links one cached file into every environment."""
+    """A file's line and newest mtime (not ctime)."""
     try:
         st = os.stat(relative, dir_fd=fd, follow_symlinks=False)
         line = f"{relative} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns}"  # guard: verified-a-file-s-link-count-is-not-its
@@ -200,7 +199,7 @@ def covers(record: Record, env: Path, needed: Sequence[str]) -> bool:
 
 
 def still_verified(env: Path, lock_hash: str, modules: Sequence[str]) -> bool:
-    """Whether the last verification holds: same uv.lock, driver's Python and Ray and files; `modules` imported."""
+    """Whether the last verification holds: same uv.lock, driver's Python, Ray and files; `modules` imported."""
     record = read(env)
     if record is None or not covers(record, env, modules):  # guard: verified-a-record-s-coverage-checked
         return False
