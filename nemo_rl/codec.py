@@ -38,11 +38,11 @@ def write(path: Path, record: Any, version: int, *, mode: int | None = None, giv
 
 
 def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, name: str = "the record nemo-rl writes",
-             **given: Any) -> T | None:
+             size_limit: int = values.STATE_FILE_MAX, **given: Any) -> T | None:
     """The record at `file`, or None when missing or unreadable; with `fix`, an unreadable one raises NemoRLError
     (AnotherVersion for another version). `given`: the fields write left out."""
     try:
-        data = json.loads(values.read_plain_file(file))
+        data = json.loads(values.read_plain_file(file, size_limit))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as exc:

@@ -28,6 +28,7 @@ WORKING_LOCK = "working-cache.lock"
 STAMP_LOCK = "stamp.lock"  # a restamp's read and write; a changed copy's stamp removed
 STAMPING = "restamping this node's copy, or removing its stamp"
 KEEP = 2  # bundles whose last used copy a node keeps
+STAMP_MAX = 1 << 30  # about 200 bytes a file: a bundle of millions of files
 OTHERS_KEPT_S = 86_400  # a copy whose stamp another nemo-rl wrote, unused this long, is removed
 Content = tuple[int, int, str]  # files, bytes, digest of a cache's content (bundles.content_digest)
 # (cache, known (size, sha256) by relative path, receives sha256 by relative path) -> its content
@@ -283,4 +284,4 @@ def stamp_digest(copy: Path) -> str | None:
 
 def _read_stamp(copy: Path) -> Stamp | None:
     """A node copy's stamp; None when it has none that reads as one."""
-    return codec.read(copy / STAMP, Stamp, STAMP_VERSION)
+    return codec.read(copy / STAMP, Stamp, STAMP_VERSION, size_limit=STAMP_MAX)

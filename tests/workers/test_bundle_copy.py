@@ -3,6 +3,7 @@ of the bundle, used by all of them, never removed under one of them; each build 
 bundle_copy.node_copy, held at the points the test names by lines on its stdin. What a build installs is the node's
 checked copy of the bytes, and a copy is taken only when it is ours, checked and old enough."""
 
+import dataclasses
 import itertools
 import json
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from fakes import FLAGS, fake_bundle
 
-from nemo_rl import locks
+from nemo_rl import codec, locks, values
 from nemo_rl.errors import Interrupted, NemoRLError
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping, tree_copy
@@ -635,6 +636,18 @@ def test_copies_another_nemo_rl_stamped_are_listed_as_such_and_removed_by_the_ne
                                   lambda content: None if content == expected else pytest.fail("not sealed"))
     os.close(again.held)
     assert copies(root) == sorted([kept, others[2]]) and again.cache.parent == kept
+
+
+def test_a_stamp_larger_than_other_records_reads(tmp_path):
+    """A bundle of 100,000 files: its stamp is beyond what nemo-rl's other records may be."""
+    _, node, _ = _kept_copy(tmp_path)
+    copy = node.cache.parent
+    stamp = bundle_copy._read_stamp(copy)
+    kept, sha = next(iter(stamp.files.values()))
+    many = {f"archive-v0/{i:06d}/site-packages/package/module_{i}.py": (kept, sha) for i in range(100_000)}
+    codec.write(copy / bundle_copy.STAMP, dataclasses.replace(stamp, files=many), bundle_copy.STAMP_VERSION)
+    assert (copy / bundle_copy.STAMP).stat().st_size > values.STATE_FILE_MAX
+    assert bundle_copy._read_stamp(copy) == dataclasses.replace(stamp, files=many)
 
 
 def test_an_interrupt_while_a_changed_copy_s_stamp_waits_is_the_interrupt(tmp_path, monkeypatch):
