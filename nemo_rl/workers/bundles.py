@@ -158,7 +158,7 @@ def configured() -> list[Path]:
 
 
 def find(project: Project, flags: list[str]) -> Path | None:
-    """The configured bundle for these inputs; None without bundles; an error when none fits."""
+    """The configured bundle for these inputs; None without bundles; an error when none fits, never the network."""
     bundles = configured()
     if not bundles:
         if settings.bundle_dir():  # guard: never-an-empty-nemo-rl-bundle-dir-is-no
