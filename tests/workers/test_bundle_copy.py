@@ -226,9 +226,7 @@ def test_a_node_keeps_one_copy_per_bundle(node):
     ours = bundles.content_digest(first / bundles.CACHE)
 
     def copy_of(source: Path, digest: str) -> Path:
-        expected = bundles.content_digest(source / bundles.CACHE)
-        node = bundle_copy.node_copy(root, source, digest, bundles.content_digest,
-                                     lambda content: None if content == expected else pytest.fail("content"))
+        node = _sealed_copy(root, source, digest)
         os.close(node.held)
         return node.cache.parent
 
@@ -551,15 +549,20 @@ def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_pat
     assert "archive-v0/abc/mine.py" in hashed[2]
 
 
+def _sealed_copy(root: Path, bundle: Path, digest: str = "sha256:" + "0" * 64) -> bundle_copy.NodeCopy:
+    """The node's copy of `bundle` under `root`, held, sealed when it holds the bundle's content."""
+    expected = bundles.content_digest(bundle / bundles.CACHE)
+    return bundle_copy.node_copy(root, bundle, digest, bundles.content_digest,
+                                 lambda content: None if content == expected else pytest.fail("not sealed"))
+
+
 def _kept_copy(tmp_path: Path) -> tuple[Path, bundle_copy.NodeCopy, dict[str, bytes]]:
     """A bundle of two old files and the node's kept, stamped copy of it, as its build took it: (bundle, copy,
     files)."""
     bundle, files = _old_bundle(tmp_path)
     venvs = tmp_path / "venvs"
     venvs.mkdir()
-    expected = bundles.content_digest(bundle / bundles.CACHE)
-    node = bundle_copy.node_copy(venvs, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-                                 lambda content: None if content == expected else pytest.fail("not sealed"))
+    node = _sealed_copy(venvs, bundle)
     os.close(node.held)
     return bundle, node, files
 
@@ -594,12 +597,9 @@ def test_restamp_waits_for_a_build_checking_the_copy(tmp_path, monkeypatch, caps
     copy = node.cache.parent
     (node.cache / "archive-v0/abc/a.py").write_bytes(b"changed\n")
     os.link(node.cache / "simple-v1/index", tmp_path / "a-link")  # as a build's links do: restamp has work
-    expected = bundles.content_digest(bundle / bundles.CACHE)
     held = locks.try_hold(copy, shared=True)  # this build's hold on the copy
     other: list[bundle_copy.NodeCopy] = []
-    checking = threading.Thread(target=lambda: other.append(bundle_copy.node_copy(
-        copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-        lambda content: None if content == expected else pytest.fail("not sealed"))))
+    checking = threading.Thread(target=lambda: other.append(_sealed_copy(copy.parent, bundle)))
     clock = bundle_copy._clock
 
     def another_build_checks(directory):  # between restamp's read and its write
@@ -631,9 +631,7 @@ def test_copies_another_nemo_rl_stamped_are_listed_as_such_and_removed_by_the_ne
         os.utime(other / bundle_copy.STAMP, (old, old))
     rows = {row.path: row for row in housekeeping.listing(None)}
     assert [rows[other].state for other in others] == ["other version"] * 3 and rows[kept].state == "kept copy"
-    expected = bundles.content_digest(bundle / bundles.CACHE)
-    again = bundle_copy.node_copy(root, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-                                  lambda content: None if content == expected else pytest.fail("not sealed"))
+    again = _sealed_copy(root, bundle)
     os.close(again.held)
     assert copies(root) == sorted([kept, others[2]]) and again.cache.parent == kept
 
@@ -696,9 +694,7 @@ def test_a_copy_found_changed_while_a_build_holds_it_loses_its_stamp(tmp_path, c
     copy = node.cache.parent
     held = locks.try_hold(copy, shared=True)  # a build using it
     (copy / bundles.CACHE / "archive-v0/abc/a.py").write_bytes(b"Z\n")
-    expected = bundles.content_digest(bundle / bundles.CACHE)
-    other = bundle_copy.node_copy(copy.parent, bundle, "sha256:" + "0" * 64, bundles.content_digest,
-                                  lambda content: None if content == expected else pytest.fail("not sealed"))
+    other = _sealed_copy(copy.parent, bundle)
     os.close(other.held)
     assert other.cache.parent != copy and "left to the build using it" in capsys.readouterr().err
     assert not (copy / bundle_copy.STAMP).exists()
