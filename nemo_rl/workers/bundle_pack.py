@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import extras, locks, process, toolchain, uv
+from nemo_rl import locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project import installed
@@ -42,7 +42,7 @@ def _prove(project: Project, env: Path, timeout: float) -> Proven:
     from nemo_rl import imports
     from nemo_rl.workers import verified
 
-    modules = extras.modules_to_import(project.forks, installed.site_packages(env))
+    modules = verified.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment
         modules.remove("ray")
     progress(f"importing {', '.join(modules)} in the packed environment")

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import codec, extras, imports, interrupt, locks, settings, uv, values
+from nemo_rl import codec, imports, interrupt, locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.project import develop_state, identity, installed
@@ -144,7 +144,7 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
-        modules = extras.modules_to_import(project.forks, installed.site_packages(env.path))
+        modules = verified.modules_to_import(project.forks, env.path)
         if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
             _verify(env, project, modules, manifest.proven if manifest else None)
     (where.path / LAST_USED).touch()
@@ -186,7 +186,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
 
 def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
     """Check the environment against driver and uv.lock; record a pass. `proven`: what a checked bundle proved."""
-    _verify(env, project, extras.modules_to_import(project.forks, installed.site_packages(env.path)), proven)
+    _verify(env, project, verified.modules_to_import(project.forks, env.path), proven)
 
 
 def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manifests.Proven | None) -> None:

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from nemo_rl import codec
+from nemo_rl import codec, extras
 from nemo_rl.project import installed
+from nemo_rl.project.lockfile import Fork
 
 RECORD = "nemo-rl-verified.json"
 RECORD_VERSION = 1
@@ -189,6 +190,10 @@ def _save(env: Path, record: Record) -> None:
 def read(env: Path) -> Record | None:
     record = codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
     return record
+
+
+def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
+    return extras.modules_to_import(forks, installed.site_packages(env))
 
 
 def covers(record: Record, env: Path, needed: Sequence[str]) -> bool:
