@@ -92,6 +92,8 @@ def require_same_options(before: Mapping, after: Mapping, what: str) -> None:
         raise NemoRLError(f"uv lock wrote [options] {shown} into the staged uv.lock from a uv setting outside the "
                           "project; nothing was changed",
                           f"remove {keys} from your uv.toml or $UV_CONFIG_FILE, then run {what} again")
+
+
 def sync_command(extra: str = "mcore") -> str:
     """The command that installs `extra` once the pre-flight passes."""
     return f"uv run nemo-rl doctor --extra mcore --preflight && uv sync --locked --extra {extra}"

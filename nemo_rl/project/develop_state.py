@@ -139,7 +139,7 @@ def _shadow(project: Path, distribution: str) -> Path:
     return values.inside(project, MANAGED_DIR / f"{distribution}.overlay", "the develop overlay")
 
 
-def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> Path:
+def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[str]) -> None:
     """A directory of links to `roots` in `checkout`."""
     shadow = shadow_dir(project, distribution)
     staging = shadow.with_name(shadow.name + ".new")
@@ -155,7 +155,6 @@ def make_shadow(project: Path, distribution: str, checkout: Path, roots: list[st
         raise
     shutil.rmtree(shadow, ignore_errors=True)
     os.replace(staging, shadow)
-    return shadow
 
 
 def remove_shadow(project: Path, distribution: str) -> None:
