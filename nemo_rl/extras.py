@@ -109,7 +109,7 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
     dist = next(iter(found), None)
-    return _installed(dist) if dist is not None else None
+    return _installed(dist, _headers(dist)) if dist is not None else None
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
@@ -131,8 +131,7 @@ def _headers(dist: importlib.metadata.Distribution) -> Any:
     return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
 
 
-def _installed(dist: importlib.metadata.Distribution, headers: Any = None) -> Installed:
-    headers = _headers(dist) if headers is None else headers
+def _installed(dist: importlib.metadata.Distribution, headers: Any) -> Installed:
     requires = headers.get_all("Requires-Dist")
     # only an egg-info's requires.txt adds to the headers; dist.requires would parse all of METADATA again
     if not requires and dist.read_text("requires.txt") is not None:
