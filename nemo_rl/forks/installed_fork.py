@@ -192,8 +192,4 @@ def _applies(line: str, markers: dict[str, str]) -> bool:
 
 
 def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
-    """A marker packaging cannot evaluate counts as met: shown, not hidden."""
-    try:
-        return marker is None or marker.evaluate(markers)
-    except ValueError:
-        return True
+    return marker is None or lock_markers._evaluate(marker, markers)
