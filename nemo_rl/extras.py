@@ -132,8 +132,12 @@ def _headers(dist: importlib.metadata.Distribution) -> Any:
 
 
 def _installed(dist: importlib.metadata.Distribution, headers: Any) -> Installed:
+    requires = headers.get_all("Requires-Dist")
+    # only an egg-info's requires.txt adds to the headers; dist.requires would parse all of METADATA again
+    if not requires and dist.read_text("requires.txt") is not None:
+        requires = dist.requires
     return Installed(headers.get("Version"), commit_from_direct_url(dist.read_text("direct_url.json")),
-                     tuple(headers.get_all("Requires-Dist") or dist.requires or ()))
+                     tuple(requires or ()))
 
 
 def commit_from_direct_url(text: str | None) -> str | None:

@@ -37,20 +37,19 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     """How `distribution` in `env` differs from uv.lock (`left_out`: left out on purpose; `dists`: `env`'s
     distributions, if read)."""
     dists = installed.distributions(env) if dists is None else dists
-    dist = dists.get(canonicalize_name(distribution))
+    name = canonicalize_name(distribution)
+    dist = dists.get(name)
     if dist is None:
         return []
     try:
         lock = project.lock
         deltas = metadata_check.derived(project, distribution)
-        extra = next((e for e, names in project.optional_dependencies.items()
-                      if canonicalize_name(distribution) in names), "mcore")
+        extra = next((e for e, names in project.optional_dependencies.items() if name in names), "mcore")
     except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
     sync = f"run `{uv.sync_command(extra)}`"
     relock = f"run `nemo-rl deps patches {distribution}`, then `{uv.sync_command(extra)}`"
-    name = canonicalize_name(distribution)
     package = lock_markers.one(lock.get("package"), name)
     if package is None:
         return [Problem("not locked", f"{distribution} is installed but uv.lock locks no {distribution}",
@@ -193,8 +192,4 @@ def _applies(line: str, markers: dict[str, str]) -> bool:
 
 
 def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
-    """A marker packaging cannot evaluate counts as met: shown, not hidden."""
-    try:
-        return marker is None or marker.evaluate(markers)
-    except ValueError:
-        return True
+    return marker is None or lock_markers._evaluate(marker, markers)

@@ -154,6 +154,7 @@ def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container
     entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
     forks = {canonicalize_name(str(e.get("name"))) for e in (entries if isinstance(entries, list) else [])
              if isinstance(e, dict)}
+    packages = _by_name(lock.get("package"))
     options: dict[str, set[str]] = {}
     todo = sorted(roots)
     while todo:
@@ -161,15 +162,18 @@ def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container
         if dep in stop or dep in forks or option in options.setdefault(dep, set()):  # guard: fast-installed-closure-another-fork-s
             continue
         options[dep].add(option)
-        package = one(lock.get("package"), dep)
-        needs = optional(lock, dep, option) if option else package.get("dependencies") if package else None
+        package = packages.get(dep)
+        needs = _extra(package, option) if option else package.get("dependencies") if package else None
         todo += sorted(locked(needs, env))
     return options
 
 
 def optional(lock: dict, name: str, option: str) -> object:
     """The dependencies uv.lock locks for `name`'s extra `option`."""
-    package = one(lock.get("package"), name)
+    return _extra(one(lock.get("package"), name), option)
+
+
+def _extra(package: dict | None, option: str) -> object:
     options = package.get("optional-dependencies") if package is not None else None
     return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
         if isinstance(options, dict) else None
@@ -177,9 +181,16 @@ def optional(lock: dict, name: str, option: str) -> object:
 
 def one(items: object, name: str) -> dict | None:
     """The one table of `items` named `name` (canonical); None when none or several."""
-    found = [i for i in items if isinstance(i, dict) and canonicalize_name(str(i.get("name"))) == name] \
-        if isinstance(items, list) else []
-    return found[0] if len(found) == 1 else None
+    return _by_name(items).get(name)
+
+
+def _by_name(items: object) -> dict[str, dict | None]:
+    found: dict[str, dict | None] = {}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            name = canonicalize_name(str(item.get("name")))
+            found[name] = None if name in found else item
+    return found
 
 
 def gaps(requirements: Iterable[Requirement], dependencies: object, envs: list[Environment], *,
