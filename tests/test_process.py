@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fakes import run_cli
 
-from nemo_rl import process, process_output
+from nemo_rl import process
 from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 
@@ -81,7 +81,7 @@ def test_keep_bounds_what_is_kept_of_a_loud_childs_output():
         result.stdout
     assert len(result.stdout) < 1100
     assert len(process.run([sys.executable, "-c", loud]).stdout) == 64 * 65536 + 4  # without it: all of it
-    kept = process_output.Kept(1000)
+    kept = process.Kept(1000)
     for _ in range(100):
         kept.add(b"y" * 999)
     assert len(kept.data) <= 2000  # bounded while it is read, not only at the end

@@ -13,7 +13,7 @@ from fakes import deps
 
 from nemo_rl import uv
 from nemo_rl.cli import main
-from nemo_rl.process_output import Result
+from nemo_rl.process import Result
 from nemo_rl.project import uv_inputs
 from nemo_rl.project.model import Project
 
