@@ -104,8 +104,7 @@ def check_archs(nvcc: Path | None, compiles: bool) -> Item:
     """The GPUs the build compiles for; one nvcc cannot compile for is a failure."""
     from nemo_rl.toolchain.archs import declared_archs
 
-    version = toolchain.nvcc_version(nvcc) if nvcc else None
-    declared = list(declared_archs(nvcc_version=version))
+    declared = list(declared_archs(nvcc_version=toolchain.nvcc_version(nvcc)))
     archs = ";".join(map(str, declared))
     if nvcc is not None and compiles:
         failed = [(arch, said) for arch in declared

@@ -54,7 +54,9 @@ def find_nvcc() -> Path | None:
     return default if default.is_file() else None
 
 
-def nvcc_version(nvcc: Path) -> str | None:
+def nvcc_version(nvcc: Path | None) -> str | None:
+    if nvcc is None:
+        return None
     out = run([nvcc, "--version"], check=False, timeout=20).stdout
     match = re.search(r"release (\d+\.\d+)", out)
     return match.group(1) if match else None
@@ -75,9 +77,9 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
     nvcc = find_nvcc()
     if nvcc is None:
         setting = cuda_home_setting()
-        if setting:
-            return CudaToolkit(False, f"{setting[0]}={setting[1]} has no bin/nvcc; torch needs CUDA {major}", None)
-        return CudaToolkit(False, f"no nvcc found (CUDA_HOME, PATH, /usr/local/cuda); torch needs CUDA {major}", None)
+        where = (f"{setting[0]}={setting[1]} has no bin/nvcc" if setting
+                 else "no nvcc found (CUDA_HOME, PATH, /usr/local/cuda)")
+        return CudaToolkit(False, f"{where}; torch needs CUDA {major}", None)
     version = nvcc_version(nvcc)
     if version is None or version.split(".")[0] != major:
         return CudaToolkit(False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}", nvcc)

@@ -110,10 +110,8 @@ def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple
 
 def declared_at_pack(environ=os.environ) -> tuple[int, ...]:
     """The archs a pack declares, with the nvcc found here."""
-    if environ.get("NVTE_CUDA_ARCHS"):
-        return declared_archs(environ)
-    nvcc = toolchain.find_nvcc()
-    return declared_archs(environ, toolchain.nvcc_version(nvcc) if nvcc else None)
+    set_here = environ.get("NVTE_CUDA_ARCHS")
+    return declared_archs(environ, None if set_here else toolchain.nvcc_version(toolchain.find_nvcc()))
 
 
 def runs_on(archs: Archs, gpu: int) -> bool:
@@ -143,11 +141,10 @@ def host_compiler_command(environ=os.environ) -> list[str]:
 
 def toolchain_record() -> dict:
     """The toolchain on this builder, recorded when it packs."""
-    nvcc = toolchain.find_nvcc()
     try:
         host = run([*host_compiler_command(), "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
     except (OSError, NemoRLError):  # a CXX naming no program
         host = []
-    version = toolchain.nvcc_version(nvcc) if nvcc else None
+    version = toolchain.nvcc_version(toolchain.find_nvcc())
     return {"nvcc_at_pack": version, "host_compiler_at_pack": host[0] if host else None,
             "declared_archs_at_pack": list(declared_archs(nvcc_version=version))}

@@ -47,7 +47,7 @@ def test_a_real_nvcc_is_asked_to_compile_for_each_declared_arch(monkeypatch):
     from nemo_rl.doctor import preflight
 
     nvcc = toolchain.find_nvcc()
-    version = toolchain.nvcc_version(nvcc) if nvcc else None
+    version = toolchain.nvcc_version(nvcc)
     if version is None or not version.startswith("12.") or int(version.split(".")[1]) >= 8:
         pytest.skip("needs a CUDA 12 nvcc older than 12.8, which knows no sm_100 (set CUDA_HOME; "
                     "`nemo-rl toolchain cuda DIR` makes one)")
