@@ -183,10 +183,6 @@ class Running:
         self._timeout, self._deadline, self._stream, self._keep = timeout, deadline, stream, keep
         self._result: Result | None = None
 
-    def done(self) -> bool:
-        """Whether `wait()` would return at once."""
-        return self._result is not None or self._proc.returncode is not None or _exited(self._proc)
-
     def wait(self) -> Result:
         if self._result is None:
             self._result = self._collect()
