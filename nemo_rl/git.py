@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError, command
-from nemo_rl.process import Result, Running, run, start
+from nemo_rl.process import Result, Running, start, waited
 from nemo_rl.progress import progress
 
 FILTER_IGNORED = "filtering not recognized by server"
@@ -28,20 +28,17 @@ def _env(index_file: Path | None = None) -> dict[str, str]:
     return env
 
 
-def git(
+def git_start(
     args: list[str], *, repo: Path | None = None, remedy: str | None = None, check: bool = True,
     input_text: str | None = None, timeout: float | None = None, stdin_file: BinaryIO | None = None,
     stdout_file: BinaryIO | None = None, index_file: Path | None = None,
-) -> Result:
+) -> Running:
     prefix = ["git", "-C", str(repo)] if repo else ["git"]
-    return run([*prefix, *args], env=_env(index_file), remedy=remedy, check=check, input_text=input_text,
-               timeout=timeout, stdin_file=stdin_file, stdout_file=stdout_file)
+    return start([*prefix, *args], env=_env(index_file), remedy=remedy, check=check, input_text=input_text,
+                 timeout=timeout, stdin_file=stdin_file, stdout_file=stdout_file)
 
 
-def git_start(args: list[str], *, repo: Path, input_text: str | None = None, stdin_file: BinaryIO | None = None,
-              stdout_file: BinaryIO | None = None) -> Running:
-    return start(["git", "-C", str(repo), *args], env=_env(), input_text=input_text, stdin_file=stdin_file,
-                 stdout_file=stdout_file)
+git = waited(git_start)
 
 
 def unreachable(url: str) -> str:

@@ -315,7 +315,7 @@ def start(
     return Running(argv, proc, check, remedy, seconds, deadline, stream, keep)
 
 
-def _waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
+def waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
     def run(*args: P.args, **kwargs: P.kwargs) -> Result:
         """`start`, then `wait()`."""
         return starter(*args, **kwargs).wait()
@@ -323,4 +323,4 @@ def _waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
     return run
 
 
-run = _waited(start)
+run = waited(start)

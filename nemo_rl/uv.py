@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
-from nemo_rl.process import Result, Running, run, start
+from nemo_rl.process import Result, Running, run, start, waited
 
 # what uv reads beside pyproject.toml: copied into the staging copy that uv locks, never landed
 SETTINGS_FILES = (".python-version",)
@@ -108,8 +108,7 @@ def lock_started(project: Path, *, upgrade_package: str | None = None, offline: 
     return start(args, cwd=project, env=resolving_env(), remedy=LOCK_REMEDY)
 
 
-def lock(project: Path, *, upgrade_package: str | None = None, offline: bool = False) -> Result:
-    return lock_started(project, upgrade_package=upgrade_package, offline=offline).wait()
+lock = waited(lock_started)
 
 
 BUILD_REFUSED = "checking it needs a build, which nemo-rl never runs"
