@@ -220,10 +220,9 @@ class Running:
             self.end()
             raise
         _forget(proc)
-        return Result(tuple(self.argv), proc.returncode, stdout.text() if stdout is not None else "",
-                      stderr.text() if stderr is not None else "")
+        return Result(tuple(self.argv), proc.returncode, stdout, stderr)
 
-    def _read(self) -> tuple[Kept | None, Kept | None]:
+    def _read(self) -> tuple[str, str]:
         """The child's output until its pipes close or AFTER_EXIT_S after it exited."""
         proc = self._proc
         # a streamed stderr's end is kept too: a failure's cause (a full disk) is read from it
@@ -231,9 +230,8 @@ class Running:
                 for pipe in (proc.stdout, proc.stderr) if pipe is not None}
         exited_at = None
         with selectors.DefaultSelector() as selector:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    selector.register(pipe, selectors.EVENT_READ)
+            for pipe in kept:
+                selector.register(pipe, selectors.EVENT_READ)
             while selector.get_map():
                 timeout = self._checkpoint()
                 if exited_at is None and _exited(proc):
@@ -250,11 +248,10 @@ class Running:
                     if self._stream and key.fileobj is proc.stderr:
                         to_stderr(chunk)  # guard: process-a-streaming-child-s-stderr
                     kept[key.fileobj].add(chunk)  # type: ignore[index]  # guard: process-a-streamed-stderr-s-end-is-read
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        return (kept.get(proc.stdout) if proc.stdout is not None else None,
-                kept.get(proc.stderr) if proc.stderr is not None else None)
+        for pipe in kept:
+            pipe.close()
+        stdout, stderr = (kept[pipe].text() if pipe in kept else "" for pipe in (proc.stdout, proc.stderr))
+        return stdout, stderr
 
     def end(self) -> None:
         """End the child's group, unless collected already."""
