@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -92,17 +93,13 @@ def _flush_output(code: int) -> int:
             message = (f"error: cannot write {_OUTPUT_NAMES[1]}: {exc.strerror} (free space where it goes, or "
                        "write it elsewhere)" + (f"; the command itself {'finished' if code == 0 else 'ended'}, and "
                                                 f"these steps were complete: {'; '.join(done)}" if done else "") + "\n")
-            try:
+            with contextlib.suppress(OSError):
                 os.write(2, message.encode(errors="backslashreplace"))
-            except OSError:
-                pass
         code = code or 1  # guard: fixes-output-that-cannot-be-written
     except (ValueError, AttributeError):  # closed or replaced by the command
         pass
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        pass
     return code
 
 

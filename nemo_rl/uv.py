@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -18,12 +19,10 @@ INSTALL_UV = "run `pipx install 'uv>=0.13,<0.14'`, or set $UV to the uv executab
 
 def find_uv_bin() -> str:
     """The `uv` package's binary first (it is a dependency), then $UV, then PATH."""
-    try:
+    with contextlib.suppress(ModuleNotFoundError, FileNotFoundError):
         import uv
 
         return uv.find_uv_bin()
-    except (ModuleNotFoundError, FileNotFoundError):
-        pass
     # `uv run` exports $UV: the right binary inside worker processes
     from_env = os.environ.get("UV")
     if from_env and Path(from_env).is_file():

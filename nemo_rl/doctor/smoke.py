@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import traceback
@@ -178,10 +179,8 @@ def run_check(check: Check, verbose: bool) -> Result:
 def run_all(verbose: bool = False) -> list[Result]:
     results = [run_check(check, verbose) for check in CHECKS]
     if extras.probe("megatron").installed:  # pragma: mcore
-        try:
+        with contextlib.suppress(Exception):  # cleanup only
             from nemo_rl.models.megatron_gpt import destroy_parallel_state
 
             destroy_parallel_state()
-        except Exception:  # cleanup only
-            pass
     return results

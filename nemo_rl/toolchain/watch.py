@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import time
 from dataclasses import dataclass
@@ -70,11 +71,8 @@ def progress(ninja: Path, now: float | None = None) -> Progress:
     started = ninja.stat().st_mtime
     written = [started]
     for name in listed:
-        path = ninja.parent / name
-        try:
-            written.append(path.stat().st_mtime)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):
+            written.append((ninja.parent / name).stat().st_mtime)
     return Progress(ninja, len(written) - 1, len(listed), max(0.0, now - started), max(0.0, now - max(written)))
 
 
