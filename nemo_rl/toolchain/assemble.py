@@ -194,9 +194,9 @@ def _assemble(home: Path, arch: int, cuda_major: int, suite: str, components: tu
         if not shutil.which("dpkg-deb"):
             raise NemoRLError(*apt.NO_APT)
     else:
-        sources.require_debian(os_release)
+        codename = sources.require_debian(os_release)
         apt.require_tools()
-        archive = sources.archive_source(sources.machine_sources(etc), sources.release_codename())
+        archive = sources.archive_source(sources.machine_sources(etc), codename)
     _take(home)
     # taken first, then no stamp: a killed run never leaves a half-made tree that looks assembled
     (home / STAMP).unlink(missing_ok=True)  # guard: toolkit-the-stamp-goes-before-a-re

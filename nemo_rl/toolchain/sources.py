@@ -71,21 +71,16 @@ def os_release_fields(os_release: Path) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r'^([A-Z_]+)="?([^"\n]*)"?$', text, re.M)}
 
 
-def release_codename(os_release: Path = Path("/etc/os-release")) -> str | None:
-    codename = os_release_fields(os_release).get("VERSION_CODENAME", "")
-    return codename if re.fullmatch(r"[a-z0-9-]+", codename) else None
-
-
 DEBS_FIX = ("download Debian trixie's .deb files (pool/non-free/n/nvidia-cuda-toolkit/ and pool/main/c/cccl/) into "
             "one directory and pass it with --debs")
 UBUNTU_FIX = f"install NVIDIA's `cuda-toolkit-12-6` and set CUDA_HOME=/usr/local/cuda-12.6, or {DEBS_FIX}"
 
 
-def require_debian(os_release: Path = Path("/etc/os-release")) -> None:
+def require_debian(os_release: Path = Path("/etc/os-release")) -> str | None:
     fields = os_release_fields(os_release)
-    ident, like = fields.get("ID", ""), fields.get("ID_LIKE", "").split()
+    ident, like, codename = fields.get("ID", ""), fields.get("ID_LIKE", "").split(), fields.get("VERSION_CODENAME", "")
     if ident == "debian":  # guard: toolkit-only-debian-is-asked-for-trixie
-        return
+        return codename if re.fullmatch(r"[a-z0-9-]+", codename) else None
     name = fields.get("PRETTY_NAME") or ident or "this machine's distribution"
     if ident == "ubuntu" or "ubuntu" in like:  # guard: toolkit-ubuntu-s-sources-are-refused
         raise NemoRLError(f"{name} is not Debian: its mirror lacks trixie", UBUNTU_FIX)

@@ -325,9 +325,8 @@ def test_a_token_link_a_copy_brought_is_replaced_never_written_through(tmp_path,
 
 def allow_apt(monkeypatch) -> None:
     """Past the checks of the machine's apt: a Debian with its tools and sources."""
-    monkeypatch.setattr(sources, "require_debian", lambda os_release: None)
+    monkeypatch.setattr(sources, "require_debian", lambda os_release: "trixie")
     monkeypatch.setattr(apt, "require_tools", lambda: None)
     monkeypatch.setattr(sources, "machine_sources", lambda etc: None)
-    monkeypatch.setattr(sources, "release_codename", lambda: "trixie")
     mirror = sources.Source(("http://m",), ("trixie",), None)
     monkeypatch.setattr(sources, "archive_source", lambda machine, codename: mirror)
