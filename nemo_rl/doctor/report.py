@@ -185,8 +185,7 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
         uv_facts = UvInfo(uv.find_uv_bin(), uv.version(), None)
     except NemoRLError as exc:
         uv_facts = UvInfo(None, None, exc.what)
-    if uv_facts.error:
-        problems.append(f"uv is missing ({uv_facts.error}): {uv.INSTALL_UV}")
+        problems.append(f"uv is missing ({exc.what}): {uv.INSTALL_UV}")
     torch = toolchain.torch_info()
     if not torch.installed:
         problems.append(f"torch does not import ({torch.error}): {extras.TORCH_REMEDY}")
