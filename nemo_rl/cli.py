@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nemo_rl import __version__, interrupt, values, verbose
+from nemo_rl import __version__, interrupt, process, values, verbose
 from nemo_rl.errors import Interrupted, NemoRLError, command, from_elsewhere
 
 if TYPE_CHECKING:
@@ -111,8 +111,6 @@ def _project(args: argparse.Namespace) -> Project | None:
 
 
 def _interrupted(signum: int) -> int:
-    from nemo_rl import process
-
     process.end_all()
     done = interrupt.completed_steps()
     print(f"interrupted after these steps were complete: {'; '.join(done)}" if done else

@@ -6,7 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from nemo_rl import verbose
+from nemo_rl import values, verbose
+from nemo_rl.errors import UsageError
+from nemo_rl.jsonout import dumps
+from nemo_rl.process import run as run_process
 from nemo_rl.project.model import Project
 
 HELP = "report Python, uv, torch and the mcore extra (installed / locked commits), with remedies"
@@ -90,8 +93,6 @@ def _verdict(data) -> str:
 
 def run(project: Project | None, args: argparse.Namespace) -> int:
     from nemo_rl.doctor import report
-    from nemo_rl.errors import UsageError
-    from nemo_rl.jsonout import dumps
 
     if args.preflight and args.extra != "mcore":  # guard: doctor-preflight-is-for-the-mcore-extra
         raise UsageError("--preflight checks the build of the mcore extra", "add `--extra mcore`")
@@ -109,10 +110,6 @@ ENV_FIX = "pass a directory that `uv run nemo-rl envs list` names (its last colu
 
 def in_environment(args: argparse.Namespace, project: Path | None) -> int:
     """This doctor, run by the python of `args.env`; exit 2 when that environment cannot run it."""
-    from nemo_rl import values
-    from nemo_rl.errors import UsageError
-    from nemo_rl.process import run as run_process
-
     python = args.env.absolute() / "bin" / "python"
     if not python.is_file():  # guard: doctor-env-needs-a-python
         raise UsageError(f"{args.env} is not an environment: it has no bin/python", ENV_FIX)

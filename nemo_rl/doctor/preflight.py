@@ -15,6 +15,7 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.process import run
 from nemo_rl.project.model import Project
 from nemo_rl.toolchain import layout
+from nemo_rl.toolchain.archs import declared_archs
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,6 @@ def check_cudnn() -> Item:
 
 def check_archs(nvcc: Path | None, compiles: bool) -> Item:
     """The GPUs the build compiles for; one nvcc cannot compile for is a failure."""
-    from nemo_rl.toolchain.archs import declared_archs
-
     declared = list(declared_archs(nvcc_version=toolchain.nvcc_version(nvcc)))
     archs = ";".join(map(str, declared))
     if nvcc is not None and compiles:

@@ -6,18 +6,16 @@ import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from nemo_rl import extras, settings, toolchain, uv
+from nemo_rl import cuda_libs, extras, settings, toolchain, uv
+from nemo_rl.doctor import preflight as build_checks
+from nemo_rl.doctor import smoke as smoke_checks
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import installed_fork
 from nemo_rl.project import develop_state, installed, lockfile, uv_inputs
 from nemo_rl.project.model import Project
-
-if TYPE_CHECKING:
-    from nemo_rl.doctor import preflight, smoke
 
 SCHEMA_VERSION = 3
 MEGATRON_TRAINING_NOTE = "megatron.training is not installed; nemo-rl does not need it"
@@ -63,8 +61,8 @@ class Report:
     project: str | None
     requested_extra: str | None
     components: tuple[ComponentReport, ...]
-    preflight: tuple[preflight.Item, ...] = ()
-    smoke: tuple[smoke.Result, ...] = ()
+    preflight: tuple[build_checks.Item, ...] = ()
+    smoke: tuple[smoke_checks.Result, ...] = ()
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     healthy: bool = True
@@ -106,8 +104,6 @@ def component_state(probe: extras.Probe, locked_commit: str | None, differs: lis
     if not probe.present and not probe.installed:
         return "not installed", probe.component.remedy
     if not probe.installed:
-        from nemo_rl import cuda_libs
-
         library = cuda_libs.missing_library(probe.reason)
         if library:  # guard: doctor-the-missing-library-is-named
             return "broken", f"the loader cannot find {library[0]}: {library[1]}"
@@ -208,13 +204,9 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
         if project and not any(c.installed for c in comps):
             notes += worker_env_notes(project)
         if preflight or any(not c.installed for c in comps):
-            from nemo_rl.doctor import preflight as build_checks
-
             preflight_items = build_checks.run_all(project, python, torch)
     smoke_results = []
     if smoke:
-        from nemo_rl.doctor import smoke as smoke_checks
-
         smoke_results = smoke_checks.run_all(verbose=verbose)
         counted = {"torch"} | (set(extras.own()) if extra == "mcore" else set())
         problems += [f"smoke check failed: {r.name}: {r.detail}" for r in smoke_results

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import time
 import traceback
@@ -10,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nemo_rl import extras
+from nemo_rl.models import megatron_gpt
 from nemo_rl.models.config import ModelConfig
+from nemo_rl.models.torch_lm import build_torch_lm, next_token_loss
 
 CONFIG = ModelConfig()
 
@@ -53,8 +56,6 @@ def _need_gpu(what: str) -> None:
 def torch_lm(device: str) -> str:
     import torch
 
-    from nemo_rl.models.torch_lm import build_torch_lm, next_token_loss
-
     if device == "cuda":
         _need_gpu("the GPU run of the torch model needs one")
     model = build_torch_lm(CONFIG).to(device)
@@ -73,17 +74,13 @@ def torch_lm(device: str) -> str:
 
 def megatron_parallel_state() -> str:  # pragma: mcore
     _need("megatron")
-    from nemo_rl.models.megatron_gpt import init_parallel_state
-
-    return f"world size 1 over {init_parallel_state()}"
+    return f"world size 1 over {megatron_gpt.init_parallel_state()}"
 
 
 def megatron_build() -> str:  # pragma: mcore
     _need("megatron")
-    from nemo_rl.models.megatron_gpt import build_megatron_gpt, init_parallel_state
-
-    init_parallel_state()
-    model = build_megatron_gpt(CONFIG)
+    megatron_gpt.init_parallel_state()
+    model = megatron_gpt.build_megatron_gpt(CONFIG)
     count = sum(p.numel() for p in model.parameters())
     return f"GPTModel, local layer spec, {count} parameters on {next(model.parameters()).device}"
 
@@ -93,11 +90,9 @@ def megatron_forward_backward(use_transformer_engine: bool) -> str:  # pragma: m
     _need_gpu("Megatron's forward pass calls torch.cuda")
     if use_transformer_engine:
         _need("transformer_engine")
-    from nemo_rl.models.megatron_gpt import build_megatron_gpt, gpt_forward_backward, init_parallel_state
-
-    init_parallel_state()
-    model = build_megatron_gpt(CONFIG, use_transformer_engine=use_transformer_engine)
-    loss = gpt_forward_backward(model, CONFIG)
+    megatron_gpt.init_parallel_state()
+    model = megatron_gpt.build_megatron_gpt(CONFIG, use_transformer_engine=use_transformer_engine)
+    loss = megatron_gpt.gpt_forward_backward(model, CONFIG)
     if not math.isfinite(loss):
         raise AssertionError(f"loss is not finite: {loss}")
     return f"loss {loss:.3f}"
@@ -130,8 +125,6 @@ def te_linear(fp8: bool) -> str:  # pragma: mcore
 
 def nemo_entry_points() -> str:  # pragma: mcore
     _need("nemo")
-    import importlib
-
     entry_points = extras.component("nemo").entry_points
     for module in entry_points:
         importlib.import_module(module)
@@ -180,7 +173,5 @@ def run_all(verbose: bool = False) -> list[Result]:
     results = [run_check(check, verbose) for check in CHECKS]
     if extras.probe("megatron").installed:  # pragma: mcore
         with contextlib.suppress(Exception):  # cleanup only
-            from nemo_rl.models.megatron_gpt import destroy_parallel_state
-
-            destroy_parallel_state()
+            megatron_gpt.destroy_parallel_state()
     return results

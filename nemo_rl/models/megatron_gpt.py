@@ -8,6 +8,7 @@ from typing import Any
 
 from nemo_rl import extras
 from nemo_rl.errors import NemoRLError
+from nemo_rl.models.batch import causal_mask_and_position_ids
 from nemo_rl.models.config import ModelConfig
 
 
@@ -77,8 +78,6 @@ def build_megatron_gpt(config: ModelConfig, *, use_transformer_engine: bool = Fa
 def gpt_forward_backward(model: Any, config: ModelConfig, batch_size: int = 2) -> float:  # pragma: mcore
     """One forward/backward with a next-token loss; returns the loss. Needs a GPU."""
     import torch
-
-    from nemo_rl.models.batch import causal_mask_and_position_ids
 
     device = next(model.parameters()).device
     if device.type != "cuda" or not torch.cuda.is_available():

@@ -9,6 +9,7 @@ import re
 from nemo_rl import uv, values, verbose
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project.model import Project
+from nemo_rl.toolchain import assemble, layout, sources
 from nemo_rl.toolchain.assemble import COMPONENTS, SUITE
 
 HELP = "assemble a CUDA 12 toolkit (nvcc) into DIR from Debian's packages, changing nothing else"
@@ -22,8 +23,6 @@ def _arch(text: str) -> int:
 
 
 def _suite(text: str) -> str:
-    from nemo_rl.toolchain import sources
-
     try:
         return sources.deb822_word(text, "suite")
     except NemoRLError as exc:
@@ -31,8 +30,6 @@ def _suite(text: str) -> str:
 
 
 def _components(text: str) -> tuple[str, ...]:
-    from nemo_rl.toolchain import sources
-
     try:
         return tuple(sources.deb822_word(word, "component") for word in sources.deb822_words(text, "--components"))
     except NemoRLError as exc:
@@ -54,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(project: Project | None, args: argparse.Namespace) -> int:
-    from nemo_rl.toolchain import assemble, layout
-
     toolkit = assemble.assemble(args.home, arch=args.arch, suite=args.suite,
                                 components=args.components, debs=args.debs)
     state = "verified (already assembled)" if toolkit.reused else "assembled and verified"

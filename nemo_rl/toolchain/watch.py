@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl import interrupt, values, verbose
+from nemo_rl.errors import NemoRLError
 
 HELP = "show the progress of the mcore extra's transformer-engine build: objects compiled, time"
 DESCRIPTION = (HELP + ". Run it beside the build with `uv run --no-sync`. Exit 0 when every object is compiled, 1 "
@@ -61,8 +62,6 @@ def objects(text: str) -> set[str]:
 
 
 def progress(ninja: Path, now: float | None = None) -> Progress:
-    from nemo_rl.errors import NemoRLError
-
     listed = objects(ninja.read_text(errors="replace"))
     if not listed:  # guard: watch-a-build-ninja-without-objects-is-an-error
         raise NemoRLError(f"{ninja} lists no object to compile",
@@ -118,7 +117,6 @@ def _sleep(seconds: float) -> None:
 
 def run(project: Path | None, args: argparse.Namespace) -> int:
     from nemo_rl import uv
-    from nemo_rl.errors import NemoRLError
     from nemo_rl.project.develop_state import project_environment
 
     root = args.dir or uv.cache_dir(honour_config=True)
