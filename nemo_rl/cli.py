@@ -23,8 +23,6 @@ USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUO
 
 
 class Group(Protocol):
-    """A group of verbs (`deps`, `envs`, `toolchain`)."""
-
     HELP: str
     DESCRIPTION: str
 
@@ -32,8 +30,6 @@ class Group(Protocol):
 
 
 class Verb(Group, Protocol):
-    """A verb's module: a group's names and its handler."""
-
     def run(self, project: Any, args: argparse.Namespace) -> int: ...
 
 
@@ -102,7 +98,6 @@ def _full_message(exc: OSError) -> str:
 
 
 def _project(args: argparse.Namespace) -> Project | None:
-    """The project, read once for every handler; None for a verb that runs outside one."""
     from nemo_rl.project.model import Project
 
     if args.project is None and not getattr(args, "project_required", True):

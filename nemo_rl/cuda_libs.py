@@ -39,7 +39,6 @@ def wheel_dir(name: str) -> Path | None:
 
 @functools.cache
 def preload() -> Preloaded:
-    """Load the wheels' libraries once per process."""
     pending = []
     for name, pattern in WHEEL_LIBS:
         directory = wheel_dir(name)

@@ -231,7 +231,6 @@ def show_file(repo: Path, sha: str, path: str) -> str | None:
 
 
 def format_patch(repo: Path, revision_range: str, out_dir: Path) -> list[str]:
-    """Write the series into `out_dir`; return its paths."""
     return git(["format-patch", "-o", str(out_dir), "--end-of-options", revision_range], repo=repo).stdout.split()
 
 

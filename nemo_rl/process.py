@@ -314,7 +314,6 @@ def start(
 
 def waited[**P](starter: Callable[P, Running]) -> Callable[P, Result]:
     def run(*args: P.args, **kwargs: P.kwargs) -> Result:
-        """`start`, then `wait()`."""
         return starter(*args, **kwargs).wait()
 
     return run

@@ -109,7 +109,6 @@ def declared_archs(environ=os.environ, nvcc_version: str | None = None) -> tuple
 
 
 def declared_at_pack(environ=os.environ) -> tuple[int, ...]:
-    """The archs a pack declares, with the nvcc found here."""
     set_here = environ.get("NVTE_CUDA_ARCHS")
     return declared_archs(environ, None if set_here else toolchain.nvcc_version(toolchain.find_nvcc()))
 
@@ -140,7 +139,6 @@ def host_compiler_command(environ=os.environ) -> list[str]:
 
 
 def toolchain_record() -> dict:
-    """The toolchain on this builder, recorded when it packs."""
     try:
         host = run([*host_compiler_command(), "--version"], check=False, timeout=20).stdout.strip().splitlines()[:1]
     except (OSError, NemoRLError):  # a CXX naming no program

@@ -85,7 +85,6 @@ def _listing(home: Path) -> dict[str, str]:
 
 
 def _damage(home: Path, stamp: Stamp) -> str | None:
-    """What is missing or changed since the stamp was written; None when nothing."""
     now = _listing(home)
     gone = sorted({*(p for p in stamp.files if p not in now), *layout.missing(home)})  # guard: toolkit-the-layout-is-checked-whatever
     changed = [p for p in stamp.files if p in now and now[p] != stamp.files[p]]  # guard: toolkit-a-changed-size-is-damage

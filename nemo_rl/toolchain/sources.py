@@ -117,7 +117,6 @@ def deb822_word(value: str, what: str) -> str:
 
 
 def deb822_words(value: str, what: str) -> list[str]:
-    """The space-separated words of `value` (--components)."""
     if values.breaks_lines(value.replace(" ", "")) or not value.split():  # guard: toolkit-components-with-a-newline-are
         raise NemoRLError(f"{what} {value!r:.80} is no list of words: " + (_BREAKS if value.split() else "it is empty"),
                           "separate the names by spaces, e.g. 'main contrib non-free'")
