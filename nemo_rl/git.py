@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -169,8 +170,6 @@ def fetch_objects(repo: Path, remote: str, objects: set[str], *, refusals: int =
 
 def served(url: str, sha: str, timeout: float | None = None) -> bool | None:
     """Whether `url` serves commit `sha` by SHA, as uv asks; None when unreachable."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="nemo-rl-served-") as probe:
         git(["init", "--quiet", "--bare", probe])  # git never asks a server for an object it has
         try:

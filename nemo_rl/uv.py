@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
+import stat
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -122,8 +125,6 @@ _REFUSALS = ("because building from source is disabled",  # guard: trust-a-local
 
 def lock_mismatch(project: Path) -> str | None:
     """Why uv.lock in `project` (a copy) does not match pyproject.toml, or None; no network, no build."""
-    import sys
-
     cache = cache_dir()
     # uv allows only file:// on its own fetches, not on the submodules git updates
     env = resolving_env({"GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"})  # guard: trust-git-in-the-lock-check-reaches-no
@@ -179,9 +180,6 @@ def venv(path: Path, *, python: str) -> Result:
 
 def environment_lock_holder(env: Path) -> str | None:
     """Who holds uv's lock on the environment `env`, or None; never raises or waits."""
-    import fcntl
-    import stat
-
     try:
         fd = os.open(env / ".lock", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:

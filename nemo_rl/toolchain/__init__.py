@@ -47,11 +47,8 @@ def find_nvcc() -> Path | None:
     if setting:  # guard: toolchain-a-set-cuda-home-is-the-only-toolkit
         nvcc = Path(setting[1]) / "bin" / "nvcc"
         return nvcc if nvcc.is_file() else None
-    on_path = shutil.which("nvcc")
-    if on_path:
-        return Path(on_path)
-    default = Path("/usr/local/cuda/bin/nvcc")
-    return default if default.is_file() else None
+    found = Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    return found if found.is_file() else None
 
 
 def nvcc_version(nvcc: Path | None) -> str | None:

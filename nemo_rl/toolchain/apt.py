@@ -25,9 +25,7 @@ def options(state: Path) -> list[str]:
         "Dir::Etc::SourceList": os.devnull, "Dir::Etc::SourceParts": state / "parts",
         "Dir::Etc::Preferences": os.devnull, "Dir::Etc::PreferencesParts": state / "preferences",
     }
-    args = []
-    for key, value in pairs.items():
-        args += ["-o", f"{key}={value}"]
+    args = [arg for key, value in pairs.items() for arg in ("-o", f"{key}={value}")]
     if os.geteuid() == 0:  # apt's _apt sandbox user cannot write into a root-owned private directory
         args += ["-o", "APT::Sandbox::User=root"]
     return args
@@ -63,8 +61,5 @@ def extract(deb_files: list[Path], root: Path) -> None:
 
 def versions(deb_files: list[Path]) -> dict[str, str]:
     """name -> version, from apt's file names (name_version_arch.deb, ':' escaped as %3a)."""
-    result = {}
-    for deb in deb_files:
-        name, version, _ = deb.name.removesuffix(".deb").split("_", 2)
-        result[name] = version.replace("%3a", ":")
-    return result
+    fields = (deb.name.removesuffix(".deb").split("_", 2) for deb in deb_files)
+    return {name: version.replace("%3a", ":") for name, version, _ in fields}
