@@ -254,7 +254,6 @@ class Running:
         return stdout, stderr
 
     def end(self) -> None:
-        """End the child's group, unless collected already."""
         if self._result is None:
             _end_groups([self._proc])
             _forget(self._proc)

@@ -34,7 +34,6 @@ def torch_info() -> TorchInfo:
 
 
 def cuda_home_setting() -> tuple[str, str] | None:
-    """(name, value) of the set CUDA_HOME, else CUDA_PATH; None when neither is set."""
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(name):
             return name, os.environ[name]
