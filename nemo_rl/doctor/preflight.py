@@ -78,19 +78,15 @@ def check_host_compiler(nvcc: Path | None) -> Item:
                 "install a host compiler this nvcc supports and `export CC=<it> CXX=<its C++ compiler>`")
 
 
-def cudnn_header_dirs() -> list[Path]:
-    candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
-    dirs = [Path(c) / "include" for c in candidates if c]
-    dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]  # guard: pre-flight-wheel-only-cudnn-headers-fail
-    return [*dirs, *SYSTEM_HEADER_DIRS]
-
-
 SYSTEM_HEADER_DIRS = (Path("/usr/include"), Path(f"/usr/include/{platform.machine()}-linux-gnu"),
                       Path("/usr/local/cuda/include"))
 
 
 def check_cudnn() -> Item:
-    for directory in cudnn_header_dirs():
+    candidates = [os.environ.get(v) for v in ("CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME")]
+    dirs = [Path(c) / "include" for c in candidates if c]
+    dirs += [Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]  # guard: pre-flight-wheel-only-cudnn-headers-fail
+    for directory in [*dirs, *SYSTEM_HEADER_DIRS]:
         if layout.has_cudnn_header(directory):
             return Item("cudnn headers", True, f"found in {directory}", None)
     wheel = layout.cudnn_wheel()
