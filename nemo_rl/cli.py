@@ -135,18 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         # the reader left (`| head -1`): nothing failed; /dev/null keeps the final flush from raising again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except NemoRLError as exc:
-        if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal
-            return _interrupted(signum)
-        remedy = from_elsewhere(exc.remedy, root)
-        said = f"{exc.what}\n  what to do: {remedy}" if remedy else exc.what
-        print(f"error: {values.printable(said, lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
-        return exc.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:
-        if (signum := interrupt.received()) is not None:
+        if (signum := interrupt.received()) is not None:  # guard: interrupt-an-error-after-a-signal-exits; a child died of the same signal
             return _interrupted(signum)
+        if isinstance(exc, NemoRLError):
+            remedy = from_elsewhere(exc.remedy, root)
+            said = f"{exc.what}\n  what to do: {remedy}" if remedy else exc.what
+            print(f"error: {values.printable(said, lines=True)}", file=sys.stderr)  # guard: terminal-error-messages-show-escapes
+            return exc.exit_code
         message = _os_error_message(exc) if isinstance(exc, OSError) else None
         if message:
             done = interrupt.completed_steps()  # guard: full-disk-a-failed-print-names-what-had
