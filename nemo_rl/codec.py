@@ -42,14 +42,13 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
     """The record at `file`, or None when missing or unreadable; with `fix`, an unreadable one raises NemoRLError
     (AnotherVersion for another version). `given`: the fields write left out."""
     try:
-        data = json.loads(values.read_plain_file(file, size_limit))
+        data = values.state_json(file, fix or "", limit=size_limit)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError) as exc:
+    except NemoRLError:
         if fix is None:
             return None
-        why = "it is nested too deeply to be a file nemo-rl wrote" if isinstance(exc, RecursionError) else exc
-        raise NemoRLError(f"cannot read {file}: {why}", fix) from exc
+        raise
     if isinstance(data, dict) and data.get("version") != version:  # guard: codec-another-version-is-rebuilt
         if fix is None:
             return None

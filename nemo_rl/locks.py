@@ -213,14 +213,12 @@ def remove_left(directory: Path) -> bool:
     return remove_unheld(directory)
 
 
-def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:
-    """Remove `directory` when no process holds it and `remove()`, asked under the hold, agrees."""
+def remove_unheld(directory: Path) -> bool:
+    """Remove `directory` when no process holds it."""
     held = try_hold(directory)  # guard: bundles-a-live-node-build-s-cache-is
     if held is None:
         return False
     try:
-        if not remove():
-            return False
         shutil.rmtree(directory, ignore_errors=True)
         return True
     finally:
