@@ -13,6 +13,7 @@ from typing import Any
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import SCALARS, plain
+from nemo_rl.project import state_dir
 
 
 class _Wrong(Exception):
@@ -28,8 +29,6 @@ class AnotherVersion(NemoRLError):
 
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
     """Write the dataclass `record` to `path` atomically, without the fields in `given`."""
-    from nemo_rl.project import state_dir
-
     fields = {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
     text = json.dumps({"version": version, **fields}, separators=(",", ":"), sort_keys=True)
     if len(text) < READABLE_MAX:  # indented for whoever opens it; a large one (a node copy's files) stays compact

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.parser
 import functools
 import importlib
 import importlib.metadata
@@ -125,8 +126,6 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
     """The metadata's headers, parsed once; its description is never parsed."""
-    import email.parser
-
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
     return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
 

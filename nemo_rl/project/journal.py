@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -32,8 +33,6 @@ def write(staging: Path, moves: list[str], before: dict[str, str | None]) -> Non
 
 def digest(path: Path) -> str | None:
     """One hash of a file or a directory tree; None when absent."""
-    import hashlib
-
     if not path.exists() and not path.is_symlink():
         return None
     digest = hashlib.sha256()

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_rl import interrupt, locks, values
+from nemo_rl import interrupt, locks, settings, values
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import journal
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
@@ -151,8 +151,6 @@ class Staging:
 
 
 def dry_run_root() -> Path:
-    from nemo_rl import settings
-
     return settings.private_dir("dry-runs")
 
 
