@@ -220,41 +220,7 @@ def _module_name(value: str, where: str, path: Path) -> str:
     return value
 
 
-def fork_tables(path: Path, nemo_rl_table: dict) -> dict[str, dict]:
-    """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
-    return {dist: table(meta, f"[tool.nemo-rl.forks.{dist}]", path)
-            for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items()}
-
-
 def forks_of(path: Path, uv_table: dict, tables: dict[str, dict], *, strict: bool) -> tuple[Fork, ...]:
     """Every fork of `tables`, checked; `strict=False` keeps one whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     return tuple(_fork(dist, sources.get(dist), meta, path, strict) for dist, meta in tables.items())
-
-
-def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
-    packages = lock.get("package", [])
-    remake = "run `git checkout -- uv.lock` or `rm uv.lock && uv lock`"
-    if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
-                                                  for p in packages):
-        raise NemoRLError(f"{lock_path} has [[package]] entries without a name", remake)
-    if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
-        raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string", remake)
-    return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
-            for p in packages}
-
-
-def optional_dependencies_of(pyproject: dict, path: Path) -> dict[str, list[str]]:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    optional = table(table(pyproject.get("project"), "[project]", path).get("optional-dependencies"),
-                     "[project.optional-dependencies]", path)
-    result: dict[str, list[str]] = {}
-    for extra, requirements in optional.items():
-        try:
-            result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]
-        except (InvalidRequirement, TypeError) as exc:
-            raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
-                              f"{exc}", "fix it, then run `uv lock`") from exc
-    return result
