@@ -38,7 +38,6 @@ NOT_FORKS = (
 
 
 def of_fork(fork: lockfile.Fork) -> Component:
-    """The fork's component, from its table."""
     remedy = f"{SYNC_REMEDY} {fork.remedy}" if fork.remedy else SYNC_REMEDY
     remedy = values.printable(remedy)  # guard: fork-remedy-printable
     return Component(fork.component or fork.distribution, fork.distribution,
@@ -161,7 +160,6 @@ def probe(key: str) -> Probe:
 
 @functools.cache
 def probe_component(comp: Component) -> Probe:
-    """Whether `comp` works here, cached for the process."""
     dist = find_installed(comp.distribution)
     if dist is None:
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
@@ -189,10 +187,6 @@ def require(*keys: str, purpose: str) -> None:
         return
     missing = [p.component.distribution for p in failed]
     details = "; ".join(str(p.reason) for p in failed)
-    remedies = dict.fromkeys(p.component.remedy for p in failed)
-    raise MissingExtraError(
-        f"{purpose} needs the mcore extra, but {', '.join(missing)} "
-        f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{'; '.join(remedies)}",
-        missing,
-    )
+    remedies = "; ".join(dict.fromkeys(p.component.remedy for p in failed))
+    raise MissingExtraError(f"{purpose} needs the mcore extra, but {', '.join(missing)} "
+                            f"{'is' if len(missing) == 1 else 'are'} not usable ({details})", remedies, missing)

@@ -196,7 +196,6 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
 
 
 def share(fd: int) -> None:
-    """Turn the exclusive hold `fd` into a shared one."""
     _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 
@@ -214,7 +213,6 @@ def remove_left(directory: Path) -> bool:
 
 
 def remove_unheld(directory: Path) -> bool:
-    """Remove `directory` when no process holds it."""
     held = try_hold(directory)  # guard: bundles-a-live-node-build-s-cache-is
     if held is None:
         return False

@@ -13,7 +13,6 @@ CHECKOUT_DIR = Path(__file__).resolve().parent.parent
 
 
 def relative_setting(name: str, setting: str) -> NemoRLError:
-    """The refusal of a relative path setting."""
     here = os.path.abspath(os.path.expanduser(setting))  # guard: settings-a-relative-path-setting-names
     return NemoRLError(f"{name} {setting!r} is not an absolute path", f"set it to an absolute path, e.g. "
                        f"{name}={here!r}")

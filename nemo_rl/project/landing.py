@@ -30,7 +30,6 @@ def require_writable(paths: list[Path]) -> None:
 
 
 def require_no_links(project: Path, names: Sequence[str]) -> None:
-    """Refuse a path to replace that is a symbolic link."""
     for name in names:
         path = project / name
         if path.is_symlink():  # guard: landing-a-linked-project-file-is-named

@@ -153,11 +153,8 @@ def unchecked(project: Project) -> str | None:
 def _strings(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
-    return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in _strings(item)]
 
 
 def _toml_file(path: Path) -> dict | None:
