@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -120,25 +121,18 @@ def read_text(path: Path) -> str:
     return decoded(data, path)
 
 
-_PARSED: dict[tuple[str, int, int, int], dict] = {}
-
-
 def load_toml(path: Path) -> dict:
     """A TOML file of patches/, parsed once per version; callers must not mutate it."""
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        stat = None
-    key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size) if stat else None
-    if key in _PARSED:
-        return _PARSED[key]
-    try:
-        data = parsed(read_bytes(path), path)
+        info = path.stat()
+        return _parsed_once(path, info.st_ino, info.st_mtime_ns, info.st_size)
     except FileNotFoundError as exc:
         raise missing(path) from exc
-    if key:
-        _PARSED[key] = data
-    return data
+
+
+@functools.cache
+def _parsed_once(path: Path, *version: int) -> dict:
+    return parsed(read_bytes(path), path)
 
 
 def _shape(value: object, where: str, path: Path, kind: str) -> NemoRLError:
