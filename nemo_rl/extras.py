@@ -180,6 +180,10 @@ def is_nemo_installed() -> bool:
     return probe("nemo").installed
 
 
+def is_te_installed() -> bool:
+    return probe("transformer_engine").installed
+
+
 def require(*keys: str, purpose: str) -> None:
     """Raise MissingExtraError unless every component in `keys` imports and works."""
     failed = [probe(key) for key in keys if not probe(key).installed]

@@ -50,7 +50,7 @@ def test_absent_extra_is_reported_not_raised():
     assert probe.installed is False and probe.reason == "megatron-core is not installed"
     assert extras.is_megatron_installed() is False
     if not extras.probe("transformer_engine").present:
-        assert extras.probe("transformer_engine").installed is False
+        assert extras.is_te_installed() is False
         assert extras.probe("transformer_engine").reason == "transformer-engine is not installed"
 
 
