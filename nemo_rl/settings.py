@@ -97,10 +97,6 @@ def open_store(path: Path, setting: str) -> Path:
     except (FileExistsError, NotADirectoryError, PermissionError) as exc:
         raise NemoRLError(f"{setting} {path} cannot be used: {exc.strerror or exc}",
                           f"point {setting} at a directory you may write") from exc
-    return _checked(path, setting)
-
-
-def _checked(path: Path, setting: str) -> Path:
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):  # guard: store-a-link-is-refused
         raise NemoRLError(f"{path} is a symbolic link", f"run {command('rm {path} && mkdir -m 700 {path}', path=path)}")
