@@ -13,6 +13,7 @@ from typing import Any
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.jsonout import SCALARS, plain
+from nemo_rl.project import state_dir
 
 
 class _Wrong(Exception):
@@ -28,8 +29,6 @@ class AnotherVersion(NemoRLError):
 
 def write(path: Path, record: Any, version: int, *, mode: int | None = None, given: tuple[str, ...] = ()) -> None:
     """Write the dataclass `record` to `path` atomically, without the fields in `given`."""
-    from nemo_rl.project import state_dir
-
     fields = {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record) if f.name not in given}
     text = json.dumps({"version": version, **fields}, separators=(",", ":"), sort_keys=True)
     if len(text) < READABLE_MAX:  # indented for whoever opens it; a large one (a node copy's files) stays compact
@@ -42,14 +41,13 @@ def read[T](file: Path, kind: type[T], version: int, *, fix: str | None = None, 
     """The record at `file`, or None when missing or unreadable; with `fix`, an unreadable one raises NemoRLError
     (AnotherVersion for another version). `given`: the fields write left out."""
     try:
-        data = json.loads(values.read_plain_file(file, size_limit))
+        data = values.state_json(file, fix or "", limit=size_limit)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError) as exc:
+    except NemoRLError:
         if fix is None:
             return None
-        why = "it is nested too deeply to be a file nemo-rl wrote" if isinstance(exc, RecursionError) else exc
-        raise NemoRLError(f"cannot read {file}: {why}", fix) from exc
+        raise
     if isinstance(data, dict) and data.get("version") != version:  # guard: codec-another-version-is-rebuilt
         if fix is None:
             return None

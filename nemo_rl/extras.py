@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.parser
 import functools
 import importlib
 import importlib.metadata
@@ -37,7 +38,6 @@ NOT_FORKS = (
 
 
 def of_fork(fork: lockfile.Fork) -> Component:
-    """The fork's component, from its table."""
     remedy = f"{SYNC_REMEDY} {fork.remedy}" if fork.remedy else SYNC_REMEDY
     remedy = values.printable(remedy)  # guard: fork-remedy-printable
     return Component(fork.component or fork.distribution, fork.distribution,
@@ -125,8 +125,6 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
     """The metadata's headers, parsed once; its description is never parsed."""
-    import email.parser
-
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
     return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
 
@@ -162,7 +160,6 @@ def probe(key: str) -> Probe:
 
 @functools.cache
 def probe_component(comp: Component) -> Probe:
-    """Whether `comp` works here, cached for the process."""
     dist = find_installed(comp.distribution)
     if dist is None:
         return Probe(comp, False, False, None, None, f"{comp.distribution} is not installed")
@@ -194,10 +191,6 @@ def require(*keys: str, purpose: str) -> None:
         return
     missing = [p.component.distribution for p in failed]
     details = "; ".join(str(p.reason) for p in failed)
-    remedies = dict.fromkeys(p.component.remedy for p in failed)
-    raise MissingExtraError(
-        f"{purpose} needs the mcore extra, but {', '.join(missing)} "
-        f"{'is' if len(missing) == 1 else 'are'} not usable ({details})",
-        f"{'; '.join(remedies)}",
-        missing,
-    )
+    remedies = "; ".join(dict.fromkeys(p.component.remedy for p in failed))
+    raise MissingExtraError(f"{purpose} needs the mcore extra, but {', '.join(missing)} "
+                            f"{'is' if len(missing) == 1 else 'are'} not usable ({details})", remedies, missing)

@@ -196,7 +196,6 @@ def try_hold(directory: Path, *, shared: bool = False) -> int | None:
 
 
 def share(fd: int) -> None:
-    """Turn the exclusive hold `fd` into a shared one."""
     _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
 
@@ -213,14 +212,11 @@ def remove_left(directory: Path) -> bool:
     return remove_unheld(directory)
 
 
-def remove_unheld(directory: Path, remove: Callable[[], bool] = lambda: True) -> bool:
-    """Remove `directory` when no process holds it and `remove()`, asked under the hold, agrees."""
+def remove_unheld(directory: Path) -> bool:
     held = try_hold(directory)  # guard: bundles-a-live-node-build-s-cache-is
     if held is None:
         return False
     try:
-        if not remove():
-            return False
         shutil.rmtree(directory, ignore_errors=True)
         return True
     finally:

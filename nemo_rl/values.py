@@ -126,11 +126,11 @@ def read_plain_file(path: Path, limit: int = STATE_FILE_MAX) -> bytes:
         os.close(fd)
 
 
-def state_json(path: Path, fix: str, name: str = "") -> object:
+def state_json(path: Path, fix: str, name: str = "", limit: int = STATE_FILE_MAX) -> object:
     """The JSON of a state file; NemoRLError when unreadable."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(read_plain_file(path).decode())
+        return json.loads(read_plain_file(path, limit).decode())
     except FileNotFoundError:
         raise
     except RecursionError as exc:

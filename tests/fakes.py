@@ -31,7 +31,7 @@ def deps(world, *args):
 
 def fake_env(path: Path) -> Path:
     """An environment as far as the overlay and status are concerned: a site-packages directory. A directory made
-    for it to live in is a store (nemo_rl/store.py): mode 0700."""
+    for it to live in is a store (nemo_rl/settings.py): mode 0700."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     (path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages").mkdir(parents=True)
     (path / "pyvenv.cfg").write_text("home = /usr/bin\n")

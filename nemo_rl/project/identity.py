@@ -18,7 +18,6 @@ ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would take a final newline
 
 
 def checkout_id(project: Path) -> str | None:
-    """This checkout's id, or None."""
     try:
         state_dir.state_root(project)
     except NemoRLError:

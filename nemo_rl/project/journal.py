@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -32,8 +33,6 @@ def write(staging: Path, moves: list[str], before: dict[str, str | None]) -> Non
 
 def digest(path: Path) -> str | None:
     """One hash of a file or a directory tree; None when absent."""
-    import hashlib
-
     if not path.exists() and not path.is_symlink():
         return None
     digest = hashlib.sha256()
@@ -46,10 +45,8 @@ def digest(path: Path) -> str | None:
 
 
 def _landable(name: str) -> bool:
-    if name in LANDABLE_FILES:
-        return True
-    parts = name.split("/")
-    return len(parts) == 2 and parts[0] == "patches" and bool(values.DISTRIBUTION_NAME.match(parts[1]))
+    records = name.removeprefix("patches/")
+    return name in LANDABLE_FILES or (records != name and bool(values.DISTRIBUTION_NAME.match(records)))
 
 
 def read_journal(staging: Path) -> list[str]:
@@ -118,10 +115,7 @@ class CutShort:
 def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
     """The landings cut short in `project`; never raises on a journal's content."""
     found = []
-    for left in leftovers(project, locked=locked):
-        if not left.has_journal:
-            continue
-        staging = left.staging
+    for staging in (left.staging for left in leftovers(project, locked=locked) if left.has_journal):
         try:
             moves = read_journal(staging)
         except NemoRLError as exc:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_rl import interrupt, locks, values
+from nemo_rl import interrupt, locks, settings, values
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import journal
 from nemo_rl.project.state_dir import STAGING_ROOT, remove_empty, state_root
@@ -30,7 +30,6 @@ def require_writable(paths: list[Path]) -> None:
 
 
 def require_no_links(project: Path, names: Sequence[str]) -> None:
-    """Refuse a path to replace that is a symbolic link."""
     for name in names:
         path = project / name
         if path.is_symlink():  # guard: landing-a-linked-project-file-is-named
@@ -151,8 +150,6 @@ class Staging:
 
 
 def dry_run_root() -> Path:
-    from nemo_rl import settings
-
     return settings.private_dir("dry-runs")
 
 

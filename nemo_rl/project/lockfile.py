@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -120,25 +121,18 @@ def read_text(path: Path) -> str:
     return decoded(data, path)
 
 
-_PARSED: dict[tuple[str, int, int, int], dict] = {}
-
-
 def load_toml(path: Path) -> dict:
     """A TOML file of patches/, parsed once per version; callers must not mutate it."""
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        stat = None
-    key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size) if stat else None
-    if key in _PARSED:
-        return _PARSED[key]
-    try:
-        data = parsed(read_bytes(path), path)
+        info = path.stat()
+        return _parsed_once(path, info.st_ino, info.st_mtime_ns, info.st_size)
     except FileNotFoundError as exc:
         raise missing(path) from exc
-    if key:
-        _PARSED[key] = data
-    return data
+
+
+@functools.cache
+def _parsed_once(path: Path, *version: int) -> dict:
+    return parsed(read_bytes(path), path)
 
 
 def _shape(value: object, where: str, path: Path, kind: str) -> NemoRLError:
@@ -220,41 +214,7 @@ def _module_name(value: str, where: str, path: Path) -> str:
     return value
 
 
-def fork_tables(path: Path, nemo_rl_table: dict) -> dict[str, dict]:
-    """[tool.nemo-rl.forks.<dist>] by distribution, each a table."""
-    return {dist: table(meta, f"[tool.nemo-rl.forks.{dist}]", path)
-            for dist, meta in table(nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", path).items()}
-
-
 def forks_of(path: Path, uv_table: dict, tables: dict[str, dict], *, strict: bool) -> tuple[Fork, ...]:
     """Every fork of `tables`, checked; `strict=False` keeps one whose rev is bad, marked."""
     sources = table(uv_table.get("sources"), "[tool.uv.sources]", path)
     return tuple(_fork(dist, sources.get(dist), meta, path, strict) for dist, meta in tables.items())
-
-
-def packages_of(lock: dict, lock_path: Path) -> dict[str, LockedPackage]:
-    packages = lock.get("package", [])
-    remake = "run `git checkout -- uv.lock` or `rm uv.lock && uv lock`"
-    if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
-                                                  for p in packages):
-        raise NemoRLError(f"{lock_path} has [[package]] entries without a name", remake)
-    if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
-        raise NemoRLError(f"{lock_path}: [[package]] {bad['name']!r:.60} has a version that is not a string", remake)
-    return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", lock_path))
-            for p in packages}
-
-
-def optional_dependencies_of(pyproject: dict, path: Path) -> dict[str, list[str]]:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    optional = table(table(pyproject.get("project"), "[project]", path).get("optional-dependencies"),
-                     "[project.optional-dependencies]", path)
-    result: dict[str, list[str]] = {}
-    for extra, requirements in optional.items():
-        try:
-            result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]
-        except (InvalidRequirement, TypeError) as exc:
-            raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid requirement: "
-                              f"{exc}", "fix it, then run `uv lock`") from exc
-    return result

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from nemo_rl import values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import identity, lockfile
-from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound
+from nemo_rl.project.lockfile import Fork, LockedPackage, ProjectNotFound, table
 
 if TYPE_CHECKING:
     from nemo_rl.project.develop_state import Developed
@@ -107,9 +107,8 @@ class Project:
     def tool_tables(self) -> tuple[dict, dict]:
         """([tool.uv], [tool.nemo-rl]), shape-checked."""
         path = self.pyproject_path
-        tool = lockfile.table(self.pyproject.get("tool"), "[tool]", path)
-        return lockfile.table(tool.get("uv"), "[tool.uv]", path), lockfile.table(tool.get("nemo-rl"),
-                                                                                  "[tool.nemo-rl]", path)
+        tool = table(self.pyproject.get("tool"), "[tool]", path)
+        return table(tool.get("uv"), "[tool.uv]", path), table(tool.get("nemo-rl"), "[tool.nemo-rl]", path)
 
     @property
     def uv_table(self) -> dict:
@@ -121,7 +120,9 @@ class Project:
 
     @cached_property
     def fork_tables(self) -> dict[str, dict]:
-        return lockfile.fork_tables(self.pyproject_path, self.nemo_rl_table)
+        forks = table(self.nemo_rl_table.get("forks"), "[tool.nemo-rl.forks]", self.pyproject_path)
+        return {dist: table(meta, f"[tool.nemo-rl.forks.{dist}]", self.pyproject_path)
+                for dist, meta in forks.items()}
 
     @cached_property
     def forks(self) -> tuple[Fork, ...]:
@@ -154,18 +155,41 @@ class Project:
     @cached_property
     def requires_python(self) -> str | None:
         path = self.pyproject_path
-        return lockfile.string(lockfile.table(self.pyproject.get("project"), "[project]", path).get("requires-python"),
+        return lockfile.string(table(self.pyproject.get("project"), "[project]", path).get("requires-python"),
                                "[project] requires-python", path)
 
     @cached_property
     def packages(self) -> dict[str, LockedPackage]:
         """uv.lock's [[package]]s by name."""
-        return lockfile.packages_of(self.lock, self.lock_path) if self.lock_bytes is not None else {}
+        if self.lock_bytes is None:
+            return {}
+        packages, path = self.lock.get("package", []), self.lock_path
+        remake = "run `git checkout -- uv.lock` or `rm uv.lock && uv lock`"
+        if not isinstance(packages, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                                      for p in packages):
+            raise NemoRLError(f"{path} has [[package]] entries without a name", remake)
+        if bad := next((p for p in packages if not isinstance(p.get("version", ""), str)), None):  # guard: lock-a-locked-version-that-is-no-string
+            raise NemoRLError(f"{path}: [[package]] {bad['name']!r:.60} has a version that is not a string", remake)
+        return {p["name"]: LockedPackage.of(p["name"], p.get("version"), table(p.get("source"), "source", path))
+                for p in packages}
 
     @cached_property
     def optional_dependencies(self) -> dict[str, list[str]]:
         """extra -> canonical distribution names."""
-        return lockfile.optional_dependencies_of(self.pyproject, self.pyproject_path)
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        path = self.pyproject_path
+        declared = table(self.pyproject.get("project"), "[project]", path).get("optional-dependencies")
+        optional = table(declared, "[project.optional-dependencies]", path)
+        result: dict[str, list[str]] = {}
+        for extra, requirements in optional.items():
+            try:
+                result[extra] = [canonicalize_name(Requirement(r).name) for r in requirements]
+            except (InvalidRequirement, TypeError) as exc:
+                raise NemoRLError(f"pyproject.toml: [project.optional-dependencies] {extra} has an invalid "
+                                  f"requirement: {exc}", "fix it, then run `uv lock`") from exc
+        return result
 
     def extras_require(self, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
         """Whether these sync flags install `distribution` through their extras."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from nemo_rl import locks, settings, values
+from nemo_rl import locks, settings, uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
@@ -23,8 +26,6 @@ NOT_CHECKED = "uv.lock was not checked against pyproject.toml: "
 
 def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None:
     """What is wrong with uv.lock as a whole, with the fix; None when it is current."""
-    from nemo_rl import uv
-
     if project.lock_bytes is None:
         return f"{project.lock_path} is missing: run `git checkout uv.lock` or `uv lock`"
     if any(f.bad_rev for f in forks):
@@ -58,8 +59,6 @@ def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None
 
 
 def _checked_copy(project: Project, root: Path) -> str | None:
-    from nemo_rl import uv
-
     try:
         for left in root.glob(f"{CHECK_PREFIX}*"):
             locks.remove_left(left)  # guard: probe-copies-a-killed-lock-check-left
@@ -98,8 +97,6 @@ def _checked_copy(project: Project, root: Path) -> str | None:
 
 def _settings_here(pyproject: bytes) -> bytes:
     """The pyproject.toml with a [tool.uv] table, so uv takes no settings from a directory above."""
-    import tomllib
-
     try:
         data = tomllib.loads(pyproject.decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -156,16 +153,11 @@ def unchecked(project: Project) -> str | None:
 def _strings(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
-    return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in _strings(item)]
 
 
 def _toml_file(path: Path) -> dict | None:
-    import tomllib
-
     try:
         return tomllib.loads(values.read_plain_file(path, COPY_MAX).decode())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -208,9 +200,6 @@ def _local_source(uv_table: Mapping[str, object], *, git: bool = False) -> str |
 
 
 def _remote(url: str) -> bool:
-    import re
-    from urllib.parse import urlsplit
-
     text = url.strip()
     text = text[4:] if text.lower().startswith("git+") else text  # guard: trust-a-local-git-repository-is-named
     if re.fullmatch(r"[\w.+-]+@[\w.-]+:.*", text):
