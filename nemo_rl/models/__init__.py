@@ -7,10 +7,21 @@ from typing import Any
 
 from nemo_rl.errors import NemoRLError
 from nemo_rl.models.config import ModelConfig
-from nemo_rl.models.megatron_gpt import build_megatron_gpt
-from nemo_rl.models.torch_lm import build_torch_lm
 
-BACKENDS: dict[str, Callable[[ModelConfig], Any]] = {"torch": build_torch_lm, "megatron": build_megatron_gpt}
+
+def _torch_backend(config: ModelConfig) -> Any:
+    from nemo_rl.models.torch_lm import build_torch_lm
+
+    return build_torch_lm(config)
+
+
+def _megatron_backend(config: ModelConfig) -> Any:
+    from nemo_rl.models.megatron_gpt import build_megatron_gpt
+
+    return build_megatron_gpt(config)
+
+
+BACKENDS: dict[str, Callable[[ModelConfig], Any]] = {"torch": _torch_backend, "megatron": _megatron_backend}
 
 
 def build_model(config: ModelConfig, backend: str) -> Any:
