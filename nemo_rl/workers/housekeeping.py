@@ -86,16 +86,13 @@ def listing(project: Project | None) -> list[Row]:
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith(NODE_COPY_PREFIX):
             if (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
-                rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
-                                f"this node's checked copy of the bundle with digest {digest}"))
+                state, detail = "kept copy", f"this node's checked copy of the bundle with digest {digest}"
             elif os.path.lexists(path / bundle_copy.STAMP):  # guard: housekeeping-another-version-s-copy-is-listed
-                rows.append(Row("bundle-copy", path, (), None, "other version", _size_mb(path), None, (),
-                                "a copy whose stamp this nemo-rl does not read (another version's, or damaged)"))
+                state, detail = "other version", "a copy whose stamp this nemo-rl does not read"
             else:
                 made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
-                rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
-                                "a copy of a bundle being made now" if made else
-                                "a copy of a bundle killed before its check"))
+                state, detail = "unfinished build", "being made now" if made else "killed before its check"
+            rows.append(Row("bundle-copy", path, (), None, state, _size_mb(path), None, (), detail))
             continue
         if path.name.startswith("."):
             if ".building-" in path.name and path.is_dir():
@@ -121,27 +118,23 @@ def listing(project: Project | None) -> list[Row]:
             continue
         if project is not None and env.flags not in current:
             current[env.flags] = environments.key_for(project, env.flags)
-        note = ""
+        note = None
+        remove = f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}"
         if project is None or env.project != project.root.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
             state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
-                f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record; "
-                f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
+                f"its {foreign} is from a develop this checkout's .nemo-rl/develop.json does not record; {remove}")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:  # guard: whose-another-checkout-s-id-is-left-to
-            state, note = "other checkout", _unclaimed(path, env.checkout)
+            state, note = "other checkout", (  # guard: fixes-an-unclaimed-environment-names-the
+                f"built by checkout id {env.checkout[:8]}, not this checkout's .nemo-rl/checkout-id; {remove}")
         else:
             state = "stale"
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
-                        used.stat().st_mtime if used.exists() else None, users(path), note or None))
+                        used.stat().st_mtime if used.exists() else None, users(path), note))
     return rows
-
-
-def _unclaimed(path: Path, checkout: str) -> str:
-    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id; "  # guard: fixes-an-unclaimed-environment-names-the
-            f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
