@@ -104,8 +104,8 @@ class Slot:
             os.close(fd)
 
 
-def slot(key: str, *, create: bool = True) -> Slot:
-    return Slot(settings.venv_dir(create=create), key)
+def slot(key: str) -> Slot:
+    return Slot(settings.venv_dir(), key)
 
 
 def key_for(project: Project, flags: Sequence[str]) -> str:

@@ -58,8 +58,7 @@ def _runs_from(pid: str, prefix: str) -> bool:
 
 
 def _read(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode(errors="replace")
+    return Path(path).read_bytes().decode(errors="replace")
 
 
 def _size_mb(path: Path) -> float:

@@ -188,8 +188,7 @@ def _save(env: Path, record: Record) -> None:
 
 
 def read(env: Path) -> Record | None:
-    record = codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
-    return record
+    return codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
 
 
 def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
