@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from nemo_rl import values
@@ -45,19 +46,22 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
     return found
 
 
+def missing_archs(name: str, archs: Archs, declared: Sequence[int]) -> str | None:
+    absent = [a for a in declared if a not in archs.sm]
+    if not absent:
+        return None
+    return (f"{name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the build declares "
+            f"{';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): sm {', '.join(map(str, absent))} missing")
+
+
 def record(env: Path, lock: dict, bundle: Path) -> dict:
     """Write the bundle's CUDA record; raises NemoRLError when a declared arch has no cubins."""
     extensions = compiled_extensions(env, lock)
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
-        absent = [a for a in tools["declared_archs_at_pack"] if a not in archs.sm]
-        if absent:  # guard: archs-a-declared-arch-without-cubins
-            raise NemoRLError(
-                f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
-                f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
-                f"{';'.join(map(str, tools['declared_archs_at_pack']))} (NVTE_CUDA_ARCHS): sm "
-                f"{', '.join(map(str, absent))} missing", "set NVTE_CUDA_ARCHS (in this shell and in any "
-                "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again")
+        if why := missing_archs(f"{name} of {dist}", archs, tools["declared_archs_at_pack"]):  # guard: archs-a-declared-arch-without-cubins
+            raise NemoRLError(why, "set NVTE_CUDA_ARCHS (in this shell and in any `[tool.uv.extra-build-variables]`) "
+                              "to the GPUs of your nodes and pack again")
     data = {"toolchain": tools, "extensions": {  # guard: archs-the-host-compilers-are-read-from
         name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
         for name, (dist, a, path) in sorted(extensions.items())}}

@@ -195,6 +195,7 @@ def revision_of(data: bytes, sha256: str) -> str | None:
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
     """The cubins of the shared objects to seed; Refused when one lacks a declared arch."""
     from nemo_rl.toolchain.archs import fatbin_archs
+    from nemo_rl.workers.cuda_archs import missing_archs
 
     held: set[int] = set()
     for path in (f for plan in plans for f in plan.files):
@@ -203,10 +204,8 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
         archs = fatbin_archs(path)
         if archs is None:
             continue
-        absent = [a for a in declared if a not in archs.sm]
-        if absent:  # guard: seed-a-wheel-lacking-a-declared-arch-is
-            raise Refused(f"{path.name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the pack "
-                          f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS)")
+        if why := missing_archs(path.name, archs, declared):  # guard: seed-a-wheel-lacking-a-declared-arch-is
+            raise Refused(why)
         held.update(archs.sm)
     return tuple(sorted(held))
 
