@@ -55,12 +55,10 @@ def _prove(project: Project, env: Path, timeout: float) -> Proven:
 
 
 def unfinished_packs(root: Path) -> list[Path]:
-    """Directories of packs into `root`, running or killed."""
     return sorted(p for p in root.glob(".*.packing-*") if p.is_dir() and not p.is_symlink())  # guard: never-killed-packs-of-any-name
 
 
 def kept_pack(dest: Path) -> Path:
-    """Where a timed-out pack into `dest` keeps its work."""
     return dest.parent / f".{dest.name}{KEPT_SUFFIX}"
 
 
@@ -102,7 +100,6 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
 
 
 def remove_kept(kept: Path) -> None:
-    """Remove a kept pack, its record of inputs first."""
     if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
         os.unlink(kept)
         return
@@ -185,7 +182,6 @@ def _resume(dest: Path, work: Path, inputs: str) -> bool:
 
 
 def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
-    """Keep a timed-out pack's cache for the next pack."""
     kept = kept_pack(dest)
     shutil.rmtree(env, ignore_errors=True)
     if os.path.lexists(kept):

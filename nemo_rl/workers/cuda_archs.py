@@ -70,7 +70,6 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
 
 
 def read_record(bundle: Path) -> bytes:
-    """The bundle's CUDA record: the bytes checked against the digest and the GPU."""
     try:
         return values.read_plain_file(bundle / SIDECAR)  # guard: plain-the-cuda-record-through-the-one
     except FileNotFoundError as exc:

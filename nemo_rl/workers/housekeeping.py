@@ -179,7 +179,6 @@ def _unused(where: environments.Slot) -> bool:
 
 
 def _prune_packs() -> list[Path]:
-    """Remove the killed packs into $NEMO_RL_BUNDLE_DIR."""
     from nemo_rl.workers import bundle_pack
 
     root = settings.bundle_dir()
