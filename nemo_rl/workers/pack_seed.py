@@ -14,6 +14,8 @@ from pathlib import Path
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
+from nemo_rl.toolchain.archs import declared_at_pack, fatbin_archs
+from nemo_rl.workers.cuda_archs import missing_archs
 from nemo_rl.workers.tree_copy import others_may_write
 
 SCRATCH = "src"  # a revision's unpacked sdist
@@ -194,9 +196,6 @@ def revision_of(data: bytes, sha256: str) -> str | None:
 
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
     """The cubins of the shared objects to seed; Refused when one lacks a declared arch."""
-    from nemo_rl.toolchain.archs import fatbin_archs
-    from nemo_rl.workers.cuda_archs import missing_archs
-
     held: set[int] = set()
     for path in (f for plan in plans for f in plan.files):
         if not (path.name.endswith(".so") or ".so." in path.name):
@@ -279,15 +278,11 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] | None = None
+def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] = declared_at_pack
          ) -> list[Seeded]:
     """Copy this user's built wheels of the lock's sdists into the fresh `cache`; what was seeded."""
     if user_cache is None or not user_cache.is_dir() or os.path.realpath(user_cache) == os.path.realpath(cache):
         return []
-    if declared is None:
-        from nemo_rl.toolchain.archs import declared_at_pack
-
-        declared = declared_at_pack
     once = functools.cache(declared)  # nvcc only when a wheel is there to check
     seeded = []
     for name, (version, sha256) in sorted(sdist_builds(lock).items()):
