@@ -4,6 +4,7 @@ times out keeps its cache for the next."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import shutil
@@ -12,12 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import locks, process, toolchain, uv
+from nemo_rl import imports, locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError, command
+from nemo_rl.jsonout import dumps
 from nemo_rl.progress import progress
 from nemo_rl.project import installed
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed
+from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed, verified
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs_for
 
 # uv cache buckets a node does not need: git history, build scratch, facts about the builder's interpreters
@@ -28,8 +30,6 @@ KEPT_INPUTS = "kept-for.json"
 
 
 def _distributions(env: Path) -> dict[str, str]:
-    import importlib.metadata
-
     result = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
         commit = installed.commit_from_direct_url(dist.read_text("direct_url.json"))
@@ -39,9 +39,6 @@ def _distributions(env: Path) -> dict[str, str]:
 
 def _prove(project: Project, env: Path, timeout: float) -> Proven:
     """Run the node's import check once here; what it proved."""
-    from nemo_rl import imports
-    from nemo_rl.workers import verified
-
     modules = verified.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment
         modules.remove("ray")
@@ -230,8 +227,6 @@ def _pack(project: Project, flags: list[str], dest: Path, seed: bool, import_tim
         unsealed = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, "", time.time(), proven)
         manifest = dataclasses.replace(unsealed, digest=bundle_seal.seal(cache_digest, unsealed,
                                                                          (work / cuda_archs.SIDECAR).read_bytes()))
-        from nemo_rl.jsonout import dumps
-
         (work / MANIFEST).write_text(dumps(manifest) + "\n")
         os.rename(work, dest)
     except BaseException:
