@@ -121,17 +121,13 @@ def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None
                       for n, e in data["extensions"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
-    return record, _fits(extensions, gpu)
-
-
-def _fits(extensions: dict[str, Archs], gpu: int | None) -> str | None:
     if not extensions:
-        return None
+        return record, None
     gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
     readable = sorted({g for g in gpus if g is not None})
     if not readable:
-        return f"{found}: could not check the bundle's CUDA architectures ({held})"
+        return record, f"{found}: could not check the bundle's CUDA architectures ({held})"
     for one in readable:
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
@@ -139,5 +135,5 @@ def _fits(extensions: dict[str, Archs], gpu: int | None) -> str | None:
                               "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
     fits = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
     if None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
-        return f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
-    return fits
+        return record, f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
+    return record, fits
