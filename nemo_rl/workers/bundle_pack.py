@@ -128,13 +128,12 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
                           + " first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory")
-    if project.extras_require(flags, "transformer-engine"):
-        unbuildable = toolchain.transformer_engine_unbuildable(project.packages)
-        if unbuildable:  # guard: bundles-transformer-engine-pre-flight
-            present, toolkit = unbuildable
-            major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
-            raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
-                              toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again")
+    te = project.extras_require(flags, "transformer-engine")
+    if te and (unbuildable := toolchain.transformer_engine_unbuildable(project.packages)):  # guard: bundles-transformer-engine-pre-flight
+        present, toolkit = unbuildable
+        major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
+        raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
+                          toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again")
     dest = dest.absolute()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
