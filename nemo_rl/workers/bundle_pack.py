@@ -87,13 +87,14 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
         claim = locks.lock_file(pack_lock(kept.parent / kept.name[1:-len(KEPT_SUFFIX)]), None, NOT_YOURS)
     except (OSError, NemoRLError):
         return False
-    if claim is None:  # guard: pack-prune-leaves-a-kept-pack-a-pack-is-taking
-        return False
     try:
+        if claim is None:  # guard: pack-prune-leaves-a-kept-pack-a-pack-is-taking
+            return False
         remove_kept(kept)
         return True
     finally:
-        os.close(claim)
+        if claim is not None:
+            os.close(claim)
 
 
 def remove_kept(kept: Path) -> None:

@@ -188,7 +188,8 @@ def _save(env: Path, record: Record) -> None:
 
 
 def read(env: Path) -> Record | None:
-    return codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
+    record = codec.read(env / RECORD, Record, RECORD_VERSION)  # guard: reader-the-verification-record
+    return record
 
 
 def modules_to_import(forks: Sequence[Fork], env: Path) -> list[str]:
