@@ -25,7 +25,6 @@ def common(parser: argparse.ArgumentParser, py_executable: bool = False) -> None
 
 
 def flags(py_executable: str) -> list[str]:
-    """The `uv sync` flags of a PY_EXECUTABLE argument."""
     from nemo_rl.errors import UsageError
     from nemo_rl.workers import executables
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from nemo_rl import envs, values
+from nemo_rl.errors import NemoRLError, UsageError
 from nemo_rl.project.model import Project
 
 REEXEC = "NEMO_RL_DRIVER_MADE"  # the `.venv` the bootstrap made, for the process it becomes
@@ -26,7 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _without_driver(project: Path) -> bool:
     """Whether nemo-rl runs in no environment, or in a checkout `.venv` without Ray or half-made."""
-    from nemo_rl.errors import NemoRLError
     from nemo_rl.project import installed
     from nemo_rl.workers import bundles
 
@@ -35,8 +35,7 @@ def _without_driver(project: Path) -> bool:
     here = Path(sys.prefix).resolve()
     if here != bundles.driver_path(project).resolve():
         return False
-    unfinished = bundles.driver_unfinished(project).exists()
-    if installed.installed(here, "ray") and not unfinished:  # guard: node-a-checkout-venv-without-ray-is-made
+    if installed.installed(here, "ray") and not bundles.driver_unfinished(project).exists():  # guard: node-a-checkout-venv-without-ray-is-made
         return False
     if os.environ.get(REEXEC) == str(here):  # guard: node-the-bootstrap-runs-once-never-in-a
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",
@@ -61,7 +60,6 @@ def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, dig
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from nemo_rl.errors import UsageError
     from nemo_rl.workers import bundle_trust, environments
 
     flags = envs.flags(args.py_executable)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from nemo_rl import envs
+from nemo_rl import envs, values
 from nemo_rl.project.model import Project
 
 HELP = "every environment and bundle: key, state, in use, size, last use"
@@ -18,8 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _describe(row) -> str:
-    from nemo_rl import values
-
     used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "never"
     state = row.state + (f" (in use: pid {', '.join(map(str, row.users))})" if row.users else "")
     whose = f"  of {row.project}" if row.state == "other checkout" and row.project else ""
@@ -29,7 +27,7 @@ def _describe(row) -> str:
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from nemo_rl import settings, values
+    from nemo_rl import settings
     from nemo_rl.jsonout import dumps
     from nemo_rl.workers import housekeeping
 

@@ -4,6 +4,7 @@ times out keeps its cache for the next."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import shutil
@@ -12,12 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_rl import locks, process, toolchain, uv
+from nemo_rl import imports, locks, process, toolchain, uv
 from nemo_rl.errors import NemoRLError, command
+from nemo_rl.jsonout import dumps
 from nemo_rl.progress import progress
 from nemo_rl.project import installed
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed
+from nemo_rl.workers import bundle_seal, bundles, cuda_archs, pack_seed, verified
 from nemo_rl.workers.manifests import MANIFEST, SCHEMA, Manifest, Proven, inputs_for
 
 # uv cache buckets a node does not need: git history, build scratch, facts about the builder's interpreters
@@ -28,8 +30,6 @@ KEPT_INPUTS = "kept-for.json"
 
 
 def _distributions(env: Path) -> dict[str, str]:
-    import importlib.metadata
-
     result = {}
     for dist in importlib.metadata.distributions(path=[str(p) for p in installed.site_packages_dirs(env)]):
         commit = installed.commit_from_direct_url(dist.read_text("direct_url.json"))
@@ -39,9 +39,6 @@ def _distributions(env: Path) -> dict[str, str]:
 
 def _prove(project: Project, env: Path, timeout: float) -> Proven:
     """Run the node's import check once here; what it proved."""
-    from nemo_rl import imports
-    from nemo_rl.workers import verified
-
     modules = verified.modules_to_import(project.forks, env)
     if not installed.installed(env, "ray"):  # not a worker environment
         modules.remove("ray")
@@ -55,12 +52,10 @@ def _prove(project: Project, env: Path, timeout: float) -> Proven:
 
 
 def unfinished_packs(root: Path) -> list[Path]:
-    """Directories of packs into `root`, running or killed."""
     return sorted(p for p in root.glob(".*.packing-*") if p.is_dir() and not p.is_symlink())  # guard: never-killed-packs-of-any-name
 
 
 def kept_pack(dest: Path) -> Path:
-    """Where a timed-out pack into `dest` keeps its work."""
     return dest.parent / f".{dest.name}{KEPT_SUFFIX}"
 
 
@@ -103,7 +98,6 @@ def _remove_kept_unless_packing(kept: Path) -> bool:
 
 
 def remove_kept(kept: Path) -> None:
-    """Remove a kept pack, its record of inputs first."""
     if os.path.islink(kept):  # guard: pack-a-link-in-a-kept-pack-s-place-is-not-followed
         os.unlink(kept)
         return
@@ -135,13 +129,12 @@ def pack(project: Project, flags: list[str], dest: Path, *, seed: bool = True,
                           + " first")
     if dest.exists():
         raise NemoRLError(f"{dest} exists", "pack into a new directory")
-    if project.extras_require(flags, "transformer-engine"):
-        unbuildable = toolchain.transformer_engine_unbuildable(project.packages)
-        if unbuildable:  # guard: bundles-transformer-engine-pre-flight
-            present, toolkit = unbuildable
-            major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
-            raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
-                              toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again")
+    te = project.extras_require(flags, "transformer-engine")
+    if te and (unbuildable := toolchain.transformer_engine_unbuildable(project.packages)):  # guard: bundles-transformer-engine-pre-flight
+        present, toolkit = unbuildable
+        major = (toolchain.torch_info().cuda_version or "12").split(".")[0]
+        raise NemoRLError(f"transformer-engine cannot be built on this builder: {toolkit.detail}",
+                          toolchain.CUDA_TOOLKIT_FIX.format(major=major) + "; then pack again")
     dest = dest.absolute()
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -186,7 +179,6 @@ def _resume(dest: Path, work: Path, inputs: str) -> bool:
 
 
 def _keep(work: Path, env: Path, dest: Path, inputs: str) -> Path:
-    """Keep a timed-out pack's cache for the next pack."""
     kept = kept_pack(dest)
     shutil.rmtree(env, ignore_errors=True)
     if os.path.lexists(kept):
@@ -235,8 +227,6 @@ def _pack(project: Project, flags: list[str], dest: Path, seed: bool, import_tim
         unsealed = Manifest(SCHEMA, inputs_for(project, flags), distributions, files, total, "", time.time(), proven)
         manifest = dataclasses.replace(unsealed, digest=bundle_seal.seal(cache_digest, unsealed,
                                                                          (work / cuda_archs.SIDECAR).read_bytes()))
-        from nemo_rl.jsonout import dumps
-
         (work / MANIFEST).write_text(dumps(manifest) + "\n")
         os.rename(work, dest)
     except BaseException:

@@ -14,7 +14,6 @@ VERSION = b"nemo-rl bundle digest 1\n"
 
 
 def fields(manifest: Manifest) -> bytes:
-    """The manifest without its digest, canonical."""
     data = dataclasses.asdict(manifest)
     del data["digest"]
     return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()

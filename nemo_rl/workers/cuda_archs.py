@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from nemo_rl import values
@@ -45,19 +46,22 @@ def compiled_extensions(env: Path, lock: dict) -> dict[str, tuple[str, Archs, Pa
     return found
 
 
+def missing_archs(name: str, archs: Archs, declared: Sequence[int]) -> str | None:
+    absent = [a for a in declared if a not in archs.sm]
+    if not absent:
+        return None
+    return (f"{name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the build declares "
+            f"{';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): sm {', '.join(map(str, absent))} missing")
+
+
 def record(env: Path, lock: dict, bundle: Path) -> dict:
     """Write the bundle's CUDA record; raises NemoRLError when a declared arch has no cubins."""
     extensions = compiled_extensions(env, lock)
     tools = toolchain_record() if extensions else {}
     for name, (dist, archs, _) in extensions.items():
-        absent = [a for a in tools["declared_archs_at_pack"] if a not in archs.sm]
-        if absent:  # guard: archs-a-declared-arch-without-cubins
-            raise NemoRLError(
-                f"{name} of {dist} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
-                f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), but the build declares "
-                f"{';'.join(map(str, tools['declared_archs_at_pack']))} (NVTE_CUDA_ARCHS): sm "
-                f"{', '.join(map(str, absent))} missing", "set NVTE_CUDA_ARCHS (in this shell and in any "
-                "`[tool.uv.extra-build-variables]`) to the GPUs of your nodes and pack again")
+        if why := missing_archs(f"{name} of {dist}", archs, tools["declared_archs_at_pack"]):  # guard: archs-a-declared-arch-without-cubins
+            raise NemoRLError(why, "set NVTE_CUDA_ARCHS (in this shell and in any `[tool.uv.extra-build-variables]`) "
+                              "to the GPUs of your nodes and pack again")
     data = {"toolchain": tools, "extensions": {  # guard: archs-the-host-compilers-are-read-from
         name: {"distribution": dist, "sm": list(a.sm), "ptx": list(a.ptx), "host_compilers": list(host_compilers(path))}
         for name, (dist, a, path) in sorted(extensions.items())}}
@@ -66,7 +70,6 @@ def record(env: Path, lock: dict, bundle: Path) -> dict:
 
 
 def read_record(bundle: Path) -> bytes:
-    """The bundle's CUDA record: the bytes checked against the digest and the GPU."""
     try:
         return values.read_plain_file(bundle / SIDECAR)  # guard: plain-the-cuda-record-through-the-one
     except FileNotFoundError as exc:
@@ -118,17 +121,13 @@ def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None
                       for n, e in data["extensions"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
         raise NemoRLError(f"cannot read {bundle / SIDECAR}: {exc}", "copy the bundle again from the builder") from exc
-    return record, _fits(extensions, gpu)
-
-
-def _fits(extensions: dict[str, Archs], gpu: int | None) -> str | None:
     if not extensions:
-        return None
+        return record, None
     gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
     readable = sorted({g for g in gpus if g is not None})
     if not readable:
-        return f"{found}: could not check the bundle's CUDA architectures ({held})"
+        return record, f"{found}: could not check the bundle's CUDA architectures ({held})"
     for one in readable:
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
@@ -136,5 +135,5 @@ def _fits(extensions: dict[str, Archs], gpu: int | None) -> str | None:
                               "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
     fits = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
     if None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
-        return f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
-    return fits
+        return record, f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
+    return record, fits

@@ -104,8 +104,8 @@ class Slot:
             os.close(fd)
 
 
-def slot(key: str, *, create: bool = True) -> Slot:
-    return Slot(settings.venv_dir(create=create), key)
+def slot(key: str) -> Slot:
+    return Slot(settings.venv_dir(), key)
 
 
 def key_for(project: Project, flags: Sequence[str]) -> str:
@@ -122,15 +122,12 @@ def _key(root: Path, lock_hash: str, flags: Sequence[str], developing: Mapping[s
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def describe(path: Path) -> WorkerEnv | None:
-    return WorkerEnv.read(path)
+describe = WorkerEnv.read
 
 
 def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (uv.lock, flags), built if missing from `bundle`, a found one or the network."""
-    root, lock_hash = project.root.resolve(), project.lock_hash
-    developing = project.developing
-    where = slot(_key(root, lock_hash, flags, developing))
+    where = slot(key_for(project, flags))
     with where.locked():
         for leftover in where.building():  # we hold the lock: whoever made these is gone
             shutil.rmtree(leftover, ignore_errors=True)  # guard: workers-killed-builds-removed
@@ -139,20 +136,20 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         except codec.AnotherVersion:  # only by hand at this key: the version is in it
             found = None
         manifest = None
-        if found is None or found.project != root:  # guard: whose-metadata-of-another-project-is
-            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest, developing)
+        if found is None or found.project != project.root.resolve():  # guard: whose-metadata-of-another-project-is
+            manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
         modules = verified.modules_to_import(project.forks, env.path)
-        if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
-            _verify(env, project, modules, manifest.proven if manifest else None)
+        if not verified.still_verified(env.path, project.lock_hash, modules):  # guard: verified-the-record-is-used
+            verify(env, project, proven=manifest.proven if manifest else None, modules=modules)
     (where.path / LAST_USED).touch()
     return env
 
 
-def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None, digest: str | None,
-           developing: Mapping[str, develop_state.Developed]) -> bundles.Manifest | None:
+def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
+           digest: str | None) -> bundles.Manifest | None:
     """Build the environment; from a bundle, return its checked manifest."""
     root = project.root.resolve()
     manifest = bundles.check(bundle, project, flags, digest) if bundle is not None else None
@@ -173,7 +170,7 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
             bundles.sync_from(bundle, project, flags, staging, manifest)
         else:
             uv.sync(project.root, flags=[*flags, "--inexact"], environment=staging, stream=True)
-        develop_state.install_overlays(staging, project.root, developing)  # developed forks run from their checkout
+        develop_state.install_overlays(staging, project.root, project.developing)  # forks under develop
         WorkerEnv(where.key, where.path, tuple(flags), root, project.lock_hash, checkout).write(staging)
         os.replace(staging, where.path)
         interrupt.completed(f"the worker environment {where.path} is built (its first use verifies it)")  # guard: rest-envs-build-records-the-built
@@ -184,12 +181,10 @@ def _build(project: Project, flags: list[str], where: Slot, bundle: Path | None,
     return manifest
 
 
-def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None) -> None:
+def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None = None,
+           modules: list[str] | None = None) -> None:
     """Check the environment against driver and uv.lock; record a pass. `proven`: what a checked bundle proved."""
-    _verify(env, project, verified.modules_to_import(project.forks, env.path), proven)
-
-
-def _verify(env: WorkerEnv, project: Project, modules: list[str], proven: manifests.Proven | None) -> None:
+    modules = verified.modules_to_import(project.forks, env.path) if modules is None else modules
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)

@@ -22,10 +22,8 @@ class PY_EXECUTABLES:
 def sync_flags(py_executable: str) -> list[str]:
     words = shlex.split(py_executable)
     if words[:2] != ["uv", "run"]:
-        raise NemoRLError(
-            f"cannot make an environment for py_executable {py_executable!r}",
-            "use one of PY_EXECUTABLES (SYSTEM, BASE, MCORE)",
-        )
+        raise NemoRLError(f"cannot make an environment for py_executable {py_executable!r}",
+                          "use one of PY_EXECUTABLES (SYSTEM, BASE, MCORE)")
     flags = words[2:]
     for word in flags:
         if word.startswith("-") and word.split("=")[0] not in SYNC_OPTIONS:

@@ -15,7 +15,7 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, environments
+from nemo_rl.workers import bundle_copy, bundle_pack, bundles, environments
 from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
@@ -58,8 +58,7 @@ def _runs_from(pid: str, prefix: str) -> bool:
 
 
 def _read(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode(errors="replace")
+    return Path(path).read_bytes().decode(errors="replace")
 
 
 def _size_mb(path: Path) -> float:
@@ -86,16 +85,13 @@ def listing(project: Project | None) -> list[Row]:
     for path in sorted(root.iterdir() if root.is_dir() else ()):
         if path.name.startswith(NODE_COPY_PREFIX):
             if (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
-                rows.append(Row("bundle-copy", path, (), None, "kept copy", _size_mb(path), None, (),
-                                f"this node's checked copy of the bundle with digest {digest}"))
+                state, detail = "kept copy", f"this node's checked copy of the bundle with digest {digest}"
             elif os.path.lexists(path / bundle_copy.STAMP):  # guard: housekeeping-another-version-s-copy-is-listed
-                rows.append(Row("bundle-copy", path, (), None, "other version", _size_mb(path), None, (),
-                                "a copy whose stamp this nemo-rl does not read (another version's, or damaged)"))
+                state, detail = "other version", "a copy whose stamp this nemo-rl does not read"
             else:
                 made = locks.held(path)  # guard: housekeeping-a-copy-being-made-is-listed
-                rows.append(Row("bundle-copy", path, (), None, "unfinished build", _size_mb(path), None, (),
-                                "a copy of a bundle being made now" if made else
-                                "a copy of a bundle killed before its check"))
+                state, detail = "unfinished build", "being made now" if made else "killed before its check"
+            rows.append(Row("bundle-copy", path, (), None, state, _size_mb(path), None, (), detail))
             continue
         if path.name.startswith("."):
             if ".building-" in path.name and path.is_dir():
@@ -121,27 +117,23 @@ def listing(project: Project | None) -> list[Row]:
             continue
         if project is not None and env.flags not in current:
             current[env.flags] = environments.key_for(project, env.flags)
-        note = ""
+        note = None
+        remove = f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}"
         if project is None or env.project != project.root.resolve():
             state = "other checkout"
         elif (foreign := develop_state.foreign_overlay(path, mine)) is not None:  # guard: plain-another-container-s-environment-is
             state, note = "other checkout", (  # guard: fixes-an-overlay-token-this-checkout
-                f"its {foreign} was written by a develop this checkout's .nemo-rl/develop.json does not record; "
-                f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
+                f"its {foreign} is from a develop this checkout's .nemo-rl/develop.json does not record; {remove}")
         elif env.key == current[env.flags]:
             state = "current"
         elif env.checkout and env.checkout != ours:  # guard: whose-another-checkout-s-id-is-left-to
-            state, note = "other checkout", _unclaimed(path, env.checkout)
+            state, note = "other checkout", (  # guard: fixes-an-unclaimed-environment-names-the
+                f"built by checkout id {env.checkout[:8]}, not this checkout's .nemo-rl/checkout-id; {remove}")
         else:
             state = "stale"
         rows.append(Row(env.key, path, env.flags, env.project, state, _size_mb(path),
-                        used.stat().st_mtime if used.exists() else None, users(path), note or None))
+                        used.stat().st_mtime if used.exists() else None, users(path), note))
     return rows
-
-
-def _unclaimed(path: Path, checkout: str) -> str:
-    return (f"built at this path by checkout id {checkout[:8]}, not this checkout's .nemo-rl/checkout-id; "  # guard: fixes-an-unclaimed-environment-names-the
-            f"if no other container shares NEMO_RL_VENV_DIR, remove it: {command('rm -rf {path}', path=path)}")
 
 
 def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
@@ -155,17 +147,13 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
             if locks.remove_unheld(row.path):
                 removed.append(row.path)
             continue
-        where = environments.Slot(row.path.parent, row.key)
-        fd = locks.lock_file(where.lock_path, None)
-        if fd is None:
-            continue
-        try:
+        with environments.Slot(row.path.parent, row.key).locked(wait=False) as held:
+            if not held:
+                continue
             if users(row.path):  # guard: workers-prune-s-in-use-check
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
             removed.append(row.path)
-        finally:
-            os.close(fd)
     return removed + _prune_lock_files() + _prune_packs()  # guard: rest-prune-removes-a-pruned-key-s-lock
 
 
@@ -187,9 +175,6 @@ def _unused(where: environments.Slot) -> bool:
 
 
 def _prune_packs() -> list[Path]:
-    """Remove the killed packs into $NEMO_RL_BUNDLE_DIR."""
-    from nemo_rl.workers import bundle_pack
-
     root = settings.bundle_dir()
     return bundle_pack.remove_dead_packs(root) + bundle_pack.remove_free_pack_locks(root) \
         if root is not None and root.is_dir() else []
@@ -206,8 +191,6 @@ class BundleRow:
 
 def bundle_rows(project: Project | None) -> list[BundleRow]:
     """The bundles under $NEMO_RL_BUNDLE_DIR, against this checkout's inputs."""
-    from nemo_rl.workers import bundle_pack, bundles
-
     rows = []
     for path in bundles.configured():
         try:

@@ -14,13 +14,115 @@ from pathlib import Path
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
-from nemo_rl.workers.seed_files import Plan, Refused, copy_file, copy_plan, plan_copy, read_own, real_dir
+from nemo_rl.toolchain.archs import declared_at_pack, fatbin_archs
+from nemo_rl.workers.cuda_archs import missing_archs
 from nemo_rl.workers.tree_copy import others_may_write
 
 SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
+ARCHIVE = re.compile(r"archive-v\d+")
+
+
+class Refused(Exception):
+    """Why one built wheel is not seeded."""
+
+
+def real_dir(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and not others_may_write(info)
+
+
+def open_own(path: Path) -> int:
+    """A descriptor of `path`, a file only this user may write."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or others_may_write(info):
+        os.close(fd)
+        raise Refused(f"{path} is not a file only this user may write")
+    return fd
+
+
+def archive_target(link: Path, user_cache: Path) -> Path | None:
+    """The `archive-v*/ENTRY` uv's link points to; None for any other link."""
+    lexical = Path(os.path.normpath(os.path.join(link.parent, os.readlink(link))))
+    try:
+        parts = lexical.relative_to(user_cache).parts
+    except ValueError:
+        return None  # guard: seed-a-link-out-of-the-user-s-cache-is
+    if len(parts) != 2 or not ARCHIVE.fullmatch(parts[0]) or parts[1] in (".", ".."):  # guard: seed-a-link-only-to-exactly-one-archive
+        return None
+    if os.path.realpath(link) != str(lexical) or not real_dir(user_cache / parts[0]) or not real_dir(lexical):
+        return None  # a link on the way there
+    return lexical
+
+
+@dataclass
+class Plan:
+    dirs: list[Path]
+    files: list[Path]
+    links: dict[Path, Path]  # link -> archive entry
+    dropped: list[str]
+
+
+def plan_copy(top: Path, user_cache: Path, in_archive: bool, flat: bool = False) -> Plan:
+    """What copying `top` takes; Refused when it holds a path others may write."""
+    plan = Plan([top], [], {}, [])
+    if not real_dir(top):
+        raise Refused(f"{top} is not a directory only this user may write")
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):
+        if flat:  # guard: seed-the-revision-s-own-wheel-without
+            dirnames[:] = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            info = os.lstat(path)
+            if name.endswith(".lock") and stat.S_ISREG(info.st_mode):
+                continue  # uv's lock files (0666)
+            if stat.S_ISLNK(info.st_mode):
+                target = None if in_archive else archive_target(path, user_cache)
+                if target is None:
+                    plan.dropped.append(f"{path.name} (a link not to one archive-v* entry)")
+                else:
+                    plan.links[path] = target
+            elif others_may_write(info):
+                raise Refused(f"{path} is not this user's, or others may write it")
+            elif stat.S_ISDIR(info.st_mode):
+                plan.dirs.append(path)
+            elif stat.S_ISREG(info.st_mode):  # guard: seed-a-fifo-is-never-copied
+                plan.files.append(path)
+            else:
+                plan.dropped.append(f"{path.name} (not a file)")
+    return plan
+
+
+def copy_plan(plan: Plan, source_root: Path, target_root: Path, made: list[Path]) -> None:
+    for directory in plan.dirs:
+        target = target_root / directory.relative_to(source_root)
+        if not target.exists():
+            target.mkdir(parents=True)
+            made.append(target)
+    for path in plan.files:
+        copy_file(path, target_root / path.relative_to(source_root))
+
+
+def copy_file(source: Path, target: Path) -> None:
+    fd = open_own(source)
+    try:
+        info = os.fstat(fd)
+        with open(fd, "rb", closefd=False) as src, open(target, "xb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chmod(target, stat.S_IMODE(info.st_mode) & 0o755)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -39,11 +141,9 @@ def user_cache() -> tuple[Path | None, str]:
     if not named.is_absolute():  # guard: seed-a-relative-uv-cache-dir-is-refused
         return None, f"the uv cache {named} is not an absolute path (set UV_CACHE_DIR to one)"
     real = named.resolve()
-    try:
-        info = os.lstat(real)
-    except OSError:
+    if not os.path.lexists(real):
         return None, f"no uv cache at {real}"
-    if not stat.S_ISDIR(info.st_mode) or others_may_write(info):
+    if not real_dir(real):
         return None, f"the uv cache {real} is not a directory only this user may write"
     return real, f"the uv cache {real}"
 
@@ -96,8 +196,6 @@ def revision_of(data: bytes, sha256: str) -> str | None:
 
 def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...]:
     """The cubins of the shared objects to seed; Refused when one lacks a declared arch."""
-    from nemo_rl.toolchain.archs import fatbin_archs
-
     held: set[int] = set()
     for path in (f for plan in plans for f in plan.files):
         if not (path.name.endswith(".so") or ".so." in path.name):
@@ -105,10 +203,8 @@ def _check_archs(plans: list[Plan], declared: tuple[int, ...]) -> tuple[int, ...
         archs = fatbin_archs(path)
         if archs is None:
             continue
-        absent = [a for a in declared if a not in archs.sm]
-        if absent:  # guard: seed-a-wheel-lacking-a-declared-arch-is
-            raise Refused(f"{path.name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the pack "
-                          f"declares {';'.join(map(str, declared))} (NVTE_CUDA_ARCHS)")
+        if why := missing_archs(path.name, archs, declared):  # guard: seed-a-wheel-lacking-a-declared-arch-is
+            raise Refused(why)
         held.update(archs.sm)
     return tuple(sorted(held))
 
@@ -137,7 +233,9 @@ def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Call
 def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
                   declared: Callable[[], tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
     """Seed the revision of `version_dir` built from the lock's sdist; [(entry, cubins)] seeded."""
-    revision = revision_of(read_own(version_dir / REVISION_FILE), sha256)
+    fd = open_own(version_dir / REVISION_FILE)
+    with open(fd, "rb") as fh:
+        revision = revision_of(fh.read(1 << 20), sha256)
     if revision is None:
         raise Refused(f"its {REVISION_FILE} names another sdist than the lock's (sha256 {sha256[:12]}...)")
     if not real_dir(version_dir / revision):
@@ -180,15 +278,11 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] | None = None
+def seed(user_cache: Path | None, cache: Path, lock: dict, declared: Callable[[], tuple[int, ...]] = declared_at_pack
          ) -> list[Seeded]:
     """Copy this user's built wheels of the lock's sdists into the fresh `cache`; what was seeded."""
     if user_cache is None or not user_cache.is_dir() or os.path.realpath(user_cache) == os.path.realpath(cache):
         return []
-    if declared is None:
-        from nemo_rl.toolchain.archs import declared_at_pack
-
-        declared = declared_at_pack
     once = functools.cache(declared)  # nvcc only when a wheel is there to check
     seeded = []
     for name, (version, sha256) in sorted(sdist_builds(lock).items()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -118,11 +119,9 @@ def wait_ready(actor, env: Path | None, timeout: float = 30.0) -> None:
     import ray
     from ray.exceptions import GetTimeoutError
 
-    try:
+    with contextlib.suppress(GetTimeoutError):
         ray.get(actor.__ray_ready__.remote(), timeout=timeout)
         return
-    except GetTimeoutError:
-        pass
     ray.kill(actor)
     cause = _start_failure(env) or "the worker did not register (no error in this node's raylet log)"
     raise NemoRLError(f"a Ray actor in {env or 'the driver environment'} did not start within {timeout:g} s: {cause}",

@@ -77,7 +77,7 @@ def test_develop_edit_run_push_bump_stop(world, env, capsys, tmp_path, monkeypat
     developing_key = environments.key_for(Project.read(world.project), flags)
     assert developing_key != pinned_key
     environments._build(Project.read(world.project), flags, environments.Slot(tmp_path / "venvs", developing_key),
-                        None, None, develop_state.read(world.project))
+                        None, None)
     worker_python = tmp_path / "venvs" / developing_key / "bin" / "python"
     out = run([worker_python, "-c", "from megatron.core.tokens import tokens; print(tokens())"]).stdout.strip()
     assert out == "['edited']"

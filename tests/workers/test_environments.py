@@ -99,7 +99,7 @@ def test_a_worker_environment_path_with_a_newline_is_refused(world, tmp_path):
     root = tmp_path / "venvs\nimport os"
     root.mkdir()
     with pytest.raises(NemoRLError, match="control character"):
-        environments._build(Project.read(world.project), [], environments.Slot(root, "k"), None, None, {})
+        environments._build(Project.read(world.project), [], environments.Slot(root, "k"), None, None)
     assert list(root.iterdir()) == []
 
 
