@@ -207,16 +207,18 @@ def remove(path: str) -> None:
 def _tree(source: Path, target: Path) -> list[tuple[str, str]]:
     """Make `source`'s directories and links in `target`; returns each file's path and its path there."""
     files = []
-    top = str(target)
-    for dirpath, dirnames, filenames in os.walk(source):
-        dirnames.sort()  # in content_digest's order, whatever the directory's
-        relative = os.path.relpath(dirpath, source)
-        here = top if relative == "." else os.path.join(top, relative)
-        os.makedirs(here, mode=0o755, exist_ok=True)
-        for name in sorted([*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]):
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                os.symlink(os.readlink(path), os.path.join(here, name))
+    todo = [(str(source), str(target))]
+    while todo:  # by the listing's type: no lstat per file
+        directory, here = todo.pop()
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            there = os.path.join(here, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                os.mkdir(there, 0o755)
+                todo.append((entry.path, there))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(entry.path), there)
             else:
-                files.append((path, os.path.join(here, name)))
+                files.append((entry.path, there))
     return files
