@@ -26,9 +26,7 @@ class Change:
 
 def changes(repo: Path, sha: str) -> list[Change]:
     """What `sha` changes against its first parent; fetches no blob."""
-    out = git.git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
-               "--end-of-options", sha], repo=repo).stdout
-    return _parse_raw(out)
+    return changes_many(repo, [sha])[sha]
 
 
 def _parse_raw(out: str) -> list[Change]:
@@ -107,18 +105,6 @@ def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
     return result
 
 
-def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
-    if not shas:
-        return {}
-    out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
-              input_text="\n".join(shas) + "\n").stdout
-    result = {}
-    for chunk in out.split(separator)[1:]:
-        sha, _, rest = chunk.partition("\n")
-        result[sha.strip()] = rest
-    return result
-
-
 @dataclass(frozen=True)
 class CommitFacts:
     author: str
@@ -128,11 +114,14 @@ class CommitFacts:
 
 def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
     """sha -> author, author date and subject."""
-    out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
+    if not shas:
+        return {}
+    out = git.git(["log", "--no-walk=unsorted", "--first-parent", "--format=%x01%H%n%an <%ae>%x00%aI%x00%s", "--stdin"],
+                  repo=repo, input_text="\n".join(shas) + "\n").stdout
     result = {}
-    for sha, text in out.items():
-        author, date, subject = text.rstrip("\n").split("\0", 2)
-        result[sha] = CommitFacts(author, date, subject)
+    for chunk in out.split("\x01")[1:]:
+        sha, _, text = chunk.partition("\n")
+        result[sha.strip()] = CommitFacts(*text.rstrip("\n").split("\0", 2))
     return result
 
 
