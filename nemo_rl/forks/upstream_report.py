@@ -169,13 +169,13 @@ def report(fork: Fork) -> ForkReport:
         wheel = wheel | base_wheel  # guard: upstream-shipped-at-the-base-too
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
-    elif missing := fork_metadata.placeholders(repo, fork.rev):
+    elif missing := fork_metadata.files(repo, fork.rev).placeholders:
         problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree ({', '.join(missing[:3])}"
                         f"{', ...' if len(missing) > 3 else ''}): the wheel was built with them empty")
     if metadata_problem:
         problems.append(f"upstream's head could not be built: {metadata_problem}")
     upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
-    if metadata and (stand_ins := fork_metadata.placeholders(repo, head, "metadata")):
+    if metadata and (stand_ins := metadata.placeholders):
         problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for missing blobs")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, for knock-on failures
