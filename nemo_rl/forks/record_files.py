@@ -250,11 +250,8 @@ def _listed(entry: dict) -> tuple[Listed, str | None]:
 
 def read_records(directory: Path) -> dict[str, Record]:
     """Existing records by commit SHA."""
-    records = {}
-    for path in sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch")):
-        record = read_record(path)
-        records[record.commit] = record
-    return records
+    paths = sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch"))
+    return {record.commit: record for record in map(read_record, paths)}
 
 
 def _multiline(items: list) -> object:
@@ -284,19 +281,10 @@ def render_index(index: Index) -> str:
         declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
         for key, field in index.declares.items():
             if isinstance(field, dict):
-                extras = tomlkit.table()
-                for extra, lines in field.items():
-                    extras[extra] = _multiline(lines)
-                field = extras
-            elif isinstance(field, list):
-                field = _multiline(field)
-            declares[key] = field
+                field = {extra: _multiline(lines) for extra, lines in field.items()}
+            declares[key] = _multiline(field) if isinstance(field, list) else field
         doc["declares"] = declares
-    commits = tomlkit.aot()
+    doc["commit"] = tomlkit.aot()
     for entry in index.commits:
-        entry_table = tomlkit.table()
-        for name, fact in entry.as_table().items():
-            entry_table[name] = fact
-        commits.append(entry_table)
-    doc["commit"] = commits
+        doc["commit"].append(entry.as_table())
     return tomlkit.dumps(doc)
