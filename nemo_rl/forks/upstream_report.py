@@ -97,7 +97,7 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
                 trailers.setdefault(line.rsplit(" ", 1)[-1].strip(" ()."), sha)
     result: dict[str, tuple[str, str | None, str | None]] = {}
     for sha in downstream:
-        if ours[sha] != "0" * 40 and ours[sha] in by_id:  # guard: upstream-same-patch-id
+        if ours[sha] != git_history.ZERO and ours[sha] in by_id:  # guard: upstream-same-patch-id
             result[sha] = ("yes", by_id[ours[sha]], "same patch-id")
         elif sha in trailers:
             result[sha] = ("probably", trailers[sha], "cherry-pick trailer")
@@ -106,18 +106,6 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
         else:
             result[sha] = ("no", None, None)
     return result
-
-
-def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str, str]:
-    """path -> the upstream commit since the base that last deleted it."""
-    out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
-                   "--end-of-options", f"{base}..{head}", "--", *paths], repo=repo).stdout if paths else ""
-    found: dict[str, str] = {}
-    for chunk in out.split("\x01")[1:]:
-        sha, _, names = chunk.partition("\n")
-        for name in filter(None, names.strip("\n").split("\0")):
-            found.setdefault(name.strip("\n"), sha.strip())
-    return found
 
 
 def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
@@ -132,7 +120,13 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     for entry in filter(None, everything.split("\0")):
         meta, _, path = entry.partition("\t")
         where.setdefault(meta.split()[2], path)
-    by = _deleted_by(repo, base, head, sorted(missing))
+    deleted = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
+                       "--end-of-options", f"{base}..{head}", "--", *sorted(missing)], repo=repo).stdout
+    by: dict[str, str] = {}
+    for chunk in deleted.split("\x01")[1:]:
+        sha, _, names = chunk.partition("\n")
+        for name in filter(None, names.strip("\n").split("\0")):
+            by.setdefault(name.strip("\n"), sha.strip())
     commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}  # guard: upstream-the-commit-that-deleted-a-file
     return {p: (f"moved to {where[blob]}" if blob in where else "deleted") + commit[p] for p, blob in missing.items()}
 
