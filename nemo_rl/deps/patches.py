@@ -49,7 +49,6 @@ class _Words(argparse.Action):
 
 
 def _options(parser: argparse.ArgumentParser, shown: bool = True) -> None:
-    """The options of both forms, anywhere among the words."""
     deps.common(parser)
     for option, text in (("--check", "fail on drift instead of writing"),
                          ("--offline", "with --check: no fetch, validate the records only")):

@@ -83,8 +83,11 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
         refused = git.fetch_objects(repo, remote, wanted, refusals=REFUSALS_MAX)
         if refused:  # guard: records-a-diff-blob-no-server-has-stops
             raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) of the downstream diffs "
-                              f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
-                              "re-sync the mirror from the fork") from None
+                              f"({few(sorted(refused))})", "re-sync the mirror from the fork") from None
+
+
+def few(items: Sequence[str]) -> str:
+    return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
 
 
 def commit_date(repo: Path, sha: str) -> str:

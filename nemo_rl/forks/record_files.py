@@ -234,7 +234,6 @@ def read_index(directory: Path) -> Index | None:
 
 
 def _listed(entry: dict) -> tuple[Listed, str | None]:
-    """A [[commit]] table, and what is wrong with its shape."""
     said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
         if set(entry) - set(LISTED_KEYS) else []
     values: list = []

@@ -132,7 +132,6 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
 
 
 def _or_problem(work):
-    """(result, None), or (None, the first line of the NemoRLError)."""
     try:
         return work(), None
     except NemoRLError as exc:
@@ -164,8 +163,8 @@ def report(fork: Fork) -> ForkReport:
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
     elif missing := fork_metadata.files(repo, fork.rev).placeholders:
-        problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree ({', '.join(missing[:3])}"
-                        f"{', ...' if len(missing) > 3 else ''}): the wheel was built with them empty")
+        problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree "
+                        f"({git_history.few(missing)}): the wheel was built with them empty")
     if metadata_problem:
         problems.append(f"upstream's head could not be built: {metadata_problem}")
     upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
@@ -185,8 +184,7 @@ def report(fork: Fork) -> ForkReport:
         alone.close()
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
-                        f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): "
-                        "a rename there may show as a conflict")
+                        f"({git_history.few([sha[:12] for sha in by_diff])}): a rename there may show as a conflict")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]
