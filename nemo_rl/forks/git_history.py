@@ -94,18 +94,21 @@ def commit_date(repo: Path, sha: str) -> str:
     return git.git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
 
 
-def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
-    """path -> blob id at `sha`, for those of `paths` present."""
-    if not paths:
-        return {}
-    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
-    result = {}
+def ls_tree(repo: Path, sha: str, paths: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
+    """(mode, kind, object, path) of each entry of `sha`'s tree, or of those under `paths`."""
+    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, *(["--", *paths] if paths else [])],
+                  repo=repo).stdout
+    entries = []
     for entry in filter(None, out.split("\0")):
         meta, _, path = entry.partition("\t")
-        kind, blob = meta.split()[1:3]
-        if kind == "blob":
-            result[path] = blob
-    return result
+        mode, kind, oid = meta.split()
+        entries.append((mode, kind, oid, path))
+    return entries
+
+
+def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
+    """path -> blob id at `sha`, for those of `paths` present."""
+    return {path: oid for _, kind, oid, path in ls_tree(repo, sha, paths) if kind == "blob"} if paths else {}
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,9 @@ class Tree:
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
     """The tree of `rev`, its blobs fetched from each remote in turn."""
-    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
-    blobs, gitlinks = {}, []
-    for entry in filter(None, out.split("\0")):
-        meta, _, path = entry.partition("\t")
-        mode, kind, oid = meta.split()
-        if kind == "blob":
-            blobs[path] = oid
-        elif kind == "commit":
-            gitlinks.append(path)
+    entries = ls_tree(repo, rev)
+    blobs = {path: oid for _, kind, oid, path in entries if kind == "blob"}
+    gitlinks = [path for _, kind, _, path in entries if kind == "commit"]
     lacking = git.missing_objects(repo, [rev])
     for number, remote in enumerate(remotes):
         if not lacking:

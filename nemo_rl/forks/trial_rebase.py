@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks.git_history import changes
+from nemo_rl.forks.git_history import changes, ls_tree
 from nemo_rl.git import UNSERVED, git
 from nemo_rl.process import Result, describe_failure
 
@@ -152,14 +152,9 @@ class TrialIndex:
         """After `_by_diff`: take the commit's side of every path it touches."""
         touched = changes(self.repo, sha)
         self._git(["read-tree", self.tree])
-        entries = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha, "--",
-                       *(c.path for c in touched)], repo=self.repo).stdout
         lines = [f"0 {'0' * 40}\t{c.path}" for c in touched if c.status == "D"]
-        for entry in filter(None, entries.split("\0")):
-            meta, _, path = entry.partition("\t")
-            mode, _, blob = meta.split()
-            lines.append(f"{mode} {blob}\t{path}")
-        self._update(lines)
+        self._update(lines + [f"{mode} {blob}\t{path}"
+                              for mode, _, blob, path in ls_tree(self.repo, sha, [c.path for c in touched])])
 
     def _resolve(self, merged: Merge) -> None:
         """Set each conflicting path to the commit's side, removed where it has none."""

@@ -115,11 +115,7 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     missing = {p: blob for p, blob in at_base.items() if p not in at_head}  # guard: upstream-deleted-upstream
     if not missing:
         return {}
-    everything = git.git(["ls-tree", "-r", "-z", "--end-of-options", head], repo=repo).stdout
-    where: dict[str, str] = {}
-    for entry in filter(None, everything.split("\0")):
-        meta, _, path = entry.partition("\t")
-        where.setdefault(meta.split()[2], path)
+    where = {oid: path for _, _, oid, path in reversed(git_history.ls_tree(repo, head))}
     deleted = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
                        "--end-of-options", f"{base}..{head}", "--", *sorted(missing)], repo=repo).stdout
     by: dict[str, str] = {}
