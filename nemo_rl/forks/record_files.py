@@ -124,26 +124,11 @@ def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str,
 
 # git format-patch's FORMAT_PATCH_NAME_MAX_DEFAULT (log-tree.c)
 PATCH_NAME_MAX = 64
-_TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._")
 
 
 def slug(subject: str) -> str:
     """git's format_sanitized_subject."""
-    out: list[str] = []
-    space = 2
-    previous = ""
-    for char in subject:
-        if char in _TITLE_CHARS:
-            if char == "." and previous == ".":
-                continue
-            if space == 1:
-                out.append("-")
-            space = 0
-            out.append(char)
-        else:
-            space |= 1
-        previous = char
-    return "".join(out).rstrip(".-")
+    return re.sub(r"[^A-Za-z0-9._]+", "-", re.sub(r"\.\.+", ".", subject)).lstrip("-").rstrip(".-")
 
 
 def patch_filename(number: int, subject: str) -> str:
