@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,16 +169,12 @@ def report(fork: Fork) -> ForkReport:
         problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for missing blobs")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, for knock-on failures
-    trial, alone = TrialIndex(repo, head), TrialIndex(repo, head)
-    try:
+    with closing(TrialIndex(repo, head)) as trial, closing(TrialIndex(repo, head)) as alone:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
         git.fetch_objects(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
         conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}  # guard: upstream-a-rebase-resolves-each-conflict
         left_out = {sha: alone.apply(sha) for sha in remaining}
-    finally:
-        trial.close()
-        alone.close()
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
                         f"({git_history.few([sha[:12] for sha in by_diff])}): a rename there may show as a conflict")
