@@ -20,7 +20,6 @@ RECORD_HEADER = (
 )
 NOTE_MARKER = "note:"
 INDEX = "index.toml"
-RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
 

@@ -12,8 +12,6 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX,
-    INDEX_FACTS,
-    RECORD_FACTS,
     Index,
     Listed,
     Record,
@@ -258,8 +256,8 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
         return [Difference(rel, "file", "to exist", "missing")]
     expected = index_for(fork.distribution, fork.url, fork.branch, fork.rev, fork.upstream_url,
                          fork.upstream_branch, base, "", fresh)
-    diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
-             for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]  # guard: online-index-facts
+    diffs = [Difference(rel, key, value, index.facts()[key])
+             for key, value in expected.facts().items() if index.facts()[key] != value]  # guard: online-index-facts
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):
@@ -273,8 +271,8 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
                                     _found(path) if entry else "missing"))
             continue
         found = read_record(path).facts()
-        diffs += [Difference(name, key, record.facts()[key], found[key])
-                  for key in RECORD_FACTS if found[key] != record.facts()[key]]  # guard: online-record-facts
+        diffs += [Difference(name, key, value, found[key])
+                  for key, value in record.facts().items() if found[key] != value]  # guard: online-record-facts
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.commit} {entry.subject}"))
