@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import shutil
 import tempfile
@@ -21,8 +22,6 @@ def _unquoted(path: str) -> str:
     """A path git quoted, unquoted (non-UTF-8 bytes as U+FFFD)."""
     if not (path.startswith('"') and path.endswith('"')):
         return path
-    import codecs
-
     return codecs.escape_decode(path[1:-1].encode())[0].decode(errors="replace")
 
 
