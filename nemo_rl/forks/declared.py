@@ -248,7 +248,6 @@ def write_entry(doc, derived: Entry) -> bool:
                  None)
     if entry is None:
         entry = tomlkit.table()
-        entry["name"] = derived.name
         entries.append(entry)
     before = tomlkit.dumps(entry)
     entry["name"] = derived.name
