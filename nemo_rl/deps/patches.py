@@ -123,13 +123,12 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
         declares = records.declares_at(project, repo, fork, fork.rev)
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
-        files = ["pyproject.toml", "uv.lock"]
         was_locked = fork.distribution in project.packages
         uv_inputs.require_stageable(root, project.uv_table, "deps patches")
-        with landing.Staging(root, files, [relative], uv.SETTINGS_FILES) as staging:
+        with landing.Staging(root, ["pyproject.toml", "uv.lock"], [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
-            records.write(staging.path / relative, index, noted)
+            records.write(staged, index, noted)
             if fork.base and fork.base != base:  # guard: fixes-deps-patches-writes-the-base-it-records
                 _write_base(staging.path / "pyproject.toml", fork.distribution, base)
                 print(f"{fork.distribution}: base in [tool.nemo-rl.forks.{fork.distribution}] {fork.base[:12]} -> "
@@ -244,6 +243,4 @@ def run(project: Project, args: argparse.Namespace) -> int:
         fix(f"{records.orphan_fix(orphan)}")
     if interrupted:
         fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`, then `nemo-rl deps patches --check` again")
-    if failed or unexplained or orphans or interrupted:
-        return 1
-    return 0
+    return 1 if failed or unexplained or orphans or interrupted else 0

@@ -148,10 +148,8 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, _Rec
                     git_history.check_out(repo, tree, source)
                 out.mkdir()
                 produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
-                if wheel:
-                    yield rev, _read_wheel(produced, tree.placeholders)
-                else:
-                    yield rev, _Record(_metadata(_bounded(produced / "METADATA"), tree.placeholders))
+                yield rev, (_read_wheel(produced, tree.placeholders) if wheel
+                            else _Record(_metadata(_bounded(produced / "METADATA"), tree.placeholders)))
             finally:
                 shutil.rmtree(source, ignore_errors=True)
                 with fork_cache.holding(repo):

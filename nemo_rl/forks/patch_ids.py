@@ -73,11 +73,7 @@ def diffs(repo: Path, shas: list[str], *, stats: bool = True) -> dict[str, Diff]
             diff.seek(0)
         ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff)) for diff in diffs]
         for part, diff, patch_id in zip(parts, diffs, ids, strict=True):
-            found: dict[str, str] = {}
-            for line in patch_id.wait().stdout.splitlines():
-                if line.strip():
-                    pid, sha = line.split()[:2]
-                    found[sha] = pid
+            found = {line.split()[1]: line.split()[0] for line in patch_id.wait().stdout.splitlines() if line.strip()}
             diff.seek(0)
             blocks = _stat_blocks(diff.read()) if stats else {}
             result |= {sha: Diff(found.get(sha, git_history.ZERO), blocks.get(sha, "")) for sha in part}

@@ -136,10 +136,10 @@ def patch_filename(number: int, subject: str) -> str:
     return f"{number:04d}-{slug(subject)}"[: PATCH_NAME_MAX - len(suffix) - 1] + suffix
 
 
-def parse_record(text: str, where: str = "patch record") -> Record:
+def read_record(path: Path) -> Record:
     fields: dict[str, str] = {}
     # not splitlines(): a subject may hold a carriage return or a form feed
-    lines = text.split("\n")  # guard: records-a-subject-s-carriage-return
+    lines = read_text(path).split("\n")  # guard: records-a-subject-s-carriage-return
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -158,19 +158,11 @@ def parse_record(text: str, where: str = "patch record") -> Record:
             fields[key] = value[1:] if value.startswith(" ") else value  # guard: trust-subject-keeps-its-leading-spaces
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
     if missing:  # guard: fast-record-missing-a-fact
-        raise NemoRLError(f"{where} is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")
-    return Record(0, fields["commit"], fields["author"], fields["date"], fields["subject"], fields["patch-id"],
-                  fields.get("diffstat", ""), fields.get("note", ""))
-
-
-def read_record(path: Path) -> Record:
-    text = read_text(path)
-    try:
-        record = parse_record(text, str(path))
-    except NemoRLError as exc:
-        raise NemoRLError(exc.what, f"{command('rm {path}', path=path)} (its note goes too), then "
-                          f"{command('nemo-rl deps patches {d}', d=path.parent.name)}") from exc
-    return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
+        raise NemoRLError(f"{path} is missing {', '.join(missing)}", f"{command('rm {path}', path=path)} (its note "
+                          f"goes too), then {command('nemo-rl deps patches {d}', d=path.parent.name)}")
+    return Record(int(path.name[:4]) if path.name[:4].isdigit() else 0, fields["commit"], fields["author"],
+                  fields["date"], fields["subject"], fields["patch-id"], fields.get("diffstat", ""),
+                  fields.get("note", ""))
 
 
 def read_index(directory: Path) -> Index | None:

@@ -104,7 +104,6 @@ class TrialIndex:
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:
-        """The remotes git asks for a missing blob; at least one."""
         if self._promisors is None:
             out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], repo=self.repo, check=False).stdout
             self._promisors = max(1, sum(line.split()[-1] == "true" for line in out.splitlines()))

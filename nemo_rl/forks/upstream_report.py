@@ -83,9 +83,7 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
     ours = patch_ids.cached(repo, "fork", downstream)
     theirs = patch_ids.cached(repo, "upstream", candidates)
-    by_id: dict[str, str] = {}
-    for sha in candidates:
-        by_id.setdefault(theirs[sha], sha)
+    by_id = {theirs[sha]: sha for sha in reversed(candidates)}
     log = git.git(["log", "--format=%x01%H%x00%an <%ae>%x00%s%x00%B", "--end-of-options", f"{base}..{head}"],
                   repo=repo).stdout
     upstream_subjects: dict[tuple[str, str], str] = {}

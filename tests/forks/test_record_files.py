@@ -15,19 +15,17 @@ from nemo_rl.forks import record_files
 from nemo_rl.forks.record_files import INDEX
 
 
-def test_a_record_survives_render_and_parse():
-    assert record_files.parse_record(RECORD.render()) == replace(RECORD, number=0)  # the number is the file name's
-
-
-def test_a_record_without_a_note_or_diffstat_parses():
+def test_a_record_without_a_note_or_diffstat_parses(tmp_path):
     bare = replace(RECORD, diffstat="", note="")
-    assert record_files.parse_record(bare.render()) == replace(bare, number=0)
+    (tmp_path / "notes").write_text(bare.render())
+    assert record_files.read_record(tmp_path / "notes") == replace(bare, number=0)  # the number is the file name's
 
 
-def test_a_record_missing_a_fact_is_refused_with_its_name():
-    text = RECORD.render().replace(f"patch-id: {RECORD.patch_id}\n", "")
-    with pytest.raises(NemoRLError, match="0003.patch is missing patch-id"):
-        record_files.parse_record(text, "0003.patch")
+def test_a_record_missing_a_fact_is_refused_with_its_name(tmp_path):
+    (tmp_path / "0003.patch").write_text(RECORD.render().replace(f"patch-id: {RECORD.patch_id}\n", ""))
+    with pytest.raises(NemoRLError, match="0003.patch is missing patch-id") as refused:
+        record_files.read_record(tmp_path / "0003.patch")
+    assert "(its note goes too)" in str(refused.value.remedy)
 
 
 def test_read_record_numbers_it_from_the_file_name(tmp_path):
