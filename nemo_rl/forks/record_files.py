@@ -18,7 +18,6 @@ RECORD_HEADER = (
     "# nemo-rl patch record: facts about one downstream commit of a fork, not its code.\n"
     "# `nemo-rl deps patches export DIST DIR` writes the applicable patch from the fork itself.\n"
 )
-NOTE_MARKER = "note:"
 INDEX = "index.toml"
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
@@ -56,11 +55,8 @@ class Record:
     def render(self) -> str:
         stat = "\n".join(f"  {line}" for line in self.diffstat.splitlines())
         note = "\n".join(f"  {line}" for line in self.note.strip().splitlines())
-        return (
-            f"{RECORD_HEADER}commit: {self.commit}\nauthor: {self.author}\ndate: {self.date}\n"
-            f"subject: {self.subject}\npatch-id: {self.patch_id}\ndiffstat:\n{stat}\n{NOTE_MARKER}\n"
-            f"{note + chr(10) if note else ''}"
-        )
+        facts = "".join(f"{key}: {value}\n" for key, value in self.facts().items() if key != "diffstat")
+        return f"{RECORD_HEADER}{facts}diffstat:\n{stat}\nnote:\n{note + chr(10) if note else ''}"
 
 
 @dataclass(frozen=True)
