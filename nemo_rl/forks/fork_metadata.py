@@ -218,8 +218,7 @@ class Drift:
 def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
-    added_names = sorted(new.keys() - old.keys())
-    added = [new[n] for n in added_names]
+    added = [new[n] for n in sorted(new.keys() - old.keys())]
     removed = [old[n] for n in sorted(old.keys() - new.keys())]
     changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]  # guard: guard-drift-s-changed
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered

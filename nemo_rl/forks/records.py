@@ -163,11 +163,9 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
     record = read_record(path)
     compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),  # guard: offline-record-digest
                 ("patch-id", entry.patch_id, record.patch_id), ("digest", entry.digest, record.digest()))
-    for key, listed, value in compared:
-        if listed != value:
-            what = "the facts' digest (a fact was edited by hand)" if key == "digest" else key
-            diffs.append(Difference(entry.record, what, listed, value))
-    return diffs
+    edited = "the facts' digest (a fact was edited by hand)"
+    return diffs + [Difference(entry.record, edited if key == "digest" else key, listed, value)
+                    for key, listed, value in compared if listed != value]
 
 
 def _found(path: Path) -> str:
