@@ -59,22 +59,14 @@ class Difference:
 def records_dir(project: Path, distribution: str) -> Path:
     """patches/<dist> in `project`; NemoRLError when it, patches/ or an entry is a link."""
     directory = project / relative_dir(distribution)
-    for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
+    real = directory.is_dir() and not directory.is_symlink() and not directory.parent.is_symlink()
+    for path in (project / "patches", directory, *(directory.iterdir() if real else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
+            restore = command("git checkout <a commit that has them> -- {name}", name=path.relative_to(project))
             raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))})",
-                              _unlink_fix(project, path, distribution))
+                              command("rm {link}", link=path) + f", then {restore} or `nemo-rl deps patches "
+                              f"{distribution}` (then write its why-note), and commit")
     return directory
-
-
-def _real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink() and not path.parent.is_symlink()
-
-
-def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
-    name = link.relative_to(project)
-    return (command("rm {link}", link=link) + ", then "
-            + command("git checkout <a commit that has them> -- {name}", name=name)
-            + f" or `nemo-rl deps patches {distribution}` (then write its why-note), and commit")
 
 
 def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()) -> tuple[str, list[str]]:
