@@ -192,7 +192,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
             # read again under the lock: a bump that landed while we waited changed the pins
             held = Project.read(project.root)
             return _generate(project.root, [held.fork(f.distribution) for f in forks])
-    locked = project.packages
     failed: list[str] = []
     not_regular: list[tuple[str, str]] = []  # (dist, record): `deps patches` refuses to write over one
     unexplained: list[str] = []
@@ -208,7 +207,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                   f"{', '.join(cut.moved) or 'nothing'})")
             interrupted.append(fork.distribution)
             continue
-        problems = records.check_offline(project, fork, locked)
+        problems = records.check_offline(project, fork, project.packages)
         if not args.offline:
             problems += records.check_online(project, fork)
         not_regular += [(fork.distribution, name) for name in records.not_regular(problems)]
@@ -240,7 +239,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         fix(f"{dist}: replace the placeholder `why` with what the fork adds and why: "
             f"{command('$EDITOR {index}', index=records.index_name(dist))}")
     for orphan in orphans:
-        fix(f"{records.orphan_fix(orphan)}")
+        fix(records.orphan_fix(orphan))
     if interrupted:
         fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`, then `nemo-rl deps patches --check` again")
     return 1 if failed or unexplained or orphans or interrupted else 0
