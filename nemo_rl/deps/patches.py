@@ -49,7 +49,6 @@ class _Words(argparse.Action):
 
 
 def _options(parser: argparse.ArgumentParser, shown: bool = True) -> None:
-    """The options of both forms, anywhere among the words."""
     deps.common(parser)
     for option, text in (("--check", "fail on drift instead of writing"),
                          ("--offline", "with --check: no fetch, validate the records only")):
@@ -124,13 +123,12 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
         declares = records.declares_at(project, repo, fork, fork.rev)
         derives = metadata_check.derives(project, fork.distribution)
         relative = records.relative_dir(fork.distribution)
-        files = ["pyproject.toml", "uv.lock"]
         was_locked = fork.distribution in project.packages
         uv_inputs.require_stageable(root, project.uv_table, "deps patches")
-        with landing.Staging(root, files, [relative], uv.SETTINGS_FILES) as staging:
+        with landing.Staging(root, ["pyproject.toml", "uv.lock"], [relative], uv.SETTINGS_FILES) as staging:
             staged = staging.path / relative
             index, noted = records.build(staged, records.read_index(staged), fork, fork.rev, base, recs, declares)
-            records.write(staging.path / relative, index, noted)
+            records.write(staged, index, noted)
             if fork.base and fork.base != base:  # guard: fixes-deps-patches-writes-the-base-it-records
                 _write_base(staging.path / "pyproject.toml", fork.distribution, base)
                 print(f"{fork.distribution}: base in [tool.nemo-rl.forks.{fork.distribution}] {fork.base[:12]} -> "
@@ -194,7 +192,6 @@ def run(project: Project, args: argparse.Namespace) -> int:
             # read again under the lock: a bump that landed while we waited changed the pins
             held = Project.read(project.root)
             return _generate(project.root, [held.fork(f.distribution) for f in forks])
-    locked = project.packages
     failed: list[str] = []
     not_regular: list[tuple[str, str]] = []  # (dist, record): `deps patches` refuses to write over one
     unexplained: list[str] = []
@@ -210,7 +207,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                   f"{', '.join(cut.moved) or 'nothing'})")
             interrupted.append(fork.distribution)
             continue
-        problems = records.check_offline(project, fork, locked)
+        problems = records.check_offline(project, fork, project.packages)
         if not args.offline:
             problems += records.check_online(project, fork)
         not_regular += [(fork.distribution, name) for name in records.not_regular(problems)]
@@ -242,9 +239,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         fix(f"{dist}: replace the placeholder `why` with what the fork adds and why: "
             f"{command('$EDITOR {index}', index=records.index_name(dist))}")
     for orphan in orphans:
-        fix(f"{records.orphan_fix(orphan)}")
+        fix(records.orphan_fix(orphan))
     if interrupted:
         fix(f"{', '.join(interrupted)}: run `nemo-rl deps recover`, then `nemo-rl deps patches --check` again")
-    if failed or unexplained or orphans or interrupted:
-        return 1
-    return 0
+    return 1 if failed or unexplained or orphans or interrupted else 0

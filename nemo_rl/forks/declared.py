@@ -92,7 +92,7 @@ def key(requirement: Requirement) -> tuple[str, str, str]:
     return canonicalize_name(requirement.name), str(requirement.marker or ""), ",".join(sorted(requirement.extras))
 
 
-def declares_from(version: str, requires_python: str | None, requires: Mapping[str, str] | list[str],
+def declares_from(version: str, requires_python: str | None, requires: Mapping[str, str],
                   rev: str = "", distribution: str = "", dropped: frozenset[str] = frozenset(),
                   extras: Mapping[str, Sequence[str]] | None = None) -> Declares:
     """What a fork declares, from fork_metadata.Metadata's fields."""
@@ -112,7 +112,7 @@ def declares_from(version: str, requires_python: str | None, requires: Mapping[s
             values.append(line)
         return tuple(values)
 
-    return Declares(version, requires_python, checked(requires.values() if isinstance(requires, dict) else requires),
+    return Declares(version, requires_python, checked(requires.values()),
                     rev, tuple((name, checked(lines)) for name, lines in sorted((extras or {}).items())))
 
 
@@ -248,7 +248,6 @@ def write_entry(doc, derived: Entry) -> bool:
                  None)
     if entry is None:
         entry = tomlkit.table()
-        entry["name"] = derived.name
         entries.append(entry)
     before = tomlkit.dumps(entry)
     entry["name"] = derived.name

@@ -61,18 +61,18 @@ class Files:
     placeholders: tuple[str, ...] = ()
 
 
-def _parsed(lines: list[str]) -> list[Requirement]:
+def _parsed(lines: list[str]) -> list[tuple[str, Requirement]]:
     parsed = []
     for line in lines:
         try:
-            parsed.append(Requirement(line))
+            parsed.append((line, Requirement(line)))
         except InvalidRequirement:
             continue
     return parsed
 
 
 def _extras(provided: list[str], lines: list[str]) -> dict[str, tuple[str, ...]]:
-    pairs = [(line, req) for line in lines for req in _parsed([line])]
+    pairs = _parsed(lines)
     return {extra: tuple(line for line, req in pairs if not lock_markers.base_requirement(req)  # guard: extras-each-keeps-only-what-it-brings
                          and lock_markers.with_extra(req, extra))
             for extra in sorted({str(canonicalize_name(e)) for e in provided})}
@@ -80,7 +80,7 @@ def _extras(provided: list[str], lines: list[str]) -> dict[str, tuple[str, ...]]
 
 def _requirements(lines: list[str]) -> dict[str, str]:
     result: dict[str, str] = {}
-    for req in _parsed(lines):
+    for _, req in _parsed(lines):
         if not lock_markers.base_requirement(req):  # guard: guard-drift-leaves-out-extras
             continue
         result[str(req) if canonicalize_name(req.name) in result else canonicalize_name(req.name)] = str(req)  # guard: fork-metadata-a-name-required-twice
@@ -107,12 +107,7 @@ def read_all(repo: Path, revs: list[str]) -> list[Metadata]:
 
 
 def shipped_files(repo: Path, rev: str) -> frozenset[str]:
-    return frozenset(_files(repo, rev).files)
-
-
-def placeholders(repo: Path, rev: str, what: str = "wheel") -> list[str]:
-    """Files of `rev` built empty into the wheel (or metadata), their blobs unserved."""
-    return list(_files(repo, rev).placeholders if what == "wheel" else read(repo, rev).placeholders)
+    return frozenset(files(repo, rev).files)
 
 
 @dataclass(frozen=True)
@@ -125,7 +120,8 @@ def _cache_path(repo: Path, rev: str) -> Path:
     return repo / "nemo-rl-metadata" / f"{rev}.json"
 
 
-def _files(repo: Path, rev: str) -> Files:
+def files(repo: Path, rev: str) -> Files:
+    """The files `rev`'s wheel installs, and those built empty, their blobs unserved."""
     files = _cached(repo, [rev], wheel=True)[0].files
     assert files is not None
     return files
@@ -152,10 +148,8 @@ def _build(repo: Path, revs: list[str], wheel: bool) -> Iterator[tuple[str, _Rec
                     git_history.check_out(repo, tree, source)
                 out.mkdir()
                 produced = out / pep517.call_backend(source, out, rev, wheel, resolved)
-                if wheel:
-                    yield rev, _read_wheel(produced, tree.placeholders)
-                else:
-                    yield rev, _Record(_metadata(_bounded(produced / "METADATA"), tree.placeholders))
+                yield rev, (_read_wheel(produced, tree.placeholders) if wheel
+                            else _Record(_metadata(_bounded(produced / "METADATA"), tree.placeholders)))
             finally:
                 shutil.rmtree(source, ignore_errors=True)
                 with fork_cache.holding(repo):
@@ -224,8 +218,7 @@ class Drift:
 def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
     covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
-    added_names = sorted(new.keys() - old.keys())
-    added = [new[n] for n in added_names]
+    added = [new[n] for n in sorted(new.keys() - old.keys())]
     removed = [old[n] for n in sorted(old.keys() - new.keys())]
     changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]  # guard: guard-drift-s-changed
     # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered

@@ -26,9 +26,7 @@ class Change:
 
 def changes(repo: Path, sha: str) -> list[Change]:
     """What `sha` changes against its first parent; fetches no blob."""
-    out = git.git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
-               "--end-of-options", sha], repo=repo).stdout
-    return _parse_raw(out)
+    return changes_many(repo, [sha])[sha]
 
 
 def _parse_raw(out: str) -> list[Change]:
@@ -85,38 +83,32 @@ def fetch_for_diffs(repo: Path, remote: str, shas: list[str], trees: Sequence[st
         refused = git.fetch_objects(repo, remote, wanted, refusals=REFUSALS_MAX)
         if refused:  # guard: records-a-diff-blob-no-server-has-stops
             raise NemoRLError(f"{remote} does not serve {len(refused)} blob(s) of the downstream diffs "
-                              f"({', '.join(sorted(refused)[:3])}{', ...' if len(refused) > 3 else ''})",
-                              "re-sync the mirror from the fork") from None
+                              f"({few(sorted(refused))})", "re-sync the mirror from the fork") from None
+
+
+def few(items: Sequence[str]) -> str:
+    return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
 
 
 def commit_date(repo: Path, sha: str) -> str:
     return git.git(["show", "-s", "--format=%cI", "--end-of-options", sha], repo=repo).stdout.strip()
 
 
-def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
-    """path -> blob id at `sha`, for those of `paths` present."""
-    if not paths:
-        return {}
-    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, "--", *paths], repo=repo).stdout
-    result = {}
+def ls_tree(repo: Path, sha: str, paths: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
+    """(mode, kind, object, path) of each entry of `sha`'s tree, or of those under `paths`."""
+    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", sha, *(["--", *paths] if paths else [])],
+                  repo=repo).stdout
+    entries = []
     for entry in filter(None, out.split("\0")):
         meta, _, path = entry.partition("\t")
-        kind, blob = meta.split()[1:3]
-        if kind == "blob":
-            result[path] = blob
-    return result
+        mode, kind, oid = meta.split()
+        entries.append((mode, kind, oid, path))
+    return entries
 
 
-def _log(repo: Path, shas: list[str], options: list[str], separator: str) -> dict[str, str]:
-    if not shas:
-        return {}
-    out = git.git(["log", "--no-walk=unsorted", "--first-parent", *options, "--stdin"], repo=repo,
-              input_text="\n".join(shas) + "\n").stdout
-    result = {}
-    for chunk in out.split(separator)[1:]:
-        sha, _, rest = chunk.partition("\n")
-        result[sha.strip()] = rest
-    return result
+def tree_blobs(repo: Path, sha: str, paths: list[str]) -> dict[str, str]:
+    """path -> blob id at `sha`, for those of `paths` present."""
+    return {path: oid for _, kind, oid, path in ls_tree(repo, sha, paths) if kind == "blob"} if paths else {}
 
 
 @dataclass(frozen=True)
@@ -128,11 +120,14 @@ class CommitFacts:
 
 def commits(repo: Path, shas: list[str]) -> dict[str, CommitFacts]:
     """sha -> author, author date and subject."""
-    out = _log(repo, shas, ["--format=%x01%H%n%an <%ae>%x00%aI%x00%s"], "\x01")
+    if not shas:
+        return {}
+    out = git.git(["log", "--no-walk=unsorted", "--first-parent", "--format=%x01%H%n%an <%ae>%x00%aI%x00%s", "--stdin"],
+                  repo=repo, input_text="\n".join(shas) + "\n").stdout
     result = {}
-    for sha, text in out.items():
-        author, date, subject = text.rstrip("\n").split("\0", 2)
-        result[sha] = CommitFacts(author, date, subject)
+    for chunk in out.split("\x01")[1:]:
+        sha, _, text = chunk.partition("\n")
+        result[sha.strip()] = CommitFacts(*text.rstrip("\n").split("\0", 2))
     return result
 
 
@@ -154,15 +149,9 @@ class Tree:
 
 def fetched_tree(repo: Path, rev: str, remotes: Sequence[str]) -> Tree:
     """The tree of `rev`, its blobs fetched from each remote in turn."""
-    out = git.git(["ls-tree", "-r", "-z", "--end-of-options", rev], repo=repo).stdout
-    blobs, gitlinks = {}, []
-    for entry in filter(None, out.split("\0")):
-        meta, _, path = entry.partition("\t")
-        mode, kind, oid = meta.split()
-        if kind == "blob":
-            blobs[path] = oid
-        elif kind == "commit":
-            gitlinks.append(path)
+    entries = ls_tree(repo, rev)
+    blobs = {path: oid for _, kind, oid, path in entries if kind == "blob"}
+    gitlinks = [path for _, kind, _, path in entries if kind == "commit"]
     lacking = git.missing_objects(repo, [rev])
     for number, remote in enumerate(remotes):
         if not lacking:

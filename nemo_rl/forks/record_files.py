@@ -18,9 +18,7 @@ RECORD_HEADER = (
     "# nemo-rl patch record: facts about one downstream commit of a fork, not its code.\n"
     "# `nemo-rl deps patches export DIST DIR` writes the applicable patch from the fork itself.\n"
 )
-NOTE_MARKER = "note:"
 INDEX = "index.toml"
-RECORD_FACTS = ("commit", "author", "date", "subject", "patch-id", "diffstat")
 INDEX_FACTS = ("distribution", "fork-url", "branch", "pinned", "upstream-url", "upstream-branch", "base")
 
 
@@ -57,11 +55,8 @@ class Record:
     def render(self) -> str:
         stat = "\n".join(f"  {line}" for line in self.diffstat.splitlines())
         note = "\n".join(f"  {line}" for line in self.note.strip().splitlines())
-        return (
-            f"{RECORD_HEADER}commit: {self.commit}\nauthor: {self.author}\ndate: {self.date}\n"
-            f"subject: {self.subject}\npatch-id: {self.patch_id}\ndiffstat:\n{stat}\n{NOTE_MARKER}\n"
-            f"{note + chr(10) if note else ''}"
-        )
+        facts = "".join(f"{key}: {value}\n" for key, value in self.facts().items() if key != "diffstat")
+        return f"{RECORD_HEADER}{facts}diffstat:\n{stat}\nnote:\n{note + chr(10) if note else ''}"
 
 
 @dataclass(frozen=True)
@@ -124,26 +119,11 @@ def index_for(distribution: str, fork_url: str, branch: str | None, pinned: str,
 
 # git format-patch's FORMAT_PATCH_NAME_MAX_DEFAULT (log-tree.c)
 PATCH_NAME_MAX = 64
-_TITLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._")
 
 
 def slug(subject: str) -> str:
     """git's format_sanitized_subject."""
-    out: list[str] = []
-    space = 2
-    previous = ""
-    for char in subject:
-        if char in _TITLE_CHARS:
-            if char == "." and previous == ".":
-                continue
-            if space == 1:
-                out.append("-")
-            space = 0
-            out.append(char)
-        else:
-            space |= 1
-        previous = char
-    return "".join(out).rstrip(".-")
+    return re.sub(r"[^A-Za-z0-9._]+", "-", re.sub(r"\.\.+", ".", subject)).lstrip("-").rstrip(".-")
 
 
 def patch_filename(number: int, subject: str) -> str:
@@ -152,10 +132,10 @@ def patch_filename(number: int, subject: str) -> str:
     return f"{number:04d}-{slug(subject)}"[: PATCH_NAME_MAX - len(suffix) - 1] + suffix
 
 
-def parse_record(text: str, where: str = "patch record") -> Record:
+def read_record(path: Path) -> Record:
     fields: dict[str, str] = {}
     # not splitlines(): a subject may hold a carriage return or a form feed
-    lines = text.split("\n")  # guard: records-a-subject-s-carriage-return
+    lines = read_text(path).split("\n")  # guard: records-a-subject-s-carriage-return
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -174,19 +154,11 @@ def parse_record(text: str, where: str = "patch record") -> Record:
             fields[key] = value[1:] if value.startswith(" ") else value  # guard: trust-subject-keeps-its-leading-spaces
     missing = [k for k in ("commit", "author", "date", "subject", "patch-id") if k not in fields]
     if missing:  # guard: fast-record-missing-a-fact
-        raise NemoRLError(f"{where} is missing {', '.join(missing)}", "regenerate it with `nemo-rl deps patches`")
-    return Record(0, fields["commit"], fields["author"], fields["date"], fields["subject"], fields["patch-id"],
-                  fields.get("diffstat", ""), fields.get("note", ""))
-
-
-def read_record(path: Path) -> Record:
-    text = read_text(path)
-    try:
-        record = parse_record(text, str(path))
-    except NemoRLError as exc:
-        raise NemoRLError(exc.what, f"{command('rm {path}', path=path)} (its note goes too), then "
-                          f"{command('nemo-rl deps patches {d}', d=path.parent.name)}") from exc
-    return replace(record, number=int(path.name[:4]) if path.name[:4].isdigit() else 0)
+        raise NemoRLError(f"{path} is missing {', '.join(missing)}", f"{command('rm {path}', path=path)} (its note "
+                          f"goes too), then {command('nemo-rl deps patches {d}', d=path.parent.name)}")
+    return Record(int(path.name[:4]) if path.name[:4].isdigit() else 0, fields["commit"], fields["author"],
+                  fields["date"], fields["subject"], fields["patch-id"], fields.get("diffstat", ""),
+                  fields.get("note", ""))
 
 
 def read_index(directory: Path) -> Index | None:
@@ -234,7 +206,6 @@ def read_index(directory: Path) -> Index | None:
 
 
 def _listed(entry: dict) -> tuple[Listed, str | None]:
-    """A [[commit]] table, and what is wrong with its shape."""
     said = [f"has {', '.join(sorted(set(entry) - set(LISTED_KEYS)))}, which nemo-rl does not write"] \
         if set(entry) - set(LISTED_KEYS) else []
     values: list = []
@@ -250,11 +221,8 @@ def _listed(entry: dict) -> tuple[Listed, str | None]:
 
 def read_records(directory: Path) -> dict[str, Record]:
     """Existing records by commit SHA."""
-    records = {}
-    for path in sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch")):
-        record = read_record(path)
-        records[record.commit] = record
-    return records
+    paths = sorted(directory.glob("[0-9][0-9][0-9][0-9]-*.patch"))
+    return {record.commit: record for record in map(read_record, paths)}
 
 
 def _multiline(items: list) -> object:
@@ -284,19 +252,10 @@ def render_index(index: Index) -> str:
         declares.add(tomlkit.comment("[[tool.uv.dependency-metadata]] is derived from it (`nemo-rl deps patches`)"))
         for key, field in index.declares.items():
             if isinstance(field, dict):
-                extras = tomlkit.table()
-                for extra, lines in field.items():
-                    extras[extra] = _multiline(lines)
-                field = extras
-            elif isinstance(field, list):
-                field = _multiline(field)
-            declares[key] = field
+                field = {extra: _multiline(lines) for extra, lines in field.items()}
+            declares[key] = _multiline(field) if isinstance(field, list) else field
         doc["declares"] = declares
-    commits = tomlkit.aot()
+    doc["commit"] = tomlkit.aot()
     for entry in index.commits:
-        entry_table = tomlkit.table()
-        for name, fact in entry.as_table().items():
-            entry_table[name] = fact
-        commits.append(entry_table)
-    doc["commit"] = commits
+        doc["commit"].append(entry.as_table())
     return tomlkit.dumps(doc)

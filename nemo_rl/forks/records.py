@@ -12,8 +12,6 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared, fork_cache, fork_metadata, git_history, metadata_check, patch_ids
 from nemo_rl.forks.record_files import (
     INDEX,
-    INDEX_FACTS,
-    RECORD_FACTS,
     Index,
     Listed,
     Record,
@@ -61,22 +59,14 @@ class Difference:
 def records_dir(project: Path, distribution: str) -> Path:
     """patches/<dist> in `project`; NemoRLError when it, patches/ or an entry is a link."""
     directory = project / relative_dir(distribution)
-    for path in (project / "patches", directory, *(directory.iterdir() if _real_dir(directory) else ())):
+    real = directory.is_dir() and not directory.is_symlink() and not directory.parent.is_symlink()
+    for path in (project / "patches", directory, *(directory.iterdir() if real else ())):
         if path.is_symlink():  # guard: a-linked-patches-or-patches-dist-is
+            restore = command("git checkout <a commit that has them> -- {name}", name=path.relative_to(project))
             raise NemoRLError(f"{path} is a symbolic link (to {values.printable(os.readlink(path))})",
-                              _unlink_fix(project, path, distribution))
+                              command("rm {link}", link=path) + f", then {restore} or `nemo-rl deps patches "
+                              f"{distribution}` (then write its why-note), and commit")
     return directory
-
-
-def _real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink() and not path.parent.is_symlink()
-
-
-def _unlink_fix(project: Path, link: Path, distribution: str) -> str:
-    name = link.relative_to(project)
-    return (command("rm {link}", link=link) + ", then "
-            + command("git checkout <a commit that has them> -- {name}", name=name)
-            + f" or `nemo-rl deps patches {distribution}` (then write its why-note), and commit")
 
 
 def downstream(repo: Path, fork: lockfile.Fork, pinned: str, trees: Sequence[str] = ()) -> tuple[str, list[str]]:
@@ -165,11 +155,9 @@ def _entry_differences(directory: Path, position: int, entry: Listed) -> list[Di
     record = read_record(path)
     compared = (("commit", entry.commit, record.commit), ("subject", entry.subject, record.subject),  # guard: offline-record-digest
                 ("patch-id", entry.patch_id, record.patch_id), ("digest", entry.digest, record.digest()))
-    for key, listed, value in compared:
-        if listed != value:
-            what = "the facts' digest (a fact was edited by hand)" if key == "digest" else key
-            diffs.append(Difference(entry.record, what, listed, value))
-    return diffs
+    edited = "the facts' digest (a fact was edited by hand)"
+    return diffs + [Difference(entry.record, edited if key == "digest" else key, listed, value)
+                    for key, listed, value in compared if listed != value]
 
 
 def _found(path: Path) -> str:
@@ -258,8 +246,8 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
         return [Difference(rel, "file", "to exist", "missing")]
     expected = index_for(fork.distribution, fork.url, fork.branch, fork.rev, fork.upstream_url,
                          fork.upstream_branch, base, "", fresh)
-    diffs = [Difference(rel, key, expected.facts()[key], index.facts()[key])
-             for key in INDEX_FACTS if expected.facts()[key] != index.facts()[key]]  # guard: online-index-facts
+    diffs = [Difference(rel, key, value, index.facts()[key])
+             for key, value in expected.facts().items() if index.facts()[key] != value]  # guard: online-index-facts
     if len(index.commits) != len(fresh):
         diffs.append(Difference(rel, "downstream commits", str(len(fresh)), str(len(index.commits))))
     for position, record in enumerate(fresh, start=1):
@@ -273,8 +261,8 @@ def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
                                     _found(path) if entry else "missing"))
             continue
         found = read_record(path).facts()
-        diffs += [Difference(name, key, record.facts()[key], found[key])
-                  for key in RECORD_FACTS if found[key] != record.facts()[key]]  # guard: online-record-facts
+        diffs += [Difference(name, key, value, found[key])
+                  for key, value in record.facts().items() if found[key] != value]  # guard: online-record-facts
     for entry in index.commits[len(fresh):]:
         diffs.append(Difference(rel, "[[commit]]", "no such entry (not downstream of the base)",
                                 f"{entry.commit} {entry.subject}"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from nemo_rl.forks import lock_markers
 
 
@@ -11,9 +14,6 @@ def _roots(lock: dict) -> list[dict]:
 
 
 def _requirements(entries: object, name: str) -> list:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
     found = []
     for item in entries if isinstance(entries, list) else []:
         if not isinstance(item, dict) or canonicalize_name(str(item.get("name"))) != name:
@@ -28,16 +28,12 @@ def _requirements(entries: object, name: str) -> list:
 
 
 def _named(dependencies: object, name: str) -> list[dict]:
-    from packaging.utils import canonicalize_name
-
     return [d for d in (dependencies if isinstance(dependencies, list) else [])
             if isinstance(d, dict) and canonicalize_name(str(d.get("name"))) == name]
 
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
     """(field, expected, found) where locked edges to `distribution` differ from [package.metadata]."""
-    from packaging.utils import canonicalize_name
-
     name = canonicalize_name(distribution)
     result = []
     for root in _roots(lock):
@@ -76,8 +72,6 @@ def _table(value: object) -> dict:
 
 def asked_extras(lock: dict, distribution: str) -> set[str]:
     """The extras of `distribution` the lock's edges and [package.metadata] ask for."""
-    from packaging.utils import canonicalize_name
-
     name = canonicalize_name(distribution)
     found: set[str] = set()
     for package in (p for p in lock.get("package", []) if isinstance(p, dict)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import shutil
 import tempfile
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks.git_history import changes
+from nemo_rl.forks.git_history import changes, ls_tree
 from nemo_rl.git import UNSERVED, git
 from nemo_rl.process import Result, describe_failure
 
@@ -21,8 +22,6 @@ def _unquoted(path: str) -> str:
     """A path git quoted, unquoted (non-UTF-8 bytes as U+FFFD)."""
     if not (path.startswith('"') and path.endswith('"')):
         return path
-    import codecs
-
     return codecs.escape_decode(path[1:-1].encode())[0].decode(errors="replace")
 
 
@@ -105,7 +104,6 @@ class TrialIndex:
         return Merge.parse(result.stdout, result.returncode == 0, (ours, theirs))  # guard: upstream-a-conflict-is-a-conflict
 
     def _promisor_count(self) -> int:
-        """The remotes git asks for a missing blob; at least one."""
         if self._promisors is None:
             out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], repo=self.repo, check=False).stdout
             self._promisors = max(1, sum(line.split()[-1] == "true" for line in out.splitlines()))
@@ -152,14 +150,9 @@ class TrialIndex:
         """After `_by_diff`: take the commit's side of every path it touches."""
         touched = changes(self.repo, sha)
         self._git(["read-tree", self.tree])
-        entries = git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", sha, "--",
-                       *(c.path for c in touched)], repo=self.repo).stdout
         lines = [f"0 {'0' * 40}\t{c.path}" for c in touched if c.status == "D"]
-        for entry in filter(None, entries.split("\0")):
-            meta, _, path = entry.partition("\t")
-            mode, _, blob = meta.split()
-            lines.append(f"{mode} {blob}\t{path}")
-        self._update(lines)
+        self._update(lines + [f"{mode} {blob}\t{path}"
+                              for mode, _, blob, path in ls_tree(self.repo, sha, [c.path for c in touched])])
 
     def _resolve(self, merged: Merge) -> None:
         """Set each conflicting path to the commit's side, removed where it has none."""

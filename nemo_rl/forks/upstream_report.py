@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,9 +83,7 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     candidates = [sha for sha, paths in upstream.items() if paths in wanted and paths]
     ours = patch_ids.cached(repo, "fork", downstream)
     theirs = patch_ids.cached(repo, "upstream", candidates)
-    by_id: dict[str, str] = {}
-    for sha in candidates:
-        by_id.setdefault(theirs[sha], sha)
+    by_id = {theirs[sha]: sha for sha in reversed(candidates)}
     log = git.git(["log", "--format=%x01%H%x00%an <%ae>%x00%s%x00%B", "--end-of-options", f"{base}..{head}"],
                   repo=repo).stdout
     upstream_subjects: dict[tuple[str, str], str] = {}
@@ -97,7 +96,7 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
                 trailers.setdefault(line.rsplit(" ", 1)[-1].strip(" ()."), sha)
     result: dict[str, tuple[str, str | None, str | None]] = {}
     for sha in downstream:
-        if ours[sha] != "0" * 40 and ours[sha] in by_id:  # guard: upstream-same-patch-id
+        if ours[sha] != git_history.ZERO and ours[sha] in by_id:  # guard: upstream-same-patch-id
             result[sha] = ("yes", by_id[ours[sha]], "same patch-id")
         elif sha in trailers:
             result[sha] = ("probably", trailers[sha], "cherry-pick trailer")
@@ -108,18 +107,6 @@ def _upstreamed(repo: Path, downstream: list[str], touched: dict[str, frozenset[
     return result
 
 
-def _deleted_by(repo: Path, base: str, head: str, paths: list[str]) -> dict[str, str]:
-    """path -> the upstream commit since the base that last deleted it."""
-    out = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
-                   "--end-of-options", f"{base}..{head}", "--", *paths], repo=repo).stdout if paths else ""
-    found: dict[str, str] = {}
-    for chunk in out.split("\x01")[1:]:
-        sha, _, names = chunk.partition("\n")
-        for name in filter(None, names.strip("\n").split("\0")):
-            found.setdefault(name.strip("\n"), sha.strip())
-    return found
-
-
 def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     """path -> "deleted in SHA" or "moved to X in SHA", for paths upstream's head lacks."""
     at_base = git_history.tree_blobs(repo, base, sorted(paths))
@@ -127,18 +114,19 @@ def _gone(repo: Path, base: str, head: str, paths: set[str]) -> dict[str, str]:
     missing = {p: blob for p, blob in at_base.items() if p not in at_head}  # guard: upstream-deleted-upstream
     if not missing:
         return {}
-    everything = git.git(["ls-tree", "-r", "-z", "--end-of-options", head], repo=repo).stdout
-    where: dict[str, str] = {}
-    for entry in filter(None, everything.split("\0")):
-        meta, _, path = entry.partition("\t")
-        where.setdefault(meta.split()[2], path)
-    by = _deleted_by(repo, base, head, sorted(missing))
+    where = {oid: path for _, _, oid, path in reversed(git_history.ls_tree(repo, head))}
+    deleted = git.git(["log", "--format=%x01%H", "--name-only", "-z", "--diff-filter=D", "--no-renames",
+                       "--end-of-options", f"{base}..{head}", "--", *sorted(missing)], repo=repo).stdout
+    by: dict[str, str] = {}
+    for chunk in deleted.split("\x01")[1:]:
+        sha, _, names = chunk.partition("\n")
+        for name in filter(None, names.strip("\n").split("\0")):
+            by.setdefault(name.strip("\n"), sha.strip())
     commit = {p: f" in {by[p][:12]}" if p in by else "" for p in missing}  # guard: upstream-the-commit-that-deleted-a-file
     return {p: (f"moved to {where[blob]}" if blob in where else "deleted") + commit[p] for p, blob in missing.items()}
 
 
 def _or_problem(work):
-    """(result, None), or (None, the first line of the NemoRLError)."""
     try:
         return work(), None
     except NemoRLError as exc:
@@ -169,30 +157,25 @@ def report(fork: Fork) -> ForkReport:
         wheel = wheel | base_wheel  # guard: upstream-shipped-at-the-base-too
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
-    elif missing := fork_metadata.placeholders(repo, fork.rev):
-        problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree ({', '.join(missing[:3])}"
-                        f"{', ...' if len(missing) > 3 else ''}): the wheel was built with them empty")
+    elif missing := fork_metadata.files(repo, fork.rev).placeholders:
+        problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree "
+                        f"({git_history.few(missing)}): the wheel was built with them empty")
     if metadata_problem:
         problems.append(f"upstream's head could not be built: {metadata_problem}")
     upstream_name, upstream_version = (metadata.name, metadata.version) if metadata else (None, None)
-    if metadata and (stand_ins := fork_metadata.placeholders(repo, head, "metadata")):
+    if metadata and (stand_ins := metadata.placeholders):
         problems.append(f"upstream's head was built with {len(stand_ins)} placeholder file(s) for missing blobs")
     gone = _gone(repo, base, head, set().union(*touched.values()) if touched else set())
     # a rebase in order, conflicts resolved; beside it, each conflicting commit left out, for knock-on failures
-    trial, alone = TrialIndex(repo, head), TrialIndex(repo, head)
-    try:
+    with closing(TrialIndex(repo, head)) as trial, closing(TrialIndex(repo, head)) as alone:
         remaining = [sha for sha in downstream if upstreamed[sha][0] != "yes"]
         paths = sorted(set().union(*(touched[sha] for sha in remaining))) if remaining else []
         git.fetch_objects(repo, "upstream", set(git_history.tree_blobs(repo, head, paths).values()))
         conflicts = {sha: trial.apply(sha, resolve=True) for sha in remaining}  # guard: upstream-a-rebase-resolves-each-conflict
         left_out = {sha: alone.apply(sha) for sha in remaining}
-    finally:
-        trial.close()
-        alone.close()
     if by_diff := sorted(set(trial.by_diff + alone.by_diff), key=downstream.index):
         problems.append(f"the server lacks blob(s) that git's merge of {len(by_diff)} commit(s) reads "
-                        f"({', '.join(sha[:12] for sha in by_diff[:3])}{', ...' if len(by_diff) > 3 else ''}): "
-                        "a rename there may show as a conflict")
+                        f"({git_history.few([sha[:12] for sha in by_diff])}): a rename there may show as a conflict")
     rows = []
     for number, sha in enumerate(downstream, start=1):
         state, upstream_commit, evidence = upstreamed[sha]

@@ -90,7 +90,7 @@ def test_a_cached_answer_is_reused_and_one_of_another_version_or_shape_is_rebuil
     path.parent.mkdir()
     codec.write(path, answer, fork_metadata.VERSION)
     assert (fork_metadata.read(tmp_path, rev), built) == (answer.metadata, [])
-    assert fork_metadata.placeholders(tmp_path, rev, "metadata") == ["big"]
+    assert fork_metadata.read(tmp_path, rev).placeholders == ("big",)
     path.write_bytes(damage)
     assert (fork_metadata.read(tmp_path, rev), built) == (answer.metadata, [rev])
     assert codec.read(path, fork_metadata._Record, fork_metadata.VERSION) == answer

@@ -15,19 +15,17 @@ from nemo_rl.forks import record_files
 from nemo_rl.forks.record_files import INDEX
 
 
-def test_a_record_survives_render_and_parse():
-    assert record_files.parse_record(RECORD.render()) == replace(RECORD, number=0)  # the number is the file name's
-
-
-def test_a_record_without_a_note_or_diffstat_parses():
+def test_a_record_without_a_note_or_diffstat_parses(tmp_path):
     bare = replace(RECORD, diffstat="", note="")
-    assert record_files.parse_record(bare.render()) == replace(bare, number=0)
+    (tmp_path / "notes").write_text(bare.render())
+    assert record_files.read_record(tmp_path / "notes") == replace(bare, number=0)  # the number is the file name's
 
 
-def test_a_record_missing_a_fact_is_refused_with_its_name():
-    text = RECORD.render().replace(f"patch-id: {RECORD.patch_id}\n", "")
-    with pytest.raises(NemoRLError, match="0003.patch is missing patch-id"):
-        record_files.parse_record(text, "0003.patch")
+def test_a_record_missing_a_fact_is_refused_with_its_name(tmp_path):
+    (tmp_path / "0003.patch").write_text(RECORD.render().replace(f"patch-id: {RECORD.patch_id}\n", ""))
+    with pytest.raises(NemoRLError, match="0003.patch is missing patch-id") as refused:
+        record_files.read_record(tmp_path / "0003.patch")
+    assert "(its note goes too)" in str(refused.value.remedy)
 
 
 def test_read_record_numbers_it_from_the_file_name(tmp_path):
@@ -102,7 +100,7 @@ def test_the_digest_covers_every_fact_and_no_note():
     for key in record_files.INDEX_FACTS:
         field = key.replace("-", "_")
         assert replace(index, **{field: "edited"}).expected_digest() != index.digest, key
-    for key in record_files.RECORD_FACTS:
+    for key in RECORD.facts():
         field = key.replace("-", "_")
         assert make_index([replace(RECORD, **{field: "edited"})]).digest != index.digest, key
     assert make_index([replace(RECORD, note="another note")]).digest == index.digest
