@@ -188,26 +188,24 @@ def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world
     assert "with uv.lock moved and pyproject.toml, patches/megatron-core not (the project mixes" in remedy, remedy
 
 
-CLEAN = dict(bad_pin=False, interrupted=False, lock_stale=False, records_stale=False, metadata_stale=False,
-             checkout_unreadable=False, developing=False, checkout_gone=False, develop_recorded=False, installed=True)
-ORDER = ["bad_pin", "interrupted", "lock_stale", "records_stale", "metadata_stale", "checkout_unreadable",
-         "developing", "checkout_gone", "develop_recorded"]
+STATES = ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "checkout unreadable",
+          "developing", "checkout gone", "develop not applied"]
+CLEAN = dict.fromkeys([*STATES, "not installed"], False)
 ROW = status.ForkStatus("megatron-core", "https://forks.nemo-rl.invalid/m.git", "nemo-rl/main", "a" * 40, "a" * 40,
                         "a" * 40, "0.1.0", "https://upstream.nemo-rl.invalid/m.git", "b" * 40, 2, [], None, "ok",
                         None)
 
 
 def test_nothing_wrong_leaves_the_state_to_the_environment():
-    assert status.first_state(**CLEAN) is None
-    assert status.first_state(**{**CLEAN, "installed": False}) == "not installed"
+    assert status.first_state(CLEAN) is None
+    assert status.first_state({**CLEAN, "not installed": True}) == "not installed"
 
 
-@pytest.mark.parametrize("n", range(len(ORDER)))
+@pytest.mark.parametrize("n", range(len(STATES)))
 def test_the_most_fundamental_state_wins(n):
     """Each condition hides every later one: a bad pin before a landing cut short before a stale lock ..."""
-    found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
-    assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale",
-                     "checkout unreadable", "developing", "checkout gone", "develop not applied"][n]
+    found = status.first_state({**CLEAN, **dict.fromkeys(STATES[n:], True), "not installed": True})
+    assert found == STATES[n]
     assert found in status.FAILING and status.REMEDIES[found]
 
 
