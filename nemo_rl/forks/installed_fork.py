@@ -7,9 +7,11 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.markers import Marker, default_environment
+from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
@@ -79,8 +81,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
                    for dep, option in sorted(depends) if option and dep not in skipped}
     pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
     want_here = [r for r in want if _applies(r, markers)]
-    manifest = lock.get("manifest")
-    entry = lock_markers.one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
+    entry = lock_markers.one(lock_markers.manifest(lock, "dependency-metadata"), name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
@@ -137,7 +138,7 @@ def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, st
         if dist is None:
             continue
         for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
-            if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
+            if not any(lock_markers._evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
             needed = dists.get(canonicalize_name(requirement.name))
             if needed is None or _allows(requirement, needed):
@@ -152,9 +153,6 @@ def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, st
 
 def _allows(requirement: Requirement, dist: Installed) -> bool:
     """Whether the installed version meets the specifier; one packaging cannot read does not."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     try:
         version = Version(dist.version)
     except InvalidVersion:
@@ -188,8 +186,4 @@ def _markers(env: Path) -> dict[str, str]:
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
     requirement = _parsed(line)
-    return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
-
-
-def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
-    return marker is None or lock_markers._evaluate(marker, markers)
+    return requirement is not None and lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from nemo_rl.forks import declared, lock_markers, root_edges
 
 
 def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool = True,
                        declared_extras: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> list[tuple[str, str, str]]:
     """The fork in uv.lock against the derived entry."""
-    from collections import Counter
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     name = canonicalize_name(derived.name)
     packages = [p for p in lock.get("package", []) if isinstance(p, dict)
                 and canonicalize_name(str(p.get("name"))) == name]
@@ -20,9 +22,9 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         return [("entries", "one", str(len(packages)))]
     package = packages[0]
     requirements = [Requirement(r) for r in derived.requires_dist]
-    manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
-        else []
-    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
+    manifest = lock_markers.manifest(lock, "dependency-metadata")
+    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name] \
+        if isinstance(manifest, list) else []
     dependencies = package.get("dependencies")
     # sampled at each version the compared markers name, so a bound inside a minor version is seen
     envs = lock_markers.environments(lock, [*(r.marker for r in requirements), *(
@@ -93,9 +95,6 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
                 envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     if locked is not None and not isinstance(locked, dict):
         return [("optional-dependencies", "a table of the fork's extras", repr(locked)[:80])]
     wanted = {name: [Requirement(r) for r in lines] for name, lines in declared_extras}
@@ -121,10 +120,6 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    from packaging.specifiers import SpecifierSet
-    from packaging.utils import canonicalize_name
-    from packaging.version import InvalidVersion, Version
-
     packages: dict[str, list[str]] = {}
     for p in lock.get("package", []):
         if isinstance(p, dict) and p.get("version") is not None:
@@ -139,8 +134,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     for requirement, item in ((r, d) for r in requirements for d in named.get(canonicalize_name(r.name), [])):
         name = canonicalize_name(requirement.name)
         marker = lock_markers._marker(item["marker"]) if item.get("marker") else None
-        applies = any((requirement.marker is None or lock_markers._evaluate(requirement.marker, e))
-                      and (marker is None or lock_markers._evaluate(marker, e)) for e in envs)
+        applies = any(lock_markers._evaluate(requirement.marker, e) and lock_markers._evaluate(marker, e) for e in envs)
         if not requirement.specifier or not applies or not packages.get(name):
             continue
         versions = packages[name]
@@ -163,10 +157,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    from packaging.utils import canonicalize_name
-
-    manifest = lock.get("manifest")
-    found = manifest.get("overrides") if isinstance(manifest, dict) else None
+    found = lock_markers.manifest(lock, "overrides")
     return {canonicalize_name(str(o.get("name"))): str(o.get("specifier") or "") for o in
             (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
@@ -180,9 +171,6 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 def spelled(line: str) -> str:
     """A requirement as uv's manifest spells it."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     requirement = Requirement(line)
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
     return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
