@@ -75,7 +75,6 @@ def check_checkout(path: Path, fork: lockfile.Fork) -> Path:
 
 
 def shipped_roots(fork: lockfile.Fork) -> list[str]:
-    """The package roots the pinned wheel installs."""
     from nemo_rl.forks import fork_cache, fork_metadata
 
     progress(f"reading what {fork.distribution} ships at {fork.rev[:12]}")

@@ -22,8 +22,6 @@ from nemo_rl.project.state_dir import write_atomic
 
 @dataclass(frozen=True)
 class Before:
-    """The project as the bump finds it, before anything is staged."""
-
     fork: lockfile.Fork
     locked: Mapping[str, lockfile.LockedPackage]
     lock_text: str | None
@@ -178,7 +176,6 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """Raise NemoRLError unless the staged files are what was meant."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:

@@ -23,8 +23,6 @@ from nemo_rl.project.model import Project
 
 @dataclass(frozen=True)
 class Problem:
-    """One way the installed fork is not what uv.lock says."""
-
     # "another commit", "another version", "requirements differ", "not locked", "requirement missing", "unreadable"
     kind: str
     what: str
@@ -115,7 +113,6 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
 
 def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: Container[str],
                       distribution: str) -> list[Problem]:
-    """Each installed requirement of the fork at a version its specifier refuses."""
     result = []
     for requirement in (q for q in map(_parsed, want) if q is not None and q.specifier):
         name = canonicalize_name(requirement.name)
@@ -131,7 +128,6 @@ def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: 
 
 def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, str], dists: Mapping[str, Installed],
                         distribution: str) -> list[Problem]:
-    """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
     result = []
     for dep, wanted in sorted(pulled_in.items()):
         dist = dists.get(dep)

@@ -232,7 +232,6 @@ def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
 
 
 def decides(requirement: Requirement, envs: list[Environment]) -> bool:
-    """Whether a requirement's marker can be evaluated in each of `envs`."""
     return requirement.marker is None or _decides(requirement.marker, envs)
 
 
@@ -259,7 +258,6 @@ def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
 
 
 def names_extra(text: object) -> bool:
-    """Whether a uv.lock marker names `extra`."""
     marker = _marker(text)
     return marker is None or _names_extra(getattr(marker, "_markers", []))
 
@@ -274,7 +272,6 @@ def spelled(pair: Pair) -> str:
 
 
 def signature(requirement: Requirement, envs: list[Environment]) -> str:
-    """Where a requirement applies, as one string."""
     found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
     return "" if "0" not in found else found
 

@@ -170,7 +170,6 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def spelled(line: str) -> str:
-    """A requirement as uv's manifest spells it."""
     requirement = Requirement(line)
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
     return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
