@@ -57,7 +57,7 @@ def bump(project: Project, args: argparse.Namespace) -> int:
     target = f"--branch {shlex.quote(args.branch)}" if args.branch else f"--rev {shlex.quote(args.rev)}"
     uv.require_relock(f"nemo-rl deps bump {shlex.quote(args.distribution)} {target}{' --dry-run' * args.dry_run} "
                       f"--project {shlex.quote(str(project.root))}")
-    uv_inputs.require_stageable(project.root, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
+    uv_inputs.require_stageable(project.root, project.uv_table, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project.root, LANDED, [relative_patches], uv.SETTINGS_FILES,
                          inside=not args.dry_run) as staging:

@@ -28,8 +28,6 @@ class Before:
     entry: declared.Entry | None
     deltas: declared.Deltas
     index: Index | None
-    patch_dir: Path
-    uv_settings: Mapping[str, object]
 
     @property
     def derives(self) -> bool:
@@ -59,14 +57,11 @@ class Before:
 
 
 def read_before(project: Project, distribution: str) -> Before:
-    patch_dir = records.records_dir(project.root, distribution)
     fork = project.fork(distribution)
-    uv_table = project.uv_table
     lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
-    return Before(fork, project.packages, lock_text,
-                  declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
-                  declared.deltas_from_table(project.fork_tables[distribution], distribution),
-                  read_index(patch_dir), patch_dir, uv_table)
+    return Before(fork, project.packages, lock_text, metadata_check.entry(project, distribution),
+                  metadata_check.deltas(project, distribution),
+                  read_index(records.records_dir(project.root, distribution)))
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:

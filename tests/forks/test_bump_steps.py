@@ -36,7 +36,7 @@ def index_at(pinned: str, declares: declared.Declares | None = AT_PIN) -> record
 
 def before(locked=None, index=None, entry=None) -> bump_steps.Before:
     return bump_steps.Before(FORK, locked_at(PIN) if locked is None else locked, "", entry, declared.Deltas(),
-                             index_at(PIN) if index is None else index, Path("patches/megatron-core"), {})
+                             index_at(PIN) if index is None else index)
 
 
 def test_a_bump_has_nothing_to_do_only_at_the_pinned_and_locked_commit_on_its_branch():
