@@ -323,20 +323,18 @@ def _refuse_non_commit(checkout: Path, sha: str, onto: str) -> None:
 
 def run(project: Project, args: argparse.Namespace) -> int:
     root = project.root
-    if args.onto:
-        if args.stop or args.path or args.remove:
-            raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
-        with state_dir.project_lock(root, wait=not args.no_wait):
-            held = Project.read(root)
-            if held.fork(args.distribution).distribution not in develop_state.read(root):
-                start(held, args)
-            return onto(held, args)
-    if args.stop:
-        if args.path or args.branch:
-            raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")
-        with state_dir.project_lock(root, wait=not args.no_wait):
-            return stop(root, args)
-    if args.remove:
+    if args.onto and (args.stop or args.path or args.remove):
+        raise UsageError("--onto takes DIST only", "run `nemo-rl deps develop DIST --onto upstream/BRANCH`")
+    if args.stop and (args.path or args.branch):
+        raise UsageError("--stop takes DIST only", "run `nemo-rl deps develop --stop DIST [--remove]`")
+    if args.remove and not args.stop:
         raise UsageError("--remove only applies to --stop", "run `nemo-rl deps develop --stop DIST --remove`")
     with state_dir.project_lock(root, wait=not args.no_wait):
-        return start(Project.read(root), args)
+        if args.stop:
+            return stop(root, args)
+        held = Project.read(root)
+        if not args.onto:
+            return start(held, args)
+        if held.fork(args.distribution).distribution not in develop_state.read(root):
+            start(held, args)
+        return onto(held, args)
