@@ -94,7 +94,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[jou
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
     problem = developed.problem if developed else None
-    cut = next((c for c in cuts if touches(c, fork.distribution)), None)
+    cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
     lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # guard: status-lock-stale
     state = first_state({"bad pin": bool(fork.bad_rev), "landing interrupted": cut is not None,  # guard: status-bad-pin
                          "lock stale": lock_stale, "records stale": bool(problems), "metadata stale": bool(metadata),
@@ -127,12 +127,6 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[jou
                           f"{fork.distribution} is imported from the files of" if active else
                           f"{fork.distribution} runs the pin; its develop checkout is")) if remedy else None,
                       environment)
-
-
-def touches(cut: journal.CutShort, distribution: str) -> bool:
-    from nemo_rl.forks import records
-
-    return cut.touches(records.relative_dir(distribution))
 
 
 def cut_remedy(cut: journal.CutShort) -> str:

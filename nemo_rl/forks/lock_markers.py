@@ -226,13 +226,9 @@ def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
             marker = _marker(item["marker"])
-            if marker is None or not _decides(marker, envs):
+            if marker is None or not decides(marker, envs):
                 found.append((canonicalize_name(str(item.get("name"))), str(item["marker"])))
     return found
-
-
-def decides(requirement: Requirement, envs: list[Environment]) -> bool:
-    return requirement.marker is None or _decides(requirement.marker, envs)
 
 
 # The machine's kernel: no sample decides a marker on them, since one fitted to the samples (`platform_release in '<the
@@ -240,8 +236,10 @@ def decides(requirement: Requirement, envs: list[Environment]) -> bool:
 MACHINE = ("platform_release", "platform_version")
 
 
-def _decides(marker: Marker, envs: list[Environment]) -> bool:
+def decides(marker: Marker | None, envs: list[Environment]) -> bool:
     """Whether packaging decides `marker` in each of `envs` as uv does on every machine."""
+    if marker is None:
+        return True
     if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):  # guard: locked-marker-one-naming-extra-is-not
         return False
     try:

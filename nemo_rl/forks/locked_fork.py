@@ -39,7 +39,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
     # locked() cannot tell whether uv installs a dependency whose marker does not evaluate (or names the kernel)
-    undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
+    undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r.marker, envs)}
     found = lock_markers.unevaluable(dependencies, envs)
     conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]  # guard: locked-marker-uv-s-conflict-extras-named
     unreadable = [f"{n} (marker {m!r:.80})" for n, m in found if not lock_markers.conflict_extra(m)  # guard: locked-marker-the-fork-s-own-unevaluable

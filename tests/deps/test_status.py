@@ -235,12 +235,16 @@ def test_render_shows_the_pins_the_checkout_and_at_most_five_record_problems():
 def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path):
     """A bump of megatron-core cut short says nothing about nemo-toolkit; a journal naming no records, or one that
     cannot be read, may touch any fork."""
+    from nemo_rl.forks.records import relative_dir
     from nemo_rl.project.journal import CutShort
 
+    def touches(cut, distribution):
+        return cut.touches(relative_dir(distribution))
+
     bump = CutShort(tmp_path, ("pyproject.toml", "uv.lock", "patches/megatron-core"), (), None)
-    assert status.touches(bump, "megatron-core") and not status.touches(bump, "nemo-toolkit")
-    assert status.touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
-    assert status.touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
+    assert touches(bump, "megatron-core") and not touches(bump, "nemo-toolkit")
+    assert touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
+    assert touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
 
 
 def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happen(tmp_path):
