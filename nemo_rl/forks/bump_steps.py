@@ -125,7 +125,8 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
             why = rejected(before.lock_text, lockfile.read_text(staged / "uv.lock"), dist,
                                         before.fork.rev, new_rev)
         except NemoRLError as exc:
-            why = f"uv failed offline: {_last_line(exc.what)[:200]}"
+            said = [line.strip() for line in exc.what.splitlines() if line.strip() and line.strip() != "(nothing)"]
+            why = f"uv failed offline: {(said[-1] if said else 'no message')[:200]}"
         if why is None:  # guard: bump-offline-lock-kept-only-when-offline
             return "offline"
         mode = f"online: the offline lock was thrown away: {why}"
@@ -140,11 +141,6 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         raise NemoRLError(f"uv cannot lock {dist} with the metadata the fork declares at the new commit: "
                           f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change)) from exc
     return mode
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "(nothing)"]
-    return lines[-1] if lines else "no message"
 
 
 def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:

@@ -60,8 +60,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if missing:  # guard: derived-the-locked-package-follows-the
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())  # guard: locked-dependency-an-override-that
         cause = (f" (pyproject.toml [tool.uv] override-dependencies replaces {', '.join(overridden)}: edit it, "
-                 "then run `uv lock`)"
-                 if overridden else "")
+                 "then run `uv lock`)" if overridden else "")
         result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
         result.append(("dependencies", f"only what {what} requires", f"also {', '.join(unexpected)}"))

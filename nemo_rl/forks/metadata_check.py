@@ -41,11 +41,9 @@ def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list
     declares = recorded(index, dist)
     rel = index_name(dist)
     if declares is None:
-        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]}",  # guard: derived-declares-recorded
-                 "not recorded")]
+        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]}", "not recorded")]  # guard: derived-declares-recorded
     stale = [] if declares.commit == fork.rev else [
-        (rel, "declares commit", f"{fork.rev} (the pin)",
-         declares.commit or "not recorded")]
+        (rel, "declares commit", f"{fork.rev} (the pin)", declares.commit or "not recorded")]
     stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
               in root_edges.differences(project.lock, dist)] if project.lock_bytes is not None else []
     if not derives(project, dist):
