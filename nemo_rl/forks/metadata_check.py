@@ -97,7 +97,6 @@ def rewrite_pyproject(project: Project, distribution: str, declares: declared.De
 
 
 def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[str]:
-    """The report's lines for a rewritten entry."""
     old = before or declared.Entry(after.name, None, None, ())
     lines = [f"    {field}: {a} -> {b}" for field, a, b in (("version", old.version, after.version),
                                                            ("requires-python", old.requires_python,
