@@ -45,7 +45,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
 
 def bump(project: Project, args: argparse.Namespace) -> int:
-    from nemo_rl.forks import bump_report, bump_steps, fork_cache, fork_metadata, records
+    from nemo_rl.forks import bump_steps, fork_cache, fork_metadata, records
 
     journal.refuse_cut_short(project.root, locked=not args.dry_run)  # guard: bump-refuses-over-a-landing-cut-short
     before = bump_steps.read_before(project, args.distribution)
@@ -57,7 +57,7 @@ def bump(project: Project, args: argparse.Namespace) -> int:
     target = f"--branch {shlex.quote(args.branch)}" if args.branch else f"--rev {shlex.quote(args.rev)}"
     uv.require_relock(f"nemo-rl deps bump {shlex.quote(args.distribution)} {target}{' --dry-run' * args.dry_run} "
                       f"--project {shlex.quote(str(project.root))}")
-    uv_inputs.require_stageable(project.root, before.uv_settings, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
+    uv_inputs.require_stageable(project.root, project.uv_table, "deps bump")  # guard: bump-a-project-a-staging-copy-cannot
     relative_patches = records.relative_dir(fork.distribution)
     with landing.Staging(project.root, LANDED, [relative_patches], uv.SETTINGS_FILES,
                          inside=not args.dry_run) as staging:
@@ -87,13 +87,13 @@ def bump(project: Project, args: argparse.Namespace) -> int:
         records.write(staging.path / relative_patches, index, noted)
         staging.keep_mode("uv.lock")
         locked_after = bump_steps.validate(staged, new_fork, new_rev)
-        changes = bump_report.lock_changes(bump_report.lock_versions(before.locked),
-                                           bump_report.lock_versions(locked_after))
+        changes = bump_steps.lock_changes(bump_steps.lock_versions(before.locked),
+                                          bump_steps.lock_versions(locked_after))
         changes = [c for c in changes if not c.startswith(f"{fork.distribution}:")]
         if not args.dry_run:
             staging.land()
     # commit subjects and requirements come from the fork: shown, never acted on
-    text = bump_report.report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode)
+    text = bump_steps.report(fork, new_rev, before.index, base, noted, changes, args.dry_run, lock_mode)
     print(values.printable(text, lines=True))  # guard: terminal-bump-s-report-shows-escapes
     print(values.printable("\n".join(drift_lines + entry_lines), lines=True))
     if not args.dry_run:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,26 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+# in precedence order: the first that applies is the fork's state
 REMEDIES = {
     "bad pin": "write the full 40-hex commit SHA (`git rev-parse <rev>`) as rev in [tool.uv.sources]",
     "landing interrupted": "run `nemo-rl deps recover`",
     "lock stale": "run `uv lock --upgrade-package {dist}`",
     "records stale": deps.REGENERATE,
     "metadata stale": deps.FIX,
+    "checkout unreadable": "{imported} {checkout}, but {problem}: " + develop_state.UNREADABLE_FIX,
     "developing": "run `nemo-rl deps develop --stop {dist}` before committing the pin",
-    "develop not applied": "run `nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>`",
     "checkout gone": "the develop checkout {checkout} is gone: run `nemo-rl deps develop --stop {dist}`, then "
                      "`nemo-rl deps develop {dist} [PATH]`",
-    "checkout unreadable": "{imported} {checkout}, but {problem}: " + develop_state.UNREADABLE_FIX,
-    "env stale": installed.ENV_STALE,
+    "develop not applied": "run `nemo-rl deps develop --stop {dist}`, then `nemo-rl deps develop {dist} <checkout>`",
     "not installed": f"run `{uv.sync_command()}` if you need it",
+    "env stale": installed.ENV_STALE,
     "ok": None,
 }
 OVERRIDDEN = ("remove or widen the override-dependencies entry named above in [tool.uv], then run `uv lock` and "
               "`nemo-rl deps patches --check --offline`")
 # --check fails when the committed pin is not what runs or what is recorded
-FAILING = {"bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "developing",
-           "develop not applied", "checkout gone", "checkout unreadable", "env stale", "installed differs"}
+FAILING = REMEDIES.keys() - {"not installed", "ok"} | {"installed differs"}
 # states of uv.lock and patches/ alone: the environment is still compared with the lock
 LOCK_STATES = ("lock stale", "records stale", "metadata stale")
 
@@ -74,10 +73,11 @@ class ForkStatus:
     environment: tuple[str, ...] = ()
 
 
-def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, cuts: list[journal.CutShort],
-                develop_entry: develop_state.Developed | None) -> ForkStatus:
+def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[journal.CutShort]) -> ForkStatus:
     from nemo_rl.forks import installed_fork, metadata_check, record_files, records
 
+    locked = project.packages
+    develop_entry = project.developing.get(fork.distribution)
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
     found = installed.installed(env, fork.distribution)
@@ -94,12 +94,13 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
     mismatch = installed.commit_mismatch(installed_commit, locked_commit)
     gone = bool(develop_entry and develop_state.checkout_gone(develop_entry.checkout))
     problem = developed.problem if developed else None
-    cut = next((c for c in cuts if touches(c, fork.distribution)), None)
+    cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
     lock_stale = locked_commit != fork.rev or bool(package and package.other_source(fork))  # guard: status-lock-stale
-    state = first_state(bad_pin=bool(fork.bad_rev), interrupted=cut is not None, lock_stale=lock_stale,  # guard: status-bad-pin
-                        records_stale=bool(problems), metadata_stale=bool(metadata), developing=bool(active),
-                        checkout_gone=gone, checkout_unreadable=problem is not None,
-                        develop_recorded=bool(develop_entry), installed=found is not None)
+    state = first_state({"bad pin": bool(fork.bad_rev), "landing interrupted": cut is not None,  # guard: status-bad-pin
+                         "lock stale": lock_stale, "records stale": bool(problems), "metadata stale": bool(metadata),
+                         "checkout unreadable": problem is not None, "developing": bool(active),
+                         "checkout gone": gone, "develop not applied": bool(develop_entry),
+                         "not installed": found is None})
     environment: tuple[str, ...] = ()
     if state is None or (state in LOCK_STATES and found):  # guard: status-the-environment-beside-a-lock
         differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]  # guard: installed-status-compares
@@ -128,12 +129,6 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, locked: dict, 
                       environment)
 
 
-def touches(cut: journal.CutShort, distribution: str) -> bool:
-    from nemo_rl.forks import records
-
-    return cut.touches(records.relative_dir(distribution))
-
-
 def cut_remedy(cut: journal.CutShort) -> str:
     if cut.unreadable is not None:
         return cut.unreadable
@@ -147,30 +142,13 @@ def cut_remedy(cut: journal.CutShort) -> str:
             f"old and new files): run `nemo-rl deps recover`")
 
 
-def first_state(*, bad_pin: bool, interrupted: bool, lock_stale: bool, records_stale: bool, metadata_stale: bool,
-                checkout_unreadable: bool, developing: bool, checkout_gone: bool, develop_recorded: bool,
-                installed: bool) -> str | None:
+def first_state(applies: dict[str, bool]) -> str | None:
     """The most fundamental state that applies; None when the environment decides."""
-    for state, applies in (("bad pin", bad_pin), ("landing interrupted", interrupted), ("lock stale", lock_stale),
-                           ("records stale", records_stale), ("metadata stale", metadata_stale),
-                           ("checkout unreadable", checkout_unreadable), ("developing", developing),
-                           ("checkout gone", checkout_gone),
-                           ("develop not applied", develop_recorded),
-                           ("not installed", not installed)):
-        if applies:
-            return state
-    return None
+    return next((state for state in REMEDIES if applies.get(state)), None)
 
 
 def fails_check(rows: list[ForkStatus], lock_problem: str | None, orphans: list) -> bool:
     return bool(lock_problem or orphans or any(row.state in FAILING or row.environment for row in rows))  # guard: fast-status-check-fails-on-orphaned
-
-
-def collect(project: Project, env: Path, forks: Sequence[lockfile.Fork]) -> list[ForkStatus]:
-    locked = project.packages
-    cuts = journal.cut_short(project.root)
-    developed = project.developing
-    return [fork_status(project, env, fork, locked, cuts, developed.get(fork.distribution)) for fork in forks]
 
 
 def render(rows: list[ForkStatus], orphans: list[records.Difference]) -> str:
@@ -216,7 +194,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass a virtual environment, e.g. --env .venv")
     forks = project.forks_as_pinned
-    rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root)) for row in collect(project, env, forks)]
+    cuts = journal.cut_short(project.root)
+    rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root))
+            for row in (fork_status(project, env, fork, cuts) for fork in forks)]
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project, forks)
     if args.json:

@@ -37,14 +37,6 @@ def extra_for(project: Project, distribution: str) -> str:
                       f"add {distribution} to the extra that needs it")
 
 
-def skipped_here(locked: dict) -> dict[str, str]:
-    unbuildable = toolchain.transformer_engine_unbuildable(locked)
-    if unbuildable is None:
-        return {}
-    present, toolkit = unbuildable
-    return dict.fromkeys(present, f"its build needs a matching CUDA toolkit: {toolkit.detail}")
-
-
 def suggestion(fork: lockfile.Fork, module: str) -> str:
     """The requirement that most likely provides `module`."""
     from packaging.utils import canonicalize_name
@@ -97,8 +89,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
 
     forks = [project.fork(args.distribution)] if args.distribution else list(project.forks)
     others = [f.distribution for f in project.forks if f not in forks]
-    locked = project.packages
-    skipped = skipped_here(locked)
+    unbuildable = toolchain.transformer_engine_unbuildable(project.packages)
+    skipped = {} if unbuildable is None else dict.fromkeys(
+        unbuildable[0], f"its build needs a matching CUDA toolkit: {unbuildable[1].detail}")
     # one fork's check is not stopped by another that cannot be fetched here
     skipped.update({name: f"not part of verifying {args.distribution}" for name in others})
     require_derived(project, forks)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import tomllib
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError, command
-from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, offline_lock, records
-from nemo_rl.forks.record_files import Index, index_name, read_index
+from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks.record_files import Index, Listed, Record, index_name, read_index
 from nemo_rl.process import Running
 from nemo_rl.progress import progress
 from nemo_rl.project import lockfile
@@ -19,16 +22,12 @@ from nemo_rl.project.state_dir import write_atomic
 
 @dataclass(frozen=True)
 class Before:
-    """The project as the bump finds it, before anything is staged."""
-
     fork: lockfile.Fork
     locked: Mapping[str, lockfile.LockedPackage]
     lock_text: str | None
     entry: declared.Entry | None
     deltas: declared.Deltas
     index: Index | None
-    patch_dir: Path
-    uv_settings: Mapping[str, object]
 
     @property
     def derives(self) -> bool:
@@ -58,14 +57,11 @@ class Before:
 
 
 def read_before(project: Project, distribution: str) -> Before:
-    patch_dir = records.records_dir(project.root, distribution)
     fork = project.fork(distribution)
-    uv_table = project.uv_table
     lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
-    return Before(fork, project.packages, lock_text,
-                  declared.entry_from_tables(uv_table.get("dependency-metadata", []), distribution),
-                  declared.deltas_from_table(project.fork_tables[distribution], distribution),
-                  read_index(patch_dir), patch_dir, uv_table)
+    return Before(fork, project.packages, lock_text, metadata_check.entry(project, distribution),
+                  metadata_check.deltas(project, distribution),
+                  read_index(records.records_dir(project.root, distribution)))
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
@@ -126,10 +122,11 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         assert before.lock_text is not None
         try:
             running.wait()
-            why = offline_lock.rejected(before.lock_text, lockfile.read_text(staged / "uv.lock"), dist,
+            why = rejected(before.lock_text, lockfile.read_text(staged / "uv.lock"), dist,
                                         before.fork.rev, new_rev)
         except NemoRLError as exc:
-            why = f"uv failed offline: {_last_line(exc.what)[:200]}"
+            said = [line.strip() for line in exc.what.splitlines() if line.strip() and line.strip() != "(nothing)"]
+            why = f"uv failed offline: {(said[-1] if said else 'no message')[:200]}"
         if why is None:  # guard: bump-offline-lock-kept-only-when-offline
             return "offline"
         mode = f"online: the offline lock was thrown away: {why}"
@@ -144,11 +141,6 @@ def lock_result(running: Running, staged: Path, before: Before, new_rev: str, ch
         raise NemoRLError(f"uv cannot lock {dist} with the metadata the fork declares at the new commit: "
                           f"{exc.what.splitlines()[0]}", metadata_check.refusal_remedy(*change)) from exc
     return mode
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "(nothing)"]
-    return lines[-1] if lines else "no message"
 
 
 def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.Declares | None) -> list[str]:
@@ -175,7 +167,6 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:
-    """Raise NemoRLError unless the staged files are what was meant."""
     locked = staged.packages
     problems = []
     if fork.rev != new_rev:
@@ -185,3 +176,111 @@ def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lo
         raise NemoRLError("the bumped files do not validate: " + "; ".join(problems),
                           "nothing was changed; report this as a bug in nemo-rl")
     return locked
+
+
+Doc = dict[str, Any]
+
+
+def rejected(committed: str, offline: str, distribution: str, old_rev: str, new_rev: str) -> str | None:
+    """Why `offline` is not the committed lock with only the fork moved, or None."""
+    try:
+        old = tomllib.loads(committed.replace(old_rev, new_rev))  # guard: offline-lock-the-committed-lock-s-sha
+    except tomllib.TOMLDecodeError as exc:
+        return f"the committed uv.lock does not parse ({exc})"
+    try:
+        new = tomllib.loads(offline)
+    except tomllib.TOMLDecodeError as exc:
+        return f"uv wrote a uv.lock that does not parse ({exc})"
+    for key in sorted((old.keys() | new.keys()) - {"package", "manifest"}):
+        if old.get(key) != new.get(key):  # guard: offline-lock-the-header-compared
+            return f"it changed uv.lock's {key!r}"
+    if _manifest_rest(old, distribution) != _manifest_rest(new, distribution):  # guard: offline-lock-the-manifest-compared
+        return "it changed uv.lock's [manifest] beyond the fork's entry"
+    old_fork, old_rest = _packages(old, distribution)
+    new_fork, new_rest = _packages(new, distribution)
+    committed_by_name: dict[Any, list[Doc]] = {}
+    for package in old_rest:
+        committed_by_name.setdefault(package.get("name"), []).append(package)
+    for package in new_rest:
+        if package not in committed_by_name.get(package.get("name"), []):  # guard: offline-lock-no-package-added-or-moved
+            return f"it adds or changes {package.get('name')} {package.get('version')}"  # guard: offline-lock-the-reason-names-the
+    if len(old_fork) != 1 or len(new_fork) != 1:  # guard: offline-lock-the-fork-locked-once
+        return f"it locks {distribution} {len(new_fork)} time(s), the committed lock {len(old_fork)}"
+    if new_fork[0].get("source") != old_fork[0].get("source"):  # guard: offline-lock-the-fork-at-the-new-commit
+        return f"it locks {distribution} from {new_fork[0].get('source')}, not {old_fork[0].get('source')}"
+    return None
+
+
+def _manifest_rest(doc: Doc, distribution: str) -> Doc:
+    manifest = dict(doc.get("manifest", {}))
+    manifest["dependency-metadata"] = [e for e in manifest.get("dependency-metadata", [])
+                                       if e.get("name") != distribution]  # guard: offline-lock-the-manifest-s-other
+    return manifest
+
+
+def _packages(doc: Doc, distribution: str) -> tuple[list[Doc], list[Doc]]:
+    packages = doc.get("package", [])
+    return ([p for p in packages if p.get("name") == distribution],
+            [p for p in packages if p.get("name") != distribution])
+
+
+ZERO = "0" * 40
+
+
+def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]
+                   ) -> tuple[list[Record], list[Listed], dict[str, list[str]]]:
+    """(commits added, commits removed, patch-id -> the new commits sharing it)."""
+    old_shas, new_shas = {e.commit for e in old_entries}, {r.commit for r in recs}
+    added = _unmatched(recs, old_shas, Counter(e.patch_id for e in old_entries if e.commit not in new_shas))
+    removed = _unmatched(old_entries, new_shas, Counter(r.patch_id for r in recs if r.commit not in old_shas))
+    by_id: dict[str, list[str]] = {}
+    for r in recs:
+        by_id.setdefault(r.patch_id, []).append(r.commit)
+    shared = {pid: shas for pid, shas in by_id.items() if len(shas) > 1 and pid != ZERO}  # guard: bump-report-shared-patch-ids
+    return added, removed, shared
+
+
+def _unmatched[T: (Record, Listed)](commits: Sequence[T], other_shas: set[str], other_ids: Counter[str]) -> list[T]:
+    left = []
+    for c in commits:
+        if c.commit in other_shas:  # guard: bump-report-a-commit-already-there-is
+            continue
+        if other_ids[c.patch_id] > 0:
+            other_ids[c.patch_id] -= 1
+            continue
+        left.append(c)
+    return left
+
+
+def lock_versions(packages: Mapping[str, lockfile.LockedPackage]) -> dict[str, str]:
+    return {name: (p.commit or str(p.version)) for name, p in packages.items()}
+
+
+def lock_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    common = sorted(old.keys() & new.keys())
+    changes = [f"{name}: {old[name]} -> {new[name]}" for name in common if old[name] != new[name]]
+    changes += [f"{name}: added ({new[name]})" for name in sorted(new.keys() - old.keys())]
+    changes += [f"{name}: removed (was {old[name]})" for name in sorted(old.keys() - new.keys())]
+    return changes
+
+
+def report(fork: lockfile.Fork, new_rev: str, old_index: Index | None, base: str, recs: Sequence[Record],
+           changes: list[str], dry_run: bool, lock_mode: str) -> str:
+    added, removed, shared = commit_changes(old_index.commits if old_index else (), recs)
+    old_base = old_index.base if old_index else fork.base
+    moved = f"moved {str(old_base)[:12]} -> {base[:12]}" if old_base != base else f"unchanged {base[:12]}"
+    lines = [
+        f"bump {fork.distribution}{' (dry run: nothing written)' if dry_run else ''}",
+        f"  commit    {fork.rev} -> {new_rev}",
+        f"  upstream  base {moved}",
+        f"  downstream commits: {len(recs)} ({len(added)} added, {len(removed)} removed)",
+    ]
+    lines += [f"    + {r.commit[:12]} {r.subject}" for r in added]
+    lines += [f"    - {str(e.commit)[:12]} {e.subject}" for e in removed]
+    lines += [f"    patch-id {pid[:12]} is shared by {len(shas)} commits: {', '.join(s[:12] for s in shas)}"
+              for pid, shas in shared.items()]
+    how = (" (locked offline: every other package as committed)" if lock_mode == "offline" else
+           f" (locked online: {lock_mode.removeprefix('online: ')})" if lock_mode.startswith("online: ") else "")
+    lines.append(f"  uv.lock: {len(changes)} change(s){how}" if changes else f"  uv.lock: no other change{how}")
+    lines += [f"    {change}" for change in changes]
+    return "\n".join(lines)

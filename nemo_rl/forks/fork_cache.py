@@ -26,7 +26,6 @@ def _path(fork: Fork) -> Path:
 
 @contextlib.contextmanager
 def holding(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository `repo`."""
     repo.parent.mkdir(parents=True, exist_ok=True)
     fd = locks.open_lock_file(repo.parent / f"{repo.name}.lock")
     try:
@@ -108,7 +107,6 @@ def resolve_branch(fork: Fork, branch: str) -> str:
 
 
 def _on_branch(repo: Path, fork: Fork, sha: str) -> bool:
-    """Whether `sha` is on the fork's recorded branch, fetched now."""
     ref = FORK_BRANCH_REF.format(branch=fork.branch)
     git.fetch(repo, "fork", fork.url, [f"+refs/heads/{fork.branch}:{ref}"])
     return git.is_ancestor(repo, sha, ref)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.markers import Marker, default_environment
+from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
@@ -21,8 +23,6 @@ from nemo_rl.project.model import Project
 
 @dataclass(frozen=True)
 class Problem:
-    """One way the installed fork is not what uv.lock says."""
-
     # "another commit", "another version", "requirements differ", "not locked", "requirement missing", "unreadable"
     kind: str
     what: str
@@ -79,8 +79,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
                    for dep, option in sorted(depends) if option and dep not in skipped}
     pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
     want_here = [r for r in want if _applies(r, markers)]
-    manifest = lock.get("manifest")
-    entry = lock_markers.one(manifest.get("dependency-metadata") if isinstance(manifest, dict) else None, name)
+    entry = lock_markers.one(lock_markers.manifest(lock, "dependency-metadata"), name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
@@ -102,8 +101,14 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
-    result += _refused_versions(want_here, dists, skipped, distribution)
-    result += _refused_in_closure(pulled_in, markers, dists, distribution)
+    for requirement in filter(None, map(_parsed, want_here)):
+        if canonicalize_name(requirement.name) not in skipped:
+            result += _refused(requirement, dists, distribution, "or widen ")
+    for dep, wanted in sorted(pulled_in.items()):
+        for requirement in filter(None, map(_parsed, dists[dep].requires if dep in dists else ())):
+            if not any(lock_markers._evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
+                continue
+            result += _refused(requirement, dists, f"{dep} {dists[dep].version} (which {distribution} pulls in)", "")
     for (dep, option), needs in extras_need.items():
         for missing in sorted({n for n, _ in needs} - skipped):
             if missing not in dists:  # guard: installed-an-extra-s-requirements
@@ -112,49 +117,18 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     return result
 
 
-def _refused_versions(want: list[str], dists: Mapping[str, Installed], skipped: Container[str],
-                      distribution: str) -> list[Problem]:
-    """Each installed requirement of the fork at a version its specifier refuses."""
-    result = []
-    for requirement in (q for q in map(_parsed, want) if q is not None and q.specifier):
-        name = canonicalize_name(requirement.name)
-        dist = dists.get(name) if name not in skipped else None
-        if dist is None or _allows(requirement, dist):
-            continue
-        result.append(Problem("version refused", f"{name} {dist.version} is installed but {distribution} requires "
-                              f"{name}{requirement.specifier}", f"remove or widen any [tool.uv] "
-                              f"override-dependencies entry for {name}, run `uv lock --upgrade-package {name}`, "
-                              "then sync"))
-    return result
-
-
-def _refused_in_closure(pulled_in: Mapping[str, set[str]], markers: dict[str, str], dists: Mapping[str, Installed],
-                        distribution: str) -> list[Problem]:
-    """Each package the fork pulls in whose Requires-Dist refuses an installed version."""
-    result = []
-    for dep, wanted in sorted(pulled_in.items()):
-        dist = dists.get(dep)
-        if dist is None:
-            continue
-        for requirement in (q for q in map(_parsed, dist.requires) if q is not None and q.specifier):
-            if not any(_evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
-                continue
-            needed = dists.get(canonicalize_name(requirement.name))
-            if needed is None or _allows(requirement, needed):
-                continue
-            name = canonicalize_name(requirement.name)
-            result.append(Problem("version refused", f"{name} {needed.version} is installed but {dep} "
-                                  f"{dist.version} (which {distribution} pulls in) requires {name}"
-                                  f"{requirement.specifier}", f"remove any [tool.uv] override-dependencies entry for "
-                                  f"{name}, run `uv lock --upgrade-package {name}`, then sync"))
-    return result
+def _refused(requirement: Requirement, dists: Mapping[str, Installed], wanted_by: str, widen: str) -> list[Problem]:
+    name = canonicalize_name(requirement.name)
+    dist = dists.get(name)
+    if dist is None or not requirement.specifier or _allows(requirement, dist):
+        return []
+    return [Problem("version refused", f"{name} {dist.version} is installed but {wanted_by} requires "
+                    f"{name}{requirement.specifier}", f"remove {widen}any [tool.uv] override-dependencies entry for "
+                    f"{name}, run `uv lock --upgrade-package {name}`, then sync")]
 
 
 def _allows(requirement: Requirement, dist: Installed) -> bool:
     """Whether the installed version meets the specifier; one packaging cannot read does not."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     try:
         version = Version(dist.version)
     except InvalidVersion:
@@ -188,8 +162,4 @@ def _markers(env: Path) -> dict[str, str]:
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
     requirement = _parsed(line)
-    return requirement is not None and _evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
-
-
-def _evaluate(marker: Marker | None, markers: dict[str, str]) -> bool:
-    return marker is None or lock_markers._evaluate(marker, markers)
+    return requirement is not None and lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the

@@ -27,16 +27,18 @@ _PYTHONS = tuple(f"3.{minor}" for minor in range(8, 15))
 def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment]:
     """The marker environments uv.lock covers."""
     supported = lock.get("supported-markers")
-    parsed = [m for m in map(_marker, supported if isinstance(supported, list) else []) if m is not None]
+    supported = supported if isinstance(supported, list) else []
+    requires_python = str(lock.get("requires-python") or "")
+    parsed = [m for m in map(_marker, supported) if m is not None]
     try:
-        python = SpecifierSet(str(lock.get("requires-python") or ""))
+        python = SpecifierSet(requires_python)
     except InvalidSpecifier:
         python = SpecifierSet()
     points = []
     for version in _PYTHONS:
         if f"{version}.0" in python or f"{version}.99" in python:
             points.append(f"{version}.0" if f"{version}.0" in python else f"{version}.99")
-    literals = [*markers, *(supported if isinstance(supported, list) else []), str(lock.get("requires-python") or "")]  # guard: markers-sampled-at-each-version-literal
+    literals = [*markers, *supported, requires_python]  # guard: markers-sampled-at-each-version-literal
     points += [p for p in _literal_points(literals) if p in python and p not in points]
     result = []
     for sys_platform, system, os_name, machine in _PLATFORMS:
@@ -109,12 +111,12 @@ def _clauses(markers: object) -> list[tuple]:
 
 def base_requirement(requirement: Requirement) -> bool:
     """Whether a requirement is the distribution's own, not one of its extras'."""
-    return requirement.marker is None or any(_evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
+    return any(_evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
 
 
 def with_extra(requirement: Requirement, extra: str) -> bool:
     """Whether a requirement applies with `extra` active, on some platform and Python."""
-    return requirement.marker is None or any(_evaluate(requirement.marker, {**env, "extra": extra}) for env in _ANY)
+    return any(_evaluate(requirement.marker, {**env, "extra": extra}) for env in _ANY)
 
 
 def describe(env: Environment) -> str:
@@ -125,7 +127,7 @@ def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]
     """The (name, extra) pairs the requirements make uv install in `env`."""
     result: set[Pair] = set()
     for requirement in requirements:
-        if requirement.marker is None or _evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
+        if _evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
             name = canonicalize_name(requirement.name)
             result |= {(name, ""), *((name, canonicalize_name(e)) for e in requirement.extras)}
     return result
@@ -150,10 +152,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
 
 def closure(lock: dict, roots: Iterable[Pair], env: Environment, stop: Container[str]) -> dict[str, set[str]]:
     """Each package uv.lock installs in `env` from `roots` with its extras ("" for itself); not past `stop` or forks."""
-    manifest = lock.get("manifest")
-    entries = manifest.get("dependency-metadata") if isinstance(manifest, dict) else None
-    forks = {canonicalize_name(str(e.get("name"))) for e in (entries if isinstance(entries, list) else [])
-             if isinstance(e, dict)}
+    forks = _by_name(manifest(lock, "dependency-metadata"))
     packages = _by_name(lock.get("package"))
     options: dict[str, set[str]] = {}
     todo = sorted(roots)
@@ -177,6 +176,11 @@ def _extra(package: dict | None, option: str) -> object:
     options = package.get("optional-dependencies") if package is not None else None
     return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
         if isinstance(options, dict) else None
+
+
+def manifest(lock: dict, key: str) -> object:
+    table = lock.get("manifest")
+    return table.get(key) if isinstance(table, dict) else None
 
 
 def one(items: object, name: str) -> dict | None:
@@ -222,14 +226,9 @@ def unevaluable(dependencies: object, envs: list[Environment]) -> list[Pair]:
     for item in dependencies if isinstance(dependencies, list) else []:
         if isinstance(item, dict) and item.get("marker"):
             marker = _marker(item["marker"])
-            if marker is None or not _decides(marker, envs):
+            if marker is None or not decides(marker, envs):
                 found.append((canonicalize_name(str(item.get("name"))), str(item["marker"])))
     return found
-
-
-def decides(requirement: Requirement, envs: list[Environment]) -> bool:
-    """Whether a requirement's marker can be evaluated in each of `envs`."""
-    return requirement.marker is None or _decides(requirement.marker, envs)
 
 
 # The machine's kernel: no sample decides a marker on them, since one fitted to the samples (`platform_release in '<the
@@ -237,8 +236,10 @@ def decides(requirement: Requirement, envs: list[Environment]) -> bool:
 MACHINE = ("platform_release", "platform_version")
 
 
-def _decides(marker: Marker, envs: list[Environment]) -> bool:
+def decides(marker: Marker | None, envs: list[Environment]) -> bool:
     """Whether packaging decides `marker` in each of `envs` as uv does on every machine."""
+    if marker is None:
+        return True
     if _names_extra(getattr(marker, "_markers", []), ("extra", *MACHINE)):  # guard: locked-marker-one-naming-extra-is-not
         return False
     try:
@@ -250,15 +251,11 @@ def _decides(marker: Marker, envs: list[Environment]) -> bool:
 
 
 def _names_extra(markers: object, names: tuple[str, ...] = ("extra",)) -> bool:
-    if isinstance(markers, list):
-        return any(_names_extra(m, names) for m in markers)
-    if isinstance(markers, tuple):
-        return any(type(side).__name__ == "Variable" and str(side) in names for side in markers)
-    return False
+    sides = [side for clause in _clauses(markers) for side in clause]
+    return any(type(side).__name__ == "Variable" and str(side) in names for side in sides)
 
 
 def names_extra(text: object) -> bool:
-    """Whether a uv.lock marker names `extra`."""
     marker = _marker(text)
     return marker is None or _names_extra(getattr(marker, "_markers", []))
 
@@ -273,9 +270,6 @@ def spelled(pair: Pair) -> str:
 
 
 def signature(requirement: Requirement, envs: list[Environment]) -> str:
-    """Where a requirement applies, as one string."""
-    if requirement.marker is None:
-        return ""
     found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
     return "" if "0" not in found else found
 
@@ -287,10 +281,10 @@ def _marker(text: object) -> Marker | None:
         return None
 
 
-def _evaluate(marker: Marker, env: Environment) -> bool:
+def _evaluate(marker: Marker | None, env: Environment) -> bool:
     """A marker packaging cannot evaluate counts as met: shown, not hidden."""
     try:
-        return marker.evaluate(env)
+        return marker is None or marker.evaluate(env)
     except ValueError:
         return True
 

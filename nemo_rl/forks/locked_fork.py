@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from nemo_rl.forks import declared, lock_markers, root_edges
 
 
 def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool = True,
                        declared_extras: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> list[tuple[str, str, str]]:
     """The fork in uv.lock against the derived entry."""
-    from collections import Counter
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     name = canonicalize_name(derived.name)
     packages = [p for p in lock.get("package", []) if isinstance(p, dict)
                 and canonicalize_name(str(p.get("name"))) == name]
@@ -20,9 +22,9 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
         return [("entries", "one", str(len(packages)))]
     package = packages[0]
     requirements = [Requirement(r) for r in derived.requires_dist]
-    manifest = lock.get("manifest", {}).get("dependency-metadata", []) if isinstance(lock.get("manifest"), dict) \
-        else []
-    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name]
+    manifest = lock_markers.manifest(lock, "dependency-metadata")
+    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name] \
+        if isinstance(manifest, list) else []
     dependencies = package.get("dependencies")
     # sampled at each version the compared markers name, so a bound inside a minor version is seen
     envs = lock_markers.environments(lock, [*(r.marker for r in requirements), *(
@@ -37,7 +39,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if derived.version is not None and str(package.get("version")) != derived.version:
         result.append(("version", derived.version, str(package.get("version"))))
     # locked() cannot tell whether uv installs a dependency whose marker does not evaluate (or names the kernel)
-    undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r, envs)}
+    undecided = {canonicalize_name(r.name) for r in requirements if not lock_markers.decides(r.marker, envs)}
     found = lock_markers.unevaluable(dependencies, envs)
     conflicts = [f"{n} (marker {m!r:.80})" for n, m in found if lock_markers.conflict_extra(m)]  # guard: locked-marker-uv-s-conflict-extras-named
     unreadable = [f"{n} (marker {m!r:.80})" for n, m in found if not lock_markers.conflict_extra(m)  # guard: locked-marker-the-fork-s-own-unevaluable
@@ -58,8 +60,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     if missing:  # guard: derived-the-locked-package-follows-the
         overridden = sorted({m.split("[")[0].split(" ")[0] for m in missing} & _overrides(lock).keys())  # guard: locked-dependency-an-override-that
         cause = (f" (pyproject.toml [tool.uv] override-dependencies replaces {', '.join(overridden)}: edit it, "
-                 "then run `uv lock`)"
-                 if overridden else "")
+                 "then run `uv lock`)" if overridden else "")
         result.append(("dependencies", f"{', '.join(missing)} among them", f"missing{cause}"))
     if unexpected:
         result.append(("dependencies", f"only what {what} requires", f"also {', '.join(unexpected)}"))
@@ -93,9 +94,6 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
 
 def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...]], ...],
                 envs: list[lock_markers.Environment], asked: set[str]) -> list[tuple[str, str, str]]:
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     if locked is not None and not isinstance(locked, dict):
         return [("optional-dependencies", "a table of the fork's extras", repr(locked)[:80])]
     wanted = {name: [Requirement(r) for r in lines] for name, lines in declared_extras}
@@ -121,10 +119,6 @@ def _extra_gaps(locked: object, declared_extras: tuple[tuple[str, tuple[str, ...
 
 def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: list[lock_markers.Environment]
                   ) -> list[tuple[str, str, str]]:
-    from packaging.specifiers import SpecifierSet
-    from packaging.utils import canonicalize_name
-    from packaging.version import InvalidVersion, Version
-
     packages: dict[str, list[str]] = {}
     for p in lock.get("package", []):
         if isinstance(p, dict) and p.get("version") is not None:
@@ -139,8 +133,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     for requirement, item in ((r, d) for r in requirements for d in named.get(canonicalize_name(r.name), [])):
         name = canonicalize_name(requirement.name)
         marker = lock_markers._marker(item["marker"]) if item.get("marker") else None
-        applies = any((requirement.marker is None or lock_markers._evaluate(requirement.marker, e))
-                      and (marker is None or lock_markers._evaluate(marker, e)) for e in envs)
+        applies = any(lock_markers._evaluate(requirement.marker, e) and lock_markers._evaluate(marker, e) for e in envs)
         if not requirement.specifier or not applies or not packages.get(name):
             continue
         versions = packages[name]
@@ -163,10 +156,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
 
 
 def _overrides(lock: dict) -> dict[str, str]:
-    from packaging.utils import canonicalize_name
-
-    manifest = lock.get("manifest")
-    found = manifest.get("overrides") if isinstance(manifest, dict) else None
+    found = lock_markers.manifest(lock, "overrides")
     return {canonicalize_name(str(o.get("name"))): str(o.get("specifier") or "") for o in
             (found if isinstance(found, list) else []) if isinstance(o, dict)}
 
@@ -179,10 +169,6 @@ def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[
 
 
 def spelled(line: str) -> str:
-    """A requirement as uv's manifest spells it."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     requirement = Requirement(line)
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
     return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"

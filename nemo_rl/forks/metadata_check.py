@@ -29,9 +29,8 @@ def derives(project: Project, distribution: str) -> bool:
 
 def derived(project: Project, distribution: str) -> declared.Deltas | None:
     """The drop/add lists when the fork's entry is derived; None when uv locks the fork's own metadata."""
-    found = declared.deltas_from_table(project.fork_tables.get(distribution, {}), distribution)
-    entries = project.uv_table.get("dependency-metadata", [])
-    return found if declared.derives(declared.entry_from_tables(entries, distribution), found) else None
+    found = deltas(project, distribution)
+    return found if declared.derives(entry(project, distribution), found) else None
 
 
 def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:
@@ -42,11 +41,9 @@ def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list
     declares = recorded(index, dist)
     rel = index_name(dist)
     if declares is None:
-        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]}",  # guard: derived-declares-recorded
-                 "not recorded")]
+        return [(rel, "declares", f"what {dist} declares at {fork.rev[:12]}", "not recorded")]  # guard: derived-declares-recorded
     stale = [] if declares.commit == fork.rev else [
-        (rel, "declares commit", f"{fork.rev} (the pin)",
-         declares.commit or "not recorded")]
+        (rel, "declares commit", f"{fork.rev} (the pin)", declares.commit or "not recorded")]
     stale += [("uv.lock", field, f"{expected} ([package.metadata] requires-dist)", found) for field, expected, found
               in root_edges.differences(project.lock, dist)] if project.lock_bytes is not None else []
     if not derives(project, dist):
@@ -100,7 +97,6 @@ def rewrite_pyproject(project: Project, distribution: str, declares: declared.De
 
 
 def entry_changes(before: declared.Entry | None, after: declared.Entry) -> list[str]:
-    """The report's lines for a rewritten entry."""
     old = before or declared.Entry(after.name, None, None, ())
     lines = [f"    {field}: {a} -> {b}" for field, a, b in (("version", old.version, after.version),
                                                            ("requires-python", old.requires_python,

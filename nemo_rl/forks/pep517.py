@@ -78,7 +78,6 @@ def _produced(out: Path, name: object) -> str:
 
 
 def _build_system(source: Path, rev: str) -> tuple[list[str], str, list[str] | None]:
-    """The fork's [build-system], with PEP 517's defaults."""
     bad = NemoRLError(f"the fork's pyproject.toml at {rev[:12]} has no valid [build-system]", FIX_FORK)
     try:
         text = values.read_plain_file(source / "pyproject.toml", PYPROJECT_LIMIT).decode()  # guard: reader-the-fork-s-pyproject-toml

@@ -188,26 +188,24 @@ def test_a_landing_cut_short_names_only_the_fork_it_changes_and_what_moved(world
     assert "with uv.lock moved and pyproject.toml, patches/megatron-core not (the project mixes" in remedy, remedy
 
 
-CLEAN = dict(bad_pin=False, interrupted=False, lock_stale=False, records_stale=False, metadata_stale=False,
-             checkout_unreadable=False, developing=False, checkout_gone=False, develop_recorded=False, installed=True)
-ORDER = ["bad_pin", "interrupted", "lock_stale", "records_stale", "metadata_stale", "checkout_unreadable",
-         "developing", "checkout_gone", "develop_recorded"]
+STATES = ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale", "checkout unreadable",
+          "developing", "checkout gone", "develop not applied"]
+CLEAN = dict.fromkeys([*STATES, "not installed"], False)
 ROW = status.ForkStatus("megatron-core", "https://forks.nemo-rl.invalid/m.git", "nemo-rl/main", "a" * 40, "a" * 40,
                         "a" * 40, "0.1.0", "https://upstream.nemo-rl.invalid/m.git", "b" * 40, 2, [], None, "ok",
                         None)
 
 
 def test_nothing_wrong_leaves_the_state_to_the_environment():
-    assert status.first_state(**CLEAN) is None
-    assert status.first_state(**{**CLEAN, "installed": False}) == "not installed"
+    assert status.first_state(CLEAN) is None
+    assert status.first_state({**CLEAN, "not installed": True}) == "not installed"
 
 
-@pytest.mark.parametrize("n", range(len(ORDER)))
+@pytest.mark.parametrize("n", range(len(STATES)))
 def test_the_most_fundamental_state_wins(n):
     """Each condition hides every later one: a bad pin before a landing cut short before a stale lock ..."""
-    found = status.first_state(**{**CLEAN, **dict.fromkeys(ORDER[n:], True), "installed": False})
-    assert found == ["bad pin", "landing interrupted", "lock stale", "records stale", "metadata stale",
-                     "checkout unreadable", "developing", "checkout gone", "develop not applied"][n]
+    found = status.first_state({**CLEAN, **dict.fromkeys(STATES[n:], True), "not installed": True})
+    assert found == STATES[n]
     assert found in status.FAILING and status.REMEDIES[found]
 
 
@@ -237,12 +235,16 @@ def test_render_shows_the_pins_the_checkout_and_at_most_five_record_problems():
 def test_a_landing_cut_short_is_the_state_of_the_forks_it_changes_only(tmp_path):
     """A bump of megatron-core cut short says nothing about nemo-toolkit; a journal naming no records, or one that
     cannot be read, may touch any fork."""
+    from nemo_rl.forks.records import relative_dir
     from nemo_rl.project.journal import CutShort
 
+    def touches(cut, distribution):
+        return cut.touches(relative_dir(distribution))
+
     bump = CutShort(tmp_path, ("pyproject.toml", "uv.lock", "patches/megatron-core"), (), None)
-    assert status.touches(bump, "megatron-core") and not status.touches(bump, "nemo-toolkit")
-    assert status.touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
-    assert status.touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
+    assert touches(bump, "megatron-core") and not touches(bump, "nemo-toolkit")
+    assert touches(replace(bump, moves=["pyproject.toml"]), "nemo-toolkit")
+    assert touches(replace(bump, moves=[], unreadable="cannot read the landing journal"), "nemo-toolkit")
 
 
 def test_a_landing_cut_short_says_what_moved_and_never_a_move_that_did_not_happen(tmp_path):

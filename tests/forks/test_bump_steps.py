@@ -9,10 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import forkworld
-from fakes import derived_world, pin
+import pytest
+from fakes import RECORD, bump, derived_world, make_index, pin
 from gitfixtures import commit, git
 
 from nemo_rl.forks import bump_steps, declared, record_files
+from nemo_rl.forks.record_files import Listed, Record
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
 
@@ -34,7 +36,7 @@ def index_at(pinned: str, declares: declared.Declares | None = AT_PIN) -> record
 
 def before(locked=None, index=None, entry=None) -> bump_steps.Before:
     return bump_steps.Before(FORK, locked_at(PIN) if locked is None else locked, "", entry, declared.Deltas(),
-                             index_at(PIN) if index is None else index, Path("patches/megatron-core"), {})
+                             index_at(PIN) if index is None else index)
 
 
 def test_a_bump_has_nothing_to_do_only_at_the_pinned_and_locked_commit_on_its_branch():
@@ -129,3 +131,150 @@ def test_bump_builds_the_old_side_when_the_recorded_declares_were_edited(world, 
     capsys.readouterr()
     pin(world, new)
     assert "requirements (the fork's own metadata): 0 added, 0 removed, 0 changed" in capsys.readouterr().out
+
+
+OLD_SHA, NEW_SHA = "a" * 40, "b" * 40
+FORK_URL = "https://github.com/example/Megatron-LM.git"
+
+
+def lock(fork_version="0.13.0rc0", rev=OLD_SHA, fork_deps=("numpy", "tensorstore"), packages=None, header=None,
+         manifest_extra="", forks=1, other_entry="2.4.0rc0") -> str:
+    packages = packages if packages is not None else {"numpy": "1.26.4", "tensorstore": "0.1.71"}
+    lines = [header or 'version = 1\nrevision = 3\nrequires-python = ">=3.12"\n',
+             "[manifest]\n" + manifest_extra,
+             f'[[manifest.dependency-metadata]]\nname = "megatron-core"\nversion = "{fork_version}"\n'
+             f"requires-dist = {list(fork_deps)!r}\n".replace("'", '"'),
+             f'[[manifest.dependency-metadata]]\nname = "nemo-toolkit"\nversion = "{other_entry}"\n']
+    for _ in range(forks):
+        lines.append(f'[[package]]\nname = "megatron-core"\nversion = "{fork_version}"\n'
+                     f'source = {{ git = "{FORK_URL}?rev={rev}#{rev}" }}\n'
+                     "dependencies = [" + ", ".join(f'{{ name = "{d}" }}' for d in fork_deps) + "]\n")
+    for name, version in packages.items():
+        lines.append(f'[[package]]\nname = "{name}"\nversion = "{version}"\n'
+                     'source = { registry = "https://pypi.org/simple" }\n')
+    return "\n".join(lines)
+
+
+def rejected(offline: str, committed: str | None = None) -> str | None:
+    return bump_steps.rejected(committed or lock(), offline, "megatron-core", OLD_SHA, NEW_SHA)
+
+
+def test_only_the_sha_moved_is_kept():
+    assert rejected(lock(rev=NEW_SHA)) is None
+
+
+def test_the_forks_new_version_and_requirements_are_kept_with_what_only_it_reached_dropped():
+    """The real move's shape: 0.16.0rc0 needs numpy and packaging (both locked), no longer tensorstore."""
+    committed = lock(packages={"numpy": "1.26.4", "packaging": "24.2", "tensorstore": "0.1.71"})
+    offline = lock("0.16.0rc0", NEW_SHA, ("numpy", "packaging"), {"numpy": "1.26.4", "packaging": "24.2"})
+    assert rejected(offline, committed) is None
+
+
+def test_a_package_added_or_moved_needs_the_index():
+    assert rejected(lock(rev=NEW_SHA, packages={"numpy": "1.26.4", "tensorstore": "0.1.71", "six": "1.17.0"})) == \
+        "it adds or changes six 1.17.0"
+    assert rejected(lock(rev=NEW_SHA, packages={"numpy": "2.0.0", "tensorstore": "0.1.71"})) == \
+        "it adds or changes numpy 2.0.0"
+
+
+def test_a_changed_header_or_manifest_needs_the_index():
+    assert rejected(lock(rev=NEW_SHA, header='version = 1\nrevision = 3\nrequires-python = ">=3.11"\n')) == \
+        "it changed uv.lock's 'requires-python'"
+    assert rejected(lock(rev=NEW_SHA, manifest_extra='members = ["other"]\n')) == \
+        "it changed uv.lock's [manifest] beyond the fork's entry"
+    assert rejected(lock(rev=NEW_SHA, other_entry="2.5.0")) == "it changed uv.lock's [manifest] beyond the fork's entry"
+
+
+def test_the_fork_must_be_locked_once_at_the_new_commit():
+    assert rejected(lock()) == (f"it locks megatron-core from {{'git': '{FORK_URL}?rev={OLD_SHA}#{OLD_SHA}'}}, not "
+                                f"{{'git': '{FORK_URL}?rev={NEW_SHA}#{NEW_SHA}'}}")
+    assert rejected(lock(rev=NEW_SHA, forks=2)) == "it locks megatron-core 2 time(s), the committed lock 1"
+    assert rejected(lock(rev=NEW_SHA, forks=0)) == "it locks megatron-core 0 time(s), the committed lock 1"
+
+
+@pytest.mark.parametrize("text", ["[[package]\n", 'version = "1\n'])
+def test_a_lock_that_does_not_parse_is_thrown_away(text):
+    assert rejected(text).startswith("uv wrote a uv.lock that does not parse")
+    # a committed one edited by hand into something that does not parse: named as such, and online
+    assert bump_steps.rejected(text, lock(rev=NEW_SHA), "megatron-core", OLD_SHA, NEW_SHA).startswith(
+        "the committed uv.lock does not parse")
+
+
+def next_commit(world) -> str:
+    megatron = world.forks["megatron-core"]
+    return commit(megatron.fork, "fix: one more token", {"megatron/core/tokens.py": "def tokens():\n    return [3]\n"})
+
+
+def test_bump_locks_offline_when_only_the_pin_moves(world, capsys):
+    """With declared metadata nothing but the SHA can change: uv's offline run, checked to be exactly that."""
+    forkworld.derive_metadata(world, {})
+    before = (world.project / "uv.lock").read_text()
+    new = next_commit(world)
+    assert bump(world, "--rev", new) == 0
+    assert "locked offline" in capsys.readouterr().out
+    assert (world.project / "uv.lock").read_text() == before.replace(world.forks["megatron-core"].head, new)
+    forkworld.uv_run(world, "lock", "--check")  # what an online lock gives
+
+
+def test_bump_locks_online_when_more_than_the_pin_changes(world, capsys):
+    """pyproject.toml changed since the last lock (the project's own version): offline is not the whole answer."""
+    forkworld.derive_metadata(world, {})
+    path = world.project / "pyproject.toml"
+    path.write_text(path.read_text().replace('name = "fixture-project"\nversion = "0.1.0"',
+                                             'name = "fixture-project"\nversion = "0.1.1"'))
+    assert bump(world, "--rev", next_commit(world)) == 0
+    assert "locked offline" not in capsys.readouterr().out
+    forkworld.uv_run(world, "lock", "--check")
+
+
+def test_lock_changes_lists_changed_added_and_removed_in_order():
+    old = {"torch": "2.7.0", "numpy": "1.26.4", "gone": "1.0"}
+    new = {"torch": "2.7.0", "numpy": "1.26.5", "zeta": "0.1", "alpha": "2.0"}
+    assert bump_steps.lock_changes(old, new) == [
+        "numpy: 1.26.4 -> 1.26.5", "alpha: added (2.0)", "zeta: added (0.1)", "gone: removed (was 1.0)"]
+    assert bump_steps.lock_changes(old, old) == []
+
+
+def test_the_report_names_added_and_removed_commits_by_patch_id():
+    kept, dropped = RECORD, replace(RECORD, commit="e" * 40, patch_id="f" * 40, subject="dropped upstream")
+    added = replace(RECORD, commit="1" * 40, patch_id="2" * 40, subject="new work")
+    index = make_index([kept, dropped])
+    fork = lockfile.Fork("megatron-core", "https://forks.nemo-rl.invalid/megatron-lm.git", "c" * 40, "nemo-rl/main",
+                         "https://upstream.nemo-rl.invalid/megatron-lm.git", "main", "d" * 40)
+    text = bump_steps.report(fork, "9" * 40, index, "8" * 40, [kept, added], ["numpy: 1 -> 2"], dry_run=True,
+                       lock_mode="offline")
+    lines = text.splitlines()
+    assert lines[0] == "bump megatron-core (dry run: nothing written)"
+    assert f"  upstream  base moved {'d' * 12} -> {'8' * 12}" in lines
+    assert "  downstream commits: 2 (1 added, 1 removed)" in lines
+    assert f"    + {'1' * 12} new work" in lines and f"    - {'e' * 12} dropped upstream" in lines
+    assert lines[-2].startswith("  uv.lock: 1 change(s) (locked offline") and lines[-1] == "    numpy: 1 -> 2"
+
+
+def record(number, sha, patch_id):
+    return Record(number, sha * 40, "a <a@b>", "2026-01-01", f"subject {sha}", patch_id * 40, "")
+
+
+def listed(sha, patch_id):
+    return Listed(1, sha * 40, f"subject {sha}", patch_id * 40, "0001-x.patch", "sha256:" + "0" * 64)
+
+
+def test_commits_are_counted_by_commit_not_by_patch_id():
+    old = [listed("a", "1")]
+    # b and c are one change twice (one patch-id); d is a rebased a (a's patch-id under a new SHA)
+    new = [record(1, "d", "1"), record(2, "b", "2"), record(3, "c", "2")]
+    added, removed, shared = bump_steps.commit_changes(old, new)
+    assert [r.commit[0] for r in added] == ["b", "c"] and removed == []
+    assert shared == {"2" * 40: ["b" * 40, "c" * 40]}
+    added, removed, _ = bump_steps.commit_changes([*old, listed("e", "2")], new)
+    assert [r.commit[0] for r in added] == ["c"] and removed == []
+    added, removed, _ = bump_steps.commit_changes(old, [record(1, "a", "1"), record(2, "b", "2")])
+    assert [r.commit[0] for r in added] == ["b"] and removed == []  # a was there already
+    added, removed, _ = bump_steps.commit_changes(old, [record(1, "b", "2")])
+    assert [r.commit[0] for r in added] == ["b"] and [e.commit[0] for e in removed] == ["a"]
+
+
+def test_empty_commits_share_a_patch_id_without_being_one_change_twice():
+    empty = bump_steps.ZERO[0]
+    _, _, shared = bump_steps.commit_changes([], [record(1, "a", empty), record(2, "b", empty)])
+    assert shared == {}
