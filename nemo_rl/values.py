@@ -130,7 +130,7 @@ def state_json(path: Path, fix: str, name: str = "", limit: int = STATE_FILE_MAX
     """The JSON of a state file; NemoRLError when unreadable."""
     where = f"{name} {path}" if name else str(path)
     try:
-        return json.loads(read_plain_file(path, limit).decode())
+        return json.loads(read_plain_file(path, limit))  # bytes: a byte-order mark or UTF-16 from an editor reads
     except FileNotFoundError:
         raise
     except RecursionError as exc:

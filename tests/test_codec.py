@@ -39,6 +39,13 @@ def test_a_record_reads_back_as_written_with_its_mode(tmp_path):
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_record_an_editor_saved_with_a_byte_order_mark_reads(tmp_path, encoding):
+    codec.write(tmp_path / "r.json", REC, 2)
+    (tmp_path / "r.json").write_text((tmp_path / "r.json").read_text(), encoding=encoding)
+    assert codec.read(tmp_path / "r.json", Rec, 2, fix="rebuild") == REC
+
+
 def test_a_missing_record_is_none(tmp_path):
     assert codec.read(tmp_path / "none.json", Rec, 1, fix="rebuild") is None
 

@@ -304,3 +304,11 @@ def test_a_fork_key_from_the_project_never_starts_a_line_of_its_own(tmp_path):
     with pytest.raises(NemoRLError) as raised:
         list(Project.read(tmp_path).forks)
     assert "\n" not in raised.value.what and "\n" not in (raised.value.remedy or "")
+
+
+def test_load_toml_reads_a_file_edited_in_place_with_its_mtime_put_back(tmp_path):
+    path = tmp_path / "x.toml"
+    for value in ("aaa", "bbb"):
+        path.write_text(f'v = "{value}"\n')
+        os.utime(path, ns=(0, 0))  # same inode, size and mtime: only the ctime moved
+        assert lockfile.load_toml(path) == {"v": value}
