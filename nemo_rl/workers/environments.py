@@ -188,13 +188,20 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
-    before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state
+    # the metadata the checks below read: an edit in place moves no directory
+    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the
+                for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
+    proof = proven if proven is not None and list(proven.modules) == modules else None
+    loaded = None if proof is None else tuple(str(env.path / f) for f in proof.files)
+    # with a proof the files to record are known: only they are looked at, not every file
+    before = verified.snapshot(env.path, watched,  # guard: verified-nothing-recorded-when-the-state
+                               None if loaded is None else verified.inside(env.path, [*loaded, *metadata]))
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     try:
-        if proven is not None and list(proven.modules) == modules:
+        if loaded is not None:
             progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
-            result = imports.Result(platform.python_version(), {}, tuple(str(env.path / f) for f in proven.files))
+            result = imports.Result(platform.python_version(), {}, loaded)
         else:
             result = imports.check(env.python, modules)
     except NemoRLError as exc:
@@ -226,8 +233,5 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
             problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    # the metadata the checks above read: an edit in place moves no directory
-    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the
-                for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
     verified.write(env.path, project.lock_hash, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state
                    verified.inside(env.path, [*result.files, *metadata]), before)

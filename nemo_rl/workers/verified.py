@@ -48,9 +48,10 @@ def watched_dirs(env: Path) -> list[str]:
     """The directories under bin/ and site-packages, relative to `env`."""
     found = []
     for top in [env / "bin", *sites(env)]:
+        relative, skip = os.path.relpath(top, env), len(str(top))  # a relpath per directory costs what the walk does
         for dirpath, dirnames, _ in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            found.append(os.path.relpath(dirpath, env))
+            found.append(relative + dirpath[skip:])
     return found
 
 
@@ -141,10 +142,10 @@ def state(env: Path, dirs: Sequence[str], files: Sequence[str]) -> str | None:
     return None if found is None else _digest(found[0])
 
 
-def snapshot(env: Path, dirs: list[str]) -> dict[str, str] | None:
-    """The lines of `dirs`, their files and the start-up files, by path, for `write` to compare."""
-    files = [*startup_files(env)]
-    for d in dirs:
+def snapshot(env: Path, dirs: list[str], known: Sequence[str] | None = None) -> dict[str, str] | None:
+    """The lines of `dirs`, the start-up files and `known` (None: every file in `dirs`), by path, for `write`."""
+    files = [*startup_files(env), *(known or ())]
+    for d in dirs if known is None else ():
         with contextlib.suppress(OSError), os.scandir(env / d) as entries:
             files += [os.path.join(d, e.name) for e in entries if not e.is_dir(follow_symlinks=False)]
     found = _lines(env, dirs, files)
