@@ -197,6 +197,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     unexplained: list[str] = []
     overridden: list[str] = []
     interrupted: list[str] = []
+    locked = project.packages  # uv.lock refused first, whatever the forks
     cuts = journal.cut_short(project.root)
     for fork in forks:
         cut = next((c for c in cuts if c.touches(records.relative_dir(fork.distribution))), None)
@@ -207,7 +208,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
                   f"{', '.join(cut.moved) or 'nothing'})")
             interrupted.append(fork.distribution)
             continue
-        problems = records.check_offline(project, fork, project.packages)
+        problems = records.check_offline(project, fork, locked)
         if not args.offline:
             problems += records.check_online(project, fork)
         not_regular += [(fork.distribution, name) for name in records.not_regular(problems)]

@@ -194,6 +194,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass a virtual environment, e.g. --env .venv")
     forks = project.forks_as_pinned
+    _ = project.developing, project.packages  # read with no fork too: a broken file is named
     cuts = journal.cut_short(project.root)
     rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root))
             for row in (fork_status(project, env, fork, cuts) for fork in forks)]

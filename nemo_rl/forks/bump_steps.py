@@ -57,11 +57,11 @@ class Before:
 
 
 def read_before(project: Project, distribution: str) -> Before:
+    patch_dir = records.records_dir(project.root, distribution)  # first: a linked patches/ is refused by any name
     fork = project.fork(distribution)
     lock_text = lockfile.decoded(project.lock_bytes, project.lock_path) if project.lock_bytes is not None else None
     return Before(fork, project.packages, lock_text, metadata_check.entry(project, distribution),
-                  metadata_check.deltas(project, distribution),
-                  read_index(records.records_dir(project.root, distribution)))
+                  metadata_check.deltas(project, distribution), read_index(patch_dir))
 
 
 def declares_for(before: Before, repo: Path, new_rev: str) -> declared.Declares | None:
@@ -191,6 +191,9 @@ def rejected(committed: str, offline: str, distribution: str, old_rev: str, new_
         new = tomllib.loads(offline)
     except tomllib.TOMLDecodeError as exc:
         return f"uv wrote a uv.lock that does not parse ({exc})"
+    for doc, which in ((old, "the committed uv.lock"), (new, "the uv.lock uv wrote")):
+        if not _shaped(doc):
+            return f"{which} has a [[package]] or [manifest] uv does not write"
     for key in sorted((old.keys() | new.keys()) - {"package", "manifest"}):
         if old.get(key) != new.get(key):  # guard: offline-lock-the-header-compared
             return f"it changed uv.lock's {key!r}"
@@ -209,6 +212,12 @@ def rejected(committed: str, offline: str, distribution: str, old_rev: str, new_
     if new_fork[0].get("source") != old_fork[0].get("source"):  # guard: offline-lock-the-fork-at-the-new-commit
         return f"it locks {distribution} from {new_fork[0].get('source')}, not {old_fork[0].get('source')}"
     return None
+
+
+def _shaped(doc: Doc) -> bool:
+    manifest = doc.get("manifest", {})
+    tables = [doc.get("package", []), manifest.get("dependency-metadata", []) if isinstance(manifest, dict) else None]
+    return all(isinstance(found, list) and all(isinstance(t, dict) for t in found) for found in tables)
 
 
 def _manifest_rest(doc: Doc, distribution: str) -> Doc:

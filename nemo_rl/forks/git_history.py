@@ -26,7 +26,9 @@ class Change:
 
 def changes(repo: Path, sha: str) -> list[Change]:
     """What `sha` changes against its first parent; fetches no blob."""
-    return changes_many(repo, [sha])[sha]
+    out = git.git(["diff-tree", "-r", "-z", "--no-renames", "--root", "-m", "--first-parent", "--no-commit-id",
+                   "--end-of-options", sha], repo=repo).stdout
+    return _parse_raw(out)
 
 
 def _parse_raw(out: str) -> list[Change]:
@@ -61,11 +63,13 @@ def first_parents(repo: Path, shas: list[str]) -> list[str]:
 
 
 def changes_many(repo: Path, shas: list[str]) -> dict[str, list[Change]]:
-    """`changes` of each of `shas`, in one process."""
+    """`changes` of each of `shas` (full SHAs), in one process."""
     if not shas:
         return {}
-    out = git.git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "-m", "--first-parent",
-               "--format=%x01%H", "--stdin"], repo=repo, input_text="\n".join(shas) + "\n").stdout
+    # --root and --diff-merges: what the user's log.showRoot and log.diffMerges would otherwise decide
+    out = git.git(["log", "--no-walk=unsorted", "--raw", "--no-abbrev", "-z", "--no-renames", "--root",
+                   "--diff-merges=first-parent", "--first-parent", "--format=%x01%H", "--stdin"],
+                  repo=repo, input_text="\n".join(shas) + "\n").stdout
     result: dict[str, list[Change]] = {sha: [] for sha in shas}
     for chunk in out.split("\x01")[1:]:
         sha, _, raw = chunk.partition("\0")

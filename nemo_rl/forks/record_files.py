@@ -255,7 +255,8 @@ def render_index(index: Index) -> str:
                 field = {extra: _multiline(lines) for extra, lines in field.items()}
             declares[key] = _multiline(field) if isinstance(field, list) else field
         doc["declares"] = declares
-    doc["commit"] = tomlkit.aot()
+    commits = tomlkit.aot()  # filled before it is added: tomlkit then keeps the blank line before it
     for entry in index.commits:
-        doc["commit"].append(entry.as_table())
+        commits.append(entry.as_table())
+    doc["commit"] = commits
     return tomlkit.dumps(doc)

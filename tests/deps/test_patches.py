@@ -301,6 +301,12 @@ def test_the_offline_check_over_a_landing_cut_short_names_recover(world, capsys)
     out = capsys.readouterr().out
     assert "megatron-core: landing interrupted" in out and "nemo-rl deps recover" in out, out
     assert "DRIFT" not in out and "run `nemo-rl deps patches megatron-core`" not in out, out
+    lock = world.project / "uv.lock"
+    good_lock = lock.read_text()
+    lock.write_text(re.sub(r'(?m)^name = "megatron-core"', 'name = ["megatron-core"]', good_lock))
+    assert deps(world, "patches", "megatron-core", "--check", "--offline") == 1  # uv.lock named over the landing
+    assert "without a name" in capsys.readouterr().err
+    lock.write_text(good_lock)
     assert deps(world, "recover") == 0
     assert deps(world, "patches", "--check", "--offline") == 0, capsys.readouterr().out
 def test_patches_derives_the_entry_and_records_what_the_fork_declares(world, capsys):

@@ -430,3 +430,13 @@ def test_status_checks_the_environment_deps_develop_writes(world, capsys, monkey
     capsys.readouterr()
     assert main(["deps", "status", "--json", "--project", str(world.project)]) == 0
     assert json.loads(capsys.readouterr().out)["environment"] == str(world.project / ".venv")
+
+
+def test_a_broken_develop_state_is_named_with_no_fork_pinned(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.10"\n'
+                                             "dependencies = []\n[tool.nemo-rl.forks]\n")
+    subprocess.run(["uv", "lock", "--offline", "--project", str(tmp_path)], check=True, capture_output=True)
+    (tmp_path / ".nemo-rl").mkdir()
+    (tmp_path / ".nemo-rl" / "develop.json").write_text("{")
+    assert main(["deps", "status", "--check", "--project", str(tmp_path)]) == 1
+    assert "develop.json" in capsys.readouterr().err

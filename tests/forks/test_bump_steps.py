@@ -200,6 +200,14 @@ def test_a_lock_that_does_not_parse_is_thrown_away(text):
         "the committed uv.lock does not parse")
 
 
+@pytest.mark.parametrize("edit", ["manifest = 5\n", "package = 5\n", "package = [5]\n",
+                                  "[manifest]\ndependency-metadata = [5]\n"])
+def test_a_lock_in_a_shape_uv_does_not_write_is_named(edit):
+    shape = "has a [[package]] or [manifest] uv does not write"
+    assert rejected(lock(rev=NEW_SHA), edit) == f"the committed uv.lock {shape}"
+    assert rejected(edit) == f"the uv.lock uv wrote {shape}"
+
+
 def next_commit(world) -> str:
     megatron = world.forks["megatron-core"]
     return commit(megatron.fork, "fix: one more token", {"megatron/core/tokens.py": "def tokens():\n    return [3]\n"})

@@ -36,6 +36,17 @@ def test_changes_are_read_from_trees(history):
         second: git_history.changes(repo, second), third: git_history.changes(repo, third)}
 
 
+def test_changes_ignore_the_user_s_log_settings(history, monkeypatch):
+    repo, (first, second, third), _ = history
+    want = {sha: git_history.changes(repo, sha) for sha in (first, second, third)}
+    for key, value in (("log.showRoot", "false"), ("log.diffMerges", "combined")):
+        monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+        monkeypatch.setenv("GIT_CONFIG_KEY_0", key)
+        monkeypatch.setenv("GIT_CONFIG_VALUE_0", value)
+        assert git_history.changes_many(repo, [first, second, third]) == want
+        assert {sha: git_history.changes(repo, sha) for sha in want} == want
+
+
 def test_paths_by_commit_and_commit_facts(history):
     repo, (first, second, third), _ = history
     assert git_history.paths_by_commit(repo, f"{first}..main") == {

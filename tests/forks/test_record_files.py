@@ -5,6 +5,7 @@ tests/deps/test_patches.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fakes import RECORD, deps, make_index
@@ -113,3 +114,12 @@ def test_records_survive_any_subject(world, capsys):
     assert deps(world, "bump", "megatron-core", "--rev", new_head) == 0
     assert deps(world, "patches", "--check", "--offline", "megatron-core") == 0
     assert deps(world, "patches", "--check", "megatron-core") == 0
+
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.mark.parametrize("fork", sorted(p.name for p in (ROOT / "patches").iterdir() if (p / INDEX).is_file()))
+def test_a_committed_index_renders_back_byte_for_byte(fork):
+    directory = ROOT / "patches" / fork
+    assert record_files.render_index(record_files.read_index(directory)) == (directory / INDEX).read_text()
