@@ -50,7 +50,8 @@ def missing_archs(name: str, archs: Archs, declared: Sequence[int]) -> str | Non
     absent = [a for a in declared if a not in archs.sm]
     if not absent:
         return None
-    return (f"{name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'}, the build declares "
+    return (f"{name} holds cubins for sm {', '.join(map(str, archs.sm)) or 'none'} "
+            f"(PTX: {', '.join(map(str, archs.ptx)) or 'none'}), the build declares "
             f"{';'.join(map(str, declared))} (NVTE_CUDA_ARCHS): sm {', '.join(map(str, absent))} missing")
 
 

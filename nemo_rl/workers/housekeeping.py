@@ -147,13 +147,16 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
             if locks.remove_unheld(row.path):
                 removed.append(row.path)
             continue
-        with environments.Slot(row.path.parent, row.key).locked(wait=False) as held:
-            if not held:
-                continue
+        fd = locks.lock_file(environments.Slot(row.path.parent, row.key).lock_path, None)  # writes nothing: a full disk
+        if fd is None:
+            continue
+        try:
             if users(row.path):  # guard: workers-prune-s-in-use-check
                 continue
             shutil.rmtree(row.path, ignore_errors=True)
             removed.append(row.path)
+        finally:
+            os.close(fd)
     return removed + _prune_lock_files() + _prune_packs()  # guard: rest-prune-removes-a-pruned-key-s-lock
 
 

@@ -552,7 +552,7 @@ def test_a_signal_after_the_worker_environment_is_built_says_so(world, tmp_path,
         interrupt.record(signal.SIGINT)
         interrupt.check()
 
-    monkeypatch.setattr(environments, "_verify", interrupted_while_verifying)
+    monkeypatch.setattr(environments, "verify", interrupted_while_verifying)
     try:
         assert main(["envs", "build", "BASE", "--project", str(world.project)]) == 130
     finally:

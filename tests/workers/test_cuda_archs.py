@@ -48,6 +48,14 @@ SDIST_LOCK = {"package": [{"name": "transformer-engine-torch", "sdist": {"url": 
                           {"name": "torch", "wheels": [{"url": "y"}]}]}
 
 
+def test_a_missing_arch_is_said_with_the_cubins_and_the_ptx_there():
+    from nemo_rl.toolchain.archs import Archs
+
+    assert cuda_archs.missing_archs("ext", Archs((80,), (80,)), (80, 90)) == \
+        "ext holds cubins for sm 80 (PTX: 80), the build declares 80;90 (NVTE_CUDA_ARCHS): sm 90 missing"
+    assert cuda_archs.missing_archs("ext", Archs((80, 90), ()), (80, 90)) is None
+
+
 @pytest.mark.nvcc
 def test_a_declared_arch_without_cubins_fails_the_pack(sm80_extension, tmp_path, monkeypatch):
     env = fake_env(tmp_path, sm80_extension)

@@ -3,6 +3,7 @@ device or link swapped in, and one file that cannot be copied ends the copy."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -111,6 +112,24 @@ def test_one_file_that_cannot_be_copied_ends_the_copy(world, tmp_path, monkeypat
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     after = len(calls) - 1 - calls.index(str(bundle / bundles.CACHE / "archive-v0/abc/a.py"))
     assert calls[0].endswith("a.py") and after <= 2 * (os.cpu_count() or 1), (after, len(calls))  # under way
+
+
+@pytest.mark.parametrize("errno_", [errno.EACCES, errno.ESTALE])
+def test_a_bundle_directory_that_cannot_be_listed_names_the_bundle(world, tmp_path, monkeypatch, errno_):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/a.py": "A\n"})
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    unreadable, real = str(bundle / bundles.CACHE / "archive-v0"), os.scandir
+
+    def scandir(path=".", *rest):  # root reads any directory: the refusal is injected
+        if path == unreadable:
+            raise OSError(errno_, os.strerror(errno_), path)
+        return real(path, *rest)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(NemoRLError, match="cannot list .*archive-v0 of bundle") as caught:
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert caught.value.remedy == f"copy the bundle again from the builder: {bundle}"
 
 
 def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
