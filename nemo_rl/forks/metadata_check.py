@@ -29,8 +29,9 @@ def derives(project: Project, distribution: str) -> bool:
 
 def derived(project: Project, distribution: str) -> declared.Deltas | None:
     """The drop/add lists when the fork's entry is derived; None when uv locks the fork's own metadata."""
-    found = deltas(project, distribution)
-    return found if declared.derives(entry(project, distribution), found) else None
+    found = declared.deltas_from_table(project.fork_tables.get(distribution, {}), distribution)
+    entries = project.uv_table.get("dependency-metadata", [])  # not through entry(): the worker path stays short
+    return found if declared.derives(declared.entry_from_tables(entries, distribution), found) else None
 
 
 def problems(project: Project, fork: lockfile.Fork, index: Index | None) -> list[Problem]:

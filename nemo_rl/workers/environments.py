@@ -127,6 +127,7 @@ describe = WorkerEnv.read
 
 def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, digest: str | None = None) -> WorkerEnv:
     """The verified environment for (uv.lock, flags), built if missing from `bundle`, a found one or the network."""
+    root, lock_hash = project.root.resolve(), project.lock_hash
     where = slot(key_for(project, flags))
     with where.locked():
         for leftover in where.building():  # we hold the lock: whoever made these is gone
@@ -136,13 +137,13 @@ def ensure(project: Project, flags: list[str], *, bundle: Path | None = None, di
         except codec.AnotherVersion:  # only by hand at this key: the version is in it
             found = None
         manifest = None
-        if found is None or found.project != project.root.resolve():  # guard: whose-metadata-of-another-project-is
+        if found is None or found.project != root:  # guard: whose-metadata-of-another-project-is
             manifest = _build(project, flags, where, bundle or bundles.find(project, flags), digest)
         env = WorkerEnv.read(where.path)
         if env is None:  # a bug, not a user's mistake
             raise RuntimeError(f"{where.path} has no metadata after its build")
         modules = verified.modules_to_import(project.forks, env.path)
-        if not verified.still_verified(env.path, project.lock_hash, modules):  # guard: verified-the-record-is-used
+        if not verified.still_verified(env.path, lock_hash, modules):  # guard: verified-the-record-is-used
             verify(env, project, proven=manifest.proven if manifest else None, modules=modules)
     (where.path / LAST_USED).touch()
     return env
