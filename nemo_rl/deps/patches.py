@@ -117,7 +117,7 @@ def _generate(root: Path, forks: list[lockfile.Fork]) -> int:
         project = Project.read(root)
         records.records_dir(root, fork.distribution)  # guard: deps-patches-refuses-linked-records
         repo = fork_cache.fetched(fork, fork.rev)
-        base, recs = records.compute(repo, fork, fork.rev)
+        base, recs = records.compute(repo, fork)
         # what the fork declares at the pin is recorded with it (every fork: the offline check compares uv.lock with
         # it), and a derived entry is derived from it
         declares = records.declares_at(project, repo, fork, fork.rev)

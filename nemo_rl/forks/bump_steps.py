@@ -162,8 +162,7 @@ def requirement_drift(before: Before, repo: Path, new_rev: str, new: declared.De
         return [f"  requirements: not compared: {problem.what.splitlines()[0]}",
                 f"    ({problem.remedy.splitlines()[0] if problem.remedy else 'see above'}); then "
                 f"`nemo-rl deps verify {fork.distribution}`"]
-    # a derived entry follows the fork by construction, and without one uv locks the fork's own metadata
-    return fork_metadata.drift(old_lines, new_lines, None).lines(fork.distribution)
+    return fork_metadata.drift(old_lines, new_lines).lines()
 
 
 def validate(staged: Project, fork: lockfile.Fork, new_rev: str) -> dict[str, lockfile.LockedPackage]:

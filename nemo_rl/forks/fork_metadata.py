@@ -200,28 +200,19 @@ class Drift:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     changed: tuple[tuple[str, str], ...]
-    uncovered: tuple[str, ...]
 
-    def lines(self, distribution: str) -> list[str]:
+    def lines(self) -> list[str]:
         lines = [f"  requirements (the fork's own metadata): {len(self.added)} added, {len(self.removed)} removed, "
                  f"{len(self.changed)} changed"]
-        lines += [f"    + {r}{'   NOT COVERED' if canonicalize_name(Requirement(r).name) in self.uncovered else ''}"
-                  for r in self.added]
+        lines += [f"    + {r}" for r in self.added]
         lines += [f"    - {r}" for r in self.removed]
         lines += [f"    ~ {old} -> {new}" for old, new in self.changed]
-        if self.uncovered:
-            lines.append(f"  not covered by [[tool.uv.dependency-metadata]] {distribution}: {', '.join(self.uncovered)}"
-                         f" - add those it imports to its requires-dist, relock, `nemo-rl deps verify {distribution}`")
         return lines
 
 
-def drift(old_lines: Iterable[str], new_lines: Iterable[str], declared: declared.Entry | None) -> Drift:
-    covered = {canonicalize_name(Requirement(r).name) for r in (declared.requires_dist if declared else ())}
+def drift(old_lines: Iterable[str], new_lines: Iterable[str]) -> Drift:
     old, new = _requirements(list(old_lines)), _requirements(list(new_lines))
     added = [new[n] for n in sorted(new.keys() - old.keys())]
     removed = [old[n] for n in sorted(old.keys() - new.keys())]
     changed = [(old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]]  # guard: guard-drift-s-changed
-    # without a declared entry uv locks the fork's own metadata, so nothing can be left uncovered
-    uncovered = sorted({str(canonicalize_name(Requirement(r).name)) for r in added} - covered) \
-        if declared is not None else []
-    return Drift(tuple(added), tuple(removed), tuple(changed), tuple(uncovered))
+    return Drift(tuple(added), tuple(removed), tuple(changed))

@@ -84,9 +84,9 @@ def describe(repo: Path, shas: list[str]) -> list[Record]:
                    diffs[sha].diffstat) for number, sha in enumerate(shas, start=1)]
 
 
-def compute(repo: Path, fork: lockfile.Fork, pinned: str) -> tuple[str, list[Record]]:
-    """(base, records) of `pinned`."""
-    base, shas = downstream(repo, fork, pinned)
+def compute(repo: Path, fork: lockfile.Fork) -> tuple[str, list[Record]]:
+    """(base, records) of the fork's pinned rev."""
+    base, shas = downstream(repo, fork, fork.rev)
     return base, describe(repo, shas)
 
 
@@ -238,7 +238,7 @@ def orphan_fix(orphan: Difference) -> str:
 def check_online(project: Project, fork: lockfile.Fork) -> list[Difference]:
     """The facts of the index and records that differ from the fork and upstream, notes aside."""
     repo = fork_cache.fetched(fork, fork.rev)
-    base, fresh = compute(repo, fork, fork.rev)
+    base, fresh = compute(repo, fork)
     directory = records_dir(project.root, fork.distribution)
     rel = index_name(fork.distribution)
     index = read_index(directory)

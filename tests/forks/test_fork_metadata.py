@@ -15,7 +15,7 @@ from gitfixtures import commit
 
 from nemo_rl import codec
 from nemo_rl.errors import NemoRLError
-from nemo_rl.forks import declared, fork_cache, fork_metadata
+from nemo_rl.forks import fork_cache, fork_metadata
 from nemo_rl.forks.fork_metadata import Metadata
 from nemo_rl.project.model import Project
 
@@ -38,18 +38,6 @@ def test_requirements_leave_out_extras_and_what_does_not_parse():
     found = fork_metadata._requirements(["torch>=2.6", "Numpy (<2)", "pytest; extra == 'test'", "not a req ===",
                                          "einops; python_version >= '3.10'"])
     assert found == {"torch": "torch>=2.6", "numpy": "Numpy<2", "einops": 'einops; python_version >= "3.10"'}
-
-
-def test_drift_names_what_the_declared_entry_does_not_cover():
-    old = Metadata("megatron-core", "0.1", {"torch": "torch>=2.6", "gone": "gone"})
-    new = Metadata("megatron-core", "0.2", {"torch": "torch>=2.7", "einops": "einops", "packaging": "packaging"})
-    drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
-                                declared.Entry("megatron-core", "0.1", None, ("torch", "packaging>=24")))
-    assert (drift.added, drift.removed, drift.changed, drift.uncovered) == (
-        ("einops", "packaging"), ("gone",), (("torch>=2.6", "torch>=2.7"),), ("einops",))
-    assert "    + einops   NOT COVERED" in drift.lines("megatron-core")
-    # without a declared entry uv locks the fork's own metadata: nothing is left uncovered
-    assert fork_metadata.drift(old.requires.values(), new.requires.values(), None).uncovered == ()
 
 
 def test_metadata_without_a_name_or_too_large_is_refused(tmp_path):
@@ -210,11 +198,9 @@ def test_drift_reports_changes_and_leaves_out_extras():
         ["torch>=2", "einops", "pytest; extra == 'test'"]))
     new = fork_metadata.Metadata("megatron-core", "0.2", fork_metadata._requirements(
         ["torch>=2.1", "numpy<2", "wandb; extra == 'dev'"]))
-    drift = fork_metadata.drift(old.requires.values(), new.requires.values(),
-                                declared.Entry("megatron-core", "0.1", None, ("torch",)))
+    drift = fork_metadata.drift(old.requires.values(), new.requires.values())
     assert drift.changed == (("torch>=2", "torch>=2.1"),)
     assert drift.added == ("numpy<2",) and drift.removed == ("einops",)  # extras' requirements are not imports
-    assert drift.uncovered == ("numpy",)
 def test_a_refusal_while_uv_locks_ends_the_lock(world, capsys, tmp_path):
     """The fork's commit renames the distribution, and its build (run by uv lock meanwhile) would take two minutes:
     the refusal ends uv and the build at once; nothing changes."""

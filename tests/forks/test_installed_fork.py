@@ -61,7 +61,7 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     derived_world(world)
     fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
-    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork)
     wrong = declared.Declares("0.0.9", ">=3.10", ("pytest>=8",), fork.rev)  # the fork builds 0.1.0, needs nemo-toolkit
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
                                             wrong))

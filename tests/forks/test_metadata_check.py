@@ -630,7 +630,7 @@ def test_an_entry_without_recorded_declarations_is_caught(world, capsys):
     derived_world(world)
     fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
-    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork)
     records.write(directory, *records.build(directory, records.read_index(directory), fork, fork.rev, base, recs,
                                             None))
     capsys.readouterr()

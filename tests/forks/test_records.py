@@ -140,7 +140,7 @@ def test_online_check_finds_declares_the_fork_does_not_have(world, capsys):
     derived_world(world)
     fork = Project.read(world.project).fork("megatron-core")
     directory = records.records_dir(world.project, "megatron-core")
-    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork, fork.rev)
+    base, recs = records.compute(fork_cache.fetched(fork, fork.rev), fork)
     wrong = declared.Declares("0.1.0", ">=3.10", ("nemo-toolkit", "pytest>=8", "nemo-toolkit-extra-fixture"),
                              fork.rev)
     index, noted = records.build(directory, records.read_index(directory), fork, fork.rev, base, recs, wrong)
