@@ -27,6 +27,16 @@ def modules_for(fork: lockfile.Fork) -> list[str]:
     return list(dict.fromkeys((comp.module, *comp.entry_points)))
 
 
+def extra_for(project: Project, distribution: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    for extra, names in project.optional_dependencies.items():
+        if canonicalize_name(distribution) in names:
+            return extra
+    raise NemoRLError(f"no extra in [project.optional-dependencies] requires {distribution}",
+                      f"add {distribution} to the extra that needs it")
+
+
 def suggestion(fork: lockfile.Fork, module: str) -> str:
     """The requirement that most likely provides `module`."""
     from packaging.utils import canonicalize_name
@@ -89,7 +99,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="nemo-rl-verify-") as tmp:
         built: dict[str, Path] = {}
         for fork in forks:
-            extra = project.extra_of(fork.distribution)
+            extra = extra_for(project, fork.distribution)
             env = built.get(extra)
             if env is None:
                 env = built[extra] = Path(tmp) / extra

@@ -44,7 +44,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     try:
         lock = project.lock
         deltas = metadata_check.derived(project, distribution)
-        extra = project.extra_of(name, "mcore")
+        extra = next((e for e, names in project.optional_dependencies.items() if name in names), "mcore")
     except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]

@@ -191,16 +191,6 @@ class Project:
                                   f"requirement: {exc}", "fix it, then run `uv lock`") from exc
         return result
 
-    def extra_of(self, distribution: str, default: str | None = None) -> str:
-        from packaging.utils import canonicalize_name
-
-        name = canonicalize_name(distribution)
-        extra = next((e for e, names in self.optional_dependencies.items() if name in names), default)
-        if extra is None:
-            raise NemoRLError(f"no extra in [project.optional-dependencies] requires {distribution}",
-                              f"add {distribution} to the extra that needs it")
-        return extra
-
     def extras_require(self, flags: list[str] | tuple[str, ...], distribution: str) -> bool:
         """Whether these sync flags install `distribution` through their extras."""
         from packaging.utils import canonicalize_name

@@ -18,6 +18,7 @@ from gitfixtures import commit, write
 
 from nemo_rl.cli import main
 from nemo_rl.deps import verify
+from nemo_rl.errors import NemoRLError
 from nemo_rl.process import run
 from nemo_rl.project import lockfile
 from nemo_rl.project.model import Project
@@ -276,6 +277,14 @@ def test_the_modules_nemo_rl_relies_on_are_imported_once_each():
                                entry_points=("nemo.tron.init", "nemo.tron.config"))
     assert verify.modules_for(nemo) == ["nemo.tron.init", "nemo.tron.config"]
     assert verify.modules_for(FORK) == ["megatron_core"]  # no module declared: the distribution's name
+
+
+def test_the_extra_that_requires_the_fork(tmp_path):
+    project = write_pyproject(tmp_path, '[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
+                              'docs = ["sphinx"]\nmcore = ["Megatron_Core>=0.1", "nemo-toolkit"]\n')
+    assert verify.extra_for(Project.read(project), "megatron-core") == "mcore"
+    with pytest.raises(NemoRLError, match="no extra in \\[project.optional-dependencies\\] requires torch"):
+        verify.extra_for(Project.read(project), "torch")
 
 
 def test_a_missing_module_goes_to_the_add_list_of_a_derived_entry_else_to_the_entry(tmp_path):

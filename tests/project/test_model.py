@@ -25,13 +25,3 @@ def test_a_directory_that_is_not_the_project_is_passed_over_whatever_its_path(tm
     (other / "pyproject.toml").write_text("[project]\nname = 'y'\n")
     monkeypatch.chdir(other)
     assert Project.find().root == tmp_path
-
-
-def test_the_extra_that_requires_the_fork(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n[project.optional-dependencies]\n'
-                                             'docs = ["sphinx"]\nmcore = ["Megatron_Core>=0.1", "nemo-toolkit"]\n')
-    project = Project.read(tmp_path)
-    assert project.extra_of("megatron-core") == "mcore"
-    with pytest.raises(NemoRLError, match="no extra in \\[project.optional-dependencies\\] requires torch"):
-        project.extra_of("torch")
-    assert project.extra_of("torch", "mcore") == "mcore"
