@@ -32,7 +32,7 @@ def _recover(project: Path) -> int:
     for left in found:
         path = left.staging
         if left.has_journal:  # guard: fast-recover-finishes-a-landing-cut
-            moves = journal.read_journal(path)
+            moves = journal.read_journal(path).moves
             moved = journal.finish(project, path)
             before = [name for name in moves if name not in moved]  # guard: fast-recover-says-what-had-moved-before
             print(f"finished an interrupted landing: moved {', '.join(moved) or 'nothing more'} ("

@@ -49,12 +49,8 @@ def _landable(name: str) -> bool:
     return name in LANDABLE_FILES or (records != name and bool(values.DISTRIBUTION_NAME.match(records)))
 
 
-def read_journal(staging: Path) -> list[str]:
-    """The paths a journal moves, checked."""
-    return list(_read_journal(staging).moves)
-
-
-def _read_journal(staging: Path) -> Journal:
+def read_journal(staging: Path) -> Journal:
+    """The journal in `staging`, checked."""
     path = staging / JOURNAL
     fix = (f"nothing more was moved, but the landing may have moved some files: check `git status` "  # guard: journal-an-unreadable-journal-says-files
            f"(`git checkout -- <file>` restores one), then delete {staging}")
@@ -117,12 +113,12 @@ def cut_short(project: Path, *, locked: bool = False) -> list[CutShort]:
     found = []
     for staging in (left.staging for left in leftovers(project, locked=locked) if left.has_journal):
         try:
-            moves = read_journal(staging)
+            moves = read_journal(staging).moves
         except NemoRLError as exc:
             found.append(CutShort(staging, (), (), f"{exc.what}: {exc.remedy}"))
             continue
         moved = tuple(name for name in moves if not os.path.lexists(staging / name))
-        found.append(CutShort(staging, tuple(moves), moved, None))
+        found.append(CutShort(staging, moves, moved, None))
     return found
 
 
@@ -172,7 +168,7 @@ def _move(source: Path, target: Path) -> None:
 
 def finish(project: Path, staging: Path) -> list[str]:
     """Complete a landing whose journal exists; idempotent. The paths it moved."""
-    record = _read_journal(staging)
+    record = read_journal(staging)
     for name in record.moves:
         if os.path.lexists(staging / name):  # guard: never-recover-checks-what-it-moves
             _check_staged(staging, name)

@@ -35,7 +35,7 @@ def write_journal(staging, content) -> None:
 def test_a_journal_of_landable_paths_is_read(staging):
     moves = ["pyproject.toml", "uv.lock", "patches/megatron-core"]
     write_journal(staging, {"moves": moves, "before": dict.fromkeys(moves)})
-    assert journal.read_journal(staging) == ["pyproject.toml", "uv.lock", "patches/megatron-core"]
+    assert journal.read_journal(staging).moves == ("pyproject.toml", "uv.lock", "patches/megatron-core")
     assert journal.project_of(staging) == staging.parent.parent
 
 
@@ -79,7 +79,7 @@ def test_a_journal_whose_digests_are_not_one_per_move_is_refused(staging, before
         journal.read_journal(staging)
     valid = {"uv.lock": "0" * 64, "pyproject.toml": None}
     write_journal(staging, {"moves": ["uv.lock", "pyproject.toml"], "before": valid})
-    assert journal.read_journal(staging) == ["uv.lock", "pyproject.toml"]
+    assert journal.read_journal(staging).moves == ("uv.lock", "pyproject.toml")
 
 
 def test_a_missing_journal_is_refused(staging):
