@@ -199,7 +199,7 @@ def run(project: Project, args: argparse.Namespace) -> int:
     rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root))
             for row in (fork_status(project, env, fork, cuts) for fork in forks)]
     orphans = records.orphans(project, forks)
-    lock_problem = uv_inputs.lock_problem(project, forks)
+    lock_problem = uv_inputs.lock_problem(project)
     if args.json:
         print(dumps({"schema": 2, "project": str(project.root), "environment": str(env), "lock_problem": lock_problem,
                      "forks": rows, "orphaned_records": [str(o) for o in orphans]}))

@@ -170,7 +170,7 @@ def collect(project_dir: Project | None = None, extra: str | None = None, smoke:
             locked = project.packages
             forks = project.forks_as_pinned
             declared = extras.components(forks)
-            lock_problem = uv_inputs.lock_problem(project, forks)
+            lock_problem = uv_inputs.lock_problem(project)
             if lock_problem:
                 problems.append(lock_problem)
         except NemoRLError as exc:

@@ -8,7 +8,7 @@ import re
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,11 +24,11 @@ NOT_MADE = "(not made) "  # uv did not run
 NOT_CHECKED = "uv.lock was not checked against pyproject.toml: "
 
 
-def lock_problem(project: Project, forks: Sequence[lockfile.Fork]) -> str | None:
+def lock_problem(project: Project) -> str | None:
     """What is wrong with uv.lock as a whole, with the fix; None when it is current."""
     if project.lock_bytes is None:
         return f"{project.lock_path} is missing: run `git checkout uv.lock` or `uv lock`"
-    if any(f.bad_rev for f in forks):
+    if any(f.bad_rev for f in project.forks_as_pinned):
         return None
     unseen = unchecked(project)  # guard: trust-what-a-copy-cannot-show-is-named
     if unseen is not None:

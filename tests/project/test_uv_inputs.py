@@ -56,7 +56,7 @@ def test_a_check_uv_could_not_make_is_not_a_stale_lock(monkeypatch, tmp_path):
     for why, says in [(f"{uv.OTHER_PYTHON} (/usr/bin/python3)", "with a Python that requires-python allows"),
                       (f"{uv.BUILD_REFUSED}: {REFUSAL}", "then `uv lock --check` if that code is trusted")]:
         monkeypatch.setattr(uv, "lock_mismatch", lambda project, why=why: why)
-        problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
+        problem = uv_inputs.lock_problem(Project.read(tmp_path))
         assert problem is not None and problem.startswith("uv.lock was not checked") and says in problem
         assert "run `uv lock` and commit it" not in problem
 
@@ -81,9 +81,9 @@ def test_uv_lock_is_the_remedy_only_for_a_stale_lock(monkeypatch, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: uv.STALE)
     stale = "uv.lock does not match pyproject.toml: run `uv lock` and commit it"
-    assert uv_inputs.lock_problem(Project.read(tmp_path), []) == stale
+    assert uv_inputs.lock_problem(Project.read(tmp_path)) == stale
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: "error: No `project` table found")
-    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path))
     assert problem is not None and problem.startswith("uv could not check uv.lock") and "run `uv lock`" not in problem
 
 
@@ -102,7 +102,7 @@ def test_a_check_that_cannot_make_its_directory_says_so(monkeypatch, tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(tempfile, "mkdtemp", full)
-    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path))
     assert problem is not None and "cannot make a directory for the check" in problem
     assert "No space left on device" in problem
 
@@ -137,7 +137,7 @@ def test_a_check_uv_cannot_make_is_not_a_crash(monkeypatch, tmp_path):
     (tmp_path / "uv.lock").write_text("")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "cache"))
-    problem = uv_inputs.lock_problem(Project.read(tmp_path), [])
+    problem = uv_inputs.lock_problem(Project.read(tmp_path))
     assert problem is not None and problem.startswith("uv.lock was not checked") and "os error 13" in problem
 
 
@@ -163,7 +163,7 @@ def test_copies_a_killed_check_left_are_removed_and_a_running_ones_kept(monkeypa
     try:
         seen: list[bool] = []  # the check's own copy is held while uv reads it: another check's sweep leaves it
         monkeypatch.setattr(uv, "lock_mismatch", lambda project: seen.append(locks.held(project)))
-        assert uv_inputs.lock_problem(Project.read(tmp_path), []) is None
+        assert uv_inputs.lock_problem(Project.read(tmp_path)) is None
         assert seen == [True] and not dead.exists() and sorted(root.iterdir()) == [fresh, live]
     finally:
         os.close(held)
@@ -204,7 +204,7 @@ def test_uv_settings_above_nemo_rls_cache_choose_nothing(tmp_path, monkeypatch):
     (tmp_path / "above").mkdir()
     (tmp_path / "above" / "uv.toml").write_text('resolution = "lowest-direct"\n')
     monkeypatch.setenv("NEMO_RL_CACHE_DIR", str(tmp_path / "above" / "cache"))
-    assert uv_inputs.lock_problem(Project.read(project), []) is None
+    assert uv_inputs.lock_problem(Project.read(project)) is None
 
 
 def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monkeypatch):
@@ -222,7 +222,7 @@ def test_a_cache_that_cannot_lock_still_checks_and_leaves_no_copy(tmp_path, monk
 
     monkeypatch.setattr(locks, "hold", no_locks)
     monkeypatch.setattr(uv, "lock_mismatch", lambda project: None)
-    assert uv_inputs.lock_problem(Project.read(tmp_path), []) is None
+    assert uv_inputs.lock_problem(Project.read(tmp_path)) is None
     assert not list((tmp_path / "cache" / "lock-check").iterdir())
 
 
