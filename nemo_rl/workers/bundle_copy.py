@@ -10,6 +10,7 @@ import dataclasses
 import os
 import platform
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,9 +18,11 @@ from pathlib import Path
 from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
-from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_copy_dir
 from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree, remove
 
+NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache, holding MARKER and CACHE
+CACHE = "uv-cache"
+MARKER = "nemo-rl-node-copy"
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 STAMP_VERSION = 3
@@ -90,6 +93,31 @@ def _take_turn(lock: Path, doing: str) -> int:
     except OSError:  # a full disk: the next build waits without a name
         pass
     return held
+
+
+def new_copy_dir(root: Path) -> tuple[Path, int]:
+    """A new node copy's directory under `root`, marked, and held by the returned descriptor."""
+    for attempt in range(3):
+        copy = Path(tempfile.mkdtemp(prefix=NODE_COPY_PREFIX, dir=root))  # guard: never-a-node-copy-of-its-own
+        held = -1
+        try:  # held, then marked: an empty unmarked one is a killed build's
+            held = locks.hold(copy)
+            fd = os.open(copy / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            break
+        except FileNotFoundError:  # a prune took it before the lock
+            if held >= 0:
+                os.close(held)
+            if attempt == 2:
+                raise
+    try:
+        os.write(fd, f"a node's copy of a bundle (pid {os.getpid()})\n".encode())
+        os.close(fd)
+        (copy / CACHE).mkdir()
+    except BaseException:
+        os.close(held)
+        shutil.rmtree(copy, ignore_errors=True)
+        raise
+    return copy, held
 
 
 def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
