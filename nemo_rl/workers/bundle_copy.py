@@ -181,7 +181,15 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             held = -1  # guard: node-copy-a-changed-copy-s-hold-is-given-back-once
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             if left:  # its stamp goes: no restamp of the build using it vouches for it again
-                _drop_stamp(candidate)
+                try:
+                    turn = _take_turn(candidate / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
+                except (NemoRLError, OSError):  # the copy removed meanwhile (`envs prune`)
+                    turn = -1
+                try:
+                    (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
+                finally:
+                    if turn >= 0:
+                        os.close(turn)
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
@@ -198,18 +206,6 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         if held >= 0:
             os.close(held)
         raise
-
-
-def _drop_stamp(copy: Path) -> None:
-    try:
-        turn = _take_turn(copy / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
-    except (NemoRLError, OSError):  # the copy removed meanwhile (`envs prune`)
-        turn = -1
-    try:
-        (copy / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
-    finally:
-        if turn >= 0:
-            os.close(turn)
 
 
 def _unused_for(copy: Path, seconds: float) -> bool:
