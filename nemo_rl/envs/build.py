@@ -60,13 +60,13 @@ def _bootstrap(project: Project, flags: list[str], args: argparse.Namespace, dig
 
 
 def run(project: Project, args: argparse.Namespace) -> int:
-    from nemo_rl.workers import bundle_trust, environments
+    from nemo_rl.workers import environments
 
     flags = envs.flags(args.py_executable)
     if args.digest is not None and not args.bundle:
         raise UsageError("--digest pins the bundle given with --from", "add --from DIR")
     # `--digest "$UNSET"` is refused, never taken for no pin
-    digest = bundle_trust.digest_argument(args.digest) if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
+    digest = values.bundle_digest(args.digest, "--digest") if args.digest is not None else None  # guard: an-empty-digest-is-a-refused-digest
     if args.bundle is not None and _without_driver(project.root):  # guard: bundles-the-node-makes-the-checkout-s
         return _bootstrap(project, flags, args, digest)
     env = environments.ensure(project, flags, bundle=args.bundle, digest=digest)

@@ -122,21 +122,6 @@ def pointers(cache: Path) -> list[Pointer]:
     return found
 
 
-def locked_hashes(project: Project) -> dict[str, tuple[str, str]]:
-    """Archive (wheel_key of the file name, or "<name> <version> sdist") -> (package, "algorithm:hex")."""
-    found = {}
-    for package in project.lock.get("package", []):
-        name, version = str(package.get("name", "")), str(package.get("version", ""))
-        sdist = package.get("sdist")
-        if isinstance(sdist, dict) and isinstance(sdist.get("hash"), str):
-            found[f"{canonical(name)} {version} sdist"] = (name, sdist["hash"])
-        for wheel in package.get("wheels", []):
-            if isinstance(wheel, dict) and isinstance(wheel.get("hash"), str) and isinstance(wheel.get("url"), str):
-                filename = urllib.parse.unquote(urllib.parse.urlsplit(wheel["url"]).path.rsplit("/", 1)[-1])
-                found[wheel_key(filename)] = (name, wheel["hash"])
-    return found
-
-
 def _version(key: str) -> str:
     name, _, rest = key.partition(" ")
     return f"{name} {rest.split('-', 1)[0]}"
@@ -145,7 +130,16 @@ def _version(key: str) -> str:
 def check(cache: Path, project: Project, where: str) -> tuple[int, list[str]]:
     """(archives checked, archives uv.lock does not name); raises NemoRLError for a pointer matching no uv.lock file or
     hash."""
-    locked = locked_hashes(project)
+    locked: dict[str, tuple[str, str]] = {}
+    for entry in project.lock.get("package", []):
+        name, version = str(entry.get("name", "")), str(entry.get("version", ""))
+        sdist = entry.get("sdist")
+        if isinstance(sdist, dict) and isinstance(sdist.get("hash"), str):
+            locked[f"{canonical(name)} {version} sdist"] = (name, sdist["hash"])
+        for wheel in entry.get("wheels", []):
+            if isinstance(wheel, dict) and isinstance(wheel.get("hash"), str) and isinstance(wheel.get("url"), str):
+                filename = urllib.parse.unquote(urllib.parse.urlsplit(wheel["url"]).path.rsplit("/", 1)[-1])
+                locked[wheel_key(filename)] = (name, wheel["hash"])
     versions = {_version(key) for key in locked if not key.endswith(" sdist")}
     fix = "pack the bundle again on the builder from this uv.lock (`nemo-rl envs pack`)"
     checked, unlisted = 0, []

@@ -10,6 +10,7 @@ import dataclasses
 import os
 import platform
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,9 +18,11 @@ from pathlib import Path
 from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
-from nemo_rl.workers.bundle_trust import CACHE, NODE_COPY_PREFIX, new_copy_dir
 from nemo_rl.workers.tree_copy import Identity, copy_cache, identity, link_tree, remove
 
+NODE_COPY_PREFIX = ".bundle-copy-"  # a checked copy of a bundle's cache, holding MARKER and CACHE
+CACHE = "uv-cache"
+MARKER = "nemo-rl-node-copy"
 RACY_NS = 2_000_000_000
 STAMP = "checked.json"
 STAMP_VERSION = 3
@@ -92,6 +95,31 @@ def _take_turn(lock: Path, doing: str) -> int:
     return held
 
 
+def new_copy_dir(root: Path) -> tuple[Path, int]:
+    """A new node copy's directory under `root`, marked, and held by the returned descriptor."""
+    for attempt in range(3):
+        copy = Path(tempfile.mkdtemp(prefix=NODE_COPY_PREFIX, dir=root))  # guard: never-a-node-copy-of-its-own
+        held = -1
+        try:  # held, then marked: an empty unmarked one is a killed build's
+            held = locks.hold(copy)
+            fd = os.open(copy / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            break
+        except FileNotFoundError:  # a prune took it before the lock
+            if held >= 0:
+                os.close(held)
+            if attempt == 2:
+                raise
+    try:
+        os.write(fd, f"a node's copy of a bundle (pid {os.getpid()})\n".encode())
+        os.close(fd)
+        (copy / CACHE).mkdir()
+    except BaseException:
+        os.close(held)
+        shutil.rmtree(copy, ignore_errors=True)
+        raise
+    return copy, held
+
+
 def _made(root: Path, bundle: Path, digest: str, digest_of: Digest, sealed: Sealed) -> NodeCopy:
     """A new checked copy of `bundle`, held exclusively while made, shared once stamped."""
     copy, held = new_copy_dir(root)
@@ -153,7 +181,15 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
             held = -1  # guard: node-copy-a-changed-copy-s-hold-is-given-back-once
             left = not locks.remove_unheld(candidate)  # guard: node-copy-a-copy-found-changed-is
             if left:  # its stamp goes: no restamp of the build using it vouches for it again
-                _drop_stamp(candidate)
+                try:
+                    turn = _take_turn(candidate / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
+                except (NemoRLError, OSError):  # the copy removed meanwhile (`envs prune`)
+                    turn = -1
+                try:
+                    (candidate / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
+                finally:
+                    if turn >= 0:
+                        os.close(turn)
             progress(f"warning: this node's copy of bundle {bundle} in {candidate} changed since its check: "
                      + ("left to the build using it (`nemo-rl envs prune` removes it after)" if left else "removed"))
             return None
@@ -170,18 +206,6 @@ def _checked(candidate: Path, bundle: Path, digest: str, digest_of: Digest, seal
         if held >= 0:
             os.close(held)
         raise
-
-
-def _drop_stamp(copy: Path) -> None:
-    try:
-        turn = _take_turn(copy / STAMP_LOCK, STAMPING)  # guard: node-copy-a-changed-copy-s-stamp-goes-between-restamps
-    except (NemoRLError, OSError):  # the copy removed meanwhile (`envs prune`)
-        turn = -1
-    try:
-        (copy / STAMP).unlink(missing_ok=True)  # guard: node-copy-a-changed-copy-left-loses-its-stamp
-    finally:
-        if turn >= 0:
-            os.close(turn)
 
 
 def _unused_for(copy: Path, seconds: float) -> bool:

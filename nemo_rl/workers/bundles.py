@@ -9,15 +9,27 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from nemo_rl import interrupt, settings, uv
+from nemo_rl import interrupt, settings, uv, values
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.progress import progress
 from nemo_rl.project.model import Project
-from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, bundle_trust, cuda_archs
+from nemo_rl.workers import archive_hashes, bundle_copy, bundle_seal, cuda_archs
 from nemo_rl.workers.manifests import MANIFEST, Manifest, differences, inputs_for, read_manifest
 
-CACHE = bundle_trust.CACHE
+CACHE = bundle_copy.CACHE
 DRIVER_FLAGS = ("--locked",)  # the checkout's `.venv`, as `uv run` syncs it
+
+
+def pinned_digests() -> set[str]:
+    """The digests in $NEMO_RL_BUNDLE_DIGESTS; empty when unset (any bundle matching its manifest)."""
+    setting = os.environ.get("NEMO_RL_BUNDLE_DIGESTS")
+    if setting is None:
+        return set()
+    found = values.bundle_digests(setting, "NEMO_RL_BUNDLE_DIGESTS")
+    if not found:  # guard: nemo-rl-bundle-digests-set-but-empty-is
+        raise NemoRLError(f"NEMO_RL_BUNDLE_DIGESTS is set but holds no digest ({setting!r:.40})",
+                          "set it to the digests `nemo-rl envs pack` printed, or `unset NEMO_RL_BUNDLE_DIGESTS`")
+    return found
 
 
 def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) -> tuple[str, int, str | None]:
@@ -91,12 +103,22 @@ def check(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], di
         raise NemoRLError(f"bundle {bundle} was made for other inputs: {'; '.join(different)}",
                           f"pack one for this checkout ({command('nemo-rl envs pack ... {bundle}', bundle=bundle)}), "
                           "or check out the bundle's commit")
-    trusted = {bundle_trust.digest_argument(digest)} if digest is not None else bundle_trust.pinned_digests()  # guard: digest-is-normalised-where-checked
+    trusted = {values.bundle_digest(digest, "--digest")} if digest is not None else pinned_digests()  # guard: digest-is-normalised-where-checked
     if trusted and manifest.digest not in trusted:  # guard: never-the-pinned-digest
         where = "--digest" if digest is not None else "NEMO_RL_BUNDLE_DIGESTS"
         raise NemoRLError(f"bundle {bundle} has digest {manifest.digest}, which {where} does not pin",
                           f"use the bundle whose digest `nemo-rl envs pack` printed, or add this digest to {where}")
     return manifest
+
+
+def check_copy(bundle: Path, manifest: Manifest, record: bytes, content: tuple[int, int, str]) -> None:
+    """Refuse unless the node's copy (`content`: content_digest's), `record` and the manifest match the digest."""
+    files, total, cache_digest = content
+    digest = bundle_seal.seal(cache_digest, manifest, record)
+    if (files, total, digest) != (manifest.files, manifest.bytes, manifest.digest):  # guard: bundles-content-against-the-digest
+        raise NemoRLError(f"bundle {bundle} does not match its manifest: {files} files, {total} bytes, {digest} "
+                          f"found; {manifest.files}, {manifest.bytes}, {manifest.digest} recorded",
+                          f"copy the bundle again from the builder: {bundle}")
 
 
 def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...], environment: Path,
@@ -107,7 +129,7 @@ def sync_from(bundle: Path, project: Project, flags: list[str] | tuple[str, ...]
         progress(fits)
     progress(f"checking bundle {bundle} ({manifest.files} files, {manifest.bytes / 1e6:.1f} MB)")
     node = bundle_copy.node_copy(settings.venv_dir(), bundle, manifest.digest, content_digest,  # guard: seal-the-node-checks-the-record-bytes-it
-                                 functools.partial(bundle_seal.check_copy, bundle, manifest, record))
+                                 functools.partial(check_copy, bundle, manifest, record))
     try:
         with bundle_copy.working_cache(node.cache) as cache:
             progress(f"using bundle {bundle} through the working uv cache {cache}")
@@ -166,7 +188,7 @@ def find(project: Project, flags: list[str]) -> Path | None:
                               "mount the bundles' directory, or unset NEMO_RL_BUNDLE_DIR to build from the network")
         return None
     local = inputs_for(project, flags)
-    trusted = bundle_trust.pinned_digests()
+    trusted = pinned_digests()
     why = {}
     for bundle in bundles:
         try:

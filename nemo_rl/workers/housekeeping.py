@@ -16,7 +16,6 @@ from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
 from nemo_rl.workers import bundle_copy, bundle_pack, bundles, environments
-from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
@@ -83,7 +82,7 @@ def listing(project: Project | None) -> list[Row]:
         mine = {}
     ours = identity.checkout_id(project.root) if project is not None else None
     for path in sorted(root.iterdir() if root.is_dir() else ()):
-        if path.name.startswith(NODE_COPY_PREFIX):
+        if path.name.startswith(bundle_copy.NODE_COPY_PREFIX):
             if (digest := bundle_copy.stamp_digest(path)) is not None:  # guard: node-copy-one-killed-before-its-check-is
                 state, detail = "kept copy", f"this node's checked copy of the bundle with digest {digest}"
             elif os.path.lexists(path / bundle_copy.STAMP):  # guard: housekeeping-another-version-s-copy-is-listed
@@ -143,7 +142,7 @@ def prune(project: Project | None, rows: list[Row] | None = None) -> list[Path]:
     for row in listing(project) if rows is None else rows:
         if row.state not in ("stale", "other version", "unfinished build", "kept copy"):  # guard: rest-prune-never-removes-a-broken
             continue
-        if row.path.name.startswith(NODE_COPY_PREFIX):
+        if row.path.name.startswith(bundle_copy.NODE_COPY_PREFIX):
             if locks.remove_unheld(row.path):
                 removed.append(row.path)
             continue

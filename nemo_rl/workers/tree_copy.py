@@ -33,7 +33,25 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
     returns each file's (size, sha256, identity) by relative path. Raises NemoRLError on a FIFO or device."""
     from concurrent.futures import ThreadPoolExecutor
 
-    files = _tree(source, target, bundle)
+    files = []
+    todo = [(str(source), str(target))]
+    while todo:  # by the listing's type: no lstat per file
+        directory, here = todo.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            raise NemoRLError(f"cannot list {directory} of bundle {bundle}: {exc.strerror}",
+                              f"copy the bundle again from the builder: {bundle}") from exc
+        for entry in entries:
+            there = os.path.join(here, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                os.mkdir(there, 0o755)
+                todo.append((entry.path, there))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(entry.path), there)
+            else:
+                files.append((entry.path, there))
     device = os.stat(target).st_dev
     skip = len(str(source)) + 1
 
@@ -202,27 +220,3 @@ def remove(path: str) -> None:
         shutil.rmtree(path, onexc=open_up)
     elif os.path.lexists(path):
         os.unlink(path)
-
-
-def _tree(source: Path, target: Path, bundle: Path) -> list[tuple[str, str]]:
-    """Make `source`'s directories and links in `target`; returns each file's path and its path there."""
-    files = []
-    todo = [(str(source), str(target))]
-    while todo:  # by the listing's type: no lstat per file
-        directory, here = todo.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError as exc:
-            raise NemoRLError(f"cannot list {directory} of bundle {bundle}: {exc.strerror}",
-                              f"copy the bundle again from the builder: {bundle}") from exc
-        for entry in entries:
-            there = os.path.join(here, entry.name)
-            if entry.is_dir(follow_symlinks=False):
-                os.mkdir(there, 0o755)
-                todo.append((entry.path, there))
-            elif entry.is_symlink():
-                os.symlink(os.readlink(entry.path), there)
-            else:
-                files.append((entry.path, there))
-    return files

@@ -26,7 +26,7 @@ from nemo_rl import interrupt
 from nemo_rl.cli import main
 from nemo_rl.project import develop_state, journal
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_trust, bundles
+from nemo_rl.workers import bundle_copy, bundles
 
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -532,7 +532,7 @@ def test_a_signal_during_the_node_copy_ends_it_and_leaves_no_copy(world, tmp_pat
     monkeypatch.setattr(interrupt, "_received", [])
     with pytest.raises(interrupt.Interrupted):
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
-    assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    assert len(calls) < len(files) and not list(venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*"))
     with pytest.raises(interrupt.Interrupted):  # and hashing a bundle (a pack's, a node's) ends the same way
         bundles.content_digest(bundle / bundles.CACHE)
 

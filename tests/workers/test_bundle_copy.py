@@ -22,8 +22,8 @@ from fakes import FLAGS, fake_bundle
 from nemo_rl import codec, locks, values
 from nemo_rl.errors import Interrupted, NemoRLError
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, bundle_trust, bundles, housekeeping, tree_copy
-from nemo_rl.workers.bundle_trust import NODE_COPY_PREFIX
+from nemo_rl.workers import bundle_copy, bundles, housekeeping, tree_copy
+from nemo_rl.workers.bundle_copy import NODE_COPY_PREFIX
 
 DIGEST = "sha256:" + "a" * 64  # the bundle's, as its manifest would say
 
@@ -308,10 +308,10 @@ def test_what_is_installed_is_what_was_checked(world, tmp_path, monkeypatch, cap
         assert inodes[f"archive-v0/abc/{name}"] != os.stat(bundle / bundles.CACHE / "archive-v0/abc" / name).st_ino
     (bundle / bundles.CACHE / "archive-v0/abc/shared.py").write_text("C\n")  # rewritten after the check
     # the node's checked copy is what a second build installs: checked again, not copied again
-    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    copy = next(venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*"))
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert (tmp_path / "seen-2" / "archive-v0/abc/shared.py").read_text() == "B\n"
-    assert list(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")) == [copy]
+    assert list(venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*")) == [copy]
     # the bundle's CUDA record edited: the copy is as checked, so the refusal is the bundle's and the copy stays
     sidecar = bundle / bundles.cuda_archs.SIDECAR
     good = sidecar.read_bytes()
@@ -440,7 +440,7 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     seen = _working_caches(monkeypatch, tmp_path)
     bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env",
                       manifest)  # bytes written just now: racy
-    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    copy = next(venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*"))
     stamp = json.loads((copy / bundle_copy.STAMP).read_text())
     assert stamp["digest"] == manifest.digest and stamp["files"] == {}  # each file is hashed again next time
     shutil.rmtree(copy)
@@ -450,7 +450,7 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     kept = [path for path, row in rows.items() if row.state == "kept copy"]
     assert len(kept) == 1 and manifest.digest in rows[kept[0]].detail
-    killed, held_killed = bundle_trust.new_copy_dir(venvs)  # no stamp yet
+    killed, held_killed = bundle_copy.new_copy_dir(venvs)  # no stamp yet
     rows = {row.path: row for row in housekeeping.listing(Project.read(world.project))}
     assert rows[killed].state == "unfinished build" and "being made now" in rows[killed].detail
     os.close(held_killed)  # its build was killed
@@ -468,17 +468,17 @@ def test_a_node_copy_is_taken_only_when_it_is_checked_and_old_enough(world, tmp_
     for age, each in ((100, bundle), (50, other), (None, bundle)):
         project = Project.read(world.project)
         bundles.sync_from(each, project, FLAGS, tmp_path / "env", bundles.check(each, project, FLAGS))
-        for path in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
+        for path in venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*"):  # clock ticks apart, whatever the clock
             if age is not None and bundle_copy.stamp_digest(path) == bundles.read_manifest(each).digest:
                 os.utime(path / bundle_copy.STAMP, (time.time() - age, time.time() - age))
-    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")}
+    ours = {bundle_copy.stamp_digest(p): p for p in venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*")}
     assert len(ours) == 2
     assert "does not hold bundle" not in capsys.readouterr().err  # the other's copy is passed over by its digest
     # a third bundle: the copy used longest ago (the other's) goes, the two last used stay
     third = fake_bundle(world, tmp_path / "third", {"archive-v0/q/r.py": "Z = 3\n", "simple-v1/index": "k\n"})
     project = Project.read(world.project)
     bundles.sync_from(third, project, FLAGS, tmp_path / "env", bundles.check(third, project, FLAGS))
-    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*")}
+    left = {bundle_copy.stamp_digest(p) for p in venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*")}
     assert left == {manifest.digest, bundles.read_manifest(third).digest}
 
 
@@ -541,7 +541,7 @@ def test_a_build_s_own_links_leave_the_next_build_nothing_to_hash(world, tmp_pat
     for _ in range(2):
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert hashed[1] == set()
-    copy = next(venvs.glob(f"{bundle_trust.NODE_COPY_PREFIX}*"))
+    copy = next(venvs.glob(f"{bundle_copy.NODE_COPY_PREFIX}*"))
     (copy / bundles.CACHE / "archive-v0/abc/mine.py").write_text("Z\n")
     os.utime(copy / bundles.CACHE / "archive-v0/abc/mine.py", (old, old))  # the mtime put back: the ctime shows it
     with pytest.raises(NemoRLError, match="does not match its manifest"):
@@ -714,3 +714,21 @@ def test_a_turn_taken_on_a_full_disk_is_taken_and_given_back(tmp_path, monkeypat
     with bundle_copy.working_cache(cache) as work:
         assert (work / "archive-v0").is_dir()
     os.close(locks.lock_file(cache.parent / bundle_copy.WORKING_LOCK, None))
+
+
+def test_a_live_node_copy_of_the_same_pid_is_left_alone(world, tmp_path, monkeypatch):
+    venvs = tmp_path / "venvs"
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    theirs = venvs / f"{bundle_copy.NODE_COPY_PREFIX}{os.getpid()}"  # another container's build, same PID
+    venvs.mkdir(mode=0o700)
+    theirs.mkdir()
+    (theirs / "in-use").write_text("")
+    held = locks.hold(theirs)
+    try:
+        bundle = fake_bundle(world, tmp_path / "bundle")
+        monkeypatch.setattr(bundles.uv, "sync", lambda *a, **k: None)
+        project = Project.read(world.project)
+        bundles.sync_from(bundle, project, FLAGS, tmp_path / "env", bundles.check(bundle, project, FLAGS))
+        assert (theirs / "in-use").exists()
+    finally:
+        os.close(held)

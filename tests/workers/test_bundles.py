@@ -600,3 +600,20 @@ def test_a_link_out_of_the_bundle_through_another_link_is_refused(tmp_path):
     (deep / "q").symlink_to("p/../../../../../etc/passwd")
     with pytest.raises(NemoRLError, match="links out of the bundle"):
         bundles.content_digest(root)
+
+
+def test_an_empty_digest_is_refused_never_taken_for_no_pin(world, tmp_path, monkeypatch, capsys):
+    """`--digest "$DIGEST"` or NEMO_RL_BUNDLE_DIGESTS=$DIGESTS with the variable unset: the site believes it pins."""
+    bundle = fake_bundle(world, tmp_path / "bundles" / "b")
+    capsys.readouterr()
+    assert main(["envs", "build", "BASE", "--from", str(bundle), "--digest", "", "--project", str(world.project)]) == 1
+    assert "is not a bundle digest" in capsys.readouterr().err
+    with pytest.raises(NemoRLError, match="is not a bundle digest"):
+        bundles.check(bundle, Project.read(world.project), FLAGS, "")
+    monkeypatch.setenv("NEMO_RL_BUNDLE_DIR", str(bundle.parent))
+    for setting in ("", " , ;"):
+        monkeypatch.setenv("NEMO_RL_BUNDLE_DIGESTS", setting)
+        with pytest.raises(NemoRLError, match="NEMO_RL_BUNDLE_DIGESTS is set but holds no digest"):
+            bundles.find(Project.read(world.project), FLAGS)
+    monkeypatch.delenv("NEMO_RL_BUNDLE_DIGESTS")
+    assert bundles.find(Project.read(world.project), FLAGS) == bundle

@@ -16,7 +16,7 @@ from fakes import FLAGS, deps, env_row, fake_env, planted_env
 from nemo_rl import settings
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import environments, housekeeping
+from nemo_rl.workers import bundle_copy, environments, housekeeping
 
 
 @pytest.fixture
@@ -75,17 +75,15 @@ def test_an_unrelated_process_is_not_a_user(env, tmp_path):
 
 
 def test_a_killed_bundle_build_leaves_a_copy_that_prune_removes(tmp_path, monkeypatch):
-    from nemo_rl.workers import bundle_trust
-
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     (tmp_path / "venvs").mkdir(mode=0o700)
-    dead, killed = bundle_trust.new_copy_dir(tmp_path / "venvs")
+    dead, killed = bundle_copy.new_copy_dir(tmp_path / "venvs")
     os.close(killed)  # its build was killed
-    live, held = bundle_trust.new_copy_dir(tmp_path / "venvs")  # a node build still running
+    live, held = bundle_copy.new_copy_dir(tmp_path / "venvs")  # a node build still running
     for path in (dead, live):
-        (path / bundle_trust.CACHE / "wheels-v8").mkdir(parents=True)
-    (dead / bundle_trust.CACHE / "wheels-v8" / "w").write_bytes(b"\0" * 2_000_000)
-    os.link(dead / bundle_trust.CACHE / "wheels-v8" / "w", dead / "w")  # as its working cache links it
+        (path / bundle_copy.CACHE / "wheels-v8").mkdir(parents=True)
+    (dead / bundle_copy.CACHE / "wheels-v8" / "w").write_bytes(b"\0" * 2_000_000)
+    os.link(dead / bundle_copy.CACHE / "wheels-v8" / "w", dead / "w")  # as its working cache links it
     try:
         rows = {row.path: row for row in housekeeping.listing(None) if row.state == "unfinished build"}
         assert set(rows) == {dead, live} and rows[dead].size_mb == 2.0  # a file of two names counted once
@@ -258,3 +256,13 @@ def test_an_environment_of_another_metadata_version_is_listed_and_pruned_once_un
         job.wait()
     assert housekeeping.prune(None) == [env, venvs / f".{env.name}.lock"]
     assert not env.exists()
+
+
+def test_an_empty_unmarked_node_copy_is_a_killed_builds(world, tmp_path, monkeypatch):
+    import tempfile
+
+    venvs = tmp_path / "venvs"
+    venvs.mkdir(mode=0o700)
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(venvs))
+    killed = Path(tempfile.mkdtemp(prefix=bundle_copy.NODE_COPY_PREFIX, dir=venvs))  # SIGKILL before the marker
+    assert killed in housekeeping.prune(Project.read(world.project)) and not killed.exists()
