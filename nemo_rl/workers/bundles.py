@@ -36,8 +36,11 @@ def _file_entry(root: str, relative: str, known: tuple[int, str] | None = None) 
     interrupt.check()  # guard: bundles-a-signal-ends-the-digest-within
     path = os.path.join(root, relative)
     info = os.lstat(path)
+    target = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
+    if "\n" in relative + target:  # guard: the-digest-refuses-a-newline-in-a-name; one entry could spell two
+        raise NemoRLError(f"{path!r:.200} in the bundle has a newline in its name or link target",
+                          "make the bundle again on the builder (`nemo-rl envs pack`)")
     if stat.S_ISLNK(info.st_mode):
-        target = os.readlink(path)
         landing = os.path.normpath(os.path.join(os.path.dirname(relative), target))
         # `q -> p/../../etc` through `p -> ../..` is inside by its text only
         real, inside = os.path.realpath(path), os.path.realpath(root)

@@ -551,6 +551,19 @@ def test_a_link_out_of_the_bundle_is_refused(tmp_path):
         (root / "wheels-v1" / "bad").unlink()
 
 
+def test_a_newline_in_a_name_or_link_target_is_refused(tmp_path):
+    """A name or link target holding a newline could spell two entries of the digest; uv never writes one."""
+    for name, target in (("a\nF b", None), ("l", "f\nL m f")):
+        root = tmp_path / f"cache-{len(name)}"
+        root.mkdir()
+        if target is None:
+            (root / name).write_bytes(b"x")
+        else:
+            (root / name).symlink_to(target)
+        with pytest.raises(NemoRLError, match="newline in its name or link target"):
+            bundles.content_digest(root)
+
+
 def test_a_site_pins_the_bundles_it_trusts(world, tmp_path, monkeypatch, capsys):
     bundle = fake_bundle(world, tmp_path / "bundles" / "b")
     digest = bundles.read_manifest(bundle).digest
