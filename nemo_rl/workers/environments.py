@@ -189,17 +189,13 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     rebuild = f"remove {env.path} and ask again: it is rebuilt from uv.lock"
     verified.forget(env.path)
     watched = verified.watched_dirs(env.path)
-    proof = proven if proven is not None and list(proven.modules) == modules else None
-    loaded = None if proof is None else tuple(str(env.path / f) for f in proof.files)
-    # with a proof the files to record are known: only they are looked at, not every file
-    known = None if loaded is None else verified.inside(env.path, [*loaded, *verified.metadata(env.path)])
-    before = verified.snapshot(env.path, watched, known)  # guard: verified-nothing-recorded-when-the-state
+    before = verified.snapshot(env.path, watched)  # guard: verified-nothing-recorded-when-the-state
     if not env.python.exists():
         raise NemoRLError(f"worker environment {env.path} has no interpreter at {env.python}", rebuild)
     try:
-        if loaded is not None:
+        if proven is not None and list(proven.modules) == modules:
             progress(f"{', '.join(modules)}: imported by the pack from these bytes, not imported again")
-            result = imports.Result(platform.python_version(), {}, loaded)
+            result = imports.Result(platform.python_version(), {}, tuple(str(env.path / f) for f in proven.files))
         else:
             result = imports.check(env.python, modules)
     except NemoRLError as exc:
@@ -231,6 +227,8 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
             problems.append(f"{fork.distribution} is missing there, uv.lock pins {package.commit[:12]}")
     if problems:
         raise NemoRLError(f"worker environment {env.path} is broken: {'; '.join(problems)}", rebuild)
-    metadata = verified.metadata(env.path)  # guard: the-metadata-recorded-by-the-paths-the; what the checks above read
+    # the metadata the checks above read: an edit in place moves no directory
+    metadata = [str(p) for site in verified.sites(env.path)  # guard: the-metadata-recorded-by-the-paths-the
+                for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
     verified.write(env.path, project.lock_hash, result.python, ray_there, modules, watched,  # guard: verified-directories-in-the-state
                    verified.inside(env.path, [*result.files, *metadata]), before)

@@ -55,12 +55,6 @@ def watched_dirs(env: Path) -> list[str]:
     return found
 
 
-def metadata(env: Path) -> list[str]:
-    """The metadata files a verification reads, by path: an edit in place moves no directory."""
-    return [str(p) for site in sites(env)
-            for p in [*site.glob("*.dist-info/direct_url.json"), *site.glob("ray-*.dist-info/METADATA")]]
-
-
 def startup_files(env: Path) -> list[str]:
     """The files every start of the interpreter reads, relative to `env`."""
     return sorted({"pyvenv.cfg", *(os.path.relpath(p, env) for p in (env / "bin").glob("python*")),
@@ -148,16 +142,12 @@ def state(env: Path, dirs: Sequence[str], files: Sequence[str]) -> str | None:
     return None if found is None else _digest(found[0])
 
 
-def snapshot(env: Path, dirs: list[str], known: Sequence[str] | None = None) -> dict[str, str] | None:
-    """The lines of `dirs`, the start-up files and `known` (None: every file in `dirs`), by path, for `write`."""
-    files, watched = [*startup_files(env)], set(dirs)
-    for d in dirs if known is None else ():
+def snapshot(env: Path, dirs: list[str]) -> dict[str, str] | None:
+    """The lines of `dirs`, their files and the start-up files, by path, for `write` to compare."""
+    files = [*startup_files(env)]
+    for d in dirs:
         with contextlib.suppress(OSError), os.scandir(env / d) as entries:
             files += [os.path.join(d, e.name) for e in entries if not e.is_dir(follow_symlinks=False)]
-    for relative in known or ():  # only what a listing of the watched directories holds
-        with contextlib.suppress(OSError):
-            if os.path.dirname(relative) in watched and not stat.S_ISDIR(os.lstat(env / relative).st_mode):  # guard: verified-a-known-file-is-one-a-listing-holds
-                files.append(relative)
     found = _lines(env, dirs, files)
     return None if found is None else dict(zip([*(f"{d}/" for d in dirs), *files], found[0], strict=True))
 

@@ -283,20 +283,3 @@ def test_a_fifo_verification_record_is_no_record(tmp_path):
     os.mkfifo(tmp_path / verified.RECORD)
     assert _never_hangs(f"from pathlib import Path; from nemo_rl.workers import verified; "
                         f"print(verified.read(Path({str(tmp_path)!r})))") == "None"
-
-
-def test_a_snapshot_of_known_files_holds_only_what_a_listing_of_the_watched_directories_would(tmp_path):
-    """With the pack's proof only the proof's files are looked at: a file under a linked directory, or missing, is
-    never recorded, so the next use verifies again."""
-    env, project = verified_env(tmp_path)
-    site = env / "lib" / "python3.12" / "site-packages"
-    (tmp_path / "real").mkdir()
-    (tmp_path / "real" / "__init__.py").write_text("")
-    os.symlink(tmp_path / "real", site / "linked")
-    dirs = verified.watched_dirs(env)
-    lock_hash = Project.read(project).lock_hash
-    for known in (["lib/python3.12/site-packages/linked/__init__.py"], ["lib/python3.12/site-packages/missing.py"]):
-        assert not verified.write(env, lock_hash, *DRIVER, ["ray"], dirs, known, verified.snapshot(env, dirs, known))
-    known = ["lib/python3.12/site-packages/pkg/__init__.py"]
-    assert verified.write(env, lock_hash, *DRIVER, ["ray"], dirs, known, verified.snapshot(env, dirs, known))
-    assert still_verified(env, project)
