@@ -71,7 +71,7 @@ def _proven_field(value: object) -> Proven:
             or not all(isinstance(m, str) and _MODULE.match(m) for m in value["modules"])
             or not isinstance(value.get("files"), list)
             or not all(isinstance(f, str) and f and not f.startswith("/") and ".." not in f.split("/")
-                       for f in value["files"])):
+                       and f.isprintable() for f in value["files"])):
         raise ValueError("proven is not {modules: [module names], files: [paths inside the environment]}")  # guard: manifest-proven-checked
     return Proven(tuple(value["modules"]), tuple(value["files"]))
 

@@ -401,6 +401,8 @@ GOOD = manifests.Manifest(manifests.SCHEMA, manifests.Inputs("0" * 64, ("--locke
     ("proven", {"modules": ["ray"], "files": ["../../etc/passwd"]}, "proven is not"),
     ("proven", {"modules": ["ray; rm"], "files": []}, "proven is not"),
     ("proven", {"modules": ["ray"], "files": ["/etc/passwd"]}, "proven is not"),
+    ("proven", {"modules": ["ray"], "files": ["lib/a\x00b.py"]}, "proven is not"),
+    ("proven", {"modules": ["ray"], "files": ["lib/a\nb.py"]}, "proven is not"),
 ])
 def test_the_manifests_own_fields_are_checked_where_read(tmp_path, field, value, expected):
     assert bundles.read_manifest(_manifest_at(tmp_path, {})).distributions == GOOD.distributions
