@@ -37,21 +37,25 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
     todo = [(str(source), str(target))]
     while todo:  # by the listing's type: no lstat per file
         directory, here = todo.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
+        try:  # a directory swapped for a link since its parent was listed is refused, never followed
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                with os.scandir(fd) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise NemoRLError(f"cannot list {directory} of bundle {bundle}: {exc.strerror}",
                               f"copy the bundle again from the builder: {bundle}") from exc
         for entry in entries:
-            there = os.path.join(here, entry.name)
+            path, there = os.path.join(directory, entry.name), os.path.join(here, entry.name)
             if entry.is_dir(follow_symlinks=False):
                 os.mkdir(there, 0o755)
-                todo.append((entry.path, there))
+                todo.append((path, there))
             elif entry.is_symlink():
-                os.symlink(os.readlink(entry.path), there)
+                os.symlink(os.readlink(path), there)
             else:
-                files.append((entry.path, there))
+                files.append((path, there))
     device = os.stat(target).st_dev
     skip = len(str(source)) + 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -119,17 +120,37 @@ def test_a_bundle_directory_that_cannot_be_listed_names_the_bundle(world, tmp_pa
     monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
     bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/a.py": "A\n"})
     manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
-    unreadable, real = str(bundle / bundles.CACHE / "archive-v0"), os.scandir
+    unreadable, real = str(bundle / bundles.CACHE / "archive-v0"), os.open
 
-    def scandir(path=".", *rest):  # root reads any directory: the refusal is injected
-        if path == unreadable:
+    def opened(path, flags, *rest, **named):  # root reads any directory: the refusal is injected
+        if path == unreadable and flags & os.O_DIRECTORY:
             raise OSError(errno_, os.strerror(errno_), path)
-        return real(path, *rest)
+        return real(path, flags, *rest, **named)
 
-    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "open", opened)
     with pytest.raises(NemoRLError, match="cannot list .*archive-v0 of bundle") as caught:
         bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
     assert caught.value.remedy == f"copy the bundle again from the builder: {bundle}"
+
+
+def test_a_bundle_directory_swapped_for_a_link_during_the_copy_is_never_followed(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_RL_VENV_DIR", str(tmp_path / "venvs"))
+    bundle = fake_bundle(world, tmp_path / "bundle", {"archive-v0/abc/a.py": "A\n"})
+    manifest = bundles.check(bundle, Project.read(world.project), FLAGS)
+    swapped, real = str(bundle / bundles.CACHE / "archive-v0" / "abc"), os.open
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "a.py").write_text("planted\n")
+
+    def opened(path, flags, *rest, **named):  # listed as a directory, a link by the time it is opened
+        if path == swapped and flags & os.O_DIRECTORY and not os.path.islink(path):
+            shutil.rmtree(path)
+            os.symlink(tmp_path / "outside", path)
+        return real(path, flags, *rest, **named)
+
+    monkeypatch.setattr(os, "open", opened)
+    with pytest.raises(NemoRLError, match="cannot list .*abc of bundle"):
+        bundles.sync_from(bundle, Project.read(world.project), FLAGS, tmp_path / "env", manifest)
+    assert (tmp_path / "outside" / "a.py").stat().st_nlink == 1  # nothing outside was linked into the node
 
 
 def test_a_fifo_planted_after_the_check_is_named(world, tmp_path, monkeypatch):
