@@ -62,10 +62,20 @@ def startup_files(env: Path) -> list[str]:
 
 
 def inside(env: Path, paths: list[str]) -> list[str]:
-    """The loaded files that belong to the environment, relative to it."""
+    """The loaded files that belong to the environment, relative to it, spelled through the watched site-packages."""
     roots = {str(env), str(env.resolve())}
-    return sorted({os.path.relpath(path, root) for path in paths for root in roots
-                   if path.startswith(root + os.sep) and "__pycache__" not in path})
+    watched = {site.resolve(): os.path.relpath(site, env) for site in sites(env)}
+    # a Python whose platlibdir is lib64 loads through uv's lib64 link: the snapshot lists lib
+    aliases = {os.path.relpath(site, env) + os.sep: watched[site.resolve()] + os.sep
+               for site in installed.site_packages_dirs(env)}
+    found = set()
+    for path in paths:
+        for root in roots:
+            if path.startswith(root + os.sep) and "__pycache__" not in path:
+                relative = os.path.relpath(path, root)
+                alias = next((a for a in aliases if relative.startswith(a)), None)
+                found.add(relative if alias is None else aliases[alias] + relative[len(alias):])
+    return sorted(found)
 
 
 def _file_line(relative: str, fd: int) -> tuple[str, int]:

@@ -283,3 +283,16 @@ def test_a_fifo_verification_record_is_no_record(tmp_path):
     os.mkfifo(tmp_path / verified.RECORD)
     assert _never_hangs(f"from pathlib import Path; from nemo_rl.workers import verified; "
                         f"print(verified.read(Path({str(tmp_path)!r})))") == "None"
+
+
+def test_a_python_loading_through_uv_s_lib64_link_is_recorded(tmp_path):
+    """A Python whose platlibdir is lib64 (a Fedora or RHEL system Python) loads pkg through uv's `lib64 -> lib`:
+    the record takes it as the snapshot lists it, so the next start is not a full verification."""
+    env, project = verified_env(tmp_path)
+    os.symlink("lib", env / "lib64")
+    dirs = verified.watched_dirs(env)
+    files = verified.inside(env, [str(env / "lib64" / "python3.12" / "site-packages" / "pkg" / "__init__.py")])
+    assert files == ["lib/python3.12/site-packages/pkg/__init__.py"]
+    assert verified.write(env, Project.read(project).lock_hash, *DRIVER, ["ray"], dirs, files,
+                          verified.snapshot(env, dirs))
+    assert still_verified(env, project)
