@@ -39,23 +39,28 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
         directory, here = todo.pop()
         try:  # a directory swapped for a link since its parent was listed is refused, never followed
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                with os.scandir(fd) as listing:
-                    entries = sorted(listing, key=lambda entry: entry.name)
-            finally:
-                os.close(fd)
         except OSError as exc:
-            raise NemoRLError(f"cannot list {directory} of bundle {bundle}: {exc.strerror}",
-                              f"copy the bundle again from the builder: {bundle}") from exc
-        for entry in entries:
-            path, there = os.path.join(directory, entry.name), os.path.join(here, entry.name)
-            if entry.is_dir(follow_symlinks=False):
-                os.mkdir(there, 0o755)
-                todo.append((path, there))
-            elif entry.is_symlink():
-                os.symlink(os.readlink(path), there)
-            else:
-                files.append((path, there))
+            raise _unlisted(directory, bundle, exc) from exc
+        try:  # the entries look their type up through `fd` where the filesystem does not give it
+            with os.scandir(fd) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            for entry in entries:
+                path, there = os.path.join(directory, entry.name), os.path.join(here, entry.name)
+                try:
+                    is_dir, link = entry.is_dir(follow_symlinks=False), None
+                    if not is_dir and entry.is_symlink():
+                        link = os.readlink(entry.name, dir_fd=fd)
+                except OSError as exc:
+                    raise _unlisted(directory, bundle, exc) from exc
+                if is_dir:
+                    os.mkdir(there, 0o755)
+                    todo.append((path, there))
+                elif link is not None:
+                    os.symlink(link, there)
+                else:
+                    files.append((path, there))
+        finally:
+            os.close(fd)
     device = os.stat(target).st_dev
     skip = len(str(source)) + 1
 
@@ -153,6 +158,11 @@ def _copy_file(path: str, target: str, bundle: Path) -> Copied:
             os.close(out)
     finally:
         os.close(fd)
+
+
+def _unlisted(directory: str, bundle: Path, exc: OSError) -> NemoRLError:
+    return NemoRLError(f"cannot list {directory} of bundle {bundle}: {exc.strerror}",
+                       f"copy the bundle again from the builder: {bundle}")
 
 
 def _not_a_file(path: str, bundle: Path) -> NemoRLError:

@@ -64,10 +64,11 @@ def startup_files(env: Path) -> list[str]:
 def inside(env: Path, paths: list[str]) -> list[str]:
     """The loaded files that belong to the environment, relative to it, spelled through the watched site-packages."""
     roots = {str(env), str(env.resolve())}
-    watched = {site.resolve(): os.path.relpath(site, env) for site in sites(env)}
+    spellings, watched = installed.site_packages_dirs(env), dict[Path, str]()
+    for site in spellings:  # as sites() chooses
+        watched.setdefault(site.resolve(), os.path.relpath(site, env))
     # a Python whose platlibdir is lib64 loads through uv's lib64 link: the snapshot lists lib
-    aliases = {os.path.relpath(site, env) + os.sep: watched[site.resolve()] + os.sep
-               for site in installed.site_packages_dirs(env)}
+    aliases = {os.path.relpath(site, env) + os.sep: watched[site.resolve()] + os.sep for site in spellings}
     found = set()
     for path in paths:
         for root in roots:
