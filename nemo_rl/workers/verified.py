@@ -36,12 +36,18 @@ class Record:
     stats: str | None  # by each directory's times: the fast way to see that no listing changed
 
 
-def sites(env: Path) -> list[Path]:
-    """The site-packages directories, each once: uv's `lib64` is a link to `lib`."""
+def _spellings(env: Path) -> dict[Path, Path]:
+    """Each spelling of a site-packages directory -> the one watched: uv's `lib64` is a link to `lib`."""
+    found = installed.site_packages_dirs(env)
     seen: dict[Path, Path] = {}
-    for site in installed.site_packages_dirs(env):
+    for site in found:
         seen.setdefault(site.resolve(), site)  # guard: verified-lib64-walked-once
-    return sorted(seen.values())
+    return {site: seen[site.resolve()] for site in found}
+
+
+def sites(env: Path) -> list[Path]:
+    """The site-packages directories, each once."""
+    return sorted(set(_spellings(env).values()))
 
 
 def watched_dirs(env: Path) -> list[str]:
@@ -64,11 +70,9 @@ def startup_files(env: Path) -> list[str]:
 def inside(env: Path, paths: list[str]) -> list[str]:
     """The loaded files that belong to the environment, relative to it, spelled through the watched site-packages."""
     roots = {str(env), str(env.resolve())}
-    spellings, watched = installed.site_packages_dirs(env), dict[Path, str]()
-    for site in spellings:  # as sites() chooses
-        watched.setdefault(site.resolve(), os.path.relpath(site, env))
     # a Python whose platlibdir is lib64 loads through uv's lib64 link: the snapshot lists lib
-    aliases = {os.path.relpath(site, env) + os.sep: watched[site.resolve()] + os.sep for site in spellings}
+    aliases = {os.path.relpath(spelled, env) + os.sep: os.path.relpath(watched, env) + os.sep
+               for spelled, watched in _spellings(env).items()}
     found = set()
     for path in paths:
         for root in roots:
