@@ -12,6 +12,7 @@ from typing import Any
 from nemo_rl import uv
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.forks import declared, fork_cache, fork_metadata, metadata_check, records
+from nemo_rl.forks.git_history import ZERO
 from nemo_rl.forks.record_files import Index, Listed, Record, index_name, read_index
 from nemo_rl.process import Running
 from nemo_rl.progress import progress
@@ -230,9 +231,6 @@ def _packages(doc: Doc, distribution: str) -> tuple[list[Doc], list[Doc]]:
     packages = doc.get("package", [])
     return ([p for p in packages if p.get("name") == distribution],
             [p for p in packages if p.get("name") != distribution])
-
-
-ZERO = "0" * 40
 
 
 def commit_changes(old_entries: Sequence[Listed], recs: Sequence[Record]

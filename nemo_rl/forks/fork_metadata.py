@@ -122,9 +122,9 @@ def _cache_path(repo: Path, rev: str) -> Path:
 
 def files(repo: Path, rev: str) -> Files:
     """The files `rev`'s wheel installs, and those built empty, their blobs unserved."""
-    files = _cached(repo, [rev], wheel=True)[0].files
-    assert files is not None
-    return files
+    found = _cached(repo, [rev], wheel=True)[0].files
+    assert found is not None
+    return found
 
 
 def _cached(repo: Path, revs: list[str], wheel: bool) -> list[_Record]:

@@ -57,7 +57,7 @@ def diffs(repo: Path, shas: list[str], *, stats: bool = True) -> dict[str, Diff]
     parts = [part for part in (shas[n::count] for n in range(count)) if part]
     result: dict[str, Diff] = {}
     with contextlib.ExitStack() as running:
-        diffs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
+        outputs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
         # a file, not a pipe: a pipe is only written while its child is waited for
         inputs = [running.enter_context(tempfile.TemporaryFile()) for _ in parts]
         for part, listing in zip(parts, inputs, strict=True):
@@ -66,13 +66,14 @@ def diffs(repo: Path, shas: list[str], *, stats: bool = True) -> dict[str, Diff]
         logs = [running.enter_context(git_start(
             ["log", "--no-walk=unsorted", "--first-parent", "-p", *(["--stat=100"] if stats else []), "-M",
              "--format=commit %H", "--stdin"], repo=repo, stdin_file=listing, stdout_file=diff))
-            for listing, diff in zip(inputs, diffs, strict=True)]
+            for listing, diff in zip(inputs, outputs, strict=True)]
         for log in logs:
             log.wait()
-        for diff in diffs:
+        for diff in outputs:
             diff.seek(0)
-        ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff)) for diff in diffs]
-        for part, diff, patch_id in zip(parts, diffs, ids, strict=True):
+        ids = [running.enter_context(git_start(["patch-id", "--stable"], repo=repo, stdin_file=diff))
+               for diff in outputs]
+        for part, diff, patch_id in zip(parts, outputs, ids, strict=True):
             found = {line.split()[1]: line.split()[0] for line in patch_id.wait().stdout.splitlines() if line.strip()}
             diff.seek(0)
             blocks = _stat_blocks(diff.read()) if stats else {}

@@ -15,7 +15,7 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, bundle_pack, bundles, environments
+from nemo_rl.workers import bundle_copy, environments
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
@@ -177,6 +177,8 @@ def _unused(where: environments.Slot) -> bool:
 
 
 def _prune_packs() -> list[Path]:
+    from nemo_rl.workers import bundle_pack  # a node build imports this module for `users`: not the pack code
+
     root = settings.bundle_dir()
     return bundle_pack.remove_dead_packs(root) + bundle_pack.remove_free_pack_locks(root) \
         if root is not None and root.is_dir() else []
@@ -193,6 +195,8 @@ class BundleRow:
 
 def bundle_rows(project: Project | None) -> list[BundleRow]:
     """The bundles under $NEMO_RL_BUNDLE_DIR, against this checkout's inputs."""
+    from nemo_rl.workers import bundle_pack, bundles
+
     rows = []
     for path in bundles.configured():
         try:
