@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import getpass
 import os
 import stat
@@ -115,7 +114,7 @@ def open_store(path: Path, setting: str) -> Path:
         _parents_checked(path, setting)
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            locks._flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            locks.share(fd)
         except BlockingIOError:
             pass
         finally:

@@ -125,8 +125,7 @@ def load_toml(path: Path) -> dict:
     """A TOML file of patches/, parsed once per version; callers must not mutate it."""
     try:
         info = path.stat()
-        return _parsed_once(path, path.resolve(), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns,
-                            info.st_size)
+        return _parsed_once(path, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
     except FileNotFoundError as exc:
         raise missing(path) from exc
 
