@@ -33,34 +33,7 @@ def copy_cache(source: Path, target: Path, bundle: Path) -> dict[str, Copied]:
     returns each file's (size, sha256, identity) by relative path. Raises NemoRLError on a FIFO or device."""
     from concurrent.futures import ThreadPoolExecutor
 
-    files = []
-    todo = [(str(source), str(target))]
-    while todo:  # by the listing's type: no lstat per file
-        directory, here = todo.pop()
-        try:  # a directory swapped for a link since its parent was listed is refused, never followed
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise _unlisted(directory, bundle, exc) from exc
-        try:  # the entries look their type up through `fd` where the filesystem does not give it
-            with os.scandir(fd) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-            for entry in entries:
-                path, there = os.path.join(directory, entry.name), os.path.join(here, entry.name)
-                try:
-                    is_dir, link = entry.is_dir(follow_symlinks=False), None
-                    if not is_dir and entry.is_symlink():
-                        link = os.readlink(entry.name, dir_fd=fd)
-                except OSError as exc:
-                    raise _unlisted(directory, bundle, exc) from exc
-                if is_dir:
-                    os.mkdir(there, 0o755)
-                    todo.append((path, there))
-                elif link is not None:
-                    os.symlink(link, there)
-                else:
-                    files.append((path, there))
-        finally:
-            os.close(fd)
+    files = _tree(source, target, bundle)
     device = os.stat(target).st_dev
     skip = len(str(source)) + 1
 
@@ -158,6 +131,39 @@ def _copy_file(path: str, target: str, bundle: Path) -> Copied:
             os.close(out)
     finally:
         os.close(fd)
+
+
+def _tree(source: Path, target: Path, bundle: Path) -> list[tuple[str, str]]:
+    """Make `source`'s directories and links in `target`; returns each file's path and its path there."""
+    files = []
+    todo = [(str(source), str(target))]
+    while todo:  # by the listing's type: no lstat per file
+        directory, here = todo.pop()
+        try:  # a directory swapped for a link since its parent was listed is refused, never followed
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _unlisted(directory, bundle, exc) from exc
+        try:  # the entries look their type up through `fd` where the filesystem does not give it
+            with os.scandir(fd) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            for entry in entries:
+                path, there = os.path.join(directory, entry.name), os.path.join(here, entry.name)
+                try:
+                    is_dir, link = entry.is_dir(follow_symlinks=False), None
+                    if not is_dir and entry.is_symlink():
+                        link = os.readlink(entry.name, dir_fd=fd)
+                except OSError as exc:
+                    raise _unlisted(directory, bundle, exc) from exc
+                if is_dir:
+                    os.mkdir(there, 0o755)
+                    todo.append((path, there))
+                elif link is not None:
+                    os.symlink(link, there)
+                else:
+                    files.append((path, there))
+        finally:
+            os.close(fd)
+    return files
 
 
 def _unlisted(directory: str, bundle: Path, exc: OSError) -> NemoRLError:
