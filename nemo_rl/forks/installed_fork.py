@@ -106,7 +106,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
             result += _refused(requirement, dists, distribution, "or widen ")
     for dep, wanted in sorted(pulled_in.items()):
         for requirement in filter(None, map(_parsed, dists[dep].requires if dep in dists else ())):
-            if not any(lock_markers.evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
+            if not any(lock_markers._evaluate(requirement.marker, markers | {"extra": o}) for o in wanted):  # guard: installed-closure-an-extra-s
                 continue
             result += _refused(requirement, dists, f"{dep} {dists[dep].version} (which {distribution} pulls in)", "")
     for (dep, option), needs in extras_need.items():
@@ -162,4 +162,4 @@ def _markers(env: Path) -> dict[str, str]:
 
 def _applies(line: str, markers: dict[str, str]) -> bool:
     requirement = _parsed(line)
-    return requirement is not None and lock_markers.evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
+    return requirement is not None and lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the

@@ -50,7 +50,7 @@ def environments(lock: dict, markers: Iterable[object] = ()) -> list[Environment
                        "implementation_name": "cpython", "platform_python_implementation": "CPython",
                        "implementation_version": full, "platform_release": release, "platform_version": kernel,
                        "extra": ""}
-                if not parsed or any(evaluate(m, env) for m in parsed):
+                if not parsed or any(_evaluate(m, env) for m in parsed):
                     result.append(env)
     return result
 
@@ -111,12 +111,12 @@ def _clauses(markers: object) -> list[tuple]:
 
 def base_requirement(requirement: Requirement) -> bool:
     """Whether a requirement is the distribution's own, not one of its extras'."""
-    return any(evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
+    return any(_evaluate(requirement.marker, env) for env in _ANY)  # guard: metadata-a-marker-merely-naming-extra-is
 
 
 def with_extra(requirement: Requirement, extra: str) -> bool:
     """Whether a requirement applies with `extra` active, on some platform and Python."""
-    return any(evaluate(requirement.marker, {**env, "extra": extra}) for env in _ANY)
+    return any(_evaluate(requirement.marker, {**env, "extra": extra}) for env in _ANY)
 
 
 def describe(env: Environment) -> str:
@@ -127,7 +127,7 @@ def required(requirements: Iterable[Requirement], env: Environment) -> set[Pair]
     """The (name, extra) pairs the requirements make uv install in `env`."""
     result: set[Pair] = set()
     for requirement in requirements:
-        if evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
+        if _evaluate(requirement.marker, env):  # guard: derived-a-requirement-met-where-the-lock
             name = canonicalize_name(requirement.name)
             result |= {(name, ""), *((name, canonicalize_name(e)) for e in requirement.extras)}
     return result
@@ -141,7 +141,7 @@ def locked(dependencies: object, env: Environment) -> set[Pair]:
             continue
         marker = item.get("marker")
         parsed = _marker(marker) if marker else None
-        if marker and (parsed is None or not evaluate(parsed, env)):  # guard: lock-a-locked-dependency-s-marker
+        if marker and (parsed is None or not _evaluate(parsed, env)):  # guard: lock-a-locked-dependency-s-marker
             continue
         name = canonicalize_name(str(item.get("name")))
         extras = item.get("extra")  # guard: lock-a-locked-dependency-s-extras
@@ -270,7 +270,7 @@ def spelled(pair: Pair) -> str:
 
 
 def signature(requirement: Requirement, envs: list[Environment]) -> str:
-    found = "".join("1" if evaluate(requirement.marker, env) else "0" for env in envs)
+    found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
     return "" if "0" not in found else found
 
 
@@ -281,7 +281,7 @@ def _marker(text: object) -> Marker | None:
         return None
 
 
-def evaluate(marker: Marker | None, env: Environment) -> bool:
+def _evaluate(marker: Marker | None, env: Environment) -> bool:
     """A marker packaging cannot evaluate counts as met: shown, not hidden."""
     try:
         return marker is None or marker.evaluate(env)

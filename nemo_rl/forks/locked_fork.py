@@ -133,7 +133,7 @@ def _version_gaps(lock: dict, dependencies: object, requirements: list, envs: li
     for requirement, item in ((r, d) for r in requirements for d in named.get(canonicalize_name(r.name), [])):
         name = canonicalize_name(requirement.name)
         marker = lock_markers._marker(item["marker"]) if item.get("marker") else None
-        applies = any(lock_markers.evaluate(requirement.marker, e) and lock_markers.evaluate(marker, e) for e in envs)
+        applies = any(lock_markers._evaluate(requirement.marker, e) and lock_markers._evaluate(marker, e) for e in envs)
         if not requirement.specifier or not applies or not packages.get(name):
             continue
         versions = packages[name]
