@@ -45,11 +45,11 @@ def check_paths() -> Item | None:
     return None
 
 
-def check_nvcc(torch_cuda: str | None) -> tuple[Item, Path | None]:
+def check_nvcc(torch_cuda: str | None) -> tuple[Item, toolchain.CudaToolkit]:
     toolkit = toolchain.cuda_toolkit(torch_cuda)
     fix = None if toolkit.ok else (toolchain.CUDA_TOOLKIT_FIX.format(major=torch_cuda.split(".")[0]) if torch_cuda
                                    else "run `uv sync`: the locked torch is a CUDA 12 build")
-    return Item("nvcc", toolkit.ok, toolkit.detail, fix), toolkit.nvcc
+    return Item("nvcc", toolkit.ok, toolkit.detail, fix), toolkit
 
 
 def _compile(nvcc: Path, flags: list[str]) -> str | None:
@@ -97,9 +97,9 @@ def check_cudnn() -> Item:
                 "run `uv sync`, then `export CUDNN_PATH=` the nvidia/cudnn directory of nvidia-cudnn-cu12")
 
 
-def check_archs(nvcc: Path | None, compiles: bool) -> Item:
+def check_archs(nvcc: Path | None, nvcc_version: str | None, compiles: bool) -> Item:
     """The GPUs the build compiles for; one nvcc cannot compile for is a failure."""
-    declared = list(declared_archs(nvcc_version=toolchain.nvcc_version(nvcc)))
+    declared = list(declared_archs(nvcc_version=nvcc_version))
     archs = ";".join(map(str, declared))
     if nvcc is not None and compiles:
         failed = [(arch, said) for arch in declared
@@ -151,8 +151,8 @@ def check_hosts(project: Project | None) -> list[Item]:
 
 
 def run_all(project: Project | None, python, torch) -> list[Item]:
-    nvcc_item, nvcc = check_nvcc(torch.cuda_version if torch.installed else None)
-    host = check_host_compiler(nvcc)
+    nvcc_item, toolkit = check_nvcc(torch.cuda_version if torch.installed else None)
+    host = check_host_compiler(toolkit.nvcc)
     paths = check_paths()
     return [check_python(python), *([paths] if paths else []), nvcc_item, host, check_cudnn(),
-            check_archs(nvcc, host.ok), *check_hosts(project)]
+            check_archs(toolkit.nvcc, toolkit.version, host.ok), *check_hosts(project)]

@@ -185,7 +185,13 @@ def manifest(lock: dict, key: str) -> object:
 
 def one(items: object, name: str) -> dict | None:
     """The one table of `items` named `name` (canonical); None when none or several."""
-    return _by_name(items).get(name)
+    found = named(items, name)
+    return found[0] if len(found) == 1 else None
+
+
+def named(items: object, name: str) -> list[dict]:
+    return [item for item in (items if isinstance(items, list) else []) if isinstance(item, dict)
+            and canonicalize_name(str(item.get("name"))) == name]
 
 
 def _by_name(items: object) -> dict[str, dict | None]:

@@ -16,8 +16,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
                        declared_extras: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> list[tuple[str, str, str]]:
     """The fork in uv.lock against the derived entry."""
     name = canonicalize_name(derived.name)
-    packages = [p for p in lock.get("package", []) if isinstance(p, dict)
-                and canonicalize_name(str(p.get("name"))) == name]
+    packages = lock_markers.named(lock.get("package"), name)
     if len(packages) != 1:
         return [("entries", "one", str(len(packages)))]
     package = packages[0]

@@ -63,6 +63,7 @@ class CudaToolkit:
     ok: bool  # an nvcc whose CUDA major version equals torch's
     detail: str
     nvcc: Path | None
+    version: str | None = None
 
 
 def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
@@ -78,8 +79,8 @@ def cuda_toolkit(torch_cuda: str | None) -> CudaToolkit:
         return CudaToolkit(False, f"{where}; torch needs CUDA {major}", None)
     version = nvcc_version(nvcc)
     if version is None or version.split(".")[0] != major:
-        return CudaToolkit(False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}", nvcc)
-    return CudaToolkit(True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", nvcc)
+        return CudaToolkit(False, f"{nvcc} is CUDA {version}, torch was built with CUDA {torch_cuda}", nvcc, version)
+    return CudaToolkit(True, f"{nvcc} is CUDA {version}, torch's is {torch_cuda}", nvcc, version)
 
 
 TRANSFORMER_ENGINE = ("transformer-engine", "transformer-engine-cu12", "transformer-engine-torch")

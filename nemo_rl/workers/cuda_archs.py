@@ -127,14 +127,14 @@ def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None
     gpus, found = ((gpu,), "given") if gpu is not None else node_gpus()
     held = "; ".join(f"{n}: sm {', '.join(map(str, a.sm)) or '-'}" for n, a in extensions.items())
     readable = sorted({g for g in gpus if g is not None})
-    if not readable:
-        return record, f"{found}: could not check the bundle's CUDA architectures ({held})"
     for one in readable:
         unfit = [n for n, a in extensions.items() if not runs_on(a, one)]
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
             raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
                               "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
-    fits = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
-    if None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
-        return record, f"{fits}; could not check the bundle's CUDA architectures on the GPUs it could not read"
-    return record, fits
+    checked = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
+    if not readable:
+        checked = f"{found}: could not check the bundle's CUDA architectures ({held})"
+    elif None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
+        checked += "; could not check the bundle's CUDA architectures on the GPUs it could not read"
+    return record, checked

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_rl import uv
+from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.progress import progress
 from nemo_rl.toolchain.archs import declared_at_pack, fatbin_archs
@@ -20,6 +20,7 @@ from nemo_rl.workers.tree_copy import others_may_write
 
 SCRATCH = "src"  # a revision's unpacked sdist
 REVISION_FILE = "revision.http"
+REVISION_MAX = 1 << 20
 REVISION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,200}")
 ARCHIVE = re.compile(r"archive-v\d+")
@@ -233,9 +234,11 @@ def _seed_settings(settings: Path, user_cache: Path, cache: Path, declared: Call
 def _seed_version(version_dir: Path, sha256: str, user_cache: Path, cache: Path,
                   declared: Callable[[], tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
     """Seed the revision of `version_dir` built from the lock's sdist; [(entry, cubins)] seeded."""
-    fd = open_own(version_dir / REVISION_FILE)
-    with open(fd, "rb") as fh:
-        revision = revision_of(fh.read(1 << 20), sha256)
+    with open(open_own(version_dir / REVISION_FILE), "rb") as fh:
+        data = fh.read(REVISION_MAX + 1)
+    if len(data) > REVISION_MAX:
+        raise values.NotAPlainFile(f"{version_dir / REVISION_FILE} is larger than {REVISION_MAX} bytes")
+    revision = revision_of(data, sha256)
     if revision is None:
         raise Refused(f"its {REVISION_FILE} names another sdist than the lock's (sha256 {sha256[:12]}...)")
     if not real_dir(version_dir / revision):

@@ -13,11 +13,11 @@ def test_the_preflight_names_the_command_when_nvcc_is_missing(tmp_path, monkeypa
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    item, nvcc = preflight.check_nvcc("12.6")
+    item, toolkit = preflight.check_nvcc("12.6")
     if item.ok:
         pytest.skip(f"/usr/local/cuda holds a CUDA 12 nvcc: {item.detail}")
     # none at all, or /usr/local/cuda of another major (a CUDA 13 beside torch's 12)
-    assert nvcc is None or "torch was built with CUDA 12.6" in item.detail
+    assert toolkit.nvcc is None or "torch was built with CUDA 12.6" in item.detail
     assert "`uv run nemo-rl toolchain cuda ~/cuda-12 --arch 90`" in item.fix
 
 
@@ -53,7 +53,7 @@ def test_a_real_nvcc_is_asked_to_compile_for_each_declared_arch(monkeypatch):
                     "`nemo-rl toolchain cuda DIR` makes one)")
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "90;100")
-    item = preflight.check_archs(nvcc, compiles=True)
+    item = preflight.check_archs(nvcc, version, compiles=True)
     assert not item.ok and "cannot compile for sm_100" in item.detail and "--list-gpu-arch" in (item.fix or "")
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")  # the fix: architectures it knows
-    assert preflight.check_archs(nvcc, compiles=True).ok
+    assert preflight.check_archs(nvcc, version, compiles=True).ok

@@ -179,6 +179,13 @@ def test_only_the_revision_of_the_locks_sdist_is_seeded(tmp_path):
     assert not (tmp_path / "fresh2" / VERSION / "OLD").exists()
 
 
+def test_a_revision_file_over_its_cap_is_named_never_cut(tmp_path, capsys):
+    cache = user_cache(tmp_path)
+    (cache / VERSION / "revision.http").write_bytes(revision_http("REV", SHA) + bytes(1 << 20))
+    assert seed(cache, tmp_path / "fresh") == []
+    assert "revision.http is larger than 1048576 bytes" in capsys.readouterr().err
+
+
 def test_a_file_vanishing_or_a_fifo_leaves_that_wheel_unseeded(tmp_path, monkeypatch):
     """`uv cache clean` in another terminal while a pack seeds: seeding is an optimisation, the pack goes on."""
     cache = user_cache(tmp_path)
