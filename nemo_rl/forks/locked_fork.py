@@ -22,8 +22,7 @@ def locked_differences(lock: dict, derived: declared.Entry, derived_entry: bool 
     package = packages[0]
     requirements = [Requirement(r) for r in derived.requires_dist]
     manifest = lock_markers.manifest(lock, "dependency-metadata")
-    recorded = [e for e in manifest if isinstance(e, dict) and canonicalize_name(str(e.get("name"))) == name] \
-        if isinstance(manifest, list) else []
+    recorded = lock_markers.named(manifest, name)
     dependencies = package.get("dependencies")
     # sampled at each version the compared markers name, so a bound inside a minor version is seen
     envs = lock_markers.environments(lock, [*(r.marker for r in requirements), *(
