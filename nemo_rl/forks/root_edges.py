@@ -15,9 +15,7 @@ def _roots(lock: dict) -> list[dict]:
 
 def _requirements(entries: object, name: str) -> list:
     found = []
-    for item in entries if isinstance(entries, list) else []:
-        if not isinstance(item, dict) or canonicalize_name(str(item.get("name"))) != name:
-            continue
+    for item in lock_markers.named(entries, name):
         extras = item.get("extras") if isinstance(item.get("extras"), list) else []
         line = f"{name}[{','.join(map(str, extras))}]" if extras else name
         try:
@@ -25,11 +23,6 @@ def _requirements(entries: object, name: str) -> list:
         except InvalidRequirement:
             continue
     return found
-
-
-def _named(dependencies: object, name: str) -> list[dict]:
-    return [d for d in (dependencies if isinstance(dependencies, list) else [])
-            if isinstance(d, dict) and canonicalize_name(str(d.get("name"))) == name]
 
 
 def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
@@ -42,17 +35,17 @@ def differences(lock: dict, distribution: str) -> list[tuple[str, str, str]]:
         groups, optional, dev = (_table(t.get(key)) for t, key in ((metadata, "requires-dev"),
                                                                     (root, "optional-dependencies"),
                                                                     (root, "dev-dependencies")))
-        base = _named(root.get("dependencies"), name)
+        base = lock_markers.named(root.get("dependencies"), name)
         group_asked = {group: _requirements(entries, name) for group, entries in groups.items()}
-        edges = [*base, *(d for table in (optional, dev) for v in table.values() for d in _named(v, name))]
+        edges = [*base, *(d for table in (optional, dev) for v in table.values() for d in lock_markers.named(v, name))]
         envs = lock_markers.environments(lock, [*(r.marker for r in asked), *(e.get("marker") for e in edges), *(
             r.marker for requirements in group_asked.values() for r in requirements)])
         where = f"[[package]] {root.get('name')}"
         lists: list[tuple[str, list[dict], list, str, list[dict]]] = [("dependencies", base, asked, "", [])]
         extras = {canonicalize_name(str(e)) for e in metadata.get("provides-extras") or []} | set(optional)
-        lists += [(f"optional-dependencies {extra}", _named(optional.get(extra), name), asked, extra, base)
+        lists += [(f"optional-dependencies {extra}", lock_markers.named(optional.get(extra), name), asked, extra, base)
                   for extra in sorted(map(str, extras))]
-        lists += [(f"dev-dependencies {group}", _named(dev.get(group), name), group_asked[group], "", [])
+        lists += [(f"dev-dependencies {group}", lock_markers.named(dev.get(group), name), group_asked[group], "", [])
                   for group in sorted(group_asked)]
         for field, locked, requirements, extra, beside in lists:
             result += [(f"{where} {f}", e, g) for f, e, g in lock_markers.hand_markers(field, locked)]
@@ -77,7 +70,7 @@ def asked_extras(lock: dict, distribution: str) -> set[str]:
     for package in (p for p in lock.get("package", []) if isinstance(p, dict)):
         lists: list[object] = [package.get("dependencies"), *_table(package.get("optional-dependencies")).values(),
                                *_table(package.get("dev-dependencies")).values()]
-        for item in (d for v in lists for d in _named(v, name)):
+        for item in (d for v in lists for d in lock_markers.named(v, name)):
             extras = item.get("extra")
             found |= {canonicalize_name(str(e)) for e in (extras if isinstance(extras, list) else [])}
         metadata = _table(package.get("metadata"))
