@@ -74,13 +74,13 @@ class ForkStatus:
 
 
 def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[journal.CutShort],
-                dists: dict[str, installed.Installed]) -> ForkStatus:
+                dists: dict[str, installed.Installed], developing: dict[str, develop_state.Developed],
+                locked: dict[str, lockfile.LockedPackage]) -> ForkStatus:
     from packaging.utils import canonicalize_name
 
     from nemo_rl.forks import installed_fork, metadata_check, record_files, records
 
-    locked = project.packages
-    develop_entry = project.developing.get(fork.distribution)
+    develop_entry = developing.get(fork.distribution)
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
     found = dists.get(canonicalize_name(fork.distribution))
@@ -197,11 +197,11 @@ def run(project: Project, args: argparse.Namespace) -> int:
         raise NemoRLError(f"{env} is not a Python environment (no pyvenv.cfg)",
                           "pass a virtual environment, e.g. --env .venv")
     forks = project.forks_as_pinned
-    _ = project.developing, project.packages  # read with no fork too: a broken file is named
+    developing, locked = project.developing, project.packages
     cuts = journal.cut_short(project.root)
     dists = installed.distributions(env)
     rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root))
-            for row in (fork_status(project, env, fork, cuts, dists) for fork in forks)]
+            for row in (fork_status(project, env, fork, cuts, dists, developing, locked) for fork in forks)]
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project)
     if args.json:
