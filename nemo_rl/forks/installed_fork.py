@@ -69,21 +69,24 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
                               f"{package.get('version')} ({cause} is not what the fork builds)", relock))
     markers = _markers(env)
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
-    own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if _parsed(line)))
+    parsed = {line: requirement for line in dist.requires if (requirement := _parsed(line))}
+    own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if line in parsed))
     want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
     # what uv.lock installs here, then the environment held against it
     skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     depends = lock_markers.locked(package.get("dependencies"), markers)
-    wanted_pairs = lock_markers.required([Requirement(r) for r in want], markers)
+    requirements = [parsed.get(line) or Requirement(line) for line in want]
+    wanted_pairs = lock_markers.required(requirements, markers)
     extras_need = {(dep, option): lock_markers.locked(lock_markers.optional(lock, dep, option), markers)
                    for dep, option in sorted(depends) if option and dep not in skipped}
     pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
-    want_here = [r for r in want if _applies(r, markers)]
+    want_here = [r for r in requirements if _applies(r, markers)]
     entry = lock_markers.one(lock_markers.manifest(lock, "dependency-metadata"), name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
-        have = {_spelled(r) for r in entry.get("requires-dist", []) if _applies(str(r), markers)}
-        wanted = {_spelled(r) for r in want_here}  # guard: installed-fork-a-requirement-listed
+        have = {locked_fork.spelled(str(r)) for r in filter(None, map(_parsed, entry.get("requires-dist", [])))
+                if _applies(r, markers)}
+        wanted = {locked_fork.spelled(str(r)) for r in want_here}  # guard: installed-fork-a-requirement-listed
         changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
         if changes:  # guard: installed-requirements-against-the-lock
             result.append(Problem("requirements differ", f"the installed {distribution} and uv.lock's entry for it "
@@ -101,7 +104,7 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
-    for requirement in filter(None, map(_parsed, want_here)):
+    for requirement in want_here:
         if canonicalize_name(requirement.name) not in skipped:
             result += _refused(requirement, dists, distribution, "or widen ")
     for dep, wanted in sorted(pulled_in.items()):
@@ -143,11 +146,6 @@ def _parsed(line: object) -> Requirement | None:
         return None
 
 
-def _spelled(line: object) -> str:
-    requirement = _parsed(line)
-    return locked_fork.spelled(str(requirement)) if requirement else str(line)
-
-
 def _markers(env: Path) -> dict[str, str]:
     markers: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
@@ -160,6 +158,5 @@ def _markers(env: Path) -> dict[str, str]:
     return markers | {"extra": ""}
 
 
-def _applies(line: str, markers: dict[str, str]) -> bool:
-    requirement = _parsed(line)
-    return requirement is not None and lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
+def _applies(requirement: Requirement, markers: dict[str, str]) -> bool:
+    return lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the

@@ -147,7 +147,8 @@ def report(fork: Fork) -> ForkReport:
     upstreamed = _upstreamed(repo, downstream, touched, base, head,
                              {sha: (facts.subject.strip(), facts.author) for sha, facts in commits.items()})
     progress(f"{fork.distribution}: building the wheel at the pin and upstream's metadata")
-    wheel, wheel_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, fork.rev))
+    pinned, wheel_problem = _or_problem(lambda: fork_metadata.files(repo, fork.rev))
+    wheel = frozenset(pinned.files) if pinned else None
     # a downstream commit that deletes a shipped module ships its absence
     base_wheel, base_problem = _or_problem(lambda: fork_metadata.shipped_files(repo, base))
     metadata, metadata_problem = _or_problem(lambda: fork_metadata.read(repo, head))
@@ -157,7 +158,7 @@ def report(fork: Fork) -> ForkReport:
         wheel = wheel | base_wheel  # guard: upstream-shipped-at-the-base-too
     if wheel_problem:
         problems.append(f"what ships is unknown: {wheel_problem}")
-    elif missing := fork_metadata.files(repo, fork.rev).placeholders:
+    elif missing := pinned.placeholders:
         problems.append(f"the fork's server lacks {len(missing)} blob(s) of the pinned tree "
                         f"({git_history.few(missing)}): the wheel was built with them empty")
     if metadata_problem:
