@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from nemo_rl import uv, values
 from nemo_rl.errors import NemoRLError
 from nemo_rl.extras import Installed
-from nemo_rl.forks import declared, lock_markers, locked_fork, metadata_check
+from nemo_rl.forks import declared, lock_markers, metadata_check
 from nemo_rl.project import installed, lockfile
 from nemo_rl.project.model import Project
 
@@ -84,9 +84,9 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     entry = lock_markers.one(lock_markers.manifest(lock, "dependency-metadata"), name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
-        have = {locked_fork.spelled(str(r)) for r in filter(None, map(_parsed, entry.get("requires-dist", [])))
+        have = {lock_markers.written(r) for r in filter(None, map(_parsed, entry.get("requires-dist", [])))
                 if _applies(r, markers)}
-        wanted = {locked_fork.spelled(str(r)) for r in want_here}  # guard: installed-fork-a-requirement-listed
+        wanted = {lock_markers.written(r) for r in want_here}  # guard: installed-fork-a-requirement-listed
         changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
         if changes:  # guard: installed-requirements-against-the-lock
             result.append(Problem("requirements differ", f"the installed {distribution} and uv.lock's entry for it "

@@ -275,6 +275,11 @@ def spelled(pair: Pair) -> str:
     return f"{pair[0]}[{pair[1]}]" if pair[1] else pair[0]
 
 
+def written(requirement: Requirement) -> str:
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
+
+
 def signature(requirement: Requirement, envs: list[Environment]) -> str:
     found = "".join("1" if _evaluate(requirement.marker, env) else "0" for env in envs)
     return "" if "0" not in found else found

@@ -160,13 +160,7 @@ def _overrides(lock: dict) -> dict[str, str]:
 
 
 def _keyed(requirement, envs: list[lock_markers.Environment], shown: dict[tuple[str, str], str]) -> tuple[str, str]:
-    written = spelled(str(requirement))
+    written = lock_markers.written(requirement)
     key = (written, lock_markers.signature(requirement, envs))  # guard: lock-the-manifest-s-markers-compared
     shown.setdefault(key, f"{written}; {requirement.marker}" if requirement.marker is not None else written)
     return key
-
-
-def spelled(line: str) -> str:
-    requirement = Requirement(line)
-    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
-    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
