@@ -174,8 +174,9 @@ def optional(lock: dict, name: str, option: str) -> object:
 
 def _extra(package: dict | None, option: str) -> object:
     options = package.get("optional-dependencies") if package is not None else None
-    return next((v for k, v in options.items() if canonicalize_name(k) == option), None) \
-        if isinstance(options, dict) else None
+    if not isinstance(options, dict):
+        return None
+    return next((v for k, v in options.items() if canonicalize_name(k) == option), None)
 
 
 def manifest(lock: dict, key: str) -> object:
