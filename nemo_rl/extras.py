@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.message
 import email.parser
 import functools
 import importlib
@@ -125,16 +126,26 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
     """The metadata's headers, parsed once; its description is never parsed."""
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
-    return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
+    try:
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+        return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
+    except UnicodeDecodeError:
+        return email.message.Message()
+
+
+def _text(dist: importlib.metadata.Distribution, name: str) -> str | None:
+    try:
+        return dist.read_text(name)
+    except UnicodeDecodeError:  # a broken install reads as one without the file: a sync makes it whole
+        return None
 
 
 def _installed(dist: importlib.metadata.Distribution, headers: Any) -> Installed:
     requires = headers.get_all("Requires-Dist")
     # only an egg-info's requires.txt adds to the headers; dist.requires would parse all of METADATA again
-    if not requires and dist.read_text("requires.txt") is not None:
+    if not requires and _text(dist, "requires.txt") is not None:
         requires = dist.requires
-    return Installed(headers.get("Version"), commit_from_direct_url(dist.read_text("direct_url.json")),
+    return Installed(headers.get("Version"), commit_from_direct_url(_text(dist, "direct_url.json")),
                      tuple(requires or ()))
 
 

@@ -182,3 +182,13 @@ def test_a_probe_without_nemo_rls_own_fork_tables_says_why_and_never_raises(tmp_
     finally:
         extras.own.cache_clear()
     assert not probe.installed and not probe.present and "pyproject.toml" in (probe.reason or "")
+
+
+def test_a_distribution_whose_files_are_not_utf8_reads_as_one_without_them(tmp_path):
+    for name, metadata in (("good", b"Name: good\nVersion: 1.0\n"), ("junk", b"Name: junk\nSummary: \xff\n")):
+        info = tmp_path / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_bytes(metadata)
+        (info / "direct_url.json").write_bytes(b'{"url": "\xff"}')
+    assert set(extras.installed_on([str(tmp_path)])) == {"good"}
+    assert extras.find_installed("junk", [str(tmp_path)]) == extras.Installed(None, None)

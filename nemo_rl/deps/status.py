@@ -74,16 +74,14 @@ class ForkStatus:
 
 
 def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[journal.CutShort],
-                dists: dict[str, installed.Installed], developing: dict[str, develop_state.Developed],
+                developing: dict[str, develop_state.Developed],
                 locked: dict[str, lockfile.LockedPackage]) -> ForkStatus:
-    from packaging.utils import canonicalize_name
-
     from nemo_rl.forks import installed_fork, metadata_check, record_files, records
 
     develop_entry = developing.get(fork.distribution)
     package = locked.get(fork.distribution)
     locked_commit = package.commit if package else None
-    found = dists.get(canonicalize_name(fork.distribution))
+    found = installed.installed(env, fork.distribution)
     version, installed_commit = (found.version, found.commit) if found else (None, None)
     index = record_files.read_index(records.records_dir(project.root, fork.distribution))
     differences = records.check_offline(project, fork, locked, require_why=False, compare_lock=False, metadata=False)
@@ -106,7 +104,7 @@ def fork_status(project: Project, env: Path, fork: lockfile.Fork, cuts: list[jou
                          "not installed": found is None})
     environment: tuple[str, ...] = ()
     if state is None or (state in LOCK_STATES and found):  # guard: status-the-environment-beside-a-lock
-        differs = [] if mismatch else [*map(str, installed_fork.problems(project, env, fork.distribution, dists=dists))]  # guard: installed-status-compares
+        differs = [] if mismatch else [str(p) for p in installed_fork.problems(project, env, fork.distribution)]  # guard: installed-status-compares
         if state is None:
             state = "env stale" if mismatch else "installed differs" if differs else "ok"
             mismatch = mismatch or "; ".join(differs) or None
@@ -199,9 +197,8 @@ def run(project: Project, args: argparse.Namespace) -> int:
     forks = project.forks_as_pinned
     developing, locked = project.developing, project.packages
     cuts = journal.cut_short(project.root)
-    dists = installed.distributions(env)
     rows = [replace(row, remedy=from_elsewhere(row.remedy, project.root))
-            for row in (fork_status(project, env, fork, cuts, dists, developing, locked) for fork in forks)]
+            for row in (fork_status(project, env, fork, cuts, developing, locked) for fork in forks)]
     orphans = records.orphans(project, forks)
     lock_problem = uv_inputs.lock_problem(project)
     if args.json:

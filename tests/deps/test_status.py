@@ -97,6 +97,24 @@ def status_check(world, env) -> int:
     return main(["deps", "status", "--check", "--project", str(world.project), "--env", str(env)])
 
 
+def _dist_info(env: Path, name: str, metadata: bytes | None) -> None:
+    info = next(env.glob("lib/python3*/site-packages")) / f"{name}-0.0.1.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("")
+    if metadata is not None:
+        (info / "METADATA").write_bytes(metadata)
+
+
+@pytest.mark.parametrize("metadata", [None, b"Version: 0.0.1\n", b"Name: megatron-core\nSummary: \xff\n"],
+                         ids=["no-metadata", "no-name", "not-utf8"])
+def test_a_fork_install_left_broken_fails_the_check(world, tmp_path, capsys, metadata):
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "venv", "--quiet", str(env))
+    _dist_info(env, "megatron_core", metadata)
+    assert status_json(world, capsys, env)["megatron-core"]["state"] == "env stale"
+    assert status_check(world, env) == 1
+
+
 def test_status_knows_about_records(world, tmp_path, capsys, monkeypatch):
     """The README's manual recipe (edit rev, relock) without the records step: status says so and how to fix."""
     monkeypatch.chdir(world.project)  # where its fixes run as printed

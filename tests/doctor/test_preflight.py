@@ -57,3 +57,20 @@ def test_a_real_nvcc_is_asked_to_compile_for_each_declared_arch(monkeypatch):
     assert not item.ok and "cannot compile for sm_100" in item.detail and "--list-gpu-arch" in (item.fix or "")
     monkeypatch.setenv("NVTE_CUDA_ARCHS", "90")  # the fix: architectures it knows
     assert preflight.check_archs(nvcc, version, compiles=True).ok
+
+
+def test_the_archs_the_preflight_shows_are_those_of_the_nvcc_it_found(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from nemo_rl.doctor import preflight
+
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.8, V12.8.93'\n")
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.delenv("NVTE_CUDA_ARCHS", raising=False)
+    python = SimpleNamespace(satisfied=True, version="3.12", requires_python=None)
+    items = preflight.run_all(None, python, SimpleNamespace(installed=True, cuda_version="12.6"))
+    archs = next(item for item in items if item.name == "gpu architectures")
+    assert "builds for 70;80;89;90;100;120" in archs.detail  # 12.8's defaults; an unknown version's lack 100
