@@ -111,8 +111,11 @@ def test_a_fork_install_left_broken_fails_the_check(world, tmp_path, capsys, met
     env = tmp_path / "env"
     forkworld.uv_run(world, "venv", "--quiet", str(env))
     _dist_info(env, "megatron_core", metadata)
-    assert status_json(world, capsys, env)["megatron-core"]["state"] == "env stale"
+    row = status_json(world, capsys, env)["megatron-core"]
+    assert row["state"] == "env stale" and "uv sync --locked --extra mcore" in row["remedy"]
     assert status_check(world, env) == 1
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)  # the fix
+    assert status_check(world, env) == 0
 
 
 def test_status_knows_about_records(world, tmp_path, capsys, monkeypatch):
