@@ -133,7 +133,7 @@ def _refused(requirement: Requirement, dists: Mapping[str, Installed], wanted_by
 def _allows(requirement: Requirement, dist: Installed) -> bool:
     """Whether the installed version meets the specifier; one packaging cannot read does not."""
     try:
-        version = Version(dist.version)
+        version = Version(dist.version or "")  # a METADATA without a Version line
     except InvalidVersion:
         return False
     return SpecifierSet(str(requirement.specifier), prereleases=version.is_prerelease).contains(version)

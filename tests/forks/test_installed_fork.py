@@ -81,3 +81,12 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     assert "nemo-toolkit, which megatron-core requires, is not installed" not in out  # left out on purpose
     assert main(["deps", "patches", "--check", "--project", str(world.project)]) == 1  # online: the fork says so
     fixed(world, env, capsys)
+
+
+def test_an_installed_distribution_without_a_version_meets_no_specifier():
+    from packaging.requirements import Requirement
+
+    from nemo_rl.extras import Installed
+
+    assert not installed_fork._allows(Requirement("six>=1"), Installed(None, None))  # type: ignore[arg-type]
+    assert installed_fork._allows(Requirement("six>=1"), Installed("1.17.0", None))
