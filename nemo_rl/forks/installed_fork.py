@@ -48,6 +48,10 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
+    # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
+    parsed = {line: requirement for line in dist.requires if (requirement := _parsed(line))}
+    own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if line in parsed))
+    want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
     sync = f"run `{uv.sync_command(extra)}`"
     relock = f"run `nemo-rl deps patches {distribution}`, then `{uv.sync_command(extra)}`"
     package = lock_markers.one(lock.get("package"), name)
@@ -68,10 +72,6 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
         result.append(Problem("another version", f"{distribution} {dist.version} is installed but uv.lock says "
                               f"{package.get('version')} ({cause} is not what the fork builds)", relock))
     markers = _markers(env)
-    # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
-    parsed = {line: requirement for line in dist.requires if (requirement := _parsed(line))}
-    own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if line in parsed))
-    want = declared.derive(distribution, own, deltas).requires_dist if deltas is not None else own.requires_dist  # guard: installed-the-drop-add-lists-applied
     # what uv.lock installs here, then the environment held against it
     skipped = {canonicalize_name(n) for n in left_out}  # guard: installed-what-an-environment-leaves-out
     depends = lock_markers.locked(package.get("dependencies"), markers)
@@ -80,12 +80,12 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     extras_need = {(dep, option): lock_markers.locked(lock_markers.optional(lock, dep, option), markers)
                    for dep, option in sorted(depends) if option and dep not in skipped}
     pulled_in = lock_markers.closure(lock, depends, markers, skipped | {name})
-    want_here = [r for r in requirements if _applies(r, markers)]
+    want_here = [r for r in requirements if lock_markers._evaluate(r.marker, markers)]  # guard: installed-a-marker-that-excludes-the
     entry = lock_markers.one(lock_markers.manifest(lock, "dependency-metadata"), name)
     if entry is not None and isinstance(entry.get("requires-dist", []), list):
         # as sets: a requirement listed twice (megatron-core's setup.py lists torch in two lists) is one
         have = {lock_markers.written(r) for r in filter(None, map(_parsed, entry.get("requires-dist", [])))
-                if _applies(r, markers)}
+                if lock_markers._evaluate(r.marker, markers)}
         wanted = {lock_markers.written(r) for r in want_here}  # guard: installed-fork-a-requirement-listed
         changes = [f"+{r}" for r in sorted(wanted - have)] + [f"-{r}" for r in sorted(have - wanted)]
         if changes:  # guard: installed-requirements-against-the-lock
@@ -156,7 +156,3 @@ def _markers(env: Path) -> dict[str, str]:
         major, minor, micro = match.group(1), match.group(2), match.group(3) or ".0"
         markers |= {"python_version": f"{major}.{minor}", "python_full_version": f"{major}.{minor}{micro}"}
     return markers | {"extra": ""}
-
-
-def _applies(requirement: Requirement, markers: dict[str, str]) -> bool:
-    return lock_markers._evaluate(requirement.marker, markers)  # guard: installed-a-marker-that-excludes-the
