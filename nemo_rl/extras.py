@@ -100,7 +100,7 @@ class Probe:
 class Installed:
     """A distribution as its metadata says it is installed."""
 
-    version: str
+    version: str | None  # None: its metadata cannot be read
     commit: str | None  # from PEP 610 direct_url.json
     requires: tuple[str, ...] = ()
 
@@ -119,24 +119,28 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
         headers = _headers(dist)
         name = headers.get("Name")
+        if not name:  # guard: installed-a-nameless-distribution-by-its-directory; as find_installed finds it
+            name = getattr(dist, "_normalized_name", None)
         if name and (key := re.sub(r"[-_.]+", "-", name).lower()) not in found:
             found[key] = _installed(dist, headers)
     return found
 
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
-    """The metadata's headers, parsed once; its description is never parsed."""
+    """The metadata's headers, parsed once; its description is never parsed; none where they cannot be read."""
+    text = _text(dist, "METADATA") or _text(dist, "PKG-INFO")
+    if text is not None:
+        return email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
     try:
-        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
-        return dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
-    except UnicodeDecodeError:
+        return dist.metadata  # an egg-info that is a file
+    except (UnicodeDecodeError, OSError):
         return email.message.Message()
 
 
 def _text(dist: importlib.metadata.Distribution, name: str) -> str | None:
     try:
         return dist.read_text(name)
-    except UnicodeDecodeError:  # a broken install reads as one without the file: a sync makes it whole
+    except (UnicodeDecodeError, OSError):  # a broken install reads as one without the file
         return None
 
 
@@ -144,7 +148,10 @@ def _installed(dist: importlib.metadata.Distribution, headers: Any) -> Installed
     requires = headers.get_all("Requires-Dist")
     # only an egg-info's requires.txt adds to the headers; dist.requires would parse all of METADATA again
     if not requires and _text(dist, "requires.txt") is not None:
-        requires = dist.requires
+        try:
+            requires = dist.requires
+        except (UnicodeDecodeError, OSError):
+            requires = None
     return Installed(headers.get("Version"), commit_from_direct_url(_text(dist, "direct_url.json")),
                      tuple(requires or ()))
 

@@ -190,5 +190,6 @@ def test_a_distribution_whose_files_are_not_utf8_reads_as_one_without_them(tmp_p
         info.mkdir()
         (info / "METADATA").write_bytes(metadata)
         (info / "direct_url.json").write_bytes(b'{"url": "\xff"}')
-    assert set(extras.installed_on([str(tmp_path)])) == {"good"}
-    assert extras.find_installed("junk", [str(tmp_path)]) == extras.Installed(None, None)
+    found = extras.installed_on([str(tmp_path)])
+    assert found == {"good": extras.Installed("1.0", None), "junk": extras.Installed(None, None)}
+    assert extras.find_installed("junk", [str(tmp_path)]) == found["junk"]

@@ -48,6 +48,8 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     except NemoRLError as exc:
         return [Problem("unreadable", f"{distribution} cannot be compared with uv.lock: {exc.what}",
                         exc.remedy or "fix pyproject.toml and uv.lock as the message says")]
+    if dist.version is None:  # guard: installed-unreadable-metadata-is-reinstalled
+        return [_unreadable(distribution, extra)]
     # the fork's own extras are never installed by it: their requirements' markers fail with extra = ""
     parsed = {line: requirement for line in dist.requires if (requirement := _parsed(line))}
     own = declared.Declares(dist.version, None, tuple(line for line in dist.requires if line in parsed))
@@ -104,6 +106,8 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
     for missing in sorted(n for n in required if n not in dists):  # guard: installed-a-locked-requirement-missing
         result.append(Problem("requirement missing", f"{missing}, which {distribution} requires, is not installed",
                               sync))
+    broken = sorted(n for n in {*required, *pulled_in} if n in dists and dists[n].version is None)
+    result += [_unreadable(n, extra) for n in broken]  # guard: installed-an-unreadable-requirement-is-reinstalled
     for requirement in want_here:
         if canonicalize_name(requirement.name) not in skipped:
             result += _refused(requirement, dists, distribution, "or widen ")
@@ -123,17 +127,22 @@ def problems(project: Project, env: Path, distribution: str, left_out: Iterable[
 def _refused(requirement: Requirement, dists: Mapping[str, Installed], wanted_by: str, widen: str) -> list[Problem]:
     name = canonicalize_name(requirement.name)
     dist = dists.get(name)
-    if dist is None or not requirement.specifier or _allows(requirement, dist):
+    if dist is None or dist.version is None or not requirement.specifier or _allows(requirement, dist):
         return []
     return [Problem("version refused", f"{name} {dist.version} is installed but {wanted_by} requires "
                     f"{name}{requirement.specifier}", f"remove {widen}any [tool.uv] override-dependencies entry for "
                     f"{name}, run `uv lock --upgrade-package {name}`, then sync")]
 
 
+def _unreadable(name: str, extra: str) -> Problem:
+    return Problem("unreadable", f"the installed {name}'s metadata cannot be read",
+                   f"run `{uv.sync_command(extra)} --reinstall-package {name}`")
+
+
 def _allows(requirement: Requirement, dist: Installed) -> bool:
     """Whether the installed version meets the specifier; one packaging cannot read does not."""
     try:
-        version = Version(dist.version or "")  # a METADATA without a Version line
+        version = Version(str(dist.version))
     except InvalidVersion:
         return False
     return SpecifierSet(str(requirement.specifier), prereleases=version.is_prerelease).contains(version)

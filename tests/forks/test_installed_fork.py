@@ -6,6 +6,7 @@ import os
 import sys
 
 import forkworld
+import pytest
 from fakes import FIX, _never_hangs, derived_world, fixed, fork_with_extras, offline, status, synced_status
 
 from nemo_rl import uv
@@ -83,10 +84,27 @@ def test_records_that_agree_offline_but_not_with_the_fork_show_in_what_is_instal
     fixed(world, env, capsys)
 
 
-def test_an_installed_distribution_without_a_version_meets_no_specifier():
-    from packaging.requirements import Requirement
+def _break_metadata(env, directory: str, how: str) -> None:
+    metadata = next(env.glob(f"lib/python3*/site-packages/{directory}-*.dist-info/METADATA"))
+    lines = metadata.read_bytes().splitlines(keepends=True)
+    broken = [*lines[:1], "Summary: café\n".encode("latin-1"), *lines[1:]] if how == "not-utf8" else [
+        line for line in lines if not line.startswith(b"Version:")]
+    new = metadata.with_name("METADATA.new")  # a new file: the installed one is a link into uv's cache
+    new.write_bytes(b"".join(broken))
+    new.replace(metadata)
 
-    from nemo_rl.extras import Installed
 
-    assert not installed_fork._allows(Requirement("six>=1"), Installed(None, None))  # type: ignore[arg-type]
-    assert installed_fork._allows(Requirement("six>=1"), Installed("1.17.0", None))
+@pytest.mark.parametrize("how", ["not-utf8", "no-version"])
+@pytest.mark.parametrize("directory, name", [("megatron_core", "megatron-core"), ("six", "six")])
+def test_an_installed_distribution_whose_metadata_cannot_be_read_is_reinstalled(world, capsys, tmp_path, directory,
+                                                                               name, how):
+    fork_with_extras(world)
+    env = tmp_path / "env"
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
+    assert status(world, env, capsys)[0] == 0
+    _break_metadata(env, directory, how)
+    rc, out = status(world, env, capsys)
+    fix = f"--reinstall-package {name}"
+    assert rc == 1 and f"the installed {name}'s metadata cannot be read" in out and fix in out, out
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", *fix.split(), env_dir=env)  # the fix
+    assert status(world, env, capsys)[0] == 0
