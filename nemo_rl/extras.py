@@ -8,6 +8,7 @@ import functools
 import importlib
 import importlib.metadata
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -109,21 +110,33 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
     """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
-    dist = next(iter(found), None)
-    return _installed(dist, _headers(dist)) if dist is not None else None
+    first = None
+    for dist in found:  # a readable one before a leftover directory of the same name
+        here = _installed(dist, _headers(dist))
+        if here.version is not None:
+            return here
+        first = first or here
+    return first
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
-    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first of a name wins."""
+    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first readable one of a name wins."""
     found: dict[str, Installed] = {}
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
         headers = _headers(dist)
         name = headers.get("Name")
         if not name:  # guard: installed-a-nameless-distribution-by-its-directory; as find_installed finds it
-            name = getattr(dist, "_normalized_name", None)
-        if name and (key := re.sub(r"[-_.]+", "-", name).lower()) not in found:
+            name = _directory_name(dist)
+        key = re.sub(r"[-_.]+", "-", name).lower() if name else None
+        if key and (key not in found or found[key].version is None):
             found[key] = _installed(dist, headers)
     return found
+
+
+def _directory_name(dist: importlib.metadata.Distribution) -> str | None:
+    """The name of a `NAME-VERSION.dist-info` (or `.egg-info`) directory."""
+    stem, suffix = os.path.splitext(os.path.basename(str(getattr(dist, "_path", ""))))
+    return stem.partition("-")[0] if suffix in (".dist-info", ".egg-info") else None
 
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:

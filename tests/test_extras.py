@@ -193,3 +193,20 @@ def test_a_distribution_whose_files_are_not_utf8_reads_as_one_without_them(tmp_p
     found = extras.installed_on([str(tmp_path)])
     assert found == {"good": extras.Installed("1.0", None), "junk": extras.Installed(None, None)}
     assert extras.find_installed("junk", [str(tmp_path)]) == found["junk"]
+
+
+def test_a_leftover_directory_of_a_name_never_hides_the_installed_distribution(tmp_path):
+    leftover, site = tmp_path / "first", tmp_path / "second"
+    (leftover / "six-0.0.1.dist-info").mkdir(parents=True)
+    (leftover / "six-0.0.1.dist-info" / "RECORD").write_text("")
+    (site / "six-1.17.0.dist-info").mkdir(parents=True)
+    (site / "six-1.17.0.dist-info" / "METADATA").write_text("Name: six\nVersion: 1.17.0\n")
+    path = [str(leftover), str(site)]
+    assert extras.installed_on(path)["six"].version == extras.find_installed("six", path).version == "1.17.0"
+
+
+def test_an_egg_whose_metadata_has_no_name_is_passed_over(tmp_path):
+    egg = tmp_path / "foo-1.0-py3.12.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Version: 1.0\n")
+    assert extras.installed_on([str(egg)]) == {}

@@ -490,7 +490,8 @@ def test_copies_into_the_working_cache_are_never_writable_by_others(tmp_path):
     assert not [p for p in [root, *root.rglob("*")] if p.stat().st_mode & 0o022], root
 
 
-def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ray_metadata", [None, b"Name: ray\nSummary: caf\xe9\n"], ids=["none", "not-utf8"])
+def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monkeypatch, ray_metadata):
     """Rebuilding the worker environment cannot give the driver Ray: the fix names the driver's."""
     from nemo_rl.workers import environments
 
@@ -499,11 +500,15 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     (env / "bin").mkdir(parents=True)
     os.symlink(sys.executable, env / "bin" / "python")
     (tmp_path / "driver").mkdir()
+    if ray_metadata is not None:  # a Ray whose metadata cannot be read: a plain sync keeps it
+        site = tmp_path / "driver" / "lib" / "python3.12" / "site-packages" / "ray-2.0.0.dist-info"
+        site.mkdir(parents=True)
+        (site / "METADATA").write_bytes(ray_metadata)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "driver"))
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
     with pytest.raises(NemoRLError, match="has no Ray") as raised:
         environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), Project.read(tmp_path))
-    assert "uv sync --locked" in raised.value.remedy and str(env) not in raised.value.remedy
+    assert "uv sync --locked --reinstall-package ray" in raised.value.remedy and str(env) not in raised.value.remedy
 
 
 def test_a_checkout_environment_a_killed_build_left_with_ray_in_is_made_again_offline(builder, tmp_path):
