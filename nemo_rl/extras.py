@@ -110,44 +110,46 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
     """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
-    first = None
-    for dist in found:  # a readable one before a leftover directory of the same name
-        here = _installed(dist, _headers(dist))
-        if here.version is not None:
-            return here
-        first = first or here
-    return first
+    leftover = None
+    for dist in found:  # the first with metadata, readable or not, as Python imports it
+        headers = _headers(dist)
+        if headers is not None:
+            return _installed(dist, headers)
+        leftover = leftover or _installed(dist, email.message.Message())
+    return leftover
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
-    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first readable one of a name wins."""
+    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first of a name with metadata wins."""
     found: dict[str, Installed] = {}
+    leftovers: set[str] = set()
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
         headers = _headers(dist)
-        name = headers.get("Name")
+        name = headers.get("Name") if headers is not None else None
         if not name:  # guard: installed-a-nameless-distribution-by-its-directory; as find_installed finds it
             name = _directory_name(dist)
         key = re.sub(r"[-_.]+", "-", name).lower() if name else None
-        if key and (key not in found or found[key].version is None):
-            found[key] = _installed(dist, headers)
+        if key and (key not in found or key in leftovers and headers is not None):
+            found[key] = _installed(dist, email.message.Message() if headers is None else headers)
+            (leftovers.add if headers is None else leftovers.discard)(key)
     return found
 
 
 def _directory_name(dist: importlib.metadata.Distribution) -> str | None:
     """The name of a `NAME-VERSION.dist-info` (or `.egg-info`) directory."""
-    stem, suffix = os.path.splitext(os.path.basename(str(getattr(dist, "_path", ""))))
+    stem, suffix = os.path.splitext(getattr(getattr(dist, "_path", None), "name", ""))
     return stem.partition("-")[0] if suffix in (".dist-info", ".egg-info") else None
 
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
-    """The metadata's headers, parsed once; its description is never parsed; none where they cannot be read."""
-    text = _text(dist, "METADATA") or _text(dist, "PKG-INFO")
-    if text is not None:
-        return email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
+    """The metadata's headers, parsed once (never its description); empty where they cannot be read; None for a
+    directory without metadata, as a cut-short install leaves."""
     try:
-        return dist.metadata  # an egg-info that is a file
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+        headers = dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
     except (UnicodeDecodeError, OSError):
         return email.message.Message()
+    return headers if text is not None or len(headers) else None
 
 
 def _text(dist: importlib.metadata.Distribution, name: str) -> str | None:

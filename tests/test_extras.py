@@ -210,3 +210,13 @@ def test_an_egg_whose_metadata_has_no_name_is_passed_over(tmp_path):
     (egg / "EGG-INFO").mkdir(parents=True)
     (egg / "EGG-INFO" / "PKG-INFO").write_text("Version: 1.0\n")
     assert extras.installed_on([str(egg)]) == {}
+
+
+def test_the_first_distribution_with_metadata_wins_even_unreadable(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "six-1.17.0.dist-info").mkdir(parents=True)
+    (first / "six-1.17.0.dist-info" / "METADATA").write_bytes(b"Name: six\nSummary: caf\xe9\n")
+    (second / "six-1.0.0.dist-info").mkdir(parents=True)
+    (second / "six-1.0.0.dist-info" / "METADATA").write_text("Name: six\nVersion: 1.0.0\n")
+    path = [str(first), str(second)]  # Python imports the first: its version is unknown, never the stale one's
+    assert extras.installed_on(path)["six"] == extras.find_installed("six", path) == extras.Installed(None, None)

@@ -35,7 +35,7 @@ def _without_driver(project: Path) -> bool:
     here = Path(sys.prefix).resolve()
     if here != bundles.driver_path(project).resolve():
         return False
-    if installed.installed(here, "ray") and not bundles.driver_unfinished(project).exists():  # guard: node-a-checkout-venv-without-ray-is-made
+    if installed.version(here, "ray") and not bundles.driver_unfinished(project).exists():  # guard: node-a-checkout-venv-without-ray-is-made
         return False
     if os.environ.get(REEXEC) == str(here):  # guard: node-the-bootstrap-runs-once-never-in-a
         raise NemoRLError(f"the checkout's environment {here} has no Ray after it was made from the bundle",

@@ -448,7 +448,10 @@ def test_a_half_made_checkout_environment_is_made_again_never_in_a_loop(tmp_path
     monkeypatch.setenv(build.REEXEC, str(venv.resolve()))
     with pytest.raises(NemoRLError, match="has no Ray after it was made"):
         build._without_driver(tmp_path)
+    monkeypatch.delenv(build.REEXEC)
     (site / "ray-2.0.0.dist-info").mkdir()
+    (site / "ray-2.0.0.dist-info" / "METADATA").write_bytes(b"Name: ray\nSummary: caf\xe9\n")
+    assert build._without_driver(tmp_path)  # a Ray whose metadata cannot be read is made again too
     (site / "ray-2.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n")
     assert not build._without_driver(tmp_path)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-env"))  # someone else's environment: used as is
@@ -508,7 +511,8 @@ def test_a_driver_without_ray_is_named_not_the_worker_environment(tmp_path, monk
     monkeypatch.setattr(installed, "site_packages", lambda env: [str(p) for p in installed.site_packages_dirs(env)])
     with pytest.raises(NemoRLError, match="has no Ray") as raised:
         environments.verify(environments.WorkerEnv("k", env, ("--locked",), tmp_path, ""), Project.read(tmp_path))
-    assert "uv sync --locked --reinstall-package ray" in raised.value.remedy and str(env) not in raised.value.remedy
+    remedy = raised.value.remedy
+    assert "uv sync --locked --inexact --reinstall-package ray" in remedy and str(env) not in remedy
 
 
 def test_a_checkout_environment_a_killed_build_left_with_ray_in_is_made_again_offline(builder, tmp_path):
