@@ -106,6 +106,9 @@ class Installed:
     requires: tuple[str, ...] = ()
 
 
+METADATA_FILES = ("METADATA", "PKG-INFO")
+
+
 def find_installed(distribution: str, path: list[str] | None = None) -> Installed | None:
     """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
@@ -136,20 +139,26 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
 
 
 def _directory_name(dist: importlib.metadata.Distribution) -> str | None:
-    """The name of a `NAME-VERSION.dist-info` (or `.egg-info`) directory."""
-    stem, suffix = os.path.splitext(getattr(getattr(dist, "_path", None), "name", ""))
-    return stem.partition("-")[0] if suffix in (".dist-info", ".egg-info") else None
+    """The name of a `NAME-VERSION.dist-info` or `.egg-info` directory, or of the egg holding an `EGG-INFO`."""
+    where = str(getattr(dist, "_path", "")).rstrip("/")
+    base = os.path.basename(os.path.dirname(where) if os.path.basename(where) == "EGG-INFO" else where)
+    stem, suffix = os.path.splitext(base)
+    return stem.partition("-")[0] if suffix in (".dist-info", ".egg-info", ".egg") else None
 
 
 def _headers(dist: importlib.metadata.Distribution) -> Any:
     """The metadata's headers, parsed once (never its description); empty where they cannot be read; None for a
-    directory without metadata, as a cut-short install leaves."""
+    directory without a metadata file, as a cut-short install leaves."""
     try:
-        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+        text = dist.read_text("METADATA")
+        text = dist.read_text("PKG-INFO") if text is None else text
         headers = dist.metadata if text is None else email.parser.HeaderParser().parsestr(text.partition("\n\n")[0])
     except (UnicodeDecodeError, OSError):
         return email.message.Message()
-    return headers if text is not None or len(headers) else None
+    where = str(getattr(dist, "_path", ""))
+    if text is None and not len(headers) and not any(os.path.lexists(os.path.join(where, n)) for n in METADATA_FILES):
+        return None
+    return headers
 
 
 def _text(dist: importlib.metadata.Distribution, name: str) -> str | None:

@@ -205,17 +205,27 @@ def test_a_leftover_directory_of_a_name_never_hides_the_installed_distribution(t
     assert extras.installed_on(path)["six"].version == extras.find_installed("six", path).version == "1.17.0"
 
 
-def test_an_egg_whose_metadata_has_no_name_is_passed_over(tmp_path):
+@pytest.mark.parametrize("pkg_info", [b"Version: 1.0\n", b"Version: 1.0\nSummary: caf\xe9\n"],
+                         ids=["no-name", "not-utf8"])
+def test_an_egg_without_a_readable_name_is_known_by_the_egg_s_name(tmp_path, pkg_info):
     egg = tmp_path / "foo-1.0-py3.12.egg"
     (egg / "EGG-INFO").mkdir(parents=True)
-    (egg / "EGG-INFO" / "PKG-INFO").write_text("Version: 1.0\n")
-    assert extras.installed_on([str(egg)]) == {}
+    (egg / "EGG-INFO" / "PKG-INFO").write_bytes(pkg_info)
+    found = extras.installed_on([str(egg)])
+    assert list(found) == ["foo"] and found["foo"] == extras.find_installed("foo", [str(egg)])
 
 
-def test_the_first_distribution_with_metadata_wins_even_unreadable(tmp_path):
+@pytest.mark.parametrize("metadata", ["not-utf8", "empty", "a-directory", "a-dangling-link"])
+def test_the_first_distribution_with_metadata_wins_even_unreadable(tmp_path, metadata):
     first, second = tmp_path / "first", tmp_path / "second"
     (first / "six-1.17.0.dist-info").mkdir(parents=True)
-    (first / "six-1.17.0.dist-info" / "METADATA").write_bytes(b"Name: six\nSummary: caf\xe9\n")
+    path = first / "six-1.17.0.dist-info" / "METADATA"
+    if metadata == "a-directory":
+        path.mkdir()
+    elif metadata == "a-dangling-link":
+        path.symlink_to(tmp_path / "nowhere")
+    else:
+        path.write_bytes(b"Name: six\nSummary: caf\xe9\n" if metadata == "not-utf8" else b"")
     (second / "six-1.0.0.dist-info").mkdir(parents=True)
     (second / "six-1.0.0.dist-info" / "METADATA").write_text("Name: six\nVersion: 1.0.0\n")
     path = [str(first), str(second)]  # Python imports the first: its version is unknown, never the stale one's

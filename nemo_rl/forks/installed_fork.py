@@ -136,7 +136,7 @@ def _refused(requirement: Requirement, dists: Mapping[str, Installed], wanted_by
 
 def _unreadable(name: str, extra: str) -> Problem:
     return Problem("unreadable", f"the installed {name}'s metadata cannot be read",
-                   f"run `{uv.sync_command(extra)} --reinstall-package {name}`")
+                   f"run `uv cache clean {name} && {uv.sync_command(extra)} --reinstall-package {name}`")
 
 
 def _allows(requirement: Requirement, dist: Installed) -> bool:

@@ -206,7 +206,8 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     driver_ray = installed.version(Path(sys.prefix), "ray")
     if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named
         raise NemoRLError(f"the driver environment {sys.prefix} has no Ray whose metadata reads",
-                          "run `uv sync --locked --inexact --reinstall-package ray`; without network, "
+                          "run `uv cache clean ray && uv sync --locked --inexact --reinstall-package ray`; "
+                          "without network, "
                           "`uv run --no-project --offline python -m nemo_rl envs build PY_EXECUTABLE --from BUNDLE`")
     dists = installed.distributions(env.path)
     ray_there = dists["ray"].version if "ray" in dists else None

@@ -89,22 +89,25 @@ def _break_metadata(env, directory: str, how: str) -> None:
     lines = metadata.read_bytes().splitlines(keepends=True)
     broken = [*lines[:1], "Summary: café\n".encode("latin-1"), *lines[1:]] if how == "not-utf8" else [
         line for line in lines if not line.startswith(b"Version:")]
-    new = metadata.with_name("METADATA.new")  # a new file: the installed one is a link into uv's cache
-    new.write_bytes(b"".join(broken))
-    new.replace(metadata)
+    with open(metadata, "r+b") as fh:  # in place: uv's cache holds the same file (a hard link)
+        fh.write(b"".join(broken))
+        fh.truncate()
 
 
 @pytest.mark.parametrize("how", ["not-utf8", "no-version"])
 @pytest.mark.parametrize("directory, name", [("megatron_core", "megatron-core"), ("six", "six")])
-def test_an_installed_distribution_whose_metadata_cannot_be_read_is_reinstalled(world, capsys, tmp_path, directory,
-                                                                               name, how):
+def test_an_installed_distribution_whose_metadata_cannot_be_read_is_reinstalled(world, capsys, tmp_path, monkeypatch,
+                                                                               directory, name, how):
     fork_with_extras(world)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # the fix cleans it
     env = tmp_path / "env"
     forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", env_dir=env)
     assert status(world, env, capsys)[0] == 0
     _break_metadata(env, directory, how)
     rc, out = status(world, env, capsys)
-    fix = f"--reinstall-package {name}"
+    fix = (f"uv cache clean {name} && uv run nemo-rl doctor --extra mcore --preflight && "
+           f"uv sync --locked --extra mcore --reinstall-package {name}")
     assert rc == 1 and f"the installed {name}'s metadata cannot be read" in out and fix in out, out
-    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", *fix.split(), env_dir=env)  # the fix
+    forkworld.uv_run(world, "cache", "clean", "--quiet", name)  # the fix, but the pre-flight (it needs a CUDA toolkit)
+    forkworld.uv_run(world, "sync", "--quiet", "--locked", "--extra", "mcore", "--reinstall-package", name, env_dir=env)
     assert status(world, env, capsys)[0] == 0
