@@ -106,36 +106,35 @@ class Installed:
     requires: tuple[str, ...] = ()
 
 
-METADATA_FILES = ("METADATA", "PKG-INFO")
+_METADATA_FILES = ("METADATA", "PKG-INFO")
 
 
 def find_installed(distribution: str, path: list[str] | None = None) -> Installed | None:
     """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
-    leftover = None
-    for dist in found:  # the first with metadata, readable or not, as Python imports it
-        headers = _headers(dist)
-        if headers is not None:
-            return _installed(dist, headers)
-        leftover = leftover or _installed(dist, email.message.Message())
-    return leftover
+    return _first([(dist, _headers(dist)) for dist in found])
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
-    """Every distribution on `path` (None: sys.path) by PEP 503 name; the first of a name with metadata wins."""
-    found: dict[str, Installed] = {}
-    leftovers: set[str] = set()
+    """Every distribution on `path` (None: sys.path) by PEP 503 name, chosen as find_installed chooses."""
+    named: dict[str, list[tuple[importlib.metadata.Distribution, Any]]] = {}
     for dist in importlib.metadata.distributions(path=path) if path is not None else importlib.metadata.distributions():
         headers = _headers(dist)
         name = headers.get("Name") if headers is not None else None
         if not name:  # guard: installed-a-nameless-distribution-by-its-directory; as find_installed finds it
             name = _directory_name(dist)
-        key = re.sub(r"[-_.]+", "-", name).lower() if name else None
-        if key and (key not in found or key in leftovers and headers is not None):
-            found[key] = _installed(dist, email.message.Message() if headers is None else headers)
-            (leftovers.add if headers is None else leftovers.discard)(key)
-    return found
+        if name:
+            named.setdefault(re.sub(r"[-_.]+", "-", name).lower(), []).append((dist, headers))
+    return {key: found for key, candidates in named.items() if (found := _first(candidates)) is not None}
+
+
+def _first(candidates: list[tuple[importlib.metadata.Distribution, Any]]) -> Installed | None:
+    """The first with a metadata file, readable or not, as Python imports it; else the first at all."""
+    if not candidates:
+        return None
+    dist, headers = next(((d, h) for d, h in candidates if h is not None), candidates[0])
+    return _installed(dist, email.message.Message() if headers is None else headers)
 
 
 def _directory_name(dist: importlib.metadata.Distribution) -> str | None:
@@ -156,7 +155,7 @@ def _headers(dist: importlib.metadata.Distribution) -> Any:
     except (UnicodeDecodeError, OSError):
         return email.message.Message()
     where = str(getattr(dist, "_path", ""))
-    if text is None and not len(headers) and not any(os.path.lexists(os.path.join(where, n)) for n in METADATA_FILES):
+    if text is None and not len(headers) and not any(os.path.lexists(os.path.join(where, n)) for n in _METADATA_FILES):
         return None
     return headers
 
