@@ -132,9 +132,9 @@ def node_record(bundle: Path, gpu: int | None = None) -> tuple[bytes, str | None
         if unfit:  # guard: archs-a-gpu-outside-the-archs-refuses
             raise NemoRLError(f"this node's GPU is sm_{one}, but the bundle's {held}: {', '.join(unfit)} cannot run "
                               "here", f"pack again with NVTE_CUDA_ARCHS including {one}")
-    checked = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
     if not readable:
-        checked = f"{found}: could not check the bundle's CUDA architectures ({held})"
-    elif None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
+        return record, f"{found}: could not check the bundle's CUDA architectures ({held})"
+    checked = f"GPU {', '.join(f'sm_{g}' for g in readable)} ({found}) fits the bundle's {held}"
+    if None in gpus:  # guard: archs-an-unreadable-gpu-row-is-could-not-check
         checked += "; could not check the bundle's CUDA architectures on the GPUs it could not read"
     return record, checked
