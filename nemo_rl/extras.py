@@ -113,7 +113,7 @@ def find_installed(distribution: str, path: list[str] | None = None) -> Installe
     """`distribution` on `path` (None: sys.path), or None when absent."""
     found = (importlib.metadata.distributions(name=distribution) if path is None else
              importlib.metadata.distributions(name=distribution, path=path))
-    return _first([(dist, _headers(dist)) for dist in found])
+    return _first((dist, _headers(dist)) for dist in found)
 
 
 def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
@@ -129,12 +129,14 @@ def installed_on(path: list[str] | None = None) -> dict[str, Installed]:
     return {key: found for key, candidates in named.items() if (found := _first(candidates)) is not None}
 
 
-def _first(candidates: list[tuple[importlib.metadata.Distribution, Any]]) -> Installed | None:
+def _first(candidates: Iterable[tuple[importlib.metadata.Distribution, Any]]) -> Installed | None:
     """The first with a metadata file, readable or not, as Python imports it; else the first at all."""
-    if not candidates:
-        return None
-    dist, headers = next(((d, h) for d, h in candidates if h is not None), candidates[0])
-    return _installed(dist, email.message.Message() if headers is None else headers)
+    first = None
+    for dist, headers in candidates:
+        if headers is not None:
+            return _installed(dist, headers)
+        first = first or dist
+    return None if first is None else _installed(first, email.message.Message())
 
 
 def _directory_name(dist: importlib.metadata.Distribution) -> str | None:
