@@ -15,7 +15,7 @@ from nemo_rl import codec, locks, settings
 from nemo_rl.errors import NemoRLError, command
 from nemo_rl.project import develop_state, identity
 from nemo_rl.project.model import Project
-from nemo_rl.workers import bundle_copy, environments
+from nemo_rl.workers import bundle_copy, bundles, environments
 
 KEY = re.compile(r"[0-9a-f]{24}")  # what environments.key_for makes
 
@@ -195,7 +195,7 @@ class BundleRow:
 
 def bundle_rows(project: Project | None) -> list[BundleRow]:
     """The bundles under $NEMO_RL_BUNDLE_DIR, against this checkout's inputs."""
-    from nemo_rl.workers import bundle_pack, bundles
+    from nemo_rl.workers import bundle_pack
 
     rows = []
     for path in bundles.configured():
