@@ -203,7 +203,7 @@ def verify(env: WorkerEnv, project: Project, *, proven: manifests.Proven | None 
     problems = [f"import {module} fails: {error}" for module, error in result.failed.items()]  # guard: workers-import-check
     if result.python != platform.python_version():  # guard: workers-python-version-checked
         problems.append(f"Python {result.python} there, {platform.python_version()} in the driver")
-    driver_ray = verified.driver_ray(sys.prefix)
+    driver_ray = installed.version(Path(sys.prefix), "ray")
     if driver_ray is None:  # guard: workers-a-driver-without-ray-is-named
         raise NemoRLError(f"the driver environment {sys.prefix} has no Ray whose metadata reads",
                           "run `uv cache clean ray && uv sync --locked --inexact --reinstall-package ray`; "
